@@ -1,0 +1,249 @@
+//! `JournalLease`: a held lease as its holder sees it, judged on the holder's own clock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{OnceCell, watch};
+
+use crate::clock::{Clock, Instant};
+use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
+use crate::sync::{Mutex, lock};
+
+/// How much of the granted TTL the holder gives up to cover clock drift between itself and
+/// the authority. It must cover the worst drift the deployment assumes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum SkewMargin {
+    /// This many percent of the granted TTL (0–99).
+    Percent(u8),
+    /// A fixed margin; a margin at or above the TTL leaves no validity at all.
+    Fixed(Duration),
+}
+
+impl Default for SkewMargin {
+    /// 10% of the TTL (DESIGN.md, "Client-side validity").
+    fn default() -> Self {
+        SkewMargin::Percent(10)
+    }
+}
+
+impl SkewMargin {
+    /// The margin for a lease granted with `ttl`.
+    pub fn of(self, ttl: Duration) -> Duration {
+        match self {
+            SkewMargin::Percent(percent) => ttl * u32::from(percent.min(99)) / 100,
+            SkewMargin::Fixed(margin) => margin,
+        }
+    }
+}
+
+/// Why a held lease stopped being valid. The first cause observed wins.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LossCause {
+    /// The holder released it.
+    #[error("the lease was released")]
+    Released,
+    /// A renew answered Held: another owner took over, or the record is gone.
+    #[error("the lease was overtaken (holder token {holder_token:?})")]
+    Overtaken {
+        /// The new holder's token, if the authority named one.
+        holder_token: Option<u64>,
+    },
+    /// The holder's own deadline passed without a successful renew.
+    #[error("the local validity deadline {valid_until:?} passed without a successful renew")]
+    Deadline {
+        /// The deadline, on the holder's monotonic clock.
+        valid_until: Instant,
+    },
+}
+
+/// A held lease: the last granted [`Lease`] value plus the holder's local view of its
+/// validity. Cloning gives another handle to the same hold.
+///
+/// Validity rule (DESIGN.md, "Client-side validity"): `valid_until = (local time the last
+/// successful acquire or renew was sent) + granted ttl − skew margin`, on the holder's own
+/// monotonic clock. Only a successful renew moves it; the authority's `expiry` is never used.
+/// Once lost (released, overtaken or past the deadline), a hold never becomes valid again.
+#[derive(Clone, Debug)]
+pub struct JournalLease {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    authority: Arc<dyn SessionLease>,
+    clock: Arc<dyn Clock>,
+    skew_margin: SkewMargin,
+    state: Mutex<Hold>,
+    lost: watch::Sender<Option<LossCause>>,
+    released: OnceCell<Result<(), LeaseError>>,
+}
+
+#[derive(Debug)]
+struct Hold {
+    lease: Lease,
+    /// When the last successful acquire or renew was sent, on the holder's clock.
+    granted_at: Instant,
+    valid_until: Instant,
+}
+
+impl JournalLease {
+    /// Acquires `session` for `owner` from `authority`, timing the request on `clock`.
+    ///
+    /// # Errors
+    /// Whatever the authority's acquire returns.
+    pub(crate) async fn acquire(
+        authority: Arc<dyn SessionLease>,
+        clock: Arc<dyn Clock>,
+        skew_margin: SkewMargin,
+        session: &SessionId,
+        owner: &Owner,
+    ) -> Result<Self, LeaseError> {
+        let sent = clock.now();
+        let lease = authority.acquire(session, owner).await?;
+        let valid_until = sent + lease.ttl().saturating_sub(skew_margin.of(lease.ttl()));
+        Ok(JournalLease {
+            shared: Arc::new(Shared {
+                authority,
+                clock,
+                skew_margin,
+                state: Mutex::new(Hold {
+                    lease,
+                    granted_at: sent,
+                    valid_until,
+                }),
+                lost: watch::channel(None).0,
+                released: OnceCell::new(),
+            }),
+        })
+    }
+
+    /// The lease value last granted (by acquire or a successful renew).
+    pub fn lease(&self) -> Lease {
+        lock(&self.shared.state).lease.clone()
+    }
+
+    /// The fencing epoch: the lease token.
+    pub fn epoch(&self) -> u64 {
+        lock(&self.shared.state).lease.token()
+    }
+
+    /// The leased session.
+    pub fn session(&self) -> SessionId {
+        lock(&self.shared.state).lease.session().clone()
+    }
+
+    /// When the last successful acquire or renew was sent, on the holder's monotonic clock.
+    pub fn granted_at(&self) -> Instant {
+        lock(&self.shared.state).granted_at
+    }
+
+    /// The local deadline, on the holder's monotonic clock.
+    pub fn valid_until(&self) -> Instant {
+        lock(&self.shared.state).valid_until
+    }
+
+    /// The holder's clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.shared.clock
+    }
+
+    /// Whether the hold is still valid now; see [`JournalLease::check`].
+    pub fn is_valid(&self) -> bool {
+        self.check().is_ok()
+    }
+
+    /// `Ok` while the lease is valid on the holder's clock and not lost.
+    ///
+    /// # Errors
+    /// The loss cause. Observing the deadline passed records [`LossCause::Deadline`].
+    pub fn check(&self) -> Result<(), LossCause> {
+        if let Some(cause) = self.loss() {
+            return Err(cause);
+        }
+        let valid_until = self.valid_until();
+        if self.shared.clock.now() >= valid_until {
+            self.mark_lost(LossCause::Deadline { valid_until });
+            return Err(self.loss().unwrap_or(LossCause::Deadline { valid_until }));
+        }
+        Ok(())
+    }
+
+    /// The loss cause, if the hold is lost.
+    pub fn loss(&self) -> Option<LossCause> {
+        self.shared.lost.borrow().clone()
+    }
+
+    /// Completes with the cause once the hold is lost (released, overtaken, or its deadline
+    /// noticed by [`JournalLease::check`] or the renewer).
+    pub async fn lost(&self) -> LossCause {
+        let mut rx = self.shared.lost.subscribe();
+        let cause = rx.wait_for(Option::is_some).await;
+        // The sender lives in `self.shared`, so the channel cannot close while we wait.
+        cause
+            .ok()
+            .and_then(|cause| cause.clone())
+            .unwrap_or(LossCause::Released)
+    }
+
+    /// Records `cause` unless the hold is already lost. Returns whether this call lost it.
+    pub fn mark_lost(&self, cause: LossCause) -> bool {
+        self.shared.lost.send_if_modified(|lost| {
+            let first = lost.is_none();
+            if first {
+                *lost = Some(cause);
+            }
+            first
+        })
+    }
+
+    /// Sends one renew for the current lease. On success, moves the local deadline to
+    /// (send time + granted ttl − margin), unless the hold was lost meanwhile.
+    ///
+    /// # Errors
+    /// [`LeaseError::Held`] (the hold is then lost as [`LossCause::Overtaken`]); transient
+    /// errors leave the hold as it was. Renewing a lost hold returns `Held` without a call.
+    pub async fn renew(&self) -> Result<(), LeaseError> {
+        if self.loss().is_some() {
+            return Err(LeaseError::Held { holder_token: None });
+        }
+        let lease = self.lease();
+        let sent = self.shared.clock.now();
+        match self.shared.authority.renew(&lease).await {
+            Ok(renewed) => {
+                if self.loss().is_none() {
+                    let margin = self.shared.skew_margin.of(renewed.ttl());
+                    let mut hold = lock(&self.shared.state);
+                    hold.valid_until = sent + renewed.ttl().saturating_sub(margin);
+                    hold.granted_at = sent;
+                    hold.lease = renewed;
+                }
+                Ok(())
+            }
+            Err(LeaseError::Held { holder_token }) => {
+                self.mark_lost(LossCause::Overtaken { holder_token });
+                Err(LeaseError::Held { holder_token })
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Marks the hold lost ([`LossCause::Released`] unless already lost) and releases it at
+    /// the authority, once: later and concurrent calls share the first call's result.
+    ///
+    /// # Errors
+    /// Transient errors of the authority's release; the lease then ends at its expiry.
+    pub async fn release(&self) -> Result<(), LeaseError> {
+        self.mark_lost(LossCause::Released);
+        let shared = &self.shared;
+        shared
+            .released
+            .get_or_init(|| async {
+                let lease = lock(&shared.state).lease.clone();
+                shared.authority.release(&lease).await
+            })
+            .await
+            .clone()
+    }
+}

@@ -1,0 +1,65 @@
+//! `MemLedger`: the reference ledger, a map of vectors behind a mutex.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+
+use super::{Entry, Ledger, LedgerError, Record, Seq};
+use crate::lease::SessionId;
+use crate::sync::{Mutex, lock};
+
+/// The in-process ledger and the reference implementation of [`Ledger`]: one mutex over an
+/// ordered map from name to its records; each append checks and commits in one critical
+/// section. Nothing is durable beyond the process.
+#[derive(Debug, Default)]
+pub struct MemLedger {
+    logs: Mutex<BTreeMap<SessionId, Vec<Record>>>,
+}
+
+impl MemLedger {
+    /// An empty ledger.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl Ledger for MemLedger {
+    async fn tip(&self, name: &SessionId) -> Result<Seq, LedgerError> {
+        Ok(lock(&self.logs).get(name).map_or(0, |log| log.len() as Seq))
+    }
+
+    async fn append(
+        &self,
+        name: &SessionId,
+        expected: Seq,
+        record: Record,
+    ) -> Result<Seq, LedgerError> {
+        let mut logs = lock(&self.logs);
+        let log = logs.entry(name.clone()).or_default();
+        let actual = log.len() as Seq;
+        if actual != expected {
+            return Err(LedgerError::Conflict { actual });
+        }
+        log.push(record);
+        Ok(actual + 1)
+    }
+
+    async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError> {
+        let logs = lock(&self.logs);
+        let Some(log) = logs.get(name) else {
+            return Ok(Vec::new());
+        };
+        let first = from.max(1);
+        let entries = log
+            .iter()
+            .zip(1..)
+            .skip((first - 1) as usize)
+            .map(|(record, seq)| Entry {
+                seq,
+                record: record.clone(),
+            })
+            .collect();
+        Ok(entries)
+    }
+}

@@ -1,0 +1,160 @@
+//! `MemLease`: the reference lease authority, an ordered map behind a mutex.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::{Lease, LeaseError, Owner, SessionId, SessionLease};
+use crate::clock::{Clock, Instant};
+use crate::mutant::Mutant;
+use std::sync::Arc;
+
+use crate::sync::{Mutex, lock};
+
+/// The in-process lease authority and the reference implementation of [`SessionLease`].
+///
+/// One mutex guards an ordered map from session to its entry; every call is one critical
+/// section (check and act together), and expiry is judged on the injected clock
+/// (`now >= expiry` is expired). Each session keeps a token high-water mark that outlives
+/// release and record deletion, so tokens increase per session forever.
+#[derive(Debug)]
+pub struct MemLease {
+    clock: Arc<dyn Clock>,
+    ttl: Duration,
+    mutant: Option<Mutant>,
+    sessions: Mutex<BTreeMap<SessionId, Entry>>,
+}
+
+#[derive(Debug, Default)]
+struct Entry {
+    /// Highest token ever granted for the session.
+    high_water: u64,
+    /// The current record, if any: it may be expired.
+    record: Option<Record>,
+}
+
+#[derive(Clone, Debug)]
+struct Record {
+    owner: Owner,
+    token: u64,
+    expiry: Instant,
+}
+
+impl Record {
+    fn is_live(&self, now: Instant) -> bool {
+        now < self.expiry
+    }
+}
+
+impl MemLease {
+    /// An authority granting leases of `ttl` (must be non-zero), judging expiry on `clock`.
+    ///
+    /// # Panics
+    /// When `ttl` is zero: such a lease would be expired the moment it is granted.
+    pub fn new(clock: Arc<dyn Clock>, ttl: Duration) -> Self {
+        assert!(!ttl.is_zero(), "MemLease needs a non-zero TTL");
+        MemLease {
+            clock,
+            ttl,
+            mutant: None,
+            sessions: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The same authority running `mutant` (a planted bug), or the correct code for `None`.
+    pub fn with_mutant(mut self, mutant: Option<Mutant>) -> Self {
+        self.mutant = mutant;
+        self
+    }
+
+    /// The TTL of every lease this authority grants.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// Deletes the session's record, as a garbage collector of expired records would; the
+    /// token high-water mark survives, so the next grant still gets a higher token.
+    pub fn delete_record(&self, session: &SessionId) {
+        if let Some(entry) = lock(&self.sessions).get_mut(session) {
+            entry.record = None;
+        }
+    }
+
+    fn grant(&self, session: &SessionId, record: &Record) -> Lease {
+        Lease::new(
+            session.clone(),
+            record.owner.clone(),
+            record.token,
+            record.expiry,
+            self.ttl,
+        )
+    }
+
+    /// The token for a takeover of `entry`, whose current record (if any) has expired.
+    fn takeover_token(&self, entry: &Entry) -> u64 {
+        match (&entry.record, self.mutant) {
+            (Some(expired), Some(Mutant::TokenNotAdvancedOnExpiry)) => expired.token,
+            _ => entry.high_water + 1,
+        }
+    }
+}
+
+#[async_trait]
+impl SessionLease for MemLease {
+    async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
+        let now = self.clock.now();
+        let mut sessions = lock(&self.sessions);
+        let entry = sessions.entry(session.clone()).or_default();
+        let token = match &entry.record {
+            Some(live) if live.is_live(now) && live.owner != *owner => {
+                return Err(LeaseError::Held {
+                    holder_token: Some(live.token),
+                });
+            }
+            Some(live) if live.is_live(now) => live.token,
+            _ => self.takeover_token(entry),
+        };
+        entry.high_water = entry.high_water.max(token);
+        let record = Record {
+            owner: owner.clone(),
+            token,
+            expiry: now + self.ttl,
+        };
+        let lease = self.grant(session, &record);
+        entry.record = Some(record);
+        Ok(lease)
+    }
+
+    async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
+        let now = self.clock.now();
+        let mut sessions = lock(&self.sessions);
+        let current = sessions
+            .get_mut(lease.session())
+            .and_then(|entry| entry.record.as_mut())
+            .filter(|record| record.is_live(now));
+        match current {
+            Some(record) if record.owner == *lease.owner() && record.token == lease.token() => {
+                record.expiry = now + self.ttl;
+                Ok(self.grant(lease.session(), record))
+            }
+            other => Err(LeaseError::Held {
+                holder_token: other.map(|record| record.token),
+            }),
+        }
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
+        let mut sessions = lock(&self.sessions);
+        if let Some(entry) = sessions.get_mut(lease.session()) {
+            let ours = entry
+                .record
+                .as_ref()
+                .is_some_and(|r| r.owner == *lease.owner() && r.token == lease.token());
+            if ours {
+                entry.record = None;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,7 @@
+//! The system under test, specified by its contract: the lease conformance suite, the fenced
+//! journal and the service layer.
+
+mod conformance;
+mod journal;
+mod service;
+mod support;

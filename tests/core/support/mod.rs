@@ -1,0 +1,4 @@
+//! Test doubles and helpers shared by the core tests.
+
+pub mod lease;
+pub mod ledger;
