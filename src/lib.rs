@@ -15,4 +15,5 @@ pub mod journal;
 pub mod lease;
 pub mod mutant;
 pub mod service;
+pub mod storage;
 mod sync;
