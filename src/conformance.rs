@@ -20,15 +20,13 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::ManualClock;
 use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 
-/// A boxed, sendable future.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+pub use crate::BoxFuture;
 
 /// Moves the authority's time forward by the given duration.
 pub type Advance = Arc<dyn Fn(Duration) -> BoxFuture<()> + Send + Sync>;
@@ -41,6 +39,8 @@ pub struct Subject {
     pub advance: Advance,
     /// The TTL the backend grants.
     pub ttl: Duration,
+    /// Whatever must live as long as the backend (a server, a temporary directory).
+    guards: Vec<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Subject {
@@ -58,6 +58,7 @@ impl Subject {
             lease,
             advance,
             ttl,
+            guards: Vec::new(),
         }
     }
 
@@ -72,7 +73,15 @@ impl Subject {
             lease,
             advance,
             ttl,
+            guards: Vec::new(),
         }
+    }
+
+    /// The same subject, keeping `guard` (e.g. the server the backend talks to) alive until
+    /// the rule has run.
+    pub fn keep_alive(mut self, guard: impl std::any::Any + Send + Sync) -> Self {
+        self.guards.push(Box::new(guard));
+        self
     }
 
     async fn advance(&self, d: Duration) {

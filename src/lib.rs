@@ -14,6 +14,13 @@ pub mod demo;
 pub mod journal;
 pub mod lease;
 pub mod mutant;
+pub mod net;
+pub mod remote;
+pub mod serve;
 pub mod service;
+pub mod sim;
 pub mod storage;
 mod sync;
+
+/// A boxed, sendable future: the shape of callbacks such as dialers and clock advances.
+pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;

@@ -6,8 +6,10 @@
 //! fails and its journal is poisoned. The holder's local validity check only keeps honest
 //! writers from trying.
 
+mod durable;
 mod lease;
 mod mem;
+pub mod remote;
 mod store;
 mod writer;
 
@@ -17,8 +19,10 @@ use async_trait::async_trait;
 
 use crate::lease::{Owner, SessionId};
 
+pub use durable::{DurableLedger, LEDGER_SCHEMA_VERSION, LEDGER_SUFFIX};
 pub use lease::{JournalLease, LossCause, SkewMargin};
 pub use mem::MemLedger;
+pub use remote::{LedgerServer, RemoteLedger};
 pub use store::{Store, StoreConfig};
 pub use writer::{Journal, JournalError};
 
@@ -107,6 +111,13 @@ pub enum LedgerError {
     #[error("ledger unavailable: {reason}")]
     Unavailable {
         /// What went wrong.
+        reason: String,
+    },
+    /// The request was malformed (e.g. an oversized payload) and was refused; nothing was
+    /// written. Retrying the same request fails the same way.
+    #[error("ledger request refused as invalid: {reason}")]
+    Invalid {
+        /// What is wrong with it.
         reason: String,
     },
     /// The call may or may not have taken effect (e.g. a timeout after sending).

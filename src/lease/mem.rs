@@ -73,6 +73,14 @@ impl MemLease {
         self.ttl
     }
 
+    /// Raises the session's token high-water mark to `token` (never lowers it): an authority
+    /// restoring its durable state after a restart, so no token is ever granted twice.
+    pub fn restore_high_water(&self, session: &SessionId, token: u64) {
+        let mut sessions = lock(&self.sessions);
+        let entry = sessions.entry(session.clone()).or_default();
+        entry.high_water = entry.high_water.max(token);
+    }
+
     /// Deletes the session's record, as a garbage collector of expired records would; the
     /// token high-water mark survives, so the next grant still gets a higher token.
     pub fn delete_record(&self, session: &SessionId) {

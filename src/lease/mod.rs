@@ -6,7 +6,9 @@
 //! release only removes the caller's own hold. The conformance suite
 //! ([`crate::conformance`]) checks a backend against every rule.
 
+mod durable;
 mod mem;
+pub mod remote;
 
 use std::fmt;
 use std::time::Duration;
@@ -15,7 +17,9 @@ use async_trait::async_trait;
 
 use crate::clock::Instant;
 
+pub use durable::{DurableLease, DurableLeaseConfig, STATE_FILE, STATE_SCHEMA_VERSION};
 pub use mem::MemLease;
+pub use remote::{LeaseServer, RemoteLease};
 
 /// Longest session id accepted, in bytes.
 pub const SESSION_ID_MAX_BYTES: usize = 256;

@@ -1,0 +1,290 @@
+//! `DurableLease`: the lease service's authority — [`MemLease`] plus durable token
+//! high-water marks and a restart grace period.
+//!
+//! Two facts must survive a crash (DESIGN.md, "Lease"):
+//! - each session's token high-water mark, written before a takeover is acknowledged, so a
+//!   restarted authority never grants a token twice;
+//! - how long a lease granted before the crash might still be live. The authority keeps a
+//!   durable countdown of the longest remaining lifetime of any lease it granted, lowered
+//!   with its own uptime every `grace_persist_interval`; after a restart it grants nothing
+//!   until that much uptime has passed. Downtime counts as zero (conservative), and each
+//!   incarnation's uptime is counted, so repeated restarts never extend the grace beyond
+//!   about one TTL of accumulated uptime.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use prost::Message;
+use tokio::sync::Mutex;
+
+use super::{Lease, LeaseError, MemLease, Owner, SessionId, SessionLease};
+use crate::clock::{Clock, Instant};
+use crate::remote::proto::{self, lease_state_record::Kind};
+use crate::storage::{Storage, StorageError, log};
+
+/// The file holding the authority's durable state.
+pub const STATE_FILE: &str = "lease-state.log";
+
+/// Schema version of [`STATE_FILE`].
+pub const STATE_SCHEMA_VERSION: u32 = 1;
+
+const STATE_KIND: &str = "lease-state";
+
+/// Settings of a [`DurableLease`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct DurableLeaseConfig {
+    /// TTL of every lease granted (default 10 s).
+    pub ttl: Duration,
+    /// How often the grace countdown is lowered on storage (default 1 s). A crash loses at
+    /// most this much of the countdown's progress.
+    pub grace_persist_interval: Duration,
+}
+
+impl Default for DurableLeaseConfig {
+    fn default() -> Self {
+        DurableLeaseConfig {
+            ttl: Duration::from_secs(10),
+            grace_persist_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl DurableLeaseConfig {
+    /// The default settings with leases of `ttl`.
+    pub fn with_ttl(ttl: Duration) -> Self {
+        DurableLeaseConfig {
+            ttl,
+            ..Self::default()
+        }
+    }
+}
+
+/// The lease authority of the lease service: [`MemLease`]'s rules, with state that survives
+/// crashes and a grace period after restarts.
+#[derive(Debug)]
+pub struct DurableLease {
+    inner: MemLease,
+    storage: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+    config: DurableLeaseConfig,
+    grace_until: Instant,
+    state: Mutex<Persisted>,
+}
+
+/// What is on storage, as this incarnation last wrote it.
+#[derive(Debug)]
+struct Persisted {
+    high_water: BTreeMap<SessionId, u64>,
+    /// The grace countdown as last written (not decayed: a restart reads this value).
+    grace_stored: Duration,
+    /// Latest expiry of any lease granted by this incarnation.
+    latest_expiry: Instant,
+    /// Set when a write failed: its outcome is unknown, so the authority stops granting
+    /// until it is restarted and has recovered.
+    broken: Option<String>,
+}
+
+impl DurableLease {
+    /// Recovers the authority's state from `storage` (creating it when new) and starts the
+    /// grace period: nothing is granted until the recovered countdown has run out on
+    /// `clock`. Run [`DurableLease::persist_grace`] beside it.
+    ///
+    /// # Errors
+    /// Storage errors, and [`StorageError::Corrupt`] for a state file this version cannot
+    /// read.
+    pub async fn open(
+        storage: Arc<dyn Storage>,
+        clock: Arc<dyn Clock>,
+        config: DurableLeaseConfig,
+    ) -> Result<Self, StorageError> {
+        let header = proto::FileHeader {
+            v: STATE_SCHEMA_VERSION,
+            kind: STATE_KIND.into(),
+            session: String::new(),
+        }
+        .encode_to_vec();
+        let recovered = log::recover_or_create(&*storage, STATE_FILE, &header).await?;
+        let (high_water, grace) = replay(&recovered.frames)?;
+        let inner = MemLease::new(clock.clone(), config.ttl);
+        for (session, token) in &high_water {
+            inner.restore_high_water(session, *token);
+        }
+        let now = clock.now();
+        Ok(DurableLease {
+            inner,
+            storage,
+            config,
+            grace_until: now + grace,
+            state: Mutex::new(Persisted {
+                high_water,
+                grace_stored: grace,
+                latest_expiry: now,
+                broken: None,
+            }),
+            clock,
+        })
+    }
+
+    /// When the restart grace period ends, on the authority's clock.
+    pub fn grace_until(&self) -> Instant {
+        self.grace_until
+    }
+
+    /// How much of the restart grace period is left now.
+    pub fn grace_left(&self) -> Duration {
+        self.grace_until.saturating_duration_since(self.clock.now())
+    }
+
+    /// Lowers the durable grace countdown every `grace_persist_interval`, forever: run it as
+    /// a task beside the service. Write failures break the authority (see
+    /// [`DurableLease::acquire`]) and end the task.
+    pub async fn persist_grace(&self) {
+        loop {
+            self.clock.sleep(self.config.grace_persist_interval).await;
+            let mut state = self.state.lock().await;
+            if state.broken.is_some() {
+                return;
+            }
+            let now = self.clock.now();
+            let needed = state
+                .latest_expiry
+                .max(self.grace_until)
+                .saturating_duration_since(now);
+            if needed < state.grace_stored
+                && let Err(error) = self.write(&mut state, &[grace_frame(needed)]).await
+            {
+                tracing::error!(%error, "cannot persist the grace countdown; refusing grants");
+                return;
+            }
+            state.grace_stored = state.grace_stored.min(needed);
+        }
+    }
+
+    fn check_grace(&self) -> Result<(), LeaseError> {
+        let now = self.clock.now();
+        if now < self.grace_until {
+            let left = self.grace_until - now;
+            return Err(LeaseError::Unavailable {
+                reason: format!("lease authority restarted: grace period, {left:?} left"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Makes `lease` durable before it is acknowledged: a new high-water mark, and a grace
+    /// countdown of at least one TTL.
+    async fn persist_grant(&self, state: &mut Persisted, lease: &Lease) -> Result<(), LeaseError> {
+        let mut frames = Vec::new();
+        let known = state.high_water.get(lease.session()).copied().unwrap_or(0);
+        if lease.token() > known {
+            frames.push(high_water_frame(lease.session(), lease.token()));
+        }
+        if state.grace_stored < self.config.ttl {
+            frames.push(grace_frame(self.config.ttl));
+        }
+        self.write(state, &frames).await?;
+        if lease.token() > known {
+            state
+                .high_water
+                .insert(lease.session().clone(), lease.token());
+        }
+        state.grace_stored = state.grace_stored.max(self.config.ttl);
+        state.latest_expiry = state.latest_expiry.max(lease.expiry());
+        Ok(())
+    }
+
+    async fn write(&self, state: &mut Persisted, frames: &[Vec<u8>]) -> Result<(), LeaseError> {
+        let payloads: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        let outcome = log::append_frames(&*self.storage, STATE_FILE, &payloads).await;
+        outcome.map_err(|error| {
+            let reason = format!("lease state write failed: {error}; restart the service");
+            state.broken = Some(reason.clone());
+            LeaseError::Unavailable { reason }
+        })
+    }
+
+    async fn grant(
+        &self,
+        call: impl std::future::Future<Output = Result<Lease, LeaseError>>,
+    ) -> Result<Lease, LeaseError> {
+        self.check_grace()?;
+        let mut state = self.state.lock().await;
+        if let Some(reason) = &state.broken {
+            return Err(LeaseError::Unavailable {
+                reason: reason.clone(),
+            });
+        }
+        let lease = call.await?;
+        self.persist_grant(&mut state, &lease).await?;
+        Ok(lease)
+    }
+}
+
+#[async_trait]
+impl SessionLease for DurableLease {
+    /// [`MemLease::acquire`], refused with [`LeaseError::Unavailable`] during the grace
+    /// period or after a failed write; acknowledged only once durable.
+    async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
+        self.grant(self.inner.acquire(session, owner)).await
+    }
+
+    async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
+        self.grant(self.inner.renew(lease)).await
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
+        self.inner.release(lease).await
+    }
+}
+
+fn high_water_frame(session: &SessionId, token: u64) -> Vec<u8> {
+    let kind = Kind::HighWater(proto::HighWater {
+        session: session.as_str().to_owned(),
+        token,
+    });
+    proto::LeaseStateRecord { kind: Some(kind) }.encode_to_vec()
+}
+
+fn grace_frame(remaining: Duration) -> Vec<u8> {
+    let ns = u64::try_from(remaining.as_nanos()).unwrap_or(u64::MAX);
+    let kind = Kind::GraceRemainingNs(ns);
+    proto::LeaseStateRecord { kind: Some(kind) }.encode_to_vec()
+}
+
+/// The high-water marks and the last grace countdown in a recovered state file.
+fn replay(frames: &[Vec<u8>]) -> Result<(BTreeMap<SessionId, u64>, Duration), StorageError> {
+    let corrupt = |index: usize, reason: String| StorageError::Corrupt {
+        file: STATE_FILE.into(),
+        offset: index as u64,
+        reason: format!("frame {index}: {reason}"),
+    };
+    let header = proto::FileHeader::decode(frames[0].as_slice())
+        .map_err(|e| corrupt(0, format!("bad header: {e}")))?;
+    if header.v != STATE_SCHEMA_VERSION || header.kind != STATE_KIND {
+        let found = format!("kind {:?} version {}", header.kind, header.v);
+        return Err(corrupt(
+            0,
+            format!("expected {STATE_KIND} version {STATE_SCHEMA_VERSION}, found {found}"),
+        ));
+    }
+    let mut high_water = BTreeMap::new();
+    let mut grace = Duration::ZERO;
+    for (index, frame) in frames.iter().enumerate().skip(1) {
+        let record = proto::LeaseStateRecord::decode(frame.as_slice())
+            .map_err(|e| corrupt(index, e.to_string()))?;
+        match record.kind {
+            Some(Kind::HighWater(mark)) => {
+                let session =
+                    SessionId::new(mark.session).map_err(|e| corrupt(index, e.to_string()))?;
+                let token = high_water.entry(session).or_insert(0);
+                *token = mark.token.max(*token);
+            }
+            Some(Kind::GraceRemainingNs(ns)) => grace = Duration::from_nanos(ns),
+            None => return Err(corrupt(index, "empty record".into())),
+        }
+    }
+    Ok((high_water, grace))
+}

@@ -1,0 +1,17 @@
+//! gRPC plumbing shared by the remote lease and ledger services and their clients: the
+//! generated protocol, conversions, status mapping and the client channel.
+//!
+//! The services themselves live beside their domain: [`crate::lease::remote`] and
+//! [`crate::journal::remote`].
+
+mod channel;
+pub mod proto;
+pub mod status;
+pub mod wire;
+
+pub use channel::{ClientConfig, RemoteChannel};
+
+/// Largest request or reply a service or client decodes, in bytes (2 MiB): room for one
+/// event of [`wire::PAYLOAD_MAX_BYTES`] plus framing. Larger messages are refused with
+/// RESOURCE_EXHAUSTED before they are parsed.
+pub const MESSAGE_MAX_BYTES: usize = 2 << 20;

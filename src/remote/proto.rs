@@ -1,0 +1,4 @@
+//! Generated protobuf and gRPC types of `proto/leasesim.proto`.
+#![allow(missing_docs, clippy::all)]
+
+tonic::include_proto!("leasesim.v1");

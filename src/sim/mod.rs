@@ -1,0 +1,5 @@
+//! The simulated world on turmoil. For now, the transport: the same remote services and
+//! clients run over turmoil's simulated TCP through [`net`]. Hosts, per-host clocks, faults
+//! and the workload come with the world issue.
+
+pub mod net;

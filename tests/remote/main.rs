@@ -1,0 +1,8 @@
+//! The remote lease and ledger services over gRPC: the lease conformance suite and the
+//! journal contract across the wire, bad input, durability across crashes and restarts, and
+//! the same code over turmoil's simulated TCP.
+
+mod conformance;
+mod restart;
+mod support;
+mod turmoil;
