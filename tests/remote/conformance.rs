@@ -22,3 +22,20 @@ async fn remote_mem_lease() -> Subject {
 mod over_grpc {
     leasesim::conformance_tests!(super::remote_mem_lease);
 }
+
+/// The lease service's own authority (durable state on a simulated disk), called directly.
+async fn durable_lease() -> Subject {
+    use leasesim::lease::{DurableLease, DurableLeaseConfig};
+    use leasesim::storage::MemStorage;
+    let clock = ManualClock::new();
+    let storage = Arc::new(MemStorage::new());
+    let config = DurableLeaseConfig::with_ttl(TTL);
+    let authority = DurableLease::open(storage, Arc::new(clock.clone()), config)
+        .await
+        .unwrap();
+    Subject::with_manual_clock(Arc::new(authority), clock, TTL)
+}
+
+mod durable {
+    leasesim::conformance_tests!(super::durable_lease);
+}

@@ -4,5 +4,6 @@
 
 mod conformance;
 mod restart;
+mod serve;
 mod support;
 mod turmoil;
