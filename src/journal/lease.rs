@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::sync::{OnceCell, watch};
 
 use crate::clock::{Clock, Instant};
+use crate::hooks::{HookSlot, PausePoint};
 use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use crate::sync::{Mutex, lock};
 
@@ -75,6 +76,7 @@ struct Shared {
     authority: Arc<dyn SessionLease>,
     clock: Arc<dyn Clock>,
     skew_margin: SkewMargin,
+    hooks: HookSlot,
     state: Mutex<Hold>,
     lost: watch::Sender<Option<LossCause>>,
     released: OnceCell<Result<(), LeaseError>>,
@@ -97,17 +99,20 @@ impl JournalLease {
         authority: Arc<dyn SessionLease>,
         clock: Arc<dyn Clock>,
         skew_margin: SkewMargin,
+        hooks: HookSlot,
         session: &SessionId,
         owner: &Owner,
     ) -> Result<Self, LeaseError> {
         let sent = clock.now();
         let lease = authority.acquire(session, owner).await?;
+        hooks.pause_point(PausePoint::AfterGrantReceived).await;
         let valid_until = sent + lease.ttl().saturating_sub(skew_margin.of(lease.ttl()));
         Ok(JournalLease {
             shared: Arc::new(Shared {
                 authority,
                 clock,
                 skew_margin,
+                hooks,
                 state: Mutex::new(Hold {
                     lease,
                     granted_at: sent,
@@ -147,6 +152,11 @@ impl JournalLease {
     /// The holder's clock.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.shared.clock
+    }
+
+    /// The harness hooks the hold was acquired with.
+    pub(crate) fn hooks(&self) -> &HookSlot {
+        &self.shared.hooks
     }
 
     /// Whether the hold is still valid now; see [`JournalLease::check`].
@@ -208,10 +218,12 @@ impl JournalLease {
         if self.loss().is_some() {
             return Err(LeaseError::Held { holder_token: None });
         }
+        self.shared.hooks.pause_point(PausePoint::BeforeRenewSend).await;
         let lease = self.lease();
         let sent = self.shared.clock.now();
         match self.shared.authority.renew(&lease).await {
             Ok(renewed) => {
+                self.shared.hooks.pause_point(PausePoint::AfterGrantReceived).await;
                 if self.loss().is_none() {
                     let margin = self.shared.skew_margin.of(renewed.ttl());
                     let mut hold = lock(&self.shared.state);

@@ -10,6 +10,7 @@ use tonic::{Request, Response, Status};
 
 use super::{Entry, Ledger, LedgerError, Record, Seq};
 use crate::clock::Clock;
+use crate::hooks::{HookSlot, PausePoint};
 use crate::lease::SessionId;
 use crate::net::{Dialer, Incoming};
 use crate::remote::proto::ledger_service_client::LedgerServiceClient;
@@ -30,12 +31,23 @@ pub const READ_PAGE_BYTES: usize = 1 << 20;
 #[derive(Debug)]
 pub struct LedgerServer {
     ledger: Arc<dyn Ledger>,
+    hooks: HookSlot,
 }
 
 impl LedgerServer {
     /// A service answering from `ledger`.
     pub fn new(ledger: Arc<dyn Ledger>) -> Self {
-        LedgerServer { ledger }
+        LedgerServer {
+            ledger,
+            hooks: HookSlot::default(),
+        }
+    }
+
+    /// The same service calling `hooks` at the start of each handler
+    /// ([`PausePoint::ServiceHandlerStart`]).
+    pub fn with_hooks(mut self, hooks: HookSlot) -> Self {
+        self.hooks = hooks;
+        self
     }
 
     /// Serves on `incoming` until `shutdown` completes.
@@ -77,6 +89,7 @@ fn page(entries: &[Entry]) -> ReadReply {
 #[tonic::async_trait]
 impl LedgerService for LedgerServer {
     async fn tip(&self, request: Request<TipRequest>) -> Result<Response<TipReply>, Status> {
+        self.hooks.pause_point(PausePoint::ServiceHandlerStart).await;
         let session = wire::session(request.into_inner().session).map_err(status::invalid)?;
         let tip = self
             .ledger
@@ -90,6 +103,7 @@ impl LedgerService for LedgerServer {
         &self,
         request: Request<AppendRequest>,
     ) -> Result<Response<AppendReply>, Status> {
+        self.hooks.pause_point(PausePoint::ServiceHandlerStart).await;
         let request = request.into_inner();
         let session = wire::session(request.session).map_err(status::invalid)?;
         let record = wire::record(request.record).map_err(status::invalid)?;
@@ -102,6 +116,7 @@ impl LedgerService for LedgerServer {
     }
 
     async fn read(&self, request: Request<ReadRequest>) -> Result<Response<ReadReply>, Status> {
+        self.hooks.pause_point(PausePoint::ServiceHandlerStart).await;
         let request = request.into_inner();
         let session = wire::session(request.session).map_err(status::invalid)?;
         let entries = self

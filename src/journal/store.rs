@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::{Entry, JournalError, JournalLease, Ledger, LedgerError, Record, SkewMargin, WriterId};
 use crate::clock::Clock;
+use crate::hooks::HookSlot;
 use crate::journal::Journal;
 use crate::lease::{LeaseError, Owner, SessionId, SessionLease};
 use crate::sync::{AtomicU64, Ordering};
@@ -17,6 +18,8 @@ pub struct StoreConfig {
     /// How many times opening a journal tries to commit its fence when CAS keeps conflicting
     /// (default 8).
     pub fence_attempts: u32,
+    /// Harness hooks (pause points, observations); none by default.
+    pub hooks: HookSlot,
 }
 
 impl Default for StoreConfig {
@@ -24,6 +27,7 @@ impl Default for StoreConfig {
         StoreConfig {
             skew_margin: SkewMargin::default(),
             fence_attempts: 8,
+            hooks: HookSlot::default(),
         }
     }
 }
@@ -83,6 +87,7 @@ impl Store {
             self.authority.clone(),
             self.clock.clone(),
             self.config.skew_margin,
+            self.config.hooks.clone(),
             session,
             &self.owner,
         )

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 
 use super::{JournalLease, Ledger, LedgerError, LossCause, Record, Seq, WriterId};
+use crate::hooks::{Observation, PausePoint};
 use crate::lease::SessionId;
 
 /// Why opening a journal or appending to it failed.
@@ -167,6 +168,14 @@ impl Journal {
             });
         }
         self.lease.check().map_err(JournalError::lease_lost)?;
+        let hooks = self.lease.hooks();
+        hooks.observe(|| Observation::ValidityCheck {
+            session: self.session.clone(),
+            epoch: self.lease.epoch(),
+            local: self.lease.clock().now(),
+            valid_until: self.lease.valid_until(),
+        });
+        hooks.pause_point(PausePoint::BeforeAppendSend).await;
         let expected = state.tip;
         let record = Record::Event {
             writer_id: self.writer_id.clone(),

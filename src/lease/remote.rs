@@ -9,6 +9,7 @@ use tonic::{Request, Response, Status};
 
 use super::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use crate::clock::Clock;
+use crate::hooks::{HookSlot, PausePoint};
 use crate::net::{Dialer, Incoming};
 use crate::remote::proto::lease_service_client::LeaseServiceClient;
 use crate::remote::proto::lease_service_server::{LeaseService, LeaseServiceServer};
@@ -19,12 +20,23 @@ use crate::remote::{ClientConfig, MESSAGE_MAX_BYTES, RemoteChannel, status, wire
 #[derive(Debug)]
 pub struct LeaseServer {
     authority: Arc<dyn SessionLease>,
+    hooks: HookSlot,
 }
 
 impl LeaseServer {
     /// A service answering from `authority`.
     pub fn new(authority: Arc<dyn SessionLease>) -> Self {
-        LeaseServer { authority }
+        LeaseServer {
+            authority,
+            hooks: HookSlot::default(),
+        }
+    }
+
+    /// The same service calling `hooks` at the start of each handler
+    /// ([`PausePoint::ServiceHandlerStart`]).
+    pub fn with_hooks(mut self, hooks: HookSlot) -> Self {
+        self.hooks = hooks;
+        self
     }
 
     /// Serves on `incoming` until `shutdown` completes.
@@ -59,6 +71,7 @@ impl LeaseService for LeaseServer {
         &self,
         request: Request<AcquireRequest>,
     ) -> Result<Response<LeaseReply>, Status> {
+        self.hooks.pause_point(PausePoint::ServiceHandlerStart).await;
         let request = request.into_inner();
         let session = wire::session(request.session).map_err(status::invalid)?;
         let owner = wire::owner(request.owner).map_err(status::invalid)?;
@@ -66,6 +79,7 @@ impl LeaseService for LeaseServer {
     }
 
     async fn renew(&self, request: Request<LeaseRequest>) -> Result<Response<LeaseReply>, Status> {
+        self.hooks.pause_point(PausePoint::ServiceHandlerStart).await;
         let lease = wire::lease(request.into_inner().lease).map_err(status::invalid)?;
         reply(self.authority.renew(&lease).await)
     }
@@ -74,6 +88,7 @@ impl LeaseService for LeaseServer {
         &self,
         request: Request<LeaseRequest>,
     ) -> Result<Response<ReleaseReply>, Status> {
+        self.hooks.pause_point(PausePoint::ServiceHandlerStart).await;
         let lease = wire::lease(request.into_inner().lease).map_err(status::invalid)?;
         self.authority
             .release(&lease)

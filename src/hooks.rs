@@ -1,0 +1,92 @@
+//! The hooks through which a harness watches and freezes the system under test.
+//!
+//! The system under test calls them at fixed places; by default they do nothing (one `Option`
+//! check). The simulated world installs its own to freeze a task at a named
+//! [`PausePoint`] and to record what the system decided ([`Observation`]) — it reaches the
+//! system under test only through these, the [`crate::clock::Clock`], the mutant switch and
+//! the transport and storage it hands over (DESIGN.md, "Injection points").
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::clock::Instant;
+use crate::lease::SessionId;
+
+/// A place where a simulated freeze can catch a task (DESIGN.md, "Freezes").
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PausePoint {
+    /// In `Journal::append`, after the lease was judged valid and before the append is sent.
+    BeforeAppendSend,
+    /// In the renewer, before a renew is sent.
+    BeforeRenewSend,
+    /// After a grant (acquire or renew reply) is received and before it is used.
+    AfterGrantReceived,
+    /// At the start of each lease or ledger service handler.
+    ServiceHandlerStart,
+}
+
+impl PausePoint {
+    /// Every pause point.
+    pub const ALL: [PausePoint; 4] = [
+        PausePoint::BeforeAppendSend,
+        PausePoint::BeforeRenewSend,
+        PausePoint::AfterGrantReceived,
+        PausePoint::ServiceHandlerStart,
+    ];
+}
+
+/// Something the system under test decided that a checker needs to see.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Observation {
+    /// A holder judged its lease valid and goes on to send an append (STOP judges these).
+    ValidityCheck {
+        /// The session.
+        session: SessionId,
+        /// The lease token the holder writes under.
+        epoch: u64,
+        /// The holder's monotonic clock when it judged.
+        local: Instant,
+        /// The deadline it judged against, as the holder computed it (checkers recompute it).
+        valid_until: Instant,
+    },
+}
+
+/// Receives the system under test's pause points and observations.
+#[async_trait]
+pub trait Hooks: Send + Sync + fmt::Debug {
+    /// Called when a task reaches `point`; a harness may hold the task here.
+    async fn pause_point(&self, point: PausePoint);
+
+    /// Called with each decision a checker needs.
+    fn observe(&self, observation: Observation);
+}
+
+/// Optional hooks, as the system under test holds them: `None` costs one branch.
+#[derive(Clone, Debug, Default)]
+pub struct HookSlot(Option<Arc<dyn Hooks>>);
+
+impl HookSlot {
+    /// A slot holding `hooks`.
+    pub fn new(hooks: Arc<dyn Hooks>) -> Self {
+        HookSlot(Some(hooks))
+    }
+
+    /// Reaches `point`: waits for the harness if it holds the task there.
+    pub async fn pause_point(&self, point: PausePoint) {
+        if let Some(hooks) = &self.0 {
+            hooks.pause_point(point).await;
+        }
+    }
+
+    /// Reports `observation` to the harness, if any.
+    pub fn observe(&self, observation: impl FnOnce() -> Observation) {
+        if let Some(hooks) = &self.0 {
+            hooks.observe(observation());
+        }
+    }
+}
