@@ -4,6 +4,12 @@
 //!
 //! Every test runs on a [`ManualClock`] with a 10 s TTL and the default 10% skew margin, so a
 //! lease acquired at time 0 is valid locally until exactly 9 s.
+//!
+//! Every test runs once per ledger [`Backend`] (see [`journal_contract!`]): `mem::<test>`
+//! with the journal calling a [`MemLedger`] in process, and `grpc::<test>` with the journal
+//! calling a [`RemoteLedger`](leasesim::journal::RemoteLedger) that talks, over loopback TCP,
+//! to a [`LedgerServer`](leasesim::journal::LedgerServer) in front of that `MemLedger`. The
+//! assertions are the same for both: the contract does not depend on where the ledger is.
 
 use std::error::Error as _;
 use std::sync::Arc;
@@ -17,9 +23,74 @@ use leasesim::journal::{
 use leasesim::lease::{LeaseError, MemLease, Owner, SessionId};
 
 use crate::support::ledger::{
-    AppendFault, FaultyLedger, RacingLedger, Sneak, TIMEOUT, append_foreign, foreign_event,
-    foreign_fence,
+    AppendFault, FaultyLedger, LoopbackLedger, RacingLedger, Sneak, TIMEOUT, append_foreign,
+    foreign_event, foreign_fence,
 };
+
+/// Expands each listed test, an `async fn(Backend)` below, into one `#[tokio::test]` per
+/// backend: `mem::<test>` and `grpc::<test>`. A test may name the runtime it needs in
+/// parentheses (the arguments of `#[tokio::test(...)]`). A test left out of the list is dead
+/// code, which the lints refuse.
+macro_rules! journal_contract {
+    ($($test:ident $(($($runtime:tt)*))?),* $(,)?) => {
+        /// The contract with the journal calling the `MemLedger` in process.
+        mod mem {
+            journal_contract!(@backend Mem; $($test $(($($runtime)*))?),*);
+        }
+        /// The same contract with the journal calling the `MemLedger` over gRPC on loopback.
+        mod grpc {
+            journal_contract!(@backend Grpc; $($test $(($($runtime)*))?),*);
+        }
+    };
+    (@backend $backend:ident; $($test:ident $(($($runtime:tt)*))?),*) => {
+        $(
+            #[tokio::test $(($($runtime)*))?]
+            async fn $test() {
+                super::$test(super::Backend::$backend).await;
+            }
+        )*
+    };
+}
+
+journal_contract! {
+    open_appends_a_fence_at_tip_plus_one_and_replay_skips_fences,
+    each_journal_a_store_opens_has_its_own_writer_id,
+    stale_writer_after_takeover_is_fenced_and_poisoned,
+    foreign_append_fences_the_journal,
+    concurrent_appends_land_on_consecutive_sequence_numbers(
+        flavor = "multi_thread",
+        worker_threads = 4
+    ),
+    append_at_the_local_deadline_is_refused_with_lease_lost,
+    append_after_release_is_refused_with_lease_lost,
+    renew_moves_the_deadline_to_send_time_plus_ttl_minus_margin,
+    append_after_being_overtaken_is_refused_with_the_new_holders_token,
+    unknown_outcome_that_committed_is_resolved_by_reading_back,
+    conflict_with_our_own_committed_record_is_a_success,
+    unknown_outcome_not_visible_on_read_back_is_ambiguous_and_poisons,
+    unknown_outcome_with_a_failed_read_back_is_ambiguous_and_poisons,
+    unknown_outcome_with_a_foreign_record_on_read_back_is_fenced,
+    unavailable_ledger_leaves_the_journal_usable,
+    open_resolves_an_unknown_fence_by_reading_back,
+    open_retries_when_read_back_finds_a_foreign_record_instead_of_the_fence,
+    open_with_an_unresolvable_fence_is_ambiguous,
+    open_refuses_a_lease_epoch_below_the_highest_fence,
+    open_refuses_a_lease_epoch_equal_to_the_highest_fence,
+    open_retries_the_fence_after_losing_the_race_to_the_tip,
+    open_gives_up_with_fence_contention_when_every_attempt_conflicts,
+    open_refuses_when_a_higher_fence_wins_the_race,
+    open_stops_retrying_the_fence_once_the_lease_is_lost,
+}
+
+/// Where the ledger the journals write through lives.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Backend {
+    /// In process: the journals call the [`MemLedger`] itself.
+    Mem,
+    /// Behind the ledger service: the journals call a `RemoteLedger`, which talks gRPC over
+    /// loopback TCP to a `LedgerServer` in front of the `MemLedger`.
+    Grpc,
+}
 
 const TTL: Duration = Duration::from_secs(10);
 /// Local validity of a lease sent at time 0: TTL − 10% of the TTL.
@@ -71,21 +142,47 @@ fn entries(records: impl IntoIterator<Item = (Seq, Record)>) -> Vec<Entry> {
 struct World {
     clock: ManualClock,
     authority: Arc<MemLease>,
-    ledger: Arc<MemLedger>,
+    /// The ledger itself, where every committed record is: the world reads it directly to see
+    /// what really committed, whatever the backend.
+    committed: Arc<MemLedger>,
+    /// The ledger as the journals reach it: `committed` itself ([`Backend::Mem`]) or a
+    /// `RemoteLedger` client of the service in front of it ([`Backend::Grpc`]). The test
+    /// doubles wrap this one, so what they commit behind the journal's back crosses the wire
+    /// too.
+    ledger: Arc<dyn Ledger>,
+    /// How foreign writers reach the ledger: for [`Backend::Grpc`], another client of the
+    /// service, on its own connection (another process), so foreign records commit through
+    /// the service's own compare-and-set.
+    intruder: Arc<dyn Ledger>,
+    /// Keeps the ledger service of [`Backend::Grpc`] running for the world's lifetime.
+    _service: Option<LoopbackLedger>,
 }
 
 impl World {
-    fn new() -> Self {
+    async fn new(backend: Backend) -> Self {
         let clock = ManualClock::new();
         let authority = Arc::new(MemLease::new(Arc::new(clock.clone()), TTL));
+        let committed = Arc::new(MemLedger::new());
+        let (ledger, intruder, service): (Arc<dyn Ledger>, Arc<dyn Ledger>, _) = match backend {
+            Backend::Mem => (committed.clone(), committed.clone(), None),
+            Backend::Grpc => {
+                let service = LoopbackLedger::serve(committed.clone()).await;
+                let ledger = Arc::new(service.client(Arc::new(clock.clone())));
+                let intruder = Arc::new(service.client(Arc::new(clock.clone())));
+                (ledger, intruder, Some(service))
+            }
+        };
         World {
             clock,
             authority,
-            ledger: Arc::new(MemLedger::new()),
+            committed,
+            ledger,
+            intruder,
+            _service: service,
         }
     }
 
-    /// A store for `owner` over the plain ledger, timing its leases on the world's clock.
+    /// A store for `owner` over the backend's ledger, timing its leases on the world's clock.
     fn store(&self, owner: Owner) -> Store {
         self.store_with(owner, self.ledger.clone(), Arc::new(self.clock.clone()))
     }
@@ -95,12 +192,14 @@ impl World {
         Store::new(owner, self.authority.clone(), ledger, clock)
     }
 
+    /// The tip of `s1` as committed.
     async fn tip(&self) -> Seq {
-        self.ledger.tip(&s1()).await.unwrap()
+        self.committed.tip(&s1()).await.unwrap()
     }
 
+    /// Every record of `s1` as committed.
     async fn records(&self) -> Vec<Record> {
-        let entries = self.ledger.read(&s1(), 1).await.unwrap();
+        let entries = self.committed.read(&s1(), 1).await.unwrap();
         entries.into_iter().map(|entry| entry.record).collect()
     }
 }
@@ -118,9 +217,8 @@ fn bytes(payload: &str) -> Vec<u8> {
 
 // --- Fences on open, replay ---------------------------------------------------------------
 
-#[tokio::test]
-async fn open_appends_a_fence_at_tip_plus_one_and_replay_skips_fences() {
-    let world = World::new();
+async fn open_appends_a_fence_at_tip_plus_one_and_replay_skips_fences(backend: Backend) {
+    let world = World::new(backend).await;
     let a = world.store(replica_1());
     let (a_lease, a_journal) = open(&a).await;
     assert_eq!(a_lease.epoch(), 1);
@@ -159,9 +257,8 @@ async fn open_appends_a_fence_at_tip_plus_one_and_replay_skips_fences() {
     );
 }
 
-#[tokio::test]
-async fn each_journal_a_store_opens_has_its_own_writer_id() {
-    let world = World::new();
+async fn each_journal_a_store_opens_has_its_own_writer_id(backend: Backend) {
+    let world = World::new(backend).await;
     let store = world.store(replica_1());
     let (lease, first) = open(&store).await;
     assert_eq!(first.append(bytes("x")).await, Ok(2));
@@ -189,9 +286,8 @@ async fn each_journal_a_store_opens_has_its_own_writer_id() {
 /// still believes its lease valid, while the authority's clock runs on, the lease expires there
 /// and B takes over with token 2. This is exactly the drift no skew margin covers, and why
 /// safety must come from the ledger's fence, not from A's local check.
-#[tokio::test]
-async fn stale_writer_after_takeover_is_fenced_and_poisoned() {
-    let world = World::new();
+async fn stale_writer_after_takeover_is_fenced_and_poisoned(backend: Backend) {
+    let world = World::new(backend).await;
     let a_clock = ManualClock::new();
     let a = world.store_with(replica_1(), world.ledger.clone(), Arc::new(a_clock.clone()));
     let (a_lease, a_journal) = open(&a).await;
@@ -239,19 +335,18 @@ async fn stale_writer_after_takeover_is_fenced_and_poisoned() {
     );
 }
 
-#[tokio::test]
-async fn foreign_append_fences_the_journal() {
-    let world = World::new();
+async fn foreign_append_fences_the_journal(backend: Backend) {
+    let world = World::new(backend).await;
     let store = world.store(replica_1());
     let (_lease, journal) = open(&store).await;
     assert_eq!(journal.append(bytes("e1")).await, Ok(2));
 
     assert_eq!(
-        append_foreign(&world.ledger, &s1(), foreign_event(1)).await,
+        append_foreign(&*world.intruder, &s1(), foreign_event(1)).await,
         3
     );
     assert_eq!(
-        append_foreign(&world.ledger, &s1(), foreign_event(2)).await,
+        append_foreign(&*world.intruder, &s1(), foreign_event(2)).await,
         4
     );
 
@@ -286,9 +381,8 @@ async fn foreign_append_fences_the_journal() {
 
 // --- Concurrency --------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_appends_land_on_consecutive_sequence_numbers() {
-    let world = World::new();
+async fn concurrent_appends_land_on_consecutive_sequence_numbers(backend: Backend) {
+    let world = World::new(backend).await;
     let store = world.store(replica_1());
     let (_lease, journal) = open(&store).await;
     let journal = Arc::new(journal);
@@ -329,9 +423,8 @@ async fn concurrent_appends_land_on_consecutive_sequence_numbers() {
 
 // --- Client-side validity -----------------------------------------------------------------
 
-#[tokio::test]
-async fn append_at_the_local_deadline_is_refused_with_lease_lost() {
-    let world = World::new();
+async fn append_at_the_local_deadline_is_refused_with_lease_lost(backend: Backend) {
+    let world = World::new(backend).await;
     let ledger = Arc::new(FaultyLedger::new(world.ledger.clone()));
     let store = world.store_with(replica_1(), ledger.clone(), Arc::new(world.clock.clone()));
     let (lease, journal) = open(&store).await;
@@ -383,9 +476,8 @@ async fn append_at_the_local_deadline_is_refused_with_lease_lost() {
     assert_eq!(world.tip().await, 2);
 }
 
-#[tokio::test]
-async fn append_after_release_is_refused_with_lease_lost() {
-    let world = World::new();
+async fn append_after_release_is_refused_with_lease_lost(backend: Backend) {
+    let world = World::new(backend).await;
     let store = world.store(replica_1());
     let (lease, journal) = open(&store).await;
     assert_eq!(journal.append(bytes("e1")).await, Ok(2));
@@ -417,9 +509,8 @@ async fn append_after_release_is_refused_with_lease_lost() {
     assert_eq!(lease.lost().await, LossCause::Released);
 }
 
-#[tokio::test]
-async fn renew_moves_the_deadline_to_send_time_plus_ttl_minus_margin() {
-    let world = World::new();
+async fn renew_moves_the_deadline_to_send_time_plus_ttl_minus_margin(backend: Backend) {
+    let world = World::new(backend).await;
     let store = world.store(replica_1());
     let (lease, journal) = open(&store).await;
 
@@ -445,9 +536,8 @@ async fn renew_moves_the_deadline_to_send_time_plus_ttl_minus_margin() {
 
 /// As in the stale-writer test, A's host is suspended for a TTL while B takes over; this time A
 /// renews first when it wakes, learns it was overtaken, and its journal refuses to send.
-#[tokio::test]
-async fn append_after_being_overtaken_is_refused_with_the_new_holders_token() {
-    let world = World::new();
+async fn append_after_being_overtaken_is_refused_with_the_new_holders_token(backend: Backend) {
+    let world = World::new(backend).await;
     let a_clock = ManualClock::new();
     let a = world.store_with(replica_1(), world.ledger.clone(), Arc::new(a_clock.clone()));
     let (a_lease, a_journal) = open(&a).await;
@@ -483,9 +573,8 @@ async fn open_faulty(world: &World) -> (Arc<FaultyLedger>, Store, JournalLease, 
     (ledger, store, lease, journal)
 }
 
-#[tokio::test]
-async fn unknown_outcome_that_committed_is_resolved_by_reading_back() {
-    let world = World::new();
+async fn unknown_outcome_that_committed_is_resolved_by_reading_back(backend: Backend) {
+    let world = World::new(backend).await;
     let (ledger, store, _lease, journal) = open_faulty(&world).await;
 
     ledger.fail_append(AppendFault::CommitThenUnknown);
@@ -506,9 +595,8 @@ async fn unknown_outcome_that_committed_is_resolved_by_reading_back() {
     );
 }
 
-#[tokio::test]
-async fn conflict_with_our_own_committed_record_is_a_success() {
-    let world = World::new();
+async fn conflict_with_our_own_committed_record_is_a_success(backend: Backend) {
+    let world = World::new(backend).await;
     let (ledger, store, _lease, journal) = open_faulty(&world).await;
 
     ledger.fail_append(AppendFault::CommitThenConflict);
@@ -524,9 +612,8 @@ async fn conflict_with_our_own_committed_record_is_a_success() {
     );
 }
 
-#[tokio::test]
-async fn unknown_outcome_not_visible_on_read_back_is_ambiguous_and_poisons() {
-    let world = World::new();
+async fn unknown_outcome_not_visible_on_read_back_is_ambiguous_and_poisons(backend: Backend) {
+    let world = World::new(backend).await;
     let (ledger, _store, _lease, journal) = open_faulty(&world).await;
 
     ledger.fail_append(AppendFault::LostUnknown);
@@ -550,9 +637,8 @@ async fn unknown_outcome_not_visible_on_read_back_is_ambiguous_and_poisons() {
     assert_eq!(world.records().await, [fence(1, replica_1(), 1)]);
 }
 
-#[tokio::test]
-async fn unknown_outcome_with_a_failed_read_back_is_ambiguous_and_poisons() {
-    let world = World::new();
+async fn unknown_outcome_with_a_failed_read_back_is_ambiguous_and_poisons(backend: Backend) {
+    let world = World::new(backend).await;
     let (ledger, _store, _lease, journal) = open_faulty(&world).await;
 
     ledger.fail_append(AppendFault::LostUnknown);
@@ -574,9 +660,8 @@ async fn unknown_outcome_with_a_failed_read_back_is_ambiguous_and_poisons() {
     assert_eq!(world.records().await, [fence(1, replica_1(), 1)]);
 }
 
-#[tokio::test]
-async fn unknown_outcome_with_a_foreign_record_on_read_back_is_fenced() {
-    let world = World::new();
+async fn unknown_outcome_with_a_foreign_record_on_read_back_is_fenced(backend: Backend) {
+    let world = World::new(backend).await;
     let (ledger, _store, _lease, journal) = open_faulty(&world).await;
 
     ledger.fail_append(AppendFault::LostToForeign);
@@ -599,9 +684,8 @@ async fn unknown_outcome_with_a_foreign_record_on_read_back_is_fenced() {
     );
 }
 
-#[tokio::test]
-async fn unavailable_ledger_leaves_the_journal_usable() {
-    let world = World::new();
+async fn unavailable_ledger_leaves_the_journal_usable(backend: Backend) {
+    let world = World::new(backend).await;
     let (ledger, store, _lease, journal) = open_faulty(&world).await;
 
     ledger.fail_append(AppendFault::Unavailable);
@@ -624,9 +708,8 @@ async fn unavailable_ledger_leaves_the_journal_usable() {
     );
 }
 
-#[tokio::test]
-async fn open_resolves_an_unknown_fence_by_reading_back() {
-    let world = World::new();
+async fn open_resolves_an_unknown_fence_by_reading_back(backend: Backend) {
+    let world = World::new(backend).await;
     let ledger = Arc::new(FaultyLedger::new(world.ledger.clone()));
     let store = world.store_with(replica_1(), ledger.clone(), Arc::new(world.clock.clone()));
     let lease = store.acquire_lease(&s1()).await.unwrap();
@@ -644,9 +727,8 @@ async fn open_resolves_an_unknown_fence_by_reading_back() {
 
 /// The fence's outcome is unknown and a competitor's record sits where the fence would be: the
 /// fence did not commit, so opening re-reads and tries again after it.
-#[tokio::test]
-async fn open_retries_when_read_back_finds_a_foreign_record_instead_of_the_fence() {
-    let world = World::new();
+async fn open_retries_when_read_back_finds_a_foreign_record_instead_of_the_fence(backend: Backend) {
+    let world = World::new(backend).await;
     let ledger = Arc::new(FaultyLedger::new(world.ledger.clone()));
     let store = world.store_with(replica_1(), ledger.clone(), Arc::new(world.clock.clone()));
     let lease = store.acquire_lease(&s1()).await.unwrap();
@@ -666,9 +748,8 @@ async fn open_retries_when_read_back_finds_a_foreign_record_instead_of_the_fence
     );
 }
 
-#[tokio::test]
-async fn open_with_an_unresolvable_fence_is_ambiguous() {
-    let world = World::new();
+async fn open_with_an_unresolvable_fence_is_ambiguous(backend: Backend) {
+    let world = World::new(backend).await;
     let ledger = Arc::new(FaultyLedger::new(world.ledger.clone()));
     let store = world.store_with(replica_1(), ledger.clone(), Arc::new(world.clock.clone()));
     let lease = store.acquire_lease(&s1()).await.unwrap();
@@ -685,11 +766,10 @@ async fn open_with_an_unresolvable_fence_is_ambiguous() {
 
 // --- Stale epochs and fence retries -------------------------------------------------------
 
-#[tokio::test]
-async fn open_refuses_a_lease_epoch_below_the_highest_fence() {
-    let world = World::new();
-    append_foreign(&world.ledger, &s1(), foreign_fence(5)).await;
-    append_foreign(&world.ledger, &s1(), foreign_event(1)).await;
+async fn open_refuses_a_lease_epoch_below_the_highest_fence(backend: Backend) {
+    let world = World::new(backend).await;
+    append_foreign(&*world.intruder, &s1(), foreign_fence(5)).await;
+    append_foreign(&*world.intruder, &s1(), foreign_event(1)).await;
     let store = world.store(replica_1());
     let lease = store.acquire_lease(&s1()).await.unwrap();
     assert_eq!(lease.epoch(), 1);
@@ -704,10 +784,9 @@ async fn open_refuses_a_lease_epoch_below_the_highest_fence() {
     assert_eq!(world.tip().await, 2, "no fence was written");
 }
 
-#[tokio::test]
-async fn open_refuses_a_lease_epoch_equal_to_the_highest_fence() {
-    let world = World::new();
-    append_foreign(&world.ledger, &s1(), foreign_fence(1)).await;
+async fn open_refuses_a_lease_epoch_equal_to_the_highest_fence(backend: Backend) {
+    let world = World::new(backend).await;
+    append_foreign(&*world.intruder, &s1(), foreign_fence(1)).await;
     let store = world.store(replica_1());
     let lease = store.acquire_lease(&s1()).await.unwrap();
 
@@ -742,9 +821,8 @@ fn racing_store(
     (ledger, store)
 }
 
-#[tokio::test]
-async fn open_retries_the_fence_after_losing_the_race_to_the_tip() {
-    let world = World::new();
+async fn open_retries_the_fence_after_losing_the_race_to_the_tip(backend: Backend) {
+    let world = World::new(backend).await;
     let (ledger, store) = racing_store(&world, Sneak::Events, 2, 3);
 
     let (_lease, journal) = open(&store).await;
@@ -766,9 +844,8 @@ async fn open_retries_the_fence_after_losing_the_race_to_the_tip() {
     );
 }
 
-#[tokio::test]
-async fn open_gives_up_with_fence_contention_when_every_attempt_conflicts() {
-    let world = World::new();
+async fn open_gives_up_with_fence_contention_when_every_attempt_conflicts(backend: Backend) {
+    let world = World::new(backend).await;
     let (ledger, store) = racing_store(&world, Sneak::Events, u64::MAX, 3);
     let lease = store.acquire_lease(&s1()).await.unwrap();
 
@@ -784,9 +861,8 @@ async fn open_gives_up_with_fence_contention_when_every_attempt_conflicts() {
     );
 }
 
-#[tokio::test]
-async fn open_refuses_when_a_higher_fence_wins_the_race() {
-    let world = World::new();
+async fn open_refuses_when_a_higher_fence_wins_the_race(backend: Backend) {
+    let world = World::new(backend).await;
     let (ledger, store) = racing_store(&world, Sneak::Fence(7), 1, 3);
     let lease = store.acquire_lease(&s1()).await.unwrap();
 
@@ -804,9 +880,8 @@ async fn open_refuses_when_a_higher_fence_wins_the_race() {
 
 /// Each lost race also costs 5 s, so the third attempt starts at 10 s, past the local deadline
 /// of 9 s: opening retries only while the lease is valid.
-#[tokio::test]
-async fn open_stops_retrying_the_fence_once_the_lease_is_lost() {
-    let world = World::new();
+async fn open_stops_retrying_the_fence_once_the_lease_is_lost(backend: Backend) {
+    let world = World::new(backend).await;
     let ledger = Arc::new(
         RacingLedger::new(world.ledger.clone(), Sneak::Events, u64::MAX)
             .with_delay(world.clock.clone(), Duration::from_secs(5)),

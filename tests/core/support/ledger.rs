@@ -1,9 +1,13 @@
-//! Ledger test doubles: [`Ledger`]s that wrap the reference [`MemLedger`] and misbehave the way
-//! a remote ledger can (lost answers, failed reads, a competitor winning the race to the tip),
-//! plus helpers that make a foreign writer's record appear.
+//! Ledger test doubles: [`Ledger`]s that wrap a real ledger and misbehave the way a remote
+//! ledger can (lost answers, failed reads, a competitor winning the race to the tip), helpers
+//! that make a foreign writer's record appear, and a ledger service on loopback so the same
+//! doubles can wrap a [`RemoteLedger`] as well as a
+//! [`MemLedger`](leasesim::journal::MemLedger).
 //!
-//! Each double keeps the `MemLedger` it wraps in an `Arc`, so a test can look at (or write to)
-//! the ledger behind the double's back.
+//! Each double keeps the ledger it wraps in an `Arc<dyn Ledger>`, so a test can look at (or
+//! write to) the ledger behind the double's back. Whatever a double does to the ledger it
+//! wraps (a commit whose answer it then loses, a competitor's record) goes through that
+//! ledger: over the wire when it wraps a [`RemoteLedger`].
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,9 +15,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use leasesim::clock::ManualClock;
-use leasesim::journal::{Entry, Ledger, LedgerError, MemLedger, Record, Seq, WriterId};
+use leasesim::clock::{Clock, ManualClock};
+use leasesim::journal::{
+    Entry, Ledger, LedgerError, LedgerServer, Record, RemoteLedger, Seq, WriterId,
+};
 use leasesim::lease::{Owner, SessionId};
+use leasesim::net::{tcp_dialer, tcp_incoming};
+use leasesim::remote::ClientConfig;
+use tokio::sync::oneshot;
 
 /// The reason every injected [`LedgerError::Unknown`] carries, so tests can find it in
 /// [`leasesim::journal::JournalError::Ambiguous`]'s reason.
@@ -47,11 +56,11 @@ pub fn foreign_fence(epoch: u64) -> Record {
 
 /// Appends `record` to `ledger` at its current tip, as another writer would, bypassing any
 /// journal. Returns the record's position.
-pub async fn append_foreign(ledger: &MemLedger, session: &SessionId, record: Record) -> Seq {
+pub async fn append_foreign(ledger: &dyn Ledger, session: &SessionId, record: Record) -> Seq {
     let tip = ledger
         .tip(session)
         .await
-        .expect("MemLedger::tip cannot fail");
+        .expect("the foreign writer reads the tip");
     ledger
         .append(session, tip, record)
         .await
@@ -77,13 +86,13 @@ pub enum AppendFault {
     Unavailable,
 }
 
-/// A [`MemLedger`] with scripted faults: each queued [`AppendFault`] replaces the plain answer
+/// A ledger with scripted faults: each queued [`AppendFault`] replaces the plain answer
 /// of one append, in order, and each queued read failure makes one read answer
-/// [`LedgerError::Unknown`]. With nothing queued it is the `MemLedger` itself. It also counts
+/// [`LedgerError::Unknown`]. With nothing queued it is the wrapped ledger itself. It also counts
 /// the appends it is asked for, so a test can tell that nothing was sent.
 #[derive(Debug)]
 pub struct FaultyLedger {
-    inner: Arc<MemLedger>,
+    inner: Arc<dyn Ledger>,
     append_faults: Mutex<VecDeque<AppendFault>>,
     read_failures: Mutex<u32>,
     appends: AtomicU64,
@@ -91,7 +100,7 @@ pub struct FaultyLedger {
 
 impl FaultyLedger {
     /// A faultless double over `inner`.
-    pub fn new(inner: Arc<MemLedger>) -> Self {
+    pub fn new(inner: Arc<dyn Ledger>) -> Self {
         FaultyLedger {
             inner,
             append_faults: Mutex::new(VecDeque::new()),
@@ -177,12 +186,12 @@ pub enum Sneak {
     Fence(u64),
 }
 
-/// A [`MemLedger`] where a competing writer wins the race to the tip: just before each of the
+/// A ledger where a competing writer wins the race to the tip: just before each of the
 /// first `races` fence appends, it appends a [`Sneak`] record at the current tip, so the
 /// fence's CAS conflicts. Events and later fences pass straight through.
 #[derive(Debug)]
 pub struct RacingLedger {
-    inner: Arc<MemLedger>,
+    inner: Arc<dyn Ledger>,
     sneak: Sneak,
     races: u64,
     raced: AtomicU64,
@@ -191,7 +200,7 @@ pub struct RacingLedger {
 
 impl RacingLedger {
     /// A ledger over `inner` where the first `races` fence appends lose to `sneak`.
-    pub fn new(inner: Arc<MemLedger>, sneak: Sneak, races: u64) -> Self {
+    pub fn new(inner: Arc<dyn Ledger>, sneak: Sneak, races: u64) -> Self {
         RacingLedger {
             inner,
             sneak,
@@ -233,7 +242,7 @@ impl Ledger for RacingLedger {
                 Sneak::Events => foreign_event(n),
                 Sneak::Fence(epoch) => foreign_fence(epoch),
             };
-            append_foreign(&self.inner, name, sneak).await;
+            append_foreign(&*self.inner, name, sneak).await;
             if let Some((clock, delay)) = &self.slow {
                 clock.advance(*delay);
             }
@@ -243,6 +252,39 @@ impl Ledger for RacingLedger {
 
     async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError> {
         self.inner.read(name, from).await
+    }
+}
+
+/// A [`LedgerServer`] in front of a ledger, on a free loopback port, serving until dropped.
+#[derive(Debug)]
+pub struct LoopbackLedger {
+    addr: String,
+    _stop: oneshot::Sender<()>,
+}
+
+impl LoopbackLedger {
+    /// Starts serving `ledger` on `127.0.0.1` (a port the system picks) in a task of the
+    /// current runtime.
+    pub async fn serve(ledger: Arc<dyn Ledger>) -> Self {
+        let (addr, incoming) = tcp_incoming("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server = LedgerServer::new(ledger).serve(incoming, async {
+            let _ = stopped.await;
+        });
+        tokio::spawn(async move { server.await.expect("the loopback ledger service") });
+        LoopbackLedger {
+            addr: addr.to_string(),
+            _stop: stop,
+        }
+    }
+
+    /// A new client of the service, with its own connection, backing off between connection
+    /// attempts on `clock`.
+    pub fn client(&self, clock: Arc<dyn Clock>) -> RemoteLedger {
+        RemoteLedger::new(&self.addr, tcp_dialer(), clock, &ClientConfig::default())
+            .expect("a loopback address is valid")
     }
 }
 
