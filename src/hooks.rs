@@ -15,8 +15,9 @@ use crate::clock::Instant;
 use crate::lease::SessionId;
 
 /// A place where a simulated freeze can catch a task (DESIGN.md, "Freezes").
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum PausePoint {
     /// In `Journal::append`, after the lease was judged valid and before the append is sent.

@@ -104,6 +104,9 @@ impl Ledger for DurableLedger {
         record: Record,
     ) -> Result<Seq, LedgerError> {
         let mut logs = self.logs.lock().await;
+        if expected != 0 && !logs.contains_key(name) {
+            return Err(LedgerError::Conflict { actual: 0 });
+        }
         if !logs.contains_key(name) {
             let log = self.create(name).await?;
             logs.insert(name.clone(), log);

@@ -218,12 +218,18 @@ impl JournalLease {
         if self.loss().is_some() {
             return Err(LeaseError::Held { holder_token: None });
         }
-        self.shared.hooks.pause_point(PausePoint::BeforeRenewSend).await;
+        self.shared
+            .hooks
+            .pause_point(PausePoint::BeforeRenewSend)
+            .await;
         let lease = self.lease();
         let sent = self.shared.clock.now();
         match self.shared.authority.renew(&lease).await {
             Ok(renewed) => {
-                self.shared.hooks.pause_point(PausePoint::AfterGrantReceived).await;
+                self.shared
+                    .hooks
+                    .pause_point(PausePoint::AfterGrantReceived)
+                    .await;
                 if self.loss().is_none() {
                     let margin = self.shared.skew_margin.of(renewed.ttl());
                     let mut hold = lock(&self.shared.state);

@@ -89,7 +89,9 @@ fn page(entries: &[Entry]) -> ReadReply {
 #[tonic::async_trait]
 impl LedgerService for LedgerServer {
     async fn tip(&self, request: Request<TipRequest>) -> Result<Response<TipReply>, Status> {
-        self.hooks.pause_point(PausePoint::ServiceHandlerStart).await;
+        self.hooks
+            .pause_point(PausePoint::ServiceHandlerStart)
+            .await;
         let session = wire::session(request.into_inner().session).map_err(status::invalid)?;
         let tip = self
             .ledger
@@ -103,7 +105,9 @@ impl LedgerService for LedgerServer {
         &self,
         request: Request<AppendRequest>,
     ) -> Result<Response<AppendReply>, Status> {
-        self.hooks.pause_point(PausePoint::ServiceHandlerStart).await;
+        self.hooks
+            .pause_point(PausePoint::ServiceHandlerStart)
+            .await;
         let request = request.into_inner();
         let session = wire::session(request.session).map_err(status::invalid)?;
         let record = wire::record(request.record).map_err(status::invalid)?;
@@ -116,7 +120,9 @@ impl LedgerService for LedgerServer {
     }
 
     async fn read(&self, request: Request<ReadRequest>) -> Result<Response<ReadReply>, Status> {
-        self.hooks.pause_point(PausePoint::ServiceHandlerStart).await;
+        self.hooks
+            .pause_point(PausePoint::ServiceHandlerStart)
+            .await;
         let request = request.into_inner();
         let session = wire::session(request.session).map_err(status::invalid)?;
         let entries = self
@@ -189,6 +195,17 @@ impl Ledger for RemoteLedger {
         expected: Seq,
         record: Record,
     ) -> Result<Seq, LedgerError> {
+        if let Record::Event { payload, .. } = &record
+            && payload.len() > wire::PAYLOAD_MAX_BYTES
+        {
+            return Err(LedgerError::Invalid {
+                reason: format!(
+                    "event payload is {} bytes; the limit is {}",
+                    payload.len(),
+                    wire::PAYLOAD_MAX_BYTES
+                ),
+            });
+        }
         let request = AppendRequest {
             session: name.as_str().to_owned(),
             expected,

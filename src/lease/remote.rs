@@ -71,7 +71,9 @@ impl LeaseService for LeaseServer {
         &self,
         request: Request<AcquireRequest>,
     ) -> Result<Response<LeaseReply>, Status> {
-        self.hooks.pause_point(PausePoint::ServiceHandlerStart).await;
+        self.hooks
+            .pause_point(PausePoint::ServiceHandlerStart)
+            .await;
         let request = request.into_inner();
         let session = wire::session(request.session).map_err(status::invalid)?;
         let owner = wire::owner(request.owner).map_err(status::invalid)?;
@@ -79,7 +81,9 @@ impl LeaseService for LeaseServer {
     }
 
     async fn renew(&self, request: Request<LeaseRequest>) -> Result<Response<LeaseReply>, Status> {
-        self.hooks.pause_point(PausePoint::ServiceHandlerStart).await;
+        self.hooks
+            .pause_point(PausePoint::ServiceHandlerStart)
+            .await;
         let lease = wire::lease(request.into_inner().lease).map_err(status::invalid)?;
         reply(self.authority.renew(&lease).await)
     }
@@ -88,7 +92,9 @@ impl LeaseService for LeaseServer {
         &self,
         request: Request<LeaseRequest>,
     ) -> Result<Response<ReleaseReply>, Status> {
-        self.hooks.pause_point(PausePoint::ServiceHandlerStart).await;
+        self.hooks
+            .pause_point(PausePoint::ServiceHandlerStart)
+            .await;
         let lease = wire::lease(request.into_inner().lease).map_err(status::invalid)?;
         self.authority
             .release(&lease)

@@ -12,6 +12,7 @@ pub mod wire;
 pub use channel::{ClientConfig, RemoteChannel};
 
 /// Largest request or reply a service or client decodes, in bytes (2 MiB): room for one
-/// event of [`wire::PAYLOAD_MAX_BYTES`] plus framing. Larger messages are refused with
-/// RESOURCE_EXHAUSTED before they are parsed.
+/// event of [`wire::PAYLOAD_MAX_BYTES`] plus framing. Larger messages are refused before they
+/// are parsed, with OUT_OF_RANGE (tonic's code for its decoding limit). Clients check event
+/// payloads against [`wire::PAYLOAD_MAX_BYTES`] before sending, so they never send one.
 pub const MESSAGE_MAX_BYTES: usize = 2 << 20;

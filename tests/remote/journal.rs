@@ -574,9 +574,6 @@ async fn an_event_over_the_payload_limit_is_refused_as_invalid_and_leaves_the_jo
 /// payload … was refused; nothing was written"), not an unknown outcome that would poison the
 /// journal.
 #[tokio::test]
-#[ignore = "BUG: RemoteLedger::append sends it and reports the service's size-limit refusal \
-            as LedgerError::Unknown, so the journal reads back, finds nothing and poisons itself \
-            as Ambiguous"]
 async fn an_event_over_the_message_limit_is_refused_as_invalid_and_leaves_the_journal_usable() {
     assert_oversized_event_is_refused_as_invalid(MESSAGE_MAX_BYTES + 1).await;
 }

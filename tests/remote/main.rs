@@ -2,7 +2,9 @@
 //! journal contract across the wire, bad input, durability across crashes and restarts, and
 //! the same code over turmoil's simulated TCP.
 
+mod bad_input;
 mod conformance;
+mod journal;
 mod restart;
 mod serve;
 mod support;

@@ -78,7 +78,11 @@ async fn acknowledged_records_survive_kill_9_of_the_ledger_service() {
     assert_eq!(records, (1..=20).map(event).collect::<Vec<_>>());
     assert_eq!(second.client.append(&s1, 20, event(21)).await, Ok(21));
     let files: Vec<_> = std::fs::read_dir(data.path()).unwrap().collect();
-    assert_eq!(files.len(), 1, "one file per session, inside the data directory");
+    assert_eq!(
+        files.len(),
+        1,
+        "one file per session, inside the data directory"
+    );
 }
 
 fn refused(args: &[&str]) -> String {
@@ -98,11 +102,36 @@ fn bad_arguments_exit_2_with_a_message_that_says_what_to_fix() {
     let file = data.path().join("a-file");
     std::fs::write(&file, b"x").unwrap();
     let not_a_dir = file.to_str().unwrap();
-    let bad_data = refused(&["serve", "lease", "--listen", "127.0.0.1:0", "--data", not_a_dir]);
+    let bad_data = refused(&[
+        "serve",
+        "lease",
+        "--listen",
+        "127.0.0.1:0",
+        "--data",
+        not_a_dir,
+    ]);
     assert!(bad_data.contains("--data"), "{bad_data}");
 
-    let zero_ttl = refused(&["serve", "lease", "--listen", "127.0.0.1:0", "--data", dir, "--ttl", "0s"]);
+    let zero_ttl = refused(&[
+        "serve",
+        "lease",
+        "--listen",
+        "127.0.0.1:0",
+        "--data",
+        dir,
+        "--ttl",
+        "0s",
+    ]);
     assert!(zero_ttl.contains("must be positive"), "{zero_ttl}");
-    let bad_ttl = refused(&["serve", "lease", "--listen", "127.0.0.1:0", "--data", dir, "--ttl", "ten"]);
+    let bad_ttl = refused(&[
+        "serve",
+        "lease",
+        "--listen",
+        "127.0.0.1:0",
+        "--data",
+        dir,
+        "--ttl",
+        "ten",
+    ]);
     assert!(bad_ttl.contains("10s, 500ms or 1m30s"), "{bad_ttl}");
 }
