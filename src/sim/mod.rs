@@ -2,4 +2,6 @@
 //! clients run over turmoil's simulated TCP through [`net`]. Hosts, per-host clocks, faults
 //! and the workload come with the world issue.
 
+pub mod clock;
+pub mod freeze;
 pub mod net;
