@@ -16,16 +16,56 @@ pub enum Mutant {
     /// the old and the new holder share one fencing epoch. Killed by the conformance rules
     /// `token_strictly_greater_after_expiry` and `expired_same_owner_reacquire_gets_new_token`.
     TokenNotAdvancedOnExpiry,
+    /// `MemLease::acquire` checks the session in one critical section and writes the grant
+    /// in another, so two acquirers can both see the session free and both be granted it.
+    /// Killed by the loom suite `lease` (models/lease.rs): two live holders at once.
+    AcquireCheckThenAct,
+    /// `MemLease::renew` matches the owner but not the token, so a stale lease value of the
+    /// same owner renews (and is handed) the owner's newer hold. Killed by the loom suite
+    /// `lease`, one owner with two tasks (models/lease.rs): a renew that changes the token.
+    RenewIgnoresToken,
+    /// `MemLease::release` removes whatever record the session has, without comparing owner
+    /// and token, so a stale release frees another owner's hold. Killed by the loom suite
+    /// `lease` (models/lease.rs): a hold lost before its expiry without its own release.
+    ReleaseBySessionOnly,
+    /// `MemLease` reads its clock before taking its lock, so a call can decide on a reading
+    /// older than the decision made just before it: a stale renew then moves the expiry back
+    /// below what a live same-owner re-acquire was just told. Killed by the loom suite
+    /// `lease`, one owner's two tasks and a rival (models/lease.rs): two live holders at once.
+    ClockReadBeforeLock,
+    /// `MemLedger::append` ignores the expected tip and appends at the end (a blind append
+    /// instead of a CAS). Killed by the loom suites `ledger` (an acknowledged append not at
+    /// `expected + 1`) and `journal` (a stale writer's event after a newer fence)
+    /// (models/ledger.rs, models/journal.rs).
+    AppendIgnoresExpectedTip,
+    /// The service's run-entry gate checks that a session is free in one critical section and
+    /// marks it taken in another, so two runs of one session can enter together. Killed by
+    /// the loom suite `gate` (models/gate.rs): two runs of a session inside at once.
+    GateCheckThenEnter,
 }
 
 impl Mutant {
     /// Every mutant, in catalogue order.
-    pub const ALL: &'static [Mutant] = &[Mutant::TokenNotAdvancedOnExpiry];
+    pub const ALL: &'static [Mutant] = &[
+        Mutant::TokenNotAdvancedOnExpiry,
+        Mutant::AcquireCheckThenAct,
+        Mutant::RenewIgnoresToken,
+        Mutant::ReleaseBySessionOnly,
+        Mutant::ClockReadBeforeLock,
+        Mutant::AppendIgnoresExpectedTip,
+        Mutant::GateCheckThenEnter,
+    ];
 
     /// The mutant's name as the CLI spells it (kebab-case).
     pub fn name(self) -> &'static str {
         match self {
             Mutant::TokenNotAdvancedOnExpiry => "token-not-advanced-on-expiry",
+            Mutant::AcquireCheckThenAct => "acquire-check-then-act",
+            Mutant::RenewIgnoresToken => "renew-ignores-token",
+            Mutant::ReleaseBySessionOnly => "release-by-session-only",
+            Mutant::ClockReadBeforeLock => "clock-read-before-lock",
+            Mutant::AppendIgnoresExpectedTip => "append-ignores-expected-tip",
+            Mutant::GateCheckThenEnter => "gate-check-then-enter",
         }
     }
 }

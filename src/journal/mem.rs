@@ -6,6 +6,7 @@ use async_trait::async_trait;
 
 use super::{Entry, Ledger, LedgerError, Record, Seq};
 use crate::lease::SessionId;
+use crate::mutant::Mutant;
 use crate::sync::{Mutex, lock};
 
 /// The in-process ledger and the reference implementation of [`Ledger`]: one mutex over an
@@ -13,6 +14,7 @@ use crate::sync::{Mutex, lock};
 /// section. Nothing is durable beyond the process.
 #[derive(Debug, Default)]
 pub struct MemLedger {
+    mutant: Option<Mutant>,
     logs: Mutex<BTreeMap<SessionId, Vec<Record>>>,
 }
 
@@ -20,6 +22,12 @@ impl MemLedger {
     /// An empty ledger.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The same ledger running `mutant` (a planted bug), or the correct code for `None`.
+    pub fn with_mutant(mut self, mutant: Option<Mutant>) -> Self {
+        self.mutant = mutant;
+        self
     }
 }
 
@@ -38,7 +46,7 @@ impl Ledger for MemLedger {
         let mut logs = lock(&self.logs);
         let log = logs.entry(name.clone()).or_default();
         let actual = log.len() as Seq;
-        if actual != expected {
+        if actual != expected && self.mutant != Some(Mutant::AppendIgnoresExpectedTip) {
             return Err(LedgerError::Conflict { actual });
         }
         log.push(record);

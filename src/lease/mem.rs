@@ -16,8 +16,15 @@ use crate::sync::{Mutex, lock};
 ///
 /// One mutex guards an ordered map from session to its entry; every call is one critical
 /// section (check and act together), and expiry is judged on the injected clock
-/// (`now >= expiry` is expired). Each session keeps a token high-water mark that outlives
-/// release and record deletion, so tokens increase per session forever.
+/// (`now >= expiry` is expired), read inside that section. Each session keeps a token
+/// high-water mark that outlives release and record deletion, so tokens increase per session
+/// forever.
+///
+/// The clock is read under the lock so that decisions are ordered as their readings are. A
+/// reading taken before the lock can be older than the decision made just before it, and a
+/// renew judged on it moves the expiry back below what a concurrent same-owner re-acquire
+/// was just told ([`Mutant::ClockReadBeforeLock`]; the loom models in `models/lease.rs`
+/// kill it).
 #[derive(Debug)]
 pub struct MemLease {
     clock: Arc<dyn Clock>,
@@ -106,22 +113,54 @@ impl MemLease {
             _ => entry.high_water + 1,
         }
     }
+
+    /// A clock reading taken before the lock, under [`Mutant::ClockReadBeforeLock`] only.
+    fn read_clock_before_lock(&self) -> Option<Instant> {
+        (self.mutant == Some(Mutant::ClockReadBeforeLock)).then(|| self.clock.now())
+    }
+
+    /// Whether `lease` carries the token of `record` (renew's second test after the owner).
+    fn token_matches(&self, record: &Record, lease: &Lease) -> bool {
+        record.token == lease.token() || self.mutant == Some(Mutant::RenewIgnoresToken)
+    }
+}
+
+/// What an acquire may grant, judged on the session's entry (if any) at `now`.
+enum Grant {
+    /// The same owner re-acquires its live lease: same token.
+    Keep(u64),
+    /// The session is free, expired or released: a takeover with a new token.
+    Takeover,
+}
+
+/// The check half of acquire: `Held` when another owner's lease is live.
+fn decide(entry: Option<&Entry>, owner: &Owner, now: Instant) -> Result<Grant, LeaseError> {
+    match entry.and_then(|entry| entry.record.as_ref()) {
+        Some(live) if live.is_live(now) && live.owner != *owner => Err(LeaseError::Held {
+            holder_token: Some(live.token),
+        }),
+        Some(live) if live.is_live(now) => Ok(Grant::Keep(live.token)),
+        _ => Ok(Grant::Takeover),
+    }
 }
 
 #[async_trait]
 impl SessionLease for MemLease {
     async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
-        let now = self.clock.now();
+        let early = self.read_clock_before_lock();
         let mut sessions = lock(&self.sessions);
+        // The clock is read inside the critical section: see `MemLease`.
+        let now = early.unwrap_or_else(|| self.clock.now());
+        let grant = decide(sessions.get(session), owner, now)?;
+        if self.mutant == Some(Mutant::AcquireCheckThenAct) {
+            // The planted race: another acquire may decide on the same state before we act.
+            drop(sessions);
+            sessions = lock(&self.sessions);
+        }
         let entry = sessions.entry(session.clone()).or_default();
-        let token = match &entry.record {
-            Some(live) if live.is_live(now) && live.owner != *owner => {
-                return Err(LeaseError::Held {
-                    holder_token: Some(live.token),
-                });
-            }
-            Some(live) if live.is_live(now) => live.token,
-            _ => self.takeover_token(entry),
+        let token = match grant {
+            Grant::Keep(token) => token,
+            Grant::Takeover => self.takeover_token(entry),
         };
         entry.high_water = entry.high_water.max(token);
         let record = Record {
@@ -135,14 +174,15 @@ impl SessionLease for MemLease {
     }
 
     async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
-        let now = self.clock.now();
+        let early = self.read_clock_before_lock();
         let mut sessions = lock(&self.sessions);
+        let now = early.unwrap_or_else(|| self.clock.now());
         let current = sessions
             .get_mut(lease.session())
             .and_then(|entry| entry.record.as_mut())
             .filter(|record| record.is_live(now));
         match current {
-            Some(record) if record.owner == *lease.owner() && record.token == lease.token() => {
+            Some(record) if record.owner == *lease.owner() && self.token_matches(record, lease) => {
                 record.expiry = now + self.ttl;
                 Ok(self.grant(lease.session(), record))
             }
@@ -155,10 +195,10 @@ impl SessionLease for MemLease {
     async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
         let mut sessions = lock(&self.sessions);
         if let Some(entry) = sessions.get_mut(lease.session()) {
-            let ours = entry
-                .record
-                .as_ref()
-                .is_some_and(|r| r.owner == *lease.owner() && r.token == lease.token());
+            let ours = entry.record.as_ref().is_some_and(|r| {
+                self.mutant == Some(Mutant::ReleaseBySessionOnly)
+                    || (r.owner == *lease.owner() && r.token == lease.token())
+            });
             if ours {
                 entry.record = None;
             }
