@@ -1,62 +1,162 @@
 //! The run-entry gate: one run per session at a time within a process.
+//!
+//! Built on the `sync` shim (one mutex over a map and plain wakers) rather than an async
+//! mutex, so that under `--cfg leasesim_loom` the models in `models/gate.rs` check the gate's
+//! own mutual exclusion and wake-ups, not a library's.
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-
-use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
+use std::task::{Context, Poll, Waker};
 
 use crate::lease::SessionId;
-use crate::sync::{Mutex, lock};
+use crate::mutant::Mutant;
+use crate::sync::{Mutex, MutexGuard, lock};
 
-/// Per-session in-process mutexes, created on first use and dropped when nobody holds or
-/// waits for them. A second run of a session waits for the first to end.
+/// Per-session gates. A session is in the map exactly while a run of it is inside, with the
+/// wakers of the runs waiting to enter. A second run of a session waits for the first to
+/// leave.
+///
+/// Leaving wakes every waiter and they race to enter again. There is no hand-off to one
+/// waiter, so a waiter cancelled after it was woken cannot strand the others; in exchange
+/// waiters enter in no particular order.
 #[derive(Debug, Default)]
-pub(crate) struct Gate {
-    sessions: Arc<Mutex<BTreeMap<SessionId, Arc<AsyncMutex<()>>>>>,
+pub struct Gate {
+    state: Arc<Mutex<State>>,
+    mutant: Option<Mutant>,
 }
 
-/// Holds a session's gate; dropping it lets the next run of the session in.
+#[derive(Debug, Default)]
+struct State {
+    /// Sessions with a run inside, each with the wakers of the runs waiting, by waiter id.
+    inside: BTreeMap<SessionId, BTreeMap<u64, Waker>>,
+    /// The last waiter id handed out. Ids are never reused, so a cancelled waiter cannot
+    /// remove another's waker.
+    last_waiter: u64,
+}
+
+/// The future returned by [`Gate::enter`]: completes once the run is inside.
+///
+/// Dropping it while it waits (a cancelled run) withdraws its waker.
 #[derive(Debug)]
-pub(crate) struct GateGuard {
-    sessions: Arc<Mutex<BTreeMap<SessionId, Arc<AsyncMutex<()>>>>>,
+#[must_use = "a run enters the gate only when this future is awaited"]
+pub struct Enter {
+    state: Arc<Mutex<State>>,
     session: SessionId,
-    mutex: Arc<AsyncMutex<()>>,
-    held: Option<OwnedMutexGuard<()>>,
+    mutant: Option<Mutant>,
+    /// Set while this run's waker is (or may be) registered in the session's entry.
+    waiter: Option<u64>,
+}
+
+/// A run inside a session's gate; dropping it lets the next run of the session in.
+#[derive(Debug)]
+pub struct GateGuard {
+    state: Arc<Mutex<State>>,
+    session: SessionId,
 }
 
 impl Gate {
-    /// Waits until no other run of `session` is inside, then enters.
-    pub(crate) async fn enter(&self, session: &SessionId) -> GateGuard {
-        let mutex = lock(&self.sessions)
-            .entry(session.clone())
-            .or_default()
-            .clone();
-        let mut guard = GateGuard {
-            sessions: self.sessions.clone(),
-            session: session.clone(),
-            mutex: mutex.clone(),
-            held: None,
-        };
-        // Set after the await so that a cancelled wait still cleans up through `Drop`.
-        guard.held = Some(mutex.lock_owned().await);
-        guard
+    /// The same gate running `mutant` (a planted bug), or the correct code for `None`. Only
+    /// the loom models set it.
+    #[cfg(leasesim_loom)]
+    pub fn with_mutant(mut self, mutant: Option<Mutant>) -> Self {
+        self.mutant = mutant;
+        self
     }
 
-    /// How many sessions have a gate (held or awaited).
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        lock(&self.sessions).len()
+    /// Waits until no other run of `session` is inside, then enters.
+    pub fn enter(&self, session: &SessionId) -> Enter {
+        Enter {
+            state: self.state.clone(),
+            session: session.clone(),
+            mutant: self.mutant,
+            waiter: None,
+        }
+    }
+
+    /// How many sessions have a run inside (for the unit tests and the loom models).
+    #[cfg(any(test, leasesim_loom))]
+    pub fn sessions_inside(&self) -> usize {
+        lock(&self.state).inside.len()
+    }
+}
+
+impl Future for Enter {
+    type Output = GateGuard;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<GateGuard> {
+        let this = &mut *self;
+        let mut state = lock(&this.state);
+        if this.mutant == Some(Mutant::GateCheckThenEnter) {
+            if let Some(entered) = this.check_then_enter(state) {
+                return Poll::Ready(entered);
+            }
+            state = lock(&this.state);
+        }
+        let state = &mut *state;
+        match state.inside.entry(this.session.clone()) {
+            Entry::Vacant(free) => {
+                free.insert(BTreeMap::new());
+                // Our waker, if any, went with the entry of the run that woke us.
+                this.waiter = None;
+                Poll::Ready(this.guard())
+            }
+            Entry::Occupied(mut taken) => {
+                let waiter = *this.waiter.get_or_insert_with(|| {
+                    state.last_waiter += 1;
+                    state.last_waiter
+                });
+                taken.get_mut().insert(waiter, cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl Enter {
+    fn guard(&self) -> GateGuard {
+        GateGuard {
+            state: self.state.clone(),
+            session: self.session.clone(),
+        }
+    }
+
+    /// The planted race of [`Mutant::GateCheckThenEnter`]: a run that finds the session free
+    /// lets go of the lock before it takes the session, so another run can find it free too
+    /// and both enter. (The entry and its waiters are kept, so no wake-up is lost.) `None`
+    /// when the session was taken: the caller then waits as usual.
+    fn check_then_enter(&self, state: MutexGuard<'_, State>) -> Option<GateGuard> {
+        if state.inside.contains_key(&self.session) {
+            return None;
+        }
+        drop(state);
+        lock(&self.state)
+            .inside
+            .entry(self.session.clone())
+            .or_default();
+        Some(self.guard())
+    }
+}
+
+impl Drop for Enter {
+    fn drop(&mut self) {
+        let Some(waiter) = self.waiter else { return };
+        if let Some(waiters) = lock(&self.state).inside.get_mut(&self.session) {
+            waiters.remove(&waiter);
+        }
     }
 }
 
 impl Drop for GateGuard {
     fn drop(&mut self) {
-        let mut sessions = lock(&self.sessions);
-        self.held = None;
-        // The map's reference and ours: nobody else holds or waits.
-        if Arc::strong_count(&self.mutex) == 2 {
-            sessions.remove(&self.session);
-        }
+        let waiters = lock(&self.state).inside.remove(&self.session);
+        // Wake outside the lock: a waker may run code of its own.
+        waiters
+            .into_iter()
+            .flatten()
+            .for_each(|(_, waker)| waker.wake());
     }
 }
 
@@ -80,7 +180,7 @@ mod tests {
         );
         drop(first);
         second.await.unwrap();
-        assert_eq!(gate.len(), 0);
+        assert_eq!(gate.sessions_inside(), 0);
     }
 
     #[tokio::test]
@@ -88,6 +188,27 @@ mod tests {
         let gate = Gate::default();
         let _s1 = gate.enter(&SessionId::new("s1").unwrap()).await;
         let _s2 = gate.enter(&SessionId::new("s2").unwrap()).await;
-        assert_eq!(gate.len(), 2);
+        assert_eq!(gate.sessions_inside(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_waiter_does_not_keep_the_next_run_out() {
+        let gate = Arc::new(Gate::default());
+        let s1 = SessionId::new("s1").unwrap();
+        let first = gate.enter(&s1).await;
+        let cancelled = tokio::spawn({
+            let (gate, s1) = (gate.clone(), s1.clone());
+            async move { drop(gate.enter(&s1).await) }
+        });
+        let third = tokio::spawn({
+            let (gate, s1) = (gate.clone(), s1.clone());
+            async move { drop(gate.enter(&s1).await) }
+        });
+        tokio::task::yield_now().await;
+        cancelled.abort();
+        drop(first);
+        third.await.unwrap();
+        assert!(cancelled.await.unwrap_err().is_cancelled());
+        assert_eq!(gate.sessions_inside(), 0);
     }
 }

@@ -26,6 +26,15 @@ use registry::{Registration, Registry};
 
 pub use renewer::Backoff;
 
+/// The run-entry gate and the held-lease registry, which are internal to [`Service`]: exposed
+/// only to the loom models (`models/gate.rs`) in a `--cfg leasesim_loom` build.
+#[cfg(leasesim_loom)]
+#[doc(hidden)]
+pub mod model {
+    pub use super::gate::{Enter, Gate, GateGuard};
+    pub use super::registry::{Registration, Registry};
+}
+
 /// Settings of a [`Service`].
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -248,16 +257,7 @@ impl Service {
         self.shutdown.send_replace(true);
         let clock = self.store.clock().clone();
         let deadline = clock.now() + self.config.shutdown_grace;
-        for lease in self.registry.held() {
-            tokio::select! {
-                biased;
-                _ = lease.lost() => {}
-                () = clock.sleep_until(deadline) => {}
-            }
-            if let Err(error) = lease.release().await {
-                tracing::warn!(session = %lease.session(), %error, "release at shutdown failed; the lease will expire");
-            }
-        }
+        self.registry.release_all(&clock, deadline).await;
     }
 }
 
