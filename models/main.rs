@@ -1,3 +1,13 @@
-//! loom model-checking suites over the in-process lease map, the mem ledger and the run-entry
-//! gate. Built only with `--cfg leasesim_loom` (README, "Model checking").
+//! loom model-checking suites over the in-process lease map, the mem ledger, the fenced
+//! journal and the service's run-entry gate and registry. Built only with
+//! `--cfg leasesim_loom` (README, "Model checking"); every suite honours
+//! `LOOM_MAX_PREEMPTIONS`, and each planted bug (`leasesim::mutant`) has a test proving its
+//! suite kills it.
 #![cfg(leasesim_loom)]
+
+mod bench;
+mod gate;
+mod journal;
+mod lease;
+mod ledger;
+mod support;
