@@ -11,6 +11,7 @@
 pub mod clock;
 pub mod conformance;
 pub mod demo;
+pub mod history;
 pub mod hooks;
 pub mod journal;
 pub mod lease;

@@ -1,0 +1,130 @@
+//! What can be wrong with a history: [`HistoryError`] names the file and the 1-based line;
+//! [`LineProblem`] says what is wrong with that line.
+
+use super::SCHEMA_VERSION;
+use super::clock_map::ClockMapError;
+
+/// A history that cannot be read or used. Every variant names the history (its file name, or
+/// the name given to an in-memory history) and, where one line is to blame, its 1-based line
+/// number — for an in-memory history, the line it would have in the written file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HistoryError {
+    /// The file could not be opened or read.
+    #[error("{file}:{line}: cannot read: {source}")]
+    Io {
+        /// The history's name.
+        file: String,
+        /// The line being read when it failed (1 when opening failed).
+        line: u64,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// One line is not a valid history line, or contradicts an earlier one.
+    #[error("{file}:{line}: {problem}")]
+    Line {
+        /// The history's name.
+        file: String,
+        /// 1-based line number.
+        line: u64,
+        /// What is wrong with it.
+        problem: LineProblem,
+    },
+    /// The history has no `config` line.
+    #[error("{file}: no config line; a history has exactly one")]
+    MissingConfig {
+        /// The history's name.
+        file: String,
+    },
+}
+
+impl HistoryError {
+    /// The line to blame, if one is.
+    pub fn line(&self) -> Option<u64> {
+        match self {
+            HistoryError::Io { line, .. } | HistoryError::Line { line, .. } => Some(*line),
+            HistoryError::MissingConfig { .. } => None,
+        }
+    }
+
+    /// The problem with the line to blame, if it is a [`HistoryError::Line`].
+    pub fn problem(&self) -> Option<&LineProblem> {
+        match self {
+            HistoryError::Line { problem, .. } => Some(problem),
+            _ => None,
+        }
+    }
+}
+
+/// What is wrong with one line.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LineProblem {
+    /// The line is empty or only whitespace; histories have no empty lines.
+    #[error("empty line; a history has none (every line is one JSON object)")]
+    Empty,
+    /// The line is not valid UTF-8.
+    #[error("not UTF-8")]
+    NotUtf8,
+    /// The line is not JSON.
+    #[error("not JSON: {detail}")]
+    NotJson {
+        /// The parser's complaint and column.
+        detail: String,
+    },
+    /// The line is JSON but not an object.
+    #[error("not a JSON object")]
+    NotObject,
+    /// The object has no `v`.
+    #[error("no schema version `v`; this reader reads v = {SCHEMA_VERSION}")]
+    MissingVersion,
+    /// The object's `v` is not [`SCHEMA_VERSION`].
+    #[error("schema version v = {found}; this reader reads v = {SCHEMA_VERSION}")]
+    WrongVersion {
+        /// The `v` found, as JSON.
+        found: String,
+    },
+    /// The object has no string `kind`.
+    #[error("no `kind`; expected one of {}", super::Line::KINDS.join(", "))]
+    MissingKind,
+    /// The `kind` is not one this version defines.
+    #[error("unknown kind {kind:?}; expected one of {}", super::Line::KINDS.join(", "))]
+    UnknownKind {
+        /// The kind found.
+        kind: String,
+    },
+    /// A field is missing, unknown, or of the wrong type or value.
+    #[error("bad {kind} line: {detail}")]
+    Invalid {
+        /// The line's kind.
+        kind: String,
+        /// What serde found wrong (e.g. "missing field `ttl_us`").
+        detail: String,
+    },
+    /// A second `config` line.
+    #[error("a second config line (the first is line {first_line}); a history has exactly one")]
+    DuplicateConfig {
+        /// Where the first one is.
+        first_line: u64,
+    },
+    /// An operation id used before.
+    #[error("op id {id} is already used on line {first_line}; op ids are unique")]
+    DuplicateOpId {
+        /// The id.
+        id: u64,
+        /// Where it was first used.
+        first_line: u64,
+    },
+    /// A pending operation (`complete_us` null) that says more than a pending one can.
+    #[error("op {id} is pending (complete_us is null) but {detail}")]
+    PendingOp {
+        /// The operation's id.
+        id: u64,
+        /// What contradicts it.
+        detail: String,
+    },
+    /// A clock segment that does not continue its host's clock map.
+    #[error("{0}")]
+    Clock(ClockMapError),
+}

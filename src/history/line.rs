@@ -1,0 +1,292 @@
+//! The kinds of line: [`Line`] and the payload of each kind except operations (see
+//! [`super::op`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::SCHEMA_VERSION;
+use super::op::OpLine;
+use super::record::{HistRecord, Process};
+
+/// One line of a history. JSON: `{"v":1,"kind":"<kind>", …the payload's fields in
+/// declaration order…}`; the `v` is added by the writer and checked by the reader, so it does
+/// not appear in these types.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Line {
+    /// `"config"`: the run's parameters.
+    Config(ConfigLine),
+    /// `"op"`: one client operation.
+    Op(OpLine),
+    /// `"decision"`: one lease-authority decision.
+    Decision(DecisionLine),
+    /// `"validity"`: a replica judged its lease valid and goes on to send an append.
+    Validity(ValidityLine),
+    /// `"phase"`: a marker in the run.
+    Phase(PhaseLine),
+    /// `"clock"`: one segment of a host's monotonic clock.
+    Clock(ClockLine),
+    /// `"ledger"`: one record of the final ledger.
+    Ledger(LedgerLine),
+}
+
+impl Line {
+    /// Every `kind`, in declaration order.
+    pub const KINDS: [&'static str; 7] = [
+        "config", "op", "decision", "validity", "phase", "clock", "ledger",
+    ];
+
+    /// This line's `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Line::Config(_) => "config",
+            Line::Op(_) => "op",
+            Line::Decision(_) => "decision",
+            Line::Validity(_) => "validity",
+            Line::Phase(_) => "phase",
+            Line::Clock(_) => "clock",
+            Line::Ledger(_) => "ledger",
+        }
+    }
+
+    /// The line as one JSON object, `v` first, without a newline. Deterministic: fields in
+    /// declaration order, no whitespace, integers only.
+    pub fn to_json(&self) -> String {
+        // Serialising these types cannot fail: every map key is a string and no type has a
+        // fallible `Serialize`.
+        serde_json::to_string(&Versioned::new(self)).expect("history lines always serialise")
+    }
+}
+
+/// The wire form of a line: `v` first, then the line's own tag and fields.
+#[derive(Serialize)]
+pub(super) struct Versioned<'a> {
+    v: u32,
+    #[serde(flatten)]
+    line: &'a Line,
+}
+
+impl<'a> Versioned<'a> {
+    pub(super) fn new(line: &'a Line) -> Self {
+        Versioned {
+            v: SCHEMA_VERSION,
+            line,
+        }
+    }
+}
+
+macro_rules! line_from {
+    ($($payload:ident => $variant:ident),* $(,)?) => {
+        $(impl From<$payload> for Line {
+            fn from(payload: $payload) -> Self {
+                Line::$variant(payload)
+            }
+        })*
+    };
+}
+
+line_from!(
+    ConfigLine => Config,
+    OpLine => Op,
+    DecisionLine => Decision,
+    ValidityLine => Validity,
+    PhaseLine => Phase,
+    ClockLine => Clock,
+    LedgerLine => Ledger,
+);
+
+/// The run's parameters: what the checkers need to recompute bounds. Exactly one per history.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigLine {
+    /// Lease TTL the authority grants, µs.
+    pub ttl_us: u64,
+    /// Skew margin subtracted from the TTL in the holder's validity, µs.
+    pub skew_margin_us: u64,
+    /// Interval between renewals, µs.
+    pub renew_interval_us: u64,
+    /// Longest reconnect backoff of any client, µs.
+    pub longest_reconnect_backoff_us: u64,
+    /// The authority's restart grace period, µs (at most one TTL).
+    pub grace_period_us: u64,
+    /// The planted bug, by its CLI name (e.g. `token-not-advanced-on-expiry`); `null` for the
+    /// correct implementation.
+    pub mutant: Option<String>,
+    /// The run's master seed.
+    pub seed: u64,
+    /// Number of replica hosts (`replica-1` … `replica-N`).
+    pub replicas: u32,
+    /// The contended sessions.
+    pub sessions: Vec<String>,
+}
+
+/// One decision of the lease authority, with its monotonic reading when it decided
+/// (EXCL, EXPIRY and TOKEN judge these).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionLine {
+    /// The session decided on.
+    pub session: String,
+    /// The requesting owner.
+    pub owner: Process,
+    /// What the authority decided.
+    pub decision: Decision,
+    /// The authority's monotonic clock when it decided, µs.
+    pub at_authority_us: u64,
+    /// True simulated time when it decided, µs.
+    pub at_us: u64,
+}
+
+/// What the authority decided (JSON tag `type`).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Decision {
+    /// An acquire was granted (a takeover or a live same-owner re-acquire):
+    /// `{"type":"grant","token":3,"expiry_authority_us":…,"ttl_us":…}`.
+    Grant {
+        /// The lease's token.
+        token: u64,
+        /// Expiry on the authority's monotonic clock, µs.
+        expiry_authority_us: u64,
+        /// The TTL granted, µs.
+        ttl_us: u64,
+    },
+    /// A renew was granted: `{"type":"renew","token":3,"expiry_authority_us":…,"ttl_us":…}`.
+    Renew {
+        /// The lease's token (unchanged by a renew).
+        token: u64,
+        /// The new expiry on the authority's monotonic clock, µs.
+        expiry_authority_us: u64,
+        /// The TTL granted, µs.
+        ttl_us: u64,
+    },
+    /// A release was answered: `{"type":"release","token":3,"ended":true}`.
+    Release {
+        /// The token presented.
+        token: u64,
+        /// Whether it ended the caller's own current hold (`false`: a stale or unknown
+        /// release, which changes nothing).
+        ended: bool,
+    },
+    /// A request was refused:
+    /// `{"type":"refuse","request":"renew","token":3,"reason":{"type":"held",…}}`.
+    Refuse {
+        /// Which request.
+        request: Request,
+        /// The token presented (renew, release); `null` for an acquire.
+        token: Option<u64>,
+        /// Why.
+        reason: Refusal,
+    },
+}
+
+/// A request to the lease authority.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Request {
+    /// `"acquire"`.
+    Acquire,
+    /// `"renew"`.
+    Renew,
+    /// `"release"`.
+    Release,
+}
+
+/// Why the authority refused (JSON tag `type`).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Refusal {
+    /// Another live owner holds the session, or the renewed lease is not the current one:
+    /// `{"type":"held","holder_token":4}`.
+    Held {
+        /// The live holder's token; `null` when nobody holds the session.
+        holder_token: Option<u64>,
+    },
+    /// The authority is in its restart grace period:
+    /// `{"type":"grace_period","remaining_authority_us":…}`.
+    GracePeriod {
+        /// Grace left on the authority's monotonic clock, µs.
+        remaining_authority_us: u64,
+    },
+    /// Any other transient refusal: `{"type":"unavailable","reason":"…"}`.
+    Unavailable {
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// A replica judged its lease valid and goes on to send an append (STOP judges these,
+/// recomputing the deadline from the operation lines).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidityLine {
+    /// The judging process.
+    pub process: Process,
+    /// The session.
+    pub session: String,
+    /// The lease token it writes under.
+    pub epoch: u64,
+    /// Its monotonic clock when it judged, µs.
+    pub at_local_us: u64,
+    /// True simulated time when it judged, µs.
+    pub at_us: u64,
+    /// The deadline it judged against, on its own clock, µs, as the replica computed it
+    /// (checkers recompute it and never trust this value).
+    pub valid_until_local_us: u64,
+}
+
+/// A marker in the run.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseLine {
+    /// Which marker.
+    pub name: Phase,
+    /// True simulated time, µs.
+    pub at_us: u64,
+}
+
+/// The markers a run writes.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// `"faults_healed"`: the fault schedule has ended and everything is healed (LIVE starts
+    /// here).
+    FaultsHealed,
+    /// `"run_ended"`: the run stopped; nothing happens after it (LIVE's window ends here).
+    RunEnded,
+}
+
+/// One segment of a host's monotonic clock: from true time `from_us` until the next segment
+/// of the same host, its reading is `local_from_us` plus the true time elapsed since
+/// `from_us` scaled by `1 + drift_ppm / 1_000_000` (rounded down), or stays at
+/// `local_from_us` while `suspended`. See [`super::ClockMap`].
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockLine {
+    /// The host (`lease`, `ledger`, `replica-1`, …).
+    pub host: String,
+    /// The host's boot, from 0, bumped at every restart (on a replica host it equals the
+    /// incarnation of the process running there). A segment with a higher boot than the one
+    /// before it is a restart: its clock starts again at `local_from_us`.
+    pub boot: u64,
+    /// True simulated time the segment starts, µs.
+    pub from_us: u64,
+    /// The host's monotonic reading at `from_us`, µs.
+    pub local_from_us: u64,
+    /// Rate error in parts per million (`+100`: the clock runs 100 µs/s fast); more than
+    /// −1 000 000.
+    pub drift_ppm: i64,
+    /// The clock is stopped (the host is suspended or down) for the whole segment.
+    pub suspended: bool,
+}
+
+/// One record of the final ledger. The records of a session appear in order of `seq`.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerLine {
+    /// The ledger's name (the session).
+    pub session: String,
+    /// The record's position, from 1.
+    pub seq: u64,
+    /// The record.
+    pub record: HistRecord,
+}
