@@ -8,6 +8,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use leasesim::lease::DurableLeaseConfig;
 use leasesim::serve::{ServeError, ServeOptions, parse_duration};
+use leasesim::sim::runner::{RunOptions, RunnerError};
+use leasesim::sim::world::WorldConfig;
 
 /// Deterministic simulation and model checking for session leases with fencing tokens and
 /// fenced single-writer journals.
@@ -27,6 +29,11 @@ enum Command {
     /// lease expired, and the ledger's fence rejects it. Exits 0 when the system under test
     /// behaves as the contract says, 1 when it does not.
     Demo,
+    /// Run one simulated world from a seed: replicas contend for sessions over simulated TCP
+    /// with per-host clocks and the faults of a schedule. Prints the seed and every option
+    /// first, writes DIR/history.jsonl, DIR/trace.jsonl and DIR/result.json, and prints the
+    /// command that replays the run. Exit 3 on a hang, a panic or nondeterminism.
+    Run(RunArgs),
     /// Run a remote service for real on TCP, with its durable state in a directory. Stops on
     /// SIGINT or SIGTERM.
     Serve {
@@ -56,6 +63,39 @@ enum Service {
         #[command(flatten)]
         common: ServeArgs,
     },
+}
+
+#[derive(Args, Debug, Clone)]
+struct RunArgs {
+    /// Master seed: every random choice of the run derives from it.
+    #[arg(long)]
+    seed: u64,
+    /// Number of replica hosts.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
+    replicas: u32,
+    /// Simulated duration of the run.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    duration: Duration,
+    /// Fault schedule (JSON; see `leasesim::sim::schedule`). Default: faults drawn from the
+    /// seed (written to DIR/schedule.json).
+    #[arg(long, value_name = "FILE.json", conflicts_with = "no_faults")]
+    schedule: Option<PathBuf>,
+    /// Without --schedule: apply no faults instead of drawing them from the seed.
+    #[arg(long)]
+    no_faults: bool,
+    /// Scripted workload (JSON; see `leasesim::sim::script`). Default: drawn from the seed.
+    #[arg(long, value_name = "FILE.json")]
+    script: Option<PathBuf>,
+    /// Folder for history.jsonl, trace.jsonl and result.json.
+    #[arg(long, value_name = "DIR", default_value = "runs/latest")]
+    out: PathBuf,
+    /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3).
+    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// Run twice in separate processes and compare history and trace byte for byte
+    /// (exit 3 on any difference).
+    #[arg(long)]
+    check_determinism: bool,
 }
 
 #[derive(Args, Debug)]
@@ -95,8 +135,137 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Demo => runtime.block_on(demo()),
+        Command::Run(args) => run(args),
         Command::Serve { service } => runtime.block_on(serve(service)),
     }
+}
+
+fn run(args: RunArgs) -> ExitCode {
+    let mut config = WorldConfig::default();
+    config.seed = args.seed;
+    config.replicas = args.replicas;
+    config.duration = args.duration;
+    let options = RunOptions {
+        config,
+        schedule: args.schedule.clone(),
+        random_faults: !args.no_faults,
+        script: args.script.clone(),
+        out: args.out.clone(),
+        timeout: args.timeout,
+    };
+    println!("SEED={}", args.seed);
+    println!(
+        "options: replicas={} duration={} schedule={} script={} out={} timeout={}",
+        args.replicas,
+        humantime::format_duration(args.duration),
+        match (&args.schedule, args.no_faults) {
+            (Some(path), _) => path.display().to_string(),
+            (None, true) => "none".into(),
+            (None, false) => "drawn from the seed".into(),
+        },
+        args.script
+            .as_ref()
+            .map_or("generated from the seed".into(), |p| p
+                .display()
+                .to_string()),
+        args.out.display(),
+        humantime::format_duration(args.timeout),
+    );
+    if args.check_determinism {
+        return check_determinism(&args);
+    }
+    match leasesim::sim::runner::execute(&options) {
+        Ok(result) => {
+            println!(
+                "ran {} of simulated time: {} operations, {} history lines in {}",
+                humantime::format_duration(args.duration),
+                result.operations,
+                result.history_lines,
+                args.out.display()
+            );
+            println!("replay: {}", result.replay);
+            ExitCode::from(CLEAN)
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            eprintln!("replay: {}", options.replay_command());
+            ExitCode::from(match error {
+                RunnerError::BadInput(_) => BAD_INPUT,
+                _ => HARNESS_ERROR,
+            })
+        }
+    }
+}
+
+/// Runs this same command twice, each in a process of its own, and compares the files.
+fn check_determinism(args: &RunArgs) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(error) => {
+            eprintln!("error: cannot find this executable to run it again: {error}");
+            return ExitCode::from(HARNESS_ERROR);
+        }
+    };
+    let outs = [args.out.join("first"), args.out.join("second")];
+    for out in &outs {
+        let mut command = std::process::Command::new(&exe);
+        command.args([
+            "run",
+            "--seed",
+            &args.seed.to_string(),
+            "--replicas",
+            &args.replicas.to_string(),
+        ]);
+        command.args([
+            "--duration",
+            &humantime::format_duration(args.duration).to_string(),
+        ]);
+        command.args([
+            "--timeout",
+            &humantime::format_duration(args.timeout).to_string(),
+        ]);
+        if let Some(schedule) = &args.schedule {
+            command.arg("--schedule").arg(schedule);
+        }
+        if args.no_faults {
+            command.arg("--no-faults");
+        }
+        if let Some(script) = &args.script {
+            command.arg("--script").arg(script);
+        }
+        command
+            .arg("--out")
+            .arg(out)
+            .stdout(std::process::Stdio::null());
+        match command.status() {
+            Ok(status) if status.success() => {}
+            Ok(status) => return ExitCode::from(status.code().unwrap_or(3).clamp(1, 255) as u8),
+            Err(error) => {
+                eprintln!("error: cannot run {}: {error}", exe.display());
+                return ExitCode::from(HARNESS_ERROR);
+            }
+        }
+    }
+    for file in ["history.jsonl", "trace.jsonl"] {
+        let [a, b] =
+            [&outs[0], &outs[1]].map(|out| std::fs::read(out.join(file)).unwrap_or_default());
+        if a != b {
+            eprintln!(
+                "NONDETERMINISM: seed {} wrote different {file} in two processes ({} vs {} bytes); compare {} and {}",
+                args.seed,
+                a.len(),
+                b.len(),
+                outs[0].join(file).display(),
+                outs[1].join(file).display()
+            );
+            return ExitCode::from(HARNESS_ERROR);
+        }
+    }
+    println!(
+        "deterministic: two processes wrote identical history.jsonl and trace.jsonl for seed {}",
+        args.seed
+    );
+    ExitCode::from(CLEAN)
 }
 
 async fn serve(service: Service) -> ExitCode {

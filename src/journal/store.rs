@@ -73,6 +73,11 @@ impl Store {
         &self.owner
     }
 
+    /// The lease authority this store acquires from (for raw calls a harness scripts).
+    pub fn authority(&self) -> &Arc<dyn SessionLease> {
+        &self.authority
+    }
+
     /// The store's clock.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock

@@ -145,6 +145,11 @@ impl Journal {
         self.state.lock().await.tip
     }
 
+    /// The `seq_in_writer` the next event will carry (1 for the first).
+    pub async fn next_seq_in_writer(&self) -> u64 {
+        self.state.lock().await.appended + 1
+    }
+
     /// Whether an earlier failure poisoned the journal.
     pub async fn is_poisoned(&self) -> bool {
         self.state.lock().await.poison.is_some()

@@ -128,6 +128,17 @@ impl DurableLease {
         })
     }
 
+    /// The owner and token of the session's current record, if any ([`MemLease::holder`]).
+    pub fn holder(&self, session: &SessionId) -> Option<(Owner, u64)> {
+        self.inner.holder(session)
+    }
+
+    /// Deletes the session's record, keeping its high-water mark (garbage collection of a
+    /// lease record; [`MemLease::delete_record`]).
+    pub fn delete_record(&self, session: &SessionId) {
+        self.inner.delete_record(session)
+    }
+
     /// When the restart grace period ends, on the authority's clock.
     pub fn grace_until(&self) -> Instant {
         self.grace_until

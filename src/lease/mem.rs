@@ -80,6 +80,14 @@ impl MemLease {
         self.ttl
     }
 
+    /// The owner and token of the session's current record, live or expired, if any: for a
+    /// harness recording what a release ended.
+    pub fn holder(&self, session: &SessionId) -> Option<(Owner, u64)> {
+        let sessions = lock(&self.sessions);
+        let record = sessions.get(session)?.record.as_ref()?;
+        Some((record.owner.clone(), record.token))
+    }
+
     /// Raises the session's token high-water mark to `token` (never lowers it): an authority
     /// restoring its durable state after a restart, so no token is ever granted twice.
     pub fn restore_high_water(&self, session: &SessionId, token: u64) {

@@ -25,6 +25,7 @@ use gate::Gate;
 use registry::{Registration, Registry};
 
 pub use renewer::Backoff;
+pub(crate) use renewer::renew_until_lost;
 
 /// The run-entry gate and the held-lease registry, which are internal to [`Service`]: exposed
 /// only to the loom models (`models/gate.rs`) in a `--cfg leasesim_loom` build.

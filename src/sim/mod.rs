@@ -4,4 +4,13 @@
 
 pub mod clock;
 pub mod freeze;
+pub mod generate;
+mod nemesis;
 pub mod net;
+pub mod record;
+pub mod runner;
+pub mod schedule;
+pub mod script;
+pub mod seed;
+mod workload;
+pub mod world;

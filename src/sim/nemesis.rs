@@ -1,0 +1,246 @@
+//! The nemesis: steps the simulation and applies the fault schedule at its times, then heals
+//! everything once the schedule's effects have ended.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::freeze::FreezeKind;
+use super::schedule::{Fault, FaultSchedule};
+use super::world::{HostsView, WorldConfig};
+use crate::lease::SessionId;
+
+/// What the nemesis does at a time: a scheduled fault, or a follow-up it scheduled itself.
+#[derive(Clone, Debug)]
+enum Action {
+    Apply(Fault),
+    /// End of a reply delay: deliver what was held.
+    Deliver {
+        a: String,
+        b: String,
+    },
+    /// One of a series of lease service restarts.
+    BounceLease,
+    /// The schedule's effects are over: heal everything.
+    HealAll,
+}
+
+/// Runs `sim` for `config.duration`, applying `schedule`. Returns when everything was healed:
+/// at the schedule's `heal_at_ms` (default: the end of the run) once no host is frozen, or
+/// the run's end if that never happened.
+///
+/// # Errors
+/// turmoil's, when a host fails.
+pub(crate) fn drive(
+    sim: &mut turmoil::Sim<'static>,
+    config: &WorldConfig,
+    schedule: &FaultSchedule,
+    hosts: &HostsView,
+) -> turmoil::Result<Duration> {
+    let mut actions: BTreeMap<(u64, u64), Action> = BTreeMap::new();
+    let mut order = 0;
+    let mut push = |actions: &mut BTreeMap<(u64, u64), Action>, at_ms: u64, action: Action| {
+        order += 1;
+        actions.insert((at_ms, order), action);
+    };
+    for scheduled in schedule.sorted() {
+        push(
+            &mut actions,
+            scheduled.at_ms,
+            Action::Apply(scheduled.fault),
+        );
+    }
+    let heal_ms = schedule
+        .heal_at_ms
+        .unwrap_or(config.duration.as_millis() as u64);
+    push(&mut actions, heal_ms, Action::HealAll);
+    let mut healed_at = config.duration;
+    loop {
+        let now = sim.elapsed();
+        let now_ms = now.as_millis() as u64;
+        while let Some(entry) = actions.first_entry() {
+            if entry.key().0 > now_ms {
+                break;
+            }
+            let action = entry.remove();
+            if matches!(action, Action::HealAll) && !frozen(hosts, now) {
+                healed_at = now;
+            }
+            for (delay_ms, follow_up) in apply(sim, hosts, now, action) {
+                push(&mut actions, now_ms + delay_ms, follow_up);
+            }
+        }
+        if now >= config.duration {
+            return Ok(healed_at.min(now));
+        }
+        sim.step()?;
+    }
+}
+
+/// Applies one action; returns follow-ups as (delay from now in ms, action).
+fn apply(
+    sim: &mut turmoil::Sim<'static>,
+    hosts: &HostsView,
+    now: Duration,
+    action: Action,
+) -> Vec<(u64, Action)> {
+    tracing::info!(target: "leasesim::nemesis", at = ?now, ?action, "nemesis");
+    match action {
+        Action::Apply(fault) => return apply_fault(sim, hosts, now, fault),
+        Action::Deliver { a, b } => sim.release(a, b),
+        Action::BounceLease => restart(sim, hosts, now, "lease"),
+        // A freeze that started at a pause point ends when it ends: heal after it.
+        Action::HealAll if frozen(hosts, now) => return vec![(HEAL_RETRY_MS, Action::HealAll)],
+        Action::HealAll => heal(sim, hosts, now),
+    }
+    Vec::new()
+}
+
+/// How often the final heal looks again while a host is still frozen.
+const HEAL_RETRY_MS: u64 = 100;
+
+fn frozen(hosts: &HostsView, now: Duration) -> bool {
+    hosts
+        .freezes
+        .values()
+        .any(|freeze| freeze.is_frozen_at(now))
+}
+
+fn apply_fault(
+    sim: &mut turmoil::Sim<'static>,
+    hosts: &HostsView,
+    now: Duration,
+    fault: Fault,
+) -> Vec<(u64, Action)> {
+    let ms = Duration::from_millis;
+    match fault {
+        Fault::Partition { a, b } => sim.partition(a, b),
+        Fault::PartitionOneWay { from, to } => sim.partition_oneway(from, to),
+        Fault::Isolate { host } => {
+            for other in hosts.clocks.keys().filter(|h| **h != host) {
+                sim.partition(host.as_str(), other.as_str());
+            }
+        }
+        Fault::Heal => heal(sim, hosts, now),
+        Fault::Hold { a, b } => sim.hold(a, b),
+        Fault::Release { a, b } => sim.release(a, b),
+        Fault::Latency { a, b, latency_ms } => sim.set_link_latency(a, b, ms(latency_ms)),
+        Fault::LinkFlaps { a, b, fail_ppm } => {
+            sim.set_link_fail_rate(a, b, f64::from(fail_ppm) / 1_000_000.0)
+        }
+        Fault::Pause {
+            host,
+            duration_ms,
+            at_point,
+        } => freeze(
+            hosts,
+            &host,
+            now,
+            FreezeKind::Pause,
+            ms(duration_ms),
+            at_point,
+        ),
+        Fault::Suspend {
+            host,
+            duration_ms,
+            at_point,
+        } => freeze(
+            hosts,
+            &host,
+            now,
+            FreezeKind::Suspend,
+            ms(duration_ms),
+            at_point,
+        ),
+        Fault::Stall {
+            host,
+            point,
+            duration_ms,
+        } => hosts.freezes[&host].arm(point, FreezeKind::Stall, ms(duration_ms)),
+        Fault::ClockDrift { host, ppm } => hosts.clocks[&host].set_drift_ppm(now, ppm),
+        Fault::WallJump { host, delta_ms } => hosts.clocks[&host].jump_wall(delta_ms * 1_000_000),
+        Fault::Crash { host } => crash(sim, hosts, now, &host),
+        Fault::Restart { host } => restart(sim, hosts, now, &host),
+        Fault::LeaseServiceRestarts { every_ms, count } => {
+            return (0..u64::from(count))
+                .map(|i| (i * every_ms, Action::BounceLease))
+                .collect();
+        }
+        Fault::DeleteLeaseRecord { session } => {
+            let authority = hosts
+                .authority
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            if let (Some(authority), Ok(session)) = (authority, SessionId::new(session)) {
+                authority.delete_record(&session);
+            }
+        }
+        Fault::DelayReplies { from, to, delay_ms } => {
+            sim.hold(from.as_str(), to.as_str());
+            return vec![(delay_ms, Action::Deliver { a: from, b: to })];
+        }
+    }
+    Vec::new()
+}
+
+fn freeze(
+    hosts: &HostsView,
+    host: &str,
+    now: Duration,
+    kind: FreezeKind,
+    duration: Duration,
+    at_point: Option<crate::hooks::PausePoint>,
+) {
+    let control = &hosts.freezes[host];
+    match (at_point, kind) {
+        (Some(point), kind) => control.arm(point, kind, duration),
+        (None, FreezeKind::Suspend) => control.suspend(now, duration),
+        (None, _) => control.pause(now, duration),
+    }
+}
+
+/// A crash loses the host's volatile state and its disk's unsynced writes.
+fn crash(sim: &mut turmoil::Sim<'static>, hosts: &HostsView, now: Duration, host: &str) {
+    sim.crash(host);
+    hosts.freezes[host].clear(now);
+    match host {
+        "lease" => {
+            hosts.lease_disk.crash();
+            *hosts.authority.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+        "ledger" => hosts.ledger_disk.crash(),
+        _ => {}
+    }
+}
+
+/// Starts a host again (crashing it first if it runs): a new incarnation on a rebooted clock.
+fn restart(sim: &mut turmoil::Sim<'static>, hosts: &HostsView, now: Duration, host: &str) {
+    if sim.is_host_running(host) {
+        crash(sim, hosts, now, host);
+    }
+    hosts.clocks[host].restart(now);
+    sim.bounce(host);
+}
+
+/// Repairs and releases every link, resets link fail rates, ends every freeze and starts
+/// every crashed host again.
+fn heal(sim: &mut turmoil::Sim<'static>, hosts: &HostsView, now: Duration) {
+    let names: Vec<&String> = hosts.clocks.keys().collect();
+    for (i, a) in names.iter().enumerate() {
+        for b in &names[i + 1..] {
+            sim.repair(a.as_str(), b.as_str());
+            sim.repair_oneway(a.as_str(), b.as_str());
+            sim.repair_oneway(b.as_str(), a.as_str());
+            sim.release(a.as_str(), b.as_str());
+            sim.set_link_fail_rate(a.as_str(), b.as_str(), 0.0);
+        }
+    }
+    for freeze in hosts.freezes.values() {
+        freeze.clear(now);
+    }
+    for host in hosts.clocks.keys() {
+        if !sim.is_host_running(host.as_str()) {
+            restart(sim, hosts, now, host);
+        }
+    }
+}

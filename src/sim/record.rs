@@ -1,0 +1,419 @@
+//! Recording what happens in the world as history lines: client operations (through
+//! wrappers around the lease and ledger clients, and by the workload for journal calls),
+//! authority decisions (a wrapper around the authority) and validity checks (the hooks'
+//! observation sink).
+//!
+//! All hosts run on one thread in turmoil, so one shared recorder sees events in the order
+//! they happen; lines are emitted in a fixed order at the end (see [`Recorder::finish`]).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+
+use super::clock::{HostClock, true_now};
+use crate::clock::Clock;
+use crate::history::{
+    Decision, DecisionLine, HistRecord, Line, Op, OpLine, OpResult, Outcome, Process, Refusal,
+    Request, ValidityLine, micros,
+};
+use crate::hooks::Observation;
+use crate::journal::{Entry, Ledger, LedgerError, Record, Seq};
+use crate::lease::{DurableLease, Lease, LeaseError, Owner, SessionId, SessionLease};
+
+/// The shared recorder of one run. Cloning gives another handle.
+#[derive(Clone, Debug, Default)]
+pub struct Recorder {
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    next_op: u64,
+    ops: BTreeMap<u64, OpLine>,
+    /// Decisions and validity checks, in the order they happened.
+    events: Vec<Line>,
+}
+
+/// Where and when an operation was invoked; completes it with [`Recorder::complete`].
+#[derive(Debug)]
+pub struct Invocation {
+    id: u64,
+    clock: HostClock,
+}
+
+impl Recorder {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records the invocation of `op` by `process` on `session`, now.
+    pub fn invoke(
+        &self,
+        process: Process,
+        session: &SessionId,
+        op: Op,
+        clock: &HostClock,
+    ) -> Invocation {
+        let mut state = self.lock();
+        state.next_op += 1;
+        let id = state.next_op;
+        state.ops.insert(
+            id,
+            OpLine {
+                id,
+                process,
+                session: session.as_str().to_owned(),
+                op,
+                invoke_us: micros(true_now()),
+                complete_us: None,
+                invoke_local_us: micros(clock.now().since_origin()),
+                complete_local_us: None,
+                outcome: Outcome::Info,
+                result: None,
+            },
+        );
+        Invocation {
+            id,
+            clock: clock.clone(),
+        }
+    }
+
+    /// Records the completion of `invocation`, now.
+    pub fn complete(&self, invocation: Invocation, outcome: Outcome, result: OpResult) {
+        let mut state = self.lock();
+        if let Some(op) = state.ops.get_mut(&invocation.id) {
+            op.complete_us = Some(micros(true_now()));
+            op.complete_local_us = Some(micros(invocation.clock.now().since_origin()));
+            op.outcome = outcome;
+            op.result = Some(result);
+        }
+    }
+
+    /// Records an authority decision.
+    pub fn decision(&self, line: DecisionLine) {
+        self.lock().events.push(Line::Decision(line));
+    }
+
+    /// Records a replica's validity check.
+    pub fn validity(&self, line: ValidityLine) {
+        self.lock().events.push(Line::Validity(line));
+    }
+
+    /// The recorded lines: operations (by id; those still pending completed as `info`,
+    /// cut off at `end_us`), then decisions and validity checks in the order they happened.
+    pub fn finish(&self, end_us: u64) -> Vec<Line> {
+        let state = self.lock();
+        let ops = state.ops.values().cloned().map(|mut op| {
+            if op.is_pending() {
+                op.complete_us = Some(end_us.max(op.invoke_us));
+                op.outcome = Outcome::Info;
+                op.result = Some(OpResult::CutOff {
+                    reason: "the run ended (or the process crashed) before it completed".into(),
+                });
+            }
+            Line::Op(op)
+        });
+        ops.chain(state.events.iter().cloned()).collect()
+    }
+}
+
+/// A lease outcome as Jepsen judges it: `ok`; `fail` when it certainly had no effect; `info`
+/// when it may have (a timeout or broken connection).
+fn lease_outcome<T>(result: &Result<T, LeaseError>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Ok,
+        Err(LeaseError::Unavailable { .. }) => Outcome::Info,
+        Err(_) => Outcome::Fail,
+    }
+}
+
+/// As [`lease_outcome`], for the ledger.
+fn ledger_outcome<T>(result: &Result<T, LedgerError>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Ok,
+        Err(LedgerError::Unknown { .. }) => Outcome::Info,
+        Err(_) => Outcome::Fail,
+    }
+}
+
+/// A replica's lease client that records each call as an operation.
+#[derive(Debug)]
+pub struct RecordingLease {
+    inner: Arc<dyn SessionLease>,
+    recorder: Recorder,
+    process: Process,
+    clock: HostClock,
+}
+
+impl RecordingLease {
+    /// Records the calls `process` makes through `inner`, timed on `clock`.
+    pub fn new(
+        inner: Arc<dyn SessionLease>,
+        recorder: Recorder,
+        process: Process,
+        clock: HostClock,
+    ) -> Self {
+        RecordingLease {
+            inner,
+            recorder,
+            process,
+            clock,
+        }
+    }
+
+    fn record_lease(&self, invocation: Invocation, result: &Result<Lease, LeaseError>) {
+        let op_result = match result {
+            Ok(lease) => OpResult::granted(lease),
+            Err(error) => error.into(),
+        };
+        self.recorder
+            .complete(invocation, lease_outcome(result), op_result);
+    }
+}
+
+#[async_trait]
+impl SessionLease for RecordingLease {
+    async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
+        let op = Op::LeaseAcquire {
+            owner: owner.into(),
+        };
+        let invocation = self
+            .recorder
+            .invoke(self.process.clone(), session, op, &self.clock);
+        let result = self.inner.acquire(session, owner).await;
+        self.record_lease(invocation, &result);
+        result
+    }
+
+    async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
+        let op = Op::LeaseRenew {
+            owner: lease.owner().into(),
+            token: lease.token(),
+        };
+        let invocation =
+            self.recorder
+                .invoke(self.process.clone(), lease.session(), op, &self.clock);
+        let result = self.inner.renew(lease).await;
+        self.record_lease(invocation, &result);
+        result
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
+        let op = Op::LeaseRelease {
+            owner: lease.owner().into(),
+            token: lease.token(),
+        };
+        let invocation =
+            self.recorder
+                .invoke(self.process.clone(), lease.session(), op, &self.clock);
+        let result = self.inner.release(lease).await;
+        let op_result = match &result {
+            Ok(()) => OpResult::Released {},
+            Err(error) => error.into(),
+        };
+        self.recorder
+            .complete(invocation, lease_outcome(&result), op_result);
+        result
+    }
+}
+
+/// A replica's ledger client that records each call as an operation.
+#[derive(Debug)]
+pub struct RecordingLedger {
+    inner: Arc<dyn Ledger>,
+    recorder: Recorder,
+    process: Process,
+    clock: HostClock,
+}
+
+impl RecordingLedger {
+    /// Records the calls `process` makes through `inner`, timed on `clock`.
+    pub fn new(
+        inner: Arc<dyn Ledger>,
+        recorder: Recorder,
+        process: Process,
+        clock: HostClock,
+    ) -> Self {
+        RecordingLedger {
+            inner,
+            recorder,
+            process,
+            clock,
+        }
+    }
+}
+
+#[async_trait]
+impl Ledger for RecordingLedger {
+    async fn tip(&self, name: &SessionId) -> Result<Seq, LedgerError> {
+        let invocation =
+            self.recorder
+                .invoke(self.process.clone(), name, Op::LedgerTip {}, &self.clock);
+        let result = self.inner.tip(name).await;
+        let op_result = match &result {
+            Ok(seq) => OpResult::Tip { seq: *seq },
+            Err(error) => error.into(),
+        };
+        self.recorder
+            .complete(invocation, ledger_outcome(&result), op_result);
+        result
+    }
+
+    async fn append(
+        &self,
+        name: &SessionId,
+        expected: Seq,
+        record: Record,
+    ) -> Result<Seq, LedgerError> {
+        let op = Op::LedgerAppend {
+            expected,
+            record: HistRecord::from(&record),
+        };
+        let invocation = self
+            .recorder
+            .invoke(self.process.clone(), name, op, &self.clock);
+        let result = self.inner.append(name, expected, record).await;
+        let op_result = match &result {
+            Ok(seq) => OpResult::Appended { seq: *seq },
+            Err(error) => error.into(),
+        };
+        self.recorder
+            .complete(invocation, ledger_outcome(&result), op_result);
+        result
+    }
+
+    /// Reads are not operations of the history (they change nothing, and the final ledger
+    /// is recorded whole at the end).
+    async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError> {
+        self.inner.read(name, from).await
+    }
+}
+
+/// The lease authority, recording each decision with its own monotonic reading.
+#[derive(Debug)]
+pub struct RecordingAuthority {
+    inner: Arc<DurableLease>,
+    recorder: Recorder,
+    clock: HostClock,
+}
+
+impl RecordingAuthority {
+    /// Records the decisions of `inner`, which judges time on `clock`.
+    pub fn new(inner: Arc<DurableLease>, recorder: Recorder, clock: HostClock) -> Self {
+        RecordingAuthority {
+            inner,
+            recorder,
+            clock,
+        }
+    }
+
+    fn decide(&self, session: &SessionId, owner: &Owner, decision: Decision) {
+        self.recorder.decision(DecisionLine {
+            session: session.as_str().to_owned(),
+            owner: owner.into(),
+            decision,
+            at_authority_us: micros(self.clock.now().since_origin()),
+            at_us: micros(true_now()),
+        });
+    }
+
+    fn granted(lease: &Lease, renew: bool) -> Decision {
+        let (token, expiry_authority_us, ttl_us) = (
+            lease.token(),
+            micros(lease.expiry().since_origin()),
+            micros(lease.ttl()),
+        );
+        if renew {
+            Decision::Renew {
+                token,
+                expiry_authority_us,
+                ttl_us,
+            }
+        } else {
+            Decision::Grant {
+                token,
+                expiry_authority_us,
+                ttl_us,
+            }
+        }
+    }
+
+    fn refused(request: Request, token: Option<u64>, error: &LeaseError) -> Decision {
+        let reason = match error {
+            LeaseError::Held { holder_token } => Refusal::Held {
+                holder_token: *holder_token,
+            },
+            other => Refusal::Unavailable {
+                reason: other.to_string(),
+            },
+        };
+        Decision::Refuse {
+            request,
+            token,
+            reason,
+        }
+    }
+}
+
+#[async_trait]
+impl SessionLease for RecordingAuthority {
+    async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
+        let result = self.inner.acquire(session, owner).await;
+        let decision = match &result {
+            Ok(lease) => Self::granted(lease, false),
+            Err(error) => Self::refused(Request::Acquire, None, error),
+        };
+        self.decide(session, owner, decision);
+        result
+    }
+
+    async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
+        let result = self.inner.renew(lease).await;
+        let decision = match &result {
+            Ok(renewed) => Self::granted(renewed, true),
+            Err(error) => Self::refused(Request::Renew, Some(lease.token()), error),
+        };
+        self.decide(lease.session(), lease.owner(), decision);
+        result
+    }
+
+    /// A release is recorded with whether it ended the caller's own current hold, read from
+    /// the authority just before it runs (nothing can come between: the release does not
+    /// yield before it acts).
+    async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
+        let ended = self
+            .inner
+            .holder(lease.session())
+            .is_some_and(|(owner, token)| owner == *lease.owner() && token == lease.token());
+        let result = self.inner.release(lease).await;
+        let decision = match &result {
+            Ok(()) => Decision::Release {
+                token: lease.token(),
+                ended,
+            },
+            Err(error) => Self::refused(Request::Release, Some(lease.token()), error),
+        };
+        self.decide(lease.session(), lease.owner(), decision);
+        result
+    }
+}
+
+/// The sink for a replica's observations: validity checks become history lines.
+pub fn validity_sink(recorder: Recorder, process: Process) -> impl Fn(Observation) + Send + Sync {
+    move |observation| match observation {
+        Observation::ValidityCheck {
+            session,
+            epoch,
+            local,
+            valid_until,
+        } => recorder.validity(ValidityLine {
+            process: process.clone(),
+            session: session.as_str().to_owned(),
+            epoch,
+            at_local_us: micros(local.since_origin()),
+            at_us: micros(true_now()),
+            valid_until_local_us: micros(valid_until.since_origin()),
+        }),
+    }
+}

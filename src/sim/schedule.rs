@@ -1,0 +1,392 @@
+//! Fault schedules: the nemesis as data — a list of (time, fault) that can be saved, edited,
+//! replayed and shrunk (DESIGN.md, "Faults").
+//!
+//! JSON shape (schema version 1):
+//! ```json
+//! {"v": 1, "faults": [
+//!   {"at_ms": 2000, "fault": "pause", "host": "replica-1", "duration_ms": 15000,
+//!    "at_point": "before_append_send"},
+//!   {"at_ms": 3000, "fault": "partition", "a": "replica-1", "b": "lease"}
+//! ]}
+//! ```
+//! Hosts are named as in the world: `lease`, `ledger`, `replica-1` … `replica-N`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::hooks::PausePoint;
+
+/// Schema version of schedule files.
+pub const SCHEDULE_SCHEMA_VERSION: u32 = 1;
+
+/// A fault schedule: faults in the order they are applied.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSchedule {
+    /// Schema version ([`SCHEDULE_SCHEMA_VERSION`]).
+    pub v: u32,
+    /// The faults, by time (ties keep file order).
+    pub faults: Vec<ScheduledFault>,
+    /// When the nemesis heals everything (repairs and releases every link, ends every
+    /// freeze once it is over) and the liveness phase starts, in ms; by default at the end of
+    /// the run, so a fault without a duration (a partition) lasts the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heal_at_ms: Option<u64>,
+}
+
+/// One fault at one time.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ScheduledFault {
+    /// True simulated time at which it is applied, in ms from the start.
+    pub at_ms: u64,
+    /// The fault.
+    #[serde(flatten)]
+    pub fault: Fault,
+}
+
+/// A fault the nemesis can apply. Durations are in ms of true simulated time.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(tag = "fault", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum Fault {
+    /// Cut the link between two hosts both ways; connections with data in flight die.
+    Partition {
+        /// One host.
+        a: String,
+        /// The other.
+        b: String,
+    },
+    /// Drop everything from `from` to `to` (replies still flow the other way).
+    PartitionOneWay {
+        /// Sender whose messages are lost.
+        from: String,
+        /// Receiver.
+        to: String,
+    },
+    /// Cut every link of a host.
+    Isolate {
+        /// The host.
+        host: String,
+    },
+    /// Repair every link, release every held link and end every latency change.
+    Heal,
+    /// Hold messages between two hosts (delivered, in order, on release).
+    Hold {
+        /// One host.
+        a: String,
+        /// The other.
+        b: String,
+    },
+    /// Deliver what was held between two hosts.
+    Release {
+        /// One host.
+        a: String,
+        /// The other.
+        b: String,
+    },
+    /// Set the latency of one link to a fixed value.
+    Latency {
+        /// One host.
+        a: String,
+        /// The other.
+        b: String,
+        /// One-way latency.
+        latency_ms: u64,
+    },
+    /// Random link failures on one link (turmoil's fail rate: a failed link kills its
+    /// connections), as parts per million per tick.
+    LinkFlaps {
+        /// One host.
+        a: String,
+        /// The other.
+        b: String,
+        /// Failure probability per tick, in ppm (0 turns flaps off).
+        fail_ppm: u32,
+    },
+    /// Stop-the-world pause of a host: its tasks block at their next pause point or clock
+    /// wait; its monotonic clock runs on.
+    Pause {
+        /// The host.
+        host: String,
+        /// How long.
+        duration_ms: u64,
+        /// Start when a task first reaches this point (at or after `at_ms`) instead of at
+        /// `at_ms`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_point: Option<PausePoint>,
+    },
+    /// A pause whose monotonic clock stops too (a VM or laptop suspend).
+    Suspend {
+        /// The host.
+        host: String,
+        /// How long.
+        duration_ms: u64,
+        /// As for [`Fault::Pause`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_point: Option<PausePoint>,
+    },
+    /// Block only the task that reaches `point`, for a while; the rest of the host runs.
+    Stall {
+        /// The host.
+        host: String,
+        /// The point.
+        point: PausePoint,
+        /// How long.
+        duration_ms: u64,
+    },
+    /// Set a host's monotonic clock drift, in ppm (negative: slow).
+    ClockDrift {
+        /// The host.
+        host: String,
+        /// Drift in parts per million.
+        ppm: i64,
+    },
+    /// Step a host's wall clock (forward or back); monotonic time is untouched.
+    WallJump {
+        /// The host.
+        host: String,
+        /// The step, in ms.
+        delta_ms: i64,
+    },
+    /// Crash a host: volatile state is lost, synced storage survives, unsynced is lost.
+    Crash {
+        /// The host.
+        host: String,
+    },
+    /// Start a crashed host again (a new incarnation).
+    Restart {
+        /// The host.
+        host: String,
+    },
+    /// Crash and restart the lease service `count` times, every `every_ms`.
+    LeaseServiceRestarts {
+        /// Interval between restarts.
+        every_ms: u64,
+        /// How many.
+        count: u32,
+    },
+    /// Delete a session's lease record at the authority (garbage collection); the token
+    /// high-water mark survives.
+    DeleteLeaseRecord {
+        /// The session.
+        session: String,
+    },
+    /// Hold the replies from `from` to `to` for `delay_ms` (e.g. beyond the TTL), then
+    /// deliver them.
+    DelayReplies {
+        /// The replying host.
+        from: String,
+        /// The host waiting for replies.
+        to: String,
+        /// How long.
+        delay_ms: u64,
+    },
+}
+
+/// A schedule that cannot be applied to a world.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("fault {index} (at {at_ms} ms): {reason}")]
+pub struct ScheduleError {
+    /// Position in the schedule, from 0.
+    pub index: usize,
+    /// Its time.
+    pub at_ms: u64,
+    /// What is wrong and how to fix it.
+    pub reason: String,
+}
+
+impl FaultSchedule {
+    /// An empty schedule.
+    pub fn new() -> Self {
+        FaultSchedule {
+            v: SCHEDULE_SCHEMA_VERSION,
+            faults: Vec::new(),
+            heal_at_ms: None,
+        }
+    }
+
+    /// Adds `fault` at `at_ms`.
+    pub fn at(mut self, at_ms: u64, fault: Fault) -> Self {
+        self.faults.push(ScheduledFault { at_ms, fault });
+        self
+    }
+
+    /// The same schedule, healing everything at `heal_at_ms`.
+    pub fn heal_at(mut self, heal_at_ms: u64) -> Self {
+        self.heal_at_ms = Some(heal_at_ms);
+        self
+    }
+
+    /// Parses a schedule file's text.
+    ///
+    /// # Errors
+    /// A message naming the line and column of malformed JSON, an unknown fault or field, or
+    /// a wrong schema version.
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        let schedule: FaultSchedule = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if schedule.v != SCHEDULE_SCHEMA_VERSION {
+            return Err(format!(
+                "schedule schema version {} is not supported; this leasesim reads version {SCHEDULE_SCHEMA_VERSION}",
+                schedule.v
+            ));
+        }
+        Ok(schedule)
+    }
+
+    /// The schedule as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a schedule always serialises")
+    }
+
+    /// The faults ordered by time (stable for ties).
+    pub fn sorted(&self) -> Vec<ScheduledFault> {
+        let mut faults = self.faults.clone();
+        faults.sort_by_key(|f| f.at_ms);
+        faults
+    }
+
+    /// Checks every host named exists in a world with `hosts`, and durations are positive.
+    ///
+    /// # Errors
+    /// The first fault that cannot be applied.
+    pub fn validate(&self, hosts: &[String]) -> Result<(), ScheduleError> {
+        for (index, scheduled) in self.faults.iter().enumerate() {
+            let error = |reason: String| ScheduleError {
+                index,
+                at_ms: scheduled.at_ms,
+                reason,
+            };
+            for host in scheduled.fault.hosts() {
+                if !hosts.iter().any(|h| h == host) {
+                    return Err(error(format!(
+                        "unknown host `{host}`; this world has {}",
+                        hosts.join(", ")
+                    )));
+                }
+            }
+            if scheduled.fault.duration_ms() == Some(0) {
+                return Err(error("a duration must be positive".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Fault {
+    /// The hosts the fault names.
+    pub fn hosts(&self) -> Vec<&str> {
+        match self {
+            Fault::Partition { a, b }
+            | Fault::Hold { a, b }
+            | Fault::Release { a, b }
+            | Fault::Latency { a, b, .. }
+            | Fault::LinkFlaps { a, b, .. } => vec![a, b],
+            Fault::PartitionOneWay { from, to } | Fault::DelayReplies { from, to, .. } => {
+                vec![from, to]
+            }
+            Fault::Isolate { host }
+            | Fault::Pause { host, .. }
+            | Fault::Suspend { host, .. }
+            | Fault::Stall { host, .. }
+            | Fault::ClockDrift { host, .. }
+            | Fault::WallJump { host, .. }
+            | Fault::Crash { host }
+            | Fault::Restart { host } => vec![host],
+            Fault::Heal | Fault::LeaseServiceRestarts { .. } | Fault::DeleteLeaseRecord { .. } => {
+                vec![]
+            }
+        }
+    }
+
+    /// The fault's duration, for faults that have one.
+    pub fn duration_ms(&self) -> Option<u64> {
+        match self {
+            Fault::Pause { duration_ms, .. }
+            | Fault::Suspend { duration_ms, .. }
+            | Fault::Stall { duration_ms, .. } => Some(*duration_ms),
+            Fault::DelayReplies { delay_ms, .. } => Some(*delay_ms),
+            Fault::LeaseServiceRestarts { every_ms, .. } => Some(*every_ms),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts() -> Vec<String> {
+        ["lease", "ledger", "replica-1", "replica-2"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    #[test]
+    fn a_schedule_round_trips_through_json() {
+        let schedule = FaultSchedule::new()
+            .at(
+                2_000,
+                Fault::Pause {
+                    host: "replica-1".into(),
+                    duration_ms: 15_000,
+                    at_point: Some(PausePoint::BeforeAppendSend),
+                },
+            )
+            .at(
+                3_000,
+                Fault::ClockDrift {
+                    host: "replica-1".into(),
+                    ppm: -400_000,
+                },
+            )
+            .at(9_000, Fault::Heal);
+        let text = schedule.to_json();
+        assert_eq!(FaultSchedule::from_json(&text), Ok(schedule));
+    }
+
+    #[test]
+    fn the_json_shape_is_flat_and_snake_case() {
+        let schedule = FaultSchedule::new().at(
+            5,
+            Fault::Crash {
+                host: "lease".into(),
+            },
+        );
+        let json = serde_json::to_string(&schedule).unwrap();
+        assert_eq!(
+            json,
+            r#"{"v":1,"faults":[{"at_ms":5,"fault":"crash","host":"lease"}]}"#
+        );
+    }
+
+    #[test]
+    fn bad_schedules_say_what_is_wrong() {
+        let unknown =
+            FaultSchedule::from_json(r#"{"v":1,"faults":[{"at_ms":1,"fault":"meteor"}]}"#);
+        assert!(unknown.unwrap_err().contains("unknown variant `meteor`"));
+        let version = FaultSchedule::from_json(r#"{"v":2,"faults":[]}"#);
+        assert!(version.unwrap_err().contains("version 2 is not supported"));
+        let host = FaultSchedule::new().at(
+            7,
+            Fault::Isolate {
+                host: "replica-9".into(),
+            },
+        );
+        let error = host.validate(&hosts()).unwrap_err();
+        assert_eq!((error.index, error.at_ms), (0, 7));
+        assert!(error.reason.contains("unknown host `replica-9`"), "{error}");
+        let zero = FaultSchedule::new().at(
+            0,
+            Fault::Stall {
+                host: "replica-1".into(),
+                point: PausePoint::BeforeRenewSend,
+                duration_ms: 0,
+            },
+        );
+        assert!(
+            zero.validate(&hosts())
+                .unwrap_err()
+                .reason
+                .contains("positive")
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! What the replicas do: a script, or a workload drawn from the seed.
+//!
+//! Journal calls (open, append) are recorded here as operations; lease and ledger calls are
+//! recorded by the clients' wrappers ([`super::record`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::clock::{HostClock, true_now, true_sleep};
+use super::record::Recorder;
+use super::script::{Call, ScriptedCall};
+use super::seed::{Subsystem, between, chance, rng};
+use super::world::WorldConfig;
+use crate::clock::Clock;
+use crate::history::{HistWriterId, Op, OpResult, Outcome, Process};
+use crate::journal::{Journal, JournalError, JournalLease, Store};
+use crate::lease::{LeaseError, SessionId};
+use crate::service::{Backoff, RunError, Service};
+
+/// One replica incarnation's view of the world.
+pub(crate) struct Replica {
+    pub(crate) name: String,
+    pub(crate) process: Process,
+    pub(crate) store: Arc<Store>,
+    pub(crate) recorder: Recorder,
+    pub(crate) clock: HostClock,
+    pub(crate) config: WorldConfig,
+}
+
+impl Replica {
+    fn session(&self, name: &str) -> Option<SessionId> {
+        SessionId::new(name).ok()
+    }
+
+    /// Opens the journal of `lease`'s session, recorded as a `journal_open` operation.
+    async fn open(&self, lease: &JournalLease) -> Result<Arc<Journal>, JournalError> {
+        let op = Op::JournalOpen {
+            epoch: lease.epoch(),
+        };
+        let invocation =
+            self.recorder
+                .invoke(self.process.clone(), &lease.session(), op, &self.clock);
+        let opened = self.store.open_journal(lease).await;
+        let (outcome, result) = match &opened {
+            Ok(journal) => (
+                Outcome::Ok,
+                OpResult::Opened {
+                    writer_id: HistWriterId::from(journal.writer_id()),
+                    fence_seq: journal.tip().await,
+                },
+            ),
+            Err(error) => (journal_outcome(error), error.into()),
+        };
+        self.recorder.complete(invocation, outcome, result);
+        opened.map(Arc::new)
+    }
+
+    /// Appends `payload`, recorded as a `journal_append` operation.
+    async fn append(&self, journal: &Journal, payload: Vec<u8>) -> Result<u64, JournalError> {
+        let op = Op::JournalAppend {
+            writer_id: HistWriterId::from(journal.writer_id()),
+            seq_in_writer: journal.next_seq_in_writer().await,
+        };
+        let invocation =
+            self.recorder
+                .invoke(self.process.clone(), journal.session(), op, &self.clock);
+        let appended = journal.append(payload).await;
+        let (outcome, result) = match &appended {
+            Ok(seq) => (Outcome::Ok, OpResult::Appended { seq: *seq }),
+            Err(error) => (journal_outcome(error), error.into()),
+        };
+        self.recorder.complete(invocation, outcome, result);
+        appended
+    }
+}
+
+/// `info` for outcomes that may have taken effect, `fail` for those that certainly did not.
+fn journal_outcome(error: &JournalError) -> Outcome {
+    match error {
+        JournalError::Ambiguous { .. } => Outcome::Info,
+        JournalError::Ledger(crate::journal::LedgerError::Unknown { .. }) => Outcome::Info,
+        _ => Outcome::Fail,
+    }
+}
+
+/// Waits until true simulated time `at`.
+async fn until(at: Duration) {
+    let now = true_now();
+    if at > now {
+        true_sleep(at - now).await;
+    }
+}
+
+/// Runs `calls` in order, each no earlier than its time.
+pub(crate) async fn run_script(replica: Replica, calls: Vec<ScriptedCall>) {
+    let mut leases: BTreeMap<String, JournalLease> = BTreeMap::new();
+    let mut journals: BTreeMap<String, Arc<Journal>> = BTreeMap::new();
+    for scripted in calls {
+        until(Duration::from_millis(scripted.at_ms)).await;
+        tracing::info!(replica = %replica.name, call = ?scripted.call, "scripted call");
+        match scripted.call {
+            Call::Acquire { session, name } => {
+                let Some(id) = replica.session(&session) else {
+                    continue;
+                };
+                if let Ok(lease) = replica.store.acquire_lease(&id).await {
+                    leases.insert(name.unwrap_or(session), lease);
+                }
+            }
+            Call::OpenJournal { session, lease } => {
+                let Some(held) = leases.get(lease.as_deref().unwrap_or(&session)) else {
+                    continue;
+                };
+                if let Ok(journal) = replica.open(held).await {
+                    journals.insert(session, journal);
+                }
+            }
+            Call::Append { session, payload } => {
+                if let Some(journal) = journals.get(&session) {
+                    let _ = replica.append(journal, payload.into_bytes()).await;
+                }
+            }
+            Call::StartRenewer { lease } => {
+                if let Some(held) = leases.get(&lease) {
+                    tokio::spawn(crate::service::renew_until_lost(
+                        held.clone(),
+                        Backoff::default(),
+                    ));
+                }
+            }
+            Call::Renew { lease } => {
+                if let Some(held) = leases.get(&lease) {
+                    let _ = replica.store.authority().renew(&held.lease()).await;
+                }
+            }
+            Call::Release { lease } => {
+                if let Some(held) = leases.get(&lease) {
+                    let _ = replica.store.authority().release(&held.lease()).await;
+                }
+            }
+        }
+    }
+}
+
+/// Contends for the sessions through the service layer until the run ends: pick a session,
+/// run on it (append a few events, a think time apart), release, think, repeat.
+pub(crate) async fn run_generated(replica: Replica) {
+    let index = replica
+        .name
+        .trim_start_matches("replica-")
+        .parse::<u64>()
+        .unwrap_or(0);
+    let seed = replica.config.seed ^ (index << 32) ^ replica.process.incarnation;
+    let mut rng = rng(seed, Subsystem::Workload);
+    let service = Service::new(replica.store.clone());
+    let sessions = replica.config.sessions.clone();
+    loop {
+        let pick = between(&mut rng, 0, sessions.len().saturating_sub(1) as u64) as usize;
+        let Some(session) = sessions.get(pick).and_then(|s| replica.session(s)) else {
+            return;
+        };
+        let appends = between(&mut rng, 1, 6);
+        let think_ms = between(&mut rng, 50, 1_500);
+        let outcome = service
+            .run(&session, |ctx| {
+                let replica = &replica;
+                let clock = replica.clock.clone();
+                async move {
+                    let Some(journal) = ctx.journal() else {
+                        return Ok(());
+                    };
+                    for n in 0..appends {
+                        let payload =
+                            format!("{}#{}:{n}", replica.name, replica.process.incarnation);
+                        replica.append(journal, payload.into_bytes()).await?;
+                        clock.sleep(Duration::from_millis(think_ms)).await;
+                    }
+                    Ok(())
+                }
+            })
+            .await;
+        if let Err(error) = &outcome {
+            tracing::debug!(replica = %replica.name, %session, %error, "run ended");
+        }
+        let backoff = match outcome {
+            Err(RunError::SessionLeasedElsewhere { .. })
+            | Err(RunError::Lease(LeaseError::Unavailable { .. })) => 3,
+            _ => 1,
+        };
+        replica
+            .clock
+            .sleep(Duration::from_millis(think_ms * backoff))
+            .await;
+        if chance(&mut rng, 1, 50) {
+            service.shutdown().await;
+            return;
+        }
+    }
+}
