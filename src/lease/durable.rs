@@ -41,6 +41,8 @@ pub struct DurableLeaseConfig {
     /// How often the grace countdown is lowered on storage (default 1 s). A crash loses at
     /// most this much of the countdown's progress.
     pub grace_persist_interval: Duration,
+    /// A planted bug in the authority's rules ([`MemLease::with_mutant`]); none by default.
+    pub mutant: Option<crate::mutant::Mutant>,
 }
 
 impl Default for DurableLeaseConfig {
@@ -48,6 +50,7 @@ impl Default for DurableLeaseConfig {
         DurableLeaseConfig {
             ttl: Duration::from_secs(10),
             grace_persist_interval: Duration::from_secs(1),
+            mutant: None,
         }
     }
 }
@@ -108,7 +111,7 @@ impl DurableLease {
         .encode_to_vec();
         let recovered = log::recover_or_create(&*storage, STATE_FILE, &header).await?;
         let (high_water, grace) = replay(&recovered.frames)?;
-        let inner = MemLease::new(clock.clone(), config.ttl);
+        let inner = MemLease::new(clock.clone(), config.ttl).with_mutant(config.mutant);
         for (session, token) in &high_water {
             inner.restore_high_water(session, *token);
         }

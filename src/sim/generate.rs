@@ -42,7 +42,7 @@ fn service(rng: &mut ChaCha20Rng) -> String {
 
 fn draw(rng: &mut ChaCha20Rng, config: &WorldConfig, ttl_ms: u64) -> Fault {
     let point = PausePoint::ALL[between(rng, 0, 3) as usize];
-    match between(rng, 0, 9) {
+    match between(rng, 0, 11) {
         0 => Fault::Partition {
             a: replica(rng, config),
             b: service(rng),
@@ -79,6 +79,17 @@ fn draw(rng: &mut ChaCha20Rng, config: &WorldConfig, ttl_ms: u64) -> Fault {
         8 => Fault::LeaseServiceRestarts {
             every_ms: between(rng, 1_000, ttl_ms),
             count: between(rng, 1, 3) as u32,
+        },
+        9 => Fault::Latency {
+            a: replica(rng, config),
+            b: service(rng),
+            latency_ms: between(rng, 1, 200),
+            jitter_ms: between(rng, 0, 200),
+        },
+        10 => Fault::LinkFlaps {
+            a: replica(rng, config),
+            b: service(rng),
+            fail_ppm: between(rng, 1, 2_000) as u32,
         },
         _ => Fault::DelayReplies {
             from: "lease".into(),

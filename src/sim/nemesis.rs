@@ -123,7 +123,15 @@ fn apply_fault(
         Fault::Heal => heal(sim, hosts, now),
         Fault::Hold { a, b } => sim.hold(a, b),
         Fault::Release { a, b } => sim.release(a, b),
-        Fault::Latency { a, b, latency_ms } => sim.set_link_latency(a, b, ms(latency_ms)),
+        Fault::Latency {
+            a,
+            b,
+            latency_ms,
+            jitter_ms,
+        } => {
+            sim.set_link_latency(a.as_str(), b.as_str(), ms(latency_ms));
+            sim.set_link_max_message_latency(a, b, ms(latency_ms + jitter_ms));
+        }
         Fault::LinkFlaps { a, b, fail_ppm } => {
             sim.set_link_fail_rate(a, b, f64::from(fail_ppm) / 1_000_000.0)
         }
@@ -158,6 +166,9 @@ fn apply_fault(
         } => hosts.freezes[&host].arm(point, FreezeKind::Stall, ms(duration_ms)),
         Fault::ClockDrift { host, ppm } => hosts.clocks[&host].set_drift_ppm(now, ppm),
         Fault::WallJump { host, delta_ms } => hosts.clocks[&host].jump_wall(delta_ms * 1_000_000),
+        Fault::WallOffset { host, offset_ms } => {
+            hosts.clocks[&host].set_wall_offset(offset_ms * 1_000_000)
+        }
         Fault::Crash { host } => crash(sim, hosts, now, &host),
         Fault::Restart { host } => restart(sim, hosts, now, &host),
         Fault::LeaseServiceRestarts { every_ms, count } => {

@@ -83,14 +83,18 @@ pub enum Fault {
         /// The other.
         b: String,
     },
-    /// Set the latency of one link to a fixed value.
+    /// Set the latency of one link: each message takes `latency_ms` plus up to `jitter_ms`
+    /// more (drawn by turmoil from the network seed).
     Latency {
         /// One host.
         a: String,
         /// The other.
         b: String,
-        /// One-way latency.
+        /// Least one-way latency.
         latency_ms: u64,
+        /// Extra latency range on top (0: fixed latency).
+        #[serde(default)]
+        jitter_ms: u64,
     },
     /// Random link failures on one link (turmoil's fail rate: a failed link kills its
     /// connections), as parts per million per tick.
@@ -146,6 +150,14 @@ pub enum Fault {
         host: String,
         /// The step, in ms.
         delta_ms: i64,
+    },
+    /// Set a host's wall clock offset (replacing earlier offsets and jumps); monotonic time is
+    /// untouched.
+    WallOffset {
+        /// The host.
+        host: String,
+        /// The offset, in ms.
+        offset_ms: i64,
     },
     /// Crash a host: volatile state is lost, synced storage survives, unsynced is lost.
     Crash {
@@ -289,6 +301,7 @@ impl Fault {
             | Fault::Stall { host, .. }
             | Fault::ClockDrift { host, .. }
             | Fault::WallJump { host, .. }
+            | Fault::WallOffset { host, .. }
             | Fault::Crash { host }
             | Fault::Restart { host } => vec![host],
             Fault::Heal | Fault::LeaseServiceRestarts { .. } | Fault::DeleteLeaseRecord { .. } => {

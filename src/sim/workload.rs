@@ -144,7 +144,10 @@ pub(crate) async fn run_script(replica: Replica, calls: Vec<ScriptedCall>) {
 }
 
 /// Contends for the sessions through the service layer until the run ends: pick a session,
-/// run on it (append a few events, a think time apart), release, think, repeat.
+/// run on it (append a few events, a think time apart), release, think, repeat. Now and then
+/// the replica shuts down gracefully in the middle of a run: the run makes a final clean-up
+/// append while its lease is still valid, the service releases every lease, and the replica
+/// stops (the nemesis restarts it when it heals).
 pub(crate) async fn run_generated(replica: Replica) {
     let index = replica
         .name
@@ -153,7 +156,7 @@ pub(crate) async fn run_generated(replica: Replica) {
         .unwrap_or(0);
     let seed = replica.config.seed ^ (index << 32) ^ replica.process.incarnation;
     let mut rng = rng(seed, Subsystem::Workload);
-    let service = Service::new(replica.store.clone());
+    let service = Arc::new(Service::new(replica.store.clone()));
     let sessions = replica.config.sessions.clone();
     loop {
         let pick = between(&mut rng, 0, sessions.len().saturating_sub(1) as u64) as usize;
@@ -161,40 +164,60 @@ pub(crate) async fn run_generated(replica: Replica) {
             return;
         };
         let appends = between(&mut rng, 1, 6);
-        let think_ms = between(&mut rng, 50, 1_500);
+        let think = Duration::from_millis(between(&mut rng, 50, 1_500));
+        let shutting_down = chance(&mut rng, 1, 25);
+        if shutting_down {
+            let (service, clock) = (service.clone(), replica.clock.clone());
+            tokio::spawn(async move {
+                clock.sleep(think).await;
+                service.shutdown().await;
+            });
+        }
         let outcome = service
-            .run(&session, |ctx| {
-                let replica = &replica;
-                let clock = replica.clock.clone();
-                async move {
-                    let Some(journal) = ctx.journal() else {
-                        return Ok(());
-                    };
-                    for n in 0..appends {
-                        let payload =
-                            format!("{}#{}:{n}", replica.name, replica.process.incarnation);
-                        replica.append(journal, payload.into_bytes()).await?;
-                        clock.sleep(Duration::from_millis(think_ms)).await;
-                    }
-                    Ok(())
-                }
-            })
+            .run(&session, |ctx| work(&replica, ctx, appends, think))
             .await;
         if let Err(error) = &outcome {
             tracing::debug!(replica = %replica.name, %session, %error, "run ended");
+        }
+        if shutting_down {
+            tracing::info!(replica = %replica.name, "shut down gracefully");
+            return;
         }
         let backoff = match outcome {
             Err(RunError::SessionLeasedElsewhere { .. })
             | Err(RunError::Lease(LeaseError::Unavailable { .. })) => 3,
             _ => 1,
         };
-        replica
-            .clock
-            .sleep(Duration::from_millis(think_ms * backoff))
-            .await;
-        if chance(&mut rng, 1, 50) {
-            service.shutdown().await;
-            return;
+        replica.clock.sleep(think * backoff).await;
+    }
+}
+
+/// One run's work: `appends` events a think time apart, or a final clean-up append as soon
+/// as a graceful shutdown is requested.
+async fn work(
+    replica: &Replica,
+    ctx: crate::service::RunContext,
+    appends: u64,
+    think: Duration,
+) -> Result<(), JournalError> {
+    use futures_util::FutureExt;
+    let Some(journal) = ctx.journal() else {
+        return Ok(());
+    };
+    for n in 0..appends {
+        if ctx.shutdown_requested().now_or_never().is_some() {
+            break;
+        }
+        let payload = format!("{}#{}:{n}", replica.name, replica.process.incarnation);
+        replica.append(journal, payload.into_bytes()).await?;
+        tokio::select! {
+            biased;
+            () = ctx.shutdown_requested() => break,
+            () = replica.clock.sleep(think) => {}
         }
     }
+    if ctx.shutdown_requested().now_or_never().is_some() {
+        replica.append(journal, b"clean-up".to_vec()).await?;
+    }
+    Ok(())
 }

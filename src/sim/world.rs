@@ -58,7 +58,7 @@ pub struct WorldConfig {
     pub call_timeout: Duration,
     /// Network latency range, ms (default 1..=5).
     pub latency_ms: (u64, u64),
-    /// A planted bug, if any (the mutants issue wires them in).
+    /// A planted bug, if any: carried by this world only (the lease authority runs it).
     pub mutant: Option<Mutant>,
 }
 
@@ -274,12 +274,16 @@ fn host_lease_service(
         hosts.clock("lease"),
         hosts.freeze("lease"),
     );
-    let (authority_slot, recorder, ttl) = (hosts.authority.clone(), recorder.clone(), config.ttl);
+    let (authority_slot, recorder) = (hosts.authority.clone(), recorder.clone());
+    let (ttl, mutant) = (config.ttl, config.mutant);
     sim.host("lease", move || {
         let (disk, clock, freeze) = (disk.clone(), clock.clone(), freeze.clone());
         let (authority_slot, recorder) = (authority_slot.clone(), recorder.clone());
         async move {
-            let config = DurableLeaseConfig::with_ttl(ttl);
+            let config = DurableLeaseConfig {
+                mutant,
+                ..DurableLeaseConfig::with_ttl(ttl)
+            };
             let authority =
                 DurableLease::open(Arc::new(disk), Arc::new(clock.clone()), config).await?;
             let authority = Arc::new(authority);
