@@ -175,3 +175,30 @@ async fn a_fresh_authority_has_no_grace_period() {
     let lease = authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
     assert_eq!(lease.token(), 1);
 }
+
+/// The conformance suite in real time against the real binary: each rule gets a fresh
+/// `leasesim serve lease` process with a 2 s TTL (margins of half a second survive a loaded
+/// CI machine), driven over loopback gRPC.
+#[test]
+fn the_conformance_suite_passes_against_a_served_lease_service() {
+    use leasesim::conformance::{RULES, Subject};
+    const TTL: Duration = Duration::from_secs(2);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut broken = Vec::new();
+    for rule in RULES {
+        let data = tempfile::tempdir().unwrap();
+        let served = LeaseProcess::start(data.path(), "2s");
+        let outcome = runtime.block_on(async {
+            let subject = Subject::with_real_time(Arc::new(served.driver()), TTL);
+            (rule.run)(subject).await
+        });
+        if let Err(violation) = outcome {
+            broken.push(violation.to_string());
+        }
+    }
+    assert!(broken.is_empty(), "{broken:#?}");
+}
