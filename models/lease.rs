@@ -2,8 +2,10 @@
 //! clock thread moves the authority's time across the TTL.
 //!
 //! Each client runs a short script and records what the authority told it. After the join,
-//! the main thread judges the records on the authority's clock (a grant's decision time is
-//! its `expiry - ttl`):
+//! the main thread judges the records on the authority's clock. A grant's decision time is
+//! its `expiry - ttl`, and decisions are ordered as those times are, because `MemLease`
+//! reads its clock inside its critical section (reading it before the lock is the mutant
+//! `ClockReadBeforeLock`, killed below):
 //! - **TOKEN**: a renew keeps the token it renewed; two different holds never share a token;
 //!   every token granted stays below the next takeover's, even after everything expired.
 //! - **EXCL**: at most one live hold at any instant — a later hold (higher token) starts no
