@@ -177,6 +177,10 @@ impl Service {
             return Err(RunError::ShuttingDown);
         }
         let _gate = self.gate.enter(session).await;
+        // A run that waited at the gate while shutdown began must not take a lease now.
+        if *self.shutdown.borrow() {
+            return Err(RunError::ShuttingDown);
+        }
         let mut recoveries = 0;
         loop {
             if self.leasing_disabled() {

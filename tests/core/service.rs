@@ -350,3 +350,30 @@ async fn a_poisoned_journal_is_recovered_under_a_fresh_lease() {
     );
     assert_eq!(world.authority.releases.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn a_run_waiting_at_the_gate_when_shutdown_begins_takes_no_lease() {
+    let world = World::new();
+    let service = world.replica("replica-1");
+    let first = tokio::spawn({
+        let service = service.clone();
+        async move {
+            service
+                .run(&s1(), |ctx| async move {
+                    ctx.shutdown_requested().await;
+                    Ok(())
+                })
+                .await
+        }
+    });
+    settle().await;
+    let waiting = tokio::spawn({
+        let service = service.clone();
+        async move { service.run(&s1(), |_ctx| async { Ok(()) }).await }
+    });
+    settle().await;
+    service.shutdown().await;
+    assert_eq!(first.await.unwrap(), Ok(()));
+    assert_eq!(waiting.await.unwrap(), Err(RunError::ShuttingDown));
+    assert_eq!(world.authority.acquires.load(Ordering::SeqCst), 1);
+}
