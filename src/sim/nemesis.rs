@@ -35,6 +35,7 @@ pub(crate) fn drive(
     config: &WorldConfig,
     schedule: &FaultSchedule,
     hosts: &HostsView,
+    restart_stopped: bool,
 ) -> turmoil::Result<Duration> {
     let mut actions: BTreeMap<(u64, u64), Action> = BTreeMap::new();
     let mut order = 0;
@@ -54,6 +55,7 @@ pub(crate) fn drive(
         .unwrap_or(config.duration.as_millis() as u64);
     push(&mut actions, heal_ms, Action::HealAll);
     let mut healed_at = config.duration;
+    let mut stopped_since: BTreeMap<String, Duration> = BTreeMap::new();
     loop {
         let now = sim.elapsed();
         let now_ms = now.as_millis() as u64;
@@ -71,6 +73,9 @@ pub(crate) fn drive(
         }
         if now >= config.duration {
             return Ok(healed_at.min(now));
+        }
+        if restart_stopped {
+            restart_stopped_replicas(sim, hosts, now, &mut stopped_since);
         }
         sim.step()?;
     }
@@ -93,6 +98,31 @@ fn apply(
         Action::HealAll => heal(sim, hosts, now),
     }
     Vec::new()
+}
+
+/// How long a replica that stopped by itself (a graceful shutdown) stays down before it is
+/// started again, in a generated workload.
+const STOPPED_REPLICA_RESTART: Duration = Duration::from_secs(1);
+
+/// Starts again the replicas that stopped by themselves (not crashed by the nemesis), one
+/// second after they stopped, so long generated runs keep their contention.
+fn restart_stopped_replicas(
+    sim: &mut turmoil::Sim<'static>,
+    hosts: &HostsView,
+    now: Duration,
+    stopped_since: &mut BTreeMap<String, Duration>,
+) {
+    for host in hosts.clocks.keys().filter(|h| h.starts_with("replica-")) {
+        if sim.is_host_running(host.as_str()) || hosts.is_crashed(host) {
+            stopped_since.remove(host);
+            continue;
+        }
+        let since = *stopped_since.entry(host.clone()).or_insert(now);
+        if now >= since + STOPPED_REPLICA_RESTART {
+            stopped_since.remove(host);
+            restart(sim, hosts, now, host);
+        }
+    }
 }
 
 /// How often the final heal looks again while a host is still frozen.
@@ -213,6 +243,7 @@ fn freeze(
 /// A crash loses the host's volatile state and its disk's unsynced writes.
 fn crash(sim: &mut turmoil::Sim<'static>, hosts: &HostsView, now: Duration, host: &str) {
     sim.crash(host);
+    hosts.set_crashed(host, true);
     hosts.freezes[host].clear(now);
     match host {
         "lease" => {
@@ -230,11 +261,12 @@ fn restart(sim: &mut turmoil::Sim<'static>, hosts: &HostsView, now: Duration, ho
         crash(sim, hosts, now, host);
     }
     hosts.clocks[host].restart(now);
+    hosts.set_crashed(host, false);
     sim.bounce(host);
 }
 
 /// Repairs and releases every link, resets link fail rates, ends every freeze and starts
-/// every crashed host again.
+/// every host the nemesis crashed again (not those that finished by themselves).
 fn heal(sim: &mut turmoil::Sim<'static>, hosts: &HostsView, now: Duration) {
     let names: Vec<&String> = hosts.clocks.keys().collect();
     for (i, a) in names.iter().enumerate() {
@@ -250,7 +282,7 @@ fn heal(sim: &mut turmoil::Sim<'static>, hosts: &HostsView, now: Duration) {
         freeze.clear(now);
     }
     for host in hosts.clocks.keys() {
-        if !sim.is_host_running(host.as_str()) {
+        if hosts.is_crashed(host) {
             restart(sim, hosts, now, host);
         }
     }

@@ -109,7 +109,9 @@ impl Recorder {
                 op.complete_us = Some(end_us.max(op.invoke_us));
                 op.outcome = Outcome::Info;
                 op.result = Some(OpResult::CutOff {
-                    reason: "the run ended (or the process crashed) before it completed".into(),
+                    reason: "no reply before the run ended: the caller abandoned the call (a \
+                             deadline passed), or its process crashed"
+                        .into(),
                 });
             }
             Line::Op(op)

@@ -111,8 +111,13 @@ pub fn execute(options: &RunOptions) -> Result<RunResult, RunnerError> {
         ),
         None => Workload::Generated,
     };
+    std::fs::create_dir_all(&options.out).map_err(|e| {
+        RunnerError::BadInput(format!(
+            "--out {}: cannot create that folder: {e}",
+            options.out.display()
+        ))
+    })?;
     let (history, trace) = run_with_timeout(options, schedule, workload)?;
-    std::fs::create_dir_all(&options.out).map_err(|e| harness_io(&options.out, e))?;
     let jsonl = history.to_jsonl();
     write(&options.out.join("history.jsonl"), jsonl.as_bytes())?;
     write(&options.out.join("trace.jsonl"), &trace)?;

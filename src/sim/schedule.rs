@@ -256,10 +256,12 @@ impl FaultSchedule {
         faults
     }
 
-    /// Checks every host named exists in a world with `hosts`, and durations are positive.
+    /// Checks the schedule can be applied to a world with `hosts` (`lease`, `ledger`,
+    /// `replica-N`): every host named exists, values are in range ([`LIMITS`]), pause
+    /// points are ones the host reaches, and everything is healed after the last fault.
     ///
     /// # Errors
-    /// The first fault that cannot be applied.
+    /// The first fault that cannot be applied, saying why and what is allowed.
     pub fn validate(&self, hosts: &[String]) -> Result<(), ScheduleError> {
         for (index, scheduled) in self.faults.iter().enumerate() {
             let error = |reason: String| ScheduleError {
@@ -275,12 +277,107 @@ impl FaultSchedule {
                     )));
                 }
             }
-            if scheduled.fault.duration_ms() == Some(0) {
-                return Err(error("a duration must be positive".into()));
+            scheduled.fault.check_values().map_err(error)?;
+            if let Some(heal_at_ms) = self.heal_at_ms
+                && scheduled.at_ms > heal_at_ms
+            {
+                return Err(error(format!(
+                    "comes after heal_at_ms = {heal_at_ms}; faults must come before the heal"
+                )));
             }
         }
         Ok(())
     }
+}
+
+/// Ranges every fault's values must lie in (wider ranges are never useful and overflow the
+/// arithmetic of time).
+pub mod limits {
+    /// Longest duration of a freeze, delay or latency, and longest interval, in ms (1 day).
+    pub const DURATION_MS_MAX: u64 = 86_400_000;
+    /// Most lease service restarts one fault may ask for.
+    pub const RESTARTS_MAX: u32 = 1_000;
+    /// Largest wall-clock step or offset, in ms (either way; about 100 years).
+    pub const WALL_MS_MAX: i64 = 3_155_760_000_000;
+    /// Largest link failure rate, in ppm per tick (certain failure).
+    pub const FAIL_PPM_MAX: u32 = 1_000_000;
+}
+
+/// The value ranges [`FaultSchedule::validate`] enforces; see [`limits`].
+pub const LIMITS: &str = "durations 1..=86400000 ms, drift -999999..=1000000 ppm, \
+    wall steps within ±3155760000000 ms, fail_ppm 0..=1000000, 1..=1000 restarts";
+
+impl Fault {
+    /// Checks the fault's own values; `Err` says what is wrong.
+    fn check_values(&self) -> Result<(), String> {
+        use super::clock::{MAX_DRIFT_PPM, MIN_DRIFT_PPM};
+        use limits::*;
+        if let Some(duration) = self.duration_ms()
+            && !(1..=DURATION_MS_MAX).contains(&duration)
+        {
+            return Err(format!(
+                "a duration must be 1..={DURATION_MS_MAX} ms, got {duration}"
+            ));
+        }
+        match self {
+            Fault::ClockDrift { ppm, .. } if !(MIN_DRIFT_PPM..=MAX_DRIFT_PPM).contains(ppm) => Err(
+                format!("drift must be {MIN_DRIFT_PPM}..={MAX_DRIFT_PPM} ppm, got {ppm}"),
+            ),
+            Fault::LinkFlaps { fail_ppm, .. } if *fail_ppm > FAIL_PPM_MAX => Err(format!(
+                "fail_ppm must be 0..={FAIL_PPM_MAX}, got {fail_ppm}"
+            )),
+            Fault::Latency {
+                latency_ms,
+                jitter_ms,
+                ..
+            } if latency_ms.saturating_add(*jitter_ms) > DURATION_MS_MAX => Err(format!(
+                "latency + jitter must be at most {DURATION_MS_MAX} ms"
+            )),
+            Fault::LeaseServiceRestarts { count, .. } if !(1..=RESTARTS_MAX).contains(count) => {
+                Err(format!("count must be 1..={RESTARTS_MAX}, got {count}"))
+            }
+            Fault::WallJump { delta_ms: ms, .. } | Fault::WallOffset { offset_ms: ms, .. }
+                if ms.unsigned_abs() > WALL_MS_MAX.unsigned_abs() =>
+            {
+                Err(format!(
+                    "a wall-clock step must be within ±{WALL_MS_MAX} ms, got {ms}"
+                ))
+            }
+            Fault::Partition { a, b } | Fault::Hold { a, b } | Fault::Release { a, b }
+                if a == b =>
+            {
+                Err(format!("a link joins two different hosts, got `{a}` twice"))
+            }
+            Fault::Pause {
+                host,
+                at_point: Some(point),
+                ..
+            }
+            | Fault::Suspend {
+                host,
+                at_point: Some(point),
+                ..
+            }
+            | Fault::Stall { host, point, .. } => check_point(host, *point),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Service hosts reach only [`PausePoint::ServiceHandlerStart`]; replicas reach every other.
+fn check_point(host: &str, point: PausePoint) -> Result<(), String> {
+    let service = host == "lease" || host == "ledger";
+    if service == (point == PausePoint::ServiceHandlerStart) {
+        return Ok(());
+    }
+    let reachable = if service {
+        "service_handler_start"
+    } else {
+        "before_append_send, before_renew_send, after_grant_received"
+    };
+    Err(format!(
+        "`{host}` never reaches {point:?}; it reaches {reachable}"
+    ))
 }
 
 impl Fault {
@@ -310,7 +407,7 @@ impl Fault {
         }
     }
 
-    /// The fault's duration, for faults that have one.
+    /// The fault's duration (or interval), for faults that have one.
     pub fn duration_ms(&self) -> Option<u64> {
         match self {
             Fault::Pause { duration_ms, .. }

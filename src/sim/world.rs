@@ -2,7 +2,7 @@
 //! and the service layer, each on its own [`HostClock`] and [`HostFreeze`], driven by a
 //! [`FaultSchedule`] and a workload, recorded as a [`History`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,7 +12,7 @@ use super::freeze::HostFreeze;
 use super::net::{turmoil_dialer, turmoil_incoming};
 use super::record::{Recorder, RecordingAuthority, RecordingLease, RecordingLedger, validity_sink};
 use super::schedule::{FaultSchedule, ScheduleError};
-use super::script::Script;
+use super::script::{Call, Script};
 use super::seed::{Subsystem, sub_seed};
 use super::workload;
 use crate::clock::{Clock, WallTime};
@@ -210,24 +210,80 @@ pub fn run(
             workload,
         );
     }
-    let healed_at = super::nemesis::drive(&mut sim, config, schedule, &hosts_view(&hosts))
-        .map_err(|e| WorldError::Simulation(e.to_string()))?;
+    let restart_stopped = matches!(workload, Workload::Generated);
+    let healed_at = super::nemesis::drive(
+        &mut sim,
+        config,
+        schedule,
+        &hosts_view(&hosts),
+        restart_stopped,
+    )
+    .map_err(|e| WorldError::Simulation(e.to_string()))?;
     let end = sim.elapsed();
     Ok(RunOutput {
         history: collect(config, &hosts, &recorder, healed_at, end),
     })
 }
 
+/// Refuses a script that names an unknown replica or session, or uses a lease or journal its
+/// replica has not acquired or opened earlier in the script.
 fn check_script(config: &WorldConfig, script: &Script) -> Result<(), WorldError> {
     let replicas: Vec<String> = (1..=config.replicas).map(replica_name).collect();
-    for call in &script.calls {
+    let mut leases: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut journals: BTreeSet<(String, String)> = BTreeSet::new();
+    for (index, call) in script.calls.iter().enumerate() {
+        let refuse = |reason: String| {
+            WorldError::Script(format!(
+                "call {index} (at {} ms by {}): {reason}",
+                call.at_ms, call.replica
+            ))
+        };
         if !replicas.contains(&call.replica) {
-            return Err(WorldError::Script(format!(
-                "call at {} ms names `{}`, but the world has {}",
-                call.at_ms,
-                call.replica,
+            return Err(refuse(format!(
+                "unknown replica; the world has {}",
                 replicas.join(", ")
             )));
+        }
+        let session_known = |session: &String| {
+            if config.sessions.contains(session) {
+                Ok(())
+            } else {
+                Err(refuse(format!(
+                    "unknown session `{session}`; the world's sessions are {}",
+                    config.sessions.join(", ")
+                )))
+            }
+        };
+        let key = |name: &str| (call.replica.clone(), name.to_owned());
+        match &call.call {
+            Call::Acquire { session, name } => {
+                session_known(session)?;
+                leases.insert(key(name.as_deref().unwrap_or(session)));
+            }
+            Call::OpenJournal { session, lease } => {
+                session_known(session)?;
+                let lease = lease.as_deref().unwrap_or(session);
+                if !leases.contains(&key(lease)) {
+                    return Err(refuse(format!(
+                        "opens under lease `{lease}`, which it never acquired"
+                    )));
+                }
+                journals.insert(key(session));
+            }
+            Call::Append { session, .. } => {
+                if !journals.contains(&key(session)) {
+                    return Err(refuse(format!(
+                        "appends to `{session}`, whose journal it never opened"
+                    )));
+                }
+            }
+            Call::StartRenewer { lease } | Call::Renew { lease } | Call::Release { lease } => {
+                if !leases.contains(&key(lease)) {
+                    return Err(refuse(format!(
+                        "uses lease `{lease}`, which it never acquired"
+                    )));
+                }
+            }
         }
     }
     Ok(())
@@ -251,6 +307,26 @@ pub(crate) struct HostsView {
     pub(crate) lease_disk: MemStorage,
     pub(crate) ledger_disk: MemStorage,
     pub(crate) authority: Arc<Mutex<Option<Arc<DurableLease>>>>,
+    /// Hosts the nemesis crashed and has not restarted yet.
+    crashed: Mutex<BTreeSet<String>>,
+}
+
+impl HostsView {
+    pub(crate) fn is_crashed(&self, host: &str) -> bool {
+        self.crashed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(host)
+    }
+
+    pub(crate) fn set_crashed(&self, host: &str, crashed: bool) {
+        let mut set = self.crashed.lock().unwrap_or_else(|p| p.into_inner());
+        if crashed {
+            set.insert(host.to_owned());
+        } else {
+            set.remove(host);
+        }
+    }
 }
 
 fn hosts_view(hosts: &Hosts) -> HostsView {
@@ -260,6 +336,7 @@ fn hosts_view(hosts: &Hosts) -> HostsView {
         lease_disk: hosts.lease_disk.clone(),
         ledger_disk: hosts.ledger_disk.clone(),
         authority: hosts.authority.clone(),
+        crashed: Mutex::new(BTreeSet::new()),
     }
 }
 

@@ -160,3 +160,150 @@ fn bad_schedules_and_scripts_exit_2_saying_what_is_wrong() {
         text(&output.stderr)
     );
 }
+
+/// Each hostile document is refused before the run with exit 2 and a message naming what is
+/// wrong (a panic deep in the simulation would abort with no seed).
+#[test]
+fn out_of_range_faults_and_dangling_script_references_exit_2() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().to_str().unwrap();
+    let schedules = [
+        (
+            r#"{"at_ms":0,"fault":"clock_drift","host":"replica-1","ppm":-2000000}"#,
+            "drift must be",
+        ),
+        (
+            r#"{"at_ms":0,"fault":"link_flaps","a":"replica-1","b":"lease","fail_ppm":4000000000}"#,
+            "fail_ppm",
+        ),
+        (
+            r#"{"at_ms":0,"fault":"latency","a":"replica-1","b":"lease","latency_ms":18446744073709551615,"jitter_ms":5}"#,
+            "latency + jitter",
+        ),
+        (
+            r#"{"at_ms":0,"fault":"lease_service_restarts","every_ms":1,"count":4294967295}"#,
+            "count must be",
+        ),
+        (
+            r#"{"at_ms":0,"fault":"delay_replies","from":"lease","to":"replica-1","delay_ms":18446744073709551615}"#,
+            "a duration must be",
+        ),
+        (
+            r#"{"at_ms":0,"fault":"wall_jump","host":"replica-1","delta_ms":9223372036854775807}"#,
+            "wall-clock step",
+        ),
+        (
+            r#"{"at_ms":0,"fault":"stall","host":"replica-1","point":"service_handler_start","duration_ms":5}"#,
+            "never reaches",
+        ),
+        (
+            r#"{"at_ms":0,"fault":"partition","a":"lease","b":"lease"}"#,
+            "two different hosts",
+        ),
+    ];
+    let file = out.path().join("schedule.json");
+    for (fault, expected) in schedules {
+        std::fs::write(&file, format!(r#"{{"v":1,"faults":[{fault}]}}"#)).unwrap();
+        let output = leasesim(&[
+            "run",
+            "--seed",
+            "1",
+            "--schedule",
+            file.to_str().unwrap(),
+            "--out",
+            dir,
+        ]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{fault}: {}",
+            text(&output.stderr)
+        );
+        assert!(
+            text(&output.stderr).contains(expected),
+            "{fault}: {}",
+            text(&output.stderr)
+        );
+    }
+    std::fs::write(
+        &file,
+        r#"{"v":1,"faults":[{"at_ms":10000,"fault":"isolate","host":"lease"}],"heal_at_ms":5000}"#,
+    )
+    .unwrap();
+    let output = leasesim(&[
+        "run",
+        "--seed",
+        "1",
+        "--schedule",
+        file.to_str().unwrap(),
+        "--out",
+        dir,
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("comes after heal_at_ms"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    let scripts = [
+        (
+            r#"{"at_ms":0,"replica":"replica-1","call":"acquire","session":"zz"}"#,
+            "unknown session `zz`",
+        ),
+        (
+            r#"{"at_ms":0,"replica":"replica-1","call":"release","lease":"nothing"}"#,
+            "never acquired",
+        ),
+        (
+            r#"{"at_ms":0,"replica":"replica-1","call":"append","session":"s1","payload":"x"}"#,
+            "never opened",
+        ),
+    ];
+    let file = out.path().join("script.json");
+    for (call, expected) in scripts {
+        std::fs::write(&file, format!(r#"{{"v":1,"calls":[{call}]}}"#)).unwrap();
+        let output = leasesim(&[
+            "run",
+            "--seed",
+            "1",
+            "--script",
+            file.to_str().unwrap(),
+            "--out",
+            dir,
+        ]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{call}: {}",
+            text(&output.stderr)
+        );
+        assert!(
+            text(&output.stderr).contains(expected),
+            "{call}: {}",
+            text(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn an_out_folder_that_cannot_be_created_exits_2_before_the_run() {
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let output = leasesim(&[
+        "run",
+        "--seed",
+        "1",
+        "--duration",
+        "1h",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("--out"),
+        "{}",
+        text(&output.stderr)
+    );
+}

@@ -4,40 +4,25 @@
 use std::time::Duration;
 
 use leasesim::history::{HistRecord, History, Op, OpResult, Outcome};
-use leasesim::hooks::PausePoint;
-use leasesim::sim::schedule::{Fault, FaultSchedule};
-use leasesim::sim::script::{Call, Script};
+use leasesim::sim::schedule::FaultSchedule;
+use leasesim::sim::script::Script;
 use leasesim::sim::world::{self, Workload, WorldConfig};
 
 const A: &str = "replica-1";
-const B: &str = "replica-2";
 
-fn acquire(session: &str) -> Call {
-    Call::Acquire {
-        session: session.into(),
-        name: None,
-    }
-}
-
-fn open(session: &str) -> Call {
-    Call::OpenJournal {
-        session: session.into(),
-        lease: None,
-    }
-}
-
-fn append(payload: &str) -> Call {
-    Call::Append {
-        session: "s1".into(),
-        payload: payload.into(),
-    }
+/// The schedule and script of a field case, as shipped in `sims/field-cases/` (the files
+/// the README's `leasesim run` example uses).
+fn field_case(name: &str) -> (FaultSchedule, Script) {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sims/field-cases");
+    let read = |kind: &str| std::fs::read_to_string(format!("{dir}/{name}.{kind}.json")).unwrap();
+    let schedule = FaultSchedule::from_json(&read("schedule")).unwrap();
+    (schedule, Script::from_json(&read("script")).unwrap())
 }
 
 fn config(seed: u64) -> WorldConfig {
     let mut config = WorldConfig::default();
     config.seed = seed;
     config.replicas = 2;
-    config.sessions = vec!["s1".into()];
     config.duration = Duration::from_secs(30);
     config
 }
@@ -71,22 +56,7 @@ fn journal_appends(history: &History, replica: &str) -> Vec<(Outcome, OpResult)>
 
 #[test]
 fn f1_a_pause_longer_than_the_ttl_ends_in_a_fenced_stale_append() {
-    let schedule = FaultSchedule::new().at(
-        1_500,
-        Fault::Pause {
-            host: A.into(),
-            duration_ms: 15_000,
-            at_point: Some(PausePoint::BeforeAppendSend),
-        },
-    );
-    let script = Script::new()
-        .at(0, A, acquire("s1"))
-        .at(0, A, open("s1"))
-        .at(0, A, append("a1"))
-        .at(2_000, A, append("a2"))
-        .at(12_000, B, acquire("s1"))
-        .at(12_000, B, open("s1"))
-        .at(12_000, B, append("b1"));
+    let (schedule, script) = field_case("f1-pause-longer-than-ttl");
     let output = world::run(&config(1), &schedule, &Workload::Scripted(script)).unwrap();
     let history = output.history;
     if let Ok(path) = std::env::var("LEASESIM_DUMP") {
@@ -117,35 +87,7 @@ fn f1_a_pause_longer_than_the_ttl_ends_in_a_fenced_stale_append() {
 
 #[test]
 fn f3_a_slow_clock_cut_off_from_the_lease_service_is_stopped_by_the_fence() {
-    let schedule = FaultSchedule::new()
-        .at(
-            0,
-            Fault::ClockDrift {
-                host: A.into(),
-                ppm: -400_000,
-            },
-        )
-        .at(
-            2_000,
-            Fault::Partition {
-                a: A.into(),
-                b: "lease".into(),
-            },
-        );
-    let renewer = Call::StartRenewer { lease: "s1".into() };
-    let script = Script::new()
-        .at(0, A, acquire("s1"))
-        .at(0, A, open("s1"))
-        .at(0, A, append("a1"))
-        .at(0, A, renewer)
-        .at(12_000, B, acquire("s1"))
-        .at(12_000, B, open("s1"))
-        .at(12_500, B, append("b1"))
-        .at(12_500, A, append("a2"))
-        .at(13_000, A, append("a3"))
-        .at(13_500, B, append("b2"))
-        .at(14_000, A, append("a4"))
-        .at(14_500, B, append("b3"));
+    let (schedule, script) = field_case("f3-slow-clock-cut-off-from-lease");
     let history = world::run(&config(3), &schedule, &Workload::Scripted(script))
         .unwrap()
         .history;
@@ -185,5 +127,45 @@ fn f3_a_slow_clock_cut_off_from_the_lease_service_is_stopped_by_the_fence() {
     assert_eq!(
         a_checks_after_takeover, 1,
         "a2's check passed; a3 and a4 were refused as poisoned"
+    );
+}
+
+/// Healing restarts what the nemesis crashed, not a replica that finished its script.
+#[test]
+fn the_heal_restarts_only_crashed_hosts() {
+    let script = Script::from_json(
+        r#"{"v":1,"calls":[{"at_ms":0,"replica":"replica-1","call":"acquire","session":"s1"}]}"#,
+    )
+    .unwrap();
+    let schedule = FaultSchedule::from_json(
+        r#"{"v":1,"faults":[{"at_ms":1000,"fault":"crash","host":"replica-2"}],"heal_at_ms":5000}"#,
+    )
+    .unwrap();
+    let history = world::run(&config(5), &schedule, &Workload::Scripted(script))
+        .unwrap()
+        .history;
+    let acquires: Vec<String> = history
+        .ops()
+        .map(|op| {
+            format!(
+                "{}#{} {}",
+                op.process.replica,
+                op.process.incarnation,
+                op.op.name()
+            )
+        })
+        .collect();
+    assert_eq!(acquires, ["replica-1#0 lease_acquire"]);
+    let boots: Vec<(String, u64)> = history
+        .clock_segments()
+        .map(|c| (c.host.clone(), c.boot))
+        .collect();
+    assert!(
+        boots.contains(&("replica-2".into(), 1)),
+        "replica-2 was not restarted: {boots:?}"
+    );
+    assert!(
+        !boots.contains(&("replica-1".into(), 1)),
+        "replica-1 was restarted: {boots:?}"
     );
 }
