@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use leasesim::lease::DurableLeaseConfig;
-use leasesim::serve::{ServeError, ServeOptions, parse_duration};
+use leasesim::serve::{
+    ServeError, ServeOptions, parse_duration, parse_grace_persist_interval, parse_ttl,
+};
 use leasesim::sim::runner::{RunOptions, RunnerError};
 use leasesim::sim::world::WorldConfig;
 
@@ -50,11 +52,11 @@ enum Service {
     Lease {
         #[command(flatten)]
         common: ServeArgs,
-        /// TTL of every lease granted.
-        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        /// TTL of every lease granted (at most 1 day).
+        #[arg(long, default_value = "10s", value_parser = parse_ttl)]
         ttl: Duration,
-        /// How often the restart grace countdown is written to disk.
-        #[arg(long, default_value = "1s", value_parser = parse_duration)]
+        /// How often the restart grace countdown is written to disk (at most 1 hour).
+        #[arg(long, default_value = "1s", value_parser = parse_grace_persist_interval)]
         grace_persist_interval: Duration,
     },
     /// The ledger service: append-only logs where every append is a CAS on the tip, synced
@@ -120,7 +122,7 @@ const HARNESS_ERROR: u8 = 3;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_env_filter(log_filter(&cli.command))
         .with_writer(std::io::stderr)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -137,6 +139,18 @@ fn main() -> ExitCode {
         Command::Demo => runtime.block_on(demo()),
         Command::Run(args) => run(args),
         Command::Serve { service } => runtime.block_on(serve(service)),
+    }
+}
+
+/// `RUST_LOG` when set; otherwise errors only, except that a service also shows warnings:
+/// they are for its operator (e.g. a damaged log tail cut at recovery).
+fn log_filter(command: &Command) -> tracing_subscriber::EnvFilter {
+    use tracing_subscriber::EnvFilter;
+    match command {
+        Command::Serve { .. } => {
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"))
+        }
+        _ => EnvFilter::from_default_env(),
     }
 }
 

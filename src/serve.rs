@@ -37,13 +37,15 @@ pub struct ServeOptions {
 /// `lease service listening on ADDR`, once it accepts connections.
 ///
 /// # Errors
-/// [`ServeError::BadInput`] for an unusable address or data directory, or state this version
-/// cannot read; [`ServeError::Failed`] when the server fails.
+/// [`ServeError::BadInput`] for a `config` that fails [`DurableLeaseConfig::check`], an
+/// unusable address, a data directory that is unusable or in use by another service, or state
+/// this version cannot read; [`ServeError::Failed`] when the server fails.
 pub async fn lease(
     options: ServeOptions,
     config: DurableLeaseConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
+    config.check().map_err(ServeError::BadInput)?;
     let storage = open_storage(&options)?;
     let clock = Arc::new(RealClock::new());
     let authority = DurableLease::open(storage, clock, config.clone())
@@ -102,6 +104,34 @@ async fn bind(listen: &str) -> Result<(std::net::SocketAddr, crate::net::Incomin
             "--listen {listen}: cannot listen there ({e}); pass a free host:port such as 127.0.0.1:7070"
         ))
     })
+}
+
+/// [`parse_duration`], at most [`DurableLeaseConfig::MAX_TTL`]: the `--ttl` of `serve lease`.
+///
+/// # Errors
+/// As [`parse_duration`], and a message giving the limit when `text` exceeds it.
+pub fn parse_ttl(text: &str) -> Result<Duration, String> {
+    parse_duration_at_most(text, DurableLeaseConfig::MAX_TTL)
+}
+
+/// [`parse_duration`], at most [`DurableLeaseConfig::MAX_GRACE_PERSIST_INTERVAL`]: the
+/// `--grace-persist-interval` of `serve lease`.
+///
+/// # Errors
+/// As [`parse_ttl`].
+pub fn parse_grace_persist_interval(text: &str) -> Result<Duration, String> {
+    parse_duration_at_most(text, DurableLeaseConfig::MAX_GRACE_PERSIST_INTERVAL)
+}
+
+fn parse_duration_at_most(text: &str, max: Duration) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration > max {
+        return Err(format!(
+            "`{text}` is too long: the limit is {}",
+            humantime::format_duration(max)
+        ));
+    }
+    Ok(duration)
 }
 
 /// Parses a duration such as `10s`, `500ms` or `1m30s`.

@@ -27,6 +27,8 @@ const LEDGER_KIND: &str = "ledger";
 #[derive(Debug)]
 pub struct DurableLedger {
     storage: Arc<dyn Storage>,
+    /// Bytes of torn tail recovery cut, over all ledger files, at open.
+    recovered_cut_bytes: u64,
     logs: Mutex<BTreeMap<SessionId, SessionLog>>,
 }
 
@@ -42,16 +44,23 @@ struct SessionLog {
 impl DurableLedger {
     /// Recovers every ledger file on `storage` (cutting torn tails).
     ///
+    /// A damaged last frame is cut as a torn tail (the log cannot tell a torn write from a
+    /// frame that rotted on disk): each cut is logged as a warning naming the file, and the
+    /// total is reported by [`DurableLedger::recovered_cut_bytes`].
+    ///
     /// # Errors
     /// Storage errors; [`StorageError::Corrupt`] for a file this version cannot read, or
     /// whose name does not match the session it holds.
     pub async fn open(storage: Arc<dyn Storage>) -> Result<Self, StorageError> {
         let mut logs = BTreeMap::new();
+        let mut recovered_cut_bytes = 0;
         for file in storage.list().await? {
             if !file.ends_with(LEDGER_SUFFIX) {
                 continue;
             }
             let recovered = log::recover(&*storage, &file).await?;
+            warn_if_cut(&file, recovered.truncated_bytes);
+            recovered_cut_bytes += recovered.truncated_bytes;
             if recovered.frames.is_empty() {
                 continue; // a file whose header never became durable: nothing was acked
             }
@@ -65,8 +74,16 @@ impl DurableLedger {
         }
         Ok(DurableLedger {
             storage,
+            recovered_cut_bytes,
             logs: Mutex::new(logs),
         })
+    }
+
+    /// Bytes of torn tail cut from the ends of the ledger files when this ledger opened, in
+    /// total (0 when every file was intact). Non-zero after a crash during an append — or
+    /// when a last frame was damaged on disk, which the log format cannot tell apart.
+    pub fn recovered_cut_bytes(&self) -> u64 {
+        self.recovered_cut_bytes
     }
 
     async fn create(&self, name: &SessionId) -> Result<SessionLog, LedgerError> {
@@ -145,6 +162,20 @@ impl Ledger for DurableLedger {
             })
             .collect();
         Ok(entries)
+    }
+}
+
+/// Tells the operator that recovery cut `bytes` from the end of `file`: usually an append
+/// torn by a crash (never acknowledged), but a frame damaged on disk looks the same, and then
+/// an acknowledged record is gone.
+fn warn_if_cut(file: &str, bytes: u64) {
+    if bytes > 0 {
+        tracing::warn!(
+            "recovery cut {bytes} bytes from the end of ledger file `{file}`: an append torn \
+             by a crash, or a last record damaged on disk (the log format cannot tell them \
+             apart, and a damaged record may have been acknowledged); if the service did not \
+             crash, check the disk"
+        );
     }
 }
 

@@ -56,6 +56,14 @@ impl Default for DurableLeaseConfig {
 }
 
 impl DurableLeaseConfig {
+    /// Longest accepted `ttl`: one day. A restarted authority grants nothing for up to one
+    /// TTL, and the authority adds the TTL to instants on its clock, which must not overflow.
+    pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+    /// Longest accepted `grace_persist_interval`: one hour. A crash loses up to this much of
+    /// the grace countdown's progress, so the next restart waits that much longer.
+    pub const MAX_GRACE_PERSIST_INTERVAL: Duration = Duration::from_secs(60 * 60);
+
     /// The default settings with leases of `ttl`.
     pub fn with_ttl(ttl: Duration) -> Self {
         DurableLeaseConfig {
@@ -63,6 +71,30 @@ impl DurableLeaseConfig {
             ..Self::default()
         }
     }
+
+    /// Checks that `ttl` and `grace_persist_interval` are non-zero and within
+    /// [`Self::MAX_TTL`] and [`Self::MAX_GRACE_PERSIST_INTERVAL`].
+    ///
+    /// # Errors
+    /// A message naming the setting, its value and the accepted range.
+    pub fn check(&self) -> Result<(), String> {
+        check_range("ttl", self.ttl, Self::MAX_TTL)?;
+        check_range(
+            "grace_persist_interval",
+            self.grace_persist_interval,
+            Self::MAX_GRACE_PERSIST_INTERVAL,
+        )
+    }
+}
+
+fn check_range(name: &str, value: Duration, max: Duration) -> Result<(), String> {
+    if value.is_zero() || value > max {
+        return Err(format!(
+            "{name} is {value:?}; it must be positive and at most {}",
+            humantime::format_duration(max)
+        ));
+    }
+    Ok(())
 }
 
 /// The lease authority of the lease service: [`MemLease`]'s rules, with state that survives
@@ -74,6 +106,8 @@ pub struct DurableLease {
     clock: Arc<dyn Clock>,
     config: DurableLeaseConfig,
     grace_until: Instant,
+    /// Bytes of torn tail recovery cut from [`STATE_FILE`] at open.
+    recovered_cut_bytes: u64,
     state: Mutex<Persisted>,
 }
 
@@ -95,14 +129,24 @@ impl DurableLease {
     /// grace period: nothing is granted until the recovered countdown has run out on
     /// `clock`. Run [`DurableLease::persist_grace`] beside it.
     ///
+    /// A damaged last frame is cut as a torn tail (the log cannot tell a torn write from a
+    /// frame that rotted on disk): that is logged as a warning and reported by
+    /// [`DurableLease::recovered_cut_bytes`].
+    ///
     /// # Errors
     /// Storage errors, and [`StorageError::Corrupt`] for a state file this version cannot
     /// read.
+    ///
+    /// # Panics
+    /// When `config` fails [`DurableLeaseConfig::check`] (callers validate their input first).
     pub async fn open(
         storage: Arc<dyn Storage>,
         clock: Arc<dyn Clock>,
         config: DurableLeaseConfig,
     ) -> Result<Self, StorageError> {
+        if let Err(problem) = config.check() {
+            panic!("DurableLease::open: bad DurableLeaseConfig: {problem}");
+        }
         let header = proto::FileHeader {
             v: STATE_SCHEMA_VERSION,
             kind: STATE_KIND.into(),
@@ -110,6 +154,7 @@ impl DurableLease {
         }
         .encode_to_vec();
         let recovered = log::recover_or_create(&*storage, STATE_FILE, &header).await?;
+        warn_if_cut(STATE_FILE, recovered.truncated_bytes);
         let (high_water, grace) = replay(&recovered.frames)?;
         let inner = MemLease::new(clock.clone(), config.ttl).with_mutant(config.mutant);
         for (session, token) in &high_water {
@@ -120,7 +165,9 @@ impl DurableLease {
             inner,
             storage,
             config,
-            grace_until: now + grace,
+            // Saturating: the countdown is read from disk and must not be able to panic here.
+            grace_until: saturating_add(now, grace),
+            recovered_cut_bytes: recovered.truncated_bytes,
             state: Mutex::new(Persisted {
                 high_water,
                 grace_stored: grace,
@@ -145,6 +192,13 @@ impl DurableLease {
     /// When the restart grace period ends, on the authority's clock.
     pub fn grace_until(&self) -> Instant {
         self.grace_until
+    }
+
+    /// Bytes of torn tail cut from the end of [`STATE_FILE`] when this authority opened
+    /// (0 when the file was intact). Non-zero after a crash during a write — or when the last
+    /// frame was damaged on disk, which the log format cannot tell apart.
+    pub fn recovered_cut_bytes(&self) -> u64 {
+        self.recovered_cut_bytes
     }
 
     /// How much of the restart grace period is left now.
@@ -251,6 +305,24 @@ impl SessionLease for DurableLease {
 
     async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
         self.inner.release(lease).await
+    }
+}
+
+/// `at + d`, or the last representable instant: a far-off deadline, never a panic.
+fn saturating_add(at: Instant, d: Duration) -> Instant {
+    Instant::from_origin(at.since_origin().saturating_add(d))
+}
+
+/// Tells the operator that recovery cut `bytes` from the end of `file`: usually a write torn
+/// by a crash, but a frame damaged on disk looks the same, and its records are gone.
+fn warn_if_cut(file: &str, bytes: u64) {
+    if bytes > 0 {
+        tracing::warn!(
+            "recovery cut {bytes} bytes from the end of `{file}`: a write torn by a crash, or a \
+             last frame damaged on disk (the log format cannot tell them apart, and a damaged \
+             frame may have held an acknowledged record); if the service did not crash, check \
+             the disk"
+        );
     }
 }
 

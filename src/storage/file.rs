@@ -1,7 +1,7 @@
 //! `FileStorage`: one directory of real files with real `fsync`, for live use only.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -23,6 +23,11 @@ use super::{Storage, StorageError, io_error, validate_name};
 /// contents are unknown (a retried fsync can succeed without the lost data reaching the
 /// disk), so every later write or sync of it fails until the process restarts and recovers
 /// the file. `Clone` gives another handle to the same open files.
+///
+/// A `FileStorage` holds an exclusive advisory lock on its directory (`flock`) for as long as
+/// it or any clone lives, so two services never write one directory: each would recover and
+/// then extend the files on its own, granting the same token twice or moving acknowledged
+/// ledger positions. The OS drops the lock when the process dies, even by `kill -9`.
 #[derive(Clone, Debug)]
 pub struct FileStorage {
     inner: Arc<Inner>,
@@ -31,6 +36,8 @@ pub struct FileStorage {
 #[derive(Debug)]
 struct Inner {
     dir: PathBuf,
+    /// Holds the directory's exclusive lock until dropped (see [`lock_dir`]).
+    _lock: File,
     /// Open files by name; each behind its own lock so one file's fsync does not hold others.
     files: Mutex<BTreeMap<String, Arc<Mutex<Handle>>>>,
 }
@@ -49,25 +56,38 @@ struct Handle {
 /// writable; it starts with `.` so it is never a valid storage name.
 const PROBE_NAME: &str = ".leasesim-write-probe";
 
+/// Where the directory lock lives where a directory cannot be opened (not Unix); it starts
+/// with `.` so it is never a valid storage name and never listed.
+#[cfg(not(unix))]
+const LOCK_NAME: &str = ".leasesim-lock";
+
 impl FileStorage {
-    /// Opens the storage in `dir`, creating the directory (and its parents) if missing, and
-    /// checks at once that it is writable, so a misconfigured data directory fails at start
-    /// rather than at the first acknowledged write. Blocks briefly (mkdir, a probe file, an
-    /// fsync of the directory): call it at start-up.
+    /// Opens the storage in `dir`, creating the directory (and its parents) if missing, locks
+    /// it for this storage's lifetime, and checks at once that it is writable, so a
+    /// misconfigured or shared data directory fails at start rather than at the first
+    /// acknowledged write. Blocks briefly (mkdir, a probe file, an fsync of the directory):
+    /// call it at start-up.
     ///
     /// # Errors
-    /// [`StorageError::Io`] naming the directory, the step that failed and, for permission,
-    /// read-only or not-a-directory errors, how to fix it.
+    /// [`StorageError::InUse`] when another `FileStorage` (in this or another process) holds
+    /// `dir`; [`StorageError::Io`] naming the directory, the step that failed and, for
+    /// permission, read-only or not-a-directory errors, how to fix it.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, StorageError> {
         let dir = dir.into();
         let err = |op: &str, e| io_error(dir.display().to_string(), op, e);
         create_dir(&dir).map_err(|e| err("create the data directory", e))?;
+        // Before anything else touches the directory, so a second service changes nothing.
+        let lock = lock_dir(&dir)?;
         probe_writable(&dir).map_err(|e| err("create a file in the data directory", e))?;
         // Makes durable any entry a previous incarnation created but crashed before syncing.
         sync_dir(&dir).map_err(|e| err("fsync the data directory", e))?;
         let files = Mutex::new(BTreeMap::new());
         Ok(FileStorage {
-            inner: Arc::new(Inner { dir, files }),
+            inner: Arc::new(Inner {
+                dir,
+                _lock: lock,
+                files,
+            }),
         })
     }
 
@@ -118,6 +138,43 @@ fn create_dir(dir: &Path) -> io::Result<()> {
         ),
         _ => e,
     })
+}
+
+/// Takes the exclusive advisory lock that keeps a second service out of `dir`; the returned
+/// file holds it until closed (the OS closes it when the process dies).
+fn lock_dir(dir: &Path) -> Result<File, StorageError> {
+    let err = |e| io_error(dir.display().to_string(), "lock the data directory", e);
+    let file = lock_target(dir).map_err(err)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(StorageError::InUse {
+            dir: dir.display().to_string(),
+        }),
+        Err(TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => {
+            Err(err(io::Error::new(
+                e.kind(),
+                format!("{e} (the file system cannot lock files: use a local data directory)"),
+            )))
+        }
+        Err(TryLockError::Error(e)) => Err(err(e)),
+    }
+}
+
+/// The directory itself: locking it rather than a file inside leaves nothing behind and
+/// nothing a storage file name or a listing could meet.
+#[cfg(unix)]
+fn lock_target(dir: &Path) -> io::Result<File> {
+    File::open(dir)
+}
+
+/// Directories cannot be opened as files here: lock a hidden file inside instead.
+#[cfg(not(unix))]
+fn lock_target(dir: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(LOCK_NAME))
 }
 
 fn probe_writable(dir: &Path) -> io::Result<()> {
@@ -322,5 +379,48 @@ impl Storage for FileStorage {
         let name = file.to_string();
         self.blocking(file, move |inner| inner.truncate(&name, len))
             .await
+    }
+}
+
+/// The directory lock. (The other `FileStorage` tests are in `storage/tests/file.rs`.)
+#[cfg(test)]
+mod lock_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_second_open_of_a_directory_in_use_is_refused_and_touches_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("data");
+        let first = FileStorage::open(&dir).unwrap();
+        first.append("f", b"abc").await.unwrap();
+        let second = FileStorage::open(&dir);
+        assert!(
+            matches!(&second, Err(StorageError::InUse { dir: d }) if *d == dir.display().to_string()),
+            "{second:?}"
+        );
+        let message = second.unwrap_err().to_string();
+        assert!(message.contains("in use by another process"), "{message}");
+        assert!(message.contains("stop the other process"), "{message}");
+        assert_eq!(first.read("f").await.unwrap(), b"abc");
+        assert_eq!(first.list().await.unwrap(), vec!["f"]);
+    }
+
+    #[test]
+    fn the_lock_lives_as_long_as_the_last_clone() {
+        let root = tempfile::tempdir().unwrap();
+        let first = FileStorage::open(root.path()).unwrap();
+        let clone = first.clone();
+        drop(first);
+        assert!(matches!(
+            FileStorage::open(root.path()),
+            Err(StorageError::InUse { .. })
+        ));
+        drop(clone);
+        let _reopened = FileStorage::open(root.path()).unwrap();
+        let entries = std::fs::read_dir(root.path()).unwrap().count();
+        assert_eq!(
+            entries, 0,
+            "on Unix the lock is on the directory: it leaves no file"
+        );
     }
 }

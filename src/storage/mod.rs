@@ -67,6 +67,19 @@ pub enum StorageError {
         /// What is wrong with the frame.
         reason: String,
     },
+    /// Another [`FileStorage`] holds the directory's lock: most likely a second service
+    /// started with the same data directory. Two writers would each extend the files from
+    /// their own recovered state (granting one token twice, moving acknowledged records), so
+    /// the second one refuses to open; nothing was touched.
+    #[error(
+        "data directory `{dir}` is in use by another process (another `leasesim serve` with \
+         the same --data?); two services must never share one directory: stop the other \
+         process, or give this one a directory of its own"
+    )]
+    InUse {
+        /// The directory.
+        dir: String,
+    },
     /// A payload given to [`log::append_frames`] cannot be framed (empty, or longer than
     /// [`log::MAX_FRAME_BYTES`]); nothing was written.
     #[error("cannot append to log `{file}`: {reason}")]

@@ -1,6 +1,6 @@
 //! The lease service across crashes: tokens are never reissued, grants are refused during
 //! the restart grace period, and repeated restarts still let a new owner in after about one
-//! TTL of accumulated uptime.
+//! TTL of accumulated uptime. Both services report the torn tail they cut at recovery.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -8,12 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasesim::clock::{Clock, ManualClock, RealClock};
+use leasesim::journal::{DurableLedger, Ledger, Record, WriterId};
 use leasesim::lease::{
-    DurableLease, DurableLeaseConfig, LeaseError, Owner, RemoteLease, SessionId, SessionLease,
+    DurableLease, DurableLeaseConfig, LeaseError, Owner, RemoteLease, STATE_FILE, SessionId,
+    SessionLease,
 };
 use leasesim::net::tcp_dialer;
 use leasesim::remote::ClientConfig;
-use leasesim::storage::MemStorage;
+use leasesim::storage::{MemStorage, Storage};
 
 fn s1() -> SessionId {
     SessionId::new("s1").unwrap()
@@ -201,4 +203,79 @@ fn the_conformance_suite_passes_against_a_served_lease_service() {
         }
     }
     assert!(broken.is_empty(), "{broken:#?}");
+}
+
+/// Bytes of the tail of `file` that a crash tears: the first `KEPT_OF_TORN_FRAME` bytes of a
+/// frame whose length field promises more. Appended unsynced, then torn by the crash.
+async fn tear_an_append(storage: &MemStorage, file: &str) {
+    let mut frame = 16u32.to_le_bytes().to_vec();
+    frame.extend([0xa5; 4 + 16]);
+    storage.append(file, &frame).await.unwrap();
+    storage.crash_tearing(KEPT_OF_TORN_FRAME);
+}
+
+const KEPT_OF_TORN_FRAME: usize = 10;
+
+#[tokio::test]
+async fn a_torn_last_frame_of_the_lease_state_is_cut_and_reported() {
+    const TTL: Duration = Duration::from_secs(10);
+    let storage = MemStorage::new();
+    let clock = ManualClock::new();
+    let open = || {
+        let (storage, clock) = (Arc::new(storage.clone()), Arc::new(clock.clone()));
+        DurableLease::open(storage, clock, DurableLeaseConfig::with_ttl(TTL))
+    };
+    let authority = open().await.unwrap();
+    assert_eq!(authority.recovered_cut_bytes(), 0, "a new file is intact");
+    let a = authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
+    drop(authority);
+    tear_an_append(&storage, STATE_FILE).await;
+
+    let authority = open().await.unwrap();
+    assert_eq!(authority.recovered_cut_bytes(), KEPT_OF_TORN_FRAME as u64);
+    clock.advance(TTL);
+    let b = authority.acquire(&s1(), &Owner::new("b", 0)).await.unwrap();
+    assert_eq!(
+        b.token(),
+        a.token() + 1,
+        "the synced frames before the cut survive"
+    );
+    drop(authority);
+    assert_eq!(
+        open().await.unwrap().recovered_cut_bytes(),
+        0,
+        "cut durably"
+    );
+}
+
+#[tokio::test]
+async fn a_torn_last_frame_of_a_ledger_file_is_cut_and_reported() {
+    let storage = MemStorage::new();
+    let open = || DurableLedger::open(Arc::new(storage.clone()));
+    let event = |n: u64| Record::Event {
+        writer_id: WriterId {
+            owner: Owner::new("a", 0),
+            journal: 1,
+        },
+        seq_in_writer: n,
+        payload: vec![1; 3],
+    };
+    let ledger = open().await.unwrap();
+    assert_eq!(ledger.append(&s1(), 0, event(1)).await, Ok(1));
+    assert_eq!(ledger.append(&s1(), 1, event(2)).await, Ok(2));
+    drop(ledger);
+    let files = storage.list().await.unwrap();
+    assert_eq!(files.len(), 1, "{files:?}");
+    tear_an_append(&storage, &files[0]).await;
+
+    let ledger = open().await.unwrap();
+    assert_eq!(ledger.recovered_cut_bytes(), KEPT_OF_TORN_FRAME as u64);
+    assert_eq!(ledger.tip(&s1()).await, Ok(2));
+    assert_eq!(ledger.append(&s1(), 2, event(3)).await, Ok(3));
+    drop(ledger);
+    assert_eq!(
+        open().await.unwrap().recovered_cut_bytes(),
+        0,
+        "cut durably"
+    );
 }

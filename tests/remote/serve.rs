@@ -1,13 +1,15 @@
-//! `leasesim serve`: the real binary keeps acknowledged ledger records across kill -9, and
-//! refuses bad arguments with exit code 2 and a message that says what to fix.
+//! `leasesim serve`: the real binary keeps acknowledged ledger records across kill -9,
+//! refuses bad arguments and a data directory another service holds with exit code 2 and a
+//! message that says what to fix, and warns when recovery cuts a damaged log tail.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 use leasesim::clock::RealClock;
 use leasesim::journal::{Ledger, Record, RemoteLedger, WriterId};
-use leasesim::lease::{Owner, SessionId};
+use leasesim::lease::{Owner, RemoteLease, STATE_FILE, SessionId, SessionLease};
 use leasesim::net::tcp_dialer;
 use leasesim::remote::ClientConfig;
 
@@ -15,39 +17,69 @@ fn leasesim() -> Command {
     Command::new(env!("CARGO_BIN_EXE_leasesim"))
 }
 
-/// A served ledger process, killed (SIGKILL) when dropped.
-struct LedgerProcess {
+/// A `leasesim serve SERVICE` process on a free loopback port, killed (SIGKILL) when
+/// dropped; its stderr is captured and `RUST_LOG` unset, so the default log level applies.
+struct ServiceProcess {
     child: Child,
-    client: RemoteLedger,
+    addr: String,
 }
 
-impl LedgerProcess {
-    fn start(data: &std::path::Path) -> Self {
+impl ServiceProcess {
+    fn start(service: &str, data: &Path) -> Self {
         let mut child = leasesim()
-            .args(["serve", "ledger", "--listen", "127.0.0.1:0", "--data"])
+            .args(["serve", service, "--listen", "127.0.0.1:0", "--data"])
             .arg(data)
+            .env_remove("RUST_LOG")
             .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .spawn()
-            .expect("start leasesim serve ledger");
+            .unwrap_or_else(|e| panic!("start leasesim serve {service}: {e}"));
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
+        let prefix = format!("{service} service listening on ");
         let addr = line
-            .strip_prefix("ledger service listening on ")
+            .strip_prefix(&prefix)
             .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"));
-        let clock = Arc::new(RealClock::new());
-        let config = ClientConfig::default();
-        let client = RemoteLedger::new(addr, tcp_dialer(), clock, &config).unwrap();
-        LedgerProcess { child, client }
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        ServiceProcess { child, addr }
+    }
+
+    /// Kills the process and returns everything it wrote to stderr.
+    fn kill_and_read_stderr(mut self) -> String {
+        let _ = self.child.kill();
+        let mut stderr = String::new();
+        let mut pipe = self.child.stderr.take().unwrap();
+        pipe.read_to_string(&mut stderr).unwrap();
+        stderr
     }
 }
 
-impl Drop for LedgerProcess {
+impl Drop for ServiceProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A served ledger process and a client for it; the process is killed (SIGKILL) when dropped.
+struct LedgerProcess {
+    _process: ServiceProcess,
+    client: RemoteLedger,
+}
+
+impl LedgerProcess {
+    fn start(data: &Path) -> Self {
+        let process = ServiceProcess::start("ledger", data);
+        let clock = Arc::new(RealClock::new());
+        let config = ClientConfig::default();
+        let client = RemoteLedger::new(&process.addr, tcp_dialer(), clock, &config).unwrap();
+        LedgerProcess {
+            _process: process,
+            client,
+        }
     }
 }
 
@@ -134,4 +166,91 @@ fn bad_arguments_exit_2_with_a_message_that_says_what_to_fix() {
         "ten",
     ]);
     assert!(bad_ttl.contains("10s, 500ms or 1m30s"), "{bad_ttl}");
+}
+
+fn serve_args<'a>(service: &'a str, dir: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["serve", service, "--listen", "127.0.0.1:0", "--data", dir];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn ttl_and_grace_persist_interval_above_their_caps_exit_2() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().to_str().unwrap();
+    // Accepted before the cap, then every acquire overflowed in the handler.
+    let huge_ttl = refused(&serve_args(
+        "lease",
+        dir,
+        &["--ttl", "18446744073709551615s"],
+    ));
+    assert!(huge_ttl.contains("--ttl"), "{huge_ttl}");
+    assert!(huge_ttl.contains("the limit is 1day"), "{huge_ttl}");
+    let long_ttl = refused(&serve_args("lease", dir, &["--ttl", "1day 1s"]));
+    assert!(long_ttl.contains("the limit is 1day"), "{long_ttl}");
+    let interval = refused(&serve_args(
+        "lease",
+        dir,
+        &["--grace-persist-interval", "2h"],
+    ));
+    assert!(interval.contains("--grace-persist-interval"), "{interval}");
+    assert!(interval.contains("the limit is 1h"), "{interval}");
+    assert_eq!(
+        std::fs::read_dir(dir).unwrap().count(),
+        0,
+        "refused before touching the data directory"
+    );
+}
+
+/// Two services on one directory would each grant token 1 (lease) or acknowledge the same
+/// position twice (ledger): the second must not start, and must start once the first is
+/// gone — even after kill -9, since the OS drops the lock with the process.
+#[test]
+fn a_second_service_on_a_data_directory_in_use_exits_2_until_the_first_dies() {
+    for service in ["lease", "ledger"] {
+        let data = tempfile::tempdir().unwrap();
+        let dir = data.path().to_str().unwrap();
+        let first = ServiceProcess::start(service, data.path());
+        for other in ["lease", "ledger"] {
+            let second = refused(&serve_args(other, dir, &[]));
+            assert!(
+                second.contains("is in use by another process"),
+                "{service} then {other}: {second}"
+            );
+            assert!(second.contains(dir), "{second}");
+            assert!(second.contains("stop the other process"), "{second}");
+        }
+        drop(first); // kill -9
+        let _after = ServiceProcess::start(service, data.path());
+    }
+}
+
+/// A flipped bit in the last frame of `lease-state.log` is indistinguishable from a torn
+/// write and is cut; the restarted service must say so on stderr at the default log level.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_last_frame_cut_at_recovery_is_reported_on_stderr() {
+    let data = tempfile::tempdir().unwrap();
+    let first = ServiceProcess::start("lease", data.path());
+    let clock = Arc::new(RealClock::new());
+    let driver =
+        RemoteLease::new(&first.addr, tcp_dialer(), clock, &ClientConfig::default()).unwrap();
+    let s1 = SessionId::new("s1").unwrap();
+    let lease = driver.acquire(&s1, &Owner::new("a", 0)).await.unwrap();
+    assert_eq!(lease.token(), 1);
+    let clean = first.kill_and_read_stderr();
+    assert!(!clean.contains("recovery cut"), "{clean}");
+
+    let state = data.path().join(STATE_FILE);
+    let mut bytes = std::fs::read(&state).unwrap();
+    *bytes.last_mut().unwrap() ^= 0x01; // bit rot in the last frame's payload
+    std::fs::write(&state, &bytes).unwrap();
+
+    let second = ServiceProcess::start("lease", data.path());
+    let stderr = second.kill_and_read_stderr();
+    assert!(
+        stderr.contains("recovery cut")
+            && stderr.contains("bytes from the end of `lease-state.log`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("WARN"), "{stderr}");
 }
