@@ -186,7 +186,7 @@ pub(crate) mod hex {
 
     /// The bytes `text` spells, or why it is not lowercase hex of even length.
     pub(crate) fn decode(text: &str) -> Result<Vec<u8>, String> {
-        if text.len() % 2 != 0 {
+        if !text.len().is_multiple_of(2) {
             return Err(format!(
                 "payload_hex has {} digits; two per byte expected",
                 text.len()

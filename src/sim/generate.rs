@@ -32,7 +32,7 @@ fn replica(rng: &mut ChaCha20Rng, config: &WorldConfig) -> String {
 }
 
 fn service(rng: &mut ChaCha20Rng) -> String {
-    if rng.next_u32() % 2 == 0 {
+    if rng.next_u32().is_multiple_of(2) {
         "lease"
     } else {
         "ledger"
@@ -60,7 +60,7 @@ fn draw(rng: &mut ChaCha20Rng, config: &WorldConfig, ttl_ms: u64) -> Fault {
         2 => Fault::Pause {
             host: replica(rng, config),
             duration_ms: between(rng, ttl_ms / 2, ttl_ms * 2),
-            at_point: (rng.next_u32() % 2 == 0).then_some(point),
+            at_point: (rng.next_u32().is_multiple_of(2)).then_some(point),
         },
         3 => Fault::Suspend {
             host: replica(rng, config),

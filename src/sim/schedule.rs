@@ -492,11 +492,7 @@ mod tests {
                 duration_ms: 0,
             },
         );
-        assert!(
-            zero.validate(&hosts())
-                .unwrap_err()
-                .reason
-                .contains("positive")
-        );
+        let reason = zero.validate(&hosts()).unwrap_err().reason;
+        assert_eq!(reason, "a duration must be 1..=86400000 ms, got 0");
     }
 }

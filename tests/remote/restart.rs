@@ -130,7 +130,7 @@ async fn repeated_restarts_let_a_new_owner_in_after_about_one_ttl_of_uptime() {
         clock.advance(STEP);
         uptime += STEP;
         settle().await;
-        if uptime.as_millis() % 3_000 == 0 {
+        if uptime.as_millis().is_multiple_of(3_000) {
             persist.abort();
             storage.crash();
             (authority, persist) = start(&storage).await;
