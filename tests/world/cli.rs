@@ -166,7 +166,6 @@ fn bad_schedules_and_scripts_exit_2_saying_what_is_wrong() {
 #[test]
 fn out_of_range_faults_and_dangling_script_references_exit_2() {
     let out = tempfile::tempdir().unwrap();
-    let dir = out.path().to_str().unwrap();
     let schedules = [
         (
             r#"{"at_ms":0,"fault":"clock_drift","host":"replica-1","ppm":-2000000}"#,
@@ -201,50 +200,13 @@ fn out_of_range_faults_and_dangling_script_references_exit_2() {
             "two different hosts",
         ),
     ];
-    let file = out.path().join("schedule.json");
     for (fault, expected) in schedules {
-        std::fs::write(&file, format!(r#"{{"v":1,"faults":[{fault}]}}"#)).unwrap();
-        let output = leasesim(&[
-            "run",
-            "--seed",
-            "1",
-            "--schedule",
-            file.to_str().unwrap(),
-            "--out",
-            dir,
-        ]);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{fault}: {}",
-            text(&output.stderr)
-        );
-        assert!(
-            text(&output.stderr).contains(expected),
-            "{fault}: {}",
-            text(&output.stderr)
-        );
+        let schedule = format!(r#"{{"v":1,"faults":[{fault}]}}"#);
+        refused_before_the_run(out.path(), "--schedule", &schedule, expected);
     }
-    std::fs::write(
-        &file,
-        r#"{"v":1,"faults":[{"at_ms":10000,"fault":"isolate","host":"lease"}],"heal_at_ms":5000}"#,
-    )
-    .unwrap();
-    let output = leasesim(&[
-        "run",
-        "--seed",
-        "1",
-        "--schedule",
-        file.to_str().unwrap(),
-        "--out",
-        dir,
-    ]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(
-        text(&output.stderr).contains("comes after heal_at_ms"),
-        "{}",
-        text(&output.stderr)
-    );
+    let late =
+        r#"{"v":1,"faults":[{"at_ms":10000,"fault":"isolate","host":"lease"}],"heal_at_ms":5000}"#;
+    refused_before_the_run(out.path(), "--schedule", late, "comes after heal_at_ms");
 
     let scripts = [
         (
@@ -260,30 +222,30 @@ fn out_of_range_faults_and_dangling_script_references_exit_2() {
             "never opened",
         ),
     ];
-    let file = out.path().join("script.json");
     for (call, expected) in scripts {
-        std::fs::write(&file, format!(r#"{{"v":1,"calls":[{call}]}}"#)).unwrap();
-        let output = leasesim(&[
-            "run",
-            "--seed",
-            "1",
-            "--script",
-            file.to_str().unwrap(),
-            "--out",
-            dir,
-        ]);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{call}: {}",
-            text(&output.stderr)
-        );
-        assert!(
-            text(&output.stderr).contains(expected),
-            "{call}: {}",
-            text(&output.stderr)
-        );
+        let script = format!(r#"{{"v":1,"calls":[{call}]}}"#);
+        refused_before_the_run(out.path(), "--script", &script, expected);
     }
+}
+
+/// Runs with `document` passed as `flag` and asserts exit 2 with `expected` in the message.
+fn refused_before_the_run(dir: &std::path::Path, flag: &str, document: &str, expected: &str) {
+    let file = dir.join("document.json");
+    std::fs::write(&file, document).unwrap();
+    let out = dir.join("out");
+    let args = [
+        "run",
+        "--seed",
+        "1",
+        flag,
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = leasesim(&args);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{document}: {stderr}");
+    assert!(stderr.contains(expected), "{document}: {stderr}");
 }
 
 #[test]
