@@ -341,10 +341,14 @@ impl RecordingAuthority {
         }
     }
 
-    fn refused(request: Request, token: Option<u64>, error: &LeaseError) -> Decision {
+    fn refused(&self, request: Request, token: Option<u64>, error: &LeaseError) -> Decision {
+        let grace_left = self.inner.grace_left();
         let reason = match error {
             LeaseError::Held { holder_token } => Refusal::Held {
                 holder_token: *holder_token,
+            },
+            LeaseError::Unavailable { .. } if !grace_left.is_zero() => Refusal::GracePeriod {
+                remaining_authority_us: micros(grace_left),
             },
             other => Refusal::Unavailable {
                 reason: other.to_string(),
@@ -364,7 +368,7 @@ impl SessionLease for RecordingAuthority {
         let result = self.inner.acquire(session, owner).await;
         let decision = match &result {
             Ok(lease) => Self::granted(lease, false),
-            Err(error) => Self::refused(Request::Acquire, None, error),
+            Err(error) => self.refused(Request::Acquire, None, error),
         };
         self.decide(session, owner, decision);
         result
@@ -374,7 +378,7 @@ impl SessionLease for RecordingAuthority {
         let result = self.inner.renew(lease).await;
         let decision = match &result {
             Ok(renewed) => Self::granted(renewed, true),
-            Err(error) => Self::refused(Request::Renew, Some(lease.token()), error),
+            Err(error) => self.refused(Request::Renew, Some(lease.token()), error),
         };
         self.decide(lease.session(), lease.owner(), decision);
         result
@@ -394,7 +398,7 @@ impl SessionLease for RecordingAuthority {
                 token: lease.token(),
                 ended,
             },
-            Err(error) => Self::refused(Request::Release, Some(lease.token()), error),
+            Err(error) => self.refused(Request::Release, Some(lease.token()), error),
         };
         self.decide(lease.session(), lease.owner(), decision);
         result
