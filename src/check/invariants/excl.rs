@@ -1,0 +1,164 @@
+//! EXCL — on the authority's monotonic clock, at most one unexpired lease per session; a stale
+//! renew or release changes nothing.
+//!
+//! Judged from the decision lines, per session in true-time order. The last grant or renew
+//! of a hold sets its expiry on the authority's clock. A grant to another owner while that
+//! expiry is still ahead (and the hold was not released) is a violation; so is a renew
+//! granted for a hold that is not the current live one, and a release that reports it ended
+//! a hold that is not the caller's current one. Within one boot of the authority, readings
+//! are compared directly (`now >= expiry` is expired); across a restart its clock starts
+//! again, so the old expiry is placed in true time through the `lease` host's clock
+//! segments (extrapolated at rate 1 past the end of its boot) and compared with the new
+//! decision's true time.
+
+use super::{AuthorityClock, Evidence, Invariant, InvariantReport, decisions_by_session, who};
+use crate::history::{Decision, DecisionLine, History, Process};
+
+/// A session's current hold, as the decisions so far made it.
+pub(crate) struct Hold<'h> {
+    /// The holder.
+    pub(crate) owner: Process,
+    /// Its token.
+    pub(crate) token: u64,
+    /// Its expiry on the authority's clock, in the boot of `set_by`.
+    pub(crate) expiry_authority_us: u64,
+    /// The grant or renew that set the expiry.
+    pub(crate) set_by: &'h DecisionLine,
+    /// Whether its holder released it.
+    pub(crate) released: bool,
+}
+
+impl Hold<'_> {
+    /// Whether the hold is unexpired (ignoring release) when `decision` is made.
+    pub(crate) fn unexpired_at(&self, clock: &AuthorityClock, decision: &DecisionLine) -> bool {
+        if clock.boot(self.set_by) == clock.boot(decision) {
+            self.expiry_authority_us > decision.at_authority_us
+        } else {
+            clock.true_time(self.set_by, self.expiry_authority_us) > decision.at_us
+        }
+    }
+
+    /// Whether the hold is live (unexpired and not released) when `decision` is made.
+    pub(crate) fn live_at(&self, clock: &AuthorityClock, decision: &DecisionLine) -> bool {
+        !self.released && self.unexpired_at(clock, decision)
+    }
+}
+
+/// Checks EXCL over `history`.
+pub fn check(history: &History) -> InvariantReport {
+    let mut report = InvariantReport::new(Invariant::Excl);
+    let clock = AuthorityClock::new(history);
+    for (session, decisions) in decisions_by_session(history) {
+        let mut hold: Option<Hold> = None;
+        for decision in decisions {
+            match &decision.decision {
+                Decision::Grant {
+                    token,
+                    expiry_authority_us,
+                    ..
+                } => {
+                    report.checks += 1;
+                    if let Some(held) = &hold
+                        && held.owner != decision.owner
+                        && held.live_at(&clock, decision)
+                    {
+                        report.violation(
+                            format!(
+                                "{session}: granted to {} (token {token}) while {}'s lease (token {}, expiry {}us on the authority's clock) was unexpired and not released",
+                                who(&decision.owner),
+                                who(&held.owner),
+                                held.token,
+                                held.expiry_authority_us
+                            ),
+                            vec![Evidence::decision(held.set_by), Evidence::decision(decision)],
+                        );
+                    }
+                    hold = Some(Hold {
+                        owner: decision.owner.clone(),
+                        token: *token,
+                        expiry_authority_us: *expiry_authority_us,
+                        set_by: decision,
+                        released: false,
+                    });
+                }
+                Decision::Renew {
+                    token,
+                    expiry_authority_us,
+                    ..
+                } => {
+                    report.checks += 1;
+                    let current = hold.as_ref().filter(|held| {
+                        held.owner == decision.owner
+                            && held.token == *token
+                            && held.live_at(&clock, decision)
+                    });
+                    if current.is_none() {
+                        let mut evidence = Vec::new();
+                        let why = match &hold {
+                            None => "nobody held the session".to_string(),
+                            Some(held) => {
+                                evidence.push(Evidence::decision(held.set_by));
+                                format!(
+                                    "the current hold was {}'s token {} ({})",
+                                    who(&held.owner),
+                                    held.token,
+                                    if held.released {
+                                        "released"
+                                    } else if held.unexpired_at(&clock, decision) {
+                                        "live"
+                                    } else {
+                                        "expired"
+                                    }
+                                )
+                            }
+                        };
+                        evidence.push(Evidence::decision(decision));
+                        report.violation(
+                            format!(
+                                "{session}: a stale renew by {} of token {token} was granted: {why}",
+                                who(&decision.owner)
+                            ),
+                            evidence,
+                        );
+                    }
+                    hold = Some(Hold {
+                        owner: decision.owner.clone(),
+                        token: *token,
+                        expiry_authority_us: *expiry_authority_us,
+                        set_by: decision,
+                        released: false,
+                    });
+                }
+                Decision::Release { token, ended } => {
+                    report.checks += 1;
+                    if !*ended {
+                        continue;
+                    }
+                    match &mut hold {
+                        Some(held)
+                            if held.owner == decision.owner
+                                && held.token == *token
+                                && !held.released =>
+                        {
+                            held.released = true;
+                        }
+                        _ => {
+                            let mut evidence: Vec<Evidence> =
+                                hold.iter().map(|h| Evidence::decision(h.set_by)).collect();
+                            evidence.push(Evidence::decision(decision));
+                            report.violation(
+                                format!(
+                                    "{session}: a stale release by {} of token {token} reported that it ended a hold",
+                                    who(&decision.owner)
+                                ),
+                                evidence,
+                            );
+                        }
+                    }
+                }
+                Decision::Refuse { .. } => {}
+            }
+        }
+    }
+    report
+}

@@ -1,0 +1,333 @@
+//! The single-writer invariants of DESIGN.md, "Checkers", one module each, judged over a
+//! [`History`] only (never the simulation).
+//!
+//! - [`token`] — TOKEN: per session, a takeover's token exceeds every earlier grant's; a renew
+//!   or a live same-owner re-acquire keeps its token (decision lines).
+//! - [`excl`] — EXCL: at most one unexpired lease per session on the authority's clock; a stale
+//!   renew or release changes nothing (decision lines, clock segments across restarts).
+//! - [`fence`] — FENCE: fence epochs strictly increase in each ledger; after `Fence{e}`
+//!   commits, no record of a writer with a lower epoch commits (final ledger).
+//! - [`ledger`] — LEDGER: each ledger is one CAS chain; every acknowledged append is in it
+//!   exactly once at its acknowledged position (op lines and final ledger).
+//! - [`stop`] — STOP: a replica never judges its lease valid after it observed loss or after
+//!   `valid_until`, recomputed here from the op lines (validity lines).
+//!
+//! Each checker returns an [`InvariantReport`]: how many checks it made and the
+//! [`Violation`]s, each with [`Evidence`] (op ids, ledger seqs, decisions) a reviewer can look
+//! up in the history.
+
+pub mod excl;
+pub mod fence;
+pub mod ledger;
+pub mod stop;
+pub mod token;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::history::{ClockMap, DecisionLine, History, Process};
+
+/// The invariants checked here.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Invariant {
+    /// Tokens advance on takeover and are kept by renew and live re-acquire.
+    Token,
+    /// At most one unexpired lease per session.
+    Excl,
+    /// Fences strictly increase and stop lower-epoch writers.
+    Fence,
+    /// One CAS chain holding every acknowledged append once.
+    Ledger,
+    /// A replica stops using its lease once lost or past `valid_until`.
+    Stop,
+}
+
+impl Invariant {
+    /// Every invariant, in report order.
+    pub const ALL: [Invariant; 5] = [
+        Invariant::Token,
+        Invariant::Excl,
+        Invariant::Fence,
+        Invariant::Ledger,
+        Invariant::Stop,
+    ];
+
+    /// The invariant's name as DESIGN.md spells it (`TOKEN`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::Token => "TOKEN",
+            Invariant::Excl => "EXCL",
+            Invariant::Fence => "FENCE",
+            Invariant::Ledger => "LEDGER",
+            Invariant::Stop => "STOP",
+        }
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One piece of evidence: something in the history a reviewer can find.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Evidence {
+    /// An `op` line, by its id.
+    Op(u64),
+    /// A record of the final ledger.
+    LedgerSeq {
+        /// The session (ledger).
+        session: String,
+        /// Its position.
+        seq: u64,
+    },
+    /// A `decision` line.
+    Decision {
+        /// The session decided on.
+        session: String,
+        /// The requester.
+        owner: Process,
+        /// The authority's clock when it decided, µs.
+        at_authority_us: u64,
+        /// True time when it decided, µs.
+        at_us: u64,
+    },
+    /// A `validity` line.
+    Validity {
+        /// The replica.
+        process: Process,
+        /// The session.
+        session: String,
+        /// Its clock when it judged, µs.
+        at_local_us: u64,
+        /// True time when it judged, µs.
+        at_us: u64,
+    },
+}
+
+impl Evidence {
+    /// The evidence naming `decision`.
+    pub fn decision(decision: &DecisionLine) -> Self {
+        Evidence::Decision {
+            session: decision.session.clone(),
+            owner: decision.owner.clone(),
+            at_authority_us: decision.at_authority_us,
+            at_us: decision.at_us,
+        }
+    }
+
+    /// The evidence naming ledger record `seq` of `session`.
+    pub fn seq(session: &str, seq: u64) -> Self {
+        Evidence::LedgerSeq {
+            session: session.to_string(),
+            seq,
+        }
+    }
+}
+
+impl fmt::Display for Evidence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Evidence::Op(id) => write!(f, "op {id}"),
+            Evidence::LedgerSeq { session, seq } => write!(f, "ledger {session} seq {seq}"),
+            Evidence::Decision {
+                session,
+                owner,
+                at_authority_us,
+                at_us,
+            } => write!(
+                f,
+                "decision {session} by {}#{} at {at_us}us (authority {at_authority_us}us)",
+                owner.replica, owner.incarnation
+            ),
+            Evidence::Validity {
+                process,
+                session,
+                at_local_us,
+                at_us,
+            } => write!(
+                f,
+                "validity {session} by {}#{} at {at_us}us (local {at_local_us}us)",
+                process.replica, process.incarnation
+            ),
+        }
+    }
+}
+
+/// One violation of an invariant, with the evidence that proves it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Violation {
+    /// The invariant violated.
+    pub invariant: Invariant,
+    /// What is wrong, in plain terms.
+    pub message: String,
+    /// The lines involved.
+    pub evidence: Vec<Evidence>,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.invariant, self.message)?;
+        for (i, evidence) in self.evidence.iter().enumerate() {
+            let sep = if i == 0 { " [" } else { "; " };
+            write!(f, "{sep}{evidence}")?;
+        }
+        if !self.evidence.is_empty() {
+            f.write_str("]")?;
+        }
+        Ok(())
+    }
+}
+
+/// One invariant's result: how many checks it made, and what it found.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct InvariantReport {
+    /// The invariant.
+    pub invariant: Invariant,
+    /// How many individual checks ran (decisions, records, acknowledged appends, validity
+    /// lines judged).
+    pub checks: u64,
+    /// The violations found, in history order.
+    pub violations: Vec<Violation>,
+}
+
+impl InvariantReport {
+    /// An empty report for `invariant`.
+    pub fn new(invariant: Invariant) -> Self {
+        InvariantReport {
+            invariant,
+            checks: 0,
+            violations: Vec::new(),
+        }
+    }
+
+    /// Records a violation.
+    pub fn violation(&mut self, message: impl Into<String>, evidence: Vec<Evidence>) {
+        self.violations.push(Violation {
+            invariant: self.invariant,
+            message: message.into(),
+            evidence,
+        });
+    }
+
+    /// Whether nothing was violated.
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// Every invariant's result over one history.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Report {
+    /// One entry per invariant, in [`Invariant::ALL`] order.
+    pub invariants: Vec<InvariantReport>,
+}
+
+impl Report {
+    /// Whether every invariant held.
+    pub fn passed(&self) -> bool {
+        self.invariants.iter().all(InvariantReport::passed)
+    }
+
+    /// Every violation, invariant by invariant.
+    pub fn violations(&self) -> impl Iterator<Item = &Violation> {
+        self.invariants.iter().flat_map(|r| r.violations.iter())
+    }
+
+    /// The result for `invariant`.
+    pub fn get(&self, invariant: Invariant) -> Option<&InvariantReport> {
+        self.invariants.iter().find(|r| r.invariant == invariant)
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for result in &self.invariants {
+            writeln!(
+                f,
+                "{}: {} checks, {} violations",
+                result.invariant,
+                result.checks,
+                result.violations.len()
+            )?;
+            for violation in &result.violations {
+                writeln!(f, "  {violation}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs every invariant over `history`.
+pub fn check_all(history: &History) -> Report {
+    Report {
+        invariants: vec![
+            token::check(history),
+            excl::check(history),
+            fence::check(history),
+            ledger::check(history),
+            stop::check(history),
+        ],
+    }
+}
+
+/// The host name of the lease authority in clock segments.
+pub const AUTHORITY_HOST: &str = "lease";
+
+/// Places the authority's readings in true time, across its restarts.
+pub(crate) struct AuthorityClock {
+    map: Option<ClockMap>,
+}
+
+impl AuthorityClock {
+    pub(crate) fn new(history: &History) -> Self {
+        let map = history
+            .clock_maps()
+            .ok()
+            .and_then(|mut maps: BTreeMap<String, ClockMap>| maps.remove(AUTHORITY_HOST));
+        AuthorityClock { map }
+    }
+
+    /// The authority's boot when it made `decision` (0 without clock segments).
+    pub(crate) fn boot(&self, decision: &DecisionLine) -> u64 {
+        self.map
+            .as_ref()
+            .and_then(|map| map.boot_at(decision.at_us))
+            .unwrap_or(0)
+    }
+
+    /// True time at which reading `local_us` of the boot `decision` was made in is reached;
+    /// when that boot ended first (a restart), extrapolated at rate 1 from the decision.
+    pub(crate) fn true_time(&self, decision: &DecisionLine, local_us: u64) -> u64 {
+        let boot = self.boot(decision);
+        self.map
+            .as_ref()
+            .and_then(|map| map.true_at_in_boot(boot, local_us))
+            .unwrap_or_else(|| {
+                decision
+                    .at_us
+                    .saturating_add(local_us.saturating_sub(decision.at_authority_us))
+            })
+    }
+}
+
+/// `decisions` sorted by true time, keeping line order among equal times.
+pub(crate) fn decisions_by_session(history: &History) -> BTreeMap<String, Vec<&DecisionLine>> {
+    let mut by_session: BTreeMap<String, Vec<&DecisionLine>> = BTreeMap::new();
+    for decision in history.decisions() {
+        by_session
+            .entry(decision.session.clone())
+            .or_default()
+            .push(decision);
+    }
+    for decisions in by_session.values_mut() {
+        decisions.sort_by_key(|d| d.at_us);
+    }
+    by_session
+}
+
+/// `process` as `replica-1#0`.
+pub(crate) fn who(process: &Process) -> String {
+    format!("{}#{}", process.replica, process.incarnation)
+}

@@ -1,0 +1,214 @@
+//! The Jepsen etcd log: one event per line,
+//! `INFO  jepsen.util - <process>\t<:invoke|:ok|:fail|:info>\t<:read|:write|:cas>\t<value>`.
+//!
+//! Reading follows `../shared/cases/jepsen/README.md`: a read's invoke value is `nil`; a cas
+//! value is `[old new]`; `:fail :cas` completed without swapping; `:fail :read` timed out, so
+//! its outcome is unknown and it ends there; `:info` leaves the operation open to the end with
+//! an unknown outcome; a `:fail :write` did not happen and is dropped; any line without
+//! `jepsen.util - ` is log chatter and is ignored. The time of an event is its line number.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{ReadError, read_text};
+use crate::check::linearizability::Operation;
+use crate::check::linearizability::register::{RegisterInput, RegisterOutput, Value};
+
+/// A register operation as read from an etcd log.
+pub type RegisterOp = Operation<RegisterInput, RegisterOutput>;
+
+const MARKER: &str = "jepsen.util - ";
+
+/// Reads an etcd log file.
+pub fn read(file: &Path) -> Result<Vec<RegisterOp>, ReadError> {
+    parse(file, &read_text(file)?)
+}
+
+/// Parses the text of an etcd log; `file` only names it in errors.
+pub fn parse(file: &Path, text: &str) -> Result<Vec<RegisterOp>, ReadError> {
+    let mut history = History::default();
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        let Some(at) = line.find(MARKER) else {
+            continue;
+        };
+        let event = Event::parse(&line[at + MARKER.len()..])
+            .map_err(|message| ReadError::bad_line(file, number, message))?;
+        if let Some(event) = event {
+            history
+                .apply(event, number as u64)
+                .map_err(|message| ReadError::bad_line(file, number, message))?;
+        }
+    }
+    Ok(history.ops.into_iter().flatten().collect())
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Invoke,
+    Ok,
+    Fail,
+    Info,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Function {
+    Read,
+    Write,
+    Cas,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EventValue {
+    Plain(Value),
+    Pair(i64, i64),
+    TimedOut,
+}
+
+struct Event {
+    process: u64,
+    kind: Kind,
+    function: Function,
+    value: EventValue,
+}
+
+impl Event {
+    /// Parses the part after the marker; `None` for events of a non-client process (`:nemesis`).
+    fn parse(rest: &str) -> Result<Option<Event>, String> {
+        let fields: Vec<&str> = rest.split('\t').map(str::trim).collect();
+        let [process, kind, function, value] = fields[..] else {
+            return Err(format!(
+                "expected 4 tab-separated fields, found {}",
+                fields.len()
+            ));
+        };
+        if process.starts_with(':') {
+            return Ok(None);
+        }
+        let process = process
+            .parse()
+            .map_err(|_| format!("process {process:?} is not a number"))?;
+        let kind = match kind {
+            ":invoke" => Kind::Invoke,
+            ":ok" => Kind::Ok,
+            ":fail" => Kind::Fail,
+            ":info" => Kind::Info,
+            other => return Err(format!("unknown event type {other:?}")),
+        };
+        let function = match function {
+            ":read" => Function::Read,
+            ":write" => Function::Write,
+            ":cas" => Function::Cas,
+            other => return Err(format!("unknown function {other:?}")),
+        };
+        let value = parse_value(value)?;
+        Ok(Some(Event {
+            process,
+            kind,
+            function,
+            value,
+        }))
+    }
+}
+
+fn parse_value(text: &str) -> Result<EventValue, String> {
+    let int = |t: &str| {
+        t.parse::<i64>()
+            .map_err(|_| format!("value {t:?} is not nil, an integer, [old new] or :timed-out"))
+    };
+    if text == "nil" {
+        return Ok(EventValue::Plain(None));
+    }
+    if text == ":timed-out" {
+        return Ok(EventValue::TimedOut);
+    }
+    if let Some(inner) = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+        let mut parts = inner.split_whitespace();
+        return match (parts.next(), parts.next(), parts.next()) {
+            (Some(old), Some(new), None) => Ok(EventValue::Pair(int(old)?, int(new)?)),
+            _ => Err(format!("cas value {text:?} is not [old new]")),
+        };
+    }
+    Ok(EventValue::Plain(Some(int(text)?)))
+}
+
+#[derive(Default)]
+struct History {
+    /// Operations in invocation order; `None` once dropped (a failed write).
+    ops: Vec<Option<RegisterOp>>,
+    /// Process → its open operation (index into `ops`) and the function it called.
+    open: BTreeMap<u64, (usize, Function)>,
+}
+
+impl History {
+    fn apply(&mut self, event: Event, time: u64) -> Result<(), String> {
+        if event.kind == Kind::Invoke {
+            return self.invoke(event, time);
+        }
+        let Some((index, function)) = self.open.remove(&event.process) else {
+            return Err(format!(
+                "process {} completes an operation it never invoked",
+                event.process
+            ));
+        };
+        if function != event.function {
+            return Err(format!(
+                "process {} invoked {function:?} but completes {:?}",
+                event.process, event.function
+            ));
+        }
+        let slot = &mut self.ops[index];
+        let op = slot.as_mut().expect("open operations are never dropped");
+        match (event.kind, function, event.value) {
+            (Kind::Ok, Function::Read, EventValue::Plain(v)) => {
+                complete(op, RegisterOutput::Read(v), time)
+            }
+            (Kind::Ok, Function::Write, _) => complete(op, RegisterOutput::Written, time),
+            (Kind::Ok, Function::Cas, _) => complete(op, RegisterOutput::Cas(true), time),
+            (Kind::Fail, Function::Cas, _) => complete(op, RegisterOutput::Cas(false), time),
+            (Kind::Fail, Function::Read, _) => op.ret = Some(time),
+            (Kind::Fail, Function::Write, _) => *slot = None,
+            (Kind::Info, _, _) => {}
+            (kind, function, value) => {
+                return Err(format!(
+                    "{kind:?} {function:?} cannot carry the value {value:?}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn invoke(&mut self, event: Event, time: u64) -> Result<(), String> {
+        if self.open.contains_key(&event.process) {
+            return Err(format!(
+                "process {} invokes while its previous operation is still open",
+                event.process
+            ));
+        }
+        let input = match (event.function, event.value) {
+            (Function::Read, _) => RegisterInput::Read,
+            (Function::Write, EventValue::Plain(Some(v))) => RegisterInput::Write(v),
+            (Function::Cas, EventValue::Pair(old, new)) => RegisterInput::Cas { old, new },
+            (function, value) => {
+                return Err(format!(
+                    "cannot invoke {function:?} with the value {value:?}"
+                ));
+            }
+        };
+        self.open
+            .insert(event.process, (self.ops.len(), event.function));
+        self.ops.push(Some(Operation {
+            process: event.process,
+            input,
+            output: None,
+            call: time,
+            ret: None,
+        }));
+        Ok(())
+    }
+}
+
+fn complete(op: &mut RegisterOp, output: RegisterOutput, time: u64) {
+    op.output = Some(output);
+    op.ret = Some(time);
+}

@@ -1,0 +1,98 @@
+//! A key-value store with get, put and append, checked per key (the porcupine kv histories).
+//!
+//! Every key starts as the empty string; a get returns the key's value, a put replaces it, an
+//! append concatenates to it.
+
+use super::Model;
+
+/// A call on the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KvInput {
+    /// Read a key.
+    Get {
+        /// The key.
+        key: String,
+    },
+    /// Replace a key's value.
+    Put {
+        /// The key.
+        key: String,
+        /// The new value.
+        value: String,
+    },
+    /// Append to a key's value.
+    Append {
+        /// The key.
+        key: String,
+        /// The suffix.
+        value: String,
+    },
+}
+
+impl KvInput {
+    /// The key the call touches.
+    pub fn key(&self) -> &str {
+        match self {
+            KvInput::Get { key } | KvInput::Put { key, .. } | KvInput::Append { key, .. } => key,
+        }
+    }
+}
+
+/// A completed call's response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KvOutput {
+    /// A get's result.
+    Got(String),
+    /// A put or append completed.
+    Done,
+}
+
+/// The key-value model, partitioned per key.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KvStore;
+
+impl Model for KvStore {
+    type State = String;
+    type Input = KvInput;
+    type Output = KvOutput;
+    type Key = String;
+
+    fn init(&self) -> String {
+        String::new()
+    }
+
+    fn step(&self, state: &String, input: &KvInput, output: Option<&KvOutput>) -> Option<String> {
+        match (input, output) {
+            (KvInput::Get { .. }, Some(KvOutput::Got(seen))) => {
+                (seen == state).then(|| state.clone())
+            }
+            (KvInput::Get { .. }, None) => Some(state.clone()),
+            (KvInput::Put { value, .. }, Some(KvOutput::Done) | None) => Some(value.clone()),
+            (KvInput::Append { value, .. }, Some(KvOutput::Done) | None) => {
+                Some(format!("{state}{value}"))
+            }
+            _ => None,
+        }
+    }
+
+    fn key(&self, input: &KvInput) -> String {
+        input.key().to_string()
+    }
+
+    fn describe_state(&self, state: &String) -> String {
+        format!("{state:?}")
+    }
+
+    fn describe_op(&self, input: &KvInput, output: Option<&KvOutput>) -> String {
+        let call = match input {
+            KvInput::Get { key } => format!("get {key:?}"),
+            KvInput::Put { key, value } => format!("put {key:?} {value:?}"),
+            KvInput::Append { key, value } => format!("append {key:?} {value:?}"),
+        };
+        match output {
+            None => format!("{call}, outcome unknown"),
+            Some(KvOutput::Got(v)) => format!("{call}, returned {v:?}"),
+            Some(KvOutput::Done) => format!("{call}, ok"),
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! A linearizability checker, generic over a sequential [`Model`].
+//!
+//! The search is the Wing–Gong–Lowe algorithm with memoisation of (set of linearized
+//! operations, model state), as described by Gavin Lowe, "Testing for linearizability",
+//! Concurrency and Computation: Practice and Experience 29(4), 2017, and implemented by
+//! porcupine (<https://github.com/anishathalye/porcupine>, MIT). The history is split into
+//! independent partitions with the model's [`Model::key`] (P-compositionality: Horn &
+//! Kroening, "Faster linearizability checking via P-compositionality", FORTE 2015), and the
+//! partitions are checked one by one in key order, so the verdict and its explanation are
+//! deterministic.
+//!
+//! Operations whose outcome is unknown (Jepsen's `:info`) may or may not take effect: their
+//! return time is +∞ (the request may still be in flight), and the search stops as soon as
+//! only such operations remain unplaced. A search that exhausts its [`Budget`] returns
+//! [`Verdict::Unknown`], never "linearizable".
+
+mod engine;
+pub mod kv;
+pub mod register;
+
+pub use engine::{Budget, Explanation, Operation, Verdict, check};
+
+use std::fmt::Debug;
+
+/// A sequential specification: the object the history is checked against.
+pub trait Model {
+    /// The model's state; ordered so that the search can memoise it.
+    type State: Clone + Ord + Debug;
+    /// An operation's input (the call).
+    type Input: Debug;
+    /// An operation's output (the response).
+    type Output: Debug;
+    /// The partition an operation belongs to (P-compositionality); `()` for a single object.
+    type Key: Ord + Clone + Debug;
+
+    /// The state before any operation.
+    fn init(&self) -> Self::State;
+
+    /// Applies `input` in `state`: the next state if the operation may return `output` there,
+    /// `None` if it may not. `output` is `None` when the outcome is unknown; the model must then
+    /// accept from every state (the operation may or may not have taken effect).
+    fn step(
+        &self,
+        state: &Self::State,
+        input: &Self::Input,
+        output: Option<&Self::Output>,
+    ) -> Option<Self::State>;
+
+    /// The partition of an operation; operations in different partitions are independent.
+    fn key(&self, input: &Self::Input) -> Self::Key;
+
+    /// A state in plain words, for explanations.
+    fn describe_state(&self, state: &Self::State) -> String {
+        format!("{state:?}")
+    }
+
+    /// An operation in plain words, for explanations.
+    fn describe_op(&self, input: &Self::Input, output: Option<&Self::Output>) -> String {
+        match output {
+            Some(output) => format!("{input:?} -> {output:?}"),
+            None => format!("{input:?} -> unknown"),
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! Checkers: they judge a recorded history, whoever recorded it (the simulation, live mode,
+//! Jepsen), and never import `sim/` (DESIGN.md, "Dependency rules").
+
+pub mod jepsen;
+pub mod linearizability;

@@ -1,0 +1,155 @@
+//! Every file listed in `../shared/cases/jepsen/expected.csv` gets its expected verdict, and the
+//! readers find the op counts the csv records.
+
+use std::path::{Path, PathBuf};
+
+use leasesim::check::jepsen::{ReadError, etcd, kv};
+use leasesim::check::linearizability::kv::KvStore;
+use leasesim::check::linearizability::register::CasRegister;
+use leasesim::check::linearizability::{Budget, Operation, Verdict, check};
+
+fn cases_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/jepsen");
+    assert!(
+        dir.join("expected.csv").is_file(),
+        "the Jepsen cases are missing: expected {}/expected.csv. They live in the shared \
+         directory beside the clone (CI checks it out there); put `shared/` next to this \
+         repository to run this test",
+        dir.display()
+    );
+    dir
+}
+
+struct Case {
+    file: String,
+    linearizable: bool,
+    ops: usize,
+    unknown_ops: usize,
+}
+
+fn cases() -> Vec<Case> {
+    let path = cases_dir().join("expected.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.starts_with("file,expected_linearizable,ops,pending_unknown_ops"),
+        "{header}"
+    );
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            Case {
+                file: fields[0].to_string(),
+                linearizable: fields[1]
+                    .parse()
+                    .unwrap_or_else(|_| panic!("bad row {line}")),
+                ops: fields[2].parse().unwrap(),
+                unknown_ops: fields[3].parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+fn counts<I, O>(ops: &[Operation<I, O>]) -> (usize, usize) {
+    (
+        ops.len(),
+        ops.iter().filter(|op| op.output.is_none()).count(),
+    )
+}
+
+fn verdict(case: &Case, dir: &Path) -> (Verdict, (usize, usize)) {
+    let path = dir.join(&case.file);
+    if case.file.starts_with("etcd/") {
+        let ops = etcd::read(&path).unwrap();
+        (check(&CasRegister, &ops, Budget::default()), counts(&ops))
+    } else if case.file.starts_with("kv/") {
+        let ops = kv::read(&path).unwrap();
+        (check(&KvStore, &ops, Budget::default()), counts(&ops))
+    } else {
+        panic!(
+            "expected.csv lists {}, which is neither etcd/ nor kv/",
+            case.file
+        );
+    }
+}
+
+#[test]
+fn every_jepsen_file_gets_its_expected_verdict() {
+    let dir = cases_dir();
+    let cases = cases();
+    assert_eq!(
+        cases.len(),
+        64,
+        "expected.csv should list 60 etcd and 4 kv files"
+    );
+    let mut wrong = Vec::new();
+    for case in &cases {
+        let (verdict, (ops, unknown)) = verdict(case, &dir);
+        assert_eq!(
+            (ops, unknown),
+            (case.ops, case.unknown_ops),
+            "{}: (ops, unknown-outcome ops) read",
+            case.file
+        );
+        let ok = match (&verdict, case.linearizable) {
+            (Verdict::Linearizable, true) => true,
+            (Verdict::NotLinearizable(explanation), false) => {
+                assert!(
+                    !explanation.longest_prefix.is_empty() || !explanation.states_before.is_empty()
+                );
+                true
+            }
+            _ => false,
+        };
+        if !ok {
+            wrong.push(format!(
+                "{}: expected linearizable={}, got {verdict:?}",
+                case.file, case.linearizable
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "wrong verdicts:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_bad_etcd_line_names_file_and_line() {
+    let text = "INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:ok\t:read\tx\n";
+    let err = etcd::parse(Path::new("h.log"), text).unwrap_err();
+    assert!(matches!(err, ReadError::BadLine { line: 2, .. }), "{err}");
+    assert!(err.to_string().starts_with("h.log:2: "), "{err}");
+}
+
+#[test]
+fn etcd_chatter_is_ignored_and_info_stays_open() {
+    let text = "INFO  jepsen.core - starting\n\
+                INFO  jepsen.util - 1\t:invoke\t:cas\t[1 2]\n\
+                INFO  jepsen.util - 1\t:info\t:cas\t:timed-out\n\
+                INFO  jepsen.util - 2\t:invoke\t:read\tnil\n\
+                INFO  jepsen.util - 2\t:fail\t:read\t:timed-out\n";
+    let ops = etcd::parse(Path::new("h.log"), text).unwrap();
+    assert_eq!(ops.len(), 2);
+    assert_eq!((ops[0].output, ops[0].ret), (None, None));
+    assert_eq!((ops[1].output, ops[1].ret), (None, Some(5)));
+}
+
+#[test]
+fn a_bad_kv_line_names_file_and_line() {
+    let text = "{:process 0, :type :invoke, :f :get, :key \"1\", :value nil}\n{:process 0, :type :ok, :f :get\n";
+    let err = kv::parse(Path::new("c.txt"), text).unwrap_err();
+    assert!(matches!(err, ReadError::BadLine { line: 2, .. }), "{err}");
+    assert!(err.to_string().starts_with("c.txt:2: "), "{err}");
+}
+
+#[test]
+fn the_etcd_000_violation_is_explained() {
+    let ops = etcd::read(&cases_dir().join("etcd/etcd_000.log")).unwrap();
+    let Verdict::NotLinearizable(explanation) = check(&CasRegister, &ops, Budget::default()) else {
+        panic!("etcd_000 is not linearizable");
+    };
+    let text = explanation.to_string();
+    assert!(text.contains("cannot place process"), "{text}");
+    assert!(!explanation.states_before.is_empty(), "{text}");
+    assert!(!explanation.longest_prefix.is_empty(), "{text}");
+}

@@ -1,0 +1,5 @@
+//! The single-writer invariants (`leasesim::check::invariants`): hand-built histories that
+//! violate each one and are caught with the right evidence, clean ones that pass, and the
+//! simulated world's histories passing them all.
+
+mod sim;
