@@ -1,5 +1,6 @@
 //! Checkers: the linearizability engine on hand-built histories and on the Jepsen histories
 //! kept beside the clone (`../shared/cases/jepsen`).
 
+mod differential;
 mod engine;
 mod jepsen;
