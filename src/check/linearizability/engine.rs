@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::Model;
+use super::memo::Memo;
 
 /// One operation of a concurrent history.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -244,7 +245,7 @@ impl<'a, M: Model> Search<'a, M> {
     fn run(&mut self, max_steps: u64) -> Outcome {
         let words = self.indices.len().div_ceil(64);
         let mut linearized = vec![0u64; words];
-        let mut cache: BTreeSet<(Vec<u64>, M::State)> = BTreeSet::new();
+        let mut cache = Memo::new(words);
         let mut calls: Vec<(usize, M::State)> = Vec::new();
         let mut known_left = self
             .indices
@@ -264,7 +265,7 @@ impl<'a, M: Model> Search<'a, M> {
                 let op = self.op(local);
                 if let Some(next_state) = self.model.step(&state, &op.input, op.output.as_ref()) {
                     linearized[local / 64] |= 1 << (local % 64);
-                    if cache.insert((linearized.clone(), next_state.clone())) {
+                    if cache.insert(&linearized, &next_state) {
                         calls.push((entry, std::mem::replace(&mut state, next_state)));
                         self.lift(entry);
                         known_left -= usize::from(op.output.is_some());

@@ -16,6 +16,7 @@
 
 mod engine;
 pub mod kv;
+mod memo;
 pub mod register;
 
 pub use engine::{Budget, Explanation, Operation, Verdict, check};
@@ -24,8 +25,9 @@ use std::fmt::Debug;
 
 /// A sequential specification: the object the history is checked against.
 pub trait Model {
-    /// The model's state; ordered so that the search can memoise it.
-    type State: Clone + Ord + Debug;
+    /// The model's state; hashable so that the search can memoise it, ordered so that
+    /// explanations list states in a fixed order.
+    type State: Clone + Ord + std::hash::Hash + Debug;
     /// An operation's input (the call).
     type Input: Debug;
     /// An operation's output (the response).
