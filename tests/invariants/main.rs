@@ -2,4 +2,5 @@
 //! violate each one and are caught with the right evidence, clean ones that pass, and the
 //! simulated world's histories passing them all.
 
+mod hand;
 mod sim;

@@ -76,3 +76,21 @@ fn generated_seeds_1_to_20_pass_every_invariant() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A planted bug is caught: with `token-not-advanced-on-expiry`, seed 2's takeover after
+/// expiry reuses the expired lease's token, and TOKEN names both grants.
+#[test]
+fn the_token_not_advanced_on_expiry_mutant_is_caught_by_token() {
+    let mut config = WorldConfig::default();
+    config.seed = 2;
+    config.duration = Duration::from_secs(60);
+    config.mutant = Some(leasesim::mutant::Mutant::TokenNotAdvancedOnExpiry);
+    let schedule = random_schedule(&config);
+    let output = world::run(&config, &schedule, &Workload::Generated).unwrap();
+    let report = check_all(&output.history);
+    let token = report.get(Invariant::Token).unwrap();
+    assert!(!token.passed(), "{report}");
+    let violation = &token.violations[0];
+    assert!(violation.message.contains("takeover"), "{violation}");
+    assert_eq!(violation.evidence.len(), 2, "{violation}");
+}

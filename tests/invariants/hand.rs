@@ -1,0 +1,487 @@
+//! Hand-built histories: for each invariant one that violates it, caught with the right
+//! evidence, and a clean one that passes.
+
+use leasesim::check::invariants::{
+    Evidence, Invariant, InvariantReport, check_all, excl, fence, ledger, stop, token,
+};
+use leasesim::history::{History, Process};
+
+const S: u64 = 1_000_000;
+
+fn history(lines: &[String]) -> History {
+    let text = lines.join("\n");
+    History::read_jsonl(text.as_bytes(), "hand.jsonl").unwrap()
+}
+
+fn process(replica: &str) -> String {
+    format!(r#"{{"replica":"{replica}","incarnation":0}}"#)
+}
+
+fn config() -> String {
+    r#"{"v":1,"kind":"config","ttl_us":10000000,"skew_margin_us":1000000,"renew_interval_us":3333333,"longest_reconnect_backoff_us":2000000,"grace_period_us":10000000,"mutant":null,"seed":1,"replicas":2,"sessions":["s1"]}"#.to_string()
+}
+
+fn decision(replica: &str, decision: &str, at_authority_us: u64, at_us: u64) -> String {
+    format!(
+        r#"{{"v":1,"kind":"decision","session":"s1","owner":{},"decision":{decision},"at_authority_us":{at_authority_us},"at_us":{at_us}}}"#,
+        process(replica)
+    )
+}
+
+fn grant(token: u64, expiry: u64) -> String {
+    format!(
+        r#"{{"type":"grant","token":{token},"expiry_authority_us":{expiry},"ttl_us":10000000}}"#
+    )
+}
+
+fn renew(token: u64, expiry: u64) -> String {
+    format!(
+        r#"{{"type":"renew","token":{token},"expiry_authority_us":{expiry},"ttl_us":10000000}}"#
+    )
+}
+
+fn release(token: u64, ended: bool) -> String {
+    format!(r#"{{"type":"release","token":{token},"ended":{ended}}}"#)
+}
+
+fn clock(host: &str, boot: u64, from_us: u64, local_from_us: u64) -> String {
+    format!(
+        r#"{{"v":1,"kind":"clock","host":"{host}","boot":{boot},"from_us":{from_us},"local_from_us":{local_from_us},"drift_ppm":0,"suspended":false}}"#
+    )
+}
+
+fn writer(replica: &str) -> String {
+    format!(r#"{{"owner":{},"journal":1}}"#, process(replica))
+}
+
+fn fence_record(epoch: u64, replica: &str) -> String {
+    format!(
+        r#"{{"type":"fence","epoch":{epoch},"owner":{},"writer_id":{}}}"#,
+        process(replica),
+        writer(replica)
+    )
+}
+
+fn event_record(replica: &str, n: u64) -> String {
+    format!(
+        r#"{{"type":"event","writer_id":{},"seq_in_writer":{n},"payload_hex":"00"}}"#,
+        writer(replica)
+    )
+}
+
+fn ledger_line(seq: u64, record: &str) -> String {
+    format!(r#"{{"v":1,"kind":"ledger","session":"s1","seq":{seq},"record":{record}}}"#)
+}
+
+/// An op by `replica` on s1, times in true time = local time.
+fn op(
+    id: u64,
+    replica: &str,
+    op: &str,
+    invoke: u64,
+    complete: u64,
+    outcome: &str,
+    result: &str,
+) -> String {
+    format!(
+        r#"{{"v":1,"kind":"op","id":{id},"process":{},"session":"s1","op":{op},"invoke_us":{invoke},"complete_us":{complete},"invoke_local_us":{invoke},"complete_local_us":{complete},"outcome":"{outcome}","result":{result}}}"#,
+        process(replica)
+    )
+}
+
+fn acquire(replica: &str) -> String {
+    format!(r#"{{"type":"lease_acquire","owner":{}}}"#, process(replica))
+}
+
+fn renew_op(replica: &str, token: u64) -> String {
+    format!(
+        r#"{{"type":"lease_renew","owner":{},"token":{token}}}"#,
+        process(replica)
+    )
+}
+
+fn granted(token: u64, ttl_us: u64) -> String {
+    format!(r#"{{"type":"granted","token":{token},"expiry_authority_us":0,"ttl_us":{ttl_us}}}"#)
+}
+
+fn validity(replica: &str, epoch: u64, at: u64, claimed_valid_until: u64) -> String {
+    format!(
+        r#"{{"v":1,"kind":"validity","process":{},"session":"s1","epoch":{epoch},"at_local_us":{at},"at_us":{at},"valid_until_local_us":{claimed_valid_until}}}"#,
+        process(replica)
+    )
+}
+
+fn decided(replica: &str, at_authority_us: u64, at_us: u64) -> Evidence {
+    Evidence::Decision {
+        session: "s1".into(),
+        owner: Process::new(replica, 0),
+        at_authority_us,
+        at_us,
+    }
+}
+
+fn seq(seq: u64) -> Evidence {
+    Evidence::seq("s1", seq)
+}
+
+fn checked(replica: &str, at: u64) -> Evidence {
+    Evidence::Validity {
+        process: Process::new(replica, 0),
+        session: "s1".into(),
+        at_local_us: at,
+        at_us: at,
+    }
+}
+
+/// The one violation of `report`.
+fn one(report: &InvariantReport) -> &leasesim::check::invariants::Violation {
+    assert_eq!(report.violations.len(), 1, "{:?}", report.violations);
+    &report.violations[0]
+}
+
+// TOKEN
+
+#[test]
+fn token_takeover_without_a_higher_token_is_caught() {
+    let h = history(&[
+        config(),
+        decision("replica-1", &grant(1, 10 * S), 0, 0),
+        decision("replica-2", &grant(1, 30 * S), 20 * S, 20 * S),
+    ]);
+    let report = token::check(&h);
+    let violation = one(&report);
+    assert_eq!(violation.invariant, Invariant::Token);
+    assert_eq!(
+        violation.evidence,
+        [
+            decided("replica-1", 0, 0),
+            decided("replica-2", 20 * S, 20 * S)
+        ]
+    );
+}
+
+#[test]
+fn token_live_reacquire_with_a_new_token_is_caught() {
+    let h = history(&[
+        decision("replica-1", &grant(1, 10 * S), 0, 0),
+        decision("replica-1", &grant(2, 15 * S), 5 * S, 5 * S),
+    ]);
+    let report = token::check(&h);
+    assert_eq!(
+        one(&report).evidence,
+        [
+            decided("replica-1", 0, 0),
+            decided("replica-1", 5 * S, 5 * S)
+        ]
+    );
+}
+
+#[test]
+fn token_renew_and_live_reacquire_keep_it_and_takeovers_raise_it() {
+    let h = history(&[
+        decision("replica-1", &grant(1, 10 * S), 0, 0),
+        decision("replica-1", &renew(1, 13 * S), 3 * S, 3 * S),
+        decision("replica-1", &grant(1, 15 * S), 5 * S, 5 * S),
+        decision("replica-2", &grant(2, 30 * S), 20 * S, 20 * S),
+        decision("replica-2", &release(2, true), 21 * S, 21 * S),
+        decision("replica-2", &grant(3, 32 * S), 22 * S, 22 * S),
+    ]);
+    let report = token::check(&h);
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 5);
+}
+
+// EXCL
+
+#[test]
+fn excl_grant_while_another_lease_is_unexpired_is_caught() {
+    let h = history(&[
+        decision("replica-1", &grant(1, 10 * S), 0, 0),
+        decision("replica-2", &grant(2, 15 * S), 5 * S, 5 * S),
+    ]);
+    let report = excl::check(&h);
+    let violation = one(&report);
+    assert_eq!(violation.invariant, Invariant::Excl);
+    assert_eq!(
+        violation.evidence,
+        [
+            decided("replica-1", 0, 0),
+            decided("replica-2", 5 * S, 5 * S)
+        ]
+    );
+}
+
+#[test]
+fn excl_stale_renew_granted_is_caught() {
+    let h = history(&[
+        decision("replica-1", &grant(1, 10 * S), 0, 0),
+        decision("replica-2", &grant(2, 22 * S), 12 * S, 12 * S),
+        decision("replica-1", &renew(1, 23 * S), 13 * S, 13 * S),
+    ]);
+    let report = excl::check(&h);
+    assert_eq!(
+        one(&report).evidence,
+        [
+            decided("replica-2", 12 * S, 12 * S),
+            decided("replica-1", 13 * S, 13 * S)
+        ]
+    );
+}
+
+#[test]
+fn excl_a_lease_from_before_an_authority_restart_is_still_live_after_it() {
+    // Boot 0 from 0; the authority restarts at 9 s and its clock starts again at 0.
+    let clocks = [clock("lease", 0, 0, 0), clock("lease", 1, 9 * S, 0)];
+    let a = decision("replica-1", &grant(1, 18 * S), 8 * S, 8 * S);
+    // At true 12 s (boot 1 reads 3 s) A's lease (true expiry 18 s) is live.
+    let early = decision("replica-2", &grant(2, 13 * S), 3 * S, 12 * S);
+    let mut lines = clocks.to_vec();
+    lines.extend([a.clone(), early]);
+    let report = excl::check(&history(&lines));
+    assert_eq!(
+        one(&report).evidence,
+        [
+            decided("replica-1", 8 * S, 8 * S),
+            decided("replica-2", 3 * S, 12 * S)
+        ]
+    );
+    // At true 20 s (boot 1 reads 11 s < A's 18 s) it is over: comparing readings of two
+    // boots would wrongly call this a violation.
+    let late = decision("replica-2", &grant(2, 21 * S), 11 * S, 20 * S);
+    let mut lines = clocks.to_vec();
+    lines.extend([a, late]);
+    let report = excl::check(&history(&lines));
+    assert!(report.passed(), "{:?}", report.violations);
+}
+
+#[test]
+fn excl_release_then_grant_passes_and_a_stale_release_changes_nothing() {
+    let h = history(&[
+        decision("replica-1", &grant(1, 10 * S), 0, 0),
+        decision("replica-1", &release(1, true), 2 * S, 2 * S),
+        decision("replica-2", &grant(2, 13 * S), 3 * S, 3 * S),
+        decision("replica-1", &release(1, false), 4 * S, 4 * S),
+        decision("replica-2", &renew(2, 15 * S), 5 * S, 5 * S),
+        decision("replica-1", &grant(3, 26 * S), 16 * S, 16 * S),
+    ]);
+    let report = excl::check(&h);
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 6);
+}
+
+// FENCE
+
+#[test]
+fn fence_record_of_a_fenced_writer_is_caught() {
+    let h = history(&[
+        ledger_line(1, &fence_record(1, "replica-1")),
+        ledger_line(2, &event_record("replica-1", 1)),
+        ledger_line(3, &fence_record(2, "replica-2")),
+        ledger_line(4, &event_record("replica-1", 2)),
+    ]);
+    let report = fence::check(&h);
+    let violation = one(&report);
+    assert_eq!(violation.invariant, Invariant::Fence);
+    assert_eq!(violation.evidence, [seq(1), seq(3), seq(4)]);
+}
+
+#[test]
+fn fence_epochs_that_do_not_increase_are_caught() {
+    let h = history(&[
+        ledger_line(1, &fence_record(2, "replica-1")),
+        ledger_line(2, &fence_record(2, "replica-2")),
+    ]);
+    assert_eq!(one(&fence::check(&h)).evidence, [seq(1), seq(2)]);
+}
+
+#[test]
+fn fence_clean_handover_passes() {
+    let h = history(&[
+        ledger_line(1, &fence_record(1, "replica-1")),
+        ledger_line(2, &event_record("replica-1", 1)),
+        ledger_line(3, &fence_record(2, "replica-2")),
+        ledger_line(4, &event_record("replica-2", 1)),
+    ]);
+    let report = fence::check(&h);
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 4);
+}
+
+// LEDGER
+
+fn append(id: u64, expected: u64, record: &str, seq: u64) -> String {
+    op(
+        id,
+        "replica-1",
+        &format!(r#"{{"type":"ledger_append","expected":{expected},"record":{record}}}"#),
+        S,
+        S + 1000,
+        "ok",
+        &format!(r#"{{"type":"appended","seq":{seq}}}"#),
+    )
+}
+
+#[test]
+fn ledger_acknowledged_append_overwritten_is_caught() {
+    let h = history(&[
+        append(1, 0, &fence_record(1, "replica-1"), 1),
+        append(2, 1, &event_record("replica-1", 1), 2),
+        ledger_line(1, &fence_record(1, "replica-1")),
+        ledger_line(2, &event_record("replica-1", 2)),
+    ]);
+    let report = ledger::check(&h);
+    let violation = one(&report);
+    assert_eq!(violation.invariant, Invariant::Ledger);
+    assert_eq!(violation.evidence, [Evidence::Op(2), seq(2)]);
+}
+
+#[test]
+fn ledger_gap_and_duplicate_are_caught() {
+    let h = history(&[
+        ledger_line(1, &fence_record(1, "replica-1")),
+        ledger_line(3, &fence_record(1, "replica-1")),
+    ]);
+    let report = ledger::check(&h);
+    assert_eq!(report.violations.len(), 2, "{:?}", report.violations);
+    assert_eq!(report.violations[0].evidence, [seq(3)]);
+    assert_eq!(report.violations[1].evidence, [seq(1), seq(3)]);
+}
+
+#[test]
+fn ledger_clean_chain_passes() {
+    let h = history(&[
+        append(1, 0, &fence_record(1, "replica-1"), 1),
+        append(2, 1, &event_record("replica-1", 1), 2),
+        ledger_line(1, &fence_record(1, "replica-1")),
+        ledger_line(2, &event_record("replica-1", 1)),
+    ]);
+    let report = ledger::check(&h);
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 3);
+}
+
+// STOP
+
+#[test]
+fn stop_check_after_valid_until_is_caught_whatever_the_replica_claims() {
+    // valid_until = 0 + 10 s − 1 s = 9 s; the replica claims 20 s.
+    let h = history(&[
+        config(),
+        op(
+            1,
+            "replica-1",
+            &acquire("replica-1"),
+            0,
+            1000,
+            "ok",
+            &granted(1, 10 * S),
+        ),
+        validity("replica-1", 1, 9 * S + 500_000, 20 * S),
+    ]);
+    let report = stop::check(&h);
+    let violation = one(&report);
+    assert_eq!(violation.invariant, Invariant::Stop);
+    assert_eq!(
+        violation.evidence,
+        [Evidence::Op(1), checked("replica-1", 9 * S + 500_000)]
+    );
+}
+
+#[test]
+fn stop_uses_the_granted_ttl_not_the_config() {
+    // Granted TTL 4 s: valid_until = 4 s − 1 s = 3 s.
+    let h = history(&[
+        config(),
+        op(
+            1,
+            "replica-1",
+            &acquire("replica-1"),
+            0,
+            1000,
+            "ok",
+            &granted(1, 4 * S),
+        ),
+        validity("replica-1", 1, 3 * S, 3 * S),
+    ]);
+    assert_eq!(
+        one(&stop::check(&h)).evidence,
+        [Evidence::Op(1), checked("replica-1", 3 * S)]
+    );
+}
+
+#[test]
+fn stop_check_after_observed_loss_is_caught() {
+    let h = history(&[
+        config(),
+        op(
+            1,
+            "replica-1",
+            &acquire("replica-1"),
+            0,
+            1000,
+            "ok",
+            &granted(1, 10 * S),
+        ),
+        op(
+            2,
+            "replica-1",
+            &renew_op("replica-1", 1),
+            4 * S,
+            5 * S,
+            "fail",
+            r#"{"type":"held","holder_token":2}"#,
+        ),
+        validity("replica-1", 1, 6 * S, 9 * S),
+    ]);
+    assert_eq!(
+        one(&stop::check(&h)).evidence,
+        [Evidence::Op(2), checked("replica-1", 6 * S)]
+    );
+}
+
+#[test]
+fn stop_checks_within_validity_pass_and_a_renew_moves_it() {
+    let h = history(&[
+        config(),
+        op(
+            1,
+            "replica-1",
+            &acquire("replica-1"),
+            0,
+            1000,
+            "ok",
+            &granted(1, 10 * S),
+        ),
+        validity("replica-1", 1, 8 * S, 9 * S),
+        op(
+            2,
+            "replica-1",
+            &renew_op("replica-1", 1),
+            5 * S,
+            5 * S + 1000,
+            "ok",
+            &granted(1, 10 * S),
+        ),
+        validity("replica-1", 1, 13 * S, 14 * S),
+    ]);
+    let report = stop::check(&h);
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 2);
+}
+
+#[test]
+fn check_all_reports_every_invariant_and_names_the_violated_one() {
+    let h = history(&[
+        config(),
+        decision("replica-1", &grant(1, 10 * S), 0, 0),
+        decision("replica-2", &grant(2, 15 * S), 5 * S, 5 * S),
+    ]);
+    let report = check_all(&h);
+    assert_eq!(report.invariants.len(), Invariant::ALL.len());
+    let violated: Vec<Invariant> = report.violations().map(|v| v.invariant).collect();
+    assert_eq!(violated, [Invariant::Excl]);
+    assert!(
+        report.to_string().contains("EXCL: 2 checks, 1 violations"),
+        "{report}"
+    );
+}
