@@ -126,6 +126,36 @@ pub fn check<M: Model>(
     }
 }
 
+/// Effective return time: +∞ for an unknown outcome.
+fn return_time<I, O>(op: &Operation<I, O>) -> u64 {
+    match (&op.output, op.ret) {
+        (Some(_), Some(ret)) => ret,
+        _ => u64::MAX,
+    }
+}
+
+/// Pruning of equivalent operations: for each op `b`, the latest op `a` before it in (call,
+/// return) order with the same input and output whose interval `a` is dominated by `b`'s
+/// (`a.call <= b.call`, `a.ret <= b.ret`). Any linearization placing `b` before `a` stays valid
+/// with the two swapped, so the search only places `b` once `a` is placed.
+fn twins<I: PartialEq, O: PartialEq>(
+    ops: &[Operation<I, O>],
+    indices: &[usize],
+) -> Vec<Option<usize>> {
+    let mut order: Vec<usize> = (0..indices.len()).collect();
+    let key = |l: usize| (ops[indices[l]].call, return_time(&ops[indices[l]]), l);
+    order.sort_by_key(|&l| key(l));
+    let mut twin_before = vec![None; indices.len()];
+    for (position, &b) in order.iter().enumerate() {
+        let (op_b, ret_b) = (&ops[indices[b]], return_time(&ops[indices[b]]));
+        twin_before[b] = order[..position].iter().rev().copied().find(|&a| {
+            let op_a = &ops[indices[a]];
+            return_time(op_a) <= ret_b && op_a.input == op_b.input && op_a.output == op_b.output
+        });
+    }
+    twin_before
+}
+
 /// How one partition's search ended.
 enum Outcome {
     Linearizable,
@@ -149,6 +179,8 @@ struct Search<'a, M: Model> {
     node_op: Vec<usize>,
     /// Call node → its return node; `NIL` for return nodes.
     matching: Vec<usize>,
+    /// Local op → an equivalent op that may be placed first without loss (see [`twins`]).
+    twin_before: Vec<Option<usize>>,
     stuck: Option<Stuck<M::State>>,
     longest_prefix: Vec<usize>,
 }
@@ -174,6 +206,7 @@ impl<'a, M: Model> Search<'a, M> {
                 .collect(),
             node_op: vec![NIL; nodes],
             matching: vec![NIL; nodes],
+            twin_before: twins(ops, indices),
             stuck: None,
             longest_prefix: Vec::new(),
         };
@@ -199,10 +232,7 @@ impl<'a, M: Model> Search<'a, M> {
         let mut events = Vec::with_capacity(indices.len() * 2);
         for (local, &i) in indices.iter().enumerate() {
             let op = &ops[i];
-            let ret = match (&op.output, op.ret) {
-                (Some(_), Some(ret)) => ret,
-                _ => u64::MAX,
-            };
+            let ret = return_time(op);
             events.push((op.call, false, local));
             events.push((ret, true, local));
         }
@@ -263,7 +293,14 @@ impl<'a, M: Model> Search<'a, M> {
             if entry != NIL && self.matching[entry] != NIL {
                 let local = self.node_op[entry];
                 let op = self.op(local);
-                if let Some(next_state) = self.model.step(&state, &op.input, op.output.as_ref()) {
+                let twin_waits = self.twin_before[local]
+                    .is_some_and(|twin| linearized[twin / 64] & (1 << (twin % 64)) == 0);
+                let next = if twin_waits {
+                    None
+                } else {
+                    self.model.step(&state, &op.input, op.output.as_ref())
+                };
+                if let Some(next_state) = next {
                     linearized[local / 64] |= 1 << (local % 64);
                     if cache.insert(&linearized, &next_state) {
                         calls.push((entry, std::mem::replace(&mut state, next_state)));

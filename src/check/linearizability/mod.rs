@@ -29,9 +29,9 @@ pub trait Model {
     /// explanations list states in a fixed order.
     type State: Clone + Ord + std::hash::Hash + Debug;
     /// An operation's input (the call).
-    type Input: Debug;
+    type Input: PartialEq + Debug;
     /// An operation's output (the response).
-    type Output: Debug;
+    type Output: PartialEq + Debug;
     /// The partition an operation belongs to (P-compositionality); `()` for a single object.
     type Key: Ord + Clone + Debug;
 
