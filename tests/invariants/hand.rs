@@ -2,7 +2,7 @@
 //! evidence, and a clean one that passes.
 
 use leasesim::check::invariants::{
-    Evidence, Invariant, InvariantReport, check_all, excl, fence, ledger, stop, token,
+    Evidence, Invariant, InvariantReport, check_all, excl, fence, ledger, live, stop, token,
 };
 use leasesim::history::{History, Process};
 
@@ -484,4 +484,64 @@ fn check_all_reports_every_invariant_and_names_the_violated_one() {
         report.to_string().contains("EXCL: 2 checks, 1 violations"),
         "{report}"
     );
+}
+
+// LIVE
+
+fn phase(name: &str, at_us: u64) -> String {
+    format!(r#"{{"v":1,"kind":"phase","name":"{name}","at_us":{at_us}}}"#)
+}
+
+fn journal_append(id: u64, complete: u64) -> String {
+    op(
+        id,
+        "replica-1",
+        &format!(
+            r#"{{"type":"journal_append","writer_id":{},"seq_in_writer":{id}}}"#,
+            writer("replica-1")
+        ),
+        complete - 1000,
+        complete,
+        "ok",
+        r#"{"type":"appended","seq":1}"#,
+    )
+}
+
+#[test]
+fn live_no_append_after_the_heal_within_the_bound_is_caught() {
+    // Bound: 10 s TTL + 3 × 3.333333 s + 2 s backoff = 21.999999 s after the heal at 30 s.
+    let h = history(&[
+        config(),
+        phase("faults_healed", 30 * S),
+        journal_append(1, 53 * S),
+        phase("run_ended", 60 * S),
+    ]);
+    let report = live::check(&h);
+    assert_eq!(one(&report).invariant, Invariant::Live);
+    assert!(one(&report).message.contains("s1"));
+}
+
+#[test]
+fn live_append_within_the_bound_passes() {
+    let h = history(&[
+        config(),
+        phase("faults_healed", 30 * S),
+        journal_append(1, 40 * S),
+        phase("run_ended", 60 * S),
+    ]);
+    let report = live::check(&h);
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 1);
+}
+
+#[test]
+fn live_is_inconclusive_when_the_run_ends_before_the_bound() {
+    let h = history(&[
+        config(),
+        phase("faults_healed", 40 * S),
+        phase("run_ended", 60 * S),
+    ]);
+    let report = live::check(&h);
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 0);
 }

@@ -11,6 +11,8 @@
 //!   exactly once at its acknowledged position (op lines and final ledger).
 //! - [`stop`] — STOP: a replica never judges its lease valid after it observed loss or after
 //!   `valid_until`, recomputed here from the op lines (validity lines).
+//! - [`live`] — LIVE: after the faults heal, each contended session gets an acknowledged
+//!   journal append within the bound the config line gives.
 //!
 //! Each checker returns an [`InvariantReport`]: how many checks it made and the
 //! [`Violation`]s, each with [`Evidence`] (op ids, ledger seqs, decisions) a reviewer can look
@@ -19,6 +21,7 @@
 pub mod excl;
 pub mod fence;
 pub mod ledger;
+pub mod live;
 pub mod stop;
 pub mod token;
 
@@ -40,16 +43,19 @@ pub enum Invariant {
     Ledger,
     /// A replica stops using its lease once lost or past `valid_until`.
     Stop,
+    /// After faults heal, each session is written again within a bound.
+    Live,
 }
 
 impl Invariant {
     /// Every invariant, in report order.
-    pub const ALL: [Invariant; 5] = [
+    pub const ALL: [Invariant; 6] = [
         Invariant::Token,
         Invariant::Excl,
         Invariant::Fence,
         Invariant::Ledger,
         Invariant::Stop,
+        Invariant::Live,
     ];
 
     /// The invariant's name as DESIGN.md spells it (`TOKEN`, …).
@@ -60,6 +66,7 @@ impl Invariant {
             Invariant::Fence => "FENCE",
             Invariant::Ledger => "LEDGER",
             Invariant::Stop => "STOP",
+            Invariant::Live => "LIVE",
         }
     }
 }
@@ -268,6 +275,7 @@ pub fn check_all(history: &History) -> Report {
             fence::check(history),
             ledger::check(history),
             stop::check(history),
+            live::check(history),
         ],
     }
 }

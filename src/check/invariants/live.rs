@@ -1,0 +1,51 @@
+//! LIVE — once faults heal, each contended session is held by a live replica that appends
+//! within TTL + grace period (if the authority restarted) + 3 renew intervals + the longest
+//! reconnect backoff.
+//!
+//! The window starts at the `faults_healed` marker; the bound comes from the config line. A
+//! session passes when an acknowledged `journal_append` on it completes within the bound. A
+//! history without the marker is not judged; when the run ended before the bound ran out, a
+//! session without such an append is inconclusive and not counted as a check (generated
+//! 60 s runs heal at 40 s, before a 22 s bound can run out).
+
+use super::{AUTHORITY_HOST, Invariant, InvariantReport};
+use crate::history::{History, Op, OpResult, Outcome, Phase};
+
+/// Checks LIVE over `history`.
+pub fn check(history: &History) -> InvariantReport {
+    let mut report = InvariantReport::new(Invariant::Live);
+    let (Ok(config), Some(healed)) = (history.config(), history.phase_at_us(Phase::FaultsHealed))
+    else {
+        return report;
+    };
+    let restarted = history
+        .clock_segments()
+        .any(|segment| segment.host == AUTHORITY_HOST && segment.boot > 0);
+    let bound = config.ttl_us
+        + if restarted { config.grace_period_us } else { 0 }
+        + 3 * config.renew_interval_us
+        + config.longest_reconnect_backoff_us;
+    let deadline = healed + bound;
+    let ended = history.phase_at_us(Phase::RunEnded).unwrap_or(0);
+    for session in &config.sessions {
+        let appended = history.ops().any(|op| {
+            &op.session == session
+                && op.outcome == Outcome::Ok
+                && matches!(op.op, Op::JournalAppend { .. })
+                && matches!(op.result, Some(OpResult::Appended { .. }))
+                && op.complete_us.is_some_and(|c| c >= healed && c <= deadline)
+        });
+        if appended {
+            report.checks += 1;
+        } else if ended >= deadline {
+            report.checks += 1;
+            report.violation(
+                format!(
+                    "{session}: no acknowledged journal append between the heal at {healed}us and {deadline}us (bound {bound}us)"
+                ),
+                Vec::new(),
+            );
+        }
+    }
+    report
+}
