@@ -298,7 +298,11 @@ impl<'a, M: Model> Search<'a, M> {
                 let next = if twin_waits {
                     None
                 } else {
-                    self.model.step(&state, &op.input, op.output.as_ref())
+                    // An unknown-outcome op that would leave the state as it is can as well not
+                    // take effect at all, which the early stop already allows: skip it.
+                    self.model
+                        .step(&state, &op.input, op.output.as_ref())
+                        .filter(|next| op.output.is_some() || *next != state)
                 };
                 if let Some(next_state) = next {
                     linearized[local / 64] |= 1 << (local % 64);
