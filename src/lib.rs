@@ -8,6 +8,7 @@
 
 #![deny(missing_docs)]
 
+pub mod campaign;
 pub mod check;
 pub mod clock;
 pub mod conformance;

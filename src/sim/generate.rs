@@ -1,27 +1,221 @@
-//! A fault schedule drawn from the seed: a few faults of every kind the world supports, spread
-//! over the first two thirds of the run, healed at two thirds so the rest of the run shows
-//! recovery. Swarm profiles (which kinds, how often, how hard) come with the campaign runner.
+//! Fault schedules drawn from a seed: the one drawing code path. [`draw_schedule`] draws
+//! `faults` faults of the given kinds, each at a time before the heal, each as hard as an
+//! [`Intensity`] allows. [`random_schedule`] (`leasesim run` without a scenario) uses every
+//! classic kind at the TTL-derived intensity; swarm profiles (`campaign::swarm`) choose, per
+//! seed, a subset of kinds and a narrower intensity, then call [`draw_schedule`] too.
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
+use serde::{Deserialize, Serialize};
 
 use super::schedule::{Fault, FaultSchedule};
 use super::seed::{Subsystem, between, rng};
 use super::world::{WorldConfig, replica_name};
 use crate::hooks::PausePoint;
 
+/// A kind of fault the drawing code can draw. The names are the scenario files' spellings
+/// (`kinds = ["partition", "pause", …]`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// A replica cut from the lease or the ledger service, both ways.
+    Partition,
+    /// A replica cut from every host.
+    Isolate,
+    /// A stop-the-world pause of a replica, at a time or at a pause point (monotonic clock
+    /// runs on).
+    Pause,
+    /// A suspend of a replica (its monotonic clock stops too).
+    Suspend,
+    /// One task of a replica stalled at a pause point.
+    Stall,
+    /// A replica's monotonic clock drifting (ppm).
+    ClockDrift,
+    /// A replica's wall clock stepping forward or back.
+    WallJump,
+    /// A replica crashed (restarted at the heal).
+    Crash,
+    /// The lease service crashed and restarted a few times.
+    LeaseRestarts,
+    /// Latency and jitter on a link between a replica and a service.
+    Latency,
+    /// Random link failures between a replica and a service.
+    LinkFlaps,
+    /// The lease service's replies to a replica held back (beyond the TTL by default).
+    DelayReplies,
+    /// A replica's messages to a service, or a service's to the replica, dropped (one way).
+    PartitionOneWay,
+    /// The lease or the ledger service crashed, restarted after a downtime.
+    CrashService,
+    /// A session's lease record deleted at the authority (garbage collection).
+    DeleteRecord,
+}
+
+impl FaultKind {
+    /// The kinds `leasesim run` draws from without a scenario, in their drawing order (fixed:
+    /// changing it changes every such seed's schedule).
+    pub const CLASSIC: [FaultKind; 12] = [
+        FaultKind::Partition,
+        FaultKind::Isolate,
+        FaultKind::Pause,
+        FaultKind::Suspend,
+        FaultKind::Stall,
+        FaultKind::ClockDrift,
+        FaultKind::WallJump,
+        FaultKind::Crash,
+        FaultKind::LeaseRestarts,
+        FaultKind::Latency,
+        FaultKind::LinkFlaps,
+        FaultKind::DelayReplies,
+    ];
+
+    /// Every kind: the classic ones, then the newer ones.
+    pub const ALL: [FaultKind; 15] = [
+        FaultKind::Partition,
+        FaultKind::Isolate,
+        FaultKind::Pause,
+        FaultKind::Suspend,
+        FaultKind::Stall,
+        FaultKind::ClockDrift,
+        FaultKind::WallJump,
+        FaultKind::Crash,
+        FaultKind::LeaseRestarts,
+        FaultKind::Latency,
+        FaultKind::LinkFlaps,
+        FaultKind::DelayReplies,
+        FaultKind::PartitionOneWay,
+        FaultKind::CrashService,
+        FaultKind::DeleteRecord,
+    ];
+
+    /// The kind's name as scenario files spell it (`clock_drift`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Partition => "partition",
+            FaultKind::Isolate => "isolate",
+            FaultKind::Pause => "pause",
+            FaultKind::Suspend => "suspend",
+            FaultKind::Stall => "stall",
+            FaultKind::ClockDrift => "clock_drift",
+            FaultKind::WallJump => "wall_jump",
+            FaultKind::Crash => "crash",
+            FaultKind::LeaseRestarts => "lease_restarts",
+            FaultKind::Latency => "latency",
+            FaultKind::LinkFlaps => "link_flaps",
+            FaultKind::DelayReplies => "delay_replies",
+            FaultKind::PartitionOneWay => "partition_one_way",
+            FaultKind::CrashService => "crash_service",
+            FaultKind::DeleteRecord => "delete_record",
+        }
+    }
+}
+
+/// How hard drawn faults are. Every range is inclusive, `(least, most)`; each fault draws
+/// its value uniformly in its range.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Intensity {
+    /// Length of a pause or a suspend, ms.
+    pub freeze_ms: (u64, u64),
+    /// Length of a stall, ms.
+    pub stall_ms: (u64, u64),
+    /// Monotonic clock drift, ppm (negative: slow).
+    pub drift_ppm: (i64, i64),
+    /// Wall-clock step, ms (negative: back).
+    pub wall_jump_ms: (i64, i64),
+    /// Interval between lease service restarts, ms.
+    pub restart_every_ms: (u64, u64),
+    /// Lease service restarts per fault.
+    pub restarts: (u32, u32),
+    /// Least one-way latency of a slowed link, ms.
+    pub latency_ms: (u64, u64),
+    /// Jitter on top of it, ms.
+    pub jitter_ms: (u64, u64),
+    /// Link failure rate of a flapping link, ppm per tick.
+    pub flap_ppm: (u32, u32),
+    /// How long the lease service's replies are held back, ms.
+    pub delay_ms: (u64, u64),
+    /// How long a crashed service stays down before it restarts, ms.
+    pub downtime_ms: (u64, u64),
+}
+
+impl Intensity {
+    /// The classic intensity for a TTL of `ttl_ms`: freezes ½–2 TTL, stalls 100 ms–1 TTL,
+    /// drift ±40%, wall steps ±1 h, restarts every 1 s–1 TTL (1–3 of them), latency 1–200 ms
+    /// with 0–200 ms jitter, flaps 1–2000 ppm, replies delayed 1–2 TTL, services down
+    /// 1 s–1 TTL.
+    pub fn for_ttl(ttl_ms: u64) -> Self {
+        Intensity {
+            freeze_ms: (ttl_ms / 2, ttl_ms * 2),
+            stall_ms: (100, ttl_ms),
+            drift_ppm: (-400_000, 400_000),
+            wall_jump_ms: (-3_600_000, 3_600_000),
+            restart_every_ms: (1_000, ttl_ms),
+            restarts: (1, 3),
+            latency_ms: (1, 200),
+            jitter_ms: (0, 200),
+            flap_ppm: (1, 2_000),
+            delay_ms: (ttl_ms, ttl_ms * 2),
+            downtime_ms: (1_000, ttl_ms),
+        }
+    }
+}
+
+/// What to draw one schedule from.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrawOptions {
+    /// The kinds to draw from, uniformly (a kind listed twice is drawn twice as often).
+    pub kinds: Vec<FaultKind>,
+    /// How many faults, `(least, most)`.
+    pub faults: (u64, u64),
+    /// When everything heals, ms; faults fall in `0..heal_at_ms`.
+    pub heal_at_ms: u64,
+    /// How hard.
+    pub intensity: Intensity,
+}
+
+impl DrawOptions {
+    /// The options of `leasesim run` without a scenario: 2–6 faults of every classic kind,
+    /// over the first two thirds of the run, healed there.
+    pub fn classic(config: &WorldConfig) -> Self {
+        DrawOptions {
+            kinds: FaultKind::CLASSIC.to_vec(),
+            faults: (2, 6),
+            heal_at_ms: config.duration.as_millis() as u64 * 2 / 3,
+            intensity: Intensity::for_ttl(config.ttl.as_millis() as u64),
+        }
+    }
+}
+
 /// Draws a schedule for `config` from its seed (the `Faults` stream, so the workload is the
-/// same with and without faults).
+/// same with and without faults), with the classic options.
 pub fn random_schedule(config: &WorldConfig) -> FaultSchedule {
     let mut rng = rng(config.seed, Subsystem::Faults);
-    let span_ms = config.duration.as_millis() as u64 * 2 / 3;
-    let ttl_ms = config.ttl.as_millis() as u64;
-    let count = between(&mut rng, 2, 6);
+    draw_schedule(&DrawOptions::classic(config), config, &mut rng)
+}
+
+/// Draws a schedule from `options` with `rng`: the number of faults, then for each its time
+/// in `0..heal_at_ms` and the fault; sorted by time (stable). A crashed service's restart
+/// comes after its downtime, no later than the heal. No kinds: no faults.
+pub fn draw_schedule(
+    options: &DrawOptions,
+    config: &WorldConfig,
+    rng: &mut ChaCha20Rng,
+) -> FaultSchedule {
+    let span_ms = options.heal_at_ms;
+    let count = between(rng, options.faults.0, options.faults.1);
     let mut schedule = FaultSchedule::new().heal_at(span_ms);
+    if options.kinds.is_empty() {
+        return schedule;
+    }
     for _ in 0..count {
-        let at_ms = between(&mut rng, 0, span_ms.saturating_sub(1));
-        let fault = draw(&mut rng, config, ttl_ms);
+        let at_ms = between(rng, 0, span_ms.saturating_sub(1));
+        let (fault, follow_up) = draw(rng, options, config);
         schedule = schedule.at(at_ms, fault);
+        if let Some((after_ms, fault)) = follow_up {
+            schedule = schedule.at((at_ms + after_ms).min(span_ms), fault);
+        }
     }
     schedule.faults.sort_by_key(|f| f.at_ms);
     schedule
@@ -40,6 +234,18 @@ fn service(rng: &mut ChaCha20Rng) -> String {
     .to_owned()
 }
 
+/// A uniform draw in a signed range.
+fn signed(rng: &mut ChaCha20Rng, (low, high): (i64, i64)) -> i64 {
+    if high <= low {
+        return low;
+    }
+    low + between(rng, 0, high.abs_diff(low)) as i64
+}
+
+fn range(rng: &mut ChaCha20Rng, (low, high): (u64, u64)) -> u64 {
+    between(rng, low, high)
+}
+
 /// The pause points a replica reaches (a service host reaches only the handler start).
 const REPLICA_POINTS: [PausePoint; 3] = [
     PausePoint::BeforeAppendSend,
@@ -47,63 +253,107 @@ const REPLICA_POINTS: [PausePoint; 3] = [
     PausePoint::AfterGrantReceived,
 ];
 
-fn draw(rng: &mut ChaCha20Rng, config: &WorldConfig, ttl_ms: u64) -> Fault {
+/// One fault, and a follow-up `(ms later, fault)` for kinds that have one. The order of the
+/// draws is fixed (a pause point first, then the kind): it is what every classic seed's
+/// schedule was drawn with.
+fn draw(
+    rng: &mut ChaCha20Rng,
+    options: &DrawOptions,
+    config: &WorldConfig,
+) -> (Fault, Option<(u64, Fault)>) {
+    let strength = &options.intensity;
     let point = REPLICA_POINTS[between(rng, 0, 2) as usize];
-    match between(rng, 0, 11) {
-        0 => Fault::Partition {
+    let kind = options.kinds[between(rng, 0, options.kinds.len() as u64 - 1) as usize];
+    let fault = match kind {
+        FaultKind::Partition => Fault::Partition {
             a: replica(rng, config),
             b: service(rng),
         },
-        1 => Fault::Isolate {
+        FaultKind::Isolate => Fault::Isolate {
             host: replica(rng, config),
         },
-        2 => Fault::Pause {
+        FaultKind::Pause => Fault::Pause {
             host: replica(rng, config),
-            duration_ms: between(rng, ttl_ms / 2, ttl_ms * 2),
+            duration_ms: range(rng, strength.freeze_ms),
             at_point: (rng.next_u32().is_multiple_of(2)).then_some(point),
         },
-        3 => Fault::Suspend {
+        FaultKind::Suspend => Fault::Suspend {
             host: replica(rng, config),
-            duration_ms: between(rng, ttl_ms / 2, ttl_ms * 2),
+            duration_ms: range(rng, strength.freeze_ms),
             at_point: None,
         },
-        4 => Fault::Stall {
+        FaultKind::Stall => Fault::Stall {
             host: replica(rng, config),
             point,
-            duration_ms: between(rng, 100, ttl_ms),
+            duration_ms: range(rng, strength.stall_ms),
         },
-        5 => Fault::ClockDrift {
+        FaultKind::ClockDrift => Fault::ClockDrift {
             host: replica(rng, config),
-            ppm: between(rng, 0, 800_000) as i64 - 400_000,
+            ppm: signed(rng, strength.drift_ppm),
         },
-        6 => Fault::WallJump {
+        FaultKind::WallJump => Fault::WallJump {
             host: replica(rng, config),
-            delta_ms: between(rng, 0, 2 * 3_600_000) as i64 - 3_600_000,
+            delta_ms: signed(rng, strength.wall_jump_ms),
         },
-        7 => Fault::Crash {
+        FaultKind::Crash => Fault::Crash {
             host: replica(rng, config),
         },
-        8 => Fault::LeaseServiceRestarts {
-            every_ms: between(rng, 1_000, ttl_ms),
-            count: between(rng, 1, 3) as u32,
+        FaultKind::LeaseRestarts => Fault::LeaseServiceRestarts {
+            every_ms: range(rng, strength.restart_every_ms),
+            count: between(
+                rng,
+                u64::from(strength.restarts.0),
+                u64::from(strength.restarts.1),
+            ) as u32,
         },
-        9 => Fault::Latency {
+        FaultKind::Latency => Fault::Latency {
             a: replica(rng, config),
             b: service(rng),
-            latency_ms: between(rng, 1, 200),
-            jitter_ms: between(rng, 0, 200),
+            latency_ms: range(rng, strength.latency_ms),
+            jitter_ms: range(rng, strength.jitter_ms),
         },
-        10 => Fault::LinkFlaps {
+        FaultKind::LinkFlaps => Fault::LinkFlaps {
             a: replica(rng, config),
             b: service(rng),
-            fail_ppm: between(rng, 1, 2_000) as u32,
+            fail_ppm: between(
+                rng,
+                u64::from(strength.flap_ppm.0),
+                u64::from(strength.flap_ppm.1),
+            ) as u32,
         },
-        _ => Fault::DelayReplies {
+        FaultKind::DelayReplies => Fault::DelayReplies {
             from: "lease".into(),
             to: replica(rng, config),
-            delay_ms: between(rng, ttl_ms, ttl_ms * 2),
+            delay_ms: range(rng, strength.delay_ms),
         },
-    }
+        FaultKind::PartitionOneWay => {
+            let (replica, service) = (replica(rng, config), service(rng));
+            if rng.next_u32().is_multiple_of(2) {
+                Fault::PartitionOneWay {
+                    from: replica,
+                    to: service,
+                }
+            } else {
+                Fault::PartitionOneWay {
+                    from: service,
+                    to: replica,
+                }
+            }
+        }
+        FaultKind::CrashService => {
+            let host = service(rng);
+            let downtime_ms = range(rng, strength.downtime_ms);
+            let restart = Fault::Restart { host: host.clone() };
+            return (Fault::Crash { host }, Some((downtime_ms, restart)));
+        }
+        FaultKind::DeleteRecord => {
+            let last = config.sessions.len().saturating_sub(1) as u64;
+            Fault::DeleteLeaseRecord {
+                session: config.sessions[between(rng, 0, last) as usize].clone(),
+            }
+        }
+    };
+    (fault, None)
 }
 
 #[cfg(test)]
@@ -129,5 +379,18 @@ mod tests {
         assert_eq!(schedule.heal_at_ms, Some(40_000));
         config.seed = 43;
         assert_ne!(schedule, random_schedule(&config));
+    }
+
+    /// Every kind, at the classic intensity, draws schedules the world accepts.
+    #[test]
+    fn every_kind_draws_valid_faults() {
+        let config = WorldConfig::default();
+        let mut options = DrawOptions::classic(&config);
+        options.kinds = FaultKind::ALL.to_vec();
+        options.faults = (30, 30);
+        for seed in 0..50 {
+            let schedule = draw_schedule(&options, &config, &mut rng(seed, Subsystem::Faults));
+            assert_eq!(schedule.validate(&config.hosts()), Ok(()), "seed {seed}");
+        }
     }
 }

@@ -88,6 +88,9 @@ pub struct RunResult {
     pub operations: usize,
     /// The command that replays the run.
     pub replay: String,
+    /// The scenario file the run came from, if any (then `run.json` describes the run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
 }
 
 /// Runs the world once and writes its files into `options.out`.
@@ -111,17 +114,9 @@ pub fn execute(options: &RunOptions) -> Result<RunResult, RunnerError> {
         ),
         None => Workload::Generated,
     };
-    std::fs::create_dir_all(&options.out).map_err(|e| {
-        RunnerError::BadInput(format!(
-            "--out {}: cannot create that folder: {e}",
-            options.out.display()
-        ))
-    })?;
-    let (history, trace) = run_with_timeout(options, schedule, workload)?;
-    let jsonl = history.to_jsonl();
-    write(&options.out.join("history.jsonl"), jsonl.as_bytes())?;
-    write(&options.out.join("trace.jsonl"), &trace)?;
-    write(&options.out.join("schedule.json"), schedule_json.as_bytes())?;
+    create_out(&options.out)?;
+    let (history, trace) = run_with_timeout(&options.config, schedule, workload, options.timeout)?;
+    write_outputs(&options.out, &history, &trace, &schedule_json)?;
     let result = RunResult {
         v: 1,
         seed: options.config.seed,
@@ -133,10 +128,47 @@ pub fn execute(options: &RunOptions) -> Result<RunResult, RunnerError> {
         history_lines: history.lines().len(),
         operations: history.ops().count(),
         replay: options.replay_command(),
+        scenario: None,
     };
-    let json = serde_json::to_string_pretty(&result).expect("a result always serialises");
-    write(&options.out.join("result.json"), json.as_bytes())?;
+    write_result(&options.out, &result)?;
     Ok(result)
+}
+
+/// Creates `out` (bad input if it cannot be created).
+///
+/// # Errors
+/// [`RunnerError::BadInput`] naming the folder.
+pub fn create_out(out: &Path) -> Result<(), RunnerError> {
+    std::fs::create_dir_all(out).map_err(|e| {
+        RunnerError::BadInput(format!(
+            "--out {}: cannot create that folder: {e}",
+            out.display()
+        ))
+    })
+}
+
+/// Writes `history.jsonl`, `trace.jsonl` and `schedule.json` (the faults applied) into `out`.
+///
+/// # Errors
+/// [`RunnerError::Harness`] when a file cannot be written.
+pub fn write_outputs(
+    out: &Path,
+    history: &crate::history::History,
+    trace: &[u8],
+    schedule_json: &str,
+) -> Result<(), RunnerError> {
+    write(&out.join("history.jsonl"), history.to_jsonl().as_bytes())?;
+    write(&out.join("trace.jsonl"), trace)?;
+    write(&out.join("schedule.json"), schedule_json.as_bytes())
+}
+
+/// Writes `result.json` into `out`.
+///
+/// # Errors
+/// [`RunnerError::Harness`] when it cannot be written.
+pub fn write_result(out: &Path, result: &RunResult) -> Result<(), RunnerError> {
+    let json = serde_json::to_string_pretty(result).expect("a result always serialises");
+    write(&out.join("result.json"), json.as_bytes())
 }
 
 fn read(path: &Path) -> Result<String, RunnerError> {
@@ -153,17 +185,24 @@ fn harness_io(path: &Path, error: std::io::Error) -> RunnerError {
 }
 
 /// Runs the world on a thread of its own (the simulation itself stays on that one thread)
-/// so that a hang can be reported, with the trace collected in memory.
+/// so that a hang can be reported, with the trace collected in memory: the history and the
+/// trace (JSON lines). Shared by `leasesim run` and run files (`campaign::runfile`).
+///
+/// # Errors
+/// [`RunnerError::BadInput`] for a schedule or script the world refuses;
+/// [`RunnerError::Harness`] for a failed host, a panic, or no end within `timeout` of wall-clock
+/// time (each naming the seed).
 // One harness thread per run, outside the simulation: the only way to time out a run that
 // never yields back to us.
 #[allow(clippy::disallowed_methods)]
-fn run_with_timeout(
-    options: &RunOptions,
+pub fn run_with_timeout(
+    config: &WorldConfig,
     schedule: FaultSchedule,
     workload: Workload,
+    timeout: Duration,
 ) -> Result<(crate::history::History, Vec<u8>), RunnerError> {
     let (done, outcome) = mpsc::channel();
-    let config = options.config.clone();
+    let config = config.clone();
     let seed = config.seed;
     let trace = TraceBuffer::default();
     let trace_writer = trace.clone();
@@ -179,7 +218,7 @@ fn run_with_timeout(
             let _ = done.send(result);
         })
         .map_err(|e| RunnerError::Harness(format!("cannot start the run's thread: {e}")))?;
-    match outcome.recv_timeout(options.timeout) {
+    match outcome.recv_timeout(timeout) {
         Ok(Ok(Ok(output))) => Ok((output.history, trace.take())),
         Ok(Ok(Err(WorldError::Schedule(e)))) => {
             Err(RunnerError::BadInput(format!("bad fault schedule: {e}")))
@@ -196,7 +235,7 @@ fn run_with_timeout(
         ))),
         Err(_) => Err(RunnerError::Harness(format!(
             "run with seed {seed} did not finish within {} of wall-clock time (a hang)",
-            humantime::format_duration(options.timeout)
+            humantime::format_duration(timeout)
         ))),
     }
 }

@@ -15,6 +15,10 @@ pub enum Subsystem {
     Network,
     /// Per-host clock drift and offsets.
     Clocks,
+    /// A swarm profile's choices for a seed: which fault kinds are on and how hard
+    /// (`campaign::swarm`). Its own stream, so swarm choices reshuffle neither the workload
+    /// nor the faults drawn from them.
+    Swarm,
 }
 
 impl Subsystem {
@@ -26,6 +30,7 @@ impl Subsystem {
             Subsystem::Faults => 2,
             Subsystem::Network => 3,
             Subsystem::Clocks => 4,
+            Subsystem::Swarm => 5,
         }
     }
 }

@@ -163,9 +163,10 @@ pub(crate) async fn run_generated(replica: Replica) {
         let Some(session) = sessions.get(pick).and_then(|s| replica.session(s)) else {
             return;
         };
-        let appends = between(&mut rng, 1, 6);
-        let think = Duration::from_millis(between(&mut rng, 50, 1_500));
-        let shutting_down = chance(&mut rng, 1, 25);
+        let mix = &replica.config.mix;
+        let appends = between(&mut rng, mix.appends.0, mix.appends.1);
+        let think = Duration::from_millis(between(&mut rng, mix.think_ms.0, mix.think_ms.1));
+        let shutting_down = chance(&mut rng, mix.shutdown_chance.0, mix.shutdown_chance.1);
         if shutting_down {
             let (service, clock) = (service.clone(), replica.clock.clone());
             tokio::spawn(async move {

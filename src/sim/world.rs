@@ -60,6 +60,35 @@ pub struct WorldConfig {
     pub latency_ms: (u64, u64),
     /// A planted bug, if any: carried by this world only (the lease authority runs it).
     pub mutant: Option<Mutant>,
+    /// What a generated workload's replicas do (ignored by a scripted workload).
+    pub mix: WorkloadMix,
+}
+
+/// The shape of a generated workload: each replica loops picking a session, running on it
+/// (appending events a think time apart), releasing and thinking again. Every range is
+/// inclusive and drawn per run from the replica's workload stream. The defaults are the
+/// workload every seed had before mixes existed (same seed, same bytes).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadMix {
+    /// Events appended per run, `[least, most]` (default `[1, 6]`).
+    pub appends: (u64, u64),
+    /// Think time between appends and between runs, ms, `[least, most]` (default
+    /// `[50, 1500]`).
+    pub think_ms: (u64, u64),
+    /// Odds that a run ends in a graceful shutdown, as `[numerator, denominator]` (default
+    /// `[1, 25]`; `[0, 1]` never shuts down).
+    pub shutdown_chance: (u32, u32),
+}
+
+impl Default for WorkloadMix {
+    fn default() -> Self {
+        WorkloadMix {
+            appends: (1, 6),
+            think_ms: (50, 1_500),
+            shutdown_chance: (1, 25),
+        }
+    }
 }
 
 impl Default for WorldConfig {
@@ -74,6 +103,7 @@ impl Default for WorldConfig {
             call_timeout: Duration::from_secs(2),
             latency_ms: (1, 5),
             mutant: None,
+            mix: WorkloadMix::default(),
         }
     }
 }
@@ -227,7 +257,7 @@ pub fn run(
 
 /// Refuses a script that names an unknown replica or session, or uses a lease or journal its
 /// replica has not acquired or opened earlier in the script.
-fn check_script(config: &WorldConfig, script: &Script) -> Result<(), WorldError> {
+pub(crate) fn check_script(config: &WorldConfig, script: &Script) -> Result<(), WorldError> {
     let replicas: Vec<String> = (1..=config.replicas).map(replica_name).collect();
     let mut leases: BTreeSet<(String, String)> = BTreeSet::new();
     let mut journals: BTreeSet<(String, String)> = BTreeSet::new();

@@ -1,0 +1,10 @@
+//! Campaigns (DESIGN.md, "Campaigns and reports"): scenario files, swarm profiles, run
+//! files. The only part of the library that drives worlds, checkers and reports together.
+//!
+//! - [`scenario`] — scenario files (TOML): world, workload, faults, expectations.
+//! - [`swarm`] — swarm testing: per seed, which fault kinds are on and how hard.
+//! - [`runfile`] — run files (JSON): one fully resolved run, replayable exactly.
+
+pub mod runfile;
+pub mod scenario;
+pub mod swarm;

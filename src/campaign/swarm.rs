@@ -1,0 +1,367 @@
+//! Swarm testing (Groce, Zhang, Eide, Chen and Regehr, "Swarm testing", ISSTA 2012): rather
+//! than every run drawing from every fault kind at once, each seed turns on a random subset
+//! of the profile's kinds and a random strength for each, so that some runs are all pauses,
+//! some all clock faults, some a mix — faults that mask each other in an all-kinds run get
+//! runs of their own.
+//!
+//! A seed's choices come from its own stream ([`Subsystem::Swarm`]), so they reshuffle neither
+//! the workload nor the faults; the schedule itself is then drawn by the one drawing code path,
+//! [`crate::sim::generate::draw_schedule`], on the `Faults` stream.
+
+use serde::{Deserialize, Serialize};
+
+use crate::sim::generate::{DrawOptions, FaultKind, Intensity, draw_schedule};
+use crate::sim::schedule::FaultSchedule;
+use crate::sim::seed::{Subsystem, between, chance, rng};
+use crate::sim::world::WorldConfig;
+
+/// A swarm profile: a scenario's `[faults.swarm]` section.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwarmProfile {
+    /// The fault kinds a seed may turn on (each seed turns on a random non-empty subset).
+    pub kinds: Vec<FaultKind>,
+    /// Faults per run, `[least, most]` (at most 100).
+    pub faults: (u64, u64),
+    /// When everything heals, in percent of the run's duration (default 66); the rest of the
+    /// run shows recovery (LIVE).
+    #[serde(default = "default_heal_at_percent")]
+    pub heal_at_percent: u8,
+    /// How hard faults may be; each seed draws a sub-range of each range.
+    #[serde(default)]
+    pub intensity: IntensityProfile,
+}
+
+fn default_heal_at_percent() -> u8 {
+    66
+}
+
+/// The `[faults.swarm.intensity]` section: ranges `[least, most]`, each optional (default:
+/// [`Intensity::for_ttl`]'s). TTL-relative ranges are in percent of the world's TTL.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IntensityProfile {
+    /// Pause and suspend length, percent of the TTL (default `[50, 200]`).
+    pub freeze_ttl_percent: Option<(u64, u64)>,
+    /// Stall length, ms (default `[100, ttl]`).
+    pub stall_ms: Option<(u64, u64)>,
+    /// Clock drift, ppm (default `[-400000, 400000]`).
+    pub drift_ppm: Option<(i64, i64)>,
+    /// Wall-clock steps, ms, negative back (default `[-3600000, 3600000]`).
+    pub wall_jump_ms: Option<(i64, i64)>,
+    /// Interval between lease service restarts, ms (default `[1000, ttl]`).
+    pub restart_every_ms: Option<(u64, u64)>,
+    /// Lease service restarts per fault (default `[1, 3]`).
+    pub restarts: Option<(u32, u32)>,
+    /// Least latency of a slowed link, ms (default `[1, 200]`).
+    pub latency_ms: Option<(u64, u64)>,
+    /// Jitter on a slowed link, ms (default `[0, 200]`).
+    pub jitter_ms: Option<(u64, u64)>,
+    /// Link failure rate of a flapping link, ppm per tick (default `[1, 2000]`).
+    pub flap_ppm: Option<(u32, u32)>,
+    /// Lease replies held back, percent of the TTL (default `[100, 200]`).
+    pub delay_ttl_percent: Option<(u64, u64)>,
+    /// Downtime of a crashed service before its restart, ms (default `[1000, ttl]`).
+    pub downtime_ms: Option<(u64, u64)>,
+}
+
+impl IntensityProfile {
+    /// The full ranges for a world whose TTL is `ttl_ms`.
+    pub fn resolve(&self, ttl_ms: u64) -> Intensity {
+        let base = Intensity::for_ttl(ttl_ms);
+        let percent = |(low, high): (u64, u64)| (ttl_ms * low / 100, ttl_ms * high / 100);
+        Intensity {
+            freeze_ms: self.freeze_ttl_percent.map_or(base.freeze_ms, percent),
+            stall_ms: self.stall_ms.unwrap_or(base.stall_ms),
+            drift_ppm: self.drift_ppm.unwrap_or(base.drift_ppm),
+            wall_jump_ms: self.wall_jump_ms.unwrap_or(base.wall_jump_ms),
+            restart_every_ms: self.restart_every_ms.unwrap_or(base.restart_every_ms),
+            restarts: self.restarts.unwrap_or(base.restarts),
+            latency_ms: self.latency_ms.unwrap_or(base.latency_ms),
+            jitter_ms: self.jitter_ms.unwrap_or(base.jitter_ms),
+            flap_ppm: self.flap_ppm.unwrap_or(base.flap_ppm),
+            delay_ms: self.delay_ttl_percent.map_or(base.delay_ms, percent),
+            downtime_ms: self.downtime_ms.unwrap_or(base.downtime_ms),
+        }
+    }
+
+    /// Checks every range given; `Err((field, message))`.
+    fn check(&self) -> Result<(), (String, String)> {
+        fn unsigned(
+            field: &str,
+            range: Option<(u64, u64)>,
+            least: u64,
+            most: u64,
+        ) -> Result<(), (String, String)> {
+            match range {
+                Some((low, high)) if low > high || low < least || high > most => Err((
+                    format!("intensity.{field}"),
+                    format!(
+                        "must be [least, most] with {least} <= least <= most <= {most}, got \
+                         [{low}, {high}]"
+                    ),
+                )),
+                _ => Ok(()),
+            }
+        }
+        fn signed(
+            field: &str,
+            range: Option<(i64, i64)>,
+            bound: i64,
+        ) -> Result<(), (String, String)> {
+            match range {
+                Some((low, high)) if low > high || low < -bound || high > bound => Err((
+                    format!("intensity.{field}"),
+                    format!(
+                        "must be [least, most] with -{bound} <= least <= most <= {bound}, got \
+                         [{low}, {high}]"
+                    ),
+                )),
+                _ => Ok(()),
+            }
+        }
+        let widen = |r: Option<(u32, u32)>| r.map(|(a, b)| (u64::from(a), u64::from(b)));
+        unsigned("freeze_ttl_percent", self.freeze_ttl_percent, 1, 10_000)?;
+        unsigned("stall_ms", self.stall_ms, 1, 86_400_000)?;
+        signed("drift_ppm", self.drift_ppm, 999_999)?;
+        signed("wall_jump_ms", self.wall_jump_ms, 3_155_760_000_000)?;
+        unsigned("restart_every_ms", self.restart_every_ms, 1, 86_400_000)?;
+        unsigned("restarts", widen(self.restarts), 1, 1_000)?;
+        unsigned("latency_ms", self.latency_ms, 0, 60_000)?;
+        unsigned("jitter_ms", self.jitter_ms, 0, 60_000)?;
+        unsigned("flap_ppm", widen(self.flap_ppm), 0, 1_000_000)?;
+        unsigned("delay_ttl_percent", self.delay_ttl_percent, 1, 10_000)?;
+        unsigned("downtime_ms", self.downtime_ms, 1, 86_400_000)?;
+        Ok(())
+    }
+}
+
+impl SwarmProfile {
+    /// Checks the profile; `Err((field, message))` names the field (relative to
+    /// `[faults.swarm]`) and what is allowed.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        if self.kinds.is_empty() {
+            let all: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+            return Err((
+                "kinds".into(),
+                format!(
+                    "give at least one fault kind; the kinds are {}",
+                    all.join(", ")
+                ),
+            ));
+        }
+        let (low, high) = self.faults;
+        if low > high || high > 100 {
+            return Err((
+                "faults".into(),
+                format!(
+                    "must be [least, most] faults per run with least <= most <= 100, got \
+                     [{low}, {high}]"
+                ),
+            ));
+        }
+        if !(1..=100).contains(&self.heal_at_percent) {
+            return Err((
+                "heal_at_percent".into(),
+                format!("must be 1..=100, got {}", self.heal_at_percent),
+            ));
+        }
+        self.intensity.check()
+    }
+}
+
+/// What one seed drew from a profile: the kinds turned on, how many faults, when they heal
+/// and how hard (ms, ppm). Printed by `leasesim run` and stored in the run file.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Drawn {
+    /// The kinds turned on (a non-empty subset of the profile's, in its order).
+    pub kinds: Vec<FaultKind>,
+    /// How many faults the schedule has (before crashed services' restarts).
+    pub faults: u64,
+    /// When everything heals, ms from the start.
+    pub heal_at_ms: u64,
+    /// The ranges faults draw their strength from.
+    pub intensity: Intensity,
+}
+
+/// Draws a seed's options from `profile` for `config` (its seed, TTL and duration).
+pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
+    let mut rng = rng(config.seed, Subsystem::Swarm);
+    let mut kinds: Vec<FaultKind> = Vec::new();
+    for kind in &profile.kinds {
+        if chance(&mut rng, 1, 2) && !kinds.contains(kind) {
+            kinds.push(*kind);
+        }
+    }
+    if kinds.is_empty() {
+        let last = profile.kinds.len().saturating_sub(1) as u64;
+        kinds.push(profile.kinds[between(&mut rng, 0, last) as usize]);
+    }
+    let faults = between(&mut rng, profile.faults.0, profile.faults.1);
+    let heal_at_ms = config.duration.as_millis() as u64 * u64::from(profile.heal_at_percent) / 100;
+    let full = profile.intensity.resolve(config.ttl.as_millis() as u64);
+    let mut sub = |(low, high): (u64, u64)| {
+        let (a, b) = (between(&mut rng, low, high), between(&mut rng, low, high));
+        (a.min(b), a.max(b))
+    };
+    let mut intensity = Intensity {
+        freeze_ms: sub(full.freeze_ms),
+        stall_ms: sub(full.stall_ms),
+        drift_ppm: (0, 0),
+        wall_jump_ms: (0, 0),
+        restart_every_ms: sub(full.restart_every_ms),
+        restarts: (0, 0),
+        latency_ms: sub(full.latency_ms),
+        jitter_ms: sub(full.jitter_ms),
+        flap_ppm: (0, 0),
+        delay_ms: sub(full.delay_ms),
+        downtime_ms: sub(full.downtime_ms),
+    };
+    let widen = |(a, b): (u32, u32)| (u64::from(a), u64::from(b));
+    let narrow = |(a, b): (u64, u64)| (a as u32, b as u32);
+    intensity.restarts = narrow(sub(widen(full.restarts)));
+    intensity.flap_ppm = narrow(sub(widen(full.flap_ppm)));
+    let mut signed = |(low, high): (i64, i64)| {
+        let span = high.abs_diff(low);
+        let (a, b) = (between(&mut rng, 0, span), between(&mut rng, 0, span));
+        (low + a.min(b) as i64, low + a.max(b) as i64)
+    };
+    intensity.drift_ppm = signed(full.drift_ppm);
+    intensity.wall_jump_ms = signed(full.wall_jump_ms);
+    Drawn {
+        kinds,
+        faults,
+        heal_at_ms,
+        intensity,
+    }
+}
+
+impl Drawn {
+    /// The options the schedule is drawn with.
+    pub fn options(&self) -> DrawOptions {
+        DrawOptions {
+            kinds: self.kinds.clone(),
+            faults: (self.faults, self.faults),
+            heal_at_ms: self.heal_at_ms,
+            intensity: self.intensity.clone(),
+        }
+    }
+
+    /// The seed's schedule, drawn on its `Faults` stream.
+    pub fn schedule(&self, config: &WorldConfig) -> FaultSchedule {
+        draw_schedule(
+            &self.options(),
+            config,
+            &mut rng(config.seed, Subsystem::Faults),
+        )
+    }
+
+    /// One line: the kinds, the count, the heal and the strength of the kinds turned on.
+    pub fn summary(&self) -> String {
+        let kinds: Vec<&str> = self.kinds.iter().map(|k| k.name()).collect();
+        let mut line = format!(
+            "kinds={} faults={} heal_at={}ms",
+            kinds.join(","),
+            self.faults,
+            self.heal_at_ms
+        );
+        let i = &self.intensity;
+        let on = |kind: FaultKind| self.kinds.contains(&kind);
+        let mut add = |name: &str, (low, high): (String, String)| {
+            line += &format!(" {name}={low}..{high}");
+        };
+        let u = |(a, b): (u64, u64)| (a.to_string(), b.to_string());
+        if on(FaultKind::Pause) || on(FaultKind::Suspend) {
+            add("freeze_ms", u(i.freeze_ms));
+        }
+        if on(FaultKind::Stall) {
+            add("stall_ms", u(i.stall_ms));
+        }
+        if on(FaultKind::ClockDrift) {
+            add(
+                "drift_ppm",
+                (i.drift_ppm.0.to_string(), i.drift_ppm.1.to_string()),
+            );
+        }
+        if on(FaultKind::WallJump) {
+            add(
+                "wall_jump_ms",
+                (i.wall_jump_ms.0.to_string(), i.wall_jump_ms.1.to_string()),
+            );
+        }
+        if on(FaultKind::LeaseRestarts) {
+            add("restart_every_ms", u(i.restart_every_ms));
+            add(
+                "restarts",
+                (i.restarts.0.to_string(), i.restarts.1.to_string()),
+            );
+        }
+        if on(FaultKind::Latency) {
+            add("latency_ms", u(i.latency_ms));
+            add("jitter_ms", u(i.jitter_ms));
+        }
+        if on(FaultKind::LinkFlaps) {
+            add(
+                "flap_ppm",
+                (i.flap_ppm.0.to_string(), i.flap_ppm.1.to_string()),
+            );
+        }
+        if on(FaultKind::DelayReplies) {
+            add("delay_ms", u(i.delay_ms));
+        }
+        if on(FaultKind::CrashService) {
+            add("downtime_ms", u(i.downtime_ms));
+        }
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile() -> SwarmProfile {
+        SwarmProfile {
+            kinds: FaultKind::ALL.to_vec(),
+            faults: (1, 8),
+            heal_at_percent: 66,
+            intensity: IntensityProfile::default(),
+        }
+    }
+
+    #[test]
+    fn seeds_draw_different_non_empty_subsets_and_valid_schedules() {
+        let mut config = WorldConfig::default();
+        let mut subsets = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            config.seed = seed;
+            let drawn = draw(&profile(), &config);
+            assert!(!drawn.kinds.is_empty());
+            assert_eq!(drawn, draw(&profile(), &config), "seed {seed}");
+            let schedule = drawn.schedule(&config);
+            assert_eq!(schedule.validate(&config.hosts()), Ok(()), "seed {seed}");
+            assert_eq!(schedule.heal_at_ms, Some(39_600));
+            subsets.insert(drawn.kinds);
+        }
+        assert!(subsets.len() > 150, "only {} subsets", subsets.len());
+    }
+
+    #[test]
+    fn a_one_kind_profile_draws_only_that_kind() {
+        let mut profile = profile();
+        profile.kinds = vec![FaultKind::Pause];
+        profile.intensity.freeze_ttl_percent = Some((150, 300));
+        let config = WorldConfig::default();
+        let drawn = draw(&profile, &config);
+        assert_eq!(drawn.kinds, [FaultKind::Pause]);
+        assert!(drawn.intensity.freeze_ms.0 >= 15_000 && drawn.intensity.freeze_ms.1 <= 30_000);
+        for fault in drawn.schedule(&config).faults {
+            assert!(
+                matches!(fault.fault, crate::sim::schedule::Fault::Pause { duration_ms, .. }
+                    if (15_000..=30_000).contains(&duration_ms)),
+                "{fault:?}"
+            );
+        }
+    }
+}
