@@ -2,7 +2,7 @@
 //! evidence, and a clean one that passes.
 
 use leasesim::check::invariants::{
-    Evidence, Invariant, InvariantReport, check_all, excl, fence, ledger, live, stop, token,
+    Evidence, Invariant, InvariantReport, check_all, excl, expiry, fence, ledger, live, stop, token,
 };
 use leasesim::history::{History, Process};
 
@@ -42,6 +42,15 @@ fn renew(token: u64, expiry: u64) -> String {
 
 fn release(token: u64, ended: bool) -> String {
     format!(r#"{{"type":"release","token":{token},"ended":{ended}}}"#)
+}
+
+fn refuse(request: &str, token: Option<u64>, holder_token: Option<u64>) -> String {
+    let json = |t: Option<u64>| t.map_or("null".to_string(), |t| t.to_string());
+    format!(
+        r#"{{"type":"refuse","request":"{request}","token":{},"reason":{{"type":"held","holder_token":{}}}}}"#,
+        json(token),
+        json(holder_token)
+    )
 }
 
 fn clock(host: &str, boot: u64, from_us: u64, local_from_us: u64) -> String {
@@ -269,6 +278,260 @@ fn excl_release_then_grant_passes_and_a_stale_release_changes_nothing() {
     assert_eq!(report.checks, 6);
 }
 
+#[test]
+fn excl_a_stale_release_that_frees_the_live_hold_is_caught_by_what_follows() {
+    // The release-by-session-only mutant, as the world records it: replica-2's stale release
+    // is answered `ended: false`, yet afterwards replica-1's live lease is gone.
+    let h = history(&[
+        decision("replica-2", &grant(1, 10 * S), 0, 0),
+        decision("replica-1", &grant(2, 22 * S), 12 * S, 12 * S),
+        decision("replica-2", &release(1, false), 13 * S, 13 * S),
+        decision("replica-1", &refuse("renew", Some(2), None), 14 * S, 14 * S),
+    ]);
+    let report = excl::check(&h);
+    let violation = one(&report);
+    assert!(
+        violation.message.contains("stale release by replica-2#0"),
+        "{violation}"
+    );
+    assert_eq!(
+        violation.evidence,
+        [
+            decided("replica-1", 12 * S, 12 * S),
+            decided("replica-2", 13 * S, 13 * S),
+            decided("replica-1", 14 * S, 14 * S)
+        ]
+    );
+    // A stale release after which the hold is still there changed nothing.
+    let h = history(&[
+        decision("replica-2", &grant(1, 10 * S), 0, 0),
+        decision("replica-1", &grant(2, 22 * S), 12 * S, 12 * S),
+        decision("replica-2", &release(1, false), 13 * S, 13 * S),
+        decision(
+            "replica-2",
+            &refuse("acquire", None, Some(2)),
+            14 * S,
+            14 * S,
+        ),
+        decision("replica-1", &renew(2, 25 * S), 15 * S, 15 * S),
+    ]);
+    let report = excl::check(&h);
+    assert!(report.passed(), "{:?}", report.violations);
+}
+
+// EXPIRY
+
+#[test]
+fn expiry_takeover_before_the_renewed_bound_is_caught() {
+    // Granted to 10 s, renewed at 4 s to 14 s; a takeover at 12 s ends it early (after the
+    // first expiry, before the bound of the last acknowledgement).
+    let h = history(&[
+        decision("replica-1", &grant(1, 10 * S), 0, 0),
+        decision("replica-1", &renew(1, 14 * S), 4 * S, 4 * S),
+        decision("replica-2", &grant(2, 22 * S), 12 * S, 12 * S),
+    ]);
+    let report = expiry::check(&h);
+    let violation = one(&report);
+    assert_eq!(violation.invariant, Invariant::Expiry);
+    assert!(
+        violation
+            .message
+            .contains("granted to replica-2#0 with token 2 while replica-1#0's lease (token 1)"),
+        "{violation}"
+    );
+    assert!(
+        violation
+            .message
+            .contains("read 12000000us, before the bound 14000000us"),
+        "{violation}"
+    );
+    assert_eq!(
+        violation.evidence,
+        [
+            decided("replica-1", 4 * S, 4 * S),
+            decided("replica-2", 12 * S, 12 * S)
+        ]
+    );
+    // At the bound itself (`now >= expiry` is expired) the takeover is on time.
+    let h = history(&[
+        decision("replica-1", &grant(1, 10 * S), 0, 0),
+        decision("replica-1", &renew(1, 14 * S), 4 * S, 4 * S),
+        decision("replica-2", &grant(2, 24 * S), 14 * S, 14 * S),
+    ]);
+    let report = expiry::check(&h);
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 3);
+}
+
+#[test]
+fn expiry_a_refused_own_renew_a_free_session_and_a_new_token_are_early_ends() {
+    let h = history(&[
+        decision("replica-1", &grant(1, 10 * S), 0, 0),
+        // The holder's own renew refused although its lease runs to 10 s.
+        decision(
+            "replica-1",
+            &refuse("renew", Some(1), Some(1)),
+            3 * S,
+            3 * S,
+        ),
+        // An acquire told the session is free.
+        decision("replica-2", &refuse("acquire", None, None), 4 * S, 4 * S),
+        // The holder re-acquires and gets a new token: its lease was ended, not kept.
+        decision("replica-1", &grant(2, 15 * S), 5 * S, 5 * S),
+        // Told it is held by the current token: consistent, no violation.
+        decision("replica-2", &refuse("acquire", None, Some(2)), 6 * S, 6 * S),
+    ]);
+    let report = expiry::check(&h);
+    let messages: Vec<&str> = report
+        .violations
+        .iter()
+        .map(|v| v.message.as_str())
+        .collect();
+    assert_eq!(report.violations.len(), 3, "{messages:?}");
+    assert!(
+        messages[0].contains("refused replica-1#0's renew"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains("saying the session is free"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[2].contains("granted to replica-1#0 with token 2"),
+        "{messages:?}"
+    );
+    for (violation, at) in report.violations.iter().zip([3, 4, 5]) {
+        assert_eq!(violation.evidence[0], decided("replica-1", 0, 0));
+        let Evidence::Decision { at_us, .. } = &violation.evidence[1] else {
+            panic!("{violation}");
+        };
+        assert_eq!(*at_us, at * S, "{violation}");
+    }
+}
+
+#[test]
+fn expiry_own_early_release_then_takeover_passes() {
+    let h = history(&[
+        decision("replica-1", &grant(1, 10 * S), 0, 0),
+        decision("replica-1", &release(1, true), 2 * S, 2 * S),
+        decision("replica-2", &grant(2, 13 * S), 3 * S, 3 * S),
+        // A stale release by the old holder afterwards ends nothing.
+        decision("replica-1", &release(1, false), 4 * S, 4 * S),
+        decision("replica-1", &refuse("acquire", None, Some(2)), 5 * S, 5 * S),
+        decision("replica-2", &renew(2, 16 * S), 6 * S, 6 * S),
+    ]);
+    let report = expiry::check(&h);
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 6);
+    // A release by someone else is not the holder's own: a takeover after it is early.
+    let h = history(&[
+        decision("replica-1", &grant(1, 10 * S), 0, 0),
+        decision("replica-2", &release(1, true), 2 * S, 2 * S),
+        decision("replica-2", &grant(2, 13 * S), 3 * S, 3 * S),
+    ]);
+    assert_eq!(
+        one(&expiry::check(&h)).evidence,
+        [
+            decided("replica-1", 0, 0),
+            decided("replica-2", 3 * S, 3 * S)
+        ]
+    );
+}
+
+#[test]
+fn expiry_is_judged_on_the_authority_monotonic_clock_not_true_time() {
+    // The authority's monotonic clock reads 100 s behind true time and runs 10% slow: the
+    // bound is 10 s of *its* readings (110 s ... 120 s local, true 233.3 s), so a takeover at
+    // true 220 s (local 118 s) is early and one at local 120 s is on time. Wall-clock steps
+    // never enter: decisions carry monotonic readings only.
+    let segment = r#"{"v":1,"kind":"clock","host":"lease","boot":0,"from_us":100000000,"local_from_us":100000000,"drift_ppm":-100000,"suspended":false}"#;
+    let early = history(&[
+        segment.to_string(),
+        decision("replica-1", &grant(1, 120 * S), 110 * S, 200 * S),
+        decision("replica-2", &grant(2, 128 * S), 118 * S, 220 * S),
+    ]);
+    let report = expiry::check(&early);
+    assert!(
+        one(&report)
+            .message
+            .contains("before the bound 120000000us"),
+        "{:?}",
+        report.violations
+    );
+    let on_time = history(&[
+        segment.to_string(),
+        decision("replica-1", &grant(1, 120 * S), 110 * S, 200 * S),
+        decision("replica-2", &grant(2, 130 * S), 120 * S, 222_222_223),
+    ]);
+    let report = expiry::check(&on_time);
+    assert!(report.passed(), "{:?}", report.violations);
+}
+
+#[test]
+fn expiry_carries_the_remaining_lifetime_over_authority_restarts_as_uptime() {
+    // Boot 0 from true 0; the authority restarts at true 9 s (boot 1, clock from 0) and
+    // again at true 12 s (boot 2, clock from 0). A lease granted at 8 s to 18 s has 9 s left
+    // when boot 0 ends and 6 s after boot 1's 3 s of uptime: in boot 2 it runs to 6 s
+    // (less 1 µs per restart for rounding).
+    let clocks = [
+        clock("lease", 0, 0, 0),
+        clock("lease", 1, 9 * S, 0),
+        clock("lease", 2, 12 * S, 0),
+    ];
+    let a = decision("replica-1", &grant(1, 18 * S), 8 * S, 8 * S);
+    let with = |late: String| {
+        let mut lines = clocks.to_vec();
+        lines.extend([a.clone(), late]);
+        history(&lines)
+    };
+    let report = expiry::check(&with(decision(
+        "replica-2",
+        &grant(2, 15 * S),
+        5 * S,
+        17 * S,
+    )));
+    let violation = one(&report);
+    assert!(
+        violation
+            .message
+            .contains("read 5000000us in boot 2, before the bound 5999998us there (expiry 18000000us in boot 0"),
+        "{violation}"
+    );
+    assert_eq!(
+        violation.evidence,
+        [
+            decided("replica-1", 8 * S, 8 * S),
+            decided("replica-2", 5 * S, 17 * S)
+        ]
+    );
+    // In boot 1 (true 10 s, reading 1 s: 8 s of the 9 s left) it is still live.
+    let report = expiry::check(&with(decision("replica-2", &grant(2, 11 * S), S, 10 * S)));
+    assert_eq!(one(&report).evidence[1], decided("replica-2", S, 10 * S));
+    // Once the carried-over lifetime has run out the takeover is on time, although the
+    // reading (6 s) is far below the boot-0 expiry (18 s).
+    let report = expiry::check(&with(decision(
+        "replica-2",
+        &grant(2, 16 * S),
+        6 * S,
+        18 * S,
+    )));
+    assert!(report.passed(), "{:?}", report.violations);
+    // Downtime counts as zero: with boot 0's clock stopped from its crash at 9 s until the
+    // restart at 20 s, the lease still has 9 s of authority uptime left at true 25 s.
+    let stopped = r#"{"v":1,"kind":"clock","host":"lease","boot":0,"from_us":9000000,"local_from_us":9000000,"drift_ppm":0,"suspended":true}"#;
+    let lines = [
+        clock("lease", 0, 0, 0),
+        stopped.to_string(),
+        clock("lease", 1, 20 * S, 0),
+        a.clone(),
+        decision("replica-2", &grant(2, 15 * S), 5 * S, 25 * S),
+    ];
+    assert_eq!(
+        one(&expiry::check(&history(&lines))).invariant,
+        Invariant::Expiry
+    );
+}
+
 // FENCE
 
 #[test]
@@ -479,7 +742,16 @@ fn check_all_reports_every_invariant_and_names_the_violated_one() {
     let report = check_all(&h);
     assert_eq!(report.invariants.len(), Invariant::ALL.len());
     let violated: Vec<Invariant> = report.violations().map(|v| v.invariant).collect();
-    assert_eq!(violated, [Invariant::Excl]);
+    assert_eq!(violated, [Invariant::Excl, Invariant::Expiry]);
+    let names: Vec<&str> = report
+        .invariants
+        .iter()
+        .map(|r| r.invariant.name())
+        .collect();
+    assert_eq!(
+        names,
+        ["TOKEN", "EXCL", "EXPIRY", "FENCE", "LEDGER", "STOP", "LIVE"]
+    );
     assert!(
         report.to_string().contains("EXCL: 2 checks, 1 violations"),
         "{report}"

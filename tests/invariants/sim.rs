@@ -6,7 +6,7 @@ use std::time::Duration;
 use leasesim::check::invariants::{Invariant, check_all};
 use leasesim::history::History;
 use leasesim::sim::generate::random_schedule;
-use leasesim::sim::schedule::FaultSchedule;
+use leasesim::sim::schedule::{Fault, FaultSchedule};
 use leasesim::sim::script::Script;
 use leasesim::sim::world::{self, Workload, WorldConfig};
 
@@ -97,4 +97,106 @@ fn the_token_not_advanced_on_expiry_mutant_is_caught_by_token() {
     let violation = &token.violations[0];
     assert!(violation.message.contains("takeover"), "{violation}");
     assert_eq!(violation.evidence.len(), 2, "{violation}");
+}
+
+/// A planted bug is caught: with `release-by-session-only`, seed 2's replica-2 releases its
+/// stale token 5 and frees replica-3's live token 7 (the world records that release as not
+/// ending anything: `ended` follows the correct rule). EXCL blames the stale release by what
+/// followed it (replica-3's renew refused as "free"), EXPIRY the early end of token 7.
+#[test]
+fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
+    let mut config = WorldConfig::default();
+    config.seed = 2;
+    config.duration = Duration::from_secs(60);
+    config.mutant = Some(leasesim::mutant::Mutant::ReleaseBySessionOnly);
+    let schedule = random_schedule(&config);
+    let output = world::run(&config, &schedule, &Workload::Generated).unwrap();
+    let report = check_all(&output.history);
+    let excl = report.get(Invariant::Excl).unwrap();
+    assert_eq!(excl.violations.len(), 1, "{report}");
+    let violation = &excl.violations[0];
+    assert!(
+        violation.message.contains("stale release by replica-2#0"),
+        "{violation}"
+    );
+    assert_eq!(violation.evidence.len(), 3, "{violation}");
+    let expiry = report.get(Invariant::Expiry).unwrap();
+    assert!(!expiry.passed(), "{report}");
+    assert!(
+        expiry.violations[0]
+            .message
+            .contains("replica-3#0's lease (token 7)"),
+        "{report}"
+    );
+}
+
+/// Wall-clock steps (an hour forward on the authority, back on a replica, then a large
+/// offset) change no decision: every invariant, EXPIRY included, holds.
+#[test]
+fn wall_clock_steps_break_no_invariant() {
+    let mut config = WorldConfig::default();
+    config.seed = 3;
+    config.duration = Duration::from_secs(60);
+    let hour = 3_600_000;
+    let schedule = FaultSchedule::new()
+        .at(
+            5_000,
+            Fault::WallJump {
+                host: "lease".into(),
+                delta_ms: hour,
+            },
+        )
+        .at(
+            12_000,
+            Fault::WallJump {
+                host: "replica-1".into(),
+                delta_ms: -hour,
+            },
+        )
+        .at(
+            20_000,
+            Fault::WallOffset {
+                host: "lease".into(),
+                offset_ms: -24 * hour,
+            },
+        )
+        .heal_at(30_000);
+    let output = world::run(&config, &schedule, &Workload::Generated).unwrap();
+    let report = check_all(&output.history);
+    assert!(
+        report.get(Invariant::Expiry).unwrap().checks > 0,
+        "{report}"
+    );
+    assert_all_pass("wall-clock steps", &output.history);
+}
+
+/// Repeated authority restarts: leases granted before each restart stay protected by the
+/// grace period, so EXPIRY (remaining lifetime carried over as uptime) and every other
+/// invariant hold.
+#[test]
+fn authority_restarts_break_no_invariant() {
+    for seed in [1, 4] {
+        let mut config = WorldConfig::default();
+        config.seed = seed;
+        config.duration = Duration::from_secs(60);
+        let schedule = FaultSchedule::new()
+            .at(
+                4_000,
+                Fault::LeaseServiceRestarts {
+                    every_ms: 6_000,
+                    count: 3,
+                },
+            )
+            .heal_at(30_000);
+        let output = world::run(&config, &schedule, &Workload::Generated).unwrap();
+        let restarted = output
+            .history
+            .clock_segments()
+            .any(|segment| segment.host == "lease" && segment.boot >= 3);
+        assert!(
+            restarted,
+            "seed {seed}: the authority did not restart three times"
+        );
+        assert_all_pass(&format!("restarts, seed {seed}"), &output.history);
+    }
 }

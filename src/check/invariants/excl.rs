@@ -5,14 +5,20 @@
 //! of a hold sets its expiry on the authority's clock. A grant to another owner while that
 //! expiry is still ahead (and the hold was not released) is a violation; so is a renew
 //! granted for a hold that is not the current live one, and a release that reports it ended
-//! a hold that is not the caller's current one. Within one boot of the authority, readings
+//! a hold that is not the caller's current one. A stale release is also caught by what
+//! follows it: when, after a release that presented another owner or token than the current
+//! hold's, the authority treats that hold as gone while it is still live and unreleased (it
+//! refuses a request saying the session is free or held under another token, refuses the
+//! holder's own renew, or grants its owner a new token), the stale release changed
+//! something. (The world records `ended` from the correct rule, so a release that wrongly
+//! frees another's hold shows up only this way.) Within one boot of the authority, readings
 //! are compared directly (`now >= expiry` is expired); across a restart its clock starts
 //! again, so the old expiry is placed in true time through the `lease` host's clock
 //! segments (extrapolated at rate 1 past the end of its boot) and compared with the new
 //! decision's true time.
 
 use super::{AuthorityClock, Evidence, Invariant, InvariantReport, decisions_by_session, who};
-use crate::history::{Decision, DecisionLine, History, Process};
+use crate::history::{Decision, DecisionLine, History, Process, Refusal, Request};
 
 /// A session's current hold, as the decisions so far made it.
 pub(crate) struct Hold<'h> {
@@ -50,7 +56,36 @@ pub fn check(history: &History) -> InvariantReport {
     let clock = AuthorityClock::new(history);
     for (session, decisions) in decisions_by_session(history) {
         let mut hold: Option<Hold> = None;
+        // A release that presented another lease than the current hold, made while that hold
+        // was live.
+        let mut stale_release: Option<&DecisionLine> = None;
         for decision in decisions {
+            if let (Some(held), Some(stale)) = (&hold, stale_release)
+                && held.live_at(&clock, decision)
+                && let Some(what) = shows_gone(held, decision)
+            {
+                report.violation(
+                    format!(
+                        "{session}: a stale release by {} changed something: afterwards the authority {what} while {}'s lease (token {}, expiry {}us on the authority's clock) was unexpired and not released",
+                        who(&stale.owner),
+                        who(&held.owner),
+                        held.token,
+                        held.expiry_authority_us
+                    ),
+                    vec![
+                        Evidence::decision(held.set_by),
+                        Evidence::decision(stale),
+                        Evidence::decision(decision),
+                    ],
+                );
+                stale_release = None;
+            }
+            if matches!(
+                decision.decision,
+                Decision::Grant { .. } | Decision::Renew { .. }
+            ) {
+                stale_release = None;
+            }
             match &decision.decision {
                 Decision::Grant {
                     token,
@@ -131,6 +166,13 @@ pub fn check(history: &History) -> InvariantReport {
                 }
                 Decision::Release { token, ended } => {
                     report.checks += 1;
+                    if let Some(held) = &hold
+                        && !*ended
+                        && (held.owner != decision.owner || held.token != *token)
+                        && held.live_at(&clock, decision)
+                    {
+                        stale_release = stale_release.or(Some(decision));
+                    }
                     if !*ended {
                         continue;
                     }
@@ -161,4 +203,36 @@ pub fn check(history: &History) -> InvariantReport {
         }
     }
     report
+}
+
+/// How `decision` shows that `held` is gone, if it does: a refusal saying the session is free
+/// or held under another token, a refusal of the holder's own renew, or a grant to its owner
+/// under a new token.
+fn shows_gone(held: &Hold, decision: &DecisionLine) -> Option<String> {
+    match &decision.decision {
+        Decision::Refuse {
+            request,
+            token,
+            reason: Refusal::Held { holder_token },
+        } => {
+            let own_renew = *request == Request::Renew
+                && held.owner == decision.owner
+                && *token == Some(held.token);
+            (own_renew || *holder_token != Some(held.token)).then(|| {
+                format!(
+                    "refused {}'s {} saying the session was {}",
+                    who(&decision.owner),
+                    format!("{request:?}").to_lowercase(),
+                    holder_token.map_or("free".to_string(), |t| format!("held with token {t}"))
+                )
+            })
+        }
+        Decision::Grant { token, .. } if held.owner == decision.owner && held.token != *token => {
+            Some(format!(
+                "granted {} a new token {token}",
+                who(&decision.owner)
+            ))
+        }
+        _ => None,
+    }
 }

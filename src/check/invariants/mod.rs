@@ -5,6 +5,9 @@
 //!   or a live same-owner re-acquire keeps its token (decision lines).
 //! - [`excl`] — EXCL: at most one unexpired lease per session on the authority's clock; a stale
 //!   renew or release changes nothing (decision lines, clock segments across restarts).
+//! - [`expiry`] — EXPIRY: no lease ends, other than by its holder's own release, before the
+//!   expiry its last acknowledged grant or renew set on the authority's clock; across
+//!   restarts that clock counts uptime only (decision lines, clock segments).
 //! - [`fence`] — FENCE: fence epochs strictly increase in each ledger; after `Fence{e}`
 //!   commits, no record of a writer with a lower epoch commits (final ledger).
 //! - [`ledger`] — LEDGER: each ledger is one CAS chain; every acknowledged append is in it
@@ -19,6 +22,7 @@
 //! up in the history.
 
 pub mod excl;
+pub mod expiry;
 pub mod fence;
 pub mod ledger;
 pub mod live;
@@ -37,6 +41,8 @@ pub enum Invariant {
     Token,
     /// At most one unexpired lease per session.
     Excl,
+    /// No lease ends early, other than by its holder's own release.
+    Expiry,
     /// Fences strictly increase and stop lower-epoch writers.
     Fence,
     /// One CAS chain holding every acknowledged append once.
@@ -49,9 +55,10 @@ pub enum Invariant {
 
 impl Invariant {
     /// Every invariant, in report order.
-    pub const ALL: [Invariant; 6] = [
+    pub const ALL: [Invariant; 7] = [
         Invariant::Token,
         Invariant::Excl,
+        Invariant::Expiry,
         Invariant::Fence,
         Invariant::Ledger,
         Invariant::Stop,
@@ -63,6 +70,7 @@ impl Invariant {
         match self {
             Invariant::Token => "TOKEN",
             Invariant::Excl => "EXCL",
+            Invariant::Expiry => "EXPIRY",
             Invariant::Fence => "FENCE",
             Invariant::Ledger => "LEDGER",
             Invariant::Stop => "STOP",
@@ -272,6 +280,7 @@ pub fn check_all(history: &History) -> Report {
         invariants: vec![
             token::check(history),
             excl::check(history),
+            expiry::check(history),
             fence::check(history),
             ledger::check(history),
             stop::check(history),
@@ -317,6 +326,30 @@ impl AuthorityClock {
                     .at_us
                     .saturating_add(local_us.saturating_sub(decision.at_authority_us))
             })
+    }
+}
+
+impl AuthorityClock {
+    /// The readings boot `boot` ran between: its first segment's starting reading and, when a
+    /// later boot followed, the reading its last segment reached when that boot began (the
+    /// clock of a crashed authority may run on until the restart, so this can count some
+    /// downtime as uptime). `None` without clock segments or for a boot they do not show.
+    pub(crate) fn span(&self, boot: u64) -> Option<(u64, Option<u64>)> {
+        let segments = self.map.as_ref()?.segments();
+        let first = segments.iter().position(|s| s.boot == boot)?;
+        let start = segments[first].local_from_us;
+        let next = segments[first..].iter().position(|s| s.boot != boot);
+        let end = next.map(|n| {
+            let (last, next) = (&segments[first + n - 1], &segments[first + n]);
+            if last.suspended {
+                last.local_from_us
+            } else {
+                let elapsed = i128::from(next.from_us.saturating_sub(last.from_us));
+                let advanced = elapsed * (1_000_000 + i128::from(last.drift_ppm)) / 1_000_000;
+                u64::try_from(i128::from(last.local_from_us) + advanced).unwrap_or(u64::MAX)
+            }
+        });
+        Some((start, end))
     }
 }
 

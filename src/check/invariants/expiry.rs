@@ -1,0 +1,204 @@
+//! EXPIRY — no lease ends, other than by its holder's own release, before its last
+//! acknowledged acquire or renew + TTL on the authority's monotonic clock; wall-clock steps do
+//! not move it.
+//!
+//! Judged from the decision lines, per session in true-time order (the same order as
+//! [`super::excl`]). The current hold is the last grant or renew; its **bound** is the
+//! `expiry_authority_us` that decision acknowledged (the authority's reading when it decided,
+//! plus the granted TTL). A hold ends by its holder's own release (`release` with `ended: true`
+//! by its owner and token); until then, while the bound is ahead, it ends **early** when the
+//! authority
+//! - grants the session to another owner, or to the same owner with another token (a
+//!   takeover, not a live re-acquire);
+//! - grants a renew of another owner's or another token's lease;
+//! - refuses a request with `held` naming no holder or another token than the hold's (it
+//!   says the session is free or held by someone else);
+//! - refuses the holder's own renew (its owner and token) with `held` (the loss signal).
+//!
+//! Grace-period and transient refusals end nothing.
+//!
+//! "Ahead" is judged on the authority's monotonic clock only; the history has no wall-clock
+//! readings, so wall-clock steps cannot move a bound. Within one boot of the authority the
+//! deciding reading is compared with the bound directly (`reading >= bound` is expired).
+//! Across restarts the clock starts again, and the authority's own rule applies: downtime
+//! counts as zero, so a hold keeps the lifetime it had left when its boot ended
+//! (`bound − the boot's last reading`), and that remainder runs down with the uptime of
+//! later boots (each boot's readings from its first to its last, taken from the `lease`
+//! host's clock segments). This is what the restart grace period guarantees, and is never
+//! later than the true-time bound when the clock runs at rate 1; since a crashed
+//! authority's clock is taken to run until its restart, the remainder can only be
+//! under-counted, never over-counted, so a correct authority is never blamed. One µs per
+//! restart is allowed for readings rounded to whole µs. Without clock segments every
+//! reading is taken to be in one boot.
+
+use super::excl::Hold;
+use super::{AuthorityClock, Evidence, Invariant, InvariantReport, decisions_by_session, who};
+use crate::history::{Decision, DecisionLine, History, Refusal, Request};
+
+/// Checks EXPIRY over `history`.
+pub fn check(history: &History) -> InvariantReport {
+    let mut report = InvariantReport::new(Invariant::Expiry);
+    let clock = AuthorityClock::new(history);
+    for (session, decisions) in decisions_by_session(history) {
+        let mut hold: Option<Hold> = None;
+        for decision in decisions {
+            report.checks += 1;
+            let ends = match &decision.decision {
+                Decision::Grant { token, .. } => hold.as_ref().and_then(|held| {
+                    (held.owner != decision.owner || held.token != *token)
+                        .then(|| format!("granted to {} with token {token}", who(&decision.owner)))
+                }),
+                Decision::Renew { token, .. } => hold.as_ref().and_then(|held| {
+                    (held.owner != decision.owner || held.token != *token).then(|| {
+                        format!(
+                            "renewed {}'s lease with token {token}",
+                            who(&decision.owner)
+                        )
+                    })
+                }),
+                Decision::Refuse {
+                    request,
+                    token,
+                    reason: Refusal::Held { holder_token },
+                } => hold.as_ref().and_then(|held| {
+                    let own_renew = *request == Request::Renew
+                        && held.owner == decision.owner
+                        && *token == Some(held.token);
+                    let gone = *holder_token != Some(held.token);
+                    (own_renew || gone).then(|| {
+                        format!(
+                            "refused {}'s {} saying the session is {}",
+                            who(&decision.owner),
+                            request_name(*request),
+                            match holder_token {
+                                None => "free".to_string(),
+                                Some(t) => format!("held with token {t}"),
+                            }
+                        )
+                    })
+                }),
+                Decision::Release { .. } | Decision::Refuse { .. } => None,
+            };
+            if let (Some(what), Some(held)) = (ends, &hold)
+                && !held.released
+                && let Some(bound) = Bound::of(&clock, held, decision)
+            {
+                report.violation(
+                    format!(
+                        "{session}: {what} while {}'s lease (token {}) was unexpired: {}",
+                        who(&held.owner),
+                        held.token,
+                        bound.explain(decision),
+                    ),
+                    vec![
+                        Evidence::decision(held.set_by),
+                        Evidence::decision(decision),
+                    ],
+                );
+            }
+            match &decision.decision {
+                Decision::Grant {
+                    token,
+                    expiry_authority_us,
+                    ..
+                }
+                | Decision::Renew {
+                    token,
+                    expiry_authority_us,
+                    ..
+                } => {
+                    hold = Some(Hold {
+                        owner: decision.owner.clone(),
+                        token: *token,
+                        expiry_authority_us: *expiry_authority_us,
+                        set_by: decision,
+                        released: false,
+                    });
+                }
+                Decision::Release { token, ended: true } => {
+                    if let Some(held) = &mut hold
+                        && held.owner == decision.owner
+                        && held.token == *token
+                    {
+                        held.released = true;
+                    }
+                }
+                Decision::Release { .. } | Decision::Refuse { .. } => {}
+            }
+        }
+    }
+    report
+}
+
+fn request_name(request: Request) -> &'static str {
+    match request {
+        Request::Acquire => "acquire",
+        Request::Renew => "renew",
+        Request::Release => "release",
+    }
+}
+
+/// A hold's bound as placed in the boot of a later decision, when it is still ahead there.
+struct Bound {
+    /// The bound the last acknowledgement set, in its own boot, µs.
+    expiry_us: u64,
+    /// The boot of that acknowledgement.
+    set_boot: u64,
+    /// The boot of the later decision.
+    boot: u64,
+    /// The bound in the later decision's boot, µs (equal to `expiry_us` in the same boot).
+    deadline_us: u64,
+}
+
+impl Bound {
+    /// The bound of `held` in the boot of `decision`, when `decision`'s reading is before it.
+    fn of(clock: &AuthorityClock, held: &Hold, decision: &DecisionLine) -> Option<Bound> {
+        let (set_boot, boot) = (clock.boot(held.set_by), clock.boot(decision));
+        let expiry_us = held.expiry_authority_us;
+        let deadline_us = if set_boot >= boot {
+            expiry_us
+        } else {
+            // Lifetime left when the granting boot ended, run down by each later boot's
+            // uptime; a boot the segments do not show ends the judgement (sound: no blame).
+            let (_, end) = clock.span(set_boot)?;
+            let mut left = expiry_us.saturating_sub(end?);
+            for between in set_boot + 1..boot {
+                if let Some((start, Some(end))) = clock.span(between) {
+                    left = left.saturating_sub(end.saturating_sub(start));
+                } else {
+                    return None;
+                }
+            }
+            let slack = boot - set_boot;
+            let left = left.checked_sub(slack).filter(|left| *left > 0)?;
+            let (start, _) = clock.span(boot)?;
+            start.saturating_add(left)
+        };
+        (decision.at_authority_us < deadline_us).then_some(Bound {
+            expiry_us,
+            set_boot,
+            boot,
+            deadline_us,
+        })
+    }
+
+    /// The bound in words, against `decision`'s reading.
+    fn explain(&self, decision: &DecisionLine) -> String {
+        if self.set_boot == self.boot {
+            format!(
+                "the authority read {}us, before the bound {}us (last acknowledgement's expiry)",
+                decision.at_authority_us, self.expiry_us
+            )
+        } else {
+            format!(
+                "the authority read {}us in boot {}, before the bound {}us there (expiry {}us \
+                 in boot {}, its remaining lifetime carried over the restart as uptime)",
+                decision.at_authority_us,
+                self.boot,
+                self.deadline_us,
+                self.expiry_us,
+                self.set_boot
+            )
+        }
+    }
+}
