@@ -12,6 +12,7 @@ use leasesim::serve::{
 };
 use leasesim::sim::runner::{RunOptions, RunnerError};
 use leasesim::sim::world::WorldConfig;
+use std::path::Path;
 
 /// Deterministic simulation and model checking for session leases with fencing tokens and
 /// fenced single-writer journals.
@@ -36,6 +37,10 @@ enum Command {
     /// first, writes DIR/history.jsonl, DIR/trace.jsonl and DIR/result.json, and prints the
     /// command that replays the run. Exit 3 on a hang, a panic or nondeterminism.
     Run(RunArgs),
+    /// Replay a run file (`run.json`, written by `run --scenario` and by the shrinker)
+    /// exactly: same world, seed, faults and workload, so the same history bytes. Writes the
+    /// same files as `run`.
+    Replay(ReplayArgs),
     /// Run a remote service for real on TCP, with its durable state in a directory. Stops on
     /// SIGINT or SIGTERM.
     Serve {
@@ -72,6 +77,11 @@ struct RunArgs {
     /// Master seed: every random choice of the run derives from it.
     #[arg(long)]
     seed: u64,
+    /// Scenario file (TOML; see sims/README.md): world, workload, faults or swarm profile.
+    /// Writes DIR/run.json (replay it with `leasesim replay`) and prints the swarm options
+    /// the seed drew.
+    #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["schedule", "no_faults", "script", "replicas", "duration", "check_determinism"])]
+    scenario: Option<PathBuf>,
     /// Number of replica hosts.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
     replicas: u32,
@@ -98,6 +108,19 @@ struct RunArgs {
     /// (exit 3 on any difference).
     #[arg(long)]
     check_determinism: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+struct ReplayArgs {
+    /// The run file.
+    #[arg(value_name = "RUN.json")]
+    file: PathBuf,
+    /// Folder for run.json, history.jsonl, trace.jsonl and result.json.
+    #[arg(long, value_name = "DIR", default_value = "runs/latest")]
+    out: PathBuf,
+    /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3).
+    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    timeout: Duration,
 }
 
 #[derive(Args, Debug)]
@@ -138,6 +161,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Demo => runtime.block_on(demo()),
         Command::Run(args) => run(args),
+        Command::Replay(args) => replay(args),
         Command::Serve { service } => runtime.block_on(serve(service)),
     }
 }
@@ -154,7 +178,69 @@ fn log_filter(command: &Command) -> tracing_subscriber::EnvFilter {
     }
 }
 
+/// `run --scenario`: resolve the scenario for the seed, then run it as a run file.
+fn run_scenario(path: &Path, args: &RunArgs) -> ExitCode {
+    use leasesim::campaign::{runfile::RunFile, scenario::Scenario};
+    println!("SEED={}", args.seed);
+    let run = Scenario::load(path)
+        .map_err(|e| e.to_string())
+        .and_then(|scenario| RunFile::resolve(&scenario, args.seed).map_err(|e| e.to_string()));
+    match run {
+        Ok(run) => execute_run(&run, &args.out, args.timeout),
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(BAD_INPUT)
+        }
+    }
+}
+
+/// `replay RUN.json`.
+fn replay(args: ReplayArgs) -> ExitCode {
+    match leasesim::campaign::runfile::RunFile::load(&args.file) {
+        Ok(run) => {
+            println!("SEED={}", run.seed);
+            execute_run(&run, &args.out, args.timeout)
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(BAD_INPUT)
+        }
+    }
+}
+
+fn execute_run(
+    run: &leasesim::campaign::runfile::RunFile,
+    out: &Path,
+    timeout: Duration,
+) -> ExitCode {
+    print!("{}", run.describe(out, timeout));
+    match leasesim::campaign::runfile::execute_to(run, out, timeout) {
+        Ok(result) => {
+            println!(
+                "ran {} s of simulated time: {} operations, {} history lines in {}",
+                run.world.duration_s,
+                result.operations,
+                result.history_lines,
+                out.display()
+            );
+            println!("replay: {}", result.replay);
+            ExitCode::from(CLEAN)
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            eprintln!("replay: {}", run.replay_command(&out.join("run.json")));
+            ExitCode::from(match error {
+                RunnerError::BadInput(_) => BAD_INPUT,
+                _ => HARNESS_ERROR,
+            })
+        }
+    }
+}
+
 fn run(args: RunArgs) -> ExitCode {
+    if let Some(path) = &args.scenario {
+        return run_scenario(path, &args);
+    }
     let mut config = WorldConfig::default();
     config.seed = args.seed;
     config.replicas = args.replicas;

@@ -166,6 +166,49 @@ impl RunFile {
             .map_err(|e| RunFileError(format!("cannot write {}: {e}", path.display())))
     }
 
+    /// What `leasesim run --scenario` and `leasesim replay` print before running: the
+    /// scenario, the resolved options, and the swarm options drawn (if any), one per line.
+    pub fn describe(&self, out: &Path, timeout: Duration) -> String {
+        let w = &self.world;
+        let workload = match &self.workload {
+            RunWorkload::Generated(mix) => format!(
+                "generated (appends={}..{} think_ms={}..{} shutdown={}/{})",
+                mix.appends.0,
+                mix.appends.1,
+                mix.think_ms.0,
+                mix.think_ms.1,
+                mix.shutdown_chance.0,
+                mix.shutdown_chance.1
+            ),
+            RunWorkload::Script(script) => format!("script ({} calls)", script.calls.len()),
+        };
+        let mut text = format!(
+            "scenario: {}{}\noptions: replicas={} sessions={} ttl_ms={} skew_margin_percent={} \
+             duration_s={} call_timeout_ms={} latency_ms={}..{} backend=grpc workload={workload} \
+             faults={} mutant={} out={} timeout={}\n",
+            self.scenario,
+            self.scenario_path
+                .as_ref()
+                .map_or(String::new(), |p| format!(" ({p})")),
+            w.replicas,
+            w.sessions.join(","),
+            w.ttl_ms,
+            w.skew_margin_percent,
+            w.duration_s,
+            w.call_timeout_ms,
+            w.latency_ms.0,
+            w.latency_ms.1,
+            self.schedule.faults.len(),
+            self.mutant.as_deref().unwrap_or("none"),
+            out.display(),
+            humantime::format_duration(timeout),
+        );
+        if let Some(drawn) = &self.drawn {
+            text += &format!("drawn: {}\n", drawn.summary());
+        }
+        text
+    }
+
     /// The command that replays this run once saved at `path`.
     pub fn replay_command(&self, path: &Path) -> String {
         format!("leasesim replay {}", path.display())
