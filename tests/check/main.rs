@@ -3,4 +3,7 @@
 
 mod differential;
 mod engine;
+mod history_lease;
+mod history_ledger;
 mod jepsen;
+mod sim_histories;

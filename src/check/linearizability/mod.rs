@@ -15,11 +15,18 @@
 //! [`Verdict::Unknown`], never "linearizable".
 
 mod engine;
+mod from_history;
 pub mod kv;
+pub mod lease;
+pub mod ledger;
 mod memo;
 pub mod register;
 
 pub use engine::{Budget, Explanation, Operation, Verdict, check};
+pub use from_history::{
+    Extracted, LeaseOps, LedgerOps, check_lease_history, check_ledger_history, lease_operations,
+    ledger_operations,
+};
 
 use std::fmt::Debug;
 

@@ -1,0 +1,598 @@
+//! Our `history.jsonl` (schema v1, [`crate::history`]) as engine operations for the ledger and
+//! lease models, with unknown outcomes resolved first wherever the history shows their effect.
+//!
+//! # Ledger ([`check_ledger_history`], model [`CasLedger`])
+//!
+//! Taken: `ledger_tip` and `ledger_append` op lines (the ledger client wrapper records every
+//! call the journals make, so `journal_*` lines add nothing). `ok` tips and appends and `fail`
+//! conflicts are kept with their results; other `fail`s (unavailable, invalid) had no effect
+//! and are dropped, as are `info` tips (a read with no answer says nothing).
+//!
+//! When the history has a final ledger (any `ledger` line; sessions without one are then
+//! empty), an `info` append of record `r` at `expected` is resolved before the search: `r` is
+//! unique (writer id + sequence in writer, or the fence's writer id), so if the final ledger
+//! holds `r` at `expected + 1` the append took effect there (it becomes `ok`, appended at
+//! `expected + 1`, returning by the end of the run), and otherwise it did not (dropped). One
+//! final tip read per session, after everything, returns the final ledger's length. Without a
+//! final ledger, `info` appends stay unknown and no final read is added.
+//!
+//! # Lease ([`check_lease_history`], model [`TimedLease`])
+//!
+//! Taken: `lease_acquire`, `lease_renew` and `lease_release` op lines: `ok` grants and
+//! releases, `fail` `held` answers (they say who held the lease), `info` calls; other `fail`s
+//! (unsupported, invalid) had no effect and are dropped.
+//!
+//! Windows are placed on the authority's monotonic clock through the `lease` host's clock
+//! segments. Its boots are laid end to end into one timeline: within a boot the reading is
+//! shifted by a constant (so comparisons with that boot's expiries are exact), and each boot
+//! starts where the previous one ended. After a restart the authority has lost its records
+//! but grants nothing until the longest lease it granted has run out on its own uptime (the
+//! grace period, DESIGN.md "Lease"), which is exactly "the old record has expired" on this
+//! timeline; so the model can keep the old record across the restart. A history without
+//! `lease` clock segments is judged with the authority's clock equal to true time.
+//!
+//! When the history has authority decision lines, `info` lease calls are resolved before the
+//! search: decisions of kind grant / renew / release that no `ok` operation accounts for (same
+//! owner, token, and expiry or token presented) are given, in time order, to the earliest
+//! unresolved `info` call of the same kind and owner (and token presented) invoked before the
+//! decision, which becomes `ok` with the decision's result and returns at the decision's time;
+//! an `info` call left without a decision never reached a decision and is dropped (the
+//! authority records a decision for every call it answers, and a call it never answered had no
+//! visible effect: a grant cut off by an authority crash only raised the durable high-water
+//! mark, which the model allows by accepting any larger token). Without decision lines,
+//! `info` calls stay unknown.
+
+use std::collections::BTreeMap;
+
+use super::engine::{Budget, Operation, Verdict, check};
+use super::lease::{AuthorityWindow, LeaseCall, LeaseInput, LeaseOutput, TimedLease};
+use super::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
+use crate::check::invariants::AUTHORITY_HOST;
+use crate::history::{
+    ClockMap, Decision, DecisionLine, HistRecord, History, HistoryError, Line, Op, OpLine,
+    OpResult, Outcome, Process,
+};
+
+/// A history's operations for one model, with where each came from and what resolution did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Extracted<M, I, O> {
+    /// The model to check them against.
+    pub model: M,
+    /// The operations, in history order (resolved ones in place), then any added final reads.
+    pub ops: Vec<Operation<I, O>>,
+    /// For each operation, the `id` of its op line; `None` for an added final read.
+    pub op_ids: Vec<Option<u64>>,
+    /// `info` operations whose effect the history shows: now `ok`.
+    pub resolved: usize,
+    /// `info` operations the history shows had no effect, and `fail`s with no effect: dropped.
+    pub dropped: usize,
+    /// `info` operations kept with an unknown outcome.
+    pub unknown: usize,
+}
+
+/// The ledger history's operations, as [`check_ledger_history`] checks them.
+pub type LedgerOps = Extracted<CasLedger, LedgerInput, LedgerOutput>;
+/// The lease history's operations, as [`check_lease_history`] checks them.
+pub type LeaseOps = Extracted<TimedLease, LeaseInput, LeaseOutput>;
+
+/// Checks the ledger calls of `history` for linearizability against the CAS chain model
+/// ([`CasLedger`], one partition per session), after resolving unknown outcomes (see the
+/// module documentation).
+///
+/// # Errors
+/// The history does not [`History::validate`].
+pub fn check_ledger_history(history: &History, budget: Budget) -> Result<Verdict, HistoryError> {
+    let extracted = ledger_operations(history)?;
+    Ok(check(&extracted.model, &extracted.ops, budget))
+}
+
+/// Checks the lease calls of `history` for linearizability against the timed lease model
+/// ([`TimedLease`], one partition per session, expiry judged on the authority's clock), after
+/// resolving unknown outcomes (see the module documentation).
+///
+/// # Errors
+/// The history does not [`History::validate`].
+pub fn check_lease_history(history: &History, budget: Budget) -> Result<Verdict, HistoryError> {
+    let extracted = lease_operations(history)?;
+    Ok(check(&extracted.model, &extracted.ops, budget))
+}
+
+/// Process numbers for the engine, in order of first appearance.
+#[derive(Default)]
+struct Processes(BTreeMap<Process, u64>);
+
+impl Processes {
+    fn id(&mut self, process: &Process) -> u64 {
+        let next = self.0.len() as u64;
+        *self.0.entry(process.clone()).or_insert(next)
+    }
+}
+
+/// The last time anything in the history happened, µs of true time.
+fn end_of_history(history: &History) -> u64 {
+    history
+        .lines()
+        .iter()
+        .map(|line| match line {
+            Line::Op(op) => op.complete_us.unwrap_or(op.invoke_us).max(op.invoke_us),
+            Line::Decision(d) => d.at_us,
+            Line::Validity(v) => v.at_us,
+            Line::Phase(p) => p.at_us,
+            Line::Clock(c) => c.from_us,
+            Line::Config(_) | Line::Ledger(_) => 0,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+fn describe_record(record: &HistRecord) -> String {
+    let writer = |w: &crate::history::HistWriterId| {
+        format!("{}#{}/j{}", w.owner.replica, w.owner.incarnation, w.journal)
+    };
+    match record {
+        HistRecord::Fence {
+            epoch, writer_id, ..
+        } => format!("fence epoch {epoch} of {}", writer(writer_id)),
+        HistRecord::Event {
+            writer_id,
+            seq_in_writer,
+            ..
+        } => format!("event {} #{seq_in_writer}", writer(writer_id)),
+    }
+}
+
+/// The ledger calls of `history` as [`CasLedger`] operations, unknown outcomes resolved.
+///
+/// # Errors
+/// The history does not [`History::validate`].
+pub fn ledger_operations(history: &History) -> Result<LedgerOps, HistoryError> {
+    history.validate()?;
+    let final_known = history.lines().iter().any(|l| matches!(l, Line::Ledger(_)));
+    let finals: BTreeMap<String, BTreeMap<u64, HistRecord>> = history
+        .final_ledger()
+        .into_iter()
+        .map(|(session, records)| (session, records.into_iter().collect()))
+        .collect();
+    let end_us = end_of_history(history);
+    let mut processes = Processes::default();
+    let mut out = LedgerOps {
+        model: CasLedger,
+        ops: Vec::new(),
+        op_ids: Vec::new(),
+        resolved: 0,
+        dropped: 0,
+        unknown: 0,
+    };
+    // (session, expected, record) of every acknowledged append: an info twin of one did not
+    // commit (only one append commits at a position); and those already resolved.
+    let mut taken: Vec<(&str, u64, &HistRecord)> = history
+        .ops()
+        .filter_map(|op| match (&op.op, op.outcome, &op.result) {
+            (
+                Op::LedgerAppend { expected, record },
+                Outcome::Ok,
+                Some(OpResult::Appended { .. }),
+            ) => Some((op.session.as_str(), *expected, record)),
+            _ => None,
+        })
+        .collect();
+    let mut sessions: Vec<String> = finals.keys().cloned().collect();
+    for op in history.ops() {
+        let (call, result) = match &op.op {
+            Op::LedgerTip {} => (LedgerCall::Tip, None),
+            Op::LedgerAppend { expected, record } => {
+                let may_commit = !final_known
+                    || finals
+                        .get(&op.session)
+                        .and_then(|records| records.get(&expected.saturating_add(1)))
+                        == Some(record);
+                (
+                    LedgerCall::Append {
+                        expected: *expected,
+                        record: describe_record(record),
+                        may_commit,
+                    },
+                    Some((*expected, record, may_commit)),
+                )
+            }
+            _ => continue,
+        };
+        let input = LedgerInput {
+            session: op.session.clone(),
+            call,
+        };
+        if !sessions.contains(&op.session) {
+            sessions.push(op.session.clone());
+        }
+        let (output, ret) = match (op.outcome, &op.result, result) {
+            (Outcome::Ok, Some(OpResult::Tip { seq }), None) => {
+                (Some(LedgerOutput::Tip(*seq)), op.complete_us)
+            }
+            (Outcome::Ok, Some(OpResult::Appended { seq }), Some(_)) => {
+                (Some(LedgerOutput::Appended(*seq)), op.complete_us)
+            }
+            (Outcome::Fail, Some(OpResult::Conflict { actual }), Some(_)) => (
+                Some(LedgerOutput::Conflict { actual: *actual }),
+                op.complete_us,
+            ),
+            (Outcome::Info, _, Some((expected, record, may_commit))) if final_known => {
+                let key = (op.session.as_str(), expected, record);
+                if may_commit && !taken.contains(&key) {
+                    taken.push(key);
+                    out.resolved += 1;
+                    (Some(LedgerOutput::Appended(expected + 1)), Some(end_us))
+                } else {
+                    out.dropped += 1;
+                    continue;
+                }
+            }
+            (Outcome::Info, _, Some(_)) => {
+                out.unknown += 1;
+                (None, None)
+            }
+            _ => {
+                out.dropped += 1;
+                continue;
+            }
+        };
+        out.ops.push(Operation {
+            process: processes.id(&op.process),
+            input,
+            output,
+            call: op.invoke_us,
+            ret,
+        });
+        out.op_ids.push(Some(op.id));
+    }
+    if final_known {
+        sessions.sort();
+        for session in sessions {
+            let tip = finals
+                .get(&session)
+                .and_then(|records| records.keys().next_back().copied())
+                .unwrap_or(0);
+            out.ops.push(Operation {
+                process: u64::MAX,
+                input: LedgerInput {
+                    session,
+                    call: LedgerCall::Tip,
+                },
+                output: Some(LedgerOutput::Tip(tip)),
+                call: end_us + 1,
+                ret: Some(end_us + 1),
+            });
+            out.op_ids.push(None);
+        }
+    }
+    Ok(out)
+}
+
+/// One boot of the authority on the end-to-end timeline.
+struct BootSpan {
+    boot: u64,
+    /// True time the boot's first segment starts, µs.
+    from_us: u64,
+    /// The clock's reading then, µs.
+    first_local_us: u64,
+    /// The timeline's value then, µs.
+    offset_us: u64,
+}
+
+/// The authority's monotonic clock with its boots laid end to end (see the module docs).
+struct Timeline {
+    map: Option<ClockMap>,
+    boots: Vec<BootSpan>,
+}
+
+impl Timeline {
+    fn new(history: &History) -> Result<Self, HistoryError> {
+        let Some(map) = history.clock_maps()?.remove(AUTHORITY_HOST) else {
+            return Ok(Timeline {
+                map: None,
+                boots: Vec::new(),
+            });
+        };
+        let mut boots: Vec<BootSpan> = Vec::new();
+        for segment in map.segments() {
+            if boots.last().is_some_and(|b| b.boot == segment.boot) {
+                continue;
+            }
+            let offset_us = match boots.last() {
+                None => 0,
+                Some(previous) => {
+                    let last = map
+                        .local_at(segment.from_us.saturating_sub(1))
+                        .unwrap_or(previous.first_local_us);
+                    previous.offset_us + last.saturating_sub(previous.first_local_us)
+                }
+            };
+            boots.push(BootSpan {
+                boot: segment.boot,
+                from_us: segment.from_us,
+                first_local_us: segment.local_from_us,
+                offset_us,
+            });
+        }
+        Ok(Timeline {
+            map: Some(map),
+            boots,
+        })
+    }
+
+    /// Index of the boot running at true time `true_us` (the first one before it starts).
+    fn boot_index(&self, true_us: u64) -> usize {
+        self.boots
+            .partition_point(|b| b.from_us <= true_us)
+            .saturating_sub(1)
+    }
+
+    /// Reading `local_us` of boot `index` on the timeline.
+    fn place(&self, index: usize, local_us: u64) -> u64 {
+        match self.boots.get(index) {
+            Some(b) => b.offset_us + local_us.saturating_sub(b.first_local_us),
+            None => local_us,
+        }
+    }
+
+    /// The timeline at true time `true_us`.
+    fn at(&self, true_us: u64) -> u64 {
+        let Some(map) = &self.map else {
+            return true_us;
+        };
+        let index = self.boot_index(true_us);
+        let local = map
+            .local_at(true_us)
+            .unwrap_or(self.boots[index].first_local_us);
+        self.place(index, local)
+    }
+
+    /// The window of an operation invoked at `invoke_us` that returned at `complete_us`
+    /// (`None`: may take effect at any later time), widened by a µs each side for the
+    /// truncation of true time to µs.
+    fn window(&self, invoke_us: u64, complete_us: Option<u64>) -> AuthorityWindow {
+        AuthorityWindow {
+            from_us: self.at(invoke_us).saturating_sub(1),
+            to_us: complete_us.map_or(u64::MAX, |c| self.at(c.saturating_add(1)).saturating_add(1)),
+        }
+    }
+
+    /// An expiry reading from a grant made within `[invoke_us, complete_us]` on the timeline:
+    /// in the boot where its decision instant (`expiry − ttl`) falls inside the window, or the
+    /// boot running at completion.
+    fn place_expiry(
+        &self,
+        invoke_us: u64,
+        complete_us: u64,
+        expiry_us: u64,
+        ttl_us: u64,
+        window: AuthorityWindow,
+    ) -> u64 {
+        let (first, last) = (self.boot_index(invoke_us), self.boot_index(complete_us));
+        (first..=last)
+            .map(|index| self.place(index, expiry_us))
+            .find(|placed| {
+                let at = placed.saturating_sub(ttl_us);
+                at.saturating_add(1) >= window.from_us && at.saturating_sub(1) <= window.to_us
+            })
+            .unwrap_or_else(|| self.place(last, expiry_us))
+    }
+}
+
+/// A lease op line's call, owner and (for an `ok` or a kept `fail`) known result.
+fn lease_call(op: &OpLine) -> Option<(LeaseCall, &Process)> {
+    match &op.op {
+        Op::LeaseAcquire { owner } => Some((LeaseCall::Acquire, owner)),
+        Op::LeaseRenew { owner, token } => Some((LeaseCall::Renew { token: *token }, owner)),
+        Op::LeaseRelease { owner, token } => Some((LeaseCall::Release { token: *token }, owner)),
+        _ => None,
+    }
+}
+
+/// Whether `decision` is the authority's side of `call` by `owner` (kind, owner, token
+/// presented).
+fn decision_fits(decision: &DecisionLine, call: LeaseCall, owner: &Process) -> bool {
+    if decision.owner != *owner {
+        return false;
+    }
+    match (call, &decision.decision) {
+        (LeaseCall::Acquire, Decision::Grant { .. }) => true,
+        (LeaseCall::Renew { token }, Decision::Renew { token: t, .. })
+        | (LeaseCall::Release { token }, Decision::Release { token: t, .. }) => token == *t,
+        _ => false,
+    }
+}
+
+/// Whether `decision` is the one an `ok` call with `result` got.
+fn decision_answers(decision: &DecisionLine, result: &OpResult) -> bool {
+    match (&decision.decision, result) {
+        (
+            Decision::Grant {
+                token,
+                expiry_authority_us,
+                ..
+            }
+            | Decision::Renew {
+                token,
+                expiry_authority_us,
+                ..
+            },
+            OpResult::Granted {
+                token: t,
+                expiry_authority_us: e,
+                ..
+            },
+        ) => token == t && expiry_authority_us == e,
+        (Decision::Release { .. }, OpResult::Released {}) => true,
+        _ => false,
+    }
+}
+
+/// The lease calls of `history` as [`TimedLease`] operations, unknown outcomes resolved.
+///
+/// # Errors
+/// The history does not [`History::validate`].
+pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
+    history.validate()?;
+    let timeline = Timeline::new(history)?;
+    let has_decisions = history.decisions().next().is_some();
+    let ops: Vec<&OpLine> = history
+        .ops()
+        .filter(|op| lease_call(op).is_some())
+        .collect();
+
+    // Match decisions to ok calls, then hand the rest to info calls (see the module docs).
+    let mut decisions: Vec<&DecisionLine> = history
+        .decisions()
+        .filter(|d| !matches!(d.decision, Decision::Refuse { .. }))
+        .collect();
+    decisions.sort_by_key(|d| d.at_us);
+    let mut used = vec![false; decisions.len()];
+    for op in &ops {
+        let (Outcome::Ok, Some(result)) = (op.outcome, &op.result) else {
+            continue;
+        };
+        let (call, owner) = lease_call(op).expect("filtered to lease calls");
+        let found = (0..decisions.len()).find(|&i| {
+            let d = decisions[i];
+            !used[i]
+                && d.session == op.session
+                && d.at_us >= op.invoke_us
+                && decision_fits(d, call, owner)
+                && decision_answers(d, result)
+        });
+        if let Some(i) = found {
+            used[i] = true;
+        }
+    }
+    // op index → the decision that resolves it.
+    let mut resolution: BTreeMap<usize, &DecisionLine> = BTreeMap::new();
+    for (i, decision) in decisions.iter().enumerate() {
+        if used[i] {
+            continue;
+        }
+        let candidate = ops
+            .iter()
+            .enumerate()
+            .filter(|(k, op)| {
+                op.outcome == Outcome::Info
+                    && !resolution.contains_key(k)
+                    && op.session == decision.session
+                    && op.invoke_us <= decision.at_us
+                    && lease_call(op)
+                        .is_some_and(|(call, owner)| decision_fits(decision, call, owner))
+            })
+            .min_by_key(|(k, op)| (op.invoke_us, *k))
+            .map(|(k, _)| k);
+        if let Some(k) = candidate {
+            resolution.insert(k, decision);
+        }
+    }
+
+    let mut owners: BTreeMap<Process, u32> = BTreeMap::new();
+    let mut owner_list: Vec<Process> = Vec::new();
+    let mut processes = Processes::default();
+    let mut out = LeaseOps {
+        model: TimedLease::default(),
+        ops: Vec::new(),
+        op_ids: Vec::new(),
+        resolved: 0,
+        dropped: 0,
+        unknown: 0,
+    };
+    for (k, op) in ops.iter().enumerate() {
+        let (call, owner) = lease_call(op).expect("filtered to lease calls");
+        let (output, ret, window) = match (op.outcome, &op.result, resolution.get(&k)) {
+            (Outcome::Info, _, Some(decision)) => {
+                let ret = decision.at_us.max(op.invoke_us);
+                let window = timeline.window(op.invoke_us, Some(ret));
+                let index = timeline.boot_index(decision.at_us);
+                let output = match decision.decision {
+                    Decision::Grant {
+                        token,
+                        expiry_authority_us,
+                        ttl_us,
+                    }
+                    | Decision::Renew {
+                        token,
+                        expiry_authority_us,
+                        ttl_us,
+                    } => LeaseOutput::Granted {
+                        token,
+                        expiry_us: timeline.place(index, expiry_authority_us),
+                        ttl_us,
+                    },
+                    _ => LeaseOutput::Released,
+                };
+                out.resolved += 1;
+                (Some(output), Some(ret), window)
+            }
+            (Outcome::Info, _, None) if has_decisions => {
+                out.dropped += 1;
+                continue;
+            }
+            (Outcome::Info, _, None) => {
+                out.unknown += 1;
+                (None, None, timeline.window(op.invoke_us, None))
+            }
+            (outcome, Some(result), _) => {
+                let Some(complete_us) = op.complete_us else {
+                    out.dropped += 1;
+                    continue;
+                };
+                let window = timeline.window(op.invoke_us, Some(complete_us));
+                let output = match (outcome, result) {
+                    (
+                        Outcome::Ok,
+                        OpResult::Granted {
+                            token,
+                            expiry_authority_us,
+                            ttl_us,
+                        },
+                    ) => LeaseOutput::Granted {
+                        token: *token,
+                        expiry_us: timeline.place_expiry(
+                            op.invoke_us,
+                            complete_us,
+                            *expiry_authority_us,
+                            *ttl_us,
+                            window,
+                        ),
+                        ttl_us: *ttl_us,
+                    },
+                    (Outcome::Ok, OpResult::Released {}) => LeaseOutput::Released,
+                    (Outcome::Fail, OpResult::Held { holder_token }) => LeaseOutput::Held {
+                        holder_token: *holder_token,
+                    },
+                    _ => {
+                        out.dropped += 1;
+                        continue;
+                    }
+                };
+                (Some(output), Some(complete_us), window)
+            }
+            (_, None, _) => {
+                out.dropped += 1;
+                continue;
+            }
+        };
+        let owner_id = *owners.entry(owner.clone()).or_insert_with(|| {
+            owner_list.push(owner.clone());
+            (owner_list.len() - 1) as u32
+        });
+        out.ops.push(Operation {
+            process: processes.id(&op.process),
+            input: LeaseInput {
+                session: op.session.clone(),
+                owner: owner_id,
+                call,
+                window,
+            },
+            output,
+            call: op.invoke_us,
+            ret,
+        });
+        out.op_ids.push(Some(op.id));
+    }
+    out.model = TimedLease::new(owner_list);
+    Ok(out)
+}
