@@ -379,3 +379,97 @@ fn an_unknown_acquire_without_decision_lines_stays_unknown_and_is_linearizable()
     assert_eq!(ops.ops[0].output, None);
     assert_eq!(verdict(lines), Verdict::Linearizable);
 }
+
+fn decision(who: Process, decision: Decision, at_us: u64) -> Line {
+    Line::Decision(DecisionLine {
+        session: S.into(),
+        owner: who,
+        decision,
+        at_authority_us: at_us,
+        at_us,
+    })
+}
+
+fn renew_unknown(id: u64, who: Process, token: u64, window: (u64, u64)) -> Line {
+    op_line(
+        id,
+        who.clone(),
+        Op::LeaseRenew { owner: who, token },
+        window,
+        Outcome::Info,
+        OpResult::Unavailable {
+            reason: "timeout".into(),
+        },
+    )
+}
+
+fn release_unknown(id: u64, who: Process, token: u64, window: (u64, u64)) -> Line {
+    op_line(
+        id,
+        who.clone(),
+        Op::LeaseRelease { owner: who, token },
+        window,
+        Outcome::Info,
+        OpResult::Unavailable {
+            reason: "timeout".into(),
+        },
+    )
+}
+
+#[test]
+fn an_unknown_renew_revealed_by_a_decision_extends_the_lease() {
+    // A's renew timed out, but the authority renewed it at 0.9 s: at 1.5 s A still holds it.
+    let base = || {
+        vec![
+            true_clock(),
+            acquire(1, a(), (0, 10), 1, 5),
+            grant_decision(a(), 1, 5, 5),
+            renew_unknown(2, a(), 1, (900_000, 1_000_000)),
+            decision(
+                a(),
+                Decision::Renew {
+                    token: 1,
+                    expiry_authority_us: 900_005 + TTL,
+                    ttl_us: TTL,
+                },
+                900_005,
+            ),
+        ]
+    };
+    let mut held = base();
+    held.push(acquire_held(3, b(), (1_500_000, 1_500_010), Some(1)));
+    let ops = lease_operations(&History::from_lines("hand", held.clone())).unwrap();
+    assert_eq!((ops.resolved, ops.dropped, ops.unknown), (1, 0, 0));
+    assert_eq!(verdict(held), Verdict::Linearizable);
+    let mut granted_to_b = base();
+    granted_to_b.push(acquire(3, b(), (1_500_000, 1_500_010), 2, 1_500_005));
+    assert_eq!(stuck_index(&verdict(granted_to_b)), 2);
+}
+
+#[test]
+fn an_unknown_release_revealed_by_a_decision_frees_the_session() {
+    let base = || {
+        vec![
+            true_clock(),
+            acquire(1, a(), (0, 10), 1, 5),
+            grant_decision(a(), 1, 5, 5),
+            release_unknown(2, a(), 1, (100, 100_000)),
+            acquire(3, b(), (200_000, 200_010), 2, 200_005),
+            grant_decision(b(), 2, 200_005, 200_005),
+        ]
+    };
+    let mut lines = base();
+    lines.push(decision(
+        a(),
+        Decision::Release {
+            token: 1,
+            ended: true,
+        },
+        150,
+    ));
+    let ops = lease_operations(&History::from_lines("hand", lines.clone())).unwrap();
+    assert_eq!((ops.resolved, ops.dropped, ops.unknown), (1, 0, 0));
+    assert_eq!(verdict(lines), Verdict::Linearizable);
+    // Without the release decision the release never happened, and B's grant overlaps A's.
+    assert_eq!(stuck_index(&verdict(base())), 1);
+}

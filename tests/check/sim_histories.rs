@@ -130,17 +130,19 @@ fn the_token_not_advanced_on_expiry_mutant_is_not_linearizable() {
     );
 }
 
+/// Unknown outcomes in real histories are resolved, not left open: seed 27 has an append
+/// whose outcome its writer never learned, found in the final ledger; seed 76 has two lease
+/// calls that timed out at the client but that the authority's decisions show granted. (Of
+/// seeds 1 to 80, all linearizable under both models, these are among the few with such
+/// calls.)
 #[test]
-#[ignore = "exploration: counts resolutions over seeds 1..=20"]
-fn explore_resolutions() {
-    for seed in 1..=20 {
-        let history = generated_history(seed);
-        let l = ledger_operations(&history).unwrap();
-        let s = lease_operations(&history).unwrap();
-        eprintln!(
-            "seed {seed}: ledger resolved {} dropped {}; lease resolved {} dropped {}",
-            l.resolved, l.dropped, s.resolved, s.dropped
-        );
-        assert_linearizable(&format!("seed {seed}"), &history);
-    }
+fn unknown_outcomes_in_real_histories_are_resolved() {
+    let history = generated_history(27);
+    let ops = ledger_operations(&history).unwrap();
+    assert_eq!((ops.resolved, ops.unknown), (1, 0));
+    assert_linearizable("seed 27", &history);
+    let history = generated_history(76);
+    let ops = lease_operations(&history).unwrap();
+    assert_eq!((ops.resolved, ops.unknown), (2, 0));
+    assert_linearizable("seed 76", &history);
 }
