@@ -7,7 +7,7 @@ use std::time::Duration;
 use leasesim::check::linearizability::{
     Budget, Verdict, check_lease_history, check_ledger_history, lease_operations, ledger_operations,
 };
-use leasesim::history::History;
+use leasesim::history::{History, Line};
 use leasesim::sim::generate::random_schedule;
 use leasesim::sim::schedule::FaultSchedule;
 use leasesim::sim::script::Script;
@@ -145,4 +145,29 @@ fn unknown_outcomes_in_real_histories_are_resolved() {
     let ops = lease_operations(&history).unwrap();
     assert_eq!((ops.resolved, ops.unknown), (2, 0));
     assert_linearizable("seed 76", &history);
+}
+
+/// The ledger model has teeth on real data: seed 1's history with the last record of one
+/// session's final ledger taken away (an acknowledged append lost) is not linearizable.
+#[test]
+fn a_real_history_missing_an_acknowledged_record_is_not_linearizable() {
+    let history = generated_history(1);
+    let mut lines = history.lines().to_vec();
+    let last = lines
+        .iter()
+        .rposition(|line| matches!(line, Line::Ledger(_)))
+        .expect("seed 1 has a final ledger");
+    let Line::Ledger(removed) = lines.remove(last) else {
+        unreachable!()
+    };
+    let damaged = History::from_lines("damaged", lines);
+    let Verdict::NotLinearizable(explanation) =
+        check_ledger_history(&damaged, Budget::default()).unwrap()
+    else {
+        panic!("a lost record went unnoticed");
+    };
+    assert!(
+        explanation.partition.contains(&removed.session),
+        "{explanation}"
+    );
 }
