@@ -20,6 +20,7 @@ pub mod lease;
 pub mod mutant;
 pub mod net;
 pub mod remote;
+pub mod report;
 pub mod serve;
 pub mod service;
 pub mod sim;

@@ -47,6 +47,37 @@ enum Command {
         #[command(subcommand)]
         service: Service,
     },
+    /// Render or merge campaign reports (report.md, summary.json, junit.xml) from a report
+    /// folder's data files. Exits with the campaign's exit code; 2 on a missing or malformed
+    /// data file (named with its line) or shards of different campaigns.
+    Report {
+        #[command(subcommand)]
+        command: ReportCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ReportCommand {
+    /// Render DIR/report.md, DIR/summary.json and DIR/junit.xml from DIR/campaign.json,
+    /// DIR/results.jsonl and DIR/shrunk.jsonl (never re-runs anything).
+    Render {
+        /// The report folder.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Merge the report folders of a campaign's shards into one (runs deduplicated by
+    /// scenario and seed, minimal run files copied) and render it.
+    Merge {
+        /// The shards' report folders.
+        #[arg(value_name = "DIR", required = true)]
+        dirs: Vec<PathBuf>,
+        /// The merged report folder.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Merge even folders whose git commit, config hash or Cargo.lock hash differ.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -163,6 +194,22 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Replay(args) => replay(args),
         Command::Serve { service } => runtime.block_on(serve(service)),
+        Command::Report { command } => report(command),
+    }
+}
+
+/// `report render DIR` and `report merge DIR... --out DIR`.
+fn report(command: ReportCommand) -> ExitCode {
+    let outcome = match command {
+        ReportCommand::Render { dir } => leasesim::report::render(&dir),
+        ReportCommand::Merge { dirs, out, force } => leasesim::report::merge(&dirs, &out, force),
+    };
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(BAD_INPUT)
+        }
     }
 }
 

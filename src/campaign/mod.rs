@@ -3,8 +3,12 @@
 //!
 //! - [`scenario`] — scenario files (TOML): world, workload, faults, expectations.
 //! - [`swarm`] — swarm testing: per seed, which fault kinds are on and how hard.
+//! - [`coverage`] — coverage events: the "sometimes" a run reached.
+//! - [`record`] — what a campaign keeps of each run (`results.jsonl`, `shrunk.jsonl`).
 //! - [`runfile`] — run files (JSON): one fully resolved run, replayable exactly.
 
+pub mod coverage;
+pub mod record;
 pub mod runfile;
 pub mod scenario;
 pub mod swarm;

@@ -99,8 +99,11 @@ impl MemLease {
     /// Deletes the session's record, as a garbage collector of expired records would; the
     /// token high-water mark survives, so the next grant still gets a higher token.
     pub fn delete_record(&self, session: &SessionId) {
-        if let Some(entry) = lock(&self.sessions).get_mut(session) {
-            entry.record = None;
+        if let Some(entry) = lock(&self.sessions).get_mut(session)
+            && entry.record.take().is_some()
+        {
+            // A stable message: campaign coverage counts it (`record-deleted`).
+            tracing::info!(%session, "lease record deleted");
         }
     }
 

@@ -229,7 +229,12 @@ impl Service {
                 let work = AssertUnwindSafe(work(self.context(Some(Arc::new(journal)))));
                 tokio::select! {
                     biased;
-                    cause = lease.lost() => Ok(Err(RunError::LeaseLost { cause })),
+                    cause = lease.lost() => {
+                        // A stable message: campaign coverage counts it
+                        // (`run-cancelled-on-loss`).
+                        tracing::info!(session = %lease.session(), %cause, "run cancelled: lease lost");
+                        Ok(Err(RunError::LeaseLost { cause }))
+                    }
                     done = work.catch_unwind() => done.map(|r| r.map_err(RunError::from)),
                 }
             }

@@ -1,0 +1,143 @@
+//! What a campaign keeps of each run: one [`RunRecord`] per (scenario, seed), appended to
+//! `results.jsonl` as it finishes so that an interrupted campaign resumes where it stopped,
+//! and the [`CampaignMeta`] every report carries (DESIGN.md, "Campaigns and reports").
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Schema version of `results.jsonl` lines and `summary.json`.
+pub const RECORD_VERSION: u32 = 1;
+
+/// How one run ended, judged against its scenario's expectations.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    /// Every check passed (or only violations the scenario expects).
+    Clean,
+    /// A safety invariant or a linearizability check the scenario expects to hold failed.
+    Violation,
+    /// LIVE failed and nothing else did.
+    Liveness,
+    /// A search ran out of budget; nothing was violated.
+    Inconclusive,
+    /// The run hung, panicked or could not run (the error says which, with the seed).
+    HarnessError,
+}
+
+impl RunStatus {
+    /// The exit code of DESIGN.md, "Exit codes", that this status stands for.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            RunStatus::Clean => 0,
+            RunStatus::Violation => 1,
+            RunStatus::Liveness => 5,
+            RunStatus::Inconclusive => 4,
+            RunStatus::HarnessError => 3,
+        }
+    }
+}
+
+/// One violation as a report shows it.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ViolationRecord {
+    /// What is wrong, in plain terms.
+    pub message: String,
+    /// The history lines that prove it (`op 12`, `ledger s1 seq 4`, …).
+    pub evidence: Vec<String>,
+}
+
+/// One check (an invariant or a linearizability check) over one run.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct CheckRecord {
+    /// `TOKEN` … `LIVE`, `LIN-LEASE`, `LIN-LEDGER`.
+    pub name: String,
+    /// Individual checks made (decisions, records, validity lines…; operations for a
+    /// linearizability check).
+    pub checks: u64,
+    /// Whether the scenario expects this check to be violated (a mutant's scenario).
+    pub expected_violation: bool,
+    /// `pass`, `fail` or `unknown`.
+    pub verdict: String,
+    /// The violations found (empty when it passed).
+    pub violations: Vec<ViolationRecord>,
+}
+
+/// One finished run: a line of `results.jsonl`.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Schema version ([`RECORD_VERSION`]).
+    pub v: u32,
+    /// The scenario's name (its file stem).
+    pub scenario: String,
+    /// The run's master seed.
+    pub seed: u64,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// Names of the checks violated against the scenario's expectations, in report order.
+    pub unexpected: Vec<String>,
+    /// Every check, in report order (empty after a harness error).
+    pub checks: Vec<CheckRecord>,
+    /// Coverage events reached and how often (event name → count).
+    pub coverage: BTreeMap<String, u64>,
+    /// The swarm options drawn for this seed (`null` for an explicit schedule).
+    pub drawn: serde_json::Value,
+    /// Faults in the run's schedule.
+    pub faults: usize,
+    /// Operations in the history.
+    pub operations: usize,
+    /// Wall-clock time of the run and its checks, ms (not deterministic; not in any hash).
+    pub wall_ms: u64,
+    /// The harness error, when `status` is `harness-error`.
+    pub error: Option<String>,
+    /// The command that reproduces the run.
+    pub replay: String,
+}
+
+/// A failing run reduced by the shrinker.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct ShrunkRun {
+    /// The scenario.
+    pub scenario: String,
+    /// The seed of the original failing run.
+    pub seed: u64,
+    /// The check it still violates (the one the shrinker kept failing).
+    pub check: String,
+    /// The minimal run file, relative to the report folder.
+    pub run_file: String,
+    /// The command that replays the minimal run.
+    pub replay: String,
+    /// Faults in the original and in the minimal run.
+    pub faults: (usize, usize),
+    /// Scripted calls (or generated-workload size) in the original and the minimal run.
+    pub operations: (usize, usize),
+    /// Runs the shrinker executed.
+    pub attempts: u32,
+    /// The violations of `check` in the minimal run.
+    pub violations: Vec<ViolationRecord>,
+    /// A mermaid `sequenceDiagram` of the minimal run's counterexample.
+    pub sequence_diagram: String,
+}
+
+/// What identifies a campaign's results: printed on every report.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct CampaignMeta {
+    /// Schema version ([`RECORD_VERSION`]).
+    pub v: u32,
+    /// The seeds, as given (`0..200`) or as reached within a budget.
+    pub seeds: String,
+    /// The scenarios' folder.
+    pub sims: String,
+    /// The scenarios run, by name, in order.
+    pub scenarios: Vec<String>,
+    /// `K/N` when this campaign is one shard of N.
+    pub shard: Option<String>,
+    /// The mutant planted, if any.
+    pub mutant: Option<String>,
+    /// `git rev-parse HEAD` of the build's tree (`unknown` outside a git checkout).
+    pub git_commit: String,
+    /// A hash of every scenario file's bytes and the campaign options (hex).
+    pub config_hash: String,
+    /// A hash of `Cargo.lock` (hex): turmoil's RNG is only portable within one lock.
+    pub cargo_lock_hash: String,
+}

@@ -1,0 +1,361 @@
+//! `report.md`: for a reviewer. Header, verdict, checks per scenario, coverage, harness
+//! errors, failing runs, and each shrunk violation with its replay command and sequence
+//! diagram.
+
+use std::fmt::Write as _;
+
+use super::ReportData;
+use super::summary::{Summary, order_events, status_name};
+use crate::campaign::coverage::EVENTS;
+use crate::campaign::record::RunStatus;
+
+/// Failing runs listed at most (the rest are counted).
+const MAX_FAILING_RUNS: usize = 50;
+
+pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
+    let mut out = String::new();
+    let meta = &summary.meta;
+    let _ = writeln!(out, "# leasesim campaign report\n");
+    out.push_str("| | |\n|---|---|\n");
+    let rows: [(&str, String); 8] = [
+        ("seeds", meta.seeds.clone()),
+        (
+            "scenarios",
+            format!("{} from `{}`", summary.scenarios.len(), meta.sims),
+        ),
+        ("git commit", format!("`{}`", meta.git_commit)),
+        ("config hash", format!("`{}`", meta.config_hash)),
+        ("Cargo.lock hash", format!("`{}`", meta.cargo_lock_hash)),
+        ("shard", meta.shard.clone().unwrap_or_else(|| "—".into())),
+        (
+            "mutant",
+            meta.mutant.clone().unwrap_or_else(|| "none".into()),
+        ),
+        ("runs", runs_line(summary)),
+    ];
+    for (key, value) in rows {
+        let _ = writeln!(out, "| {key} | {} |", cell(&value));
+    }
+    let _ = writeln!(
+        out,
+        "\n**Verdict: {} (exit {})**\n",
+        summary.verdict, summary.exit_code
+    );
+
+    checks(&mut out, summary);
+    coverage(&mut out, data, summary);
+    expectations(&mut out, summary);
+    harness_errors(&mut out, summary);
+    failing_runs(&mut out, data);
+    violations(&mut out, data);
+    out
+}
+
+/// `1 run`, `2 runs`.
+pub(super) fn runs(n: u64) -> String {
+    if n == 1 {
+        "1 run".to_owned()
+    } else {
+        format!("{n} runs")
+    }
+}
+
+fn runs_line(summary: &Summary) -> String {
+    let parts: Vec<String> = [
+        RunStatus::Clean,
+        RunStatus::Violation,
+        RunStatus::Liveness,
+        RunStatus::Inconclusive,
+        RunStatus::HarnessError,
+    ]
+    .into_iter()
+    .map(|s| {
+        let name = status_name(s);
+        format!(
+            "{} {name}",
+            summary.by_status.get(name).copied().unwrap_or(0)
+        )
+    })
+    .collect();
+    format!("{} ({})", summary.runs, parts.join(", "))
+}
+
+/// Text safe in a table cell: no `|`, no line breaks, no HTML tags.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace(['\n', '\r'], " ")
+}
+
+fn checks(out: &mut String, summary: &Summary) {
+    out.push_str("## Checks\n\n");
+    for scenario in &summary.scenarios {
+        let _ = write!(out, "### {}\n\n", scenario.name);
+        if !scenario.about.is_empty() {
+            let _ = write!(out, "{}\n\n", scenario.about.trim());
+        }
+        let expected: Vec<&str> = scenario
+            .checks
+            .iter()
+            .filter(|c| c.expected_violation)
+            .map(|c| c.name.as_str())
+            .collect();
+        let _ = writeln!(
+            out,
+            "{} ({}); expected violations: {}.\n",
+            runs(scenario.runs),
+            scenario
+                .by_status
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(s, n)| format!("{n} {s}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if expected.is_empty() {
+                "none".to_owned()
+            } else {
+                expected.join(", ")
+            }
+        );
+        if scenario.checks.is_empty() {
+            out.push_str("No check was made.\n\n");
+            continue;
+        }
+        out.push_str(
+            "| check | runs | checks | violations | failing runs | inconclusive runs | result |\n\
+             |---|---:|---:|---:|---:|---:|---|\n",
+        );
+        for check in &scenario.checks {
+            let result = match check.result.as_str() {
+                "fail" => "**FAIL**",
+                "not-caught" => "**NOT CAUGHT** (expected violation never seen)",
+                "caught" => "caught (expected)",
+                other => other,
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                check.name,
+                check.runs,
+                check.checks,
+                check.violations,
+                check.failed_runs,
+                check.inconclusive_runs,
+                result
+            );
+        }
+        out.push('\n');
+    }
+}
+
+fn coverage(out: &mut String, data: &ReportData, summary: &Summary) {
+    out.push_str("## Coverage\n\n");
+    if summary.scenarios.is_empty() {
+        out.push_str("No scenario.\n\n");
+        return;
+    }
+    out.push_str(
+        "Events reached, summed over each scenario's runs. **0 ✗** marks an event the \
+         scenario expects but never reached; ✓ one it expects and reached.\n\n",
+    );
+    let mut events: Vec<String> = Vec::new();
+    for scenario in &summary.scenarios {
+        for event in scenario.coverage.keys() {
+            if !events.contains(event) {
+                events.push(event.clone());
+            }
+        }
+    }
+    order_events(&mut events);
+    out.push_str("| event |");
+    for scenario in &summary.scenarios {
+        let _ = write!(out, " {} |", cell(&scenario.name));
+    }
+    out.push_str("\n|---|");
+    for _ in &summary.scenarios {
+        out.push_str("---:|");
+    }
+    out.push('\n');
+    for event in &events {
+        let _ = write!(out, "| {event} |");
+        for scenario in &summary.scenarios {
+            let count = scenario.coverage.get(event).copied().unwrap_or(0);
+            let expected = scenario_expects(data, &scenario.name, event);
+            let text = match (expected, count) {
+                (true, 0) => "**0 ✗**".to_owned(),
+                (true, n) => format!("{n} ✓"),
+                (false, n) => n.to_string(),
+            };
+            let _ = write!(out, " {text} |");
+        }
+        out.push('\n');
+    }
+    out.push_str("\n<details><summary>What the events mean</summary>\n\n");
+    for (name, meaning) in EVENTS {
+        let _ = writeln!(out, "- `{name}`: {meaning}");
+    }
+    out.push_str("\n</details>\n\n");
+}
+
+/// Whether scenario `name` expects coverage event `event` (`campaign.json`).
+fn scenario_expects(data: &ReportData, name: &str, event: &str) -> bool {
+    data.campaign
+        .scenarios
+        .iter()
+        .any(|s| s.name == name && s.coverage.iter().any(|e| e == event))
+}
+
+fn expectations(out: &mut String, summary: &Summary) {
+    let unmet: Vec<String> = summary
+        .scenarios
+        .iter()
+        .flat_map(|s| {
+            let violations = s.unreached_violations.iter().map(move |check| {
+                format!(
+                    "- **{}**: expects **{check}** to be violated, but no run violated it. \
+                     This fails the campaign (exit 1): the scenario's expectation is wrong, \
+                     or its mutant survived.",
+                    s.name
+                )
+            });
+            let coverage = s.unreached_coverage.iter().map(move |event| {
+                format!(
+                    "- {}: expects coverage event `{event}`, never reached.",
+                    s.name
+                )
+            });
+            violations.chain(coverage)
+        })
+        .collect();
+    if unmet.is_empty() {
+        return;
+    }
+    out.push_str("## Expectations not met\n\n");
+    for line in unmet {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+fn harness_errors(out: &mut String, summary: &Summary) {
+    if summary.harness_errors.is_empty() {
+        return;
+    }
+    out.push_str("## Harness errors\n\n| scenario | seed | error | replay |\n|---|---:|---|---|\n");
+    for error in &summary.harness_errors {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | `{}` |",
+            cell(&error.scenario),
+            error.seed,
+            cell(&error.error),
+            cell(&error.replay)
+        );
+    }
+    out.push('\n');
+}
+
+fn failing_runs(out: &mut String, data: &ReportData) {
+    let failing: Vec<_> = data
+        .results
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.status,
+                RunStatus::Violation | RunStatus::Liveness | RunStatus::Inconclusive
+            )
+        })
+        .collect();
+    if failing.is_empty() {
+        return;
+    }
+    out.push_str(
+        "## Failing and inconclusive runs\n\n\
+         | scenario | seed | status | checks | first violation | replay |\n\
+         |---|---:|---|---|---|---|\n",
+    );
+    for record in failing.iter().take(MAX_FAILING_RUNS) {
+        let names = if record.unexpected.is_empty() {
+            record
+                .checks
+                .iter()
+                .filter(|c| c.verdict == "unknown")
+                .map(|c| c.name.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            record.unexpected.join(", ")
+        };
+        let first = record
+            .checks
+            .iter()
+            .filter(|c| record.unexpected.contains(&c.name))
+            .flat_map(|c| c.violations.iter())
+            .next()
+            .map_or(String::new(), |v| v.message.clone());
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | `{}` |",
+            cell(&record.scenario),
+            record.seed,
+            status_name(record.status),
+            cell(&names),
+            cell(&first),
+            cell(&record.replay)
+        );
+    }
+    if failing.len() > MAX_FAILING_RUNS {
+        let _ = writeln!(
+            out,
+            "\n… and {} more (see `results.jsonl`).",
+            failing.len() - MAX_FAILING_RUNS
+        );
+    }
+    out.push('\n');
+}
+
+fn violations(out: &mut String, data: &ReportData) {
+    if data.shrunk.is_empty() {
+        return;
+    }
+    out.push_str("## Violations (shrunk)\n\n");
+    for run in &data.shrunk {
+        let _ = write!(
+            out,
+            "### {} in {} (seed {})\n\n",
+            run.check, run.scenario, run.seed
+        );
+        let _ = writeln!(out, "- minimal run: `{}`", run.run_file);
+        let _ = writeln!(
+            out,
+            "- shrunk from {} to {} faults and from {} to {} operations in {}",
+            run.faults.0,
+            run.faults.1,
+            run.operations.0,
+            run.operations.1,
+            runs(u64::from(run.attempts))
+        );
+        let _ = write!(out, "- replay:\n\n  ```sh\n  {}\n  ```\n\n", run.replay);
+        if run.violations.is_empty() {
+            out.push_str("The minimal run's violation was not recorded.\n\n");
+        }
+        for violation in &run.violations {
+            let _ = writeln!(out, "**{}**\n", violation.message.trim());
+            for evidence in &violation.evidence {
+                let _ = writeln!(out, "- {evidence}");
+            }
+            out.push('\n');
+        }
+        if run.sequence_diagram.trim().is_empty() {
+            out.push_str("(no sequence diagram recorded)\n\n");
+        } else {
+            let _ = write!(
+                out,
+                "```mermaid\n{}\n```\n\n",
+                run.sequence_diagram.trim_end()
+            );
+        }
+    }
+}

@@ -1,0 +1,460 @@
+//! Reports: renders a campaign's results as Markdown, JSON and JUnit XML (DESIGN.md,
+//! "Campaigns and reports"). It reads what the campaign wrote and never re-runs anything.
+//!
+//! # A report folder
+//!
+//! ```text
+//! <out>/
+//!   campaign.json   written first by the campaign: {"v":1,"meta":CampaignMeta,"scenarios":[ScenarioInfo…]}
+//!   results.jsonl   one RunRecord per line, in completion order (appended as runs finish)
+//!   shrunk.jsonl    one ShrunkRun per line (absent or empty: nothing was shrunk)
+//!   shrunk/         the minimal run files the ShrunkRun lines name (`run_file`, relative)
+//!   report.md       rendered: for a reviewer (GitHub renders its mermaid diagrams)
+//!   summary.json    rendered: totals for tooling ([`Summary`], schema [`SUMMARY_VERSION`])
+//!   junit.xml       rendered: one testcase per scenario × check, for CI
+//! ```
+//!
+//! Rendering is deterministic: the same data files give byte-identical outputs, whatever
+//! order the runs finished in (results are sorted by scenario, then seed).
+//!
+//! # Exit code of a campaign ([`Summary::exit_code`])
+//!
+//! 3 if any run was a harness error, else 1 if any run had an unexpected safety violation
+//! or a scenario's expected violation was never seen in any of its runs (the expectation is
+//! wrong, or the mutant was not caught), else 5 if any run failed LIVE only, else 4 if any
+//! run was inconclusive, else 0 (DESIGN.md, "Exit codes": 3, 2, 1, 5, 4).
+
+mod junit;
+mod markdown;
+pub mod mermaid;
+mod summary;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::campaign::record::{CampaignMeta, RECORD_VERSION, RunRecord, ShrunkRun};
+pub use summary::{
+    CheckSummary, HarnessErrorSummary, SUMMARY_VERSION, ScenarioSummary, ShrunkSummary, Summary,
+};
+
+/// `campaign.json`: the campaign's identity and its scenarios.
+pub const CAMPAIGN_FILE: &str = "campaign.json";
+/// `results.jsonl`: one [`RunRecord`] per line.
+pub const RESULTS_FILE: &str = "results.jsonl";
+/// `shrunk.jsonl`: one [`ShrunkRun`] per line.
+pub const SHRUNK_FILE: &str = "shrunk.jsonl";
+
+/// What a report shows of one scenario (from its file): written by the campaign into
+/// `campaign.json`.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioInfo {
+    /// The scenario's name (its file stem).
+    pub name: String,
+    /// One line saying what it is about.
+    pub about: String,
+    /// Coverage events a campaign of it is expected to reach (names of
+    /// [`crate::campaign::coverage::EVENTS`]).
+    #[serde(default)]
+    pub coverage: Vec<String>,
+    /// Checks its runs are expected to violate (a mutant's scenario), by check name.
+    #[serde(default)]
+    pub violate: Vec<String>,
+}
+
+/// `campaign.json`.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignFile {
+    /// Schema version ([`RECORD_VERSION`]).
+    pub v: u32,
+    /// What identifies the campaign.
+    pub meta: CampaignMeta,
+    /// Its scenarios, in campaign order.
+    pub scenarios: Vec<ScenarioInfo>,
+}
+
+/// Why a report could not be rendered or merged. Bad input (exit 2), never a panic.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A file or folder could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// A data file is malformed.
+    #[error("{}:{line}: {message}", file.display())]
+    Malformed {
+        /// The file.
+        file: PathBuf,
+        /// The 1-based line (of a JSON-lines file, or of the JSON error).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// Shards of different campaigns.
+    #[error(
+        "cannot merge {} and {}: their {what} differs ({left} vs {right}); these are not shards of one campaign (pass --force to merge anyway)",
+        first.display(), other.display()
+    )]
+    Mismatch {
+        /// The first folder.
+        first: PathBuf,
+        /// The folder that differs.
+        other: PathBuf,
+        /// `git commit`, `config hash` or `Cargo.lock hash`.
+        what: &'static str,
+        /// The first folder's value.
+        left: String,
+        /// The other's.
+        right: String,
+    },
+    /// Nothing to merge.
+    #[error("report merge: no report folders given")]
+    NoInput,
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
+    move |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Writes `campaign.json` into `out`.
+///
+/// # Errors
+/// [`ReportError::Io`].
+pub fn write_campaign_file(
+    out: &Path,
+    meta: &CampaignMeta,
+    scenarios: &[ScenarioInfo],
+) -> Result<(), ReportError> {
+    let file = CampaignFile {
+        v: RECORD_VERSION,
+        meta: meta.clone(),
+        scenarios: scenarios.to_vec(),
+    };
+    write(&out.join(CAMPAIGN_FILE), &pretty(&file))
+}
+
+/// A report folder's data, as read.
+#[derive(Clone, PartialEq, Debug)]
+pub struct ReportData {
+    /// `campaign.json`.
+    pub campaign: CampaignFile,
+    /// `results.jsonl`, sorted by (scenario, seed), one record per (scenario, seed).
+    pub results: Vec<RunRecord>,
+    /// `shrunk.jsonl`, sorted by (scenario, seed, check).
+    pub shrunk: Vec<ShrunkRun>,
+}
+
+impl ReportData {
+    /// Reads the data files of report folder `dir`.
+    ///
+    /// # Errors
+    /// [`ReportError::Io`] when `campaign.json` or `results.jsonl` is missing or unreadable
+    /// (`shrunk.jsonl` may be absent); [`ReportError::Malformed`] naming the file and line.
+    pub fn read(dir: &Path) -> Result<Self, ReportError> {
+        let path = dir.join(CAMPAIGN_FILE);
+        let text = fs::read_to_string(&path).map_err(io_error(&path))?;
+        let campaign: CampaignFile =
+            serde_json::from_str(&text).map_err(|e| ReportError::Malformed {
+                file: path.clone(),
+                line: e.line(),
+                message: e.to_string(),
+            })?;
+        if campaign.v != RECORD_VERSION || campaign.meta.v != RECORD_VERSION {
+            return Err(ReportError::Malformed {
+                file: path,
+                line: 1,
+                message: format!(
+                    "schema version {} is not {RECORD_VERSION}",
+                    if campaign.v != RECORD_VERSION {
+                        campaign.v
+                    } else {
+                        campaign.meta.v
+                    }
+                ),
+            });
+        }
+        let results_path = dir.join(RESULTS_FILE);
+        let results: Vec<RunRecord> = read_lines(&results_path, false)?;
+        if let Some((line, record)) = (1..).zip(&results).find(|(_, r)| r.v != RECORD_VERSION) {
+            return Err(ReportError::Malformed {
+                file: results_path,
+                line,
+                message: format!("schema version {} is not {RECORD_VERSION}", record.v),
+            });
+        }
+        let shrunk_path = dir.join(SHRUNK_FILE);
+        let shrunk: Vec<ShrunkRun> = read_lines(&shrunk_path, true)?;
+        for (line, run) in (1..).zip(&shrunk) {
+            if !is_relative_inside(&run.run_file) {
+                return Err(ReportError::Malformed {
+                    file: shrunk_path,
+                    line,
+                    message: format!(
+                        "run_file `{}` is not a path inside the report folder",
+                        run.run_file
+                    ),
+                });
+            }
+        }
+        Ok(ReportData::new(campaign, results, shrunk))
+    }
+
+    /// The data in canonical order: results sorted by (scenario, seed) and deduplicated
+    /// (the first of equal keys after sorting by their JSON, so input order never matters),
+    /// shrunk runs likewise by (scenario, seed, check).
+    pub fn new(campaign: CampaignFile, results: Vec<RunRecord>, shrunk: Vec<ShrunkRun>) -> Self {
+        ReportData {
+            campaign,
+            results: canonical(results, |r| (r.scenario.clone(), r.seed, String::new())),
+            shrunk: canonical(shrunk, |s| (s.scenario.clone(), s.seed, s.check.clone())),
+        }
+    }
+
+    /// The totals, verdicts and exit code.
+    pub fn summary(&self) -> Summary {
+        Summary::of(self)
+    }
+}
+
+/// Sorts by key then JSON text, keeps the first of each key.
+fn canonical<T: Serialize>(items: Vec<T>, key: impl Fn(&T) -> (String, u64, String)) -> Vec<T> {
+    let mut keyed: Vec<((String, u64, String), String, T)> = items
+        .into_iter()
+        .map(|item| {
+            let json = serde_json::to_string(&item).unwrap_or_default();
+            (key(&item), json, item)
+        })
+        .collect();
+    keyed.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    keyed.dedup_by(|later, first| later.0 == first.0);
+    keyed.into_iter().map(|(_, _, item)| item).collect()
+}
+
+/// Reads a JSON-lines file; blank lines are skipped. `optional`: a missing file is empty.
+fn read_lines<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    optional: bool,
+) -> Result<Vec<T>, ReportError> {
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if optional && e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(path)(e)),
+    };
+    let mut items = Vec::new();
+    for (number, line) in (1..).zip(text.lines()) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let item = serde_json::from_str(line).map_err(|e| ReportError::Malformed {
+            file: path.to_path_buf(),
+            line: number,
+            message: e.to_string(),
+        })?;
+        items.push(item);
+    }
+    Ok(items)
+}
+
+/// A relative path with no `..`, root or prefix: it stays inside the folder it is joined to.
+fn is_relative_inside(path: &str) -> bool {
+    !path.is_empty()
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+fn pretty<T: Serialize>(value: &T) -> String {
+    // Our types serialise without fail: string keys, no fallible `Serialize`.
+    let mut text = serde_json::to_string_pretty(value).expect("report data always serialises");
+    text.push('\n');
+    text
+}
+
+fn write(path: &Path, text: &str) -> Result<(), ReportError> {
+    fs::write(path, text).map_err(io_error(path))
+}
+
+/// Renders `report.md`, `summary.json` and `junit.xml` into report folder `dir` from its
+/// data files; returns the campaign's exit code ([`Summary::exit_code`]).
+///
+/// # Errors
+/// [`ReportError`] for missing or malformed data files, or outputs that cannot be written.
+pub fn render(dir: &Path) -> Result<u8, ReportError> {
+    let data = ReportData::read(dir)?;
+    let summary = data.summary();
+    write(&dir.join("report.md"), &markdown::render(&data, &summary))?;
+    write(&dir.join("summary.json"), &pretty(&summary))?;
+    write(&dir.join("junit.xml"), &junit::render(&data, &summary))?;
+    Ok(summary.exit_code)
+}
+
+/// The three outputs as text, without writing them: `(report.md, summary.json, junit.xml)`.
+pub fn render_text(data: &ReportData) -> (String, String, String) {
+    let summary = data.summary();
+    (
+        markdown::render(data, &summary),
+        pretty(&summary),
+        junit::render(data, &summary),
+    )
+}
+
+/// `leasesim report merge DIR... --out OUT`: merges the report folders of shards of one
+/// campaign into `out` (results deduplicated by (scenario, seed), shrunk runs by (scenario,
+/// seed, check), their run files copied) and renders it; returns the exit code.
+///
+/// Shards must share git commit, config hash and Cargo.lock hash; with `force`, folders
+/// that differ are merged anyway and the merged meta lists every value (`a+b`).
+///
+/// # Errors
+/// [`ReportError::Mismatch`] for different campaigns without `force`; [`ReportError`] for
+/// bad input or unwritable output.
+pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<u8, ReportError> {
+    let Some(first_dir) = dirs.first() else {
+        return Err(ReportError::NoInput);
+    };
+    let mut shards = Vec::new();
+    for dir in dirs {
+        shards.push((dir, ReportData::read(dir)?));
+    }
+    let first = &shards[0].1.campaign.meta;
+    if !force {
+        for (dir, data) in &shards[1..] {
+            let meta = &data.campaign.meta;
+            for (what, left, right) in [
+                ("git commit", &first.git_commit, &meta.git_commit),
+                ("config hash", &first.config_hash, &meta.config_hash),
+                (
+                    "Cargo.lock hash",
+                    &first.cargo_lock_hash,
+                    &meta.cargo_lock_hash,
+                ),
+            ] {
+                if left != right {
+                    return Err(ReportError::Mismatch {
+                        first: first_dir.clone(),
+                        other: (*dir).clone(),
+                        what,
+                        left: left.clone(),
+                        right: right.clone(),
+                    });
+                }
+            }
+        }
+    }
+
+    let metas: Vec<&CampaignMeta> = shards.iter().map(|(_, d)| &d.campaign.meta).collect();
+    let joined = |field: fn(&CampaignMeta) -> Option<String>| -> Option<String> {
+        let mut values: Vec<String> = Vec::new();
+        for meta in &metas {
+            if let Some(value) = field(meta)
+                && !values.contains(&value)
+            {
+                values.push(value);
+            }
+        }
+        (!values.is_empty()).then(|| values.join("+"))
+    };
+    let mut scenarios: Vec<ScenarioInfo> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for (_, data) in &shards {
+        for info in &data.campaign.scenarios {
+            if !scenarios.iter().any(|s| s.name == info.name) {
+                scenarios.push(info.clone());
+            }
+        }
+        for name in &data.campaign.meta.scenarios {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+    }
+    let meta = CampaignMeta {
+        v: RECORD_VERSION,
+        seeds: joined(|m| Some(m.seeds.clone())).unwrap_or_default(),
+        sims: joined(|m| Some(m.sims.clone())).unwrap_or_default(),
+        scenarios: names,
+        shard: joined(|m| m.shard.clone()),
+        mutant: joined(|m| m.mutant.clone()),
+        git_commit: joined(|m| Some(m.git_commit.clone())).unwrap_or_default(),
+        config_hash: joined(|m| Some(m.config_hash.clone())).unwrap_or_default(),
+        cargo_lock_hash: joined(|m| Some(m.cargo_lock_hash.clone())).unwrap_or_default(),
+    };
+
+    // Results: the first shard (in the order given) with a (scenario, seed) wins.
+    let mut seen: BTreeSet<(String, u64)> = BTreeSet::new();
+    let mut results = Vec::new();
+    let mut seen_shrunk: BTreeSet<(String, u64, String)> = BTreeSet::new();
+    let mut shrunk = Vec::new();
+    let mut copies: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for (dir, data) in &shards {
+        for record in &data.results {
+            if seen.insert((record.scenario.clone(), record.seed)) {
+                results.push(record.clone());
+            }
+        }
+        for run in &data.shrunk {
+            if seen_shrunk.insert((run.scenario.clone(), run.seed, run.check.clone())) {
+                copies
+                    .entry(run.run_file.clone())
+                    .or_insert_with(|| dir.join(&run.run_file));
+                shrunk.push(run.clone());
+            }
+        }
+    }
+
+    fs::create_dir_all(out).map_err(io_error(out))?;
+    for (relative, source) in &copies {
+        let target = out.join(relative);
+        if same_file(source, &target) {
+            continue;
+        }
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(io_error(parent))?;
+        }
+        fs::copy(source, &target).map_err(io_error(source))?;
+    }
+    let data = ReportData::new(
+        CampaignFile {
+            v: RECORD_VERSION,
+            meta,
+            scenarios,
+        },
+        results,
+        shrunk,
+    );
+    write(&out.join(CAMPAIGN_FILE), &pretty(&data.campaign))?;
+    write_lines(&out.join(RESULTS_FILE), &data.results)?;
+    write_lines(&out.join(SHRUNK_FILE), &data.shrunk)?;
+    render(out)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn write_lines<T: Serialize>(path: &Path, items: &[T]) -> Result<(), ReportError> {
+    let mut text = Vec::new();
+    for item in items {
+        // Our record types always serialise.
+        serde_json::to_writer(&mut text, item).expect("records always serialise");
+        let _ = text.write_all(b"\n");
+    }
+    fs::write(path, text).map_err(io_error(path))
+}

@@ -1,0 +1,372 @@
+//! `summary.json`: the campaign's totals, per scenario and check, for tooling; and the
+//! verdicts the Markdown and JUnit outputs print.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ReportData;
+use crate::campaign::coverage::EVENTS;
+use crate::campaign::record::{CampaignMeta, RunRecord, RunStatus};
+
+/// Schema version of `summary.json`.
+pub const SUMMARY_VERSION: u32 = 1;
+
+/// The order checks are shown in; other names follow, alphabetically.
+const CHECK_ORDER: [&str; 9] = [
+    "TOKEN",
+    "EXCL",
+    "EXPIRY",
+    "FENCE",
+    "LEDGER",
+    "STOP",
+    "LIVE",
+    "LIN-LEASE",
+    "LIN-LEDGER",
+];
+
+/// `summary.json`.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Summary {
+    /// Schema version ([`SUMMARY_VERSION`]).
+    pub v: u32,
+    /// What identifies the campaign.
+    pub meta: CampaignMeta,
+    /// The campaign's exit code (0, 1, 3, 4 or 5; see the module page).
+    pub exit_code: u8,
+    /// The verdict in one line.
+    pub verdict: String,
+    /// Runs in all.
+    pub runs: u64,
+    /// Runs by status (`clean`, `violation`, `liveness`, `inconclusive`, `harness-error`),
+    /// every status present.
+    pub by_status: BTreeMap<String, u64>,
+    /// Wall-clock time of all runs and their checks, ms (the only non-deterministic number).
+    pub wall_ms: u64,
+    /// Per scenario, in campaign order.
+    pub scenarios: Vec<ScenarioSummary>,
+    /// Every harness error, by scenario and seed.
+    pub harness_errors: Vec<HarnessErrorSummary>,
+    /// Every shrunk failing run.
+    pub shrunk: Vec<ShrunkSummary>,
+}
+
+/// One scenario's totals.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ScenarioSummary {
+    /// The scenario.
+    pub name: String,
+    /// What it is about (empty when `campaign.json` does not list it).
+    pub about: String,
+    /// Its runs.
+    pub runs: u64,
+    /// Its runs by status, every status present.
+    pub by_status: BTreeMap<String, u64>,
+    /// Per check, in report order.
+    pub checks: Vec<CheckSummary>,
+    /// Coverage events reached over its runs (event → count), every known event present.
+    pub coverage: BTreeMap<String, u64>,
+    /// Coverage events it expects that no run reached.
+    pub unreached_coverage: Vec<String>,
+    /// Checks it expects to be violated that no run violated (each makes the exit code 1).
+    pub unreached_violations: Vec<String>,
+}
+
+/// One check over one scenario's runs.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct CheckSummary {
+    /// `TOKEN` … `LIN-LEDGER`.
+    pub name: String,
+    /// Runs that made this check.
+    pub runs: u64,
+    /// Individual checks made, over all runs.
+    pub checks: u64,
+    /// Violations found, over all runs.
+    pub violations: u64,
+    /// Runs where it failed.
+    pub failed_runs: u64,
+    /// Runs where it was inconclusive (budget ran out).
+    pub inconclusive_runs: u64,
+    /// Whether the scenario expects it to be violated.
+    pub expected_violation: bool,
+    /// `pass`, `fail`, `inconclusive`, `caught` (an expected violation seen),
+    /// `not-caught` (an expected violation never seen) or `not-run`.
+    pub result: String,
+}
+
+/// A run that could not be judged.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct HarnessErrorSummary {
+    /// The scenario.
+    pub scenario: String,
+    /// The seed.
+    pub seed: u64,
+    /// The error.
+    pub error: String,
+    /// The command that reproduces the run.
+    pub replay: String,
+}
+
+/// A shrunk failing run.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ShrunkSummary {
+    /// The scenario.
+    pub scenario: String,
+    /// The original seed.
+    pub seed: u64,
+    /// The check it violates.
+    pub check: String,
+    /// The minimal run file, relative to the report folder.
+    pub run_file: String,
+    /// The command that replays it.
+    pub replay: String,
+}
+
+/// Every status, by its JSON name, at 0.
+fn statuses() -> BTreeMap<String, u64> {
+    [
+        RunStatus::Clean,
+        RunStatus::Violation,
+        RunStatus::Liveness,
+        RunStatus::Inconclusive,
+        RunStatus::HarnessError,
+    ]
+    .into_iter()
+    .map(|s| (status_name(s).to_owned(), 0))
+    .collect()
+}
+
+/// A status's JSON name.
+pub(super) fn status_name(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Clean => "clean",
+        RunStatus::Violation => "violation",
+        RunStatus::Liveness => "liveness",
+        RunStatus::Inconclusive => "inconclusive",
+        RunStatus::HarnessError => "harness-error",
+    }
+}
+
+/// Check names in report order.
+pub(super) fn order_checks(names: &mut [String]) {
+    names.sort_by_key(|name| {
+        (
+            CHECK_ORDER
+                .iter()
+                .position(|c| c == name)
+                .unwrap_or(CHECK_ORDER.len()),
+            name.clone(),
+        )
+    });
+}
+
+/// Event names in report order: [`EVENTS`], then any others alphabetically.
+pub(super) fn order_events(names: &mut [String]) {
+    names.sort_by_key(|name| {
+        (
+            EVENTS
+                .iter()
+                .position(|(e, _)| e == name)
+                .unwrap_or(EVENTS.len()),
+            name.clone(),
+        )
+    });
+}
+
+impl Summary {
+    pub(super) fn of(data: &ReportData) -> Summary {
+        let mut by_status = statuses();
+        for record in &data.results {
+            *by_status
+                .entry(status_name(record.status).into())
+                .or_default() += 1;
+        }
+        let scenarios: Vec<ScenarioSummary> = scenario_names(data)
+            .into_iter()
+            .map(|name| scenario(data, &name))
+            .collect();
+        let harness_errors = data
+            .results
+            .iter()
+            .filter(|r| r.status == RunStatus::HarnessError)
+            .map(|r| HarnessErrorSummary {
+                scenario: r.scenario.clone(),
+                seed: r.seed,
+                error: r.error.clone().unwrap_or_else(|| "(no message)".into()),
+                replay: r.replay.clone(),
+            })
+            .collect();
+        let shrunk = data
+            .shrunk
+            .iter()
+            .map(|s| ShrunkSummary {
+                scenario: s.scenario.clone(),
+                seed: s.seed,
+                check: s.check.clone(),
+                run_file: s.run_file.clone(),
+                replay: s.replay.clone(),
+            })
+            .collect();
+        let unreached = scenarios.iter().any(|s| !s.unreached_violations.is_empty());
+        let count = |status: RunStatus| by_status[status_name(status)];
+        let (exit_code, verdict) = if count(RunStatus::HarnessError) > 0 {
+            (3, "harness error: some runs could not be judged")
+        } else if count(RunStatus::Violation) > 0 {
+            (1, "FAIL: unexpected safety violation")
+        } else if unreached {
+            (
+                1,
+                "FAIL: an expected violation was never seen (the scenario's expectation is wrong, or its mutant survived)",
+            )
+        } else if count(RunStatus::Liveness) > 0 {
+            (5, "FAIL: liveness violation (LIVE)")
+        } else if count(RunStatus::Inconclusive) > 0 {
+            (
+                4,
+                "inconclusive: a check ran out of budget; no violation found",
+            )
+        } else {
+            (0, "clean")
+        };
+        Summary {
+            v: SUMMARY_VERSION,
+            meta: data.campaign.meta.clone(),
+            exit_code,
+            verdict: verdict.to_owned(),
+            runs: data.results.len() as u64,
+            by_status,
+            wall_ms: data.results.iter().map(|r| r.wall_ms).sum(),
+            scenarios,
+            harness_errors,
+            shrunk,
+        }
+    }
+}
+
+/// Scenarios in campaign order (meta's list, then `campaign.json`'s infos), then any other
+/// scenario the results name, alphabetically.
+fn scenario_names(data: &ReportData) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let listed = data
+        .campaign
+        .meta
+        .scenarios
+        .iter()
+        .chain(data.campaign.scenarios.iter().map(|s| &s.name));
+    for name in listed {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    let mut others: Vec<String> = data
+        .results
+        .iter()
+        .map(|r| r.scenario.clone())
+        .filter(|n| !names.contains(n))
+        .collect();
+    others.sort();
+    others.dedup();
+    names.extend(others);
+    names
+}
+
+fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
+    let info = data.campaign.scenarios.iter().find(|s| s.name == name);
+    let runs: Vec<&RunRecord> = data.results.iter().filter(|r| r.scenario == name).collect();
+    let mut by_status = statuses();
+    for record in &runs {
+        *by_status
+            .entry(status_name(record.status).into())
+            .or_default() += 1;
+    }
+
+    let mut checks: BTreeMap<String, CheckSummary> = BTreeMap::new();
+    let blank = |name: &str| CheckSummary {
+        name: name.to_owned(),
+        runs: 0,
+        checks: 0,
+        violations: 0,
+        failed_runs: 0,
+        inconclusive_runs: 0,
+        expected_violation: false,
+        result: String::new(),
+    };
+    for expected in info.map_or(&[][..], |i| &i.violate[..]) {
+        let mut check = blank(expected);
+        check.expected_violation = true;
+        checks.insert(expected.clone(), check);
+    }
+    for record in &runs {
+        for check in &record.checks {
+            let entry = checks
+                .entry(check.name.clone())
+                .or_insert_with(|| blank(&check.name));
+            entry.runs += 1;
+            entry.checks += check.checks;
+            entry.violations += check.violations.len() as u64;
+            entry.expected_violation |= check.expected_violation;
+            match check.verdict.as_str() {
+                "fail" => entry.failed_runs += 1,
+                "unknown" => entry.inconclusive_runs += 1,
+                _ => {}
+            }
+        }
+    }
+    let mut names: Vec<String> = checks.keys().cloned().collect();
+    order_checks(&mut names);
+    let checks: Vec<CheckSummary> = names
+        .into_iter()
+        .filter_map(|n| checks.remove(&n))
+        .map(|mut check| {
+            check.result = match (check.expected_violation, check.runs, check.failed_runs) {
+                (_, 0, _) => "not-run",
+                (true, _, 0) => "not-caught",
+                (true, _, _) => "caught",
+                (false, _, f) if f > 0 => "fail",
+                _ if check.inconclusive_runs > 0 => "inconclusive",
+                _ => "pass",
+            }
+            .to_owned();
+            check
+        })
+        .collect();
+
+    let mut coverage: BTreeMap<String, u64> =
+        EVENTS.iter().map(|(e, _)| ((*e).to_owned(), 0)).collect();
+    for record in &runs {
+        for (event, count) in &record.coverage {
+            *coverage.entry(event.clone()).or_default() += count;
+        }
+    }
+    let expected_coverage = info.map_or(&[][..], |i| &i.coverage[..]);
+    for event in expected_coverage {
+        coverage.entry(event.clone()).or_default();
+    }
+    let judged = runs.iter().any(|r| r.status != RunStatus::HarnessError);
+    let mut unreached_coverage: Vec<String> = if judged {
+        expected_coverage
+            .iter()
+            .filter(|e| coverage.get(*e).copied().unwrap_or(0) == 0)
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    order_events(&mut unreached_coverage);
+    unreached_coverage.dedup();
+    let unreached_violations = checks
+        .iter()
+        .filter(|c| c.result == "not-caught" || (c.expected_violation && judged && c.runs == 0))
+        .map(|c| c.name.clone())
+        .collect();
+    ScenarioSummary {
+        name: name.to_owned(),
+        about: info.map(|i| i.about.clone()).unwrap_or_default(),
+        runs: runs.len() as u64,
+        by_status,
+        checks,
+        coverage,
+        unreached_coverage,
+        unreached_violations,
+    }
+}

@@ -1,0 +1,474 @@
+//! Rendering a hand-built campaign: a clean scenario, one with an unexpected violation and
+//! its shrunk run, one with a harness error, one inconclusive, one mutant scenario whose
+//! expected violation was caught and one whose was not.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use super::*;
+use crate::campaign::record::{CheckRecord, RunStatus, ViolationRecord};
+
+const CHECKS: [&str; 9] = [
+    "TOKEN",
+    "EXCL",
+    "EXPIRY",
+    "FENCE",
+    "LEDGER",
+    "STOP",
+    "LIVE",
+    "LIN-LEASE",
+    "LIN-LEDGER",
+];
+
+fn meta(commit: &str, shard: Option<&str>) -> CampaignMeta {
+    CampaignMeta {
+        v: RECORD_VERSION,
+        seeds: "0..4".into(),
+        sims: "sims/field-cases".into(),
+        scenarios: vec![
+            "clean".into(),
+            "f1-pause".into(),
+            "flaky".into(),
+            "slow".into(),
+            "mutant-caught".into(),
+            "mutant-missed".into(),
+        ],
+        shard: shard.map(str::to_owned),
+        mutant: None,
+        git_commit: commit.into(),
+        config_hash: "c0ffee".into(),
+        cargo_lock_hash: "10c4".into(),
+    }
+}
+
+fn info(name: &str, about: &str, coverage: &[&str], violate: &[&str]) -> ScenarioInfo {
+    ScenarioInfo {
+        name: name.into(),
+        about: about.into(),
+        coverage: coverage.iter().map(|s| (*s).to_owned()).collect(),
+        violate: violate.iter().map(|s| (*s).to_owned()).collect(),
+    }
+}
+
+fn campaign(commit: &str, shard: Option<&str>) -> CampaignFile {
+    CampaignFile {
+        v: RECORD_VERSION,
+        meta: meta(commit, shard),
+        scenarios: vec![
+            info(
+                "clean",
+                "contention without faults",
+                &["takeover-after-expiry", "graceful-handover"],
+                &[],
+            ),
+            info(
+                "f1-pause",
+                "stop-the-world pause longer than the TTL",
+                &["stale-append-rejected"],
+                &[],
+            ),
+            info("flaky", "a world that panics", &[], &[]),
+            info("slow", "a search that runs out of budget", &[], &[]),
+            info(
+                "mutant-caught",
+                "a planted bug FENCE catches",
+                &[],
+                &["FENCE"],
+            ),
+            info(
+                "mutant-missed",
+                "a planted bug nobody catches",
+                &[],
+                &["EXCL"],
+            ),
+        ],
+    }
+}
+
+/// Every check passing, with `checks` individual checks each.
+fn checks(expected: &[&str]) -> Vec<CheckRecord> {
+    CHECKS
+        .iter()
+        .map(|name| CheckRecord {
+            name: (*name).into(),
+            checks: 10,
+            expected_violation: expected.contains(name),
+            verdict: "pass".into(),
+            violations: Vec::new(),
+        })
+        .collect()
+}
+
+fn fail(checks: &mut [CheckRecord], name: &str, message: &str, evidence: &[&str]) {
+    let check = checks.iter_mut().find(|c| c.name == name).unwrap();
+    check.verdict = "fail".into();
+    check.violations.push(ViolationRecord {
+        message: message.into(),
+        evidence: evidence.iter().map(|s| (*s).to_owned()).collect(),
+    });
+}
+
+fn run(scenario: &str, seed: u64, status: RunStatus, checks: Vec<CheckRecord>) -> RunRecord {
+    RunRecord {
+        v: RECORD_VERSION,
+        scenario: scenario.into(),
+        seed,
+        status,
+        unexpected: checks
+            .iter()
+            .filter(|c| c.verdict == "fail" && !c.expected_violation)
+            .map(|c| c.name.clone())
+            .collect(),
+        checks,
+        coverage: BTreeMap::from([
+            ("takeover-after-expiry".to_owned(), seed),
+            ("stale-append-rejected".to_owned(), 0),
+        ]),
+        drawn: serde_json::Value::Null,
+        faults: 2,
+        operations: 40,
+        wall_ms: 100 + seed,
+        error: None,
+        replay: format!("leasesim run --scenario sims/field-cases/{scenario}.toml --seed {seed}"),
+    }
+}
+
+fn results() -> Vec<RunRecord> {
+    let mut out = vec![
+        run("clean", 0, RunStatus::Clean, checks(&[])),
+        run("clean", 1, RunStatus::Clean, checks(&[])),
+    ];
+    let mut violated = checks(&[]);
+    fail(
+        &mut violated,
+        "FENCE",
+        "a record of writer epoch 1 committed after Fence{2}",
+        &["ledger s1 seq 4", "op 12"],
+    );
+    out.push(run("f1-pause", 2, RunStatus::Violation, violated));
+    out.push(run("f1-pause", 3, RunStatus::Clean, checks(&[])));
+    let mut harness = run("flaky", 0, RunStatus::HarnessError, Vec::new());
+    harness.error = Some("panicked at src/sim/world.rs: <boom> & \"quotes\" | pipe".into());
+    out.push(harness);
+    let mut unknown = checks(&[]);
+    unknown[7].verdict = "unknown".into();
+    out.push(run("slow", 1, RunStatus::Inconclusive, unknown));
+    let mut caught = checks(&["FENCE"]);
+    fail(&mut caught, "FENCE", "stale append landed", &["op 3"]);
+    out.push(run("mutant-caught", 0, RunStatus::Clean, caught));
+    out.push(run("mutant-missed", 0, RunStatus::Clean, checks(&["EXCL"])));
+    out
+}
+
+fn shrunk() -> Vec<ShrunkRun> {
+    vec![ShrunkRun {
+        scenario: "f1-pause".into(),
+        seed: 2,
+        check: "FENCE".into(),
+        run_file: "shrunk/f1-pause-2-FENCE.json".into(),
+        replay: "leasesim replay shrunk/f1-pause-2-FENCE.json".into(),
+        faults: (3, 1),
+        operations: (40, 6),
+        attempts: 17,
+        violations: vec![ViolationRecord {
+            message: "a record of writer epoch 1 committed after Fence{2}".into(),
+            evidence: vec!["ledger s1 seq 4".into(), "op 12".into()],
+        }],
+        sequence_diagram: "sequenceDiagram\n    participant r1 as replica-1\n    participant lease\n    participant ledger\n    r1->>lease: 0.000s acquire s1\n    lease-->>r1: Granted token 1 (op 1)\n".into(),
+    }]
+}
+
+fn write_folder(dir: &Path, campaign: &CampaignFile, results: &[RunRecord], shrunk: &[ShrunkRun]) {
+    fs::create_dir_all(dir.join("shrunk")).unwrap();
+    fs::write(dir.join(CAMPAIGN_FILE), pretty(campaign)).unwrap();
+    write_lines(&dir.join(RESULTS_FILE), results).unwrap();
+    write_lines(&dir.join(SHRUNK_FILE), shrunk).unwrap();
+    for run in shrunk {
+        fs::write(
+            dir.join(&run.run_file),
+            format!("{{\"seed\":{}}}\n", run.seed),
+        )
+        .unwrap();
+    }
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    fs::read_to_string(dir.join(name)).unwrap()
+}
+
+#[test]
+fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    write_folder(dir.path(), &campaign("abc123", None), &results(), &shrunk());
+    assert_eq!(render(dir.path()).unwrap(), 3, "a harness error wins");
+
+    let md = read(dir.path(), "report.md");
+    for line in [
+        "| seeds | 0..4 |",
+        "| git commit | `abc123` |",
+        "| config hash | `c0ffee` |",
+        "| Cargo.lock hash | `10c4` |",
+        "| shard | — |",
+        "| mutant | none |",
+        "| runs | 8 (5 clean, 1 violation, 0 liveness, 1 inconclusive, 1 harness-error) |",
+        "**Verdict: harness error: some runs could not be judged (exit 3)**",
+        "| FENCE | 2 | 20 | 1 | 1 | 0 | **FAIL** |",
+        "| LIN-LEASE | 1 | 10 | 0 | 0 | 1 | inconclusive |",
+        "| FENCE | 1 | 10 | 1 | 1 | 0 | caught (expected) |",
+        "| EXCL | 1 | 10 | 0 | 0 | 0 | **NOT CAUGHT** (expected violation never seen) |",
+        "| takeover-after-expiry | 1 ✓ | 5 | 0 | 1 | 0 | 0 |",
+        "| graceful-handover | **0 ✗** | 0 | 0 | 0 | 0 | 0 |",
+        "| flaky | 0 | panicked at src/sim/world.rs: &lt;boom&gt; & \"quotes\" \\| pipe | `leasesim run --scenario sims/field-cases/flaky.toml --seed 0` |",
+        "- minimal run: `shrunk/f1-pause-2-FENCE.json`",
+        "  leasesim replay shrunk/f1-pause-2-FENCE.json",
+        "- op 12",
+        "```mermaid",
+        "    lease-->>r1: Granted token 1 (op 1)",
+    ] {
+        assert!(
+            md.lines().any(|l| l == line),
+            "report.md lacks {line:?}:\n{md}"
+        );
+    }
+    assert!(md.contains("- **mutant-missed**: expects **EXCL** to be violated, but no run"));
+    assert!(md.contains("- clean: expects coverage event `graceful-handover`, never reached."));
+    // Check rows in report order.
+    let order: Vec<usize> = CHECKS
+        .iter()
+        .map(|c| md.find(&format!("\n| {c} | 2 | 20 |")).unwrap())
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]));
+
+    let junit = read(dir.path(), "junit.xml");
+    assert!(junit.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leasesim campaign\" tests=\"46\" failures=\"2\" errors=\"1\" skipped=\"1\">"));
+    assert!(junit.contains("<testcase classname=\"leasesim.clean\" name=\"TOKEN\"/>"));
+    assert!(junit.contains("<failure message=\"FENCE violated in 1 of 2 runs (1 violations)\" type=\"violation\">seed 2 (replay: leasesim run --scenario sims/field-cases/f1-pause.toml --seed 2)\n  a record of writer epoch 1 committed after Fence{2}\n    - ledger s1 seq 4\n    - op 12\nminimal run: shrunk/f1-pause-2-FENCE.json"));
+    assert!(junit.contains("type=\"expected-violation-not-seen\""));
+    assert!(junit.contains(
+        "<skipped message=\"inconclusive in 1 of 1 run (a search ran out of budget)\"/>"
+    ));
+    assert!(junit.contains("<error message=\"1 run could not be judged (seeds 0)\" type=\"harness-error\">seed 0: panicked at src/sim/world.rs: &lt;boom&gt; &amp; &quot;quotes&quot; | pipe"));
+    assert_eq!(junit.matches("<testcase ").count(), 46);
+
+    let summary: Summary = serde_json::from_str(&read(dir.path(), "summary.json")).unwrap();
+    assert_eq!(summary.v, SUMMARY_VERSION);
+    assert_eq!(summary.exit_code, 3);
+    assert_eq!(summary.runs, 8);
+    assert_eq!(summary.by_status["violation"], 1);
+    assert_eq!(summary.harness_errors.len(), 1);
+    assert_eq!(summary.harness_errors[0].seed, 0);
+    assert_eq!(summary.shrunk[0].run_file, "shrunk/f1-pause-2-FENCE.json");
+    let f1 = &summary.scenarios[1];
+    assert_eq!(f1.name, "f1-pause");
+    assert_eq!(f1.coverage["takeover-after-expiry"], 5);
+    let fence = f1.checks.iter().find(|c| c.name == "FENCE").unwrap();
+    assert_eq!((fence.runs, fence.checks, fence.violations), (2, 20, 1));
+    assert_eq!(summary.scenarios[5].unreached_violations, vec!["EXCL"]);
+    assert_eq!(
+        summary.scenarios[0].unreached_coverage,
+        vec!["graceful-handover"]
+    );
+}
+
+#[test]
+fn exit_codes_follow_the_design_order() {
+    let code = |keep: &dyn Fn(&RunRecord) -> bool, campaign: CampaignFile| {
+        let results: Vec<RunRecord> = results().into_iter().filter(|r| keep(r)).collect();
+        ReportData::new(campaign, results, Vec::new())
+            .summary()
+            .exit_code
+    };
+    assert_eq!(code(&|_| true, campaign("c", None)), 3);
+    assert_eq!(code(&|r| r.scenario != "flaky", campaign("c", None)), 1);
+    // Without the unexpected violation, the expected one never seen still fails.
+    let no_violation = |r: &RunRecord| r.scenario != "flaky" && r.scenario != "f1-pause";
+    assert_eq!(code(&no_violation, campaign("c", None)), 1);
+    let mut fixed = campaign("c", None);
+    fixed.scenarios[5].violate.clear();
+    let fixed_results = |r: &RunRecord| no_violation(r) && r.scenario != "mutant-missed";
+    assert_eq!(code(&fixed_results, fixed.clone()), 4);
+    let mut live = checks(&[]);
+    fail(&mut live, "LIVE", "nobody appended", &[]);
+    let mut results: Vec<RunRecord> = results().into_iter().filter(fixed_results).collect();
+    results.push(run("clean", 9, RunStatus::Liveness, live));
+    let data = ReportData::new(fixed.clone(), results, Vec::new());
+    assert_eq!(data.summary().exit_code, 5);
+    let clean = |r: &RunRecord| fixed_results(r) && r.scenario != "slow";
+    assert_eq!(code(&clean, fixed), 0);
+}
+
+#[test]
+fn rendering_is_deterministic_whatever_the_completion_order() {
+    let data = ReportData::new(campaign("abc123", None), results(), shrunk());
+    let mut shuffled = results();
+    shuffled.reverse();
+    shuffled.push(results()[0].clone()); // a duplicate (scenario, seed)
+    let other = ReportData::new(campaign("abc123", None), shuffled, shrunk());
+    assert_eq!(render_text(&data), render_text(&other));
+}
+
+#[test]
+fn report_md_snapshot() {
+    let data = ReportData::new(campaign("abc123", None), results(), shrunk());
+    let (md, _, _) = render_text(&data);
+    insta::assert_snapshot!("report_md", md);
+}
+
+#[test]
+fn merge_of_two_shards() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, out) = (
+        root.path().join("a"),
+        root.path().join("b"),
+        root.path().join("out"),
+    );
+    let all = results();
+    // Shard 1: even positions, shard 2: odd positions plus one duplicate of shard 1.
+    let one: Vec<RunRecord> = all.iter().step_by(2).cloned().collect();
+    let mut two: Vec<RunRecord> = all.iter().skip(1).step_by(2).cloned().collect();
+    two.push(all[0].clone());
+    let (shrunk_one, shrunk_two) = if one.iter().any(|r| r.scenario == "f1-pause" && r.seed == 2) {
+        (shrunk(), Vec::new())
+    } else {
+        (Vec::new(), shrunk())
+    };
+    write_folder(&a, &campaign("abc123", Some("1/2")), &one, &shrunk_one);
+    write_folder(&b, &campaign("abc123", Some("2/2")), &two, &shrunk_two);
+
+    let code = merge(&[a.clone(), b.clone()], &out, false).unwrap();
+    assert_eq!(code, 3);
+    let merged = ReportData::read(&out).unwrap();
+    assert_eq!(
+        merged.results.len(),
+        all.len(),
+        "deduplicated by (scenario, seed)"
+    );
+    assert_eq!(merged.campaign.meta.shard.as_deref(), Some("1/2+2/2"));
+    assert_eq!(merged.shrunk, shrunk());
+    assert_eq!(
+        read(&out, "shrunk/f1-pause-2-FENCE.json"),
+        "{\"seed\":2}\n",
+        "the minimal run file is copied"
+    );
+    // The merged report is the unsharded one, but for the shard line.
+    let whole = ReportData::new(
+        CampaignFile {
+            meta: merged.campaign.meta.clone(),
+            ..campaign("abc123", None)
+        },
+        all,
+        shrunk(),
+    );
+    assert_eq!(read(&out, "report.md"), render_text(&whole).0);
+}
+
+#[test]
+fn merge_refuses_shards_of_different_campaigns_unless_forced() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, out) = (
+        root.path().join("a"),
+        root.path().join("b"),
+        root.path().join("out"),
+    );
+    write_folder(&a, &campaign("abc123", Some("1/2")), &results()[..2], &[]);
+    write_folder(&b, &campaign("def456", Some("2/2")), &results()[2..4], &[]);
+    let error = merge(&[a.clone(), b.clone()], &out, false).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        matches!(
+            error,
+            ReportError::Mismatch {
+                what: "git commit",
+                ..
+            }
+        ),
+        "{text}"
+    );
+    assert!(text.contains("abc123 vs def456"), "{text}");
+    assert!(text.contains("--force"), "{text}");
+    assert!(!out.exists(), "nothing written");
+    assert_eq!(merge(&[a, b], &out, true).unwrap(), 1);
+    let md = read(&out, "report.md");
+    assert!(md.contains("| git commit | `abc123+def456` |"), "{md}");
+}
+
+#[test]
+fn malformed_results_name_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    write_folder(dir.path(), &campaign("abc123", None), &results()[..1], &[]);
+    let path = dir.path().join(RESULTS_FILE);
+    let mut text = fs::read_to_string(&path).unwrap();
+    text.push_str("{\"v\":1,\"scenario\":\"clean\"}\n");
+    fs::write(&path, text).unwrap();
+    let error = render(dir.path()).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        matches!(error, ReportError::Malformed { line: 2, .. }),
+        "{message}"
+    );
+    assert!(
+        message.contains("results.jsonl:2: missing field"),
+        "{message}"
+    );
+
+    fs::write(&path, "not json\n").unwrap();
+    assert!(
+        render(dir.path())
+            .unwrap_err()
+            .to_string()
+            .contains("results.jsonl:1:")
+    );
+
+    fs::write(dir.path().join(SHRUNK_FILE), "{}\n").unwrap();
+    fs::write(&path, "").unwrap();
+    assert!(
+        render(dir.path())
+            .unwrap_err()
+            .to_string()
+            .contains("shrunk.jsonl:1:")
+    );
+}
+
+#[test]
+fn missing_files_and_bad_paths_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = render(dir.path()).unwrap_err().to_string();
+    assert!(error.contains("campaign.json"), "{error}");
+
+    write_folder(dir.path(), &campaign("abc123", None), &[], &[]);
+    fs::remove_file(dir.path().join(RESULTS_FILE)).unwrap();
+    let error = render(dir.path()).unwrap_err().to_string();
+    assert!(error.contains("results.jsonl"), "{error}");
+
+    let mut escaping = shrunk();
+    escaping[0].run_file = "../elsewhere.json".into();
+    write_folder(dir.path(), &campaign("abc123", None), &[], &[]);
+    write_lines(&dir.path().join(SHRUNK_FILE), &escaping).unwrap();
+    let error = render(dir.path()).unwrap_err().to_string();
+    assert!(
+        error.contains("shrunk.jsonl:1: run_file `../elsewhere.json`"),
+        "{error}"
+    );
+
+    assert!(matches!(
+        merge(&[], dir.path(), false),
+        Err(ReportError::NoInput)
+    ));
+}
+
+#[test]
+fn an_empty_campaign_is_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    write_folder(dir.path(), &campaign("abc123", None), &[], &[]);
+    fs::remove_file(dir.path().join(SHRUNK_FILE)).unwrap();
+    assert_eq!(render(dir.path()).unwrap(), 0);
+}
+
+#[test]
+fn xml_escaping() {
+    assert_eq!(
+        junit::escape("a<b>&\"c'\u{1}\td"),
+        "a&lt;b&gt;&amp;&quot;c&apos;\u{FFFD}\td"
+    );
+}
