@@ -47,6 +47,12 @@ enum Command {
         #[command(subcommand)]
         service: Service,
     },
+    /// Check history files for linearizability, one verdict per file; a violation comes with
+    /// an explanation (the operation that cannot be placed, the states possible before it, the
+    /// longest valid prefix). etcd and kv read the Jepsen histories, ledger and lease our
+    /// history.jsonl. Exit 0 all linearizable, 1 some not, 2 a file unreadable or
+    /// malformed (named with its line), 4 a budget ran out with no violation found.
+    Check(CheckArgs),
     /// Render or merge campaign reports (report.md, summary.json, junit.xml) from a report
     /// folder's data files. Exits with the campaign's exit code; 2 on a missing or malformed
     /// data file (named with its line) or shards of different campaigns.
@@ -78,6 +84,22 @@ enum ReportCommand {
         #[arg(long)]
         force: bool,
     },
+}
+
+#[derive(Args, Debug)]
+struct CheckArgs {
+    /// Reader and sequential model for the files.
+    #[arg(long, value_enum)]
+    model: leasesim::check::command::CheckModel,
+    /// One JSON object per file (file, model, verdict, ops, elapsed_ms, explanation).
+    #[arg(long)]
+    json: bool,
+    /// Search steps per partition before the verdict is `unknown` (exit 4).
+    #[arg(long, value_name = "STEPS", default_value_t = leasesim::check::linearizability::Budget::default().max_steps_per_partition)]
+    budget: u64,
+    /// The history files.
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -194,6 +216,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Replay(args) => replay(args),
         Command::Serve { service } => runtime.block_on(serve(service)),
+        Command::Check(args) => check(args),
         Command::Report { command } => report(command),
     }
 }
@@ -211,6 +234,20 @@ fn report(command: ReportCommand) -> ExitCode {
             ExitCode::from(BAD_INPUT)
         }
     }
+}
+
+fn check(args: CheckArgs) -> ExitCode {
+    let options = leasesim::check::command::CheckOptions {
+        model: args.model,
+        json: args.json,
+        budget: leasesim::check::linearizability::Budget::steps(args.budget),
+        files: args.files,
+    };
+    ExitCode::from(leasesim::check::command::run(
+        &options,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    ))
 }
 
 /// `RUST_LOG` when set; otherwise errors only, except that a service also shows warnings:

@@ -1,6 +1,7 @@
 //! Checkers: they judge a recorded history, whoever recorded it (the simulation, live mode,
 //! Jepsen), and never import `sim/` (DESIGN.md, "Dependency rules").
 
+pub mod command;
 pub mod invariants;
 pub mod jepsen;
 pub mod linearizability;

@@ -65,13 +65,22 @@ fn a_stale_read_after_a_completed_write_is_caught_and_explained() {
     };
     assert_eq!(e.stuck_index, 1);
     assert_eq!(
+        (e.stuck_process, e.stuck_call, e.stuck_return),
+        (1, 2, Some(3))
+    );
+    assert_eq!(
+        e.summary,
+        "process 1 read nil at [2, 3], but the register could only hold 1 then"
+    );
+    assert_eq!(
         e.states_before,
-        vec!["value 1: the model rejects the operation here".to_string()]
+        vec!["the register holds 1: a read then returns 1, not nil".to_string()]
     );
     assert_eq!(
         e.longest_prefix,
-        vec!["process 0 [0, 1]: write 1, ok".to_string()]
+        vec!["process 0 wrote 1 at [0, 1] -> the register holds 1".to_string()]
     );
+    assert_eq!(e.longest_prefix_indices, vec![0]);
 }
 
 #[test]
@@ -122,4 +131,96 @@ fn an_exhausted_budget_is_unknown_never_linearizable() {
         Verdict::Unknown
     );
     assert_eq!(verdict(&with_read), Verdict::Linearizable);
+}
+
+mod partitions {
+    use leasesim::check::linearizability::kv::{KvInput, KvOutput, KvStore};
+    use leasesim::check::linearizability::{Budget, Operation, Verdict, check};
+
+    type KvOp = Operation<KvInput, KvOutput>;
+
+    fn put(process: u64, call: u64, key: &str, value: &str) -> KvOp {
+        Operation {
+            process,
+            input: KvInput::Put {
+                key: key.into(),
+                value: value.into(),
+            },
+            output: Some(KvOutput::Done),
+            call,
+            ret: Some(call + 1),
+        }
+    }
+
+    fn get(process: u64, call: u64, key: &str, seen: &str) -> KvOp {
+        Operation {
+            process,
+            input: KvInput::Get { key: key.into() },
+            output: Some(KvOutput::Got(seen.into())),
+            call,
+            ret: Some(call + 1),
+        }
+    }
+
+    /// 40 keys, each a put then a get; the keys in `stale` read a value never written. Listed
+    /// in reverse key order, so that key order and history order disagree.
+    fn history(stale: &[&str]) -> Vec<KvOp> {
+        let mut ops = Vec::new();
+        for k in (0..40).rev() {
+            let key = format!("k{k:02}");
+            let seen = if stale.contains(&key.as_str()) {
+                "old"
+            } else {
+                "new"
+            };
+            ops.push(put(k, 10 * k, &key, "new"));
+            ops.push(get(100 + k, 10 * k + 5, &key, seen));
+        }
+        ops
+    }
+
+    #[test]
+    fn the_first_failing_partition_in_key_order_is_reported_whatever_the_threads_do() {
+        let ops = history(&["k07", "k31", "k12"]);
+        let first = check(&KvStore, &ops, Budget::default());
+        let Verdict::NotLinearizable(explanation) = &first else {
+            panic!("stale reads accepted: {first:?}");
+        };
+        assert_eq!(explanation.partition, "\"k07\"");
+        assert_eq!(
+            explanation.summary,
+            "process 107 read \"old\" from key \"k07\" at [75, 76], but the key could only hold \"new\" then"
+        );
+        for _ in 0..50 {
+            assert_eq!(check(&KvStore, &ops, Budget::default()), first);
+        }
+    }
+
+    #[test]
+    fn many_partitions_all_linearizable() {
+        assert_eq!(
+            check(&KvStore, &history(&[]), Budget::default()),
+            Verdict::Linearizable
+        );
+    }
+
+    #[test]
+    fn a_violation_beats_a_partition_out_of_budget_and_unknown_needs_no_violation() {
+        // Key "a" needs many steps (20 concurrent puts, then a get); key "b" fails at once.
+        let mut ops: Vec<KvOp> = (0..20)
+            .map(|i| Operation {
+                ret: Some(100),
+                ..put(i, 0, "a", &i.to_string())
+            })
+            .collect();
+        ops.push(get(99, 101, "a", "5"));
+        let mut failing = ops.clone();
+        failing.push(put(200, 0, "b", "x"));
+        failing.push(get(201, 5, "b", "y"));
+        assert_eq!(check(&KvStore, &ops, Budget::steps(20)), Verdict::Unknown);
+        let Verdict::NotLinearizable(e) = check(&KvStore, &failing, Budget::steps(20)) else {
+            panic!("a violation in a later partition must still be reported");
+        };
+        assert_eq!(e.partition, "\"b\"");
+    }
 }

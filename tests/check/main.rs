@@ -1,6 +1,7 @@
 //! Checkers: the linearizability engine on hand-built histories and on the Jepsen histories
 //! kept beside the clone (`../shared/cases/jepsen`).
 
+mod cli;
 mod differential;
 mod engine;
 mod history_lease;

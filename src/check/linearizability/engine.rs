@@ -57,66 +57,128 @@ pub enum Verdict {
     Unknown,
 }
 
-/// Why a history is not linearizable, in plain words.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a history is not linearizable, in plain words (the model's [`Model::describe_op`],
+/// [`Model::describe_state`], [`Model::describe_rejection`] and
+/// [`Model::describe_possible_states`]). Times are the history's own (for the Jepsen readers,
+/// line numbers); `∞` marks an operation whose outcome is unknown. [`fmt::Display`] renders it
+/// as a few indented lines.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct Explanation {
-    /// The partition (key) that has no linearization.
+    /// The partition (key, `Debug`-formatted; `()` for a single object) that has no
+    /// linearization.
     pub partition: String,
+    /// One sentence: the operation that cannot be placed and the states possible before it,
+    /// e.g. "process 3 read 4 at [12, 15], but the register could only hold 1 or 2 then".
+    pub summary: String,
     /// Index (in the checked slice) of the operation that cannot be placed.
     pub stuck_index: usize,
-    /// That operation: process, times, input and output.
+    /// That operation's process.
+    pub stuck_process: u64,
+    /// That operation's invocation time.
+    pub stuck_call: u64,
+    /// That operation's return time; `None` when its outcome is unknown (+∞).
+    pub stuck_return: Option<u64>,
+    /// That operation in plain words: process, what it called and got back, `[call, return]`.
     pub stuck: String,
-    /// The states possible just before it, each with why the operation cannot go on from it.
+    /// How many operations of the partition were placed (linearized) just before it, at the
+    /// deepest point the search reached.
+    pub placed_before: usize,
+    /// The states possible just before it (at that deepest point), each with why the operation
+    /// cannot go on from it: "<state>: <reason>". At most 16; see `states_omitted`.
     pub states_before: Vec<String>,
-    /// The longest valid prefix the search found, in linearization order.
+    /// How many more states were possible than `states_before` lists.
+    pub states_omitted: usize,
+    /// The longest valid prefix the search found, in linearization order: each operation in
+    /// plain words, then `->` and the state it leaves.
     pub longest_prefix: Vec<String>,
+    /// The same prefix as indices into the checked slice.
+    pub longest_prefix_indices: Vec<usize>,
 }
 
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "partition {}: cannot place {}",
-            self.partition, self.stuck
-        )?;
-        writeln!(f, "  states possible just before it:")?;
-        for state in &self.states_before {
-            writeln!(f, "    {state}")?;
+        writeln!(f, "{}.", self.summary)?;
+        if self.partition != "()" {
+            writeln!(f, "  partition: {}", self.partition)?;
         }
         writeln!(
             f,
-            "  longest valid prefix ({} ops):",
-            self.longest_prefix.len()
+            "  the operation that cannot be placed is #{} of the history: {}",
+            self.stuck_index, self.stuck
+        )?;
+        writeln!(
+            f,
+            "  states possible just before it (with {} earlier {} placed), and why none admits it:",
+            self.placed_before,
+            plural(self.placed_before, "operation", "operations")
+        )?;
+        for state in &self.states_before {
+            writeln!(f, "    {state}")?;
+        }
+        if self.states_omitted > 0 {
+            writeln!(f, "    … and {} more", self.states_omitted)?;
+        }
+        writeln!(
+            f,
+            "  longest valid prefix, in linearization order ({} {}):",
+            self.longest_prefix.len(),
+            plural(self.longest_prefix.len(), "operation", "operations")
         )?;
         for (i, op) in self.longest_prefix.iter().enumerate() {
-            writeln!(f, "    {i}: {op}")?;
+            writeln!(f, "    {:>3}. {op}", i + 1)?;
         }
         Ok(())
     }
 }
 
-/// Checks `ops` against `model`, one partition at a time in key order.
+fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}
+
+/// Checks `ops` against `model`, partition by partition ([`Model::key`]).
 ///
-/// A violation found in any partition is reported (the first in key order); otherwise a
-/// partition that ran out of budget makes the verdict [`Verdict::Unknown`].
+/// Partitions are searched in parallel: at most [`std::thread::available_parallelism`] scoped
+/// threads (the calling thread among them) take partitions in key order from a shared queue; a
+/// history with a single partition is searched on the calling thread alone. The verdict does
+/// not depend on thread timing: a violation is reported from the first failing partition in key
+/// order (partitions after a failing one may be abandoned, as they cannot change the verdict),
+/// and [`Verdict::Unknown`] is returned only when no partition fails and one ran out of budget.
+///
+/// The model and the operations are shared between the threads, hence the `Sync` bounds of
+/// [`Model`].
 pub fn check<M: Model>(
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
     budget: Budget,
 ) -> Verdict {
-    let mut partitions: BTreeMap<M::Key, Vec<usize>> = BTreeMap::new();
+    let mut by_key: BTreeMap<M::Key, Vec<usize>> = BTreeMap::new();
     for (i, op) in ops.iter().enumerate() {
-        partitions.entry(model.key(&op.input)).or_default().push(i);
+        by_key.entry(model.key(&op.input)).or_default().push(i);
     }
+    let (keys, partitions): (Vec<M::Key>, Vec<Vec<usize>>) = by_key.into_iter().unzip();
+    let workers = if partitions.len() > 1 {
+        parallelism().min(partitions.len())
+    } else {
+        1
+    };
+    let results = if workers <= 1 {
+        check_in_order(model, ops, &partitions, budget)
+    } else {
+        check_in_parallel(model, ops, &partitions, budget, workers)
+    };
     let mut out_of_budget = false;
-    for (key, indices) in &partitions {
-        let mut search = Search::new(model, ops, indices);
-        match search.run(budget.max_steps_per_partition) {
-            Outcome::Linearizable => {}
-            Outcome::OutOfBudget => out_of_budget = true,
-            Outcome::Stuck => {
-                return Verdict::NotLinearizable(Box::new(search.explain(format!("{key:?}"))));
+    for (key, result) in keys.iter().zip(results) {
+        match result {
+            Some(PartitionResult::Linearizable) => {}
+            Some(PartitionResult::OutOfBudget) => out_of_budget = true,
+            Some(PartitionResult::Stuck(mut explanation)) => {
+                explanation.partition = format!("{key:?}");
+                return Verdict::NotLinearizable(explanation);
             }
+            // Abandoned because an earlier partition failed: unreachable here, as that
+            // partition's result comes first.
+            None => {}
         }
     }
     if out_of_budget {
@@ -124,6 +186,119 @@ pub fn check<M: Model>(
     } else {
         Verdict::Linearizable
     }
+}
+
+/// [`std::thread::available_parallelism`], read once per process (it reads cgroup files on
+/// Linux, tens of microseconds: as long as checking a small history).
+fn parallelism() -> usize {
+    static PARALLELISM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PARALLELISM.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// What one partition's search found; an explanation's `partition` is filled in by [`check`].
+enum PartitionResult {
+    Linearizable,
+    Stuck(Box<Explanation>),
+    OutOfBudget,
+}
+
+/// Searches the partitions one by one on the calling thread, stopping at the first failure;
+/// `None` for the partitions not searched.
+fn check_in_order<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    partitions: &[Vec<usize>],
+    budget: Budget,
+) -> Vec<Option<PartitionResult>> {
+    let mut results: Vec<Option<PartitionResult>> = Vec::with_capacity(partitions.len());
+    for indices in partitions {
+        let result = check_partition(model, ops, indices, budget, &|_| false);
+        let stuck = matches!(result, Some(PartitionResult::Stuck(_)));
+        results.push(result);
+        if stuck {
+            break;
+        }
+    }
+    results.resize_with(partitions.len(), || None);
+    results
+}
+
+/// Searches the partitions on up to `workers` threads pulling from a shared queue in key order.
+/// The calling thread starts alone and starts `workers - 1` scoped helpers only once it has
+/// spent [`SPAWN_HELPERS_AFTER_STEPS`] search steps, so that histories of many tiny partitions
+/// do not pay for threads. A partition after the first known failure is skipped or abandoned;
+/// every partition before it is searched to the end, so the first failing partition in key
+/// order is always found, whatever the threads do.
+fn check_in_parallel<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    partitions: &[Vec<usize>],
+    budget: Budget,
+    workers: usize,
+) -> Vec<Option<PartitionResult>> {
+    use std::cell::Cell;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let next = AtomicUsize::new(0);
+    let first_failure = AtomicUsize::new(usize::MAX);
+    let results: Mutex<Vec<Option<PartitionResult>>> =
+        Mutex::new((0..partitions.len()).map(|_| None).collect());
+    // Takes partitions until the queue is empty; `on_steps` hears of every search step spent.
+    let work = |on_steps: &dyn Fn(u64)| {
+        loop {
+            let at = next.fetch_add(1, Ordering::Relaxed);
+            if at >= partitions.len() || at > first_failure.load(Ordering::Relaxed) {
+                return;
+            }
+            let tick = |steps: u64| {
+                on_steps(steps);
+                first_failure.load(Ordering::Relaxed) < at
+            };
+            let result = check_partition(model, ops, &partitions[at], budget, &tick);
+            if matches!(result, Some(PartitionResult::Stuck(_))) {
+                first_failure.fetch_min(at, Ordering::Relaxed);
+            }
+            results.lock().unwrap_or_else(|e| e.into_inner())[at] = result;
+        }
+    };
+    std::thread::scope(|scope| {
+        let (spent, spawned) = (Cell::new(0u64), Cell::new(false));
+        work(&|steps| {
+            spent.set(spent.get() + steps);
+            if !spawned.get() && spent.get() >= SPAWN_HELPERS_AFTER_STEPS {
+                spawned.set(true);
+                for _ in 1..workers {
+                    scope.spawn(move || work(&|_| {}));
+                }
+            }
+        });
+    });
+    results.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Search steps the calling thread spends alone before it starts helper threads (about a
+/// millisecond: less than that is not worth a thread).
+const SPAWN_HELPERS_AFTER_STEPS: u64 = 16 * 1024;
+
+/// Searches one partition; `None` if `tick` asked to abandon it. `tick(n)` is told of every `n`
+/// steps spent (every [`TICK_EVERY`] steps and once at the end) and returns whether to abandon.
+fn check_partition<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    indices: &[usize],
+    budget: Budget,
+    tick: &dyn Fn(u64) -> bool,
+) -> Option<PartitionResult> {
+    let mut search = Search::new(model, ops, indices);
+    let outcome = search.run(budget.max_steps_per_partition, tick);
+    tick(search.steps % TICK_EVERY);
+    Some(match outcome {
+        Outcome::Linearizable => PartitionResult::Linearizable,
+        Outcome::OutOfBudget => PartitionResult::OutOfBudget,
+        Outcome::Abandoned => return None,
+        Outcome::Stuck => PartitionResult::Stuck(Box::new(search.explain())),
+    })
 }
 
 /// Effective return time: +∞ for an unknown outcome.
@@ -161,7 +336,12 @@ enum Outcome {
     Linearizable,
     Stuck,
     OutOfBudget,
+    /// Stopped because the caller no longer needs the answer.
+    Abandoned,
 }
+
+/// How many search steps pass between two calls of the search's `tick`.
+const TICK_EVERY: u64 = 1024;
 
 const NIL: usize = usize::MAX;
 const HEAD: usize = 0;
@@ -183,6 +363,8 @@ struct Search<'a, M: Model> {
     twin_before: Vec<Option<usize>>,
     stuck: Option<Stuck<M::State>>,
     longest_prefix: Vec<usize>,
+    /// Search steps spent so far by [`Self::run`].
+    steps: u64,
 }
 
 /// The deepest point where the search had to take an operation back.
@@ -209,6 +391,7 @@ impl<'a, M: Model> Search<'a, M> {
             twin_before: twins(ops, indices),
             stuck: None,
             longest_prefix: Vec::new(),
+            steps: 0,
         };
         let mut call_node = vec![NIL; indices.len()];
         for (position, &(_, is_return, op)) in events.iter().enumerate() {
@@ -272,7 +455,9 @@ impl<'a, M: Model> Search<'a, M> {
         self.relink(call);
     }
 
-    fn run(&mut self, max_steps: u64) -> Outcome {
+    /// Searches; `tick(TICK_EVERY)` every [`TICK_EVERY`] steps, abandoning when it says so. The
+    /// steps spent are left in `self.steps`.
+    fn run(&mut self, max_steps: u64, tick: &dyn Fn(u64) -> bool) -> Outcome {
         let words = self.indices.len().div_ceil(64);
         let mut linearized = vec![0u64; words];
         let mut cache = Memo::new(words);
@@ -290,6 +475,10 @@ impl<'a, M: Model> Search<'a, M> {
                 return Outcome::OutOfBudget;
             }
             steps += 1;
+            self.steps = steps;
+            if steps.is_multiple_of(TICK_EVERY) && tick(TICK_EVERY) {
+                return Outcome::Abandoned;
+            }
             if entry != NIL && self.matching[entry] != NIL {
                 let local = self.node_op[entry];
                 let op = self.op(local);
@@ -362,54 +551,93 @@ impl<'a, M: Model> Search<'a, M> {
         }
     }
 
+    /// "process P <op> at [call, return]" in the model's words.
     fn describe(&self, local: usize) -> String {
         let op = self.op(local);
-        let ret = match (&op.output, op.ret) {
-            (Some(_), Some(ret)) => ret.to_string(),
-            _ => "∞".to_string(),
-        };
         format!(
-            "process {} [{}, {}]: {}",
+            "process {} {} at {}",
             op.process,
-            op.call,
-            ret,
-            self.model.describe_op(&op.input, op.output.as_ref())
+            self.model.describe_op(&op.input, op.output.as_ref()),
+            interval(op)
         )
     }
 
+    /// One state possible before the stuck operation, and why the operation cannot go on from
+    /// it.
     fn describe_state_before(&self, state: &M::State, local: usize) -> String {
         let op = self.op(local);
         let why = match self.model.step(state, &op.input, op.output.as_ref()) {
-            None => "the model rejects the operation here".to_string(),
+            None => self
+                .model
+                .describe_rejection(state, &op.input, op.output.as_ref()),
             Some(next) => format!(
-                "the model accepts it (-> {}), but no linearization of the rest follows",
+                "the operation fits here (then {}), but the operations that must follow it \
+                 cannot all be placed after it",
                 self.model.describe_state(&next)
             ),
         };
         format!("{}: {why}", self.model.describe_state(state))
     }
 
-    fn explain(&self, partition: String) -> Explanation {
+    /// The explanation of a stuck search; `partition` is left empty for [`check`] to fill.
+    fn explain(&self) -> Explanation {
         const MAX_STATES: usize = 16;
         let stuck = self
             .stuck
             .as_ref()
             .expect("a stuck search recorded where it got stuck");
+        let op = self.op(stuck.op);
+        let states: Vec<&M::State> = stuck.states.iter().collect();
+        let summary = format!(
+            "{}, but {} then",
+            self.describe(stuck.op),
+            self.model.describe_possible_states(&states)
+        );
+        let mut state = self.model.init();
+        let mut longest_prefix = Vec::with_capacity(self.longest_prefix.len());
+        for &local in &self.longest_prefix {
+            let placed = self.op(local);
+            if let Some(next) = self
+                .model
+                .step(&state, &placed.input, placed.output.as_ref())
+            {
+                state = next;
+            }
+            longest_prefix.push(format!(
+                "{} -> {}",
+                self.describe(local),
+                self.model.describe_state(&state)
+            ));
+        }
         Explanation {
-            partition,
+            partition: String::new(),
+            summary,
             stuck_index: self.indices[stuck.op],
+            stuck_process: op.process,
+            stuck_call: op.call,
+            stuck_return: op.output.as_ref().and(op.ret),
             stuck: self.describe(stuck.op),
-            states_before: stuck
-                .states
+            placed_before: stuck.depth,
+            states_before: states
                 .iter()
                 .take(MAX_STATES)
                 .map(|s| self.describe_state_before(s, stuck.op))
                 .collect(),
-            longest_prefix: self
+            states_omitted: states.len().saturating_sub(MAX_STATES),
+            longest_prefix,
+            longest_prefix_indices: self
                 .longest_prefix
                 .iter()
-                .map(|&l| self.describe(l))
+                .map(|&l| self.indices[l])
                 .collect(),
         }
+    }
+}
+
+/// `[call, return]`, or `[call, ∞)` for an operation whose outcome is unknown.
+fn interval<I, O>(op: &Operation<I, O>) -> String {
+    match (&op.output, op.ret) {
+        (Some(_), Some(ret)) => format!("[{}, {ret}]", op.call),
+        _ => format!("[{}, ∞)", op.call),
     }
 }

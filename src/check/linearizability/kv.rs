@@ -3,7 +3,7 @@
 //! Every key starts as the empty string; a get returns the key's value, a put replaces it, an
 //! append concatenates to it.
 
-use super::Model;
+use super::{Model, join_with_or};
 
 /// A call on the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,19 +80,46 @@ impl Model for KvStore {
     }
 
     fn describe_state(&self, state: &String) -> String {
-        format!("{state:?}")
+        format!("the key holds {state:?}")
     }
 
     fn describe_op(&self, input: &KvInput, output: Option<&KvOutput>) -> String {
-        let call = match input {
-            KvInput::Get { key } => format!("get {key:?}"),
-            KvInput::Put { key, value } => format!("put {key:?} {value:?}"),
-            KvInput::Append { key, value } => format!("append {key:?} {value:?}"),
-        };
-        match output {
-            None => format!("{call}, outcome unknown"),
-            Some(KvOutput::Got(v)) => format!("{call}, returned {v:?}"),
-            Some(KvOutput::Done) => format!("{call}, ok"),
+        match (input, output) {
+            (KvInput::Get { key }, Some(KvOutput::Got(v))) => {
+                format!("read {v:?} from key {key:?}")
+            }
+            (KvInput::Get { key }, _) => format!("read key {key:?} (outcome unknown)"),
+            (KvInput::Put { key, value }, Some(KvOutput::Done)) => {
+                format!("put {value:?} into key {key:?}")
+            }
+            (KvInput::Put { key, value }, _) => {
+                format!("put {value:?} into key {key:?} (outcome unknown)")
+            }
+            (KvInput::Append { key, value }, Some(KvOutput::Done)) => {
+                format!("appended {value:?} to key {key:?}")
+            }
+            (KvInput::Append { key, value }, _) => {
+                format!("appended {value:?} to key {key:?} (outcome unknown)")
+            }
         }
+    }
+
+    fn describe_rejection(
+        &self,
+        state: &String,
+        input: &KvInput,
+        output: Option<&KvOutput>,
+    ) -> String {
+        match (input, output) {
+            (KvInput::Get { .. }, Some(KvOutput::Got(seen))) => {
+                format!("a read then returns {state:?}, not {seen:?}")
+            }
+            _ => "the response does not fit the call".to_string(),
+        }
+    }
+
+    fn describe_possible_states(&self, states: &[&String]) -> String {
+        let values: Vec<String> = states.iter().map(|s| format!("{s:?}")).collect();
+        format!("the key could only hold {}", join_with_or(&values))
     }
 }

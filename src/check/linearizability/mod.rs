@@ -6,8 +6,8 @@
 //! porcupine (<https://github.com/anishathalye/porcupine>, MIT). The history is split into
 //! independent partitions with the model's [`Model::key`] (P-compositionality: Horn &
 //! Kroening, "Faster linearizability checking via P-compositionality", FORTE 2015), and the
-//! partitions are checked one by one in key order, so the verdict and its explanation are
-//! deterministic.
+//! partitions are checked in parallel but reported in key order (the first failing partition),
+//! so the verdict and its explanation are deterministic.
 //!
 //! Operations whose outcome is unknown (Jepsen's `:info`) may or may not take effect: their
 //! return time is +∞ (the request may still be in flight), and the search stops as soon as
@@ -31,14 +31,17 @@ pub use from_history::{
 use std::fmt::Debug;
 
 /// A sequential specification: the object the history is checked against.
-pub trait Model {
+///
+/// `Sync` (the model, its inputs and outputs) because [`check`] searches partitions on several
+/// threads; plain data is.
+pub trait Model: Sync {
     /// The model's state; hashable so that the search can memoise it, ordered so that
     /// explanations list states in a fixed order.
     type State: Clone + Ord + std::hash::Hash + Debug;
     /// An operation's input (the call).
-    type Input: PartialEq + Debug;
+    type Input: PartialEq + Debug + Sync;
     /// An operation's output (the response).
-    type Output: PartialEq + Debug;
+    type Output: PartialEq + Debug + Sync;
     /// The partition an operation belongs to (P-compositionality); `()` for a single object.
     type Key: Ord + Clone + Debug;
 
@@ -63,11 +66,40 @@ pub trait Model {
         format!("{state:?}")
     }
 
-    /// An operation in plain words, for explanations.
+    /// An operation in plain words, for explanations; it follows "process P" and precedes
+    /// "at [call, return]", so a verb phrase reads best ("read 4", "wrote 3").
     fn describe_op(&self, input: &Self::Input, output: Option<&Self::Output>) -> String {
         match output {
             Some(output) => format!("{input:?} -> {output:?}"),
             None => format!("{input:?} -> unknown"),
         }
+    }
+
+    /// Why `input` returning `output` cannot happen in `state`, in plain words; called only where
+    /// [`Model::step`] returns `None`.
+    fn describe_rejection(
+        &self,
+        state: &Self::State,
+        input: &Self::Input,
+        output: Option<&Self::Output>,
+    ) -> String {
+        let _ = (state, input, output);
+        "the model does not allow the operation in this state".to_string()
+    }
+
+    /// The states possible at one point, as the end of a sentence after "but":
+    /// "the state could only be A or B". `states` is in the model's order, never empty.
+    fn describe_possible_states(&self, states: &[&Self::State]) -> String {
+        let words: Vec<String> = states.iter().map(|s| self.describe_state(s)).collect();
+        format!("the state could only be {}", join_with_or(&words))
+    }
+}
+
+/// `a`, `a or b`, `a, b or c`: a list in plain words, for explanations.
+pub fn join_with_or(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
     }
 }

@@ -5,7 +5,7 @@
 //! completed without swapping, so the value then differed from `old`; an operation with an
 //! unknown outcome may or may not have taken effect.
 
-use super::Model;
+use super::{Model, join_with_or};
 
 /// A register value; `None` is empty (Jepsen's `nil`).
 pub type Value = Option<i64>;
@@ -81,26 +81,58 @@ impl Model for CasRegister {
     fn key(&self, _input: &RegisterInput) {}
 
     fn describe_state(&self, state: &Value) -> String {
-        match state {
-            Some(v) => format!("value {v}"),
-            None => "empty (nil)".to_string(),
-        }
+        format!("the register holds {}", show(*state))
     }
 
     fn describe_op(&self, input: &RegisterInput, output: Option<&RegisterOutput>) -> String {
-        let call = match input {
-            RegisterInput::Read => "read".to_string(),
-            RegisterInput::Write(v) => format!("write {v}"),
-            RegisterInput::Cas { old, new } => format!("cas {old} -> {new}"),
-        };
-        let result = match output {
-            None => "outcome unknown".to_string(),
-            Some(RegisterOutput::Read(Some(v))) => format!("returned {v}"),
-            Some(RegisterOutput::Read(None)) => "returned nil".to_string(),
-            Some(RegisterOutput::Written) => "ok".to_string(),
-            Some(RegisterOutput::Cas(true)) => "swapped".to_string(),
-            Some(RegisterOutput::Cas(false)) => "failed (did not swap)".to_string(),
-        };
-        format!("{call}, {result}")
+        match (input, output) {
+            (RegisterInput::Read, Some(RegisterOutput::Read(v))) => format!("read {}", show(*v)),
+            (RegisterInput::Read, _) => "read (timed out, outcome unknown)".to_string(),
+            (RegisterInput::Write(v), Some(RegisterOutput::Written)) => format!("wrote {v}"),
+            (RegisterInput::Write(v), _) => format!("wrote {v} (outcome unknown)"),
+            (RegisterInput::Cas { old, new }, Some(RegisterOutput::Cas(true))) => {
+                format!("swapped {old} for {new} (cas succeeded)")
+            }
+            (RegisterInput::Cas { old, new }, Some(RegisterOutput::Cas(false))) => {
+                format!("failed to swap {old} for {new} (cas failed)")
+            }
+            (RegisterInput::Cas { old, new }, _) => {
+                format!("tried to swap {old} for {new} (cas, outcome unknown)")
+            }
+        }
+    }
+
+    fn describe_rejection(
+        &self,
+        state: &Value,
+        input: &RegisterInput,
+        output: Option<&RegisterOutput>,
+    ) -> String {
+        match (input, output) {
+            (RegisterInput::Read, Some(RegisterOutput::Read(seen))) => {
+                format!("a read then returns {}, not {}", show(*state), show(*seen))
+            }
+            (RegisterInput::Cas { old, .. }, Some(RegisterOutput::Cas(true))) => format!(
+                "the cas expects {old}, so it cannot swap while the register holds {}",
+                show(*state)
+            ),
+            (RegisterInput::Cas { old, .. }, Some(RegisterOutput::Cas(false))) => {
+                format!("the register holds {old}, so the cas would have swapped")
+            }
+            _ => "the response does not fit the call".to_string(),
+        }
+    }
+
+    fn describe_possible_states(&self, states: &[&Value]) -> String {
+        let values: Vec<String> = states.iter().map(|s| show(**s)).collect();
+        format!("the register could only hold {}", join_with_or(&values))
+    }
+}
+
+/// A register value as Jepsen prints it: the number, or `nil` when empty.
+fn show(value: Value) -> String {
+    match value {
+        Some(v) => v.to_string(),
+        None => "nil".to_string(),
     }
 }

@@ -1,0 +1,261 @@
+//! `leasesim check` as a user runs it: the binary on the Jepsen files and on broken ones, its
+//! exit codes (DESIGN.md, "Exit codes") and its explanation of a violation.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use leasesim::check::command::exit_code;
+use leasesim::check::jepsen::etcd;
+use leasesim::check::linearizability::register::CasRegister;
+use leasesim::check::linearizability::{Budget, Verdict, check};
+
+use crate::jepsen::{cases, cases_dir};
+
+fn leasesim(args: &[&str], files: &[&Path]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasesim"))
+        .arg("check")
+        .args(args)
+        .args(files)
+        .output()
+        .expect("run leasesim")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("utf-8 output")
+}
+
+/// The first etcd file `expected.csv` marks with `linearizable`.
+fn etcd_file(linearizable: bool) -> PathBuf {
+    let case = cases()
+        .into_iter()
+        .find(|c| c.file.starts_with("etcd/") && c.linearizable == linearizable)
+        .unwrap_or_else(|| {
+            panic!("expected.csv lists no etcd file with linearizable={linearizable}")
+        });
+    cases_dir().join(case.file)
+}
+
+/// The output with the one real-time reading (`, X ms` / `X ms;`) removed.
+fn without_times(out: &str) -> String {
+    out.lines()
+        .map(|line| match (line.find(" ops, "), line.find(" ms")) {
+            (Some(a), Some(b)) if a < b => format!("{}{}", &line[..a + 5], &line[b + 3..]),
+            _ => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_violating_etcd_file_exits_1_and_explains_itself() {
+    let file = etcd_file(false);
+    let out = leasesim(&["--model", "etcd"], &[&file]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.starts_with(&format!("{}: not linearizable (", file.display())),
+        "{stdout}"
+    );
+    for part in [
+        "but the register could only hold",
+        "the operation that cannot be placed is #",
+        "states possible just before it",
+        "a read then returns",
+        "longest valid prefix, in linearization order",
+    ] {
+        assert!(stdout.contains(part), "missing {part:?} in\n{stdout}");
+    }
+    // Byte-identical apart from the time it took.
+    let again = leasesim(&["--model", "etcd"], &[&file]);
+    assert_eq!(without_times(&text(&again.stdout)), without_times(&stdout));
+}
+
+#[test]
+fn a_linearizable_etcd_file_exits_0() {
+    let file = etcd_file(true);
+    let out = leasesim(&["--model", "etcd"], &[&file]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.starts_with(&format!("{}: linearizable (", file.display())),
+        "{stdout}"
+    );
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+}
+
+#[test]
+fn the_kv_files_get_their_verdicts_from_the_cli() {
+    let dir = cases_dir();
+    let bad = dir.join("kv/c01-bad.txt");
+    let ok = dir.join("kv/c01-ok.txt");
+    assert_eq!(leasesim(&["--model", "kv"], &[&ok]).status.code(), Some(0));
+    let out = leasesim(&["--model", "kv"], &[&bad]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("  partition: \""),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn a_malformed_file_exits_2_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.log");
+    std::fs::write(
+        &bad,
+        "INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:ok\t:read\tx\n",
+    )
+    .unwrap();
+    let out = leasesim(&["--model", "etcd"], &[&bad]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("error: {}:2: ", bad.display())),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn an_unreadable_file_exits_2_naming_it() {
+    let missing = Path::new("/nonexistent/leasesim/etcd.log");
+    let out = leasesim(&["--model", "etcd"], &[missing]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: /nonexistent/leasesim/etcd.log: cannot read"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_tiny_budget_exits_4() {
+    let file = etcd_file(true);
+    let out = leasesim(&["--model", "etcd", "--budget", "1"], &[&file]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{stdout}");
+    assert!(
+        stdout.contains(": unknown (budget of 1 steps per partition ran out, no violation found;"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bad_input_wins_over_a_violation_which_wins_over_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.log");
+    std::fs::write(&bad, "INFO  jepsen.util - 0\t:ok\t:read\t1\n").unwrap();
+    let (violating, clean) = (etcd_file(false), etcd_file(true));
+    let out = leasesim(&["--model", "etcd"], &[&violating, &bad, &clean]);
+    assert_eq!(out.status.code(), Some(2));
+    // Every file still gets its verdict.
+    assert_eq!(text(&out.stdout).matches("linearizable (").count(), 2);
+    let out = leasesim(&["--model", "etcd"], &[&clean, &violating]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(exit_code([0, 4, 1]), 1);
+    assert_eq!(exit_code([4, 5]), 5);
+    assert_eq!(exit_code([1, 3, 2]), 3);
+    assert_eq!(exit_code([0, 4]), 4);
+    assert_eq!(exit_code([]), 0);
+}
+
+#[test]
+fn json_prints_one_object_per_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.log");
+    std::fs::write(&bad, "INFO  jepsen.util - 0\t:ok\t:read\t1\n").unwrap();
+    let (violating, clean) = (etcd_file(false), etcd_file(true));
+    let out = leasesim(&["--model", "etcd", "--json"], &[&violating, &clean, &bad]);
+    assert_eq!(out.status.code(), Some(2));
+    let objects: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON object per line"))
+        .collect();
+    let verdicts: Vec<&str> = objects
+        .iter()
+        .map(|o| o["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["not_linearizable", "linearizable", "bad_input"]);
+    assert_eq!(objects[0]["file"], violating.display().to_string());
+    assert_eq!(objects[0]["model"], "etcd");
+    assert!(objects[0]["ops"].as_u64().unwrap() > 0);
+    assert!(objects[0]["elapsed_ms"].is_number());
+    let explanation = &objects[0]["explanation"];
+    assert!(
+        explanation["summary"]
+            .as_str()
+            .unwrap()
+            .contains("could only hold")
+    );
+    assert!(!explanation["longest_prefix"].as_array().unwrap().is_empty());
+    assert!(!explanation["states_before"].as_array().unwrap().is_empty());
+    assert!(objects[1].get("explanation").is_none());
+    assert!(
+        objects[2]["error"]
+            .as_str()
+            .unwrap()
+            .contains("bad.log:1: ")
+    );
+}
+
+#[test]
+fn unknown_models_are_refused_as_usage_errors() {
+    let out = leasesim(&["--model", "paxos"], &[&etcd_file(true)]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// The explanation a reviewer reads for etcd_000 (snapshot under `tests/check/snapshots/`).
+#[test]
+fn the_etcd_000_explanation_reads_as_committed() {
+    let ops = etcd::read(&cases_dir().join("etcd/etcd_000.log")).unwrap();
+    let Verdict::NotLinearizable(explanation) = check(&CasRegister, &ops, Budget::default()) else {
+        panic!("etcd_000 is not linearizable");
+    };
+    insta::assert_snapshot!("etcd_000_explanation", explanation.to_string());
+}
+
+/// Our own history.jsonl: a simulated run (seed 1, no faults, 10 s) is linearizable under both
+/// the ledger and the lease model; a malformed line is bad input naming file and line.
+#[test]
+fn ledger_and_lease_models_judge_our_history_jsonl() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+        .args([
+            "run",
+            "--seed",
+            "1",
+            "--no-faults",
+            "--duration",
+            "10s",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .expect("run leasesim run");
+    assert!(ran.status.success(), "{}", text(&ran.stderr));
+    let history = dir.path().join("history.jsonl");
+    for model in ["ledger", "lease"] {
+        let out = leasesim(&["--model", model], &[&history]);
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{model}: {stdout}{}",
+            text(&out.stderr)
+        );
+        assert!(
+            stdout.starts_with(&format!("{}: linearizable (", history.display())),
+            "{stdout}"
+        );
+    }
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"v\":1,\"kind\":\"nonsense\"}\n").unwrap();
+    let out = leasesim(&["--model", "lease"], &[&bad]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("error: {}:1: ", bad.display())),
+        "{stderr}"
+    );
+}
