@@ -6,6 +6,7 @@ use leasesim::check::linearizability::lease::LeaseOutput;
 use leasesim::check::linearizability::{Budget, Verdict, check_lease_history, lease_operations};
 use leasesim::history::{
     ClockLine, Decision, DecisionLine, History, Line, Op, OpLine, OpResult, Outcome, Process,
+    Refusal, Request,
 };
 
 const S: &str = "s1";
@@ -472,4 +473,51 @@ fn an_unknown_release_revealed_by_a_decision_frees_the_session() {
     assert_eq!(verdict(lines), Verdict::Linearizable);
     // Without the release decision the release never happened, and B's grant overlaps A's.
     assert_eq!(stuck_index(&verdict(base())), 1);
+}
+
+#[test]
+fn a_call_answered_by_its_own_decision_returns_when_the_authority_decided() {
+    // A's renew is refused "no live holder" while its lease is live, then A releases it. In
+    // µs the renew's completion equals the release's invocation, so on op lines alone the two
+    // are concurrent and the release may go first, which explains the refusal.
+    let ops = || {
+        vec![
+            true_clock(),
+            acquire(1, a(), (0, 10), 1, 5),
+            renew(
+                2,
+                a(),
+                1,
+                (100_000, 100_200),
+                OpResult::Held { holder_token: None },
+            ),
+            release(3, a(), 1, (100_200, 100_400)),
+        ]
+    };
+    assert_eq!(verdict(ops()), Verdict::Linearizable);
+    // The authority's decisions show the refusal came first (at 100 100, the release at
+    // 100 300): the renew returns at 100 100, before the release, and cannot be explained.
+    let mut lines = ops();
+    lines.push(grant_decision(a(), 1, 5, 5));
+    lines.push(decision(
+        a(),
+        Decision::Refuse {
+            request: Request::Renew,
+            token: Some(1),
+            reason: Refusal::Held { holder_token: None },
+        },
+        100_100,
+    ));
+    lines.push(decision(
+        a(),
+        Decision::Release {
+            token: 1,
+            ended: true,
+        },
+        100_300,
+    ));
+    let ops = lease_operations(&History::from_lines("hand", lines.clone())).unwrap();
+    assert_eq!(ops.ops[1].ret, Some(100_100));
+    assert_eq!(ops.ops[2].ret, Some(100_300));
+    assert_eq!(stuck_index(&verdict(lines)), 1);
 }

@@ -147,6 +147,33 @@ fn unknown_outcomes_in_real_histories_are_resolved() {
     assert_linearizable("seed 76", &history);
 }
 
+/// With `release-by-session-only`, seed 2's stale release by replica-2 (token 5) frees
+/// replica-3's live lease (token 7): replica-3's next renew is refused "no live holder" while
+/// its lease is live, which the lease model cannot place.
+#[test]
+fn the_release_by_session_only_mutant_is_not_linearizable() {
+    let mut config = WorldConfig::default();
+    config.seed = 2;
+    config.duration = Duration::from_secs(60);
+    config.mutant = Some(leasesim::mutant::Mutant::ReleaseBySessionOnly);
+    let schedule = random_schedule(&config);
+    let history = world::run(&config, &schedule, &Workload::Generated)
+        .unwrap()
+        .history;
+    let Verdict::NotLinearizable(explanation) =
+        check_lease_history(&history, Budget::default()).unwrap()
+    else {
+        panic!("the mutant's history passed the lease model");
+    };
+    assert!(
+        explanation
+            .stuck
+            .contains("renew by replica-3#0 of token 7")
+            && explanation.stuck.contains("held (no live holder)"),
+        "{explanation}"
+    );
+}
+
 /// The ledger model has teeth on real data: seed 1's history with the last record of one
 /// session's final ledger taken away (an acknowledged append lost) is not linearizable.
 #[test]

@@ -41,6 +41,13 @@
 //! visible effect: a grant cut off by an authority crash only raised the durable high-water
 //! mark, which the model allows by accepting any larger token). Without decision lines,
 //! `info` calls stay unknown.
+//!
+//! Decisions also tighten completed calls: a call answered `ok` or `held` whose window holds
+//! exactly one decision of its kind, owner, token presented and answer was answered by that
+//! decision, so it returns (on the engine's true-time axis and on the authority's clock) when
+//! the authority recorded it, which is after the call took effect and before the reply left.
+//! This matters at µs resolution: a renew refused and the release its caller sends next can
+//! show the same µs as completion and invocation, which would make them concurrent.
 
 use std::collections::BTreeMap;
 
@@ -50,7 +57,7 @@ use super::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
 use crate::check::invariants::AUTHORITY_HOST;
 use crate::history::{
     ClockMap, Decision, DecisionLine, HistRecord, History, HistoryError, Line, Op, OpLine,
-    OpResult, Outcome, Process,
+    OpResult, Outcome, Process, Refusal, Request,
 };
 
 /// A history's operations for one model, with where each came from and what resolution did.
@@ -395,9 +402,32 @@ fn decision_fits(decision: &DecisionLine, call: LeaseCall, owner: &Process) -> b
         return false;
     }
     match (call, &decision.decision) {
-        (LeaseCall::Acquire, Decision::Grant { .. }) => true,
+        (LeaseCall::Acquire, Decision::Grant { .. })
+        | (
+            LeaseCall::Acquire,
+            Decision::Refuse {
+                request: Request::Acquire,
+                ..
+            },
+        ) => true,
         (LeaseCall::Renew { token }, Decision::Renew { token: t, .. })
-        | (LeaseCall::Release { token }, Decision::Release { token: t, .. }) => token == *t,
+        | (LeaseCall::Release { token }, Decision::Release { token: t, .. })
+        | (
+            LeaseCall::Renew { token },
+            Decision::Refuse {
+                request: Request::Renew,
+                token: Some(t),
+                ..
+            },
+        )
+        | (
+            LeaseCall::Release { token },
+            Decision::Refuse {
+                request: Request::Release,
+                token: Some(t),
+                ..
+            },
+        ) => token == *t,
         _ => false,
     }
 }
@@ -423,7 +453,40 @@ fn decision_answers(decision: &DecisionLine, result: &OpResult) -> bool {
             },
         ) => token == t && expiry_authority_us == e,
         (Decision::Release { .. }, OpResult::Released {}) => true,
+        (
+            Decision::Refuse {
+                reason: Refusal::Held { holder_token },
+                ..
+            },
+            OpResult::Held { holder_token: seen },
+        ) => holder_token == seen,
         _ => false,
+    }
+}
+
+/// The authority's decisions by (session, owner), each list in time order.
+type DecisionIndex<'h> = BTreeMap<(&'h str, &'h Process), Vec<&'h DecisionLine>>;
+
+/// The decision that answered a completed call, when only one can have: the one decision of
+/// the right kind, owner, token presented and answer made within `[invoke_us, complete_us]`
+/// (every answered call has its own decision there, so a lone candidate is it).
+fn own_decision<'h>(
+    op: &OpLine,
+    call: LeaseCall,
+    owner: &Process,
+    result: &OpResult,
+    complete_us: u64,
+    index: &DecisionIndex<'h>,
+) -> Option<&'h DecisionLine> {
+    let candidates = index.get(&(op.session.as_str(), owner))?;
+    let mut fitting = candidates.iter().filter(|d| {
+        (op.invoke_us..=complete_us).contains(&d.at_us)
+            && decision_fits(d, call, owner)
+            && decision_answers(d, result)
+    });
+    match (fitting.next(), fitting.next()) {
+        (Some(only), None) => Some(*only),
+        _ => None,
     }
 }
 
@@ -488,6 +551,14 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
         }
     }
 
+    let mut index: DecisionIndex = BTreeMap::new();
+    for decision in history.decisions() {
+        index
+            .entry((decision.session.as_str(), &decision.owner))
+            .or_default()
+            .push(decision);
+    }
+
     let mut owners: BTreeMap<Process, u32> = BTreeMap::new();
     let mut owner_list: Vec<Process> = Vec::new();
     let mut processes = Processes::default();
@@ -539,7 +610,13 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
                     out.dropped += 1;
                     continue;
                 };
-                let window = timeline.window(op.invoke_us, Some(complete_us));
+                // The call took effect by the time the authority recorded its decision: when
+                // that decision is known, the call returns then (µs truncation can make a
+                // call's completion equal the next call's invocation; the decision, recorded
+                // before the reply was sent, keeps them apart).
+                let ret = own_decision(op, call, owner, result, complete_us, &index)
+                    .map_or(complete_us, |d| d.at_us.clamp(op.invoke_us, complete_us));
+                let window = timeline.window(op.invoke_us, Some(ret));
                 let output = match (outcome, result) {
                     (
                         Outcome::Ok,
@@ -568,7 +645,7 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
                         continue;
                     }
                 };
-                (Some(output), Some(complete_us), window)
+                (Some(output), Some(ret), window)
             }
             (_, None, _) => {
                 out.dropped += 1;
