@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use leasesim::campaign::driver::CampaignOptions;
+use leasesim::campaign::plan::{SeedPlan, Shard};
 use leasesim::lease::DurableLeaseConfig;
 use leasesim::serve::{
     ServeError, ServeOptions, parse_duration, parse_grace_persist_interval, parse_ttl,
@@ -28,6 +30,14 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// The main job: run every scenario in --sims over many seeds in parallel, judge each run
+    /// (every invariant and both linearizability checks), shrink each failure to a minimal
+    /// run, and write report.md, summary.json, junit.xml and results.jsonl into --out. With
+    /// no arguments: every scenario in sims/ for a budget of about a minute, into
+    /// reports/latest/. Exit 0 clean, 1 an unexpected safety violation (or an expected one
+    /// never seen), 3 a harness error (hang or panic, naming its seed), 4 inconclusive, 5 a
+    /// liveness violation.
+    Campaign(CampaignArgs),
     /// Run field case F3 in miniature: a replica with a slow clock keeps writing after its
     /// lease expired, and the ledger's fence rejects it. Exits 0 when the system under test
     /// behaves as the contract says, 1 when it does not.
@@ -60,6 +70,47 @@ enum Command {
         #[command(subcommand)]
         command: ReportCommand,
     },
+}
+
+#[derive(Args, Debug)]
+struct CampaignArgs {
+    /// The folder of scenario files (`*.toml`).
+    #[arg(long, value_name = "DIR", default_value = "sims")]
+    sims: PathBuf,
+    /// Seeds to run, `A..B` (B excluded) or one seed `N`; each against every scenario.
+    #[arg(long, value_name = "A..B", conflicts_with = "budget")]
+    seeds: Option<SeedPlan>,
+    /// Wall-clock budget: seeds 0, 1, 2… against every scenario until it is spent (e.g. 10m).
+    /// The default when --seeds is not given: 50s.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    budget: Option<Duration>,
+    /// Runs at once (default: the number of cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    jobs: Option<u32>,
+    /// Run only shard K of N (1-based): every N-th run from the K-th. Merge the shards'
+    /// folders with `leasesim report merge`.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
+    /// The report folder.
+    #[arg(long, value_name = "DIR", default_value = "reports/latest")]
+    out: PathBuf,
+    /// Wall-clock limit of one run; past it the run is a hang (a harness error naming its
+    /// seed).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    run_timeout: Duration,
+    /// Keep the runs already in DIR/results.jsonl (an interrupted campaign) and run only the
+    /// missing ones. Refused when DIR holds another campaign's results.
+    #[arg(long)]
+    resume: bool,
+    /// Do not shrink failing runs.
+    #[arg(long)]
+    no_shrink: bool,
+    /// Copy each minimal failing run into SIMS/regressions/, which the test suite replays.
+    #[arg(long)]
+    save_regressions: bool,
+    /// No progress bar (a line every 10 s instead).
+    #[arg(long)]
+    no_progress: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -212,6 +263,7 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Command::Campaign(args) => campaign(args),
         Command::Demo => runtime.block_on(demo()),
         Command::Run(args) => run(args),
         Command::Replay(args) => replay(args),
@@ -292,6 +344,24 @@ fn replay(args: ReplayArgs) -> ExitCode {
     }
 }
 
+/// Judges the history a run wrote into `out` (every invariant and both linearizability
+/// checks) and exits with the verdict's code, naming what was violated.
+fn judge_run(out: &Path, expected: &[String]) -> ExitCode {
+    match leasesim::check::judge::judge_run_folder(out, expected) {
+        Ok((code, text)) => {
+            print!("{text}");
+            ExitCode::from(code)
+        }
+        Err(error) => {
+            eprintln!(
+                "error: cannot judge {}: {error}",
+                out.join("history.jsonl").display()
+            );
+            ExitCode::from(HARNESS_ERROR)
+        }
+    }
+}
+
 fn execute_run(
     run: &leasesim::campaign::runfile::RunFile,
     out: &Path,
@@ -308,7 +378,7 @@ fn execute_run(
                 out.display()
             );
             println!("replay: {}", result.replay);
-            ExitCode::from(CLEAN)
+            judge_run(out, &run.expect.violate)
         }
         Err(error) => {
             eprintln!("error: {error}");
@@ -317,6 +387,39 @@ fn execute_run(
                 RunnerError::BadInput(_) => BAD_INPUT,
                 _ => HARNESS_ERROR,
             })
+        }
+    }
+}
+
+fn campaign(args: CampaignArgs) -> ExitCode {
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n as usize,
+    );
+    let seeds = match (args.seeds, args.budget) {
+        (Some(seeds), _) => seeds,
+        (None, budget) => SeedPlan::Budget(budget.unwrap_or(Duration::from_secs(50))),
+    };
+    let options = CampaignOptions {
+        sims: args.sims,
+        seeds,
+        jobs,
+        shard: args.shard,
+        out: args.out,
+        run_timeout: args.run_timeout,
+        resume: args.resume,
+        shrink: !args.no_shrink,
+        save_regressions: args.save_regressions,
+        progress: !args.no_progress,
+    };
+    match leasesim::campaign::driver::campaign(&options) {
+        Ok(code) => {
+            println!("report: {}", options.out.join("report.md").display());
+            ExitCode::from(code)
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(error.exit_code())
         }
     }
 }
@@ -368,7 +471,7 @@ fn run(args: RunArgs) -> ExitCode {
                 args.out.display()
             );
             println!("replay: {}", result.replay);
-            ExitCode::from(CLEAN)
+            judge_run(&args.out, &[])
         }
         Err(error) => {
             eprintln!("error: {error}");

@@ -6,9 +6,19 @@
 //! - [`coverage`] — coverage events: the "sometimes" a run reached.
 //! - [`record`] — what a campaign keeps of each run (`results.jsonl`, `shrunk.jsonl`).
 //! - [`runfile`] — run files (JSON): one fully resolved run, replayable exactly.
+//! - [`plan`] — which runs: seeds (range or budget) × scenarios, shards, resume.
+//! - [`execute`] — one run: world, judgement, coverage → a run record.
+//! - [`driver`] — `leasesim campaign`: jobs, progress, results, shrinking, report.
+//! - [`shrink`] and [`ddmin`] — reducing a failing run to a minimal one.
 
 pub mod coverage;
+pub mod ddmin;
+pub mod driver;
+pub mod execute;
+pub mod plan;
 pub mod record;
 pub mod runfile;
 pub mod scenario;
+pub mod shrink;
+pub mod stopwatch;
 pub mod swarm;

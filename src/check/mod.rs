@@ -4,4 +4,5 @@
 pub mod command;
 pub mod invariants;
 pub mod jepsen;
+pub mod judge;
 pub mod linearizability;

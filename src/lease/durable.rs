@@ -183,10 +183,11 @@ impl DurableLease {
         self.inner.holder(session)
     }
 
-    /// Deletes the session's record, keeping its high-water mark (garbage collection of a
-    /// lease record; [`MemLease::delete_record`]).
-    pub fn delete_record(&self, session: &SessionId) {
-        self.inner.delete_record(session)
+    /// Deletes the session's record if it has expired, keeping its high-water mark (garbage
+    /// collection; [`MemLease::collect_expired_record`]), judged at `now` on the authority's
+    /// clock. Returns whether it deleted.
+    pub fn collect_expired_record(&self, session: &SessionId, now: Instant) -> bool {
+        self.inner.collect_expired_record(session, now)
     }
 
     /// When the restart grace period ends, on the authority's clock.

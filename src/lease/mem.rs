@@ -96,14 +96,39 @@ impl MemLease {
         entry.high_water = entry.high_water.max(token);
     }
 
-    /// Deletes the session's record, as a garbage collector of expired records would; the
-    /// token high-water mark survives, so the next grant still gets a higher token.
+    /// Deletes the session's record whatever its state (an operator deleting the object);
+    /// the token high-water mark survives, so the next grant still gets a higher token.
     pub fn delete_record(&self, session: &SessionId) {
         if let Some(entry) = lock(&self.sessions).get_mut(session)
             && entry.record.take().is_some()
         {
             // A stable message: campaign coverage counts it (`record-deleted`).
             tracing::info!(%session, "lease record deleted");
+        }
+    }
+
+    /// Deletes the session's record if it has expired, as a garbage collector of expired
+    /// records does; a live record is kept (deleting it would hand a live lease to the next
+    /// acquirer, which no authority can defend against). The high-water mark survives.
+    /// `now` is the authority's clock reading (a collector outside the authority's host passes
+    /// it in). Returns whether it deleted.
+    pub fn collect_expired_record(&self, session: &SessionId, now: Instant) -> bool {
+        let mut sessions = lock(&self.sessions);
+        let Some(entry) = sessions.get_mut(session) else {
+            return false;
+        };
+        match &entry.record {
+            Some(record) if !record.is_live(now) => {
+                entry.record = None;
+                // A stable message: campaign coverage counts it (`record-deleted`).
+                tracing::info!(%session, "lease record deleted");
+                true
+            }
+            Some(_) => {
+                tracing::info!(%session, "lease record live: not collected");
+                false
+            }
+            None => false,
         }
     }
 

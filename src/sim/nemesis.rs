@@ -213,7 +213,9 @@ fn apply_fault(
                 .unwrap_or_else(|p| p.into_inner())
                 .clone();
             if let (Some(authority), Ok(session)) = (authority, SessionId::new(session)) {
-                authority.delete_record(&session);
+                // The nemesis runs outside every host: read the authority's clock at `now`.
+                let reading = hosts.clocks["lease"].now_at(now);
+                authority.collect_expired_record(&session, reading);
             }
         }
         Fault::DelayReplies { from, to, delay_ms } => {

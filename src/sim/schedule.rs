@@ -176,8 +176,8 @@ pub enum Fault {
         /// How many.
         count: u32,
     },
-    /// Delete a session's lease record at the authority (garbage collection); the token
-    /// high-water mark survives.
+    /// Garbage-collect a session's lease record at the authority: deleted if it has
+    /// expired on the authority's clock, kept if live; the token high-water mark survives.
     DeleteLeaseRecord {
         /// The session.
         session: String,

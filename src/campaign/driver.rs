@@ -1,0 +1,585 @@
+//! `leasesim campaign`: seeds × scenarios in parallel, with progress, resumable results,
+//! shrinking of failures and the report (DESIGN.md, "Campaigns and reports").
+//!
+//! Each run is independent and deterministic, so jobs only decide *when* a run happens,
+//! never *what* it does: `results.jsonl` lines arrive in completion order, and the report
+//! sorts them.
+
+use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sha2::{Digest, Sha256};
+
+use super::execute::{Executed, execute};
+use super::plan::{RunKey, SeedPlan, Shard, runs};
+use super::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
+use super::runfile::RunFile;
+use super::scenario::Scenario;
+use super::shrink;
+use super::stopwatch::Stopwatch;
+use crate::check::judge::{BAD_INPUT, HARNESS_ERROR};
+
+/// Everything `leasesim campaign` is told.
+#[derive(Clone, Debug)]
+pub struct CampaignOptions {
+    /// The folder of scenario files (`*.toml`, not recursive).
+    pub sims: PathBuf,
+    /// The seeds.
+    pub seeds: SeedPlan,
+    /// Runs at once (each on a thread of its own).
+    pub jobs: usize,
+    /// This machine's shard, if the campaign is split.
+    pub shard: Option<Shard>,
+    /// The report folder.
+    pub out: PathBuf,
+    /// Wall-clock limit of one run; past it the run is a hang (a harness error naming its
+    /// seed).
+    pub run_timeout: Duration,
+    /// Keep the results already in `out/results.jsonl` and run only the missing runs.
+    pub resume: bool,
+    /// Shrink failing runs (one per scenario and violated check).
+    pub shrink: bool,
+    /// Copy each minimal failing run into `sims/regressions/`.
+    pub save_regressions: bool,
+    /// Show a progress bar (else a line every 10 s) on stderr.
+    pub progress: bool,
+}
+
+/// Why a campaign could not run (its runs' own failures are results, not errors).
+#[derive(Debug, thiserror::Error)]
+pub enum CampaignError {
+    /// A scenario file, option or resume file is wrong: exit 2.
+    #[error("{0}")]
+    BadInput(String),
+    /// Writing the results or report failed: exit 3.
+    #[error("{0}")]
+    Harness(String),
+}
+
+impl CampaignError {
+    /// The exit code of DESIGN.md, "Exit codes".
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CampaignError::BadInput(_) => BAD_INPUT,
+            CampaignError::Harness(_) => HARNESS_ERROR,
+        }
+    }
+}
+
+/// A scenario as the campaign runs it.
+struct Loaded {
+    path: PathBuf,
+    scenario: Scenario,
+}
+
+/// Runs the campaign and writes its report into `options.out`; returns the campaign's exit
+/// code (0 clean, 1 unexpected safety violation or an expected violation never seen, 3 a
+/// harness error, 4 inconclusive, 5 liveness).
+///
+/// # Errors
+/// [`CampaignError::BadInput`] for a bad scenario file or option, and
+/// [`CampaignError::Harness`] when the report folder cannot be written.
+pub fn campaign(options: &CampaignOptions) -> Result<u8, CampaignError> {
+    let scenarios = load_scenarios(&options.sims)?;
+    let meta = meta(options, &scenarios)?;
+    std::fs::create_dir_all(&options.out).map_err(|e| {
+        CampaignError::BadInput(format!(
+            "--out {}: cannot create that folder: {e}",
+            options.out.display()
+        ))
+    })?;
+    let results_path = options.out.join("results.jsonl");
+    let done = if options.resume {
+        finished_runs(&options.out, &meta, &scenarios)?
+    } else {
+        clear_results(&options.out)?;
+        BTreeSet::new()
+    };
+    write_campaign_file(&options.out, &meta, &scenarios)?;
+    eprintln!(
+        "campaign: {} scenarios from {}, seeds {}, {} jobs{}{} -> {}",
+        scenarios.len(),
+        options.sims.display(),
+        options.seeds,
+        options.jobs,
+        options
+            .shard
+            .map_or(String::new(), |s| format!(", shard {s}")),
+        if done.is_empty() {
+            String::new()
+        } else {
+            format!(", resuming after {} finished runs", done.len())
+        },
+        options.out.display()
+    );
+    let failures = run_all(options, &scenarios, done, &results_path)?;
+    if options.shrink {
+        shrink_failures(options, &scenarios, &failures)?;
+    }
+    crate::report::render(&options.out).map_err(|e| CampaignError::Harness(e.to_string()))
+}
+
+/// Every `*.toml` directly in `sims`, by file name.
+fn load_scenarios(sims: &Path) -> Result<Vec<Loaded>, CampaignError> {
+    let entries = std::fs::read_dir(sims).map_err(|e| {
+        CampaignError::BadInput(format!(
+            "--sims {}: cannot read that folder: {e}; pass the folder of scenario files (sims/ in the repository)",
+            sims.display()
+        ))
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        return Err(CampaignError::BadInput(format!(
+            "--sims {}: no scenario files (*.toml) there",
+            sims.display()
+        )));
+    }
+    paths
+        .into_iter()
+        .map(|path| {
+            let scenario =
+                Scenario::load(&path).map_err(|e| CampaignError::BadInput(e.to_string()))?;
+            Ok(Loaded { path, scenario })
+        })
+        .collect()
+}
+
+/// The campaign's identity: seeds, scenarios, shard, git commit, and the hashes of the
+/// scenario files and of the Cargo.lock the binary was built with.
+fn meta(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<CampaignMeta, CampaignError> {
+    let mut config = Sha256::new();
+    for loaded in scenarios {
+        let bytes = std::fs::read(&loaded.path).map_err(|e| {
+            CampaignError::BadInput(format!("cannot read {}: {e}", loaded.path.display()))
+        })?;
+        config.update(loaded.scenario.name().as_bytes());
+        config.update((bytes.len() as u64).to_le_bytes());
+        config.update(&bytes);
+    }
+    config.update(options.seeds.to_string().as_bytes());
+    Ok(CampaignMeta {
+        v: RECORD_VERSION,
+        seeds: options.seeds.to_string(),
+        sims: options.sims.display().to_string(),
+        scenarios: scenarios.iter().map(|l| l.scenario.name()).collect(),
+        shard: options.shard.map(|s| s.to_string()),
+        mutant: None,
+        git_commit: git_commit(),
+        config_hash: hex(&config.finalize()[..8]),
+        cargo_lock_hash: cargo_lock_hash(),
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The Cargo.lock this binary was built with, hashed: turmoil's RNG is only portable within
+/// one lock (DESIGN.md, "Determinism rules").
+pub fn cargo_lock_hash() -> String {
+    let lock = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock"));
+    hex(&Sha256::digest(lock)[..8])
+}
+
+/// `git rev-parse HEAD` where the campaign runs, with `-dirty` for uncommitted changes, or
+/// `unknown` outside a git checkout.
+pub fn git_commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    match git(&["rev-parse", "HEAD"]) {
+        Some(commit) => match git(&["status", "--porcelain", "--untracked-files=no"]) {
+            Some(changes) if !changes.is_empty() => format!("{commit}-dirty"),
+            _ => commit,
+        },
+        None => "unknown".to_owned(),
+    }
+}
+
+/// The runs a previous, interrupted campaign with the same identity already finished.
+fn finished_runs(
+    out: &Path,
+    meta: &CampaignMeta,
+    scenarios: &[Loaded],
+) -> Result<BTreeSet<(usize, u64)>, CampaignError> {
+    let previous = out.join("campaign.json");
+    if let Ok(text) = std::fs::read_to_string(&previous) {
+        let same = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| {
+                let meta_v = v.get("meta")?;
+                Some(
+                    meta_v.get("config_hash")?.as_str()? == meta.config_hash
+                        && meta_v.get("cargo_lock_hash")?.as_str()? == meta.cargo_lock_hash
+                        && meta_v.get("shard")
+                            == Some(&serde_json::to_value(&meta.shard).unwrap_or_default()),
+                )
+            })
+            .unwrap_or(false);
+        if !same {
+            return Err(CampaignError::BadInput(format!(
+                "--resume: {} was written by a different campaign (other scenarios, seeds, shard or Cargo.lock); \
+                 rerun without --resume to start afresh, or pick another --out",
+                previous.display()
+            )));
+        }
+    }
+    let path = out.join("results.jsonl");
+    let Ok(file) = File::open(&path) else {
+        return Ok(BTreeSet::new());
+    };
+    let mut done = BTreeSet::new();
+    for (index, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| {
+            CampaignError::BadInput(format!("--resume: cannot read {}: {e}", path.display()))
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: RunRecord = serde_json::from_str(&line).map_err(|e| {
+            CampaignError::BadInput(format!(
+                "--resume: {} line {}: not a run record ({e}); an interrupted write leaves at most \
+                 a torn last line: delete it and resume",
+                path.display(),
+                index + 1
+            ))
+        })?;
+        if let Some(position) = scenarios
+            .iter()
+            .position(|l| l.scenario.name() == record.scenario)
+        {
+            done.insert((position, record.seed));
+        }
+    }
+    Ok(done)
+}
+
+fn clear_results(out: &Path) -> Result<(), CampaignError> {
+    for name in ["results.jsonl", "shrunk.jsonl"] {
+        let path = out.join(name);
+        if path.exists() {
+            std::fs::remove_file(&path).map_err(|e| {
+                CampaignError::Harness(format!("cannot remove {}: {e}", path.display()))
+            })?;
+        }
+    }
+    let shrunk = out.join("shrunk");
+    if shrunk.exists() {
+        std::fs::remove_dir_all(&shrunk).map_err(|e| {
+            CampaignError::Harness(format!("cannot remove {}: {e}", shrunk.display()))
+        })?;
+    }
+    Ok(())
+}
+
+fn write_campaign_file(
+    out: &Path,
+    meta: &CampaignMeta,
+    scenarios: &[Loaded],
+) -> Result<(), CampaignError> {
+    let info: Vec<crate::report::ScenarioInfo> = scenarios
+        .iter()
+        .map(|l| crate::report::ScenarioInfo {
+            name: l.scenario.name(),
+            about: l.scenario.about.clone(),
+            coverage: l.scenario.expect.coverage.clone(),
+            violate: l.scenario.expect.violate.clone(),
+        })
+        .collect();
+    crate::report::write_campaign_file(out, meta, &info)
+        .map_err(|e| CampaignError::Harness(e.to_string()))
+}
+
+/// A failing run worth shrinking.
+pub(crate) struct Failure {
+    key: RunKey,
+    check: String,
+}
+
+/// Runs every planned run on `options.jobs` threads, appending each record to
+/// `results.jsonl` as it finishes; returns the first failure of each (scenario, check).
+fn run_all(
+    options: &CampaignOptions,
+    scenarios: &[Loaded],
+    done: BTreeSet<(usize, u64)>,
+    results_path: &Path,
+) -> Result<Vec<Failure>, CampaignError> {
+    let mut results = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(results_path)
+        .map_err(|e| {
+            CampaignError::Harness(format!("cannot open {}: {e}", results_path.display()))
+        })?;
+    let queue = Mutex::new(runs(options.seeds, scenarios.len(), options.shard, done));
+    let total = options
+        .seeds
+        .len()
+        .map(|seeds| seeds * scenarios.len() as u64 / options.shard.map_or(1, |s| u64::from(s.of)));
+    let progress = Progress::new(options.progress, total);
+    let clock = Stopwatch::start();
+    let stop = AtomicBool::new(false);
+    let (sender, receiver) = mpsc::channel::<(RunKey, RunRecord)>();
+    let mut failures: Vec<Failure> = Vec::new();
+    let mut write_error = None;
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.max(1) {
+            let sender = sender.clone();
+            let (queue, stop, clock) = (&queue, &stop, &clock);
+            // Campaign jobs are harness threads: each run's world still runs on one thread.
+            #[allow(clippy::disallowed_methods)]
+            scope.spawn(move || {
+                loop {
+                    if stop.load(Ordering::Relaxed)
+                        || options.seeds.budget().is_some_and(|b| clock.elapsed() >= b)
+                    {
+                        return;
+                    }
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+                    let Some(key) = next else { return };
+                    let executed = run_one(options, &scenarios[key.scenario], key.seed);
+                    if sender.send((key, executed.record)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        for (key, record) in receiver {
+            progress.finished(&record);
+            if let Some(check) = record.unexpected.first()
+                && !failures
+                    .iter()
+                    .any(|f| f.key.scenario == key.scenario && &f.check == check)
+            {
+                failures.push(Failure {
+                    key,
+                    check: check.clone(),
+                });
+            }
+            let line = serde_json::to_string(&record).expect("a record always serialises");
+            if let Err(e) = writeln!(results, "{line}").and_then(|()| results.flush()) {
+                write_error = Some(e);
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+    });
+    progress.done(clock.elapsed());
+    if let Some(e) = write_error {
+        return Err(CampaignError::Harness(format!(
+            "cannot append to {}: {e}",
+            results_path.display()
+        )));
+    }
+    failures.sort_by_key(|f| (f.key.scenario, f.key.seed));
+    Ok(failures)
+}
+
+fn run_one(options: &CampaignOptions, loaded: &Loaded, seed: u64) -> Executed {
+    match RunFile::resolve(&loaded.scenario, seed) {
+        Ok(run) => {
+            let replay = format!(
+                "leasesim run --scenario {} --seed {seed}",
+                loaded.path.display()
+            );
+            execute(&run, options.run_timeout, replay)
+        }
+        Err(error) => Executed {
+            record: RunRecord {
+                v: RECORD_VERSION,
+                scenario: loaded.scenario.name(),
+                seed,
+                status: RunStatus::HarnessError,
+                unexpected: Vec::new(),
+                checks: Vec::new(),
+                coverage: Default::default(),
+                drawn: serde_json::Value::Null,
+                faults: 0,
+                operations: 0,
+                wall_ms: 0,
+                error: Some(format!("seed {seed}: cannot resolve the run: {error}")),
+                replay: String::new(),
+            },
+            history: None,
+            judgement: None,
+        },
+    }
+}
+
+/// Shrinks the first failure of each (scenario, check) and appends it to `shrunk.jsonl`.
+fn shrink_failures(
+    options: &CampaignOptions,
+    scenarios: &[Loaded],
+    failures: &[Failure],
+) -> Result<(), CampaignError> {
+    let dir = options.out.join("shrunk");
+    let harness = |e: std::io::Error, path: &Path| {
+        CampaignError::Harness(format!("cannot write {}: {e}", path.display()))
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| harness(e, &dir))?;
+    let shrunk_path = options.out.join("shrunk.jsonl");
+    let mut lines = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&shrunk_path)
+        .map_err(|e| harness(e, &shrunk_path))?;
+    for failure in failures {
+        let loaded = &scenarios[failure.key.scenario];
+        let Ok(run) = RunFile::resolve(&loaded.scenario, failure.key.seed) else {
+            continue;
+        };
+        eprintln!(
+            "shrinking {} seed {} ({} violated)…",
+            loaded.scenario.name(),
+            failure.key.seed,
+            failure.check
+        );
+        let file_name = format!(
+            "{}-seed{}-{}.run.json",
+            loaded.scenario.name(),
+            failure.key.seed,
+            failure.check.to_lowercase()
+        );
+        let path = dir.join(&file_name);
+        let shrunk = shrink::shrink(&run, &failure.check, options.run_timeout);
+        shrunk
+            .run
+            .save(&path)
+            .map_err(|e| CampaignError::Harness(e.to_string()))?;
+        let record = ShrunkRun {
+            scenario: loaded.scenario.name(),
+            seed: failure.key.seed,
+            check: failure.check.clone(),
+            run_file: format!("shrunk/{file_name}"),
+            replay: format!("leasesim replay {}", path.display()),
+            faults: (run.schedule.faults.len(), shrunk.run.schedule.faults.len()),
+            operations: (shrink::size(&run), shrink::size(&shrunk.run)),
+            attempts: shrunk.attempts,
+            violations: shrunk.violations,
+            sequence_diagram: shrunk.sequence_diagram,
+        };
+        eprintln!(
+            "  -> {} faults to {}, {} operations to {}, in {} runs: {}",
+            record.faults.0,
+            record.faults.1,
+            record.operations.0,
+            record.operations.1,
+            record.attempts,
+            path.display()
+        );
+        let line = serde_json::to_string(&record).expect("a shrunk run always serialises");
+        writeln!(lines, "{line}").map_err(|e| harness(e, &shrunk_path))?;
+        if options.save_regressions {
+            let regressions = options.sims.join("regressions");
+            std::fs::create_dir_all(&regressions).map_err(|e| harness(e, &regressions))?;
+            let target = regressions.join(&file_name);
+            std::fs::copy(&path, &target).map_err(|e| harness(e, &target))?;
+            eprintln!("  saved as {}", target.display());
+        }
+    }
+    Ok(())
+}
+
+/// The progress bar (runs/s, violations so far), or a plain line every 10 s when stderr is
+/// not a terminal (CI logs).
+struct Progress {
+    bar: Option<ProgressBar>,
+    finished: Mutex<(u64, u64, u64)>,
+    clock: Stopwatch,
+    last_line: Mutex<u64>,
+}
+
+impl Progress {
+    fn new(enabled: bool, total: Option<u64>) -> Self {
+        let bar = enabled.then(|| {
+            let bar = match total {
+                Some(total) => {
+                    ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
+                }
+                None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+            };
+            let template = if total.is_some() {
+                "{elapsed_precise} [{bar:30}] {pos}/{len} runs, {per_sec}, {msg}"
+            } else {
+                "{elapsed_precise} {spinner} {pos} runs, {per_sec}, {msg}"
+            };
+            bar.set_style(
+                ProgressStyle::with_template(template)
+                    .expect("the template is valid")
+                    .progress_chars("=> "),
+            );
+            bar.set_message("0 violations");
+            bar
+        });
+        Progress {
+            bar,
+            finished: Mutex::new((0, 0, 0)),
+            clock: Stopwatch::start(),
+            last_line: Mutex::new(0),
+        }
+    }
+
+    fn finished(&self, record: &RunRecord) {
+        let mut counts = self.finished.lock().unwrap_or_else(|p| p.into_inner());
+        counts.0 += 1;
+        if matches!(record.status, RunStatus::Violation | RunStatus::Liveness) {
+            counts.1 += 1;
+        }
+        if record.status == RunStatus::HarnessError {
+            counts.2 += 1;
+            eprintln!(
+                "harness error: {} {}",
+                record.scenario,
+                record.error.as_deref().unwrap_or("")
+            );
+        }
+        let message = format!("{} violations, {} harness errors", counts.1, counts.2);
+        match &self.bar {
+            Some(bar) if !bar.is_hidden() => {
+                bar.set_message(message);
+                bar.inc(1);
+            }
+            _ => {
+                let mut last = self.last_line.lock().unwrap_or_else(|p| p.into_inner());
+                let now = self.clock.elapsed().as_secs();
+                if now >= *last + 10 {
+                    *last = now;
+                    eprintln!("{} runs in {now} s, {message}", counts.0);
+                }
+            }
+        }
+    }
+
+    fn done(&self, elapsed: Duration) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        let counts = self.finished.lock().unwrap_or_else(|p| p.into_inner());
+        let secs = elapsed.as_secs_f64().max(1e-9);
+        eprintln!(
+            "{} runs in {:.1} s ({:.1} runs/s): {} violations, {} harness errors",
+            counts.0,
+            secs,
+            counts.0 as f64 / secs,
+            counts.1,
+            counts.2
+        );
+    }
+}

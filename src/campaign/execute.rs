@@ -1,0 +1,154 @@
+//! One run of a campaign: run the world of a [`RunFile`], judge its history against the
+//! scenario's expectations, count its coverage events, and keep it as a [`RunRecord`].
+
+use std::time::Duration;
+
+use super::coverage;
+use super::record::{CheckRecord, RECORD_VERSION, RunRecord, RunStatus, ViolationRecord};
+use super::runfile::RunFile;
+use super::scenario::Expect;
+use crate::check::judge::{self, Judgement, LinearizabilityOutcome};
+use crate::check::linearizability::{Budget, Verdict};
+use crate::history::History;
+
+/// Whether `expect` says `check` is to be violated (a mutant's scenario); every other check
+/// must hold.
+fn expects_violation(expect: &Expect, check: &str) -> bool {
+    expect.violate.iter().any(|name| name == check)
+}
+
+/// Search steps per partition for a campaign run's linearizability checks: enough for a
+/// minute of simulated contention many times over, small enough that a pathological history
+/// ends as `inconclusive` in about a second instead of stalling the campaign.
+pub const RUN_BUDGET: u64 = 5_000_000;
+
+/// A finished run: its record, and its history for a shrinker or a diagram.
+pub struct Executed {
+    /// What the campaign keeps.
+    pub record: RunRecord,
+    /// The run's history (`None` after a harness error).
+    pub history: Option<History>,
+    /// The judgement (`None` after a harness error).
+    pub judgement: Option<Judgement>,
+}
+
+/// Runs `run` with a wall-clock `timeout`, judges it against the run's expectations, and
+/// returns its record; a hang, a panic or a world that cannot run is a `harness-error` record
+/// naming the seed, never an `Err`.
+pub fn execute(run: &RunFile, timeout: Duration, replay: String) -> Executed {
+    let expect = &run.expect;
+    let wall = crate::campaign::stopwatch::Stopwatch::start();
+    let drawn = run
+        .drawn
+        .as_ref()
+        .map(|d| serde_json::to_value(d).unwrap_or(serde_json::Value::Null))
+        .unwrap_or(serde_json::Value::Null);
+    let mut record = RunRecord {
+        v: RECORD_VERSION,
+        scenario: run.scenario.clone(),
+        seed: run.seed,
+        status: RunStatus::HarnessError,
+        unexpected: Vec::new(),
+        checks: Vec::new(),
+        coverage: Default::default(),
+        drawn,
+        faults: run.schedule.faults.len(),
+        operations: 0,
+        wall_ms: 0,
+        error: None,
+        replay,
+    };
+    match super::runfile::execute(run, timeout) {
+        Err(error) => {
+            record.error = Some(format!("seed {}: {error}", run.seed));
+            record.wall_ms = wall.elapsed_ms();
+            Executed {
+                record,
+                history: None,
+                judgement: None,
+            }
+        }
+        Ok((history, trace)) => {
+            let judgement = judge::judge(&history, Budget::steps(RUN_BUDGET));
+            record.checks = check_records(&judgement, expect);
+            record.unexpected = judgement
+                .violated()
+                .into_iter()
+                .filter(|name| !expects_violation(expect, name))
+                .map(str::to_owned)
+                .collect();
+            record.status = status(&judgement, &record.unexpected);
+            record.coverage = coverage::coverage(&history, &trace);
+            record.operations = history.ops().count();
+            record.wall_ms = wall.elapsed_ms();
+            Executed {
+                record,
+                history: Some(history),
+                judgement: Some(judgement),
+            }
+        }
+    }
+}
+
+/// The run's status: a violation only counts when the scenario does not expect it.
+fn status(judgement: &Judgement, unexpected: &[String]) -> RunStatus {
+    if unexpected.iter().any(|name| name != "LIVE") {
+        RunStatus::Violation
+    } else if !unexpected.is_empty() {
+        RunStatus::Liveness
+    } else if !judgement.inconclusive().is_empty() {
+        RunStatus::Inconclusive
+    } else {
+        RunStatus::Clean
+    }
+}
+
+/// One [`CheckRecord`] per invariant and linearizability check, in report order.
+pub fn check_records(judgement: &Judgement, expect: &Expect) -> Vec<CheckRecord> {
+    let invariants = judgement.invariants.invariants.iter().map(|report| {
+        let name = report.invariant.name();
+        CheckRecord {
+            name: name.to_owned(),
+            checks: report.checks,
+            expected_violation: expects_violation(expect, name),
+            verdict: if report.passed() { "pass" } else { "fail" }.to_owned(),
+            violations: report
+                .violations
+                .iter()
+                .map(|v| ViolationRecord {
+                    message: v.message.clone(),
+                    evidence: v.evidence.iter().map(ToString::to_string).collect(),
+                })
+                .collect(),
+        }
+    });
+    let linearizability = judgement.linearizability.iter().map(|(check, outcome)| {
+        let name = check.name();
+        let (verdict, violations) = match outcome {
+            LinearizabilityOutcome::Checked(Verdict::Linearizable) => ("pass", Vec::new()),
+            LinearizabilityOutcome::Checked(Verdict::NotLinearizable(explanation)) => (
+                "fail",
+                vec![ViolationRecord {
+                    message: format!("no linearization of partition {}", explanation.partition),
+                    evidence: explanation.to_string().lines().map(str::to_owned).collect(),
+                }],
+            ),
+            LinearizabilityOutcome::Checked(Verdict::Unknown) => ("unknown", Vec::new()),
+            LinearizabilityOutcome::Unreadable(why) => (
+                "unknown",
+                vec![ViolationRecord {
+                    message: format!("history unreadable as operations: {why}"),
+                    evidence: Vec::new(),
+                }],
+            ),
+        };
+        CheckRecord {
+            name: name.to_owned(),
+            checks: 0,
+            expected_violation: expects_violation(expect, name),
+            verdict: verdict.to_owned(),
+            violations,
+        }
+    });
+    invariants.chain(linearizability).collect()
+}

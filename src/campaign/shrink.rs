@@ -1,0 +1,171 @@
+//! Shrinking: reduce a failing run to a minimal run that still breaks the same check
+//! (DESIGN.md, "Campaigns and reports"), by delta debugging over its run file ([`ddmin`]):
+//! drop faults, drop scripted calls, shorten freezes, remove replicas, shorten the run.
+//!
+//! Every candidate is a whole run file executed from scratch; since runs are deterministic,
+//! "still fails" is a property of the file alone, and the minimal file replays the failure.
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use super::ddmin::ddmin;
+use super::execute::check_records;
+use super::record::ViolationRecord;
+use super::runfile::{self, RunFile, RunWorkload};
+use crate::check::judge::judge;
+use crate::check::linearizability::Budget;
+use crate::history::History;
+use crate::sim::schedule::{Fault, ScheduledFault};
+use crate::sim::script::Script;
+
+/// Most runs one shrink may execute (each is a whole world).
+pub const MAX_ATTEMPTS: u32 = 200;
+
+/// A shrunk run.
+pub struct Shrunk {
+    /// The minimal run file found.
+    pub run: RunFile,
+    /// Runs executed while shrinking.
+    pub attempts: u32,
+    /// The violations of the check in the minimal run.
+    pub violations: Vec<ViolationRecord>,
+    /// A mermaid sequence diagram of the minimal run.
+    pub sequence_diagram: String,
+}
+
+/// The size of a run's workload: scripted calls, or the generated workload's duration in
+/// whole seconds (a generated workload shrinks by running for less time).
+pub fn size(run: &RunFile) -> usize {
+    match &run.workload {
+        RunWorkload::Script(script) => script.calls.len(),
+        RunWorkload::Generated(_) => run.world.duration_s as usize,
+    }
+}
+
+/// Reduces `run`, which violates `check` (`TOKEN`, …, `LIN-LEDGER`), to a minimal run that
+/// still violates it. Never fails: when nothing smaller fails, the original run comes back.
+pub fn shrink(run: &RunFile, check: &str, timeout: Duration) -> Shrunk {
+    let tries = Cell::new(0u32);
+    let attempts = || tries.get();
+    let still_fails = |candidate: &RunFile| -> Option<History> {
+        tries.set(tries.get() + 1);
+        let (history, _) = runfile::execute(candidate, timeout).ok()?;
+        let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
+        judgement.violated().contains(&check).then_some(history)
+    };
+    let mut best = run.clone();
+
+    // 1. Faults: ddmin over the schedule.
+    let budget = MAX_ATTEMPTS / 2;
+    let (faults, _) = ddmin(best.schedule.faults.clone(), budget, |faults| {
+        let mut candidate = best.clone();
+        candidate.schedule.faults = faults.to_vec();
+        still_fails(&candidate).is_some()
+    });
+    best.schedule.faults = faults;
+
+    // 2. Scripted calls: ddmin over the script.
+    if let RunWorkload::Script(script) = &best.workload {
+        let budget = MAX_ATTEMPTS.saturating_sub(attempts()) / 2;
+        let (calls, _) = ddmin(script.calls.clone(), budget, |calls| {
+            let mut candidate = best.clone();
+            candidate.workload = with_calls(calls);
+            still_fails(&candidate).is_some()
+        });
+        best.workload = with_calls(&calls);
+    }
+
+    // 3. Freezes: halve each freeze while the run still fails.
+    for index in 0..best.schedule.faults.len() {
+        while attempts() < MAX_ATTEMPTS {
+            let mut candidate = best.clone();
+            let Some(duration) = freeze_duration(&mut candidate.schedule.faults[index]) else {
+                break;
+            };
+            if *duration < 2 {
+                break;
+            }
+            *duration /= 2;
+            if still_fails(&candidate).is_none() {
+                break;
+            }
+            best = candidate;
+        }
+    }
+
+    // 4. Replicas: one fewer while the run still fails (a schedule or script naming a
+    //    removed replica makes the candidate invalid, so it is simply not taken).
+    while best.world.replicas > 1 && attempts() < MAX_ATTEMPTS {
+        let mut candidate = best.clone();
+        candidate.world.replicas -= 1;
+        if still_fails(&candidate).is_none() {
+            break;
+        }
+        best = candidate;
+    }
+
+    // 5. A generated workload: a shorter run.
+    if matches!(best.workload, RunWorkload::Generated(_)) {
+        while best.world.duration_s > 10 && attempts() < MAX_ATTEMPTS {
+            let mut candidate = best.clone();
+            candidate.world.duration_s = best.world.duration_s * 3 / 4;
+            if still_fails(&candidate).is_none() {
+                break;
+            }
+            best = candidate;
+        }
+    }
+
+    let (violations, sequence_diagram) = match runfile::execute(&best, timeout) {
+        Ok((history, _)) => {
+            let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
+            let violations = check_records(&judgement, &best.expect)
+                .into_iter()
+                .find(|record| record.name == check)
+                .map(|record| record.violations)
+                .unwrap_or_default();
+            let session = session_of(&violations);
+            let diagram =
+                crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
+            (violations, diagram)
+        }
+        Err(_) => (Vec::new(), String::new()),
+    };
+    Shrunk {
+        run: best,
+        attempts: attempts(),
+        violations,
+        sequence_diagram,
+    }
+}
+
+/// A scripted workload of exactly `calls`.
+fn with_calls(calls: &[crate::sim::script::ScriptedCall]) -> RunWorkload {
+    let mut script = Script::new();
+    script.calls = calls.to_vec();
+    RunWorkload::Script(script)
+}
+
+/// The freeze length of a pause, suspend or stall, ms.
+fn freeze_duration(fault: &mut ScheduledFault) -> Option<&mut u64> {
+    match &mut fault.fault {
+        Fault::Pause { duration_ms, .. }
+        | Fault::Suspend { duration_ms, .. }
+        | Fault::Stall { duration_ms, .. } => Some(duration_ms),
+        _ => None,
+    }
+}
+
+/// The session a violation's evidence names first (`ledger s1 seq 4`, `decision s1 by …`).
+fn session_of(violations: &[ViolationRecord]) -> Option<String> {
+    violations
+        .iter()
+        .flat_map(|v| v.evidence.iter())
+        .find_map(|evidence| {
+            let mut words = evidence.split_whitespace();
+            match words.next()? {
+                "ledger" | "decision" | "validity" => words.next().map(str::to_owned),
+                _ => None,
+            }
+        })
+}
