@@ -96,17 +96,18 @@ impl WorldSpec {
     /// The world's configuration for `seed`, with a generated workload's `mix` (the default
     /// mix for a script) and no mutant.
     pub fn config(&self, seed: u64, mix: WorkloadMix) -> WorldConfig {
-        let mut config = WorldConfig::default();
-        config.seed = seed;
-        config.replicas = self.replicas;
-        config.sessions = self.sessions.clone();
-        config.ttl = Duration::from_millis(self.ttl_ms);
-        config.skew_margin_percent = self.skew_margin_percent;
-        config.duration = Duration::from_secs(self.duration_s);
-        config.call_timeout = Duration::from_millis(self.call_timeout_ms);
-        config.latency_ms = self.latency_ms;
-        config.mix = mix;
-        config
+        WorldConfig {
+            seed,
+            replicas: self.replicas,
+            sessions: self.sessions.clone(),
+            ttl: Duration::from_millis(self.ttl_ms),
+            skew_margin_percent: self.skew_margin_percent,
+            duration: Duration::from_secs(self.duration_s),
+            call_timeout: Duration::from_millis(self.call_timeout_ms),
+            latency_ms: self.latency_ms,
+            mix,
+            ..WorldConfig::default()
+        }
     }
 
     /// Checks the values; `Err((field, message))` names the field and what is allowed.
@@ -176,6 +177,8 @@ pub enum ScenarioWorkload {
 }
 
 /// Where a scenario's faults come from.
+// One per loaded scenario: the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum ScenarioFaults {
     /// No faults.

@@ -63,6 +63,8 @@ pub struct IntensityProfile {
     pub delay_ttl_percent: Option<(u64, u64)>,
     /// Downtime of a crashed service before its restart, ms (default `[1000, ttl]`).
     pub downtime_ms: Option<(u64, u64)>,
+    /// Sweeps of a record collector (`delete_record`), one a second (default `[1, 20]`).
+    pub gc_sweeps: Option<(u64, u64)>,
 }
 
 impl IntensityProfile {
@@ -82,6 +84,7 @@ impl IntensityProfile {
             flap_ppm: self.flap_ppm.unwrap_or(base.flap_ppm),
             delay_ms: self.delay_ttl_percent.map_or(base.delay_ms, percent),
             downtime_ms: self.downtime_ms.unwrap_or(base.downtime_ms),
+            gc_sweeps: self.gc_sweeps.unwrap_or(base.gc_sweeps),
         }
     }
 
@@ -132,6 +135,7 @@ impl IntensityProfile {
         unsigned("flap_ppm", widen(self.flap_ppm), 0, 1_000_000)?;
         unsigned("delay_ttl_percent", self.delay_ttl_percent, 1, 10_000)?;
         unsigned("downtime_ms", self.downtime_ms, 1, 86_400_000)?;
+        unsigned("gc_sweeps", self.gc_sweeps, 1, 1_000)?;
         Ok(())
     }
 }
@@ -217,6 +221,7 @@ pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
         flap_ppm: (0, 0),
         delay_ms: sub(full.delay_ms),
         downtime_ms: sub(full.downtime_ms),
+        gc_sweeps: sub(full.gc_sweeps),
     };
     let widen = |(a, b): (u32, u32)| (u64::from(a), u64::from(b));
     let narrow = |(a, b): (u64, u64)| (a as u32, b as u32);
@@ -312,6 +317,9 @@ impl Drawn {
         }
         if on(FaultKind::CrashService) {
             add("downtime_ms", u(i.downtime_ms));
+        }
+        if on(FaultKind::DeleteRecord) {
+            add("gc_sweeps", u(i.gc_sweeps));
         }
         line
     }

@@ -137,13 +137,21 @@ pub struct Intensity {
     pub delay_ms: (u64, u64),
     /// How long a crashed service stays down before it restarts, ms.
     pub downtime_ms: (u64, u64),
+    /// Sweeps of a record garbage collector: one deletion attempt of a session's record (if
+    /// expired) a second apart, this many times.
+    #[serde(default = "default_gc_sweeps")]
+    pub gc_sweeps: (u64, u64),
+}
+
+fn default_gc_sweeps() -> (u64, u64) {
+    (1, 20)
 }
 
 impl Intensity {
     /// The classic intensity for a TTL of `ttl_ms`: freezes ½–2 TTL, stalls 100 ms–1 TTL,
     /// drift ±40%, wall steps ±1 h, restarts every 1 s–1 TTL (1–3 of them), latency 1–200 ms
     /// with 0–200 ms jitter, flaps 1–2000 ppm, replies delayed 1–2 TTL, services down
-    /// 1 s–1 TTL.
+    /// 1 s–1 TTL, record collectors sweeping 1–20 times.
     pub fn for_ttl(ttl_ms: u64) -> Self {
         Intensity {
             freeze_ms: (ttl_ms / 2, ttl_ms * 2),
@@ -157,6 +165,7 @@ impl Intensity {
             flap_ppm: (1, 2_000),
             delay_ms: (ttl_ms, ttl_ms * 2),
             downtime_ms: (1_000, ttl_ms),
+            gc_sweeps: default_gc_sweeps(),
         }
     }
 }
@@ -211,9 +220,9 @@ pub fn draw_schedule(
     }
     for _ in 0..count {
         let at_ms = between(rng, 0, span_ms.saturating_sub(1));
-        let (fault, follow_up) = draw(rng, options, config);
+        let (fault, follow_ups) = draw(rng, options, config);
         schedule = schedule.at(at_ms, fault);
-        if let Some((after_ms, fault)) = follow_up {
+        for (after_ms, fault) in follow_ups {
             schedule = schedule.at((at_ms + after_ms).min(span_ms), fault);
         }
     }
@@ -246,6 +255,9 @@ fn range(rng: &mut ChaCha20Rng, (low, high): (u64, u64)) -> u64 {
     between(rng, low, high)
 }
 
+/// Interval between a record collector's sweeps, ms.
+const GC_SWEEP_MS: u64 = 1_000;
+
 /// The pause points a replica reaches (a service host reaches only the handler start).
 const REPLICA_POINTS: [PausePoint; 3] = [
     PausePoint::BeforeAppendSend,
@@ -253,14 +265,14 @@ const REPLICA_POINTS: [PausePoint; 3] = [
     PausePoint::AfterGrantReceived,
 ];
 
-/// One fault, and a follow-up `(ms later, fault)` for kinds that have one. The order of the
-/// draws is fixed (a pause point first, then the kind): it is what every classic seed's
-/// schedule was drawn with.
+/// One fault, and follow-ups `(ms later, fault)` for kinds that have them (a crashed
+/// service's restart, a collector's later sweeps). The order of the draws is fixed (a pause
+/// point first, then the kind): it is what every classic seed's schedule was drawn with.
 fn draw(
     rng: &mut ChaCha20Rng,
     options: &DrawOptions,
     config: &WorldConfig,
-) -> (Fault, Option<(u64, Fault)>) {
+) -> (Fault, Vec<(u64, Fault)>) {
     let strength = &options.intensity;
     let point = REPLICA_POINTS[between(rng, 0, 2) as usize];
     let kind = options.kinds[between(rng, 0, options.kinds.len() as u64 - 1) as usize];
@@ -344,16 +356,20 @@ fn draw(
             let host = service(rng);
             let downtime_ms = range(rng, strength.downtime_ms);
             let restart = Fault::Restart { host: host.clone() };
-            return (Fault::Crash { host }, Some((downtime_ms, restart)));
+            return (Fault::Crash { host }, vec![(downtime_ms, restart)]);
         }
         FaultKind::DeleteRecord => {
             let last = config.sessions.len().saturating_sub(1) as u64;
-            Fault::DeleteLeaseRecord {
-                session: config.sessions[between(rng, 0, last) as usize].clone(),
-            }
+            let session = config.sessions[between(rng, 0, last) as usize].clone();
+            let sweeps = range(rng, strength.gc_sweeps).max(1);
+            let sweep = || Fault::DeleteLeaseRecord {
+                session: session.clone(),
+            };
+            let later = (1..sweeps).map(|n| (n * GC_SWEEP_MS, sweep())).collect();
+            return (sweep(), later);
         }
     };
-    (fault, None)
+    (fault, Vec::new())
 }
 
 #[cfg(test)]

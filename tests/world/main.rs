@@ -1,5 +1,7 @@
-//! The simulated world: field cases replayed as explicit schedules and scripts, and
-//! determinism (same seed, same bytes).
+//! The simulated world: field cases replayed as explicit schedules and scripts, scenario
+//! files, and determinism (same seed, same bytes).
 
 mod cli;
 mod field_cases;
+mod scenario_errors;
+mod scenarios;

@@ -1,0 +1,156 @@
+//! Malformed scenario files: the loader names the file, the line and column, the field, and
+//! how to fix it — never a panic. The texts are stable (asserted whole).
+
+use leasesim::campaign::scenario::Scenario;
+
+/// Loads `text` as `<tmp>/bad.toml` (with the field cases' files beside it under
+/// `field-cases/`) and returns the error with the folder replaced by `DIR`.
+fn error(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("field-cases");
+    std::fs::create_dir(&cases).unwrap();
+    let sims = concat!(env!("CARGO_MANIFEST_DIR"), "/sims/field-cases");
+    for file in [
+        "f1-pause-longer-than-ttl.script.json",
+        "f1-pause-longer-than-ttl.schedule.json",
+    ] {
+        std::fs::copy(format!("{sims}/{file}"), cases.join(file)).unwrap();
+    }
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, text).unwrap();
+    let error = Scenario::load(&path).expect_err("the scenario should be refused");
+    error
+        .to_string()
+        .replace(dir.path().to_str().unwrap(), "DIR")
+}
+
+const HEAD: &str = "v = 1\nabout = \"test\"\n";
+
+#[test]
+fn an_unknown_field_lists_the_accepted_ones() {
+    let text = format!("{HEAD}[world]\nreplicas = 2\nttl = 5000\n");
+    assert_eq!(
+        error(&text),
+        "DIR/bad.toml:5:1: `world.ttl`: unknown field `ttl`, expected one of `replicas`, \
+         `sessions`, `ttl_ms`, `skew_margin_percent`, `duration_s`, `call_timeout_ms`, \
+         `latency_ms`, `backend`"
+    );
+}
+
+#[test]
+fn a_script_and_a_mix_together_are_refused() {
+    let text = format!(
+        "{HEAD}[workload]\nscript = \"field-cases/f1-pause-longer-than-ttl.script.json\"\n\
+         appends = [1, 3]\n"
+    );
+    assert_eq!(
+        error(&text),
+        "DIR/bad.toml:5:11: `workload.appends`: a workload is either a script or a generated \
+         mix, not both: remove `script` or the mix fields (appends, think_ms, shutdown_chance)"
+    );
+}
+
+#[test]
+fn a_missing_schedule_file_is_named_with_its_resolved_path() {
+    let text = format!("{HEAD}[faults]\nschedule = \"nowhere.schedule.json\"\n");
+    assert_eq!(
+        error(&text),
+        "DIR/bad.toml:4:12: `faults.schedule`: cannot read DIR/nowhere.schedule.json (No such \
+         file or directory (os error 2)); the path is relative to the scenario file's folder"
+    );
+}
+
+#[test]
+fn a_schedule_and_a_swarm_together_are_refused() {
+    let text = format!(
+        "{HEAD}[faults]\nschedule = \"field-cases/f1-pause-longer-than-ttl.schedule.json\"\n\
+         [faults.swarm]\nkinds = [\"pause\"]\nfaults = [1, 2]\n"
+    );
+    let message = error(&text);
+    assert!(
+        message.starts_with("DIR/bad.toml:")
+            && message.contains(
+                "`faults.swarm`: faults come either from a schedule file or \
+                                 from a swarm profile, not both"
+            ),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_unknown_invariant_lists_the_invariants() {
+    let text = format!("{HEAD}[expect]\nhold = [\"TOKEN\", \"TOKENS\"]\n");
+    assert_eq!(
+        error(&text),
+        "DIR/bad.toml:4:18: `expect.hold`: unknown invariant `TOKENS`; the invariants are \
+         TOKEN, EXCL, EXPIRY, FENCE, LEDGER, STOP, LIVE"
+    );
+}
+
+#[test]
+fn an_unknown_fault_kind_lists_the_kinds() {
+    let text = format!("{HEAD}[faults.swarm]\nkinds = [\"pause\", \"meteor\"]\nfaults = [1, 2]\n");
+    let message = error(&text);
+    assert!(
+        message.starts_with(
+            "DIR/bad.toml:4:19: `faults.swarm.kinds`: unknown variant `meteor`, \
+                             expected one of `partition`"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_wrong_schema_version_says_which_is_read() {
+    assert_eq!(
+        error("v = 2\nabout = \"test\"\n"),
+        "DIR/bad.toml:1:5: `v`: scenario schema version 2 is not supported; this leasesim \
+         reads version 1 (write `v = 1`)"
+    );
+}
+
+#[test]
+fn malformed_toml_names_the_line() {
+    let message = error(&format!("{HEAD}[world\nreplicas = 2\n"));
+    assert!(message.starts_with("DIR/bad.toml:3:"), "{message}");
+}
+
+#[test]
+fn a_value_out_of_range_names_the_field_and_the_range() {
+    let text = format!("{HEAD}[world]\nreplicas = 0\n");
+    assert_eq!(
+        error(&text),
+        "DIR/bad.toml:3:1: `world.replicas`: must be 1..=64, got 0"
+    );
+}
+
+#[test]
+fn a_script_naming_an_unknown_replica_is_refused_at_load() {
+    let text = format!(
+        "{HEAD}[world]\nreplicas = 1\n[workload]\nscript = \
+         \"field-cases/f1-pause-longer-than-ttl.script.json\"\n"
+    );
+    let message = error(&text);
+    assert!(
+        message.starts_with("DIR/bad.toml:6:10: `workload.script`: DIR/field-cases/")
+            && message.contains("unknown replica; the world has replica-1"),
+        "{message}"
+    );
+}
+
+#[test]
+fn garbage_never_panics() {
+    for text in [
+        "",
+        "\u{0}",
+        "v = \"one\"",
+        "[[world]]\n",
+        "v = 1\nabout = 3\n",
+        "about = \"x\"",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, text).unwrap();
+        assert!(Scenario::load(&path).is_err(), "{text:?}");
+    }
+}

@@ -1,0 +1,465 @@
+//! Scenario files in `sims/`: every one loads; each field case F1–F7 of
+//! `shared/cases/scenarios.md` run from its scenario file ends in the right outcome the case
+//! names, for more than one seed; a swarm run replays byte for byte from its run file.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use leasesim::campaign::runfile::{self, RunFile};
+use leasesim::campaign::scenario::{Scenario, ScenarioFaults};
+use leasesim::history::{Decision, HistLossCause, HistRecord, History, OpResult, Outcome};
+
+const A: &str = "replica-1";
+const B: &str = "replica-2";
+const C: &str = "replica-3";
+
+fn sims() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("sims")
+}
+
+/// Runs `sims/<name>.toml` with `seed`.
+fn run(name: &str, seed: u64) -> History {
+    let scenario = Scenario::load(&sims().join(format!("{name}.toml"))).unwrap();
+    let run = RunFile::resolve(&scenario, seed).unwrap();
+    let (history, _trace) = runfile::execute(&run, Duration::from_secs(120)).unwrap();
+    if let Ok(dir) = std::env::var("LEASESIM_DUMP") {
+        std::fs::write(format!("{dir}/{name}-{seed}.jsonl"), history.to_jsonl()).unwrap();
+    }
+    history
+}
+
+/// The final ledger of `session` as `fence <epoch> <replica>` / `<payload> <replica>` lines.
+fn ledger(history: &History, session: &str) -> Vec<String> {
+    let ledger = history.final_ledger();
+    let records = ledger.get(session).cloned().unwrap_or_default();
+    records
+        .into_iter()
+        .map(|(_, record)| match record {
+            HistRecord::Fence { epoch, owner, .. } => format!("fence {epoch} {}", owner.replica),
+            HistRecord::Event {
+                writer_id, payload, ..
+            } => {
+                let payload = String::from_utf8(payload).unwrap();
+                format!("{payload} {}", writer_id.owner.replica)
+            }
+        })
+        .collect()
+}
+
+/// The outcome and result of every `op` (`lease_acquire`, `journal_append`, …) `replica` made.
+fn ops(history: &History, replica: &str, op: &str) -> Vec<(Outcome, OpResult)> {
+    history
+        .ops()
+        .filter(|line| line.process.replica == replica && line.op.name() == op)
+        .map(|line| (line.outcome, line.result.clone().unwrap()))
+        .collect()
+}
+
+/// Tokens of the grants the authority decided, in order, as `(replica, token)`.
+fn grants(history: &History) -> Vec<(String, u64)> {
+    history
+        .decisions()
+        .filter_map(|d| match d.decision {
+            Decision::Grant { token, .. } => Some((d.owner.replica.clone(), token)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn appended(seq: u64) -> (Outcome, OpResult) {
+    (Outcome::Ok, OpResult::Appended { seq })
+}
+
+const SEEDS: [u64; 2] = [1, 2];
+
+#[test]
+fn every_scenario_file_in_sims_loads() {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(sims()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            RunFile::resolve(&scenario, 1).unwrap_or_else(|e| panic!("{e}"));
+            names.push(scenario.name());
+        }
+    }
+    names.sort();
+    for expected in [
+        "f1-pause-longer-than-ttl",
+        "f2-renewals-black-holed",
+        "f3-slow-clock-cut-off-from-lease",
+        "f4-fence-compares-the-tip",
+        "f5a-token-survives-record-deletion",
+        "f5b-token-survives-authority-restart",
+        "f6-late-release",
+        "f7-renew-resurrects",
+        "swarm-clocks",
+        "swarm-crashes",
+        "swarm-deletion",
+        "swarm-delays",
+        "swarm-everything",
+        "swarm-freezes",
+        "swarm-partitions",
+    ] {
+        assert!(names.iter().any(|n| n == expected), "{expected} missing");
+    }
+}
+
+#[test]
+fn f1_the_stale_append_after_a_long_pause_is_fenced() {
+    for seed in SEEDS {
+        let history = run("f1-pause-longer-than-ttl", seed);
+        assert_eq!(
+            ledger(&history, "s1"),
+            [
+                "fence 1 replica-1",
+                "a1 replica-1",
+                "fence 2 replica-2",
+                "b1 replica-2"
+            ]
+        );
+        let a = ops(&history, A, "journal_append");
+        assert_eq!(a[0], appended(2));
+        let fenced = OpResult::Fenced {
+            expected: 2,
+            actual: 4,
+        };
+        assert_eq!(a[1], (Outcome::Fail, fenced), "seed {seed}");
+        assert_eq!(grants(&history), [(A.into(), 1), (B.into(), 2)]);
+    }
+}
+
+#[test]
+fn f2_a_black_holed_holder_stops_at_its_own_deadline_not_the_hung_call() {
+    for seed in SEEDS {
+        let history = run("f2-renewals-black-holed", seed);
+        let lost = OpResult::LeaseLost {
+            cause: HistLossCause::Deadline {
+                valid_until_local_us: 13_500_000,
+            },
+        };
+        assert_eq!(
+            ops(&history, A, "journal_append"),
+            [
+                appended(2),
+                (Outcome::Fail, lost.clone()),
+                (Outcome::Fail, lost)
+            ],
+            "seed {seed}: a2 (14 s) and a3 (17 s) are refused unsent"
+        );
+        // A renew was still hanging when A gave the lease up at 13.5 s on its clock.
+        let hung = history.ops().any(|op| {
+            op.process.replica == A
+                && op.op.name() == "lease_renew"
+                && op.invoke_us < 13_500_000
+                && op.complete_us.is_none_or(|c| c > 14_000_000)
+        });
+        assert!(
+            hung,
+            "seed {seed}: no renew was in flight past A's deadline"
+        );
+        assert_eq!(
+            ledger(&history, "s1"),
+            [
+                "fence 1 replica-1",
+                "a1 replica-1",
+                "fence 2 replica-2",
+                "b1 replica-2"
+            ]
+        );
+        assert_eq!(grants(&history), [(A.into(), 1), (B.into(), 2)]);
+    }
+}
+
+#[test]
+fn f3_a_slow_clock_cut_off_from_the_lease_service_is_stopped_by_the_fence() {
+    for seed in SEEDS {
+        let history = run("f3-slow-clock-cut-off-from-lease", seed);
+        assert_eq!(
+            ledger(&history, "s1"),
+            [
+                "fence 1 replica-1",
+                "a1 replica-1",
+                "fence 2 replica-2",
+                "b1 replica-2",
+                "b2 replica-2",
+                "b3 replica-2"
+            ]
+        );
+        let a = ops(&history, A, "journal_append");
+        assert_eq!(a.len(), 4);
+        assert_eq!(a[0], appended(2));
+        assert!(
+            matches!(a[1], (Outcome::Fail, OpResult::Fenced { expected: 2, .. })),
+            "seed {seed}: {:?}",
+            a[1]
+        );
+        for later in &a[2..] {
+            assert!(
+                matches!(later, (Outcome::Fail, OpResult::Poisoned { .. })),
+                "seed {seed}: {later:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn f4_the_fence_lands_after_the_last_acknowledged_append() {
+    for seed in SEEDS {
+        let history = run("f4-fence-compares-the-tip", seed);
+        assert_eq!(
+            ledger(&history, "s1"),
+            [
+                "fence 1 replica-1",
+                "a1 replica-1",
+                "a2 replica-1",
+                "a3 replica-1",
+                "a4 replica-1",
+                "a5 replica-1",
+                "a6 replica-1",
+                "fence 2 replica-2",
+                "b1 replica-2"
+            ],
+            "seed {seed}"
+        );
+        // a6 was acknowledged to A at seq 7 and survives.
+        assert_eq!(ops(&history, A, "journal_append")[5], appended(7));
+        // B's fence CAS expected a5 (seq 6), conflicted with a6, and landed after it.
+        let fences: Vec<(Outcome, OpResult)> = history
+            .ops()
+            .filter(|op| op.process.replica == B && op.session == "s1")
+            .filter(|op| op.op.name() == "ledger_append")
+            .map(|op| (op.outcome, op.result.clone().unwrap()))
+            .collect();
+        assert_eq!(
+            fences[..2],
+            [
+                (Outcome::Fail, OpResult::Conflict { actual: 7 }),
+                appended(8)
+            ],
+            "seed {seed}"
+        );
+    }
+}
+
+/// F5: after the record is deleted (a) or the authority restarts (b), B gets token 2, never
+/// 1 again, and A's late token-1 append is fenced.
+fn f5(name: &str) {
+    for seed in SEEDS {
+        let history = run(name, seed);
+        assert_eq!(
+            grants(&history),
+            [(A.into(), 1), (B.into(), 2)],
+            "seed {seed}"
+        );
+        assert_eq!(
+            ledger(&history, "s1"),
+            [
+                "fence 1 replica-1",
+                "a1 replica-1",
+                "fence 2 replica-2",
+                "b1 replica-2"
+            ]
+        );
+        let a = ops(&history, A, "journal_append");
+        let fenced = OpResult::Fenced {
+            expected: 2,
+            actual: 4,
+        };
+        assert_eq!(a, [appended(2), (Outcome::Fail, fenced)], "seed {seed}");
+    }
+}
+
+#[test]
+fn f5a_the_token_survives_record_deletion() {
+    f5("f5a-token-survives-record-deletion");
+}
+
+#[test]
+fn f5b_the_token_survives_an_authority_restart() {
+    f5("f5b-token-survives-authority-restart");
+}
+
+#[test]
+fn f6_a_late_release_frees_nothing() {
+    for seed in SEEDS {
+        let history = run("f6-late-release", seed);
+        let releases: Vec<(String, u64, bool)> = history
+            .decisions()
+            .filter_map(|d| match d.decision {
+                Decision::Release { token, ended } => Some((d.owner.replica.clone(), token, ended)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(releases, [(A.into(), 1, false)], "seed {seed}");
+        assert_eq!(
+            ops(&history, C, "lease_acquire"),
+            [(
+                Outcome::Fail,
+                OpResult::Held {
+                    holder_token: Some(2)
+                }
+            )]
+        );
+        let renewed = ops(&history, B, "lease_renew");
+        assert!(
+            matches!(
+                renewed[..],
+                [(Outcome::Ok, OpResult::Granted { token: 2, .. })]
+            ),
+            "seed {seed}: {renewed:?}"
+        );
+        assert_eq!(grants(&history), [(A.into(), 1), (B.into(), 2)]);
+    }
+}
+
+#[test]
+fn f7_a_stale_renew_resurrects_nothing() {
+    for seed in SEEDS {
+        let history = run("f7-renew-resurrects", seed);
+        let raw_renews: Vec<(Outcome, OpResult)> = history
+            .ops()
+            .filter(|op| op.process.replica == A && op.op.name() == "lease_renew")
+            .filter(|op| op.invoke_us >= 12_000_000)
+            .map(|op| (op.outcome, op.result.clone().unwrap()))
+            .collect();
+        let held = (Outcome::Fail, OpResult::Held { holder_token: None });
+        assert_eq!(
+            raw_renews.last(),
+            Some(&held),
+            "seed {seed}: {raw_renews:?}"
+        );
+        assert!(
+            raw_renews
+                .iter()
+                .all(|r| !matches!(r.1, OpResult::Granted { .. }))
+        );
+        assert_eq!(
+            grants(&history),
+            [(A.into(), 1), (B.into(), 2), (A.into(), 3)],
+            "seed {seed}: A must acquire anew, with token 3"
+        );
+    }
+}
+
+/// A swarm run's files replay byte for byte from its `run.json`, and the run file carries
+/// the options the seed drew.
+#[test]
+fn a_swarm_run_replays_byte_for_byte_from_its_run_file() {
+    let scenario = Scenario::load(&sims().join("swarm-everything.toml")).unwrap();
+    assert!(matches!(scenario.faults, ScenarioFaults::Swarm(_)));
+    let out = tempfile::tempdir().unwrap();
+    let (first, second) = (out.path().join("first"), out.path().join("second"));
+    let run = RunFile::resolve(&scenario, 7).unwrap();
+    let drawn = run
+        .drawn
+        .clone()
+        .expect("a swarm run records its drawn options");
+    assert!(!drawn.kinds.is_empty());
+    assert_eq!(
+        run.schedule,
+        drawn.schedule(&run.world.config(7, Default::default()))
+    );
+    let timeout = Duration::from_secs(120);
+    runfile::execute_to(&run, &first, timeout).unwrap();
+    let saved = RunFile::load(&first.join("run.json")).unwrap();
+    assert_eq!(saved, run);
+    let result = runfile::execute_to(&saved, &second, timeout).unwrap();
+    assert_eq!(
+        result.replay,
+        format!("leasesim replay {}", second.join("run.json").display())
+    );
+    for file in ["history.jsonl", "trace.jsonl", "run.json", "schedule.json"] {
+        let [a, b] = [&first, &second].map(|dir| std::fs::read(dir.join(file)).unwrap());
+        assert!(a == b, "{file} differs on replay");
+    }
+    assert!(std::fs::read(first.join("history.jsonl")).unwrap().len() > 10_000);
+}
+
+/// Another seed draws other options; the same seed draws the same.
+#[test]
+fn swarm_options_depend_on_the_seed_only() {
+    let scenario = Scenario::load(&sims().join("swarm-everything.toml")).unwrap();
+    let drawn: Vec<_> = (1..=20)
+        .map(|seed| RunFile::resolve(&scenario, seed).unwrap().drawn.unwrap())
+        .collect();
+    let again = RunFile::resolve(&scenario, 5).unwrap().drawn.unwrap();
+    assert_eq!(drawn[4], again);
+    let distinct: std::collections::BTreeSet<String> = drawn.iter().map(|d| d.summary()).collect();
+    assert_eq!(distinct.len(), 20);
+}
+
+fn leasesim(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_leasesim"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `leasesim run --scenario` prints the seed first, the drawn options, and the replay command
+/// last; `leasesim replay` reproduces the history byte for byte.
+#[test]
+fn the_cli_runs_a_scenario_and_replays_its_run_file() {
+    let out = tempfile::tempdir().unwrap();
+    let first = out.path().join("first");
+    let first_dir = first.to_str().unwrap();
+    let output = leasesim(&[
+        "run",
+        "--scenario",
+        "sims/swarm-freezes.toml",
+        "--seed",
+        "3",
+        "--out",
+        first_dir,
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "SEED=3");
+    assert!(
+        lines[1].starts_with("scenario: swarm-freezes (sims/swarm-freezes.toml)"),
+        "{stdout}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("drawn: kinds=")),
+        "{stdout}"
+    );
+    let run_json = first.join("run.json");
+    assert_eq!(
+        *lines.last().unwrap(),
+        format!("replay: leasesim replay {}", run_json.display())
+    );
+    let second = out.path().join("second");
+    let output = leasesim(&[
+        "replay",
+        run_json.to_str().unwrap(),
+        "--out",
+        second.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    for file in ["history.jsonl", "trace.jsonl"] {
+        let [a, b] = [&first, &second].map(|dir| std::fs::read(dir.join(file)).unwrap());
+        assert!(a == b, "{file} differs on replay");
+    }
+}
+
+/// A malformed scenario is bad input (exit 2) with the loader's message.
+#[test]
+fn the_cli_refuses_a_malformed_scenario_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "v = 1\nabout = \"x\"\n[world]\nttl = 5\n").unwrap();
+    let output = leasesim(&["run", "--scenario", path.to_str().unwrap(), "--seed", "1"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("bad.toml:4:1: `world.ttl`: unknown field `ttl`"),
+        "{stderr}"
+    );
+}
