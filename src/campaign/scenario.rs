@@ -27,23 +27,6 @@ pub const SCENARIO_SCHEMA_VERSION: u32 = 1;
 /// expects violated).
 pub const INVARIANTS: [&str; 7] = ["TOKEN", "EXCL", "EXPIRY", "FENCE", "LEDGER", "STOP", "LIVE"];
 
-/// The coverage ("sometimes") events a scenario can expect to reach (DESIGN.md, "Coverage"),
-/// kebab-case.
-pub const COVERAGE_EVENTS: [&str; 12] = [
-    "takeover-after-expiry",
-    "stale-append-rejected",
-    "fence-retried",
-    "renew-lost",
-    "run-cancelled-on-loss",
-    "sticky-disable",
-    "graceful-handover",
-    "stale-release-ignored",
-    "stale-renew-refused",
-    "grace-period-refusal",
-    "lease-lost-before-append",
-    "open-refused-stale-epoch",
-];
-
 /// The lease and ledger backend a world runs. Only the gRPC services for now.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -204,7 +187,7 @@ pub struct Expect {
     #[serde(default)]
     pub violate: Vec<String>,
     /// Coverage events a campaign of the scenario is expected to reach (names from
-    /// [`COVERAGE_EVENTS`]; default none).
+    /// [`super::coverage::EVENTS`]; default none).
     #[serde(default)]
     pub coverage: Vec<String>,
 }
@@ -668,7 +651,11 @@ fn resolve_expect(
         .coverage
         .iter()
         .map(|event| {
-            if COVERAGE_EVENTS.contains(&event.get_ref().as_str()) {
+            let events: Vec<&str> = super::coverage::EVENTS
+                .iter()
+                .map(|(name, _)| *name)
+                .collect();
+            if events.contains(&event.get_ref().as_str()) {
                 Ok(event.get_ref().clone())
             } else {
                 Err(errors.at(
@@ -677,7 +664,7 @@ fn resolve_expect(
                     format!(
                         "unknown coverage event `{}`; the events are {}",
                         event.get_ref(),
-                        COVERAGE_EVENTS.join(", ")
+                        events.join(", ")
                     ),
                 ))
             }
