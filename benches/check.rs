@@ -1,8 +1,17 @@
 //! Benchmark: checks every history in `../shared/cases/jepsen` (the files listed in its
 //! `expected.csv`) and prints the per-file and total check time and operations per second.
-//! Reading the files is not timed. A last row checks the linearizable etcd files at once, as one
-//! history with a partition per file, which the engine searches on parallel threads: compare
-//! its time with the sum of those files' rows (their sequential time). Run with `cargo bench --bench check`.
+//! Reading the files is not timed. Each file is checked at least [`ROUNDS`] times and for at
+//! least [`MIN_TIME`]; its row gives the fastest and the mean check time. A row then checks the
+//! linearizable etcd files at once, as one history with a partition per file, which the engine
+//! searches on parallel threads: compare its time with the sum of those files' rows (their
+//! sequential time). The last rows total exactly the files that porcupine v1.3.0's benchmarks
+//! check, for a side-by-side run of
+//! `go test -run '^$' -bench 'BenchmarkEtcdJepsen0[0-5]|BenchmarkKv(1Client|10Clients)(Ok|Bad)$'`
+//! (the unanchored pattern selects `BenchmarkEtcdJepsen000` to `059`, which check
+//! `etcd_000.log` to `etcd_059.log`, and the kv benchmarks check `c01-ok`, `c01-bad`, `c10-ok`
+//! and `c10-bad`); Go's ns/op is a mean, so compare it with the sum of means. Every verdict is
+//! compared with `expected.csv` (porcupine's benchmarks assert the same verdicts). Run with
+//! `cargo bench --bench check`.
 
 // Measuring real time is the point of a benchmark (DESIGN.md lets checkers use real time).
 #![allow(clippy::disallowed_types)]
@@ -15,8 +24,52 @@ use leasesim::check::linearizability::kv::KvStore;
 use leasesim::check::linearizability::register::CasRegister;
 use leasesim::check::linearizability::{Budget, Model, Operation, Verdict, check};
 
-/// Repetitions per file; the fastest is reported.
-const ROUNDS: usize = 5;
+/// Least repetitions per file.
+const ROUNDS: u32 = 5;
+
+/// Least time spent repeating one file's check.
+const MIN_TIME: Duration = Duration::from_millis(20);
+
+/// Whether a file (its path in `expected.csv`) belongs to a set.
+type Member = fn(&str) -> bool;
+
+/// The porcupine v1.3.0 benchmark sets: a name and which of our files it checks.
+const PORCUPINE: [(&str, Member); 2] = [
+    (
+        "porcupine: EtcdJepsen0[0-5]*, Kv{1Client,10Clients}{Ok,Bad}",
+        |file| etcd_number(file).is_some_and(|n| n < 60) || kv_c01_c10(file),
+    ),
+    (
+        "porcupine: EtcdJepsen000-005, Kv{1Client,10Clients}{Ok,Bad}",
+        |file| etcd_number(file).is_some_and(|n| n < 6) || kv_c01_c10(file),
+    ),
+];
+
+fn etcd_number(file: &str) -> Option<u32> {
+    file.strip_prefix("etcd/etcd_")?
+        .strip_suffix(".log")?
+        .parse()
+        .ok()
+}
+
+fn kv_c01_c10(file: &str) -> bool {
+    [
+        "kv/c01-ok.txt",
+        "kv/c01-bad.txt",
+        "kv/c10-ok.txt",
+        "kv/c10-bad.txt",
+    ]
+    .contains(&file)
+}
+
+/// Sums over one set of files.
+#[derive(Default)]
+struct Totals {
+    files: usize,
+    ops: usize,
+    fastest: Duration,
+    mean: Duration,
+}
 
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/jepsen");
@@ -28,14 +81,16 @@ fn main() {
     });
     let (mut total, mut total_ops) = (Duration::ZERO, 0usize);
     let (mut etcd_total, mut all_etcd) = (Duration::ZERO, Vec::new());
+    let mut porcupine: [Totals; 2] = Default::default();
+    let mut wrong = Vec::new();
     println!(
-        "{:<22} {:>6} {:>12} {:>12}  verdict",
-        "file", "ops", "time_us", "ops_per_s"
+        "{:<22} {:>6} {:>12} {:>12} {:>12}  verdict",
+        "file", "ops", "time_us", "ops_per_s", "mean_us"
     );
     for row in csv.lines().skip(1).filter(|l| !l.trim().is_empty()) {
         let file = row.split(',').next().unwrap_or_default();
         let path = dir.join(file);
-        let (elapsed, ops, verdict) = if file.starts_with("etcd/") {
+        let (elapsed, mean, ops, verdict) = if file.starts_with("etcd/") {
             let ops = etcd::read(&path).expect("readable etcd log");
             let timed = time(&CasRegister, &ops);
             if row.split(',').nth(1) == Some("true") {
@@ -53,15 +108,31 @@ fn main() {
         };
         total += elapsed;
         total_ops += ops;
+        for ((_, member), sums) in PORCUPINE.iter().zip(&mut porcupine) {
+            if member(file) {
+                sums.files += 1;
+                sums.ops += ops;
+                sums.fastest += elapsed;
+                sums.mean += mean;
+            }
+        }
+        let expected = match row.split(',').nth(1) {
+            Some("true") => "linearizable",
+            _ => "not linearizable",
+        };
+        if verdict != expected {
+            wrong.push(file);
+        }
         println!(
-            "{file:<22} {ops:>6} {:>12.1} {:>12.0}  {verdict}",
+            "{file:<22} {ops:>6} {:>12.1} {:>12.0} {:>12.1}  {verdict}",
             elapsed.as_secs_f64() * 1e6,
-            ops as f64 / elapsed.as_secs_f64()
+            ops as f64 / elapsed.as_secs_f64(),
+            mean.as_secs_f64() * 1e6,
         );
     }
     let etcd_files = all_etcd.len();
     let all_etcd: Vec<_> = all_etcd.into_iter().flatten().collect();
-    let (elapsed, ops, verdict) = time(&PerFile(CasRegister), &all_etcd);
+    let (elapsed, _, ops, verdict) = time(&PerFile(CasRegister), &all_etcd);
     println!(
         "{:<22} {ops:>6} {:>12.1} {:>12.0}  {verdict} ({etcd_files} partitions, one per file; \
          their rows sum to {:.1} us)",
@@ -71,29 +142,51 @@ fn main() {
         etcd_total.as_secs_f64() * 1e6,
     );
     println!(
-        "total: {total_ops} ops in {:.3} ms, {:.0} ops/s (fastest of {ROUNDS} rounds per file)",
+        "total: {total_ops} ops in {:.3} ms, {:.0} ops/s (sum of each file's fastest round)",
         total.as_secs_f64() * 1e3,
         total_ops as f64 / total.as_secs_f64()
     );
+    for ((name, _), sums) in PORCUPINE.iter().zip(&porcupine) {
+        println!(
+            "{name}: {} files, {} ops, sum of means {:.1} us, sum of fastest {:.1} us",
+            sums.files,
+            sums.ops,
+            sums.mean.as_secs_f64() * 1e6,
+            sums.fastest.as_secs_f64() * 1e6,
+        );
+    }
+    if wrong.is_empty() {
+        println!("verdicts: every file as expected.csv says");
+    } else {
+        println!(
+            "verdicts: NOT as expected.csv says for {}",
+            wrong.join(", ")
+        );
+    }
 }
 
+/// The fastest and the mean check time, the op count and the verdict.
 fn time<M: Model>(
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
-) -> (Duration, usize, &'static str) {
+) -> (Duration, Duration, usize, &'static str) {
     let mut best = Duration::MAX;
     let mut verdict = Verdict::Unknown;
-    for _ in 0..ROUNDS {
+    let (mut rounds, mut spent) = (0u32, Duration::ZERO);
+    while rounds < ROUNDS || spent < MIN_TIME {
         let start = Instant::now();
         verdict = check(model, ops, Budget::default());
-        best = best.min(start.elapsed());
+        let elapsed = start.elapsed();
+        best = best.min(elapsed);
+        spent += elapsed;
+        rounds += 1;
     }
     let name = match verdict {
         Verdict::Linearizable => "linearizable",
         Verdict::NotLinearizable(_) => "not linearizable",
         Verdict::Unknown => "unknown",
     };
-    (best, ops.len(), name)
+    (best, spent / rounds, ops.len(), name)
 }
 
 /// A model's operations tagged with a partition number: independent copies of the model.
