@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use leasesim::campaign::driver::CampaignOptions;
 use leasesim::campaign::plan::{SeedPlan, Shard};
 use leasesim::lease::DurableLeaseConfig;
+use leasesim::mutant::Mutant;
 use leasesim::serve::{
     ServeError, ServeOptions, parse_duration, parse_grace_persist_interval, parse_ttl,
 };
@@ -111,6 +112,9 @@ struct CampaignArgs {
     /// No progress bar (a line every 10 s instead).
     #[arg(long)]
     no_progress: bool,
+    /// Plant this bug in every run (replacing the scenarios' own mutants).
+    #[arg(long, value_name = "NAME", value_parser = parse_mutant)]
+    mutant: Option<Mutant>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -212,6 +216,21 @@ struct RunArgs {
     /// (exit 3 on any difference).
     #[arg(long)]
     check_determinism: bool,
+    /// Plant a bug in this world's system under test (see `src/mutant.rs` for the names),
+    /// e.g. `release-by-session-only`; with --scenario it replaces the scenario's mutant.
+    #[arg(long, value_name = "NAME", value_parser = parse_mutant)]
+    mutant: Option<Mutant>,
+}
+
+/// A mutant by its CLI name, or a usage error listing the names.
+fn parse_mutant(name: &str) -> Result<Mutant, String> {
+    Mutant::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
+        format!(
+            "unknown mutant `{name}`; the mutants are {}",
+            names.join(", ")
+        )
+    })
 }
 
 #[derive(Args, Debug, Clone)]
@@ -322,7 +341,12 @@ fn run_scenario(path: &Path, args: &RunArgs) -> ExitCode {
         .map_err(|e| e.to_string())
         .and_then(|scenario| RunFile::resolve(&scenario, args.seed).map_err(|e| e.to_string()));
     match run {
-        Ok(run) => execute_run(&run, &args.out, args.timeout),
+        Ok(mut run) => {
+            if let Some(mutant) = args.mutant {
+                run.mutant = Some(mutant.name().to_owned());
+            }
+            execute_run(&run, &args.out, args.timeout)
+        }
         Err(error) => {
             eprintln!("error: {error}");
             ExitCode::from(BAD_INPUT)
@@ -411,6 +435,7 @@ fn campaign(args: CampaignArgs) -> ExitCode {
         shrink: !args.no_shrink,
         save_regressions: args.save_regressions,
         progress: !args.no_progress,
+        mutant: args.mutant.map(|m| m.name().to_owned()),
     };
     match leasesim::campaign::driver::campaign(&options) {
         Ok(code) => {
@@ -432,6 +457,7 @@ fn run(args: RunArgs) -> ExitCode {
     config.seed = args.seed;
     config.replicas = args.replicas;
     config.duration = args.duration;
+    config.mutant = args.mutant;
     let options = RunOptions {
         config,
         schedule: args.schedule.clone(),

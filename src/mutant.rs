@@ -56,7 +56,12 @@ impl Mutant {
         Mutant::GateCheckThenEnter,
     ];
 
-    /// The mutant's name as the CLI spells it (kebab-case).
+    /// The mutant named `name` ([`Mutant::name`]), if any.
+    pub fn from_name(name: &str) -> Option<Mutant> {
+        Mutant::ALL.iter().copied().find(|m| m.name() == name)
+    }
+
+    /// The mutant's CLI name (kebab case, e.g. `token-not-advanced-on-expiry`).
     pub fn name(self) -> &'static str {
         match self {
             Mutant::TokenNotAdvancedOnExpiry => "token-not-advanced-on-expiry",

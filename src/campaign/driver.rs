@@ -50,6 +50,8 @@ pub struct CampaignOptions {
     pub save_regressions: bool,
     /// Show a progress bar (else a line every 10 s) on stderr.
     pub progress: bool,
+    /// A planted bug for every run, by name (replacing the scenarios' own).
+    pub mutant: Option<String>,
 }
 
 /// Why a campaign could not run (its runs' own failures are results, not errors).
@@ -169,13 +171,14 @@ fn meta(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<CampaignMeta,
         config.update(&bytes);
     }
     config.update(options.seeds.to_string().as_bytes());
+    config.update(options.mutant.as_deref().unwrap_or("").as_bytes());
     Ok(CampaignMeta {
         v: RECORD_VERSION,
         seeds: options.seeds.to_string(),
         sims: options.sims.display().to_string(),
         scenarios: scenarios.iter().map(|l| l.scenario.name()).collect(),
         shard: options.shard.map(|s| s.to_string()),
-        mutant: None,
+        mutant: options.mutant.clone(),
         git_commit: git_commit(),
         config_hash: hex(&config.finalize()[..8]),
         cargo_lock_hash: cargo_lock_hash(),
@@ -311,6 +314,7 @@ fn write_campaign_file(
 pub(crate) struct Failure {
     key: RunKey,
     check: String,
+    operations: usize,
 }
 
 /// Runs every planned run on `options.jobs` threads, appending each record to
@@ -372,6 +376,7 @@ fn run_all(
                 failures.push(Failure {
                     key,
                     check: check.clone(),
+                    operations: record.operations,
                 });
             }
             let line = serde_json::to_string(&record).expect("a record always serialises");
@@ -392,13 +397,29 @@ fn run_all(
     Ok(failures)
 }
 
+/// The run file of `loaded` with `seed`, carrying the campaign's mutant if it has one.
+fn resolve(
+    options: &CampaignOptions,
+    loaded: &Loaded,
+    seed: u64,
+) -> Result<RunFile, super::runfile::RunFileError> {
+    let mut run = RunFile::resolve(&loaded.scenario, seed)?;
+    if options.mutant.is_some() {
+        run.mutant.clone_from(&options.mutant);
+    }
+    Ok(run)
+}
+
 fn run_one(options: &CampaignOptions, loaded: &Loaded, seed: u64) -> Executed {
-    match RunFile::resolve(&loaded.scenario, seed) {
+    match resolve(options, loaded, seed) {
         Ok(run) => {
-            let replay = format!(
+            let mut replay = format!(
                 "leasesim run --scenario {} --seed {seed}",
                 loaded.path.display()
             );
+            if let Some(mutant) = &options.mutant {
+                replay += &format!(" --mutant {mutant}");
+            }
             execute(&run, options.run_timeout, replay)
         }
         Err(error) => Executed {
@@ -442,7 +463,7 @@ fn shrink_failures(
         .map_err(|e| harness(e, &shrunk_path))?;
     for failure in failures {
         let loaded = &scenarios[failure.key.scenario];
-        let Ok(run) = RunFile::resolve(&loaded.scenario, failure.key.seed) else {
+        let Ok(run) = resolve(options, loaded, failure.key.seed) else {
             continue;
         };
         eprintln!(
@@ -470,7 +491,7 @@ fn shrink_failures(
             run_file: format!("shrunk/{file_name}"),
             replay: format!("leasesim replay {}", path.display()),
             faults: (run.schedule.faults.len(), shrunk.run.schedule.faults.len()),
-            operations: (shrink::size(&run), shrink::size(&shrunk.run)),
+            operations: (failure.operations, shrunk.operations),
             attempts: shrunk.attempts,
             violations: shrunk.violations,
             sequence_diagram: shrunk.sequence_diagram,

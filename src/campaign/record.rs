@@ -109,7 +109,7 @@ pub struct ShrunkRun {
     pub replay: String,
     /// Faults in the original and in the minimal run.
     pub faults: (usize, usize),
-    /// Scripted calls (or generated-workload size) in the original and the minimal run.
+    /// Operations in the original and in the minimal run's histories.
     pub operations: (usize, usize),
     /// Runs the shrinker executed.
     pub attempts: u32,

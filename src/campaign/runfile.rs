@@ -103,7 +103,7 @@ impl RunFile {
             drawn: None,
             schedule: FaultSchedule::new(),
             workload,
-            mutant: None,
+            mutant: scenario.mutant.clone(),
             expect: scenario.expect.clone(),
         };
         let config = run.world_config_unchecked();
@@ -222,17 +222,13 @@ impl RunFile {
         let Some(name) = &self.mutant else {
             return Ok(None);
         };
-        Mutant::ALL
-            .iter()
-            .find(|m| m.name() == name)
-            .map(|m| Some(*m))
-            .ok_or_else(|| {
-                let names: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
-                RunnerError::BadInput(format!(
-                    "unknown mutant `{name}`; the mutants are {}",
-                    names.join(", ")
-                ))
-            })
+        Mutant::from_name(name).map(Some).ok_or_else(|| {
+            let names: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
+            RunnerError::BadInput(format!(
+                "unknown mutant `{name}`; the mutants are {}",
+                names.join(", ")
+            ))
+        })
     }
 
     fn world_config_unchecked(&self) -> WorldConfig {
@@ -253,6 +249,9 @@ impl RunFile {
         })?;
         let mut config = self.world_config_unchecked();
         config.mutant = self.mutant()?;
+        // A generated workload keeps writing after the heal, so LIVE can be judged: run on
+        // until its bound has run out (issue 6, "Liveness phase"). A script ends when it ends.
+        config.liveness_phase = matches!(self.workload, RunWorkload::Generated(_));
         Ok(config)
     }
 

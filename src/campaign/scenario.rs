@@ -15,6 +15,7 @@ use toml::Spanned;
 
 use super::swarm::SwarmProfile;
 use crate::lease::SessionId;
+use crate::mutant::Mutant;
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::script::Script;
 use crate::sim::world::{WorkloadMix, WorldConfig};
@@ -197,6 +198,8 @@ pub struct Expect {
 pub struct Scenario {
     /// The file it was loaded from.
     pub path: PathBuf,
+    /// The planted bug its runs carry (`mutant = "name"`, a mutant's scenario), by name.
+    pub mutant: Option<String>,
     /// One line saying what it is about.
     pub about: String,
     /// The world.
@@ -251,6 +254,8 @@ struct RawScenario {
     faults: Option<Spanned<RawFaults>>,
     #[serde(default)]
     expect: Option<Spanned<RawExpect>>,
+    #[serde(default)]
+    mutant: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -425,6 +430,28 @@ impl Scenario {
         let workload = resolve_workload(&errors, folder, &config, raw.workload)?;
         let faults = resolve_faults(&errors, folder, &config, raw.faults)?;
         let expect = resolve_expect(&errors, raw.expect)?;
+        let mutant = match raw.mutant {
+            Some(name) => {
+                let at = name.span().start;
+                let name = name.into_inner();
+                if Mutant::from_name(&name).is_none() {
+                    return Err(errors.at(
+                        at,
+                        "mutant",
+                        format!(
+                            "unknown mutant `{name}`; `leasesim mutants` lists them: {}",
+                            Mutant::ALL
+                                .iter()
+                                .map(|m| m.name())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+                Some(name)
+            }
+            None => None,
+        };
         Ok(Scenario {
             path: path.to_owned(),
             about: raw.about,
@@ -432,6 +459,7 @@ impl Scenario {
             workload,
             faults,
             expect,
+            mutant,
         })
     }
 

@@ -27,19 +27,12 @@ pub struct Shrunk {
     pub run: RunFile,
     /// Runs executed while shrinking.
     pub attempts: u32,
+    /// Operations in the minimal run's history.
+    pub operations: usize,
     /// The violations of the check in the minimal run.
     pub violations: Vec<ViolationRecord>,
     /// A mermaid sequence diagram of the minimal run.
     pub sequence_diagram: String,
-}
-
-/// The size of a run's workload: scripted calls, or the generated workload's duration in
-/// whole seconds (a generated workload shrinks by running for less time).
-pub fn size(run: &RunFile) -> usize {
-    match &run.workload {
-        RunWorkload::Script(script) => script.calls.len(),
-        RunWorkload::Generated(_) => run.world.duration_s as usize,
-    }
 }
 
 /// Reduces `run`, which violates `check` (`TOKEN`, …, `LIN-LEDGER`), to a minimal run that
@@ -116,7 +109,7 @@ pub fn shrink(run: &RunFile, check: &str, timeout: Duration) -> Shrunk {
         }
     }
 
-    let (violations, sequence_diagram) = match runfile::execute(&best, timeout) {
+    let (violations, sequence_diagram, operations) = match runfile::execute(&best, timeout) {
         Ok((history, _)) => {
             let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
             let violations = check_records(&judgement, &best.expect)
@@ -127,13 +120,14 @@ pub fn shrink(run: &RunFile, check: &str, timeout: Duration) -> Shrunk {
             let session = session_of(&violations);
             let diagram =
                 crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
-            (violations, diagram)
+            (violations, diagram, history.ops().count())
         }
-        Err(_) => (Vec::new(), String::new()),
+        Err(_) => (Vec::new(), String::new(), 0),
     };
     Shrunk {
         run: best,
         attempts: attempts(),
+        operations,
         violations,
         sequence_diagram,
     }

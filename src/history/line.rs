@@ -119,6 +119,22 @@ pub struct ConfigLine {
     pub sessions: Vec<String>,
 }
 
+impl ConfigLine {
+    /// LIVE's bound after the heal, µs: TTL + grace period (if the authority restarted) + 3
+    /// renew intervals + the longest reconnect backoff (DESIGN.md, "Checkers", LIVE). The
+    /// world's liveness phase and the LIVE checker both take it from here.
+    pub fn live_bound_us(&self, authority_restarted: bool) -> u64 {
+        self.ttl_us
+            + if authority_restarted {
+                self.grace_period_us
+            } else {
+                0
+            }
+            + 3 * self.renew_interval_us
+            + self.longest_reconnect_backoff_us
+    }
+}
+
 /// One decision of the lease authority, with its monotonic reading when it decided
 /// (EXCL, EXPIRY and TOKEN judge these).
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]

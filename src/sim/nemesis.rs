@@ -54,7 +54,7 @@ pub(crate) fn drive(
         .heal_at_ms
         .unwrap_or(config.duration.as_millis() as u64);
     push(&mut actions, heal_ms, Action::HealAll);
-    let mut healed_at = config.duration;
+    let mut healed: Option<Duration> = None;
     let mut stopped_since: BTreeMap<String, Duration> = BTreeMap::new();
     loop {
         let now = sim.elapsed();
@@ -65,20 +65,41 @@ pub(crate) fn drive(
             }
             let action = entry.remove();
             if matches!(action, Action::HealAll) && !frozen(hosts, now) {
-                healed_at = now;
+                healed = Some(now);
             }
             for (delay_ms, follow_up) in apply(sim, hosts, now, action) {
                 push(&mut actions, now_ms + delay_ms, follow_up);
             }
         }
-        if now >= config.duration {
-            return Ok(healed_at.min(now));
+        if over(config, hosts, healed, now) {
+            return Ok(healed.unwrap_or(config.duration).min(now));
         }
         if restart_stopped {
             restart_stopped_replicas(sim, hosts, now, &mut stopped_since);
         }
         sim.step()?;
     }
+}
+
+/// Whether the run is over at `now`: at `config.duration`, or with the liveness phase, once
+/// the heal has happened (it waits for frozen hosts) and LIVE's bound after it has run out.
+fn over(config: &WorldConfig, hosts: &HostsView, healed: Option<Duration>, now: Duration) -> bool {
+    if now < config.duration {
+        return false;
+    }
+    if !config.liveness_phase {
+        return true;
+    }
+    let Some(healed) = healed else {
+        return false;
+    };
+    let restarted = hosts.clocks["lease"]
+        .segments(now)
+        .iter()
+        .any(|segment| segment.boot > 0);
+    let bound = super::world::config_line(config).live_bound_us(restarted);
+    // One tick past the bound, so the last append it allows can complete.
+    now > healed + Duration::from_micros(bound)
 }
 
 /// Applies one action; returns follow-ups as (delay from now in ms, action).

@@ -62,6 +62,10 @@ pub struct WorldConfig {
     pub mutant: Option<Mutant>,
     /// What a generated workload's replicas do (ignored by a scripted workload).
     pub mix: WorkloadMix,
+    /// The liveness phase: run on after the heal until LIVE's bound has run out
+    /// ([`crate::history::ConfigLine::live_bound_us`]), even past `duration`, so LIVE is
+    /// always judged (default off: a plain `leasesim run` ends at `duration`).
+    pub liveness_phase: bool,
 }
 
 /// The shape of a generated workload: each replica loops picking a session, running on it
@@ -104,6 +108,7 @@ impl Default for WorldConfig {
             latency_ms: (1, 5),
             mutant: None,
             mix: WorkloadMix::default(),
+            liveness_phase: false,
         }
     }
 }
@@ -554,7 +559,7 @@ fn collect(
     History::from_lines("history.jsonl", lines)
 }
 
-fn config_line(config: &WorldConfig) -> ConfigLine {
+pub(crate) fn config_line(config: &WorldConfig) -> ConfigLine {
     let client = config.client_config();
     ConfigLine {
         ttl_us: micros(config.ttl),
