@@ -34,7 +34,42 @@ pub(crate) struct Hold<'h> {
     pub(crate) released: bool,
 }
 
-impl Hold<'_> {
+impl<'h> Hold<'h> {
+    /// Follows one decision of the session: a grant or renew sets the current hold (with the
+    /// expiry it acknowledged); the holder's own release (`ended`, same owner and token) marks
+    /// it released; nothing else changes it.
+    pub(crate) fn follow(hold: &mut Option<Hold<'h>>, decision: &'h DecisionLine) {
+        match &decision.decision {
+            Decision::Grant {
+                token,
+                expiry_authority_us,
+                ..
+            }
+            | Decision::Renew {
+                token,
+                expiry_authority_us,
+                ..
+            } => {
+                *hold = Some(Hold {
+                    owner: decision.owner.clone(),
+                    token: *token,
+                    expiry_authority_us: *expiry_authority_us,
+                    set_by: decision,
+                    released: false,
+                });
+            }
+            Decision::Release { token, ended: true } => {
+                if let Some(held) = hold
+                    && held.owner == decision.owner
+                    && held.token == *token
+                {
+                    held.released = true;
+                }
+            }
+            Decision::Release { .. } | Decision::Refuse { .. } => {}
+        }
+    }
+
     /// Whether the hold is unexpired (ignoring release) when `decision` is made.
     pub(crate) fn unexpired_at(&self, clock: &AuthorityClock, decision: &DecisionLine) -> bool {
         if clock.boot(self.set_by) == clock.boot(decision) {
@@ -87,11 +122,7 @@ pub fn check(history: &History) -> InvariantReport {
                 stale_release = None;
             }
             match &decision.decision {
-                Decision::Grant {
-                    token,
-                    expiry_authority_us,
-                    ..
-                } => {
+                Decision::Grant { token, .. } => {
                     report.checks += 1;
                     if let Some(held) = &hold
                         && held.owner != decision.owner
@@ -108,19 +139,8 @@ pub fn check(history: &History) -> InvariantReport {
                             vec![Evidence::decision(held.set_by), Evidence::decision(decision)],
                         );
                     }
-                    hold = Some(Hold {
-                        owner: decision.owner.clone(),
-                        token: *token,
-                        expiry_authority_us: *expiry_authority_us,
-                        set_by: decision,
-                        released: false,
-                    });
                 }
-                Decision::Renew {
-                    token,
-                    expiry_authority_us,
-                    ..
-                } => {
+                Decision::Renew { token, .. } => {
                     report.checks += 1;
                     let current = hold.as_ref().filter(|held| {
                         held.owner == decision.owner
@@ -156,13 +176,6 @@ pub fn check(history: &History) -> InvariantReport {
                             evidence,
                         );
                     }
-                    hold = Some(Hold {
-                        owner: decision.owner.clone(),
-                        token: *token,
-                        expiry_authority_us: *expiry_authority_us,
-                        set_by: decision,
-                        released: false,
-                    });
                 }
                 Decision::Release { token, ended } => {
                     report.checks += 1;
@@ -176,30 +189,25 @@ pub fn check(history: &History) -> InvariantReport {
                     if !*ended {
                         continue;
                     }
-                    match &mut hold {
-                        Some(held)
-                            if held.owner == decision.owner
-                                && held.token == *token
-                                && !held.released =>
-                        {
-                            held.released = true;
-                        }
-                        _ => {
-                            let mut evidence: Vec<Evidence> =
-                                hold.iter().map(|h| Evidence::decision(h.set_by)).collect();
-                            evidence.push(Evidence::decision(decision));
-                            report.violation(
-                                format!(
-                                    "{session}: a stale release by {} of token {token} reported that it ended a hold",
-                                    who(&decision.owner)
-                                ),
-                                evidence,
-                            );
-                        }
+                    let own = hold.as_ref().is_some_and(|held| {
+                        held.owner == decision.owner && held.token == *token && !held.released
+                    });
+                    if !own {
+                        let mut evidence: Vec<Evidence> =
+                            hold.iter().map(|h| Evidence::decision(h.set_by)).collect();
+                        evidence.push(Evidence::decision(decision));
+                        report.violation(
+                            format!(
+                                "{session}: a stale release by {} of token {token} reported that it ended a hold",
+                                who(&decision.owner)
+                            ),
+                            evidence,
+                        );
                     }
                 }
                 Decision::Refuse { .. } => {}
             }
+            Hold::follow(&mut hold, decision);
         }
     }
     report

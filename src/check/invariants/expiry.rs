@@ -96,35 +96,7 @@ pub fn check(history: &History) -> InvariantReport {
                     ],
                 );
             }
-            match &decision.decision {
-                Decision::Grant {
-                    token,
-                    expiry_authority_us,
-                    ..
-                }
-                | Decision::Renew {
-                    token,
-                    expiry_authority_us,
-                    ..
-                } => {
-                    hold = Some(Hold {
-                        owner: decision.owner.clone(),
-                        token: *token,
-                        expiry_authority_us: *expiry_authority_us,
-                        set_by: decision,
-                        released: false,
-                    });
-                }
-                Decision::Release { token, ended: true } => {
-                    if let Some(held) = &mut hold
-                        && held.owner == decision.owner
-                        && held.token == *token
-                    {
-                        held.released = true;
-                    }
-                }
-                Decision::Release { .. } | Decision::Refuse { .. } => {}
-            }
+            Hold::follow(&mut hold, decision);
         }
     }
     report

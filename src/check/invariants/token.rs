@@ -20,11 +20,7 @@ pub fn check(history: &History) -> InvariantReport {
         let mut highest: Option<(u64, &DecisionLine)> = None;
         for decision in decisions {
             match &decision.decision {
-                Decision::Grant {
-                    token,
-                    expiry_authority_us,
-                    ..
-                } => {
+                Decision::Grant { token, .. } => {
                     report.checks += 1;
                     let live_same = hold.as_ref().filter(|held| {
                         held.owner == decision.owner && held.live_at(&clock, decision)
@@ -54,19 +50,8 @@ pub fn check(history: &History) -> InvariantReport {
                     if highest.is_none_or(|(top, _)| *token > top) {
                         highest = Some((*token, decision));
                     }
-                    hold = Some(Hold {
-                        owner: decision.owner.clone(),
-                        token: *token,
-                        expiry_authority_us: *expiry_authority_us,
-                        set_by: decision,
-                        released: false,
-                    });
                 }
-                Decision::Renew {
-                    token,
-                    expiry_authority_us,
-                    ..
-                } => {
+                Decision::Renew { token, .. } => {
                     report.checks += 1;
                     match &hold {
                         Some(held) if held.owner == decision.owner && held.token == *token => {}
@@ -89,24 +74,10 @@ pub fn check(history: &History) -> InvariantReport {
                     if highest.is_none_or(|(top, _)| *token > top) {
                         highest = Some((*token, decision));
                     }
-                    hold = Some(Hold {
-                        owner: decision.owner.clone(),
-                        token: *token,
-                        expiry_authority_us: *expiry_authority_us,
-                        set_by: decision,
-                        released: false,
-                    });
-                }
-                Decision::Release { token, ended: true } => {
-                    if let Some(held) = &mut hold
-                        && held.owner == decision.owner
-                        && held.token == *token
-                    {
-                        held.released = true;
-                    }
                 }
                 Decision::Release { .. } | Decision::Refuse { .. } => {}
             }
+            Hold::follow(&mut hold, decision);
         }
     }
     report
