@@ -75,6 +75,47 @@ impl Mutant {
     }
 }
 
+/// What kills a mutant: where the catalogue says it is detected (issue "Mutants",
+/// deliverable 2). Tests assert every entry; `leasesim mutants` prints it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kill {
+    /// A campaign scenario reports a violation of `check` (an invariant such as `FENCE`, or
+    /// `LIN-LEASE` / `LIN-LEDGER`) on `seed`.
+    Scenario {
+        /// The scenario file, relative to the repository (`sims/….toml`).
+        scenario: &'static str,
+        /// The check that reports it.
+        check: &'static str,
+        /// The seed pinned by the kill test.
+        seed: u64,
+    },
+    /// A rule of the lease conformance suite fails (`src/conformance.rs`), where no history
+    /// can show the bug (e.g. an off-by-one at the exact expiry instant).
+    Conformance {
+        /// The rule's name.
+        rule: &'static str,
+    },
+    /// A loom model fails (`models/`), for a race no simulation schedule reaches reliably.
+    Loom {
+        /// The suite (`lease`, `ledger`, `journal`, `gate`).
+        suite: &'static str,
+    },
+}
+
+impl fmt::Display for Kill {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kill::Scenario {
+                scenario,
+                check,
+                seed,
+            } => write!(f, "{check} in {scenario} (seed {seed})"),
+            Kill::Conformance { rule } => write!(f, "conformance rule {rule}"),
+            Kill::Loom { suite } => write!(f, "loom suite {suite}"),
+        }
+    }
+}
+
 impl fmt::Display for Mutant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
