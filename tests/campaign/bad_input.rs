@@ -1,0 +1,85 @@
+//! Bad input to `leasesim campaign` exits 2 before any run, saying what is wrong.
+
+use crate::support::{both, copy_sims, leasesim, stderr};
+
+fn campaign(root: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["campaign", "--no-progress", "--out", "out"];
+    args.extend(extra);
+    leasesim(root, &args)
+}
+
+#[test]
+fn a_sims_folder_without_scenarios_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("empty")).unwrap();
+    std::fs::write(tmp.path().join("empty/notes.txt"), "not a scenario").unwrap();
+    let output = campaign(tmp.path(), &["--sims", "empty", "--seeds", "0..1"]);
+    assert_eq!(output.status.code(), Some(2), "{}", both(&output));
+    assert!(
+        stderr(&output).contains("--sims empty: no scenario files (*.toml) there"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!tmp.path().join("out").exists(), "an out folder was made");
+}
+
+#[test]
+fn a_missing_sims_folder_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let output = campaign(tmp.path(), &["--sims", "nowhere", "--seeds", "0..1"]);
+    assert_eq!(output.status.code(), Some(2), "{}", both(&output));
+    assert!(
+        stderr(&output).contains("--sims nowhere: cannot read that folder"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_malformed_scenario_among_good_ones_exits_2_naming_its_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sims = copy_sims(tmp.path(), "sims", &["f1-pause-longer-than-ttl"]);
+    std::fs::write(
+        sims.join("zz-broken.toml"),
+        "v = 1\nabout = \"broken\"\n[world]\nreplicas = \"three\"\n",
+    )
+    .unwrap();
+    let output = campaign(tmp.path(), &["--sims", "sims", "--seeds", "0..1"]);
+    assert_eq!(output.status.code(), Some(2), "{}", both(&output));
+    let err = stderr(&output);
+    assert!(err.contains("sims/zz-broken.toml:4:"), "{err}");
+    assert!(err.contains("`world.replicas`"), "{err}");
+    // Nothing ran: every scenario loads before the first run.
+    assert!(!tmp.path().join("out/results.jsonl").exists());
+}
+
+#[test]
+fn an_empty_seed_range_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_sims(tmp.path(), "sims", &["f1-pause-longer-than-ttl"]);
+    let output = campaign(tmp.path(), &["--sims", "sims", "--seeds", "5..5"]);
+    assert_eq!(output.status.code(), Some(2), "{}", both(&output));
+    assert!(
+        stderr(&output).contains("`5..5` has no seeds"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_shard_past_the_count_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_sims(tmp.path(), "sims", &["f1-pause-longer-than-ttl"]);
+    for shard in ["3/2", "0/2", "1"] {
+        let output = campaign(
+            tmp.path(),
+            &["--sims", "sims", "--seeds", "0..1", "--shard", shard],
+        );
+        assert_eq!(output.status.code(), Some(2), "{shard}: {}", both(&output));
+        assert!(
+            stderr(&output).contains(&format!("`{shard}` is not a shard")),
+            "{}",
+            stderr(&output)
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! A scenario whose expectation is wrong fails the campaign (exit 1): a planted bug with no
+//! `violate` expectation is shrunk to a minimal run that replays the same violation, and an
+//! expected violation never seen is reported as not met.
+
+use crate::support::{
+    MUTANT, MUTANT_SEEDS, both, copy_sims, edit_scenario, leasesim, mutant_sims, results, stderr,
+};
+
+#[test]
+fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_replays_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sims = mutant_sims(tmp.path());
+    let output = leasesim(
+        tmp.path(),
+        &[
+            "campaign",
+            "--sims",
+            "sims",
+            "--seeds",
+            MUTANT_SEEDS,
+            "--jobs",
+            "1",
+            "--no-progress",
+            "--out",
+            "out",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", both(&output));
+    let out = tmp.path().join("out");
+
+    let records = results(&out);
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["seed"], 1);
+    assert_eq!(records[0]["status"], "violation");
+    assert_eq!(
+        records[0]["unexpected"],
+        serde_json::json!(["TOKEN", "EXCL", "EXPIRY", "LIN-LEASE"]),
+        "{}",
+        records[0]
+    );
+
+    // The report shows the minimal run, its replay command, the evidence and a diagram.
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("| mutant | none |"), "{report}");
+    assert!(
+        report.contains("**Verdict: FAIL: unexpected safety violation (exit 1)**"),
+        "{report}"
+    );
+    let section = report
+        .split("## Violations (shrunk)\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no shrunk section:\n{report}"));
+    let run_file = "shrunk/swarm-freezes-seed1-token.run.json";
+    let replay = format!("leasesim replay out/{run_file}");
+    assert!(
+        section.starts_with("\n### TOKEN in swarm-freezes (seed 1)\n"),
+        "{section}"
+    );
+    assert!(
+        section.contains(&format!("- minimal run: `{run_file}`")),
+        "{section}"
+    );
+    assert!(
+        section.contains(&format!("  ```sh\n  {replay}\n  ```")),
+        "{section}"
+    );
+    // The evidence: TOKEN's violation message, then the history lines proving it.
+    let evidence = section.split("```\n\n**").nth(1).unwrap_or_default();
+    assert!(evidence.contains("changed its token"), "{section}");
+    assert!(evidence.contains("\n- decision s1 by "), "{section}");
+    let mermaid = section
+        .split("```mermaid\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no mermaid block:\n{section}"));
+    assert!(mermaid.starts_with("sequenceDiagram\n"), "{mermaid}");
+    assert!(mermaid.contains("participant lease"), "{mermaid}");
+    assert!(mermaid.contains("\n```\n"), "unterminated mermaid block");
+    // Shrinking was asked for by default, and the shrunk file is what the report names.
+    assert!(out.join(run_file).is_file());
+    assert!(
+        !sims.join("regressions").exists(),
+        "saved without --save-regressions"
+    );
+
+    // The replay command, exactly as printed, reproduces the violation of the same check.
+    let words: Vec<&str> = replay.split_whitespace().collect();
+    assert_eq!(words[0], "leasesim");
+    let mut args = words[1..].to_vec();
+    args.extend(["--out", "replayed"]);
+    let replayed = leasesim(tmp.path(), &args);
+    assert_eq!(replayed.status.code(), Some(1), "{}", both(&replayed));
+    let stdout = String::from_utf8_lossy(&replayed.stdout);
+    let token_line = stdout
+        .lines()
+        .find(|line| line.starts_with("TOKEN: "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(!token_line.ends_with(" 0 violations"), "{token_line}");
+    let verdict = stdout.lines().last().unwrap();
+    assert!(
+        verdict.starts_with("verdict: SAFETY VIOLATION: TOKEN"),
+        "{verdict}"
+    );
+    // The minimal run carries the planted bug itself (a run file is self-contained).
+    let minimal: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join(run_file)).unwrap()).unwrap();
+    assert_eq!(minimal["mutant"], MUTANT);
+    assert_eq!(minimal["seed"], 1);
+}
+
+#[test]
+fn an_expected_violation_never_seen_exits_1_and_the_report_says_the_expectation_was_not_met() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sims = copy_sims(tmp.path(), "sims", &["f1-pause-longer-than-ttl"]);
+    edit_scenario(&sims, "f1-pause-longer-than-ttl", |text| {
+        text.replace("[expect]\n", "[expect]\nviolate = [\"EXCL\"]\n")
+    });
+    let output = leasesim(
+        tmp.path(),
+        &[
+            "campaign",
+            "--sims",
+            "sims",
+            "--seeds",
+            "0..2",
+            "--jobs",
+            "1",
+            "--no-progress",
+            "--out",
+            "out",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", both(&output));
+    let out = tmp.path().join("out");
+    // Every run itself is clean: it is the expectation that fails.
+    for record in results(&out) {
+        assert_eq!(record["status"], "clean", "{record}");
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("**Verdict: FAIL: an expected violation was never seen"),
+        "{report}"
+    );
+    assert!(report.contains("## Expectations not met\n"), "{report}");
+    assert!(
+        report.contains(
+            "- **f1-pause-longer-than-ttl**: expects **EXCL** to be violated, but no run \
+             violated it."
+        ),
+        "{report}"
+    );
+    assert!(
+        report.contains("| EXCL | 2 | ") && report.contains("**NOT CAUGHT**"),
+        "{report}"
+    );
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert_eq!(junit.matches("<failure ").count(), 1, "{junit}");
+    assert!(
+        junit.contains("type=\"expected-violation-not-seen\""),
+        "{junit}"
+    );
+    assert!(stderr(&output).contains("2 runs in"), "{}", stderr(&output));
+}

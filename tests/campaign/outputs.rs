@@ -1,0 +1,90 @@
+//! A clean campaign: exit 0 and every report file, with one result per run and one JUnit
+//! testcase per scenario × check.
+
+use crate::support::{CHECKS, both, copy_sims, every, keys, leasesim, results};
+
+#[test]
+fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenarios = ["f1-pause-longer-than-ttl", "swarm-freezes"];
+    copy_sims(tmp.path(), "sims", &scenarios);
+    let output = leasesim(
+        tmp.path(),
+        &[
+            "campaign",
+            "--sims",
+            "sims",
+            "--seeds",
+            "0..2",
+            "--jobs",
+            "2",
+            "--no-progress",
+            "--out",
+            "out",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", both(&output));
+    let out = tmp.path().join("out");
+    for file in [
+        "report.md",
+        "summary.json",
+        "junit.xml",
+        "results.jsonl",
+        "campaign.json",
+    ] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+
+    // One line per (scenario, seed), each clean.
+    let records = results(&out);
+    assert_eq!(records.len(), 4);
+    assert_eq!(keys(&records), every(&scenarios, 0..2));
+    for record in &records {
+        assert_eq!(record["status"], "clean", "{record}");
+        assert_eq!(record["unexpected"], serde_json::json!([]), "{record}");
+        let names: Vec<&str> = record["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, CHECKS, "{record}");
+    }
+
+    // One passing testcase per scenario × check, and nothing else.
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert_eq!(junit.matches("<testcase ").count(), 18, "{junit}");
+    for scenario in scenarios {
+        for check in CHECKS {
+            let case = format!("<testcase classname=\"leasesim.{scenario}\" name=\"{check}\"/>");
+            assert!(junit.contains(&case), "{case} missing:\n{junit}");
+        }
+    }
+    assert!(!junit.contains("<failure"), "{junit}");
+    assert!(!junit.contains("<error"), "{junit}");
+    assert!(
+        junit.contains("tests=\"18\" failures=\"0\" errors=\"0\" skipped=\"0\""),
+        "{junit}"
+    );
+
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["exit_code"], 0, "{summary}");
+    assert_eq!(summary["runs"], 4, "{summary}");
+
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("**Verdict: clean (exit 0)**"), "{report}");
+    assert!(
+        report.contains(
+            "| runs | 4 (4 clean, 0 violation, 0 liveness, 0 inconclusive, 0 harness-error) |"
+        ),
+        "{report}"
+    );
+    // Nothing failed, so nothing was shrunk.
+    assert!(!report.contains("## Violations (shrunk)"), "{report}");
+    assert!(
+        std::fs::read_to_string(out.join("shrunk.jsonl"))
+            .unwrap_or_default()
+            .is_empty()
+    );
+}
