@@ -61,6 +61,48 @@ impl Mutant {
         Mutant::ALL.iter().copied().find(|m| m.name() == name)
     }
 
+    /// What is wrong, in one line (`leasesim mutants`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mutant::TokenNotAdvancedOnExpiry => {
+                "a takeover after expiry reuses the expired lease's token"
+            }
+            Mutant::AcquireCheckThenAct => {
+                "acquire checks the session and writes the grant in two critical sections"
+            }
+            Mutant::RenewIgnoresToken => "renew matches the owner but not the token",
+            Mutant::ReleaseBySessionOnly => {
+                "release deletes the session's record without comparing owner and token"
+            }
+            Mutant::ClockReadBeforeLock => "the authority reads its clock before taking its lock",
+            Mutant::AppendIgnoresExpectedTip => {
+                "a ledger append ignores the expected tip (a blind append, not a CAS)"
+            }
+            Mutant::GateCheckThenEnter => {
+                "the run-entry gate checks and marks a session in two critical sections"
+            }
+        }
+    }
+
+    /// Where the catalogue says the mutant is killed; the mutant tests assert it.
+    pub fn kill(self) -> Kill {
+        match self {
+            Mutant::TokenNotAdvancedOnExpiry => Kill::Conformance {
+                rule: "token_strictly_greater_after_expiry",
+            },
+            Mutant::AcquireCheckThenAct | Mutant::RenewIgnoresToken | Mutant::ClockReadBeforeLock => {
+                Kill::Loom { suite: "lease" }
+            }
+            Mutant::ReleaseBySessionOnly => Kill::Scenario {
+                scenario: "sims/f6-late-release.toml",
+                check: "EXCL",
+                seed: 1,
+            },
+            Mutant::AppendIgnoresExpectedTip => Kill::Loom { suite: "ledger" },
+            Mutant::GateCheckThenEnter => Kill::Loom { suite: "gate" },
+        }
+    }
+
     /// The mutant's CLI name (kebab case, e.g. `token-not-advanced-on-expiry`).
     pub fn name(self) -> &'static str {
         match self {
