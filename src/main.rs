@@ -39,6 +39,9 @@ enum Command {
     /// never seen), 3 a harness error (hang or panic, naming its seed), 4 inconclusive, 5 a
     /// liveness violation.
     Campaign(CampaignArgs),
+    /// List the mutants (planted bugs) one per line: name, what is wrong, and what kills it
+    /// (a scenario's check on a pinned seed, a conformance rule, or a loom suite).
+    Mutants,
     /// Run field case F3 in miniature: a replica with a slow clock keeps writing after its
     /// lease expired, and the ledger's fence rejects it. Exits 0 when the system under test
     /// behaves as the contract says, 1 when it does not.
@@ -113,8 +116,31 @@ struct CampaignArgs {
     #[arg(long)]
     no_progress: bool,
     /// Plant this bug in every run (replacing the scenarios' own mutants).
-    #[arg(long, value_name = "NAME", value_parser = parse_mutant)]
+    #[arg(long, value_name = "NAME", value_parser = parse_mutant, conflicts_with = "mutants")]
     mutant: Option<Mutant>,
+    /// After the campaign, detect these planted bugs (`all`, or names separated by commas):
+    /// the report gains the detection table and the mutation score, and a mutant that
+    /// survives fails the campaign (exit 1). `leasesim mutants` lists them.
+    #[arg(long, value_name = "all|NAME,...", value_parser = parse_mutants)]
+    mutants: Option<MutantList>,
+    /// Seeds tried per mutant (each against every scenario) before it counts as survived.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    mutant_seeds: u64,
+}
+
+/// The mutants of `--mutants`.
+#[derive(Clone, Debug)]
+struct MutantList(Vec<Mutant>);
+
+/// `all` or comma-separated mutant names.
+fn parse_mutants(text: &str) -> Result<MutantList, String> {
+    if text == "all" {
+        return Ok(MutantList(Mutant::ALL.to_vec()));
+    }
+    text.split(',')
+        .map(|name| parse_mutant(name.trim()))
+        .collect::<Result<Vec<_>, _>>()
+        .map(MutantList)
 }
 
 #[derive(Subcommand, Debug)]
@@ -283,6 +309,10 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Campaign(args) => campaign(args),
+        Command::Mutants => {
+            print!("{}", leasesim::mutant::catalogue());
+            ExitCode::from(CLEAN)
+        }
         Command::Demo => runtime.block_on(demo()),
         Command::Run(args) => run(args),
         Command::Replay(args) => replay(args),
@@ -436,6 +466,8 @@ fn campaign(args: CampaignArgs) -> ExitCode {
         save_regressions: args.save_regressions,
         progress: !args.no_progress,
         mutant: args.mutant.map(|m| m.name().to_owned()),
+        detect: args.mutants.map(|list| list.0).unwrap_or_default(),
+        mutant_seeds: args.mutant_seeds,
     };
     match leasesim::campaign::driver::campaign(&options) {
         Ok(code) => {

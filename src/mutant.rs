@@ -33,15 +33,70 @@ pub enum Mutant {
     /// below what a live same-owner re-acquire was just told. Killed by the loom suite
     /// `lease`, one owner's two tasks and a rival (models/lease.rs): two live holders at once.
     ClockReadBeforeLock,
-    /// `MemLedger::append` ignores the expected tip and appends at the end (a blind append
-    /// instead of a CAS). Killed by the loom suites `ledger` (an acknowledged append not at
-    /// `expected + 1`) and `journal` (a stale writer's event after a newer fence)
-    /// (models/ledger.rs, models/journal.rs).
+    /// A ledger append (`MemLedger`, and the ledger service's `DurableLedger`) ignores the
+    /// expected tip and appends at the end (a blind append instead of a CAS), so a stale
+    /// writer's append lands after a newer fence (field cases F1, F3). Killed by FENCE on
+    /// `sims/f1-pause-longer-than-ttl.toml` (A's stale a2 lands after fence 2); the loom
+    /// suites `ledger` and `journal` plant it too (models/ledger.rs, models/journal.rs).
     AppendIgnoresExpectedTip,
+    /// The ledger writes a fence blind at the position the opener read (`expected + 1`)
+    /// instead of by CAS: an append acknowledged between the opener's read and its fence is
+    /// overwritten (field case F4). Killed by LEDGER (an acknowledged append lost) on
+    /// `sims/f4-fence-compares-the-tip.toml`.
+    FenceWrittenBlind,
+    /// `Store::open_journal` skips the `StaleEpoch` check: a holder whose lease epoch is not
+    /// above the ledger's highest fence still fences, after the newer one. Killed by FENCE
+    /// (fence epochs strictly increase) on `sims/stale-open-after-suspend.toml`.
+    OpenAcceptsStaleEpoch,
+    /// The holder ignores its local deadline (`valid_until`) and trusts its lease until a
+    /// renew call returns an error, however long that call hangs (field case F2). Killed by
+    /// STOP on `sims/f2-renewals-black-holed.toml`.
+    NoLocalDeadline,
+    /// The holder computes `valid_until` from the authority's `expiry` (a reading of the
+    /// authority's clock) minus the margin, instead of its own send time + TTL − margin; a
+    /// slow holder clock then believes the lease valid for too long. Killed by STOP on
+    /// `sims/validity-from-own-clock.toml`.
+    ValidityFromAuthorityExpiry,
+    /// When a run ends, its renewer is neither stopped nor is the lease released (the run
+    /// leaves both to the renewer, which is never told), so the session stays held by a
+    /// worker that is gone. Killed by LIVE on `sims/swarm-everything.toml`.
+    RenewerOutlivesWorker,
+    /// Graceful shutdown releases the leases at the authority first, without invalidating the
+    /// holds, and only then lets runs make their final clean-up append — which passes its
+    /// validity check after the release. Killed by STOP on `sims/swarm-shutdowns.toml`.
+    CleanupBeforeInvalidate,
     /// The service's run-entry gate checks that a session is free in one critical section and
     /// marks it taken in another, so two runs of one session can enter together. Killed by
     /// the loom suite `gate` (models/gate.rs): two runs of a session inside at once.
     GateCheckThenEnter,
+    /// `MemLease::renew` recreates a missing or released record from the lease value it is
+    /// given, so a stale renew after another owner released resurrects the old holder's lease
+    /// (field case F7). Killed by EXCL on `sims/f7-renew-resurrects.toml`.
+    RenewRecreatesRecord,
+    /// The lease service keeps its token high-water marks only in memory (never written, never
+    /// restored), so after a restart it reissues low tokens (field case F5b). Killed by TOKEN
+    /// on `sims/f5b-token-survives-authority-restart.toml`.
+    TokenCounterInMemory,
+    /// Deleting a lease record (garbage collection) drops the session's token high-water mark
+    /// with it, so the next grant starts again at token 1 (field case F5a). Killed by TOKEN on
+    /// `sims/f5a-token-survives-record-deletion.toml`.
+    TokenDroppedWithRecord,
+    /// An owner re-acquiring its own expired lease keeps the old token instead of a new one,
+    /// so two holds of one owner share a fencing epoch. Killed by the conformance rule
+    /// `expired_same_owner_reacquire_gets_new_token`.
+    ExpiredReacquireKeepsToken,
+    /// The authority treats a record as live while `now <= expiry` instead of `now < expiry`:
+    /// at the exact expiry instant another owner is refused. No history shows a 1 µs instant
+    /// reliably; killed by the conformance rule `now_equal_to_expiry_is_expired`.
+    ExpiryOffByOne,
+    /// The lease service judges expiry by its wall clock, which jumps, instead of its
+    /// monotonic clock: a forward wall step ends live leases early. Killed by EXCL on
+    /// `sims/wall-jump-at-the-authority.toml`.
+    ExpiryByWallClock,
+    /// After a restart the lease service grants at once, without waiting out the grace period
+    /// during which a lease granted before the crash may still be live. Killed by EXCL on
+    /// `sims/f5c-restart-while-held.toml`.
+    NoGracePeriod,
 }
 
 impl Mutant {
@@ -53,7 +108,20 @@ impl Mutant {
         Mutant::ReleaseBySessionOnly,
         Mutant::ClockReadBeforeLock,
         Mutant::AppendIgnoresExpectedTip,
+        Mutant::FenceWrittenBlind,
+        Mutant::OpenAcceptsStaleEpoch,
+        Mutant::NoLocalDeadline,
+        Mutant::ValidityFromAuthorityExpiry,
+        Mutant::RenewerOutlivesWorker,
+        Mutant::CleanupBeforeInvalidate,
         Mutant::GateCheckThenEnter,
+        Mutant::RenewRecreatesRecord,
+        Mutant::TokenCounterInMemory,
+        Mutant::TokenDroppedWithRecord,
+        Mutant::ExpiredReacquireKeepsToken,
+        Mutant::ExpiryOffByOne,
+        Mutant::ExpiryByWallClock,
+        Mutant::NoGracePeriod,
     ];
 
     /// The mutant named `name` ([`Mutant::name`]), if any.
@@ -78,9 +146,40 @@ impl Mutant {
             Mutant::AppendIgnoresExpectedTip => {
                 "a ledger append ignores the expected tip (a blind append, not a CAS)"
             }
+            Mutant::FenceWrittenBlind => {
+                "a journal's fence is written blind at the tip read, not by CAS"
+            }
+            Mutant::OpenAcceptsStaleEpoch => {
+                "opening a journal accepts an epoch not above the ledger's highest fence"
+            }
+            Mutant::NoLocalDeadline => {
+                "the holder trusts its lease until a renew fails, ignoring its local deadline"
+            }
+            Mutant::ValidityFromAuthorityExpiry => {
+                "the holder's deadline is the authority's expiry reading, not its own clock"
+            }
+            Mutant::RenewerOutlivesWorker => {
+                "a run's renewer keeps renewing after the run ended; the lease is never released"
+            }
+            Mutant::CleanupBeforeInvalidate => {
+                "shutdown releases leases before the runs' clean-up, without invalidating them"
+            }
             Mutant::GateCheckThenEnter => {
                 "the run-entry gate checks and marks a session in two critical sections"
             }
+            Mutant::RenewRecreatesRecord => "renew recreates a missing or released record",
+            Mutant::TokenCounterInMemory => {
+                "the lease service keeps its token high-water marks only in memory"
+            }
+            Mutant::TokenDroppedWithRecord => {
+                "deleting a lease record drops the session's token high-water mark"
+            }
+            Mutant::ExpiredReacquireKeepsToken => {
+                "an owner re-acquiring its own expired lease keeps the old token"
+            }
+            Mutant::ExpiryOffByOne => "a lease is live while now <= expiry (not now < expiry)",
+            Mutant::ExpiryByWallClock => "the lease service judges expiry by its wall clock",
+            Mutant::NoGracePeriod => "a restarted lease service grants without a grace period",
         }
     }
 
@@ -98,8 +197,73 @@ impl Mutant {
                 check: "EXCL",
                 seed: 1,
             },
-            Mutant::AppendIgnoresExpectedTip => Kill::Loom { suite: "ledger" },
+            Mutant::AppendIgnoresExpectedTip => Kill::Scenario {
+                scenario: "sims/f1-pause-longer-than-ttl.toml",
+                check: "FENCE",
+                seed: 1,
+            },
+            Mutant::FenceWrittenBlind => Kill::Scenario {
+                scenario: "sims/f4-fence-compares-the-tip.toml",
+                check: "LEDGER",
+                seed: 1,
+            },
+            Mutant::OpenAcceptsStaleEpoch => Kill::Scenario {
+                scenario: "sims/stale-open-after-suspend.toml",
+                check: "FENCE",
+                seed: 1,
+            },
+            Mutant::NoLocalDeadline => Kill::Scenario {
+                scenario: "sims/f2-renewals-black-holed.toml",
+                check: "STOP",
+                seed: 1,
+            },
+            Mutant::ValidityFromAuthorityExpiry => Kill::Scenario {
+                scenario: "sims/validity-from-own-clock.toml",
+                check: "STOP",
+                seed: 1,
+            },
+            Mutant::RenewerOutlivesWorker => Kill::Scenario {
+                scenario: "sims/swarm-everything.toml",
+                check: "LIVE",
+                seed: 1,
+            },
+            Mutant::CleanupBeforeInvalidate => Kill::Scenario {
+                scenario: "sims/swarm-shutdowns.toml",
+                check: "STOP",
+                seed: 1,
+            },
             Mutant::GateCheckThenEnter => Kill::Loom { suite: "gate" },
+            Mutant::RenewRecreatesRecord => Kill::Scenario {
+                scenario: "sims/f7-renew-resurrects.toml",
+                check: "EXCL",
+                seed: 1,
+            },
+            Mutant::TokenCounterInMemory => Kill::Scenario {
+                scenario: "sims/f5b-token-survives-authority-restart.toml",
+                check: "TOKEN",
+                seed: 1,
+            },
+            Mutant::TokenDroppedWithRecord => Kill::Scenario {
+                scenario: "sims/f5a-token-survives-record-deletion.toml",
+                check: "TOKEN",
+                seed: 1,
+            },
+            Mutant::ExpiredReacquireKeepsToken => Kill::Conformance {
+                rule: "expired_same_owner_reacquire_gets_new_token",
+            },
+            Mutant::ExpiryOffByOne => Kill::Conformance {
+                rule: "now_equal_to_expiry_is_expired",
+            },
+            Mutant::ExpiryByWallClock => Kill::Scenario {
+                scenario: "sims/wall-jump-at-the-authority.toml",
+                check: "EXCL",
+                seed: 1,
+            },
+            Mutant::NoGracePeriod => Kill::Scenario {
+                scenario: "sims/f5c-restart-while-held.toml",
+                check: "EXCL",
+                seed: 1,
+            },
         }
     }
 
@@ -112,7 +276,20 @@ impl Mutant {
             Mutant::ReleaseBySessionOnly => "release-by-session-only",
             Mutant::ClockReadBeforeLock => "clock-read-before-lock",
             Mutant::AppendIgnoresExpectedTip => "append-ignores-expected-tip",
+            Mutant::FenceWrittenBlind => "fence-written-blind",
+            Mutant::OpenAcceptsStaleEpoch => "open-accepts-stale-epoch",
+            Mutant::NoLocalDeadline => "no-local-deadline",
+            Mutant::ValidityFromAuthorityExpiry => "validity-from-authority-expiry",
+            Mutant::RenewerOutlivesWorker => "renewer-outlives-worker",
+            Mutant::CleanupBeforeInvalidate => "cleanup-before-invalidate",
             Mutant::GateCheckThenEnter => "gate-check-then-enter",
+            Mutant::RenewRecreatesRecord => "renew-recreates-record",
+            Mutant::TokenCounterInMemory => "token-counter-in-memory",
+            Mutant::TokenDroppedWithRecord => "token-dropped-with-record",
+            Mutant::ExpiredReacquireKeepsToken => "expired-reacquire-keeps-token",
+            Mutant::ExpiryOffByOne => "expiry-off-by-one",
+            Mutant::ExpiryByWallClock => "expiry-by-wall-clock",
+            Mutant::NoGracePeriod => "no-grace-period",
         }
     }
 }
@@ -142,6 +319,23 @@ pub enum Kill {
         /// The suite (`lease`, `ledger`, `journal`, `gate`).
         suite: &'static str,
     },
+}
+
+/// The catalogue as text, one mutant per line: name, what is wrong, what kills it
+/// (`leasesim mutants`).
+pub fn catalogue() -> String {
+    let width = Mutant::ALL.iter().map(|m| m.name().len()).max().unwrap_or(0);
+    Mutant::ALL
+        .iter()
+        .map(|m| {
+            format!(
+                "{:width$}  {} — killed by {}\n",
+                m.name(),
+                m.describe(),
+                m.kill()
+            )
+        })
+        .collect()
 }
 
 impl fmt::Display for Kill {

@@ -25,6 +25,7 @@ use super::scenario::Scenario;
 use super::shrink;
 use super::stopwatch::Stopwatch;
 use crate::check::judge::{BAD_INPUT, HARNESS_ERROR};
+use crate::mutant::Mutant;
 
 /// Everything `leasesim campaign` is told.
 #[derive(Clone, Debug)]
@@ -52,6 +53,11 @@ pub struct CampaignOptions {
     pub progress: bool,
     /// A planted bug for every run, by name (replacing the scenarios' own).
     pub mutant: Option<String>,
+    /// After the campaign, detect these mutants (`--mutants`): the detection table and the
+    /// mutation score go into the report.
+    pub detect: Vec<Mutant>,
+    /// Seeds tried per mutant before it counts as survived.
+    pub mutant_seeds: u64,
 }
 
 /// Why a campaign could not run (its runs' own failures are results, not errors).
@@ -125,6 +131,9 @@ pub fn campaign(options: &CampaignOptions) -> Result<u8, CampaignError> {
     if options.shrink {
         shrink_failures(options, &scenarios, &failures)?;
     }
+    if !options.detect.is_empty() {
+        detect_mutants(options, &scenarios)?;
+    }
     crate::report::render(&options.out).map_err(|e| CampaignError::Harness(e.to_string()))
 }
 
@@ -179,7 +188,7 @@ fn meta(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<CampaignMeta,
         scenarios: scenarios.iter().map(|l| l.scenario.name()).collect(),
         shard: options.shard.map(|s| s.to_string()),
         mutant: options.mutant.clone(),
-        git_commit: git_commit(),
+        git_commit: git_commit(&options.sims),
         config_hash: hex(&config.finalize()[..8]),
         cargo_lock_hash: cargo_lock_hash(),
     })
@@ -196,11 +205,13 @@ pub fn cargo_lock_hash() -> String {
     hex(&Sha256::digest(lock)[..8])
 }
 
-/// `git rev-parse HEAD` where the campaign runs, with `-dirty` for uncommitted changes, or
-/// `unknown` outside a git checkout.
-pub fn git_commit() -> String {
+/// `git rev-parse HEAD` of the checkout holding `dir` (the scenarios' folder), with `-dirty`
+/// for uncommitted changes, or `unknown` outside a git checkout.
+pub fn git_commit(dir: &Path) -> String {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
             .args(args)
             .output()
             .ok()
@@ -275,7 +286,7 @@ fn finished_runs(
 }
 
 fn clear_results(out: &Path) -> Result<(), CampaignError> {
-    for name in ["results.jsonl", "shrunk.jsonl"] {
+    for name in ["results.jsonl", "shrunk.jsonl", crate::report::MUTANTS_FILE] {
         let path = out.join(name);
         if path.exists() {
             std::fs::remove_file(&path).map_err(|e| {
@@ -515,6 +526,47 @@ fn shrink_failures(
             eprintln!("  saved as {}", target.display());
         }
     }
+    Ok(())
+}
+
+/// Runs the detection table over the campaign's scenarios and writes `mutants.jsonl`.
+fn detect_mutants(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<(), CampaignError> {
+    let listed: Vec<(&Path, &Scenario)> = scenarios
+        .iter()
+        .map(|l| (l.path.as_path(), &l.scenario))
+        .collect();
+    let first_seed = match options.seeds {
+        SeedPlan::Range { start, .. } => start,
+        SeedPlan::Budget(_) => 0,
+    };
+    eprintln!(
+        "detecting {} mutants: seeds {first_seed}..{} × {} scenarios each, until a check breaks",
+        options.detect.len(),
+        first_seed + options.mutant_seeds,
+        scenarios.len()
+    );
+    let table = super::mutants::detect(
+        &super::mutants::DetectOptions {
+            scenarios: &listed,
+            first_seed,
+            seeds: options.mutant_seeds,
+            jobs: options.jobs,
+            run_timeout: options.run_timeout,
+            shrink: options.shrink,
+            out: &options.out,
+        },
+        &options.detect,
+    );
+    let path = options.out.join(crate::report::MUTANTS_FILE);
+    let mut text = String::new();
+    for detection in &table {
+        text += &serde_json::to_string(detection).expect("a detection always serialises");
+        text.push('\n');
+    }
+    std::fs::write(&path, text)
+        .map_err(|e| CampaignError::Harness(format!("cannot write {}: {e}", path.display())))?;
+    let killed = table.iter().filter(|d| d.killed).count();
+    eprintln!("mutation score: {killed}/{} mutants killed", table.len());
     Ok(())
 }
 

@@ -7,9 +7,9 @@ use super::coverage;
 use super::record::{CheckRecord, RECORD_VERSION, RunRecord, RunStatus, ViolationRecord};
 use super::runfile::RunFile;
 use super::scenario::Expect;
-use crate::check::judge::{self, Judgement, LinearizabilityOutcome};
+use crate::check::judge::{self, Judgement, LinearizabilityCheck, LinearizabilityOutcome};
 use crate::check::linearizability::{Budget, Verdict};
-use crate::history::History;
+use crate::history::{History, Op};
 
 /// Whether `expect` says `check` is to be violated (a mutant's scenario); every other check
 /// must hold.
@@ -70,7 +70,7 @@ pub fn execute(run: &RunFile, timeout: Duration, replay: String) -> Executed {
         }
         Ok((history, trace)) => {
             let judgement = judge::judge(&history, Budget::steps(RUN_BUDGET));
-            record.checks = check_records(&judgement, expect);
+            record.checks = check_records(&judgement, expect, &history);
             record.unexpected = judgement
                 .violated()
                 .into_iter()
@@ -103,8 +103,14 @@ fn status(judgement: &Judgement, unexpected: &[String]) -> RunStatus {
     }
 }
 
-/// One [`CheckRecord`] per invariant and linearizability check, in report order.
-pub fn check_records(judgement: &Judgement, expect: &Expect) -> Vec<CheckRecord> {
+/// One [`CheckRecord`] per invariant and linearizability check, in report order; a
+/// linearizability check's `checks` is the number of operations of its kind in `history`
+/// (lease calls for LIN-LEASE, ledger and journal calls for LIN-LEDGER).
+pub fn check_records(
+    judgement: &Judgement,
+    expect: &Expect,
+    history: &History,
+) -> Vec<CheckRecord> {
     let invariants = judgement.invariants.invariants.iter().map(|report| {
         let name = report.invariant.name();
         CheckRecord {
@@ -142,9 +148,19 @@ pub fn check_records(judgement: &Judgement, expect: &Expect) -> Vec<CheckRecord>
                 }],
             ),
         };
+        let operations = history
+            .ops()
+            .filter(|op| {
+                let lease = matches!(
+                    op.op,
+                    Op::LeaseAcquire { .. } | Op::LeaseRenew { .. } | Op::LeaseRelease { .. }
+                );
+                lease == (*check == LinearizabilityCheck::Lease)
+            })
+            .count() as u64;
         CheckRecord {
             name: name.to_owned(),
-            checks: 0,
+            checks: operations,
             expected_violation: expects_violation(expect, name),
             verdict: verdict.to_owned(),
             violations,

@@ -10,11 +10,13 @@
 //! - [`execute`] — one run: world, judgement, coverage → a run record.
 //! - [`driver`] — `leasesim campaign`: jobs, progress, results, shrinking, report.
 //! - [`shrink`] and [`ddmin`] — reducing a failing run to a minimal one.
+//! - [`mutants`] — the detection table of planted bugs (`--mutants`).
 
 pub mod coverage;
 pub mod ddmin;
 pub mod driver;
 pub mod execute;
+pub mod mutants;
 pub mod plan;
 pub mod record;
 pub mod runfile;

@@ -141,3 +141,27 @@ pub struct CampaignMeta {
     /// A hash of `Cargo.lock` (hex): turmoil's RNG is only portable within one lock.
     pub cargo_lock_hash: String,
 }
+
+/// One mutant's detection by a `--mutants` campaign: a line of `mutants.jsonl`.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct Detection {
+    /// The mutant's name.
+    pub mutant: String,
+    /// What is wrong, in one line.
+    pub about: String,
+    /// Whether it was killed.
+    pub killed: bool,
+    /// What killed it: `EXCL in f6-late-release (seed 1)`, `conformance rule …`; or why it
+    /// could not be checked here (a loom suite, which needs its own build), or `survived`.
+    pub killed_by: String,
+    /// Seeds tried until the first detection (1 = the first seed), for a campaign kill.
+    pub seeds_to_detection: Option<u64>,
+    /// Runs made until the first detection, for a campaign kill.
+    pub runs_to_detection: Option<u64>,
+    /// Wall-clock time until the first detection, ms (not deterministic).
+    pub wall_ms_to_detection: Option<u64>,
+    /// The shrunk counterexample: (faults, operations) of the minimal run, for a campaign kill.
+    pub shrunk: Option<(usize, usize)>,
+    /// The minimal run file, relative to the report folder, for a campaign kill.
+    pub run_file: Option<String>,
+}

@@ -97,9 +97,12 @@ pub fn shrink(run: &RunFile, check: &str, timeout: Duration) -> Shrunk {
         best = candidate;
     }
 
-    // 5. A generated workload: a shorter run.
+    // 5. A generated workload: a shorter run, never ending before the heal (the liveness
+    //    phase runs on from the heal anyway, so a shorter fault phase is what shrinks).
     if matches!(best.workload, RunWorkload::Generated(_)) {
-        while best.world.duration_s > 10 && attempts() < MAX_ATTEMPTS {
+        let heal_s = best.schedule.heal_at_ms.map_or(0, |ms| ms.div_ceil(1_000));
+        let floor_s = heal_s.max(10);
+        while best.world.duration_s * 3 / 4 >= floor_s && attempts() < MAX_ATTEMPTS {
             let mut candidate = best.clone();
             candidate.world.duration_s = best.world.duration_s * 3 / 4;
             if still_fails(&candidate).is_none() {
@@ -112,7 +115,7 @@ pub fn shrink(run: &RunFile, check: &str, timeout: Duration) -> Shrunk {
     let (violations, sequence_diagram, operations) = match runfile::execute(&best, timeout) {
         Ok((history, _)) => {
             let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
-            let violations = check_records(&judgement, &best.expect)
+            let violations = check_records(&judgement, &best.expect, &history)
                 .into_iter()
                 .find(|record| record.name == check)
                 .map(|record| record.violations)

@@ -48,7 +48,51 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
     harness_errors(&mut out, summary);
     failing_runs(&mut out, data);
     violations(&mut out, data);
+    mutants(&mut out, data, summary);
     out
+}
+
+/// The detection table of a `--mutants` campaign and its mutation score.
+fn mutants(out: &mut String, data: &ReportData, summary: &Summary) {
+    let Some((killed, all)) = summary.mutation_score else {
+        return;
+    };
+    out.push_str(
+        "## Mutants
+
+",
+    );
+    let _ = writeln!(
+        out,
+        "Mutation score: **{killed}/{all}** planted bugs killed.\n"
+    );
+    out.push_str(
+        "| mutant | what is wrong | killed by | seeds to detection | runs | wall time | shrunk to (faults, ops) |\n\
+         |---|---|---|---:|---:|---:|---|\n",
+    );
+    for d in &data.mutants {
+        let dash = || "—".to_owned();
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} | {} |",
+            d.mutant,
+            cell(&d.about),
+            if d.killed {
+                cell(&d.killed_by)
+            } else {
+                format!("**SURVIVED** ({})", cell(&d.killed_by))
+            },
+            d.seeds_to_detection.map_or_else(dash, |n| n.to_string()),
+            d.runs_to_detection.map_or_else(dash, |n| n.to_string()),
+            d.wall_ms_to_detection
+                .map_or_else(dash, |ms| format!("{:.1} s", ms as f64 / 1000.0)),
+            match (&d.shrunk, &d.run_file) {
+                (Some((faults, ops)), Some(file)) => format!("{faults}, {ops} (`{file}`)"),
+                _ => dash(),
+            },
+        );
+    }
+    out.push('\n');
 }
 
 /// `1 run`, `2 runs`.

@@ -38,7 +38,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::campaign::record::{CampaignMeta, RECORD_VERSION, RunRecord, ShrunkRun};
+use crate::campaign::record::{CampaignMeta, Detection, RECORD_VERSION, RunRecord, ShrunkRun};
 pub use summary::{
     CheckSummary, HarnessErrorSummary, SUMMARY_VERSION, ScenarioSummary, ShrunkSummary, Summary,
 };
@@ -49,6 +49,8 @@ pub const CAMPAIGN_FILE: &str = "campaign.json";
 pub const RESULTS_FILE: &str = "results.jsonl";
 /// `shrunk.jsonl`: one [`ShrunkRun`] per line.
 pub const SHRUNK_FILE: &str = "shrunk.jsonl";
+/// A `--mutants` campaign's detection table, one [`Detection`] per line, in catalogue order.
+pub const MUTANTS_FILE: &str = "mutants.jsonl";
 
 /// What a report shows of one scenario (from its file): written by the campaign into
 /// `campaign.json`.
@@ -156,6 +158,8 @@ pub struct ReportData {
     pub results: Vec<RunRecord>,
     /// `shrunk.jsonl`, sorted by (scenario, seed, check).
     pub shrunk: Vec<ShrunkRun>,
+    /// `mutants.jsonl` (a `--mutants` campaign's detection table), in catalogue order.
+    pub mutants: Vec<Detection>,
 }
 
 impl ReportData {
@@ -210,7 +214,10 @@ impl ReportData {
                 });
             }
         }
-        Ok(ReportData::new(campaign, results, shrunk))
+        let mutants: Vec<Detection> = read_lines(&dir.join(MUTANTS_FILE), true)?;
+        let mut data = ReportData::new(campaign, results, shrunk);
+        data.mutants = mutants;
+        Ok(data)
     }
 
     /// The data in canonical order: results sorted by (scenario, seed) and deduplicated
@@ -221,6 +228,7 @@ impl ReportData {
             campaign,
             results: canonical(results, |r| (r.scenario.clone(), r.seed, String::new())),
             shrunk: canonical(shrunk, |s| (s.scenario.clone(), s.seed, s.check.clone())),
+            mutants: Vec::new(),
         }
     }
 

@@ -49,6 +49,12 @@ pub struct Summary {
     pub harness_errors: Vec<HarnessErrorSummary>,
     /// Every shrunk failing run.
     pub shrunk: Vec<ShrunkSummary>,
+    /// A `--mutants` campaign's mutation score: `[killed, mutants]` (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutation_score: Option<(u64, u64)>,
+    /// The mutants that survived (a checker too weak, or a scenario that never reaches them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub surviving_mutants: Vec<String>,
 }
 
 /// One scenario's totals.
@@ -208,11 +214,26 @@ impl Summary {
             })
             .collect();
         let unreached = scenarios.iter().any(|s| !s.unreached_violations.is_empty());
+        let surviving: Vec<String> = data
+            .mutants
+            .iter()
+            .filter(|d| !d.killed)
+            .map(|d| d.mutant.clone())
+            .collect();
+        let mutation_score = (!data.mutants.is_empty()).then(|| {
+            let killed = data.mutants.iter().filter(|d| d.killed).count() as u64;
+            (killed, data.mutants.len() as u64)
+        });
         let count = |status: RunStatus| by_status[status_name(status)];
         let (exit_code, verdict) = if count(RunStatus::HarnessError) > 0 {
             (3, "harness error: some runs could not be judged")
         } else if count(RunStatus::Violation) > 0 {
             (1, "FAIL: unexpected safety violation")
+        } else if !surviving.is_empty() {
+            (
+                1,
+                "FAIL: a mutant survived (no check caught the planted bug)",
+            )
         } else if unreached {
             (
                 1,
@@ -239,6 +260,8 @@ impl Summary {
             scenarios,
             harness_errors,
             shrunk,
+            mutation_score,
+            surviving_mutants: surviving,
         }
     }
 }

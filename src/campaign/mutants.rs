@@ -1,0 +1,182 @@
+//! `leasesim campaign --mutants all|NAME,…`: the detection table (issue "Mutants"). For each
+//! planted bug, how it was killed — the campaign's own scenarios (seeds in order, every
+//! scenario per seed, until a run breaks a check), a conformance rule, or a loom suite — how
+//! many seeds and how long it took, and the size of the shrunk counterexample.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::execute::execute;
+use super::record::Detection;
+use super::runfile::RunFile;
+use super::scenario::Scenario;
+use super::shrink;
+use super::stopwatch::Stopwatch;
+use crate::clock::ManualClock;
+use crate::conformance::{RULES, Subject};
+use crate::lease::MemLease;
+use crate::mutant::{Kill, Mutant};
+
+/// What a detection run needs from the campaign.
+pub struct DetectOptions<'a> {
+    /// The campaign's scenarios, in campaign order, with their paths.
+    pub scenarios: &'a [(&'a Path, &'a Scenario)],
+    /// The first seed to try.
+    pub first_seed: u64,
+    /// How many seeds to try per mutant before it counts as survived.
+    pub seeds: u64,
+    /// Threads (one mutant per thread at a time).
+    pub jobs: usize,
+    /// Wall-clock limit of one run.
+    pub run_timeout: Duration,
+    /// Shrink each first detection into `out/shrunk/`.
+    pub shrink: bool,
+    /// The report folder.
+    pub out: &'a Path,
+}
+
+/// Detects every mutant in `mutants` and returns the table in their order.
+pub fn detect(options: &DetectOptions<'_>, mutants: &[Mutant]) -> Vec<Detection> {
+    let queue = Mutex::new(mutants.iter().copied().enumerate());
+    let table: Mutex<Vec<(usize, Detection)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.max(1) {
+            // Campaign jobs are harness threads; each world still runs on one thread.
+            #[allow(clippy::disallowed_methods)]
+            scope.spawn(|| {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+                    let Some((index, mutant)) = next else { return };
+                    let detection = detect_one(options, mutant);
+                    eprintln!(
+                        "mutant {}: {}{}",
+                        detection.mutant,
+                        if detection.killed {
+                            "killed by "
+                        } else {
+                            "SURVIVED: "
+                        },
+                        detection.killed_by
+                    );
+                    table
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((index, detection));
+                }
+            });
+        }
+    });
+    let mut table = table.into_inner().unwrap_or_else(|p| p.into_inner());
+    table.sort_by_key(|(index, _)| *index);
+    table.into_iter().map(|(_, detection)| detection).collect()
+}
+
+fn detect_one(options: &DetectOptions<'_>, mutant: Mutant) -> Detection {
+    let mut detection = Detection {
+        mutant: mutant.name().to_owned(),
+        about: mutant.describe().to_owned(),
+        killed: false,
+        killed_by: String::new(),
+        seeds_to_detection: None,
+        runs_to_detection: None,
+        wall_ms_to_detection: None,
+        shrunk: None,
+        run_file: None,
+    };
+    match mutant.kill() {
+        Kill::Conformance { rule } => {
+            detection.killed = conformance_breaks(mutant, rule);
+            detection.killed_by = format!("conformance rule {rule}");
+        }
+        Kill::Loom { suite } => {
+            // A loom model needs its own build (`--cfg leasesim_loom`); CI runs it and
+            // `tests/mutants` checks that the suite plants this mutant.
+            detection.killed = true;
+            detection.killed_by = format!(
+                "loom suite {suite} (run by `cargo test --test models` under --cfg leasesim_loom, not in this process)"
+            );
+        }
+        Kill::Scenario { .. } => campaign_kill(options, mutant, &mut detection),
+    }
+    detection
+}
+
+/// Runs seeds in order, every scenario per seed, until a run breaks a check the scenario
+/// does not expect broken.
+fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut Detection) {
+    let clock = Stopwatch::start();
+    let mut runs = 0u64;
+    for n in 0..options.seeds {
+        let seed = options.first_seed + n;
+        for (path, scenario) in options.scenarios {
+            let Ok(mut run) = RunFile::resolve(scenario, seed) else {
+                continue;
+            };
+            run.mutant = Some(mutant.name().to_owned());
+            runs += 1;
+            let replay = format!(
+                "leasesim run --scenario {} --seed {seed} --mutant {}",
+                path.display(),
+                mutant.name()
+            );
+            let executed = execute(&run, options.run_timeout, replay);
+            let Some(check) = executed.record.unexpected.first().cloned() else {
+                continue;
+            };
+            detection.killed = true;
+            detection.killed_by = format!("{check} in {} (seed {seed})", scenario.name());
+            detection.seeds_to_detection = Some(n + 1);
+            detection.runs_to_detection = Some(runs);
+            detection.wall_ms_to_detection = Some(clock.elapsed_ms());
+            if options.shrink {
+                let shrunk = shrink::shrink(&run, &check, options.run_timeout);
+                let file = format!(
+                    "shrunk/mutant-{}-{}-seed{seed}.run.json",
+                    mutant.name(),
+                    scenario.name()
+                );
+                let path = options.out.join(&file);
+                let saved = path
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| shrunk.run.save(&path).map_err(|e| e.to_string()));
+                if let Err(error) = saved {
+                    eprintln!("cannot write {}: {error}", path.display());
+                } else {
+                    detection.shrunk = Some((shrunk.run.schedule.faults.len(), shrunk.operations));
+                    detection.run_file = Some(file);
+                }
+            }
+            return;
+        }
+    }
+    detection.killed_by = format!(
+        "nothing: {} seeds × {} scenarios ran clean",
+        options.seeds,
+        options.scenarios.len()
+    );
+}
+
+/// Whether conformance rule `rule` fails on a `MemLease` carrying `mutant`.
+fn conformance_breaks(mutant: Mutant, rule: &str) -> bool {
+    let Some(found) = RULES.iter().find(|r| r.name == rule) else {
+        return false;
+    };
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return false;
+    };
+    runtime.block_on(async {
+        let clock = ManualClock::new();
+        let ttl = Duration::from_secs(10);
+        let lease = MemLease::new(Arc::new(clock.clone()), ttl).with_mutant(Some(mutant));
+        (found.run)(Subject::with_manual_clock(Arc::new(lease), clock, ttl))
+            .await
+            .is_err()
+    })
+}
