@@ -49,8 +49,9 @@ pub enum Mutant {
     /// (fence epochs strictly increase) on `sims/stale-open-after-suspend.toml`.
     OpenAcceptsStaleEpoch,
     /// The holder ignores its local deadline (`valid_until`) and trusts its lease until a
-    /// renew call returns an error, however long that call hangs (field case F2). Killed by
-    /// STOP on `sims/f2-renewals-black-holed.toml`.
+    /// renew call returns the loss signal (`Held`), retrying transient errors and waiting out
+    /// hung calls meanwhile (field case F2). Killed by STOP on
+    /// `sims/f2-renewals-black-holed.toml`.
     NoLocalDeadline,
     /// The holder computes `valid_until` from the authority's `expiry` (a reading of the
     /// authority's clock) minus the margin, instead of its own send time + TTL − margin; a
@@ -63,7 +64,7 @@ pub enum Mutant {
     RenewerOutlivesWorker,
     /// Graceful shutdown releases the leases at the authority first, without invalidating the
     /// holds, and only then lets runs make their final clean-up append — which passes its
-    /// validity check after the release. Killed by STOP on `sims/swarm-shutdowns.toml`.
+    /// validity check after the release. Killed by STOP on `sims/graceful-shutdowns.toml`.
     CleanupBeforeInvalidate,
     /// The service's run-entry gate checks that a session is free in one critical section and
     /// marks it taken in another, so two runs of one session can enter together. Killed by
@@ -82,8 +83,10 @@ pub enum Mutant {
     /// `sims/f5a-token-survives-record-deletion.toml`.
     TokenDroppedWithRecord,
     /// An owner re-acquiring its own expired lease keeps the old token instead of a new one,
-    /// so two holds of one owner share a fencing epoch. Killed by the conformance rule
-    /// `expired_same_owner_reacquire_gets_new_token`.
+    /// so two holds of one owner share a fencing epoch. Killed by TOKEN on
+    /// `sims/swarm-partitions.toml` seed 3 (a replica cut off from the lease service gets s1
+    /// back after its own lease ran out, nobody having taken it meanwhile), and by the
+    /// conformance rule `expired_same_owner_reacquire_gets_new_token`.
     ExpiredReacquireKeepsToken,
     /// The authority treats a record as live while `now <= expiry` instead of `now < expiry`:
     /// at the exact expiry instant another owner is refused. No history shows a 1 µs instant
@@ -153,7 +156,7 @@ impl Mutant {
                 "opening a journal accepts an epoch not above the ledger's highest fence"
             }
             Mutant::NoLocalDeadline => {
-                "the holder trusts its lease until a renew fails, ignoring its local deadline"
+                "the holder trusts its lease until a renew answers Held, ignoring its deadline"
             }
             Mutant::ValidityFromAuthorityExpiry => {
                 "the holder's deadline is the authority's expiry reading, not its own clock"
@@ -228,7 +231,7 @@ impl Mutant {
                 seed: 1,
             },
             Mutant::CleanupBeforeInvalidate => Kill::Scenario {
-                scenario: "sims/swarm-shutdowns.toml",
+                scenario: "sims/graceful-shutdowns.toml",
                 check: "STOP",
                 seed: 1,
             },
@@ -248,8 +251,10 @@ impl Mutant {
                 check: "TOKEN",
                 seed: 1,
             },
-            Mutant::ExpiredReacquireKeepsToken => Kill::Conformance {
-                rule: "expired_same_owner_reacquire_gets_new_token",
+            Mutant::ExpiredReacquireKeepsToken => Kill::Scenario {
+                scenario: "sims/swarm-partitions.toml",
+                check: "TOKEN",
+                seed: 3,
             },
             Mutant::ExpiryOffByOne => Kill::Conformance {
                 rule: "now_equal_to_expiry_is_expired",

@@ -21,6 +21,7 @@ use tokio::sync::Mutex;
 
 use super::{Lease, LeaseError, MemLease, Owner, SessionId, SessionLease};
 use crate::clock::{Clock, Instant};
+use crate::mutant::Mutant;
 use crate::remote::proto::{self, lease_state_record::Kind};
 use crate::storage::{Storage, StorageError, log};
 
@@ -157,10 +158,18 @@ impl DurableLease {
         warn_if_cut(STATE_FILE, recovered.truncated_bytes);
         let (high_water, grace) = replay(&recovered.frames)?;
         let inner = MemLease::new(clock.clone(), config.ttl).with_mutant(config.mutant);
-        for (session, token) in &high_water {
-            inner.restore_high_water(session, *token);
+        if config.mutant != Some(Mutant::TokenCounterInMemory) {
+            for (session, token) in &high_water {
+                inner.restore_high_water(session, *token);
+            }
         }
         let now = clock.now();
+        // The planted bug skips the grace period: a pre-crash grant may still be live.
+        let grace = if config.mutant == Some(Mutant::NoGracePeriod) {
+            Duration::ZERO
+        } else {
+            grace
+        };
         Ok(DurableLease {
             inner,
             storage,
@@ -248,7 +257,7 @@ impl DurableLease {
     async fn persist_grant(&self, state: &mut Persisted, lease: &Lease) -> Result<(), LeaseError> {
         let mut frames = Vec::new();
         let known = state.high_water.get(lease.session()).copied().unwrap_or(0);
-        if lease.token() > known {
+        if lease.token() > known && self.config.mutant != Some(Mutant::TokenCounterInMemory) {
             frames.push(high_water_frame(lease.session(), lease.token()));
         }
         if state.grace_stored < self.config.ttl {

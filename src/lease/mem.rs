@@ -99,11 +99,13 @@ impl MemLease {
     /// Deletes the session's record whatever its state (an operator deleting the object);
     /// the token high-water mark survives, so the next grant still gets a higher token.
     pub fn delete_record(&self, session: &SessionId) {
-        if let Some(entry) = lock(&self.sessions).get_mut(session)
+        let mut sessions = lock(&self.sessions);
+        if let Some(entry) = sessions.get_mut(session)
             && entry.record.take().is_some()
         {
             // A stable message: campaign coverage counts it (`record-deleted`).
             tracing::info!(%session, "lease record deleted");
+            self.drop_high_water(&mut sessions, session);
         }
     }
 
@@ -118,10 +120,11 @@ impl MemLease {
             return false;
         };
         match &entry.record {
-            Some(record) if !record.is_live(now) => {
+            Some(record) if !self.is_live(record, now) => {
                 entry.record = None;
                 // A stable message: campaign coverage counts it (`record-deleted`).
                 tracing::info!(%session, "lease record deleted");
+                self.drop_high_water(&mut sessions, session);
                 true
             }
             Some(_) => {
@@ -133,26 +136,109 @@ impl MemLease {
     }
 
     fn grant(&self, session: &SessionId, record: &Record) -> Lease {
+        let expiry = if self.mutant == Some(Mutant::ExpiryByWallClock) {
+            // The record's expiry is a wall reading; the lease value still reports one on the
+            // monotonic clock, as the contract says (the bug is in judging, not reporting).
+            self.clock.now() + self.ttl
+        } else {
+            record.expiry
+        };
         Lease::new(
             session.clone(),
             record.owner.clone(),
             record.token,
-            record.expiry,
+            expiry,
             self.ttl,
         )
     }
 
-    /// The token for a takeover of `entry`, whose current record (if any) has expired.
-    fn takeover_token(&self, entry: &Entry) -> u64 {
+    /// Whether `record` is live at `now`: `now < expiry` (`now <= expiry` under
+    /// [`Mutant::ExpiryOffByOne`]).
+    fn is_live(&self, record: &Record, now: Instant) -> bool {
+        if self.mutant == Some(Mutant::ExpiryOffByOne) {
+            return now <= record.expiry;
+        }
+        record.is_live(now)
+    }
+
+    /// The reading expiry is judged on: the monotonic clock, or the wall clock (as if it were
+    /// monotonic) under [`Mutant::ExpiryByWallClock`].
+    fn now(&self) -> Instant {
+        if self.mutant == Some(Mutant::ExpiryByWallClock) {
+            let unix_ns = u64::try_from(self.clock.wall().unix_ns).unwrap_or(0);
+            return Instant::from_origin(Duration::from_nanos(unix_ns));
+        }
+        self.clock.now()
+    }
+
+    /// Forgets the session's token high-water mark with its record, under
+    /// [`Mutant::TokenDroppedWithRecord`] only.
+    fn drop_high_water(&self, sessions: &mut BTreeMap<SessionId, Entry>, session: &SessionId) {
+        if self.mutant == Some(Mutant::TokenDroppedWithRecord) {
+            sessions.remove(session);
+        }
+    }
+
+    /// The token for `owner`'s takeover of `entry`, whose current record (if any) has expired.
+    fn takeover_token(&self, entry: &Entry, owner: &Owner) -> u64 {
         match (&entry.record, self.mutant) {
             (Some(expired), Some(Mutant::TokenNotAdvancedOnExpiry)) => expired.token,
+            (Some(expired), Some(Mutant::ExpiredReacquireKeepsToken))
+                if expired.owner == *owner =>
+            {
+                expired.token
+            }
             _ => entry.high_water + 1,
         }
     }
 
     /// A clock reading taken before the lock, under [`Mutant::ClockReadBeforeLock`] only.
     fn read_clock_before_lock(&self) -> Option<Instant> {
-        (self.mutant == Some(Mutant::ClockReadBeforeLock)).then(|| self.clock.now())
+        (self.mutant == Some(Mutant::ClockReadBeforeLock)).then(|| self.now())
+    }
+
+    /// Under [`Mutant::RenewRecreatesRecord`] only: when the session has no record (never
+    /// granted, deleted or released), recreates `lease`'s from the value given, extended
+    /// from `now`.
+    fn recreate_record(
+        &self,
+        sessions: &mut BTreeMap<SessionId, Entry>,
+        lease: &Lease,
+        now: Instant,
+    ) -> Option<Lease> {
+        if self.mutant != Some(Mutant::RenewRecreatesRecord) {
+            return None;
+        }
+        let entry = sessions.entry(lease.session().clone()).or_default();
+        if entry.record.is_some() {
+            return None;
+        }
+        let record = Record {
+            owner: lease.owner().clone(),
+            token: lease.token(),
+            expiry: now + self.ttl,
+        };
+        let granted = self.grant(lease.session(), &record);
+        entry.record = Some(record);
+        Some(granted)
+    }
+
+    /// The check half of acquire: `Held` when another owner's lease is live.
+    fn decide(
+        &self,
+        entry: Option<&Entry>,
+        owner: &Owner,
+        now: Instant,
+    ) -> Result<Grant, LeaseError> {
+        match entry.and_then(|entry| entry.record.as_ref()) {
+            Some(live) if self.is_live(live, now) && live.owner != *owner => {
+                Err(LeaseError::Held {
+                    holder_token: Some(live.token),
+                })
+            }
+            Some(live) if self.is_live(live, now) => Ok(Grant::Keep(live.token)),
+            _ => Ok(Grant::Takeover),
+        }
     }
 
     /// Whether `lease` carries the token of `record` (renew's second test after the owner).
@@ -169,25 +255,14 @@ enum Grant {
     Takeover,
 }
 
-/// The check half of acquire: `Held` when another owner's lease is live.
-fn decide(entry: Option<&Entry>, owner: &Owner, now: Instant) -> Result<Grant, LeaseError> {
-    match entry.and_then(|entry| entry.record.as_ref()) {
-        Some(live) if live.is_live(now) && live.owner != *owner => Err(LeaseError::Held {
-            holder_token: Some(live.token),
-        }),
-        Some(live) if live.is_live(now) => Ok(Grant::Keep(live.token)),
-        _ => Ok(Grant::Takeover),
-    }
-}
-
 #[async_trait]
 impl SessionLease for MemLease {
     async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
         let early = self.read_clock_before_lock();
         let mut sessions = lock(&self.sessions);
         // The clock is read inside the critical section: see `MemLease`.
-        let now = early.unwrap_or_else(|| self.clock.now());
-        let grant = decide(sessions.get(session), owner, now)?;
+        let now = early.unwrap_or_else(|| self.now());
+        let grant = self.decide(sessions.get(session), owner, now)?;
         if self.mutant == Some(Mutant::AcquireCheckThenAct) {
             // The planted race: another acquire may decide on the same state before we act.
             drop(sessions);
@@ -196,7 +271,7 @@ impl SessionLease for MemLease {
         let entry = sessions.entry(session.clone()).or_default();
         let token = match grant {
             Grant::Keep(token) => token,
-            Grant::Takeover => self.takeover_token(entry),
+            Grant::Takeover => self.takeover_token(entry, owner),
         };
         entry.high_water = entry.high_water.max(token);
         let record = Record {
@@ -212,11 +287,14 @@ impl SessionLease for MemLease {
     async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
         let early = self.read_clock_before_lock();
         let mut sessions = lock(&self.sessions);
-        let now = early.unwrap_or_else(|| self.clock.now());
+        let now = early.unwrap_or_else(|| self.now());
+        if let Some(recreated) = self.recreate_record(&mut sessions, lease, now) {
+            return Ok(recreated);
+        }
         let current = sessions
             .get_mut(lease.session())
             .and_then(|entry| entry.record.as_mut())
-            .filter(|record| record.is_live(now));
+            .filter(|record| self.is_live(record, now));
         match current {
             Some(record) if record.owner == *lease.owner() && self.token_matches(record, lease) => {
                 record.expiry = now + self.ttl;

@@ -91,6 +91,7 @@ fn every_scenario_file_in_sims_loads() {
         "f4-fence-compares-the-tip",
         "f5a-token-survives-record-deletion",
         "f5b-token-survives-authority-restart",
+        "f5c-restart-while-held",
         "f6-late-release",
         "f7-renew-resurrects",
         "swarm-clocks",
@@ -100,6 +101,7 @@ fn every_scenario_file_in_sims_loads() {
         "swarm-everything",
         "swarm-freezes",
         "swarm-partitions",
+        "wall-jump-at-the-authority",
     ] {
         assert!(names.iter().any(|n| n == expected), "{expected} missing");
     }
@@ -278,6 +280,78 @@ fn f5a_the_token_survives_record_deletion() {
 #[test]
 fn f5b_the_token_survives_an_authority_restart() {
     f5("f5b-token-survives-authority-restart");
+}
+
+/// F5 variant c: the authority restarts while A's lease is live; B is refused with
+/// `Unavailable` during the grace period (never `Held`, never granted), then gets token 2, and
+/// A's appends made while its lease was live survive before B's fence.
+#[test]
+fn f5c_a_restart_while_held_grants_nothing_until_the_old_lease_could_have_expired() {
+    for seed in SEEDS {
+        let history = run("f5c-restart-while-held", seed);
+        let b = ops(&history, B, "lease_acquire");
+        assert!(
+            matches!(
+                b[..],
+                [
+                    (Outcome::Info, OpResult::Unavailable { .. }),
+                    (Outcome::Ok, OpResult::Granted { token: 2, .. })
+                ]
+            ),
+            "seed {seed}: {b:?}"
+        );
+        assert_eq!(grants(&history), [(A.into(), 1), (B.into(), 2)], "seed {seed}");
+        assert_eq!(
+            ledger(&history, "s1"),
+            [
+                "fence 1 replica-1",
+                "a1 replica-1",
+                "a2 replica-1",
+                "fence 2 replica-2",
+                "b1 replica-2"
+            ],
+            "seed {seed}"
+        );
+    }
+}
+
+/// The lease host's wall clock steps an hour forward while A holds s1: expiry is judged on
+/// the monotonic clock, so B gets `Held` by token 1, A's renewals (every TTL/3 until its last
+/// append at 15 s) keep token 1, and all of A's appends land.
+#[test]
+fn a_forward_wall_jump_at_the_authority_ends_no_lease() {
+    for seed in SEEDS {
+        let history = run("wall-jump-at-the-authority", seed);
+        assert_eq!(
+            ops(&history, B, "lease_acquire"),
+            [(
+                Outcome::Fail,
+                OpResult::Held {
+                    holder_token: Some(1)
+                }
+            )],
+            "seed {seed}"
+        );
+        assert_eq!(grants(&history), [(A.into(), 1)], "seed {seed}");
+        let renewed = ops(&history, A, "lease_renew");
+        assert!(
+            renewed.len() >= 4
+                && renewed
+                    .iter()
+                    .all(|r| matches!(r, (Outcome::Ok, OpResult::Granted { token: 1, .. }))),
+            "seed {seed}: {renewed:?}"
+        );
+        assert_eq!(
+            ledger(&history, "s1"),
+            [
+                "fence 1 replica-1",
+                "a1 replica-1",
+                "a2 replica-1",
+                "a3 replica-1"
+            ],
+            "seed {seed}"
+        );
+    }
 }
 
 #[test]
