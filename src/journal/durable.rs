@@ -10,6 +10,7 @@ use tokio::sync::Mutex;
 
 use super::{Entry, Ledger, LedgerError, Record, Seq};
 use crate::lease::SessionId;
+use crate::mutant::Mutant;
 use crate::remote::{proto, wire};
 use crate::storage::{Storage, StorageError, log, safe_name};
 
@@ -29,6 +30,9 @@ pub struct DurableLedger {
     storage: Arc<dyn Storage>,
     /// Bytes of torn tail recovery cut, over all ledger files, at open.
     recovered_cut_bytes: u64,
+    /// A planted bug ([`Mutant::AppendIgnoresExpectedTip`], [`Mutant::FenceWrittenBlind`]),
+    /// or `None` for the correct code.
+    mutant: Option<Mutant>,
     logs: Mutex<BTreeMap<SessionId, SessionLog>>,
 }
 
@@ -75,8 +79,17 @@ impl DurableLedger {
         Ok(DurableLedger {
             storage,
             recovered_cut_bytes,
+            mutant: None,
             logs: Mutex::new(logs),
         })
+    }
+
+    /// The same ledger running `mutant` (a planted bug), or the correct code for `None`.
+    /// It honours [`Mutant::AppendIgnoresExpectedTip`] and [`Mutant::FenceWrittenBlind`];
+    /// any other mutant leaves it correct.
+    pub fn with_mutant(mut self, mutant: Option<Mutant>) -> Self {
+        self.mutant = mutant;
+        self
     }
 
     /// Bytes of torn tail cut from the ends of the ledger files when this ledger opened, in
@@ -105,6 +118,45 @@ impl DurableLedger {
             broken: None,
         })
     }
+
+    /// [`Mutant::FenceWrittenBlind`]: writes `record` at `seq` whatever is there — the record
+    /// already committed at `seq` is overwritten (the file is cut before its frame and the
+    /// rest rewritten) — and acknowledges `seq`.
+    async fn put_at(
+        &self,
+        log: &mut SessionLog,
+        seq: Seq,
+        record: Record,
+    ) -> Result<Seq, LedgerError> {
+        let index = (seq - 1) as usize;
+        let mut records = log.records.clone();
+        records[index] = record;
+        let frames: Vec<Vec<u8>> = records[index..]
+            .iter()
+            .map(|r| wire::record_to_wire(r).encode_to_vec())
+            .collect();
+        let written = async {
+            let bytes = self.storage.read(&log.file).await?;
+            // Frame 0 is the header, frame n the record at n: cut before frame `seq`.
+            let mut offset = 0usize;
+            for _ in 0..seq {
+                let len = bytes
+                    .get(offset..offset + 4)
+                    .map_or(0, |l| u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize);
+                offset += log::FRAME_HEADER_BYTES + len;
+            }
+            self.storage.truncate(&log.file, offset as u64).await?;
+            let payloads: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            log::append_frames(&*self.storage, &log.file, &payloads).await
+        };
+        if let Err(error) = written.await {
+            let reason = format!("ledger write failed: {error}; restart the service");
+            log.broken = Some(reason.clone());
+            return Err(LedgerError::Unknown { reason });
+        }
+        log.records = records;
+        Ok(seq)
+    }
 }
 
 #[async_trait]
@@ -121,7 +173,8 @@ impl Ledger for DurableLedger {
         record: Record,
     ) -> Result<Seq, LedgerError> {
         let mut logs = self.logs.lock().await;
-        if expected != 0 && !logs.contains_key(name) {
+        let blind = self.mutant == Some(Mutant::AppendIgnoresExpectedTip);
+        if expected != 0 && !blind && !logs.contains_key(name) {
             return Err(LedgerError::Conflict { actual: 0 });
         }
         if !logs.contains_key(name) {
@@ -135,7 +188,13 @@ impl Ledger for DurableLedger {
             });
         }
         let actual = log.records.len() as Seq;
-        if actual != expected {
+        if expected < actual
+            && self.mutant == Some(Mutant::FenceWrittenBlind)
+            && matches!(record, Record::Fence { .. })
+        {
+            return self.put_at(log, expected + 1, record).await;
+        }
+        if actual != expected && !blind {
             return Err(LedgerError::Conflict { actual });
         }
         let frame = wire::record_to_wire(&record).encode_to_vec();

@@ -8,6 +8,7 @@ use tokio::sync::{OnceCell, watch};
 use crate::clock::{Clock, Instant};
 use crate::hooks::{HookSlot, PausePoint};
 use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
+use crate::mutant::Mutant;
 use crate::sync::{Mutex, lock};
 
 /// How much of the granted TTL the holder gives up to cover clock drift between itself and
@@ -77,6 +78,9 @@ struct Shared {
     clock: Arc<dyn Clock>,
     skew_margin: SkewMargin,
     hooks: HookSlot,
+    /// A planted bug ([`Mutant::NoLocalDeadline`], [`Mutant::ValidityFromAuthorityExpiry`];
+    /// the renewer and the service read it too), or `None` for the correct code.
+    mutant: Option<Mutant>,
     state: Mutex<Hold>,
     lost: watch::Sender<Option<LossCause>>,
     released: OnceCell<Result<(), LeaseError>>,
@@ -91,7 +95,8 @@ struct Hold {
 }
 
 impl JournalLease {
-    /// Acquires `session` for `owner` from `authority`, timing the request on `clock`.
+    /// Acquires `session` for `owner` from `authority`, timing the request on `clock`, with
+    /// `mutant` planted (`None`: the correct code).
     ///
     /// # Errors
     /// Whatever the authority's acquire returns.
@@ -100,19 +105,21 @@ impl JournalLease {
         clock: Arc<dyn Clock>,
         skew_margin: SkewMargin,
         hooks: HookSlot,
+        mutant: Option<Mutant>,
         session: &SessionId,
         owner: &Owner,
     ) -> Result<Self, LeaseError> {
         let sent = clock.now();
         let lease = authority.acquire(session, owner).await?;
         hooks.pause_point(PausePoint::AfterGrantReceived).await;
-        let valid_until = sent + lease.ttl().saturating_sub(skew_margin.of(lease.ttl()));
+        let valid_until = deadline(mutant, sent, &lease, skew_margin);
         Ok(JournalLease {
             shared: Arc::new(Shared {
                 authority,
                 clock,
                 skew_margin,
                 hooks,
+                mutant,
                 state: Mutex::new(Hold {
                     lease,
                     granted_at: sent,
@@ -154,6 +161,11 @@ impl JournalLease {
         &self.shared.clock
     }
 
+    /// The planted bug this hold runs, if any (`None`: the correct code).
+    pub fn mutant(&self) -> Option<Mutant> {
+        self.shared.mutant
+    }
+
     /// The harness hooks the hold was acquired with.
     pub(crate) fn hooks(&self) -> &HookSlot {
         &self.shared.hooks
@@ -173,6 +185,9 @@ impl JournalLease {
             return Err(cause);
         }
         let valid_until = self.valid_until();
+        if self.shared.mutant == Some(Mutant::NoLocalDeadline) {
+            return Ok(()); // trusts the hold until a renew says otherwise
+        }
         if self.shared.clock.now() >= valid_until {
             self.mark_lost(LossCause::Deadline { valid_until });
             return Err(self.loss().unwrap_or(LossCause::Deadline { valid_until }));
@@ -231,9 +246,10 @@ impl JournalLease {
                     .pause_point(PausePoint::AfterGrantReceived)
                     .await;
                 if self.loss().is_none() {
-                    let margin = self.shared.skew_margin.of(renewed.ttl());
+                    let valid_until =
+                        deadline(self.shared.mutant, sent, &renewed, self.shared.skew_margin);
                     let mut hold = lock(&self.shared.state);
-                    hold.valid_until = sent + renewed.ttl().saturating_sub(margin);
+                    hold.valid_until = valid_until;
                     hold.granted_at = sent;
                     hold.lease = renewed;
                 }
@@ -254,6 +270,13 @@ impl JournalLease {
     /// Transient errors of the authority's release; the lease then ends at its expiry.
     pub async fn release(&self) -> Result<(), LeaseError> {
         self.mark_lost(LossCause::Released);
+        self.release_at_authority().await
+    }
+
+    /// Releases at the authority once (sharing [`JournalLease::release`]'s result) without
+    /// marking the hold lost, so it still passes [`JournalLease::check`]: only
+    /// [`Mutant::CleanupBeforeInvalidate`]'s shutdown calls it on its own.
+    pub(crate) async fn release_at_authority(&self) -> Result<(), LeaseError> {
         let shared = &self.shared;
         shared
             .released
@@ -264,4 +287,15 @@ impl JournalLease {
             .await
             .clone()
     }
+}
+
+/// The local deadline of a grant of `lease` whose request was sent at `sent`: `sent + ttl −
+/// margin`. [`Mutant::ValidityFromAuthorityExpiry`] takes the authority's `expiry − margin`
+/// instead, a reading of another host's clock used as one of this host's.
+fn deadline(mutant: Option<Mutant>, sent: Instant, lease: &Lease, margin: SkewMargin) -> Instant {
+    let margin = margin.of(lease.ttl());
+    if mutant == Some(Mutant::ValidityFromAuthorityExpiry) {
+        return lease.expiry().saturating_sub(margin);
+    }
+    sent + lease.ttl().saturating_sub(margin)
 }

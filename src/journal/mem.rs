@@ -46,6 +46,14 @@ impl Ledger for MemLedger {
         let mut logs = lock(&self.logs);
         let log = logs.entry(name.clone()).or_default();
         let actual = log.len() as Seq;
+        if expected < actual
+            && self.mutant == Some(Mutant::FenceWrittenBlind)
+            && matches!(record, Record::Fence { .. })
+        {
+            // A blind put at `expected + 1`: overwrites what committed there.
+            log[expected as usize] = record;
+            return Ok(expected + 1);
+        }
         if actual != expected && self.mutant != Some(Mutant::AppendIgnoresExpectedTip) {
             return Err(LedgerError::Conflict { actual });
         }

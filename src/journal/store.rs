@@ -7,6 +7,7 @@ use crate::clock::Clock;
 use crate::hooks::HookSlot;
 use crate::journal::Journal;
 use crate::lease::{LeaseError, Owner, SessionId, SessionLease};
+use crate::mutant::Mutant;
 use crate::sync::{AtomicU64, Ordering};
 
 /// Settings of a [`Store`].
@@ -20,6 +21,10 @@ pub struct StoreConfig {
     pub fence_attempts: u32,
     /// Harness hooks (pause points, observations); none by default.
     pub hooks: HookSlot,
+    /// A planted bug, or `None` (the default) for the correct code. The store honours
+    /// [`Mutant::OpenAcceptsStaleEpoch`] and hands the mutant to every hold it acquires
+    /// ([`JournalLease::mutant`]), whose journals, renewer and service read it.
+    pub mutant: Option<Mutant>,
 }
 
 impl Default for StoreConfig {
@@ -28,6 +33,7 @@ impl Default for StoreConfig {
             skew_margin: SkewMargin::default(),
             fence_attempts: 8,
             hooks: HookSlot::default(),
+            mutant: None,
         }
     }
 }
@@ -78,6 +84,11 @@ impl Store {
         &self.authority
     }
 
+    /// The planted bug the store runs, if any (`None`: the correct code).
+    pub fn mutant(&self) -> Option<Mutant> {
+        self.config.mutant
+    }
+
     /// The store's clock.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
@@ -93,6 +104,7 @@ impl Store {
             self.clock.clone(),
             self.config.skew_margin,
             self.config.hooks.clone(),
+            self.config.mutant,
             session,
             &self.owner,
         )
@@ -125,7 +137,9 @@ impl Store {
         for _ in 0..self.config.fence_attempts {
             lease.check().map_err(JournalError::lease_lost)?;
             scan.advance(self.ledger.read(&session, scan.tip + 1).await?);
-            if epoch <= scan.highest_epoch {
+            if epoch <= scan.highest_epoch
+                && self.config.mutant != Some(Mutant::OpenAcceptsStaleEpoch)
+            {
                 return Err(JournalError::StaleEpoch {
                     epoch,
                     highest_fence: scan.highest_epoch,

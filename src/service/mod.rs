@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 use crate::journal::{Journal, JournalError, JournalLease, LossCause, Store};
 use crate::lease::{LeaseError, SessionId};
+use crate::mutant::Mutant;
 use crate::sync::{AtomicBool, Ordering};
 use gate::Gate;
 use registry::{Registration, Registry};
@@ -119,6 +120,9 @@ impl RunContext {
 }
 
 /// Runs work on sessions for one owner: gate, lease, journal, renewer, registry.
+///
+/// It runs the planted bug of its store ([`Store::mutant`]): it honours
+/// [`Mutant::RenewerOutlivesWorker`] and [`Mutant::CleanupBeforeInvalidate`].
 #[derive(Debug)]
 pub struct Service {
     store: Arc<Store>,
@@ -223,6 +227,7 @@ impl Service {
             )),
             _registration: self.registry.register(&lease),
             released: false,
+            outlives: self.store.mutant() == Some(Mutant::RenewerOutlivesWorker),
         };
         let outcome = match self.store.open_journal(&lease).await {
             Ok(journal) => {
@@ -264,6 +269,15 @@ impl Service {
     /// end, then releases every lease still held, so a survivor can take over at once
     /// instead of after a TTL. Each lease is released exactly once.
     pub async fn shutdown(&self) {
+        if self.store.mutant() == Some(Mutant::CleanupBeforeInvalidate) {
+            // The mutant: every lease is released at the authority first, without
+            // invalidating its hold, and only then are the runs told to clean up.
+            for lease in self.registry.held() {
+                if let Err(error) = lease.release_at_authority().await {
+                    tracing::warn!(session = %lease.session(), %error, "release at shutdown failed");
+                }
+            }
+        }
         self.shutdown.send_replace(true);
         let clock = self.store.clock().clone();
         let deadline = clock.now() + self.config.shutdown_grace;
@@ -279,10 +293,17 @@ struct Hold {
     renewer: JoinHandle<LossCause>,
     _registration: Registration,
     released: bool,
+    /// [`Mutant::RenewerOutlivesWorker`]: the run's end neither stops the renewer nor
+    /// releases (the renewer was meant to, and is never told), so the lease stays held.
+    outlives: bool,
 }
 
 impl Hold {
     async fn release(&mut self) {
+        if self.outlives {
+            self.released = true;
+            return;
+        }
         self.renewer.abort();
         if let Err(error) = self.lease.release().await {
             tracing::warn!(session = %self.lease.session(), %error, "release failed; the lease will expire");
@@ -293,6 +314,9 @@ impl Hold {
 
 impl Drop for Hold {
     fn drop(&mut self) {
+        if self.outlives {
+            return;
+        }
         self.renewer.abort();
         if self.released {
             return;

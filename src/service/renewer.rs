@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::journal::{JournalLease, LossCause};
 use crate::lease::LeaseError;
+use crate::mutant::Mutant;
 
 /// Backoff between renew attempts after a transient error.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -46,6 +47,9 @@ pub(crate) async fn renew_until_lost(lease: JournalLease, backoff: Backoff) -> L
 
 /// One renewal: attempts until one succeeds, the hold is lost, or the deadline passes.
 async fn renew_before_deadline(lease: &JournalLease, backoff: Backoff) -> Result<(), LossCause> {
+    if lease.mutant() == Some(Mutant::NoLocalDeadline) {
+        return renew_until_held(lease, backoff).await;
+    }
     let clock = lease.clock().clone();
     let mut wait = backoff.min;
     loop {
@@ -72,5 +76,34 @@ async fn renew_before_deadline(lease: &JournalLease, backoff: Backoff) -> Result
                 }
             },
         }
+    }
+}
+
+/// [`Mutant::NoLocalDeadline`]: renews until a call succeeds or answers `Held`, retrying
+/// transient errors (and waiting out hung calls) for as long as it takes; the local deadline
+/// is never consulted, so the hold is trusted until the authority says it is gone.
+async fn renew_until_held(lease: &JournalLease, backoff: Backoff) -> Result<(), LossCause> {
+    let clock = lease.clock().clone();
+    let mut wait = backoff.min;
+    loop {
+        tokio::select! {
+            biased;
+            cause = lease.lost() => return Err(cause),
+            renewed = lease.renew() => match renewed {
+                Ok(()) => return Ok(()),
+                Err(LeaseError::Held { holder_token }) => {
+                    return Err(lease.loss().unwrap_or(LossCause::Overtaken { holder_token }));
+                }
+                Err(transient) => {
+                    tracing::debug!(session = %lease.session(), error = %transient, ?wait, "renew failed; retrying");
+                }
+            },
+        }
+        tokio::select! {
+            biased;
+            cause = lease.lost() => return Err(cause),
+            () = clock.sleep(wait) => {}
+        }
+        wait = (wait * 2).min(backoff.max);
     }
 }

@@ -58,7 +58,9 @@ pub struct WorldConfig {
     pub call_timeout: Duration,
     /// Network latency range, ms (default 1..=5).
     pub latency_ms: (u64, u64),
-    /// A planted bug, if any: carried by this world only (the lease authority runs it).
+    /// A planted bug, if any: carried by this world only and handed to every component —
+    /// the lease authority, the ledger service, and each replica's store (its holds,
+    /// journals, renewer and service); each honours the mutants that concern it.
     pub mutant: Option<Mutant>,
     /// What a generated workload's replicas do (ignored by a scripted workload).
     pub mix: WorkloadMix,
@@ -234,7 +236,7 @@ pub fn run(
     let recorder = Recorder::default();
     let mut sim = build_sim(config);
     host_lease_service(&mut sim, config, &hosts, &recorder);
-    host_ledger_service(&mut sim, &hosts);
+    host_ledger_service(&mut sim, config, &hosts);
     for n in 1..=config.replicas {
         host_replica(
             &mut sim,
@@ -415,12 +417,15 @@ fn host_lease_service(
     });
 }
 
-fn host_ledger_service(sim: &mut turmoil::Sim<'static>, hosts: &Hosts) {
+fn host_ledger_service(sim: &mut turmoil::Sim<'static>, config: &WorldConfig, hosts: &Hosts) {
     let (disk, freeze) = (hosts.ledger_disk.clone(), hosts.freeze("ledger"));
+    let mutant = config.mutant;
     sim.host("ledger", move || {
         let (disk, freeze) = (disk.clone(), freeze.clone());
         async move {
-            let ledger = DurableLedger::open(Arc::new(disk)).await?;
+            let ledger = DurableLedger::open(Arc::new(disk))
+                .await?
+                .with_mutant(mutant);
             let incoming = turmoil_incoming(&format!("0.0.0.0:{LEDGER_PORT}")).await?;
             LedgerServer::new(Arc::new(ledger))
                 .with_hooks(HookSlot::new(Arc::new(freeze)))
@@ -518,6 +523,7 @@ fn replica_store(
     let store_config = StoreConfig {
         skew_margin: SkewMargin::Percent(config.skew_margin_percent),
         hooks: HookSlot::new(Arc::new(freeze.clone())),
+        mutant: config.mutant,
         ..StoreConfig::default()
     };
     let owner = Owner::new(process.replica.clone(), process.incarnation);
