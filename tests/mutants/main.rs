@@ -113,3 +113,88 @@ fn names_round_trip_and_every_mutant_says_what_is_wrong() {
     names.dedup();
     assert_eq!(names.len(), Mutant::ALL.len(), "two mutants share a name");
 }
+
+/// The track record (README) also names `append-ignores-expected-tip` as F3's mutant: the
+/// world's ledger service runs it, so A's appends after fence 2 land instead of being fenced.
+#[test]
+fn append_ignores_expected_tip_is_also_killed_by_fence_on_f3() {
+    let scenario = "sims/f3-slow-clock-cut-off-from-lease.toml";
+    let with = violated(scenario, 1, Some(Mutant::AppendIgnoresExpectedTip));
+    assert!(with.contains(&"FENCE"), "F3 seed 1 violated {with:?}");
+    assert!(violated(scenario, 1, None).is_empty());
+}
+
+/// `fence-written-blind` overwrites what committed at the opener's `expected + 1`, in the
+/// ledger service's durable store as in `MemLedger`: the overwrite survives a reopen.
+#[tokio::test]
+async fn a_blind_fence_overwrites_the_acknowledged_record_it_lands_on() {
+    use leasesim::journal::{DurableLedger, Ledger, LedgerError, MemLedger, Record, WriterId};
+    use leasesim::lease::{Owner, SessionId};
+    use leasesim::storage::MemStorage;
+
+    let session = SessionId::new("s1").unwrap();
+    let writer = |replica: &str| WriterId {
+        owner: Owner::new(replica, 0),
+        journal: 1,
+    };
+    let event = |n: u64| Record::Event {
+        writer_id: writer("a"),
+        seq_in_writer: n,
+        payload: vec![b'a', b'0' + n as u8],
+    };
+    let fence = Record::Fence {
+        epoch: 2,
+        owner: Owner::new("b", 0),
+        writer_id: writer("b"),
+    };
+    let disk = MemStorage::new();
+    let durable = DurableLedger::open(Arc::new(disk.clone())).await.unwrap();
+    for ledger in [
+        Arc::new(durable.with_mutant(Some(Mutant::FenceWrittenBlind))) as Arc<dyn Ledger>,
+        Arc::new(MemLedger::new().with_mutant(Some(Mutant::FenceWrittenBlind))),
+    ] {
+        for n in 1..=3 {
+            assert_eq!(ledger.append(&session, n - 1, event(n)).await, Ok(n));
+        }
+        // An event at a stale tip still conflicts; a fence there overwrites position 2.
+        assert_eq!(
+            ledger.append(&session, 1, event(9)).await,
+            Err(LedgerError::Conflict { actual: 3 })
+        );
+        assert_eq!(ledger.append(&session, 1, fence.clone()).await, Ok(2));
+        let records: Vec<Record> = ledger
+            .read(&session, 1)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.record)
+            .collect();
+        assert_eq!(records, [event(1), fence.clone(), event(3)]);
+    }
+    let reopened = DurableLedger::open(Arc::new(disk)).await.unwrap();
+    let records: Vec<Record> = reopened
+        .read(&session, 1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.record)
+        .collect();
+    assert_eq!(records, [event(1), fence, event(3)]);
+    // The correct ledger refuses the same fence.
+    let correct = MemLedger::new();
+    correct.append(&session, 0, event(1)).await.unwrap();
+    assert!(matches!(
+        correct
+            .append(
+                &session,
+                0,
+                Record::Fence {
+                    epoch: 2,
+                    owner: Owner::new("b", 0),
+                    writer_id: writer("b"),
+                }
+            )
+            .await,
+        Err(LedgerError::Conflict { actual: 1 })
+    ));
+}

@@ -94,6 +94,9 @@ fn every_scenario_file_in_sims_loads() {
         "f5c-restart-while-held",
         "f6-late-release",
         "f7-renew-resurrects",
+        "graceful-shutdowns",
+        "stale-open-after-suspend",
+        "validity-from-own-clock",
         "swarm-clocks",
         "swarm-crashes",
         "swarm-deletion",
@@ -300,7 +303,11 @@ fn f5c_a_restart_while_held_grants_nothing_until_the_old_lease_could_have_expire
             ),
             "seed {seed}: {b:?}"
         );
-        assert_eq!(grants(&history), [(A.into(), 1), (B.into(), 2)], "seed {seed}");
+        assert_eq!(
+            grants(&history),
+            [(A.into(), 1), (B.into(), 2)],
+            "seed {seed}"
+        );
         assert_eq!(
             ledger(&history, "s1"),
             [
@@ -534,4 +541,76 @@ fn the_cli_refuses_a_malformed_scenario_with_exit_2() {
         stderr.contains("bad.toml:4:1: `world.ttl`: unknown field `ttl`"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_holder_resumed_from_suspend_cannot_fence_below_the_newer_fence() {
+    for seed in SEEDS {
+        let history = run("stale-open-after-suspend", seed);
+        assert_eq!(grants(&history), [(A.into(), 1), (B.into(), 2)]);
+        let stale = OpResult::StaleEpoch {
+            epoch: 1,
+            highest_fence: 2,
+        };
+        assert_eq!(
+            ops(&history, A, "journal_open"),
+            [(Outcome::Fail, stale)],
+            "seed {seed}: A's open after its suspend is refused"
+        );
+        assert!(ops(&history, A, "ledger_append").is_empty(), "seed {seed}");
+        assert_eq!(
+            ledger(&history, "s1"),
+            ["fence 2 replica-2", "b1 replica-2"]
+        );
+    }
+}
+
+#[test]
+fn a_slow_holder_stops_at_its_own_deadline_not_the_authoritys_expiry() {
+    for seed in SEEDS {
+        let history = run("validity-from-own-clock", seed);
+        assert_eq!(grants(&history), [(A.into(), 1), (B.into(), 2)]);
+        // Acquired at t=5 s, 3 s on A's clock (40% slow): valid until 3 + 10 - 1 = 12 s there.
+        let lost = OpResult::LeaseLost {
+            cause: HistLossCause::Deadline {
+                valid_until_local_us: 12_000_000,
+            },
+        };
+        assert_eq!(
+            ops(&history, A, "journal_append"),
+            [appended(2), (Outcome::Fail, lost)],
+            "seed {seed}: a2 (t=21 s, 12.6 s on A's clock) is refused unsent"
+        );
+        assert_eq!(
+            ledger(&history, "s1"),
+            [
+                "fence 1 replica-1",
+                "a1 replica-1",
+                "fence 2 replica-2",
+                "b1 replica-2"
+            ]
+        );
+    }
+}
+
+#[test]
+fn graceful_shutdowns_hand_over_and_break_nothing() {
+    for seed in SEEDS {
+        let history = run("graceful-shutdowns", seed);
+        let violated = leasesim::check::judge::judge(
+            &history,
+            leasesim::check::linearizability::Budget::default(),
+        )
+        .violated();
+        assert!(violated.is_empty(), "seed {seed}: {violated:?}");
+        // Each replica shut down at least once (a later incarnation ran).
+        for replica in [A, B, C] {
+            assert!(
+                history
+                    .ops()
+                    .any(|op| op.process.replica == replica && op.process.incarnation > 0),
+                "seed {seed}: {replica} never restarted after a shutdown"
+            );
+        }
+    }
 }
