@@ -192,9 +192,9 @@ impl Mutant {
             Mutant::TokenNotAdvancedOnExpiry => Kill::Conformance {
                 rule: "token_strictly_greater_after_expiry",
             },
-            Mutant::AcquireCheckThenAct | Mutant::RenewIgnoresToken | Mutant::ClockReadBeforeLock => {
-                Kill::Loom { suite: "lease" }
-            }
+            Mutant::AcquireCheckThenAct
+            | Mutant::RenewIgnoresToken
+            | Mutant::ClockReadBeforeLock => Kill::Loom { suite: "lease" },
             Mutant::ReleaseBySessionOnly => Kill::Scenario {
                 scenario: "sims/f6-late-release.toml",
                 check: "EXCL",
@@ -329,7 +329,11 @@ pub enum Kill {
 /// The catalogue as text, one mutant per line: name, what is wrong, what kills it
 /// (`leasesim mutants`).
 pub fn catalogue() -> String {
-    let width = Mutant::ALL.iter().map(|m| m.name().len()).max().unwrap_or(0);
+    let width = Mutant::ALL
+        .iter()
+        .map(|m| m.name().len())
+        .max()
+        .unwrap_or(0);
     Mutant::ALL
         .iter()
         .map(|m| {
