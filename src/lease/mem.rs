@@ -320,3 +320,79 @@ impl SessionLease for MemLease {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    const TTL: Duration = Duration::from_secs(10);
+
+    fn lease(mutant: Option<Mutant>) -> (MemLease, ManualClock) {
+        let clock = ManualClock::new();
+        let lease = MemLease::new(Arc::new(clock.clone()), TTL).with_mutant(mutant);
+        (lease, clock)
+    }
+
+    fn s1() -> SessionId {
+        SessionId::new("s1").unwrap()
+    }
+
+    /// F7's core: A's stale renew after B released. The correct authority refuses it; the
+    /// mutant hands A its token-1 lease back.
+    #[tokio::test]
+    async fn a_stale_renew_after_a_release_recreates_only_under_the_mutant() {
+        for (mutant, recreated) in [(None, false), (Some(Mutant::RenewRecreatesRecord), true)] {
+            let (authority, clock) = lease(mutant);
+            let a = authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
+            clock.advance(TTL);
+            let b = authority.acquire(&s1(), &Owner::new("b", 0)).await.unwrap();
+            authority.release(&b).await.unwrap();
+            let renewed = authority.renew(&a).await;
+            assert_eq!(renewed.is_ok(), recreated, "{mutant:?}: {renewed:?}");
+            assert_eq!(authority.holder(&s1()).is_some(), recreated, "{mutant:?}");
+        }
+    }
+
+    /// F5a's core: after garbage collection the next grant gets token 2, or token 1 again
+    /// under the mutant.
+    #[tokio::test]
+    async fn collecting_a_record_drops_its_high_water_mark_only_under_the_mutant() {
+        for (mutant, token) in [(None, 2), (Some(Mutant::TokenDroppedWithRecord), 1)] {
+            let (authority, clock) = lease(mutant);
+            authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
+            clock.advance(TTL);
+            assert!(authority.collect_expired_record(&s1(), clock.now()));
+            let b = authority.acquire(&s1(), &Owner::new("b", 0)).await.unwrap();
+            assert_eq!(b.token(), token, "{mutant:?}");
+        }
+    }
+
+    /// The exact expiry instant: expired for the correct authority, live under the mutant.
+    #[tokio::test]
+    async fn the_expiry_instant_is_expired_except_under_the_off_by_one() {
+        for (mutant, granted) in [(None, true), (Some(Mutant::ExpiryOffByOne), false)] {
+            let (authority, clock) = lease(mutant);
+            authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
+            clock.advance(TTL);
+            let b = authority.acquire(&s1(), &Owner::new("b", 0)).await;
+            assert_eq!(b.is_ok(), granted, "{mutant:?}: {b:?}");
+        }
+    }
+
+    /// An owner re-acquiring its own expired lease gets token 2, or keeps 1 under the mutant;
+    /// another owner's takeover still advances the token under it.
+    #[tokio::test]
+    async fn an_expired_same_owner_reacquire_keeps_its_token_only_under_the_mutant() {
+        for (mutant, token) in [(None, 2), (Some(Mutant::ExpiredReacquireKeepsToken), 1)] {
+            let (authority, clock) = lease(mutant);
+            authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
+            clock.advance(TTL);
+            let again = authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
+            assert_eq!(again.token(), token, "{mutant:?}");
+            clock.advance(TTL);
+            let b = authority.acquire(&s1(), &Owner::new("b", 0)).await.unwrap();
+            assert_eq!(b.token(), token + 1, "{mutant:?}");
+        }
+    }
+}
