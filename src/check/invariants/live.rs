@@ -3,11 +3,15 @@
 //! reconnect backoff.
 //!
 //! The window starts at the `faults_healed` marker; the bound comes from the config line. A
-//! session passes when an acknowledged `journal_append` on it completes within the bound. A
-//! history without the marker is not judged; when the run ended before the bound ran out, a
-//! session without such an append is inconclusive and not counted as a check (a plain
-//! `leasesim run` of 60 s heals at 40 s, before a 32 s bound can run out; scenario runs with
-//! a generated workload add a liveness phase so the bound always runs out).
+//! session is judged only if it is contended after the heal: some replica invokes an
+//! operation on it (an acquire, an open, an append…) at least one renew interval before the
+//! deadline (a session no replica wants, or wants only at the very end, says nothing about
+//! liveness). A judged session passes when an acknowledged `journal_append` on it completes
+//! within the bound. A history without the marker is not judged; when the run ended before
+//! the bound ran out, a session without such an append is inconclusive and not counted as a
+//! check (a plain `leasesim run` of 60 s heals at 40 s, before a 32 s bound can run out;
+//! scenario runs with a generated workload add a liveness phase so the bound always runs
+//! out).
 
 use super::{AUTHORITY_HOST, Invariant, InvariantReport};
 use crate::history::{History, Op, OpResult, Outcome, Phase};
@@ -25,7 +29,14 @@ pub fn check(history: &History) -> InvariantReport {
     let bound = config.live_bound_us(restarted);
     let deadline = healed + bound;
     let ended = history.phase_at_us(Phase::RunEnded).unwrap_or(0);
+    let wanted_until = deadline.saturating_sub(config.renew_interval_us);
     for session in &config.sessions {
+        let contended = history.ops().any(|op| {
+            &op.session == session && op.invoke_us >= healed && op.invoke_us <= wanted_until
+        });
+        if !contended {
+            continue;
+        }
         let appended = history.ops().any(|op| {
             &op.session == session
                 && op.outcome == Outcome::Ok
