@@ -803,6 +803,53 @@ fn live_no_append_after_the_heal_within_the_bound_is_caught() {
     assert!(one(&report).message.contains("s1"));
 }
 
+/// replica-2 is refused s1 at 31 s; the live holder replica-1 releases it at 33 s.
+fn handed_back_at_33_s(then: &[String]) -> History {
+    let mut lines = vec![
+        config(),
+        phase("faults_healed", 30 * S),
+        op(
+            2,
+            "replica-2",
+            &acquire("replica-2"),
+            31 * S,
+            31 * S + 1000,
+            "fail",
+            r#"{"type":"held","holder_token":1}"#,
+        ),
+        decision(
+            "replica-2",
+            &refuse("acquire", None, Some(1)),
+            31 * S,
+            31 * S,
+        ),
+        decision("replica-1", &release(1, true), 33 * S, 33 * S),
+    ];
+    lines.extend(then.iter().cloned());
+    lines.push(phase("run_ended", 60 * S));
+    history(&lines)
+}
+
+#[test]
+fn live_passes_a_session_its_live_holder_hands_back_with_nobody_turned_away_after() {
+    let report = live::check(&handed_back_at_33_s(&[]));
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 1);
+}
+
+#[test]
+fn live_catches_a_session_that_turns_acquirers_away_after_it_was_handed_back() {
+    // A zombie took s1 again after the release: replica-3 is refused at 40 s.
+    let report = live::check(&handed_back_at_33_s(&[decision(
+        "replica-3",
+        &refuse("acquire", None, Some(2)),
+        40 * S,
+        40 * S,
+    )]));
+    assert_eq!(one(&report).invariant, Invariant::Live);
+    assert!(one(&report).message.contains("s1"));
+}
+
 #[test]
 fn live_does_not_judge_a_session_nobody_wants_after_the_heal() {
     // Nobody touches s1 between the heal at 30 s and one renew interval before the deadline
