@@ -782,7 +782,8 @@ fn journal_append(id: u64, complete: u64) -> String {
 #[test]
 fn live_no_append_after_the_heal_within_the_bound_is_caught() {
     // Bound: 10 s TTL + 3 × 3.333333 s + 2 s backoff = 21.999999 s after the heal at 30 s.
-    // replica-2 wants s1 at 31 s (refused: held by a token-1 holder that no longer writes).
+    // replica-2 is still refused s1 at 45 s, after every lease from before the heal at 30 s
+    // ran out (30 + 10 + 3.33 s): held by a token-1 holder that no longer writes.
     let h = history(&[
         config(),
         phase("faults_healed", 30 * S),
@@ -790,8 +791,8 @@ fn live_no_append_after_the_heal_within_the_bound_is_caught() {
             2,
             "replica-2",
             &acquire("replica-2"),
-            31 * S,
-            31 * S + 1000,
+            45 * S,
+            45 * S + 1000,
             "fail",
             r#"{"type":"held","holder_token":1}"#,
         ),
@@ -803,9 +804,58 @@ fn live_no_append_after_the_heal_within_the_bound_is_caught() {
     assert!(one(&report).message.contains("s1"));
 }
 
-/// replica-2 is refused s1 at 31 s; the live holder replica-1 releases it at 33 s.
-fn handed_back_at_33_s(then: &[String]) -> History {
+/// replica-2 is refused s1 at 44 s; the live holder replica-1 releases it at 46 s.
+fn handed_back_at_46_s(then: &[String]) -> History {
     let mut lines = vec![
+        config(),
+        phase("faults_healed", 30 * S),
+        op(
+            2,
+            "replica-2",
+            &acquire("replica-2"),
+            44 * S,
+            44 * S + 1000,
+            "fail",
+            r#"{"type":"held","holder_token":1}"#,
+        ),
+        decision(
+            "replica-2",
+            &refuse("acquire", None, Some(1)),
+            44 * S,
+            44 * S,
+        ),
+        decision("replica-1", &release(1, true), 46 * S, 46 * S),
+    ];
+    lines.extend(then.iter().cloned());
+    lines.push(phase("run_ended", 60 * S));
+    history(&lines)
+}
+
+#[test]
+fn live_passes_a_session_its_live_holder_hands_back_with_nobody_turned_away_after() {
+    let report = live::check(&handed_back_at_46_s(&[]));
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 1);
+}
+
+#[test]
+fn live_catches_a_session_that_turns_acquirers_away_after_it_was_handed_back() {
+    // A zombie took s1 again after the release: replica-3 is refused at 50 s.
+    let report = live::check(&handed_back_at_46_s(&[decision(
+        "replica-3",
+        &refuse("acquire", None, Some(2)),
+        50 * S,
+        50 * S,
+    )]));
+    assert_eq!(one(&report).invariant, Invariant::Live);
+    assert!(one(&report).message.contains("s1"));
+}
+
+#[test]
+fn live_does_not_judge_a_session_nobody_is_turned_away_from_late() {
+    // replica-2 is refused s1 at 31 s, while the old lease is still running out, and then
+    // leaves it alone: the session is not stuck, nobody wanted it again.
+    let h = history(&[
         config(),
         phase("faults_healed", 30 * S),
         op(
@@ -817,46 +867,6 @@ fn handed_back_at_33_s(then: &[String]) -> History {
             "fail",
             r#"{"type":"held","holder_token":1}"#,
         ),
-        decision(
-            "replica-2",
-            &refuse("acquire", None, Some(1)),
-            31 * S,
-            31 * S,
-        ),
-        decision("replica-1", &release(1, true), 33 * S, 33 * S),
-    ];
-    lines.extend(then.iter().cloned());
-    lines.push(phase("run_ended", 60 * S));
-    history(&lines)
-}
-
-#[test]
-fn live_passes_a_session_its_live_holder_hands_back_with_nobody_turned_away_after() {
-    let report = live::check(&handed_back_at_33_s(&[]));
-    assert!(report.passed(), "{:?}", report.violations);
-    assert_eq!(report.checks, 1);
-}
-
-#[test]
-fn live_catches_a_session_that_turns_acquirers_away_after_it_was_handed_back() {
-    // A zombie took s1 again after the release: replica-3 is refused at 40 s.
-    let report = live::check(&handed_back_at_33_s(&[decision(
-        "replica-3",
-        &refuse("acquire", None, Some(2)),
-        40 * S,
-        40 * S,
-    )]));
-    assert_eq!(one(&report).invariant, Invariant::Live);
-    assert!(one(&report).message.contains("s1"));
-}
-
-#[test]
-fn live_does_not_judge_a_session_nobody_wants_after_the_heal() {
-    // Nobody touches s1 between the heal at 30 s and one renew interval before the deadline
-    // (52 s − 3.33 s): the late append at 53 s alone does not make it contended.
-    let h = history(&[
-        config(),
-        phase("faults_healed", 30 * S),
         journal_append(1, 53 * S),
         phase("run_ended", 60 * S),
     ]);
@@ -867,10 +877,20 @@ fn live_does_not_judge_a_session_nobody_wants_after_the_heal() {
 
 #[test]
 fn live_append_within_the_bound_passes() {
+    // replica-2 is turned away late (45 s) while replica-1 holds s1 and writes (48 s).
     let h = history(&[
         config(),
         phase("faults_healed", 30 * S),
-        journal_append(1, 40 * S),
+        op(
+            2,
+            "replica-2",
+            &acquire("replica-2"),
+            45 * S,
+            45 * S + 1000,
+            "fail",
+            r#"{"type":"held","holder_token":1}"#,
+        ),
+        journal_append(1, 48 * S),
         phase("run_ended", 60 * S),
     ]);
     let report = live::check(&h);

@@ -3,16 +3,18 @@
 //! reconnect backoff.
 //!
 //! The window starts at the `faults_healed` marker; the bound comes from the config line. A
-//! session is judged only if it is contended after the heal: some replica invokes an
-//! operation on it (an acquire, an open, an append…) at least one renew interval before the
-//! deadline (a session no replica wants, or wants only at the very end, says nothing about
-//! liveness). A judged session passes when an acknowledged `journal_append` on it completes
-//! within the bound, or when its live holder hands it back (a release that ended the hold)
-//! and no acquire of it is refused after that within the bound. A history without the marker is not judged; when the run ended before
-//! the bound ran out, a session without such an append is inconclusive and not counted as a
-//! check (a plain `leasesim run` of 60 s heals at 40 s, before a 32 s bound can run out;
-//! scenario runs with a generated workload add a liveness phase so the bound always runs
-//! out).
+//! session is judged only if some replica is still turned away late in the window: an
+//! acquire of it fails (refused, unavailable, or no answer) after every lease from before the
+//! heal has run out (TTL, plus the grace period if the authority restarted, plus one renew
+//! interval) and before the deadline. A session nobody wants, or that a replica wanted while
+//! an old lease was still running out and then left alone, says nothing about liveness (the
+//! generated workload picks sessions at random and thinks between runs). A judged session
+//! passes when an acknowledged `journal_append` on it completes within the bound, or when its
+//! live holder hands it back (a release that ended the hold) and no acquire of it is refused
+//! after that within the bound. A history without the marker is not judged; when the run ended
+//! before the bound ran out, a session without such an append is inconclusive and not counted
+//! as a check (a plain `leasesim run` of 60 s heals at 40 s, before a 32 s bound can run out;
+//! scenario runs with a generated workload add a liveness phase so the bound always runs out).
 
 use super::{AUTHORITY_HOST, Invariant, InvariantReport};
 use crate::history::{Decision, History, Op, OpResult, Outcome, Phase, Request};
@@ -59,12 +61,21 @@ pub fn check(history: &History) -> InvariantReport {
     let bound = config.live_bound_us(restarted);
     let deadline = healed + bound;
     let ended = history.phase_at_us(Phase::RunEnded).unwrap_or(0);
-    let wanted_until = deadline.saturating_sub(config.renew_interval_us);
+    // Every lease from before the heal has run out by then (and a restarted authority's
+    // grace with it); one renew interval more lets a waiting acquirer try again.
+    let settled = healed
+        + config.ttl_us
+        + if restarted { config.grace_period_us } else { 0 }
+        + config.renew_interval_us;
     for session in &config.sessions {
-        let contended = history.ops().any(|op| {
-            &op.session == session && op.invoke_us >= healed && op.invoke_us <= wanted_until
+        let turned_away = history.ops().any(|op| {
+            &op.session == session
+                && matches!(op.op, Op::LeaseAcquire { .. })
+                && op.outcome != Outcome::Ok
+                && op.invoke_us > settled
+                && op.invoke_us <= deadline
         });
-        if !contended {
+        if !turned_away {
             continue;
         }
         let appended = history.ops().any(|op| {
