@@ -8,11 +8,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use leasesim::campaign::runfile::{self, RunFile};
 use leasesim::campaign::scenario::Scenario;
 use leasesim::check::judge::judge;
 use leasesim::check::linearizability::Budget;
 use leasesim::mutant::{Kill, Mutant};
+use leasesim::sim::runfile;
 
 const RANGES: u64 = 20;
 const RANGE_STRIDE: u64 = 1_000;
@@ -21,7 +21,7 @@ const MAX_SEEDS: u64 = 50;
 /// Seeds run from `first` until `mutant` breaks a check on `scenario`, if within the limit.
 fn seeds_to_detection(scenario: &Scenario, mutant: Mutant, first: u64) -> Option<u64> {
     (0..MAX_SEEDS).find_map(|n| {
-        let mut run = RunFile::resolve(scenario, first + n).ok()?;
+        let mut run = scenario.resolve(first + n).ok()?;
         run.mutant = Some(mutant.name().to_owned());
         let (history, _) = runfile::execute(&run, Duration::from_secs(120)).ok()?;
         let violated = !judge(&history, Budget::default()).violated().is_empty();

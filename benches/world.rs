@@ -6,8 +6,7 @@
 
 use std::time::Duration;
 
-use leasesim::sim::generate::random_schedule;
-use leasesim::sim::world::{self, Workload, WorldConfig};
+use leasesim::sim::world::World;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const SEEDS: u64 = 10;
@@ -19,13 +18,15 @@ fn main() {
     let mut simulated = Duration::ZERO;
     let mut calls = 0u64;
     for seed in 1..=SEEDS {
-        let mut config = WorldConfig::default();
-        config.seed = seed;
-        let schedule = random_schedule(&config);
+        let world = World::builder()
+            .seed(seed)
+            .random_faults()
+            .build()
+            .expect("the default world is valid");
         let started = std::time::Instant::now();
-        let output = world::run(&config, &schedule, &Workload::Generated).expect("world runs");
+        let output = world.run().expect("world runs");
         world_wall += started.elapsed();
-        simulated += config.duration;
+        simulated += world.config().duration;
         calls += output
             .history
             .ops()

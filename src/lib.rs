@@ -12,7 +12,6 @@ pub mod campaign;
 pub mod check;
 pub mod clock;
 pub mod conformance;
-pub mod demo;
 pub mod history;
 pub mod hooks;
 pub mod journal;

@@ -8,13 +8,14 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use leasesim::campaign::driver::CampaignOptions;
 use leasesim::campaign::plan::{SeedPlan, Shard};
+use leasesim::campaign::request::{Faults, RunRequest};
 use leasesim::lease::DurableLeaseConfig;
 use leasesim::mutant::Mutant;
 use leasesim::serve::{
     ServeError, ServeOptions, parse_duration, parse_grace_persist_interval, parse_ttl,
 };
-use leasesim::sim::runner::{RunOptions, RunnerError};
-use leasesim::sim::world::WorldConfig;
+use leasesim::sim::runfile::RunFile;
+use leasesim::sim::runner::RunnerError;
 use std::path::Path;
 
 /// Deterministic simulation and model checking for session leases with fencing tokens and
@@ -42,18 +43,18 @@ enum Command {
     /// List the mutants (planted bugs) one per line: name, what is wrong, and what kills it
     /// (a scenario's check on a pinned seed, a conformance rule, or a loom suite).
     Mutants,
-    /// Run field case F3 in miniature: a replica with a slow clock keeps writing after its
-    /// lease expired, and the ledger's fence rejects it. Exits 0 when the system under test
-    /// behaves as the contract says, 1 when it does not.
-    Demo,
     /// Run one simulated world from a seed: replicas contend for sessions over simulated TCP
-    /// with per-host clocks and the faults of a schedule. Prints the seed and every option
-    /// first, writes DIR/history.jsonl, DIR/trace.jsonl and DIR/result.json, and prints the
-    /// command that replays the run. Exit 3 on a hang, a panic or nondeterminism.
+    /// with per-host clocks and the faults of a schedule. The flags (or the scenario) are
+    /// first resolved to a run file, DIR/run.json; the seed and every option are printed from
+    /// it, then the run writes DIR/history.jsonl, DIR/trace.jsonl and DIR/result.json, and
+    /// prints the command that replays it (`leasesim replay DIR/run.json`, and the equivalent
+    /// flags when there are any) and the verdict of every check. Exit 0 clean, 1 a safety
+    /// violation, 2 bad input, 3 a hang, a panic or nondeterminism, 4 inconclusive, 5 a
+    /// liveness violation; `leasesim mutants` lists the bugs --mutant can plant.
     Run(RunArgs),
-    /// Replay a run file (`run.json`, written by `run --scenario` and by the shrinker)
-    /// exactly: same world, seed, faults and workload, so the same history bytes. Writes the
-    /// same files as `run`.
+    /// Replay a run file (`run.json`, written by every `run` and by the shrinker) exactly:
+    /// same world, seed, faults and workload, so the same history bytes. Writes the same
+    /// files as `run`; run files of older schema versions are read too.
     Replay(ReplayArgs),
     /// Run a remote service for real on TCP, with its durable state in a directory. Stops on
     /// SIGINT or SIGTERM.
@@ -214,12 +215,12 @@ struct RunArgs {
     /// Scenario file (TOML; see sims/README.md): world, workload, faults or swarm profile.
     /// Writes DIR/run.json (replay it with `leasesim replay`) and prints the swarm options
     /// the seed drew.
-    #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["schedule", "no_faults", "script", "replicas", "duration", "check_determinism"])]
+    #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["schedule", "no_faults", "script", "replicas", "duration"])]
     scenario: Option<PathBuf>,
     /// Number of replica hosts.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long, default_value_t = RunRequest::DEFAULT_REPLICAS, value_parser = clap::value_parser!(u32).range(1..=64))]
     replicas: u32,
-    /// Simulated duration of the run.
+    /// Simulated duration of the run, whole seconds (e.g. 90s).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     duration: Duration,
     /// Fault schedule (JSON; see `leasesim::sim::schedule`). Default: faults drawn from the
@@ -238,12 +239,12 @@ struct RunArgs {
     /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3).
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     timeout: Duration,
-    /// Run twice in separate processes and compare history and trace byte for byte
-    /// (exit 3 on any difference).
+    /// Replay the run file twice, each in a process of its own, and compare history and
+    /// trace byte for byte (exit 3 on any difference).
     #[arg(long)]
     check_determinism: bool,
-    /// Plant a bug in this world's system under test (see `src/mutant.rs` for the names),
-    /// e.g. `release-by-session-only`; with --scenario it replaces the scenario's mutant.
+    /// Plant a bug in this world's system under test (`leasesim mutants` lists them), e.g.
+    /// `release-by-session-only`; with --scenario it replaces the scenario's mutant.
     #[arg(long, value_name = "NAME", value_parser = parse_mutant)]
     mutant: Option<Mutant>,
 }
@@ -284,8 +285,6 @@ struct ServeArgs {
 
 /// Exit code: everything as expected.
 const CLEAN: u8 = 0;
-/// Exit code: a safety property was violated.
-const SAFETY_VIOLATION: u8 = 1;
 /// Exit code: bad input or usage.
 const BAD_INPUT: u8 = 2;
 /// Exit code: the harness itself failed.
@@ -313,7 +312,6 @@ fn main() -> ExitCode {
             print!("{}", leasesim::mutant::catalogue());
             ExitCode::from(CLEAN)
         }
-        Command::Demo => runtime.block_on(demo()),
         Command::Run(args) => run(args),
         Command::Replay(args) => replay(args),
         Command::Serve { service } => runtime.block_on(serve(service)),
@@ -363,34 +361,10 @@ fn log_filter(command: &Command) -> tracing_subscriber::EnvFilter {
     }
 }
 
-/// `run --scenario`: resolve the scenario for the seed, then run it as a run file.
-fn run_scenario(path: &Path, args: &RunArgs) -> ExitCode {
-    use leasesim::campaign::{runfile::RunFile, scenario::Scenario};
-    println!("SEED={}", args.seed);
-    let run = Scenario::load(path)
-        .map_err(|e| e.to_string())
-        .and_then(|scenario| RunFile::resolve(&scenario, args.seed).map_err(|e| e.to_string()));
-    match run {
-        Ok(mut run) => {
-            if let Some(mutant) = args.mutant {
-                run.mutant = Some(mutant.name().to_owned());
-            }
-            execute_run(&run, &args.out, args.timeout)
-        }
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::from(BAD_INPUT)
-        }
-    }
-}
-
 /// `replay RUN.json`.
 fn replay(args: ReplayArgs) -> ExitCode {
-    match leasesim::campaign::runfile::RunFile::load(&args.file) {
-        Ok(run) => {
-            println!("SEED={}", run.seed);
-            execute_run(&run, &args.out, args.timeout)
-        }
+    match RunFile::load(&args.file) {
+        Ok(run) => execute_run(&run, &args.out, args.timeout),
         Err(error) => {
             eprintln!("error: {error}");
             ExitCode::from(BAD_INPUT)
@@ -416,13 +390,21 @@ fn judge_run(out: &Path, expected: &[String]) -> ExitCode {
     }
 }
 
-fn execute_run(
-    run: &leasesim::campaign::runfile::RunFile,
-    out: &Path,
-    timeout: Duration,
-) -> ExitCode {
+/// Runs `run` into `out`: prints the seed and the options, writes the files, prints the
+/// replay line (and the equivalent `run` flags, if any), then the verdict.
+fn execute_run(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
+    println!("SEED={}", run.seed);
     print!("{}", run.describe(out, timeout));
-    match leasesim::campaign::runfile::execute_to(run, out, timeout) {
+    let outcome = leasesim::sim::runfile::execute_to(run, out, timeout);
+    let replay = run.replay_command(&out.join("run.json"));
+    let flags = RunRequest::equivalent(run, out).map(|request| request.command());
+    let print_replay = |print: &dyn Fn(String)| {
+        print(format!("replay: {replay}"));
+        if let Some(flags) = &flags {
+            print(format!("   or: {flags}"));
+        }
+    };
+    match outcome {
         Ok(result) => {
             println!(
                 "ran {} s of simulated time: {} operations, {} history lines in {}",
@@ -431,12 +413,12 @@ fn execute_run(
                 result.history_lines,
                 out.display()
             );
-            println!("replay: {}", result.replay);
+            print_replay(&|line| println!("{line}"));
             judge_run(out, &run.expect.violate)
         }
         Err(error) => {
             eprintln!("error: {error}");
-            eprintln!("replay: {}", run.replay_command(&out.join("run.json")));
+            print_replay(&|line| eprintln!("{line}"));
             ExitCode::from(match error {
                 RunnerError::BadInput(_) => BAD_INPUT,
                 _ => HARNESS_ERROR,
@@ -481,145 +463,54 @@ fn campaign(args: CampaignArgs) -> ExitCode {
     }
 }
 
+/// `run`: resolve the flags (or the scenario) to a run file, then run that file — here, or
+/// with --check-determinism twice in fresh processes.
 fn run(args: RunArgs) -> ExitCode {
-    if let Some(path) = &args.scenario {
-        return run_scenario(path, &args);
-    }
-    let mut config = WorldConfig::default();
-    config.seed = args.seed;
-    config.replicas = args.replicas;
-    config.duration = args.duration;
-    config.mutant = args.mutant;
-    let options = RunOptions {
-        config,
-        schedule: args.schedule.clone(),
-        random_faults: !args.no_faults,
-        script: args.script.clone(),
-        out: args.out.clone(),
-        timeout: args.timeout,
-    };
-    println!("SEED={}", args.seed);
-    println!(
-        "options: replicas={} duration={} schedule={} script={} out={} timeout={}",
-        args.replicas,
-        humantime::format_duration(args.duration),
-        match (&args.schedule, args.no_faults) {
-            (Some(path), _) => path.display().to_string(),
-            (None, true) => "none".into(),
-            (None, false) => "drawn from the seed".into(),
+    let request = RunRequest {
+        seed: args.seed,
+        scenario: args.scenario.clone(),
+        replicas: args.replicas,
+        duration: args.duration,
+        faults: match (&args.schedule, args.no_faults) {
+            (Some(path), _) => Faults::File(path.clone()),
+            (None, true) => Faults::None,
+            (None, false) => Faults::Drawn,
         },
-        args.script
-            .as_ref()
-            .map_or("generated from the seed".into(), |p| p
-                .display()
-                .to_string()),
-        args.out.display(),
-        humantime::format_duration(args.timeout),
-    );
-    if args.check_determinism {
-        return check_determinism(&args);
-    }
-    match leasesim::sim::runner::execute(&options) {
-        Ok(result) => {
-            println!(
-                "ran {} of simulated time: {} operations, {} history lines in {}",
-                humantime::format_duration(args.duration),
-                result.operations,
-                result.history_lines,
-                args.out.display()
-            );
-            println!("replay: {}", result.replay);
-            judge_run(&args.out, &[])
-        }
+        script: args.script.clone(),
+        mutant: args.mutant,
+    };
+    let run = match request.resolve() {
+        Ok(run) => run,
         Err(error) => {
             eprintln!("error: {error}");
-            eprintln!("replay: {}", options.replay_command());
-            ExitCode::from(match error {
-                RunnerError::BadInput(_) => BAD_INPUT,
-                _ => HARNESS_ERROR,
-            })
+            return ExitCode::from(BAD_INPUT);
         }
+    };
+    if args.check_determinism {
+        return check_determinism(&run, &args.out, args.timeout);
     }
+    execute_run(&run, &args.out, args.timeout)
 }
 
-/// Runs this same command twice, each in a process of its own, and compares the files.
-fn check_determinism(args: &RunArgs) -> ExitCode {
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(error) => {
-            eprintln!("error: cannot find this executable to run it again: {error}");
-            return ExitCode::from(HARNESS_ERROR);
+/// Replays `run` in two fresh processes of this executable and compares what they wrote.
+fn check_determinism(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
+    println!("SEED={}", run.seed);
+    print!("{}", run.describe(out, timeout));
+    let verdict = leasesim::sim::determinism::check(run, out, timeout);
+    match verdict {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::from(CLEAN)
         }
-    };
-    let outs = [args.out.join("first"), args.out.join("second")];
-    for out in &outs {
-        let mut command = std::process::Command::new(&exe);
-        command.args([
-            "run",
-            "--seed",
-            &args.seed.to_string(),
-            "--replicas",
-            &args.replicas.to_string(),
-        ]);
-        command.args([
-            "--duration",
-            &humantime::format_duration(args.duration).to_string(),
-        ]);
-        command.args([
-            "--timeout",
-            &humantime::format_duration(args.timeout).to_string(),
-        ]);
-        if let Some(schedule) = &args.schedule {
-            command.arg("--schedule").arg(schedule);
+        Err(leasesim::sim::determinism::Failure::BadInput(error)) => {
+            eprintln!("error: {error}");
+            ExitCode::from(BAD_INPUT)
         }
-        if args.no_faults {
-            command.arg("--no-faults");
-        }
-        if let Some(script) = &args.script {
-            command.arg("--script").arg(script);
-        }
-        command
-            .arg("--out")
-            .arg(out)
-            .stdout(std::process::Stdio::null());
-        match command.status() {
-            Ok(status) if status.success() => {}
-            Ok(status) => return ExitCode::from(status.code().unwrap_or(3).clamp(1, 255) as u8),
-            Err(error) => {
-                eprintln!("error: cannot run {}: {error}", exe.display());
-                return ExitCode::from(HARNESS_ERROR);
-            }
+        Err(failure) => {
+            eprintln!("{failure}");
+            ExitCode::from(HARNESS_ERROR)
         }
     }
-    // With RUST_LOG set the trace may include turmoil's dumps of TCP segments, which carry
-    // hyper's HTTP/2 `date` header, stamped from the real wall clock: only the default trace
-    // is compared then (the history never contains it).
-    let files: &[&str] = if std::env::var_os("RUST_LOG").is_some() {
-        eprintln!("note: RUST_LOG is set, so only history.jsonl is compared");
-        &["history.jsonl"]
-    } else {
-        &["history.jsonl", "trace.jsonl"]
-    };
-    for &file in files {
-        let [a, b] =
-            [&outs[0], &outs[1]].map(|out| std::fs::read(out.join(file)).unwrap_or_default());
-        if a != b {
-            eprintln!(
-                "NONDETERMINISM: seed {} wrote different {file} in two processes ({} vs {} bytes); compare {} and {}",
-                args.seed,
-                a.len(),
-                b.len(),
-                outs[0].join(file).display(),
-                outs[1].join(file).display()
-            );
-            return ExitCode::from(HARNESS_ERROR);
-        }
-    }
-    println!(
-        "deterministic: two processes wrote identical history.jsonl and trace.jsonl for seed {}",
-        args.seed
-    );
-    ExitCode::from(CLEAN)
 }
 
 async fn serve(service: Service) -> ExitCode {
@@ -664,29 +555,6 @@ async fn stop_signal() {
         }
         Err(_) => {
             let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
-
-async fn demo() -> ExitCode {
-    match leasesim::demo::run().await {
-        Ok(outcome) => {
-            print!("{}", outcome.narrative);
-            println!("ledger of s1:");
-            for line in &outcome.ledger {
-                println!("  {line}");
-            }
-            if outcome.as_expected {
-                println!("ok: the stale writer was fenced; the ledger is one CAS chain");
-                ExitCode::from(CLEAN)
-            } else {
-                println!("VIOLATION: the stale writer was not stopped as the contract requires");
-                ExitCode::from(SAFETY_VIOLATION)
-            }
-        }
-        Err(error) => {
-            eprintln!("error: the demo could not run: {error}");
-            ExitCode::from(HARNESS_ERROR)
         }
     }
 }

@@ -344,7 +344,7 @@ fn writers(history: &History, add: &mut impl FnMut(&str, u64)) {
 fn authority_restarts(history: &History) -> u64 {
     let mut boots: Vec<u64> = history
         .clock_segments()
-        .filter(|segment| segment.host == crate::check::invariants::AUTHORITY_HOST)
+        .filter(|segment| Some(segment.host.as_str()) == history.authority_host())
         .map(|segment| segment.boot)
         .collect();
     boots.dedup();
@@ -684,6 +684,7 @@ mod tests {
             seed: 1,
             replicas: 1,
             sessions: vec!["s1".into()],
+            authority: Some("lease".into()),
         });
         let cut_off = |id, waited, reason: &str| {
             let Line::Op(mut line) = op(
@@ -751,7 +752,20 @@ mod tests {
                 suspended: false,
             })
         };
+        let config = Line::Config(ConfigLine {
+            ttl_us: 100,
+            skew_margin_us: 10,
+            renew_interval_us: 33,
+            longest_reconnect_backoff_us: 5,
+            grace_period_us: 100,
+            mutant: None,
+            seed: 1,
+            replicas: 1,
+            sessions: vec!["s1".into()],
+            authority: Some("lease".into()),
+        });
         let lines = vec![
+            config,
             clock("lease", 0, 0),
             clock("lease", 0, 5), // a drift change, not a restart
             clock("lease", 1, 10),

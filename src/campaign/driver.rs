@@ -20,12 +20,12 @@ use sha2::{Digest, Sha256};
 use super::execute::{Executed, execute};
 use super::plan::{RunKey, SeedPlan, Shard, runs};
 use super::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
-use super::runfile::RunFile;
 use super::scenario::Scenario;
 use super::shrink;
 use super::stopwatch::Stopwatch;
 use crate::check::judge::{BAD_INPUT, HARNESS_ERROR};
 use crate::mutant::Mutant;
+use crate::sim::runfile::RunFile;
 
 /// Everything `leasesim campaign` is told.
 #[derive(Clone, Debug)]
@@ -413,8 +413,8 @@ fn resolve(
     options: &CampaignOptions,
     loaded: &Loaded,
     seed: u64,
-) -> Result<RunFile, super::runfile::RunFileError> {
-    let mut run = RunFile::resolve(&loaded.scenario, seed)?;
+) -> Result<RunFile, crate::sim::runfile::RunFileError> {
+    let mut run = loaded.scenario.resolve(seed)?;
     if options.mutant.is_some() {
         run.mutant.clone_from(&options.mutant);
     }

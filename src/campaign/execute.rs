@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use super::coverage;
 use super::record::{CheckRecord, RECORD_VERSION, RunRecord, RunStatus, ViolationRecord};
-use super::runfile::RunFile;
-use super::scenario::Expect;
 use crate::check::judge::{self, Judgement, LinearizabilityCheck, LinearizabilityOutcome};
 use crate::check::linearizability::{Budget, Verdict};
 use crate::history::{History, Op};
+use crate::sim::runfile::Expect;
+use crate::sim::runfile::RunFile;
 
 /// Whether `expect` says `check` is to be violated (a mutant's scenario); every other check
 /// must hold.
@@ -58,7 +58,7 @@ pub fn execute(run: &RunFile, timeout: Duration, replay: String) -> Executed {
         error: None,
         replay,
     };
-    match super::runfile::execute(run, timeout) {
+    match crate::sim::runfile::execute(run, timeout) {
         Err(error) => {
             record.error = Some(format!("seed {}: {error}", run.seed));
             record.wall_ms = wall.elapsed_ms();

@@ -1,11 +1,12 @@
 //! Campaigns (DESIGN.md, "Campaigns and reports"): scenario files, swarm profiles, run
-//! files. The only part of the library that drives worlds, checkers and reports together.
+//! requests. The only part of the library that drives worlds, checkers and reports together.
 //!
 //! - [`scenario`] — scenario files (TOML): world, workload, faults, expectations.
 //! - [`swarm`] — swarm testing: per seed, which fault kinds are on and how hard.
 //! - [`coverage`] — coverage events: the "sometimes" a run reached.
 //! - [`record`] — what a campaign keeps of each run (`results.jsonl`, `shrunk.jsonl`).
-//! - [`runfile`] — run files (JSON): one fully resolved run, replayable exactly.
+//! - [`request`] — what `leasesim run` asks for, resolved to a run file
+//!   ([`crate::sim::runfile`]).
 //! - [`plan`] — which runs: seeds (range or budget) × scenarios, shards, resume.
 //! - [`execute`] — one run: world, judgement, coverage → a run record.
 //! - [`driver`] — `leasesim campaign`: jobs, progress, results, shrinking, report.
@@ -19,7 +20,7 @@ pub mod execute;
 pub mod mutants;
 pub mod plan;
 pub mod record;
-pub mod runfile;
+pub mod request;
 pub mod scenario;
 pub mod shrink;
 pub mod stopwatch;

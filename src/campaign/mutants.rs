@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use super::execute::execute;
 use super::record::Detection;
-use super::runfile::RunFile;
 use super::scenario::Scenario;
 use super::shrink;
 use super::stopwatch::Stopwatch;
@@ -111,7 +110,7 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
     for n in 0..options.seeds {
         let seed = options.first_seed + n;
         for (path, scenario) in options.scenarios {
-            let Ok(mut run) = RunFile::resolve(scenario, seed) else {
+            let Ok(mut run) = scenario.resolve(seed) else {
                 continue;
             };
             run.mutant = Some(mutant.name().to_owned());

@@ -8,17 +8,18 @@
 //! the file, the line and column, the field, and how to fix it; bad input never panics.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use toml::Spanned;
 
-use super::swarm::SwarmProfile;
-use crate::lease::SessionId;
+use super::swarm::{self, SwarmProfile};
 use crate::mutant::Mutant;
+use crate::sim::config::{WorkloadMix, WorldConfig};
+use crate::sim::runfile::{
+    Expect, RUN_FILE_SCHEMA_VERSION, RunFile, RunFileError, RunWorkload, WorldSpec,
+};
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::script::Script;
-use crate::sim::world::{WorkloadMix, WorldConfig};
 
 /// Schema version of scenario files.
 pub const SCENARIO_SCHEMA_VERSION: u32 = 1;
@@ -27,124 +28,6 @@ pub const SCENARIO_SCHEMA_VERSION: u32 = 1;
 /// spells them ("Checkers"). A scenario without `hold` expects all of them (except those it
 /// expects violated).
 pub const INVARIANTS: [&str; 7] = ["TOKEN", "EXCL", "EXPIRY", "FENCE", "LEDGER", "STOP", "LIVE"];
-
-/// The lease and ledger backend a world runs. Only the gRPC services for now.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Backend {
-    /// The remote lease and ledger services over gRPC on turmoil's TCP.
-    #[default]
-    Grpc,
-}
-
-/// The `[world]` section: the shape of the simulated world. Every field is optional in a
-/// scenario (the defaults are [`WorldConfig::default`]'s); a run file holds all of them.
-#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct WorldSpec {
-    /// Replica hosts, 1..=64 (default 3).
-    pub replicas: u32,
-    /// The contended sessions (default `["s1", "s2"]`).
-    pub sessions: Vec<String>,
-    /// Lease TTL, ms (default 10000). Renewals come every third of it.
-    pub ttl_ms: u64,
-    /// Skew margin, percent of the TTL, 0..=99 (default 10).
-    pub skew_margin_percent: u8,
-    /// Simulated duration of a run, s, 1..=86400 (default 60).
-    pub duration_s: u64,
-    /// Deadline of every client call, ms (default 2000).
-    pub call_timeout_ms: u64,
-    /// Network latency range, ms, `[least, most]` (default `[1, 5]`).
-    pub latency_ms: (u64, u64),
-    /// The backend (default and only choice: `"grpc"`).
-    pub backend: Backend,
-}
-
-impl Default for WorldSpec {
-    fn default() -> Self {
-        let config = WorldConfig::default();
-        WorldSpec {
-            replicas: config.replicas,
-            sessions: config.sessions,
-            ttl_ms: config.ttl.as_millis() as u64,
-            skew_margin_percent: config.skew_margin_percent,
-            duration_s: config.duration.as_secs(),
-            call_timeout_ms: config.call_timeout.as_millis() as u64,
-            latency_ms: config.latency_ms,
-            backend: Backend::Grpc,
-        }
-    }
-}
-
-impl WorldSpec {
-    /// The world's configuration for `seed`, with a generated workload's `mix` (the default
-    /// mix for a script) and no mutant.
-    pub fn config(&self, seed: u64, mix: WorkloadMix) -> WorldConfig {
-        WorldConfig {
-            seed,
-            replicas: self.replicas,
-            sessions: self.sessions.clone(),
-            ttl: Duration::from_millis(self.ttl_ms),
-            skew_margin_percent: self.skew_margin_percent,
-            duration: Duration::from_secs(self.duration_s),
-            call_timeout: Duration::from_millis(self.call_timeout_ms),
-            latency_ms: self.latency_ms,
-            mix,
-            ..WorldConfig::default()
-        }
-    }
-
-    /// Checks the values; `Err((field, message))` names the field and what is allowed.
-    pub fn check(&self) -> Result<(), (&'static str, String)> {
-        const DAY_MS: u64 = 86_400_000;
-        if !(1..=64).contains(&self.replicas) {
-            return Err(("replicas", format!("must be 1..=64, got {}", self.replicas)));
-        }
-        if self.sessions.is_empty() {
-            return Err((
-                "sessions",
-                "give at least one session, e.g. [\"s1\"]".into(),
-            ));
-        }
-        for session in &self.sessions {
-            if SessionId::new(session.clone()).is_err() {
-                return Err(("sessions", format!("`{session}` is not a valid session id")));
-            }
-        }
-        if !(1..=DAY_MS).contains(&self.ttl_ms) {
-            return Err((
-                "ttl_ms",
-                format!("must be 1..={DAY_MS} ms, got {}", self.ttl_ms),
-            ));
-        }
-        if self.skew_margin_percent > 99 {
-            return Err((
-                "skew_margin_percent",
-                format!("must be 0..=99, got {}", self.skew_margin_percent),
-            ));
-        }
-        if !(1..=86_400).contains(&self.duration_s) {
-            return Err((
-                "duration_s",
-                format!("must be 1..=86400 s, got {}", self.duration_s),
-            ));
-        }
-        if !(1..=DAY_MS).contains(&self.call_timeout_ms) {
-            return Err((
-                "call_timeout_ms",
-                format!("must be 1..={DAY_MS} ms, got {}", self.call_timeout_ms),
-            ));
-        }
-        let (low, high) = self.latency_ms;
-        if low > high || high > 60_000 {
-            return Err((
-                "latency_ms",
-                format!("must be [least, most] with least <= most <= 60000, got [{low}, {high}]"),
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// What the replicas do in a scenario's runs.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -176,21 +59,6 @@ pub enum ScenarioFaults {
     },
     /// Drawn per seed from a swarm profile ([`super::swarm`]).
     Swarm(SwarmProfile),
-}
-
-/// The `[expect]` section: what a run of the scenario should show.
-#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Expect {
-    /// Invariants that must hold (names from [`INVARIANTS`]; default: all not in `violate`).
-    pub hold: Vec<String>,
-    /// Invariants a run is expected to violate (a mutant's scenario; default none).
-    #[serde(default)]
-    pub violate: Vec<String>,
-    /// Coverage events a campaign of the scenario is expected to reach (names from
-    /// [`super::coverage::EVENTS`]; default none).
-    #[serde(default)]
-    pub coverage: Vec<String>,
 }
 
 /// A loaded, checked scenario.
@@ -469,6 +337,50 @@ impl Scenario {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
+    }
+
+    /// Resolves one run of this scenario with `seed` into a run file: draws the swarm options
+    /// and their schedule (or takes the scenario's schedule), and inlines the script. A
+    /// generated workload gets the liveness phase.
+    ///
+    /// # Errors
+    /// [`RunFileError`] when a drawn schedule does not fit the world (a profile whose ranges
+    /// the world refuses), naming the scenario and the seed.
+    pub fn resolve(&self, seed: u64) -> Result<RunFile, RunFileError> {
+        let workload = match &self.workload {
+            ScenarioWorkload::Script { script, .. } => RunWorkload::Script(script.clone()),
+            ScenarioWorkload::Generated(mix) => RunWorkload::Generated(mix.clone()),
+        };
+        let mut run = RunFile {
+            v: RUN_FILE_SCHEMA_VERSION,
+            scenario: self.name(),
+            scenario_path: Some(self.path.display().to_string()),
+            seed,
+            world: self.world.clone(),
+            drawn: None,
+            schedule: FaultSchedule::new(),
+            liveness_phase: matches!(workload, RunWorkload::Generated(_)),
+            workload,
+            mutant: self.mutant.clone(),
+            expect: self.expect.clone(),
+        };
+        let config = run.world_config_unchecked();
+        match &self.faults {
+            ScenarioFaults::None => {}
+            ScenarioFaults::Schedule { schedule, .. } => run.schedule = schedule.clone(),
+            ScenarioFaults::Swarm(profile) => {
+                let drawn = swarm::draw(profile, &config);
+                run.schedule = drawn.schedule(&config);
+                run.drawn = Some(drawn);
+            }
+        }
+        run.schedule.validate(&config.hosts()).map_err(|e| {
+            RunFileError(format!(
+                "scenario {} with seed {seed} drew a schedule the world refuses: {e}",
+                self.name()
+            ))
+        })?;
+        Ok(run)
     }
 }
 

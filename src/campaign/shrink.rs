@@ -11,10 +11,10 @@ use std::time::Duration;
 use super::ddmin::ddmin;
 use super::execute::check_records;
 use super::record::ViolationRecord;
-use super::runfile::{self, RunFile, RunWorkload};
 use crate::check::judge::judge;
 use crate::check::linearizability::Budget;
 use crate::history::History;
+use crate::sim::runfile::{self, RunFile, RunWorkload};
 use crate::sim::schedule::{Fault, ScheduledFault};
 use crate::sim::script::Script;
 

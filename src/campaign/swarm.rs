@@ -10,10 +10,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::sim::generate::{DrawOptions, FaultKind, Intensity, draw_schedule};
-use crate::sim::schedule::FaultSchedule;
+use crate::sim::config::WorldConfig;
+use crate::sim::generate::{FaultKind, Intensity};
+use crate::sim::runfile::Drawn;
 use crate::sim::seed::{Subsystem, between, chance, rng};
-use crate::sim::world::WorldConfig;
 
 /// A swarm profile: a scenario's `[faults.swarm]` section.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -174,21 +174,6 @@ impl SwarmProfile {
     }
 }
 
-/// What one seed drew from a profile: the kinds turned on, how many faults, when they heal
-/// and how hard (ms, ppm). Printed by `leasesim run` and stored in the run file.
-#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Drawn {
-    /// The kinds turned on (a non-empty subset of the profile's, in its order).
-    pub kinds: Vec<FaultKind>,
-    /// How many faults the schedule has (before crashed services' restarts).
-    pub faults: u64,
-    /// When everything heals, ms from the start.
-    pub heal_at_ms: u64,
-    /// The ranges faults draw their strength from.
-    pub intensity: Intensity,
-}
-
 /// Draws a seed's options from `profile` for `config` (its seed, TTL and duration).
 pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
     let mut rng = rng(config.seed, Subsystem::Swarm);
@@ -239,89 +224,6 @@ pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
         faults,
         heal_at_ms,
         intensity,
-    }
-}
-
-impl Drawn {
-    /// The options the schedule is drawn with.
-    pub fn options(&self) -> DrawOptions {
-        DrawOptions {
-            kinds: self.kinds.clone(),
-            faults: (self.faults, self.faults),
-            heal_at_ms: self.heal_at_ms,
-            intensity: self.intensity.clone(),
-        }
-    }
-
-    /// The seed's schedule, drawn on its `Faults` stream.
-    pub fn schedule(&self, config: &WorldConfig) -> FaultSchedule {
-        draw_schedule(
-            &self.options(),
-            config,
-            &mut rng(config.seed, Subsystem::Faults),
-        )
-    }
-
-    /// One line: the kinds, the count, the heal and the strength of the kinds turned on.
-    pub fn summary(&self) -> String {
-        let kinds: Vec<&str> = self.kinds.iter().map(|k| k.name()).collect();
-        let mut line = format!(
-            "kinds={} faults={} heal_at={}ms",
-            kinds.join(","),
-            self.faults,
-            self.heal_at_ms
-        );
-        let i = &self.intensity;
-        let on = |kind: FaultKind| self.kinds.contains(&kind);
-        let mut add = |name: &str, (low, high): (String, String)| {
-            line += &format!(" {name}={low}..{high}");
-        };
-        let u = |(a, b): (u64, u64)| (a.to_string(), b.to_string());
-        if on(FaultKind::Pause) || on(FaultKind::Suspend) {
-            add("freeze_ms", u(i.freeze_ms));
-        }
-        if on(FaultKind::Stall) {
-            add("stall_ms", u(i.stall_ms));
-        }
-        if on(FaultKind::ClockDrift) {
-            add(
-                "drift_ppm",
-                (i.drift_ppm.0.to_string(), i.drift_ppm.1.to_string()),
-            );
-        }
-        if on(FaultKind::WallJump) {
-            add(
-                "wall_jump_ms",
-                (i.wall_jump_ms.0.to_string(), i.wall_jump_ms.1.to_string()),
-            );
-        }
-        if on(FaultKind::LeaseRestarts) {
-            add("restart_every_ms", u(i.restart_every_ms));
-            add(
-                "restarts",
-                (i.restarts.0.to_string(), i.restarts.1.to_string()),
-            );
-        }
-        if on(FaultKind::Latency) {
-            add("latency_ms", u(i.latency_ms));
-            add("jitter_ms", u(i.jitter_ms));
-        }
-        if on(FaultKind::LinkFlaps) {
-            add(
-                "flap_ppm",
-                (i.flap_ppm.0.to_string(), i.flap_ppm.1.to_string()),
-            );
-        }
-        if on(FaultKind::DelayReplies) {
-            add("delay_ms", u(i.delay_ms));
-        }
-        if on(FaultKind::CrashService) {
-            add("downtime_ms", u(i.downtime_ms));
-        }
-        if on(FaultKind::DeleteRecord) {
-            add("gc_sweeps", u(i.gc_sweeps));
-        }
-        line
     }
 }
 

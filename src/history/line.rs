@@ -117,6 +117,16 @@ pub struct ConfigLine {
     pub replicas: u32,
     /// The contended sessions.
     pub sessions: Vec<String>,
+    /// The host whose decisions the `decision` lines are (its `clock` lines place them on
+    /// its monotonic clock), or `null` for a backend with no authority clock, judged on its
+    /// holders (DESIGN.md, "Checkers", EXCL). Histories written before this field existed
+    /// came from the gRPC authority on host `lease`.
+    #[serde(default = "default_authority")]
+    pub authority: Option<String>,
+}
+
+fn default_authority() -> Option<String> {
+    Some("lease".to_owned())
 }
 
 impl ConfigLine {

@@ -61,7 +61,7 @@
 //! ## `config` — the run's parameters ([`ConfigLine`]); exactly one per history
 //!
 //! ```json
-//! {"v":1,"kind":"config","ttl_us":3000000,"skew_margin_us":300000,"renew_interval_us":1000000,"longest_reconnect_backoff_us":500000,"grace_period_us":3000000,"mutant":null,"seed":7,"replicas":3,"sessions":["s1","s2"]}
+//! {"v":1,"kind":"config","ttl_us":3000000,"skew_margin_us":300000,"renew_interval_us":1000000,"longest_reconnect_backoff_us":500000,"grace_period_us":3000000,"mutant":null,"seed":7,"replicas":3,"sessions":["s1","s2"],"authority":"lease"}
 //! ```
 //!
 //! | field | |
@@ -75,6 +75,7 @@
 //! | `seed` | the master seed |
 //! | `replicas` | number of replica hosts, `replica-1` … `replica-N` |
 //! | `sessions` | the contended sessions |
+//! | `authority` | the host whose decisions the `decision` lines are, or `null` for a backend without an authority clock (judged on its holders); absent means `"lease"` |
 //!
 //! ## `op` — one client operation ([`OpLine`])
 //!
@@ -316,6 +317,16 @@ impl History {
             (Some(line), Err(clock)) if clock.line() < line.line() => Err(clock),
             (Some(line), _) => Err(line),
             (None, clock) => clock.map(drop),
+        }
+    }
+
+    /// The host whose decisions the `decision` lines are ([`ConfigLine::authority`]); `None`
+    /// for a backend without an authority clock. Without a valid `config` line, `lease`, as
+    /// for histories written before the field existed.
+    pub fn authority_host(&self) -> Option<&str> {
+        match self.config() {
+            Ok(config) => config.authority.as_deref(),
+            Err(_) => Some("lease"),
         }
     }
 

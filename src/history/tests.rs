@@ -27,6 +27,7 @@ fn config() -> ConfigLine {
         seed: 7,
         replicas: 3,
         sessions: vec!["s1".into(), "s2".into()],
+        authority: Some("lease".into()),
     }
 }
 
@@ -108,7 +109,7 @@ fn golden() -> Vec<(Line, &'static str)> {
     vec![
         (
             config().into(),
-            r#"{"v":1,"kind":"config","ttl_us":3000000,"skew_margin_us":300000,"renew_interval_us":1000000,"longest_reconnect_backoff_us":500000,"grace_period_us":3000000,"mutant":null,"seed":7,"replicas":3,"sessions":["s1","s2"]}"#,
+            r#"{"v":1,"kind":"config","ttl_us":3000000,"skew_margin_us":300000,"renew_interval_us":1000000,"longest_reconnect_backoff_us":500000,"grace_period_us":3000000,"mutant":null,"seed":7,"replicas":3,"sessions":["s1","s2"],"authority":"lease"}"#,
         ),
         (
             append_op().into(),

@@ -11,7 +11,7 @@
 //! arithmetic is on integer nanoseconds with `i128` intermediates, so a run replays to the
 //! nanosecond.
 //!
-//! True time is read with [`true_now`], which only works inside a turmoil host or client.
+//! True time is read with [`super::true_time::true_now`], which only works inside a turmoil host or client.
 //! The nemesis runs outside the hosts, so every control method takes the current true time
 //! explicitly (`sim.elapsed()`), and the `*_at` readers let it read a clock from outside.
 
@@ -21,7 +21,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::Notify;
 
-use super::freeze::Gate;
+use super::gate::Gate;
+use super::true_time::{true_now, true_sleep};
 use crate::clock::{Clock, Instant, WallTime};
 
 /// The slowest drift a clock can run at, in ppm: −1_000_000 ppm would stop it (use
@@ -36,29 +37,6 @@ pub const MAX_DRIFT_PPM: i64 = 1_000_000;
 const PPM: i128 = 1_000_000;
 
 const NS_PER_S: i128 = 1_000_000_000;
-
-/// The current true simulated time: the simulation's elapsed time, to the nanosecond.
-///
-/// # Panics
-/// Outside a turmoil host or client (turmoil only exposes its time while one of them runs).
-/// From the nemesis, between steps, pass `sim.elapsed()` to the `*_at` methods instead.
-pub fn true_now() -> Duration {
-    turmoil::sim_elapsed().expect(
-        "a simulated host clock was read outside a turmoil host or client: \
-         `turmoil::sim_elapsed()` only exists while a host runs. Read it from inside \
-         `sim.host`/`sim.client`, or from outside use the `*_at(sim.elapsed())` methods",
-    )
-}
-
-/// A timer on true time. Harness code only: inside a turmoil host, tokio's time is the
-/// simulation's, so this sleeps exactly `duration` of true time (rounded up to tokio's 1 ms
-/// timer resolution, which is turmoil's default tick).
-// The system under test must never do this (clippy.toml); the harness measures freezes and
-// per-host timers on true time, which is what tokio's clock is inside turmoil.
-#[allow(clippy::disallowed_methods)]
-pub(crate) fn true_sleep(duration: Duration) -> tokio::time::Sleep {
-    tokio::time::sleep(duration)
-}
 
 /// One piece of a host clock's history: from true time `from_true` on (until the next
 /// segment), the clock reads `local_from` plus the true time elapsed since, scaled by

@@ -8,9 +8,9 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 
+use super::config::{WorldConfig, replica_name};
 use super::schedule::{Fault, FaultSchedule};
 use super::seed::{Subsystem, between, rng};
-use super::world::{WorldConfig, replica_name};
 use crate::hooks::PausePoint;
 
 /// A kind of fault the drawing code can draw. The names are the scenario files' spellings

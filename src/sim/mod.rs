@@ -1,16 +1,36 @@
-//! The simulated world on turmoil. For now, the transport: the same remote services and
-//! clients run over turmoil's simulated TCP through [`net`]. Hosts, per-host clocks, faults
-//! and the workload come with the world issue.
+//! The simulated world on turmoil (DESIGN.md, "The simulated world").
+//!
+//! - [`world`] — [`world::World::builder`]: hosts, services, replicas, the run itself.
+//! - [`config`] — the shape of a world and its workload, as plain data.
+//! - [`backend`] — lease backends the world hosts (the gRPC services by default, or yours).
+//! - [`runfile`] — run files: every run, fully resolved; [`runner`] runs one under a timeout
+//!   and writes its folder; [`determinism`] replays one in two processes and compares.
+//! - [`true_time`], [`clock`], [`gate`], [`freeze`] — true time, per-host clocks, the freeze
+//!   gate, and pauses/suspends/stalls.
+//! - [`schedule`], [`generate`], `nemesis` — fault schedules, drawing them, applying them.
+//! - [`script`], `workload`, [`record`] — scripted and generated workloads, recorded as a
+//!   history.
+//! - [`net`], [`seed`] — turmoil TCP as a transport; sub-seeds per subsystem.
+//!
+//! Modules depend one way: `world` → `nemesis`, `workload`, `backend`, `hosts` → `config`,
+//! `freeze` → `clock` → `gate`, `true_time`; none imports `world`.
 
+pub mod backend;
 pub mod clock;
+pub mod config;
+pub mod determinism;
 pub mod freeze;
+pub mod gate;
 pub mod generate;
+mod hosts;
 mod nemesis;
 pub mod net;
 pub mod record;
+pub mod runfile;
 pub mod runner;
 pub mod schedule;
 pub mod script;
 pub mod seed;
+pub mod true_time;
 mod workload;
 pub mod world;

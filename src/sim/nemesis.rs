@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::freeze::FreezeKind;
+use super::config::{WorldConfig, config_line};
+use super::gate::FreezeKind;
+use super::hosts::Hosts;
 use super::schedule::{Fault, FaultSchedule};
-use super::world::{HostsView, WorldConfig};
 use crate::lease::SessionId;
 
 /// What the nemesis does at a time: a scheduled fault, or a follow-up it scheduled itself.
@@ -34,7 +35,7 @@ pub(crate) fn drive(
     sim: &mut turmoil::Sim<'static>,
     config: &WorldConfig,
     schedule: &FaultSchedule,
-    hosts: &HostsView,
+    hosts: &Hosts,
     restart_stopped: bool,
 ) -> turmoil::Result<Duration> {
     let mut actions: BTreeMap<(u64, u64), Action> = BTreeMap::new();
@@ -83,7 +84,7 @@ pub(crate) fn drive(
 
 /// Whether the run is over at `now`: at `config.duration`, or with the liveness phase, once
 /// the heal has happened (it waits for frozen hosts) and LIVE's bound after it has run out.
-fn over(config: &WorldConfig, hosts: &HostsView, healed: Option<Duration>, now: Duration) -> bool {
+fn over(config: &WorldConfig, hosts: &Hosts, healed: Option<Duration>, now: Duration) -> bool {
     if now < config.duration {
         return false;
     }
@@ -93,11 +94,11 @@ fn over(config: &WorldConfig, hosts: &HostsView, healed: Option<Duration>, now: 
     let Some(healed) = healed else {
         return false;
     };
-    let restarted = hosts.clocks["lease"]
+    let restarted = hosts.clocks[&hosts.authority_host]
         .segments(now)
         .iter()
         .any(|segment| segment.boot > 0);
-    let bound = super::world::config_line(config).live_bound_us(restarted);
+    let bound = config_line(config).live_bound_us(restarted);
     // One tick past the bound, so the last append it allows can complete.
     now > healed + Duration::from_micros(bound)
 }
@@ -105,7 +106,7 @@ fn over(config: &WorldConfig, hosts: &HostsView, healed: Option<Duration>, now: 
 /// Applies one action; returns follow-ups as (delay from now in ms, action).
 fn apply(
     sim: &mut turmoil::Sim<'static>,
-    hosts: &HostsView,
+    hosts: &Hosts,
     now: Duration,
     action: Action,
 ) -> Vec<(u64, Action)> {
@@ -113,7 +114,10 @@ fn apply(
     match action {
         Action::Apply(fault) => return apply_fault(sim, hosts, now, fault),
         Action::Deliver { a, b } => sim.release(a, b),
-        Action::BounceLease => restart(sim, hosts, now, "lease"),
+        Action::BounceLease => {
+            let host = hosts.authority_host.clone();
+            restart(sim, hosts, now, &host)
+        }
         // A freeze that started at a pause point ends when it ends: heal after it.
         Action::HealAll if frozen(hosts, now) => return vec![(HEAL_RETRY_MS, Action::HealAll)],
         Action::HealAll => heal(sim, hosts, now),
@@ -129,7 +133,7 @@ const STOPPED_REPLICA_RESTART: Duration = Duration::from_secs(1);
 /// second after they stopped, so long generated runs keep their contention.
 fn restart_stopped_replicas(
     sim: &mut turmoil::Sim<'static>,
-    hosts: &HostsView,
+    hosts: &Hosts,
     now: Duration,
     stopped_since: &mut BTreeMap<String, Duration>,
 ) {
@@ -149,7 +153,7 @@ fn restart_stopped_replicas(
 /// How often the final heal looks again while a host is still frozen.
 const HEAL_RETRY_MS: u64 = 100;
 
-fn frozen(hosts: &HostsView, now: Duration) -> bool {
+fn frozen(hosts: &Hosts, now: Duration) -> bool {
     hosts
         .freezes
         .values()
@@ -158,7 +162,7 @@ fn frozen(hosts: &HostsView, now: Duration) -> bool {
 
 fn apply_fault(
     sim: &mut turmoil::Sim<'static>,
-    hosts: &HostsView,
+    hosts: &Hosts,
     now: Duration,
     fault: Fault,
 ) -> Vec<(u64, Action)> {
@@ -228,15 +232,12 @@ fn apply_fault(
                 .collect();
         }
         Fault::DeleteLeaseRecord { session } => {
-            let authority = hosts
-                .authority
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
-            if let (Some(authority), Ok(session)) = (authority, SessionId::new(session)) {
+            if let (Some(authority), Ok(session)) =
+                (hosts.authority_faults(), SessionId::new(session))
+            {
                 // The nemesis runs outside every host: read the authority's clock at `now`.
-                let reading = hosts.clocks["lease"].now_at(now);
-                authority.collect_expired_record(&session, reading);
+                let reading = hosts.clocks[&hosts.authority_host].now_at(now);
+                authority.delete_expired_record(&session, reading);
             }
         }
         Fault::DelayReplies { from, to, delay_ms } => {
@@ -248,7 +249,7 @@ fn apply_fault(
 }
 
 fn freeze(
-    hosts: &HostsView,
+    hosts: &Hosts,
     host: &str,
     now: Duration,
     kind: FreezeKind,
@@ -264,22 +265,15 @@ fn freeze(
 }
 
 /// A crash loses the host's volatile state and its disk's unsynced writes.
-fn crash(sim: &mut turmoil::Sim<'static>, hosts: &HostsView, now: Duration, host: &str) {
+fn crash(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration, host: &str) {
     sim.crash(host);
     hosts.set_crashed(host, true);
     hosts.freezes[host].clear(now);
-    match host {
-        "lease" => {
-            hosts.lease_disk.crash();
-            *hosts.authority.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        }
-        "ledger" => hosts.ledger_disk.crash(),
-        _ => {}
-    }
+    hosts.crash_disk(host);
 }
 
 /// Starts a host again (crashing it first if it runs): a new incarnation on a rebooted clock.
-fn restart(sim: &mut turmoil::Sim<'static>, hosts: &HostsView, now: Duration, host: &str) {
+fn restart(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration, host: &str) {
     if sim.is_host_running(host) {
         crash(sim, hosts, now, host);
     }
@@ -290,7 +284,7 @@ fn restart(sim: &mut turmoil::Sim<'static>, hosts: &HostsView, now: Duration, ho
 
 /// Repairs and releases every link, resets link fail rates, ends every freeze and starts
 /// every host the nemesis crashed again (not those that finished by themselves).
-fn heal(sim: &mut turmoil::Sim<'static>, hosts: &HostsView, now: Duration) {
+fn heal(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration) {
     let names: Vec<&String> = hosts.clocks.keys().collect();
     for (i, a) in names.iter().enumerate() {
         for b in &names[i + 1..] {

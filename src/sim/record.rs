@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use super::clock::{HostClock, true_now};
+use super::backend::RecordableAuthority;
+use super::clock::HostClock;
+use super::true_time::true_now;
 use crate::clock::Clock;
 use crate::history::{
     Decision, DecisionLine, HistRecord, Line, Op, OpLine, OpResult, Outcome, Process, Refusal,
@@ -19,7 +21,7 @@ use crate::history::{
 };
 use crate::hooks::Observation;
 use crate::journal::{Entry, Ledger, LedgerError, Record, Seq};
-use crate::lease::{DurableLease, Lease, LeaseError, Owner, SessionId, SessionLease};
+use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 
 /// The shared recorder of one run. Cloning gives another handle.
 #[derive(Clone, Debug, Default)]
@@ -292,17 +294,22 @@ impl Ledger for RecordingLedger {
     }
 }
 
-/// The lease authority, recording each decision with its own monotonic reading.
+/// A lease authority, recording each decision with its own monotonic reading (made by
+/// [`super::backend::AuthorityHost::record`]).
 #[derive(Debug)]
-pub struct RecordingAuthority {
-    inner: Arc<DurableLease>,
+pub(crate) struct RecordingAuthority {
+    inner: Arc<dyn RecordableAuthority>,
     recorder: Recorder,
     clock: HostClock,
 }
 
 impl RecordingAuthority {
     /// Records the decisions of `inner`, which judges time on `clock`.
-    pub fn new(inner: Arc<DurableLease>, recorder: Recorder, clock: HostClock) -> Self {
+    pub(crate) fn new(
+        inner: Arc<dyn RecordableAuthority>,
+        recorder: Recorder,
+        clock: HostClock,
+    ) -> Self {
         RecordingAuthority {
             inner,
             recorder,

@@ -1,57 +1,19 @@
-//! `leasesim run`: one world from a seed (and optionally a schedule and a script), written to
-//! a folder as `history.jsonl`, `trace.jsonl`, `schedule.json` (the faults applied) and
-//! `result.json`, with the command that replays it. A run that hangs past its wall-clock timeout or panics is a harness error that
-//! names its seed.
+//! Running one world under a wall-clock timeout, on a harness thread of its own, with its
+//! trace collected in memory, and writing a run's files into its folder. A run that hangs past
+//! its timeout or panics is a harness error that names its seed. What runs is always a run file
+//! ([`super::runfile`]).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use serde::Serialize;
 
+use super::config::{Workload, WorldConfig};
+use super::runfile::{RunFile, RunWorkload};
 use super::schedule::FaultSchedule;
-use super::script::Script;
-use super::world::{self, Workload, WorldConfig, WorldError};
-
-/// Everything that defines a run, as given on the command line.
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    /// The world.
-    pub config: WorldConfig,
-    /// The schedule file, if any.
-    pub schedule: Option<PathBuf>,
-    /// Without a schedule file: draw faults from the seed (else no faults).
-    pub random_faults: bool,
-    /// The script file, if any (else a workload drawn from the seed).
-    pub script: Option<PathBuf>,
-    /// Where to write the run's files.
-    pub out: PathBuf,
-    /// Wall-clock limit of the run; past it the run is a hang.
-    pub timeout: Duration,
-}
-
-impl RunOptions {
-    /// The command line that replays this run exactly.
-    pub fn replay_command(&self) -> String {
-        let c = &self.config;
-        let mut command = format!(
-            "leasesim run --seed {} --replicas {} --duration {}",
-            c.seed,
-            c.replicas,
-            humantime::format_duration(c.duration)
-        );
-        match &self.schedule {
-            Some(schedule) => command += &format!(" --schedule {}", schedule.display()),
-            None if !self.random_faults => command += " --no-faults",
-            None => {}
-        }
-        if let Some(script) = &self.script {
-            command += &format!(" --script {}", script.display());
-        }
-        command
-    }
-}
+use super::world::{World, WorldError};
 
 /// Why a run did not produce its files.
 #[derive(Debug, thiserror::Error)]
@@ -93,47 +55,6 @@ pub struct RunResult {
     pub scenario: Option<String>,
 }
 
-/// Runs the world once and writes its files into `options.out`.
-///
-/// # Errors
-/// [`RunnerError::BadInput`] for unreadable or malformed schedule/script files and bad
-/// options; [`RunnerError::Harness`] for a hang, a panic or an I/O failure.
-pub fn execute(options: &RunOptions) -> Result<RunResult, RunnerError> {
-    let schedule = match &options.schedule {
-        Some(path) => FaultSchedule::from_json(&read(path)?)
-            .map_err(|e| RunnerError::BadInput(format!("{}: {e}", path.display())))?,
-        None if options.random_faults => super::generate::random_schedule(&options.config),
-        None => FaultSchedule::new(),
-    };
-    let schedule_json = schedule.to_json();
-    let schedule_faults = schedule.faults.len();
-    let workload = match &options.script {
-        Some(path) => Workload::Scripted(
-            Script::from_json(&read(path)?)
-                .map_err(|e| RunnerError::BadInput(format!("{}: {e}", path.display())))?,
-        ),
-        None => Workload::Generated,
-    };
-    create_out(&options.out)?;
-    let (history, trace) = run_with_timeout(&options.config, schedule, workload, options.timeout)?;
-    write_outputs(&options.out, &history, &trace, &schedule_json)?;
-    let result = RunResult {
-        v: 1,
-        seed: options.config.seed,
-        replicas: options.config.replicas,
-        duration_ms: options.config.duration.as_millis() as u64,
-        schedule: options.schedule.as_ref().map(|p| p.display().to_string()),
-        faults: schedule_faults,
-        script: options.script.as_ref().map(|p| p.display().to_string()),
-        history_lines: history.lines().len(),
-        operations: history.ops().count(),
-        replay: options.replay_command(),
-        scenario: None,
-    };
-    write_result(&options.out, &result)?;
-    Ok(result)
-}
-
 /// Creates `out` (bad input if it cannot be created).
 ///
 /// # Errors
@@ -147,7 +68,24 @@ pub fn create_out(out: &Path) -> Result<(), RunnerError> {
     })
 }
 
-/// Writes `history.jsonl`, `trace.jsonl` and `schedule.json` (the faults applied) into `out`.
+/// Writes the run's inputs as files of their own into `out`: `schedule.json` (the faults
+/// applied) and, for a scripted run, `script.json` — what `leasesim run --schedule` and
+/// `--script` read back.
+///
+/// # Errors
+/// [`RunnerError::Harness`] when a file cannot be written.
+pub fn write_inputs(out: &Path, run: &RunFile) -> Result<(), RunnerError> {
+    write(
+        &out.join("schedule.json"),
+        run.schedule.to_json().as_bytes(),
+    )?;
+    match &run.workload {
+        RunWorkload::Script(script) => write(&out.join("script.json"), script.to_json().as_bytes()),
+        RunWorkload::Generated(_) => Ok(()),
+    }
+}
+
+/// Writes `history.jsonl` and `trace.jsonl` into `out`.
 ///
 /// # Errors
 /// [`RunnerError::Harness`] when a file cannot be written.
@@ -155,11 +93,14 @@ pub fn write_outputs(
     out: &Path,
     history: &crate::history::History,
     trace: &[u8],
-    schedule_json: &str,
 ) -> Result<(), RunnerError> {
     write(&out.join("history.jsonl"), history.to_jsonl().as_bytes())?;
-    write(&out.join("trace.jsonl"), trace)?;
-    write(&out.join("schedule.json"), schedule_json.as_bytes())
+    if std::env::var_os(super::determinism::PERTURB_ENV).is_some() {
+        // The determinism self-check's test hook: this process must differ.
+        let perturbed = [trace, b"{\"perturbed\":true}\n"].concat();
+        return write(&out.join("trace.jsonl"), &perturbed);
+    }
+    write(&out.join("trace.jsonl"), trace)
 }
 
 /// Writes `result.json` into `out`.
@@ -169,11 +110,6 @@ pub fn write_outputs(
 pub fn write_result(out: &Path, result: &RunResult) -> Result<(), RunnerError> {
     let json = serde_json::to_string_pretty(result).expect("a result always serialises");
     write(&out.join("result.json"), json.as_bytes())
-}
-
-fn read(path: &Path) -> Result<String, RunnerError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| RunnerError::BadInput(format!("cannot read {}: {e}", path.display())))
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), RunnerError> {
@@ -186,7 +122,7 @@ fn harness_io(path: &Path, error: std::io::Error) -> RunnerError {
 
 /// Runs the world on a thread of its own (the simulation itself stays on that one thread)
 /// so that a hang can be reported, with the trace collected in memory: the history and the
-/// trace (JSON lines). Shared by `leasesim run` and run files (`campaign::runfile`).
+/// trace (JSON lines). Every run goes through here ([`super::runfile::execute`]).
 ///
 /// # Errors
 /// [`RunnerError::BadInput`] for a schedule or script the world refuses;
@@ -201,8 +137,18 @@ pub fn run_with_timeout(
     workload: Workload,
     timeout: Duration,
 ) -> Result<(crate::history::History, Vec<u8>), RunnerError> {
+    let world = World::builder()
+        .config(config.clone())
+        .schedule(schedule)
+        .workload(workload)
+        .build()
+        .map_err(|e| match e {
+            WorldError::Simulation(_) | WorldError::NotDeterministic => {
+                RunnerError::Harness(e.to_string())
+            }
+            refused => RunnerError::BadInput(refused.to_string()),
+        })?;
     let (done, outcome) = mpsc::channel();
-    let config = config.clone();
     let seed = config.seed;
     let trace = TraceBuffer::default();
     let trace_writer = trace.clone();
@@ -211,21 +157,13 @@ pub fn run_with_timeout(
         .spawn(move || {
             let subscriber = trace_subscriber(trace_writer);
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                tracing::subscriber::with_default(subscriber, || {
-                    world::run(&config, &schedule, &workload)
-                })
+                tracing::subscriber::with_default(subscriber, || world.run())
             }));
             let _ = done.send(result);
         })
         .map_err(|e| RunnerError::Harness(format!("cannot start the run's thread: {e}")))?;
     match outcome.recv_timeout(timeout) {
         Ok(Ok(Ok(output))) => Ok((output.history, trace.take())),
-        Ok(Ok(Err(WorldError::Schedule(e)))) => {
-            Err(RunnerError::BadInput(format!("bad fault schedule: {e}")))
-        }
-        Ok(Ok(Err(WorldError::Script(e)))) => {
-            Err(RunnerError::BadInput(format!("bad script: {e}")))
-        }
         Ok(Ok(Err(other))) => Err(RunnerError::Harness(format!(
             "run with seed {seed} failed: {other}"
         ))),

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::clock::{HostClock, true_now, true_sleep};
+use super::clock::HostClock;
+use super::config::WorldConfig;
 use super::record::Recorder;
 use super::script::{Call, ScriptedCall};
 use super::seed::{Subsystem, between, chance, rng};
-use super::world::WorldConfig;
+use super::true_time::{true_now, true_sleep};
 use crate::clock::Clock;
 use crate::history::{HistWriterId, Op, OpResult, Outcome, Process};
 use crate::journal::{Journal, JournalError, JournalLease, Store};

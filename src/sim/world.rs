@@ -1,151 +1,58 @@
-//! The world: turmoil hosts `lease`, `ledger` and `replica-1..N` running the remote services
-//! and the service layer, each on its own [`HostClock`] and [`HostFreeze`], driven by a
-//! [`FaultSchedule`] and a workload, recorded as a [`History`].
+//! The world: turmoil hosts — the backend's authority host (`lease` by default), `ledger` and
+//! `replica-1..N` — running the services and the service layer, each on its own
+//! [`super::clock::HostClock`] and [`super::freeze::HostFreeze`], driven by a [`FaultSchedule`]
+//! and a [`Workload`], recorded as a [`History`].
+//!
+//! Build one with [`World::builder`], turmoil-style; every setting has a documented default:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use leasesim::sim::world::World;
+//! use leasesim::sim::config::Workload;
+//! use leasesim::sim::schedule::FaultSchedule;
+//!
+//! let world = World::builder()
+//!     .seed(7)
+//!     .replicas(3)
+//!     .ttl(Duration::from_secs(10))
+//!     .schedule(FaultSchedule::new())
+//!     .workload(Workload::Generated)
+//!     .build()
+//!     .expect("a valid world");
+//! let history = world.run().expect("the world runs").history;
+//! # let _ = history;
+//! ```
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::backend::{AuthorityHost, Backend, ReplicaEnv};
 use super::clock::HostClock;
+use super::config::{
+    LEDGER_HOST, LEDGER_PORT, WALL_EPOCH, Workload, WorldConfig, config_line, replica_name,
+};
 use super::freeze::HostFreeze;
+use super::hosts::{Hosts, next_boot};
 use super::net::{turmoil_dialer, turmoil_incoming};
-use super::record::{Recorder, RecordingAuthority, RecordingLease, RecordingLedger, validity_sink};
-use super::schedule::{FaultSchedule, ScheduleError};
+use super::record::{Recorder, RecordingLease, RecordingLedger, validity_sink};
+use super::schedule::{Fault, FaultSchedule, ScheduleError};
 use super::script::{Call, Script};
 use super::seed::{Subsystem, sub_seed};
 use super::workload;
-use crate::clock::{Clock, WallTime};
+use crate::clock::Clock;
 use crate::history::{
-    ClockLine, ConfigLine, HistRecord, History, LedgerLine, Line, Phase, PhaseLine, Process, micros,
+    ClockLine, HistRecord, History, LedgerLine, Line, Phase, PhaseLine, Process, micros,
 };
 use crate::hooks::HookSlot;
 use crate::journal::{
     DurableLedger, Ledger, LedgerServer, RemoteLedger, SkewMargin, Store, StoreConfig,
 };
-use crate::lease::{DurableLease, DurableLeaseConfig, LeaseServer, Owner, RemoteLease, SessionId};
+use crate::lease::{Owner, SessionId};
 use crate::mutant::Mutant;
-use crate::remote::ClientConfig;
 use crate::storage::MemStorage;
 
-/// Port of the lease service on its host.
-pub const LEASE_PORT: u16 = 7070;
-/// Port of the ledger service on its host.
-pub const LEDGER_PORT: u16 = 7071;
-
-/// The wall clock every host starts at: 2026-01-01T00:00:00Z (fixed, never the real time).
-pub const WALL_EPOCH: WallTime = WallTime {
-    unix_ns: 1_767_225_600_000_000_000,
-};
-
-/// The shape of a world.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct WorldConfig {
-    /// Master seed: every random choice derives from it.
-    pub seed: u64,
-    /// Number of replica hosts (default 3).
-    pub replicas: u32,
-    /// The contended sessions (default `s1`, `s2`).
-    pub sessions: Vec<String>,
-    /// Lease TTL (default 10 s).
-    pub ttl: Duration,
-    /// Skew margin, percent of the TTL (default 10).
-    pub skew_margin_percent: u8,
-    /// Simulated duration of the run (default 60 s).
-    pub duration: Duration,
-    /// Deadline of every client call (default 2 s).
-    pub call_timeout: Duration,
-    /// Network latency range, ms (default 1..=5).
-    pub latency_ms: (u64, u64),
-    /// A planted bug, if any: carried by this world only and handed to every component —
-    /// the lease authority, the ledger service, and each replica's store (its holds,
-    /// journals, renewer and service); each honours the mutants that concern it.
-    pub mutant: Option<Mutant>,
-    /// What a generated workload's replicas do (ignored by a scripted workload).
-    pub mix: WorkloadMix,
-    /// The liveness phase: run on after the heal until LIVE's bound has run out
-    /// ([`crate::history::ConfigLine::live_bound_us`]), even past `duration`, so LIVE is
-    /// always judged (default off: a plain `leasesim run` ends at `duration`).
-    pub liveness_phase: bool,
-}
-
-/// The shape of a generated workload: each replica loops picking a session, running on it
-/// (appending events a think time apart), releasing and thinking again. Every range is
-/// inclusive and drawn per run from the replica's workload stream. The defaults are the
-/// workload every seed had before mixes existed (same seed, same bytes).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkloadMix {
-    /// Events appended per run, `[least, most]` (default `[1, 6]`).
-    pub appends: (u64, u64),
-    /// Think time between appends and between runs, ms, `[least, most]` (default
-    /// `[50, 1500]`).
-    pub think_ms: (u64, u64),
-    /// Odds that a run ends in a graceful shutdown, as `[numerator, denominator]` (default
-    /// `[1, 25]`; `[0, 1]` never shuts down).
-    pub shutdown_chance: (u32, u32),
-}
-
-impl Default for WorkloadMix {
-    fn default() -> Self {
-        WorkloadMix {
-            appends: (1, 6),
-            think_ms: (50, 1_500),
-            shutdown_chance: (1, 25),
-        }
-    }
-}
-
-impl Default for WorldConfig {
-    fn default() -> Self {
-        WorldConfig {
-            seed: 0,
-            replicas: 3,
-            sessions: vec!["s1".into(), "s2".into()],
-            ttl: Duration::from_secs(10),
-            skew_margin_percent: 10,
-            duration: Duration::from_secs(60),
-            call_timeout: Duration::from_secs(2),
-            latency_ms: (1, 5),
-            mutant: None,
-            mix: WorkloadMix::default(),
-            liveness_phase: false,
-        }
-    }
-}
-
-impl WorldConfig {
-    /// The host names: `lease`, `ledger`, `replica-1` … `replica-N`.
-    pub fn hosts(&self) -> Vec<String> {
-        let mut hosts = vec!["lease".to_owned(), "ledger".to_owned()];
-        hosts.extend((1..=self.replicas).map(replica_name));
-        hosts
-    }
-
-    fn client_config(&self) -> ClientConfig {
-        ClientConfig {
-            call_timeout: self.call_timeout,
-            ..ClientConfig::default()
-        }
-    }
-}
-
-/// The name of replica `n` (from 1).
-pub fn replica_name(n: u32) -> String {
-    format!("replica-{n}")
-}
-
-/// What the replicas do.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Workload {
-    /// Drawn from the seed: replicas contend for the sessions through the service layer.
-    Generated,
-    /// Exactly these calls.
-    Scripted(Script),
-}
-
-/// Why a world could not run.
+/// Why a world could not be built or run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorldError {
@@ -159,9 +66,15 @@ pub enum WorldError {
     /// The schedule names unknown hosts or has bad durations.
     #[error("bad fault schedule: {0}")]
     Schedule(#[from] ScheduleError),
+    /// The schedule has a fault the backend does not support (record deletion, a restart).
+    #[error("bad fault schedule: {0}")]
+    Unsupported(String),
     /// The script names unknown replicas or sessions.
     #[error("bad script: {0}")]
     Script(String),
+    /// A setting is out of range.
+    #[error("bad world: {0}")]
+    Config(String),
     /// turmoil reported a failure of a host (an error returned or a panic).
     #[error("simulation failed: {0}")]
     Simulation(String),
@@ -174,92 +87,246 @@ pub struct RunOutput {
     pub history: History,
 }
 
-/// The per-host state that outlives crashes: clocks, freezes, disks, boot counters.
-struct Hosts {
-    clocks: BTreeMap<String, HostClock>,
-    freezes: BTreeMap<String, HostFreeze>,
-    boots: BTreeMap<String, Arc<AtomicU64>>,
-    lease_disk: MemStorage,
-    ledger_disk: MemStorage,
-    /// The running authority, for faults that reach into it (record deletion).
-    authority: Arc<Mutex<Option<Arc<DurableLease>>>>,
+/// A world, checked and ready to run: its configuration, fault schedule and workload.
+#[derive(Clone, Debug)]
+pub struct World {
+    config: WorldConfig,
+    schedule: FaultSchedule,
+    workload: Workload,
 }
 
-impl Hosts {
-    fn new(config: &WorldConfig) -> Self {
-        let mut clocks = BTreeMap::new();
-        let mut freezes = BTreeMap::new();
-        let mut boots = BTreeMap::new();
-        for host in config.hosts() {
-            let clock = HostClock::new(WALL_EPOCH);
-            freezes.insert(host.clone(), HostFreeze::new(&clock));
-            clocks.insert(host.clone(), clock);
-            boots.insert(host, Arc::new(AtomicU64::new(0)));
-        }
-        Hosts {
-            clocks,
-            freezes,
-            boots,
-            lease_disk: MemStorage::new(),
-            ledger_disk: MemStorage::new(),
-            authority: Arc::new(Mutex::new(None)),
-        }
+/// Builds a [`World`]. Defaults: seed 0, 3 replicas, sessions `s1` and `s2`, TTL 10 s, skew
+/// margin 10 % of the TTL, 60 s of simulated time, 2 s call deadline, 1–5 ms latency, the
+/// gRPC backend ([`super::backend::Grpc`]), no faults, a generated workload with the default
+/// mix, no mutant, no liveness phase.
+#[derive(Clone, Debug, Default)]
+#[must_use]
+pub struct WorldBuilder {
+    config: WorldConfig,
+    schedule: FaultSchedule,
+    random_faults: bool,
+    workload: Workload,
+}
+
+impl World {
+    /// A builder with every default (see [`WorldBuilder`]).
+    pub fn builder() -> WorldBuilder {
+        WorldBuilder::default()
     }
 
-    fn clock(&self, host: &str) -> HostClock {
-        self.clocks[host].clone()
+    /// The world's configuration.
+    pub fn config(&self) -> &WorldConfig {
+        &self.config
     }
 
-    fn freeze(&self, host: &str) -> HostFreeze {
-        self.freezes[host].clone()
+    /// Runs the world to its end and returns its history.
+    ///
+    /// # Errors
+    /// [`WorldError::NotDeterministic`] in a build without `tokio_unstable`;
+    /// [`WorldError::Simulation`] for a host failure reported by turmoil.
+    pub fn run(&self) -> Result<RunOutput, WorldError> {
+        if !cfg!(tokio_unstable) {
+            return Err(WorldError::NotDeterministic);
+        }
+        let config = &self.config;
+        let hosts = Arc::new(Hosts::new(config));
+        let recorder = Recorder::default();
+        let mut sim = build_sim(config);
+        host_authority(&mut sim, config, &hosts, &recorder);
+        host_ledger_service(&mut sim, config, &hosts);
+        for n in 1..=config.replicas {
+            host_replica(
+                &mut sim,
+                config,
+                &hosts,
+                &recorder,
+                &replica_name(n),
+                &self.workload,
+            );
+        }
+        let restart_stopped = matches!(self.workload, Workload::Generated);
+        let healed_at =
+            super::nemesis::drive(&mut sim, config, &self.schedule, &hosts, restart_stopped)
+                .map_err(|e| WorldError::Simulation(e.to_string()))?;
+        let end = sim.elapsed();
+        Ok(RunOutput {
+            history: collect(config, &hosts, &recorder, healed_at, end),
+        })
     }
 }
 
-/// Runs one world to its end and returns its history.
-///
-/// # Errors
-/// [`WorldError`]: a build without `tokio_unstable`, a bad schedule or script, or a host
-/// failure reported by turmoil.
-pub fn run(
-    config: &WorldConfig,
-    schedule: &FaultSchedule,
-    workload: &Workload,
-) -> Result<RunOutput, WorldError> {
-    if !cfg!(tokio_unstable) {
-        return Err(WorldError::NotDeterministic);
+impl WorldBuilder {
+    /// Starts from `config` (every setting but the schedule and the workload).
+    pub fn config(mut self, config: WorldConfig) -> Self {
+        self.config = config;
+        self
     }
-    schedule.validate(&config.hosts())?;
-    if let Workload::Scripted(script) = workload {
-        check_script(config, script)?;
+
+    /// The master seed: every random choice of the run derives from it.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.config.seed = seed;
+        self
     }
-    let hosts = Hosts::new(config);
-    let recorder = Recorder::default();
-    let mut sim = build_sim(config);
-    host_lease_service(&mut sim, config, &hosts, &recorder);
-    host_ledger_service(&mut sim, config, &hosts);
-    for n in 1..=config.replicas {
-        host_replica(
-            &mut sim,
-            config,
-            &hosts,
-            &recorder,
-            &replica_name(n),
-            workload,
-        );
+
+    /// Replica hosts, 1..=64.
+    pub fn replicas(mut self, replicas: u32) -> Self {
+        self.config.replicas = replicas;
+        self
     }
-    let restart_stopped = matches!(workload, Workload::Generated);
-    let healed_at = super::nemesis::drive(
-        &mut sim,
-        config,
-        schedule,
-        &hosts_view(&hosts),
-        restart_stopped,
-    )
-    .map_err(|e| WorldError::Simulation(e.to_string()))?;
-    let end = sim.elapsed();
-    Ok(RunOutput {
-        history: collect(config, &hosts, &recorder, healed_at, end),
-    })
+
+    /// The contended sessions.
+    pub fn sessions<S: Into<String>>(mut self, sessions: impl IntoIterator<Item = S>) -> Self {
+        self.config.sessions = sessions.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The lease TTL; renewals come every third of it.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.config.ttl = ttl;
+        self
+    }
+
+    /// The skew margin, percent of the TTL (0..=99).
+    pub fn skew_margin_percent(mut self, percent: u8) -> Self {
+        self.config.skew_margin_percent = percent;
+        self
+    }
+
+    /// Simulated duration of the run.
+    pub fn duration(mut self, duration: Duration) -> Self {
+        self.config.duration = duration;
+        self
+    }
+
+    /// The deadline of every client call.
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.config.call_timeout = timeout;
+        self
+    }
+
+    /// The network latency range, ms, inclusive.
+    pub fn latency_ms(mut self, least: u64, most: u64) -> Self {
+        self.config.latency_ms = (least, most);
+        self
+    }
+
+    /// The lease backend (default: [`super::backend::Grpc`]).
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.config.backend = backend;
+        self
+    }
+
+    /// The fault schedule (default: none).
+    pub fn schedule(mut self, schedule: FaultSchedule) -> Self {
+        self.schedule = schedule;
+        self
+    }
+
+    /// Faults drawn from the seed when the world is built, as `leasesim run` without
+    /// `--schedule` draws them ([`super::generate::random_schedule`]); replaces
+    /// [`WorldBuilder::schedule`].
+    pub fn random_faults(mut self) -> Self {
+        self.random_faults = true;
+        self
+    }
+
+    /// What the replicas do (default: [`Workload::Generated`]).
+    pub fn workload(mut self, workload: Workload) -> Self {
+        self.workload = workload;
+        self
+    }
+
+    /// The mix of a generated workload.
+    pub fn mix(mut self, mix: super::config::WorkloadMix) -> Self {
+        self.config.mix = mix;
+        self
+    }
+
+    /// A planted bug (default: none, the correct implementation).
+    pub fn mutant(mut self, mutant: Option<Mutant>) -> Self {
+        self.config.mutant = mutant;
+        self
+    }
+
+    /// Runs on after the heal until LIVE's bound has run out (default off).
+    pub fn liveness_phase(mut self, on: bool) -> Self {
+        self.config.liveness_phase = on;
+        self
+    }
+
+    /// Checks the world and returns it.
+    ///
+    /// # Errors
+    /// [`WorldError::Config`] for out-of-range settings, [`WorldError::Schedule`] for faults
+    /// naming unknown hosts or with bad values, [`WorldError::Unsupported`] for faults the
+    /// backend does not support, [`WorldError::Script`] for a script naming unknown replicas
+    /// or sessions or using leases and journals it never acquired or opened.
+    pub fn build(mut self) -> Result<World, WorldError> {
+        check_config(&self.config)?;
+        if self.random_faults {
+            self.schedule = super::generate::random_schedule(&self.config);
+        }
+        self.schedule.validate(&self.config.hosts())?;
+        check_backend_faults(&self.config.backend, &self.schedule)?;
+        if let Workload::Scripted(script) = &self.workload {
+            check_script(&self.config, script)?;
+        }
+        Ok(World {
+            config: self.config,
+            schedule: self.schedule,
+            workload: self.workload,
+        })
+    }
+}
+
+fn check_config(config: &WorldConfig) -> Result<(), WorldError> {
+    let refuse = |message: String| Err(WorldError::Config(message));
+    if !(1..=64).contains(&config.replicas) {
+        return refuse(format!("replicas must be 1..=64, got {}", config.replicas));
+    }
+    if config.sessions.is_empty() {
+        return refuse("the world needs at least one session".into());
+    }
+    if config.ttl.is_zero() {
+        return refuse("the TTL must be more than 0".into());
+    }
+    if config.skew_margin_percent > 99 {
+        return refuse(format!(
+            "the skew margin must be 0..=99 % of the TTL, got {}",
+            config.skew_margin_percent
+        ));
+    }
+    if config.latency_ms.0 > config.latency_ms.1 {
+        return refuse(format!(
+            "the latency range [{}, {}] ms is empty",
+            config.latency_ms.0, config.latency_ms.1
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses faults the backend cannot take: record deletion, and crashes or restarts of its
+/// host when it does not restart.
+fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Result<(), WorldError> {
+    let view = backend.view();
+    for fault in &schedule.faults {
+        let refused = match &fault.fault {
+            Fault::DeleteLeaseRecord { .. } if !view.record_deletion => "delete_lease_record",
+            Fault::LeaseServiceRestarts { .. } if !view.restarts => "lease_service_restarts",
+            Fault::Crash { host } | Fault::Restart { host }
+                if !view.restarts && *host == view.host =>
+            {
+                "a crash or restart of its host"
+            }
+            _ => continue,
+        };
+        return Err(WorldError::Unsupported(format!(
+            "the {} backend does not support {refused} (fault at {} ms)",
+            backend.name(),
+            fault.at_ms
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses a script that names an unknown replica or session, or uses a lease or journal its
@@ -337,90 +404,35 @@ fn build_sim(config: &WorldConfig) -> turmoil::Sim<'static> {
     builder.build()
 }
 
-/// What the nemesis needs of the hosts.
-pub(crate) struct HostsView {
-    pub(crate) clocks: BTreeMap<String, HostClock>,
-    pub(crate) freezes: BTreeMap<String, HostFreeze>,
-    pub(crate) lease_disk: MemStorage,
-    pub(crate) ledger_disk: MemStorage,
-    pub(crate) authority: Arc<Mutex<Option<Arc<DurableLease>>>>,
-    /// Hosts the nemesis crashed and has not restarted yet.
-    crashed: Mutex<BTreeSet<String>>,
-}
-
-impl HostsView {
-    pub(crate) fn is_crashed(&self, host: &str) -> bool {
-        self.crashed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(host)
-    }
-
-    pub(crate) fn set_crashed(&self, host: &str, crashed: bool) {
-        let mut set = self.crashed.lock().unwrap_or_else(|p| p.into_inner());
-        if crashed {
-            set.insert(host.to_owned());
-        } else {
-            set.remove(host);
-        }
-    }
-}
-
-fn hosts_view(hosts: &Hosts) -> HostsView {
-    HostsView {
-        clocks: hosts.clocks.clone(),
-        freezes: hosts.freezes.clone(),
-        lease_disk: hosts.lease_disk.clone(),
-        ledger_disk: hosts.ledger_disk.clone(),
-        authority: hosts.authority.clone(),
-        crashed: Mutex::new(BTreeSet::new()),
-    }
-}
-
-fn host_lease_service(
+/// The backend's server on its host, started again at every boot with the same disk.
+fn host_authority(
     sim: &mut turmoil::Sim<'static>,
     config: &WorldConfig,
-    hosts: &Hosts,
+    hosts: &Arc<Hosts>,
     recorder: &Recorder,
 ) {
-    let (disk, clock, freeze) = (
-        hosts.lease_disk.clone(),
-        hosts.clock("lease"),
-        hosts.freeze("lease"),
-    );
-    let (authority_slot, recorder) = (hosts.authority.clone(), recorder.clone());
-    let (ttl, mutant) = (config.ttl, config.mutant);
-    sim.host("lease", move || {
-        let (disk, clock, freeze) = (disk.clone(), clock.clone(), freeze.clone());
-        let (authority_slot, recorder) = (authority_slot.clone(), recorder.clone());
-        async move {
-            let config = DurableLeaseConfig {
-                mutant,
-                ..DurableLeaseConfig::with_ttl(ttl)
-            };
-            let authority =
-                DurableLease::open(Arc::new(disk), Arc::new(clock.clone()), config).await?;
-            let authority = Arc::new(authority);
-            *authority_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(authority.clone());
-            tokio::spawn({
-                let authority = authority.clone();
-                async move { authority.persist_grace().await }
-            });
-            let recording = RecordingAuthority::new(authority, recorder, clock);
-            let incoming = turmoil_incoming(&format!("0.0.0.0:{LEASE_PORT}")).await?;
-            LeaseServer::new(Arc::new(recording))
-                .with_hooks(HookSlot::new(Arc::new(freeze)))
-                .serve(incoming, std::future::pending())
-                .await?;
-            Ok(())
-        }
+    let name = hosts.authority_host.clone();
+    let (backend, ttl, mutant) = (config.backend.clone(), config.ttl, config.mutant);
+    let (hosts, recorder) = (hosts.clone(), recorder.clone());
+    sim.host(name.clone(), move || {
+        let host = AuthorityHost {
+            name: name.clone(),
+            clock: hosts.clock(&name),
+            disk: hosts.authority_disk.clone(),
+            hooks: HookSlot::new(Arc::new(hosts.freeze(&name))),
+            ttl,
+            mutant,
+            recorder: recorder.clone(),
+            faults: hosts.authority_faults.clone(),
+        };
+        backend.inner().serve(host)
     });
 }
 
 fn host_ledger_service(sim: &mut turmoil::Sim<'static>, config: &WorldConfig, hosts: &Hosts) {
-    let (disk, freeze) = (hosts.ledger_disk.clone(), hosts.freeze("ledger"));
+    let (disk, freeze) = (hosts.ledger_disk.clone(), hosts.freeze(LEDGER_HOST));
     let mutant = config.mutant;
-    sim.host("ledger", move || {
+    sim.host(LEDGER_HOST, move || {
         let (disk, freeze) = (disk.clone(), freeze.clone());
         async move {
             let ledger = DurableLedger::open(Arc::new(disk))
@@ -444,11 +456,7 @@ fn host_replica(
     name: &str,
     workload: &Workload,
 ) {
-    let (clock, freeze, boots) = (
-        hosts.clock(name),
-        hosts.freeze(name),
-        hosts.boots[name].clone(),
-    );
+    let (clock, freeze, boots) = (hosts.clock(name), hosts.freeze(name), hosts.boots(name));
     let (config, recorder, workload, name) = (
         config.clone(),
         recorder.clone(),
@@ -464,8 +472,7 @@ fn host_replica(
             name.clone(),
         );
         async move {
-            let incarnation = boots.fetch_add(1, Ordering::SeqCst);
-            let process = Process::new(name.clone(), incarnation);
+            let process = Process::new(name.clone(), next_boot(&boots));
             let store = replica_store(&config, &recorder, &process, &clock, &freeze)?;
             let replica = workload::Replica {
                 name: name.clone(),
@@ -486,6 +493,8 @@ fn host_replica(
     });
 }
 
+/// A replica's store: the backend's lease client and the ledger client, each recorded as
+/// history operations, with the replica's clock, freezes and the world's mutant.
 fn replica_store(
     config: &WorldConfig,
     recorder: &Recorder,
@@ -495,24 +504,21 @@ fn replica_store(
 ) -> Result<Store, Box<dyn std::error::Error>> {
     let client = config.client_config();
     let clock_arc: Arc<dyn Clock> = Arc::new(clock.clone());
-    let lease = RemoteLease::new(
-        &format!("lease:{LEASE_PORT}"),
-        turmoil_dialer(),
-        clock_arc.clone(),
-        &client,
-    )?;
+    let env = ReplicaEnv {
+        name: process.replica.clone(),
+        clock: clock.clone(),
+        client: client.clone(),
+        authority_host: config.backend.view().host,
+        mutant: config.mutant,
+    };
+    let lease = config.backend.inner().client(&env)?;
     let ledger = RemoteLedger::new(
-        &format!("ledger:{LEDGER_PORT}"),
+        &format!("{LEDGER_HOST}:{LEDGER_PORT}"),
         turmoil_dialer(),
         clock_arc.clone(),
         &client,
     )?;
-    let lease = RecordingLease::new(
-        Arc::new(lease),
-        recorder.clone(),
-        process.clone(),
-        clock.clone(),
-    );
+    let lease = RecordingLease::new(lease, recorder.clone(), process.clone(), clock.clone());
     let ledger = RecordingLedger::new(
         Arc::new(ledger),
         recorder.clone(),
@@ -563,21 +569,6 @@ fn collect(
     }
     lines.extend(final_ledger(config, &hosts.ledger_disk));
     History::from_lines("history.jsonl", lines)
-}
-
-pub(crate) fn config_line(config: &WorldConfig) -> ConfigLine {
-    let client = config.client_config();
-    ConfigLine {
-        ttl_us: micros(config.ttl),
-        skew_margin_us: micros(SkewMargin::Percent(config.skew_margin_percent).of(config.ttl)),
-        renew_interval_us: micros(config.ttl / 3),
-        longest_reconnect_backoff_us: micros(client.reconnect_backoff_max),
-        grace_period_us: micros(config.ttl),
-        mutant: config.mutant.map(|m| m.name().to_owned()),
-        seed: config.seed,
-        replicas: config.replicas,
-        sessions: config.sessions.clone(),
-    }
 }
 
 /// Every record the ledger service holds at the end, read from its disk.

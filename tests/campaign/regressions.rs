@@ -1,5 +1,7 @@
 //! `sims/regressions/`: minimal failing runs of real bugs, saved by
-//! `leasesim campaign --save-regressions`; each must replay clean once its bug is fixed.
+//! `leasesim campaign --save-regressions`; each replays as its run file's `expect` says —
+//! clean once its bug is fixed, or violating exactly the checks it expects (a planted bug's
+//! run kept to prove the checks still see it).
 
 use std::path::{Path, PathBuf};
 
@@ -27,20 +29,54 @@ fn replay_all(dir: &Path) -> Vec<(PathBuf, Option<i32>, String)> {
         .collect()
 }
 
+/// The checks a run file expects violated (`expect.violate`).
+fn expected_violations(file: &Path) -> Vec<String> {
+    leasesim::sim::runfile::RunFile::load(file)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .expect
+        .violate
+}
+
 #[test]
-fn every_saved_regression_replays_clean() {
+fn every_saved_regression_replays_as_it_expects() {
     let dir = repo_sims().join("regressions");
     assert!(
         dir.join("README.md").is_file(),
         "sims/regressions/README.md is missing"
     );
-    for (file, code, output) in replay_all(&dir) {
-        assert_eq!(
-            code,
-            Some(0),
-            "{} fails again: a saved regression came back\n{output}",
-            file.display()
-        );
+    let replayed = replay_all(&dir);
+    let expecting: Vec<Vec<String>> = replayed
+        .iter()
+        .map(|(file, _, _)| expected_violations(file))
+        .collect();
+    // The folder holds at least one run that must stay clean and one whose bug must still be
+    // seen, so this test can fail either way.
+    assert!(expecting.iter().any(Vec::is_empty), "no clean regression");
+    assert!(
+        expecting.iter().any(|v| !v.is_empty()),
+        "no expected violation"
+    );
+    for ((file, code, output), violate) in replayed.iter().zip(&expecting) {
+        assert_eq!(code, &Some(0), "{} replays wrong\n{output}", file.display());
+        let verdict = output
+            .lines()
+            .find(|line| line.starts_with("verdict: "))
+            .unwrap_or_else(|| panic!("{}: no verdict\n{output}", file.display()));
+        if violate.is_empty() {
+            assert_eq!(
+                verdict,
+                "verdict: every check passed",
+                "{}: a saved regression came back",
+                file.display()
+            );
+        } else {
+            assert_eq!(
+                verdict,
+                format!("verdict: violated as expected: {}", violate.join(", ")),
+                "{}: the expected violation is no longer seen, or others came",
+                file.display()
+            );
+        }
     }
 }
 

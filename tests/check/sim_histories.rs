@@ -8,10 +8,10 @@ use leasesim::check::linearizability::{
     Budget, Verdict, check_lease_history, check_ledger_history, lease_operations, ledger_operations,
 };
 use leasesim::history::{History, Line};
-use leasesim::sim::generate::random_schedule;
+use leasesim::sim::config::Workload;
 use leasesim::sim::schedule::FaultSchedule;
 use leasesim::sim::script::Script;
-use leasesim::sim::world::{self, Workload, WorldConfig};
+use leasesim::sim::world::World;
 
 fn field_case(name: &str) -> (FaultSchedule, Script) {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sims/field-cases");
@@ -22,21 +22,27 @@ fn field_case(name: &str) -> (FaultSchedule, Script) {
 
 fn field_case_history(name: &str) -> History {
     let (schedule, script) = field_case(name);
-    let mut config = WorldConfig::default();
-    config.seed = 1;
-    config.replicas = 2;
-    config.duration = Duration::from_secs(30);
-    world::run(&config, &schedule, &Workload::Scripted(script))
+    World::builder()
+        .seed(1)
+        .replicas(2)
+        .duration(Duration::from_secs(30))
+        .schedule(schedule)
+        .workload(Workload::Scripted(script))
+        .build()
+        .unwrap()
+        .run()
         .unwrap()
         .history
 }
 
 fn generated_history(seed: u64) -> History {
-    let mut config = WorldConfig::default();
-    config.seed = seed;
-    config.duration = Duration::from_secs(60);
-    let schedule = random_schedule(&config);
-    world::run(&config, &schedule, &Workload::Generated)
+    World::builder()
+        .seed(seed)
+        .duration(Duration::from_secs(60))
+        .random_faults()
+        .build()
+        .unwrap()
+        .run()
         .unwrap()
         .history
 }
@@ -106,12 +112,14 @@ fn generated_seeds_1_to_8_are_linearizable_under_both_models() {
 /// that grant (the ledger history stays linearizable: the fence stops the stale writer).
 #[test]
 fn the_token_not_advanced_on_expiry_mutant_is_not_linearizable() {
-    let mut config = WorldConfig::default();
-    config.seed = 2;
-    config.duration = Duration::from_secs(60);
-    config.mutant = Some(leasesim::mutant::Mutant::TokenNotAdvancedOnExpiry);
-    let schedule = random_schedule(&config);
-    let history = world::run(&config, &schedule, &Workload::Generated)
+    let history = World::builder()
+        .seed(2)
+        .duration(Duration::from_secs(60))
+        .mutant(Some(leasesim::mutant::Mutant::TokenNotAdvancedOnExpiry))
+        .random_faults()
+        .build()
+        .unwrap()
+        .run()
         .unwrap()
         .history;
     assert_eq!(
@@ -152,12 +160,14 @@ fn unknown_outcomes_in_real_histories_are_resolved() {
 /// its lease is live, which the lease model cannot place.
 #[test]
 fn the_release_by_session_only_mutant_is_not_linearizable() {
-    let mut config = WorldConfig::default();
-    config.seed = 2;
-    config.duration = Duration::from_secs(60);
-    config.mutant = Some(leasesim::mutant::Mutant::ReleaseBySessionOnly);
-    let schedule = random_schedule(&config);
-    let history = world::run(&config, &schedule, &Workload::Generated)
+    let history = World::builder()
+        .seed(2)
+        .duration(Duration::from_secs(60))
+        .mutant(Some(leasesim::mutant::Mutant::ReleaseBySessionOnly))
+        .random_faults()
+        .build()
+        .unwrap()
+        .run()
         .unwrap()
         .history;
     let Verdict::NotLinearizable(explanation) =

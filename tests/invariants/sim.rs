@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use leasesim::check::invariants::{Invariant, check_all};
 use leasesim::history::History;
-use leasesim::sim::generate::random_schedule;
+use leasesim::sim::config::Workload;
 use leasesim::sim::schedule::{Fault, FaultSchedule};
 use leasesim::sim::script::Script;
-use leasesim::sim::world::{self, Workload, WorldConfig};
+use leasesim::sim::world::{World, WorldBuilder};
 
 fn field_case(name: &str) -> (FaultSchedule, Script) {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sims/field-cases");
@@ -17,12 +17,12 @@ fn field_case(name: &str) -> (FaultSchedule, Script) {
     (schedule, Script::from_json(&read("script")).unwrap())
 }
 
-fn field_config(seed: u64) -> WorldConfig {
-    let mut config = WorldConfig::default();
-    config.seed = seed;
-    config.replicas = 2;
-    config.duration = Duration::from_secs(30);
-    config
+/// The field cases' world: two replicas for 30 s.
+fn field_config(seed: u64) -> WorldBuilder {
+    World::builder()
+        .seed(seed)
+        .replicas(2)
+        .duration(Duration::from_secs(30))
 }
 
 fn assert_all_pass(what: &str, history: &History) {
@@ -38,7 +38,13 @@ fn assert_all_pass(what: &str, history: &History) {
 
 fn field_case_passes(name: &str) {
     let (schedule, script) = field_case(name);
-    let output = world::run(&field_config(1), &schedule, &Workload::Scripted(script)).unwrap();
+    let output = field_config(1)
+        .schedule(schedule)
+        .workload(Workload::Scripted(script))
+        .build()
+        .unwrap()
+        .run()
+        .unwrap();
     let report = check_all(&output.history);
     // The case exercises the safety checkers: decisions, ledger records and validity checks
     // (a scripted run has no heal marker, so LIVE does not judge it).
@@ -66,11 +72,14 @@ fn generated_seeds_1_to_20_pass_every_invariant() {
     let mut failures = Vec::new();
     let mut live_checks = 0;
     for seed in 1..=20 {
-        let mut config = WorldConfig::default();
-        config.seed = seed;
-        config.duration = Duration::from_secs(60);
-        let schedule = random_schedule(&config);
-        let output = world::run(&config, &schedule, &Workload::Generated).unwrap();
+        let output = World::builder()
+            .seed(seed)
+            .duration(Duration::from_secs(60))
+            .random_faults()
+            .build()
+            .unwrap()
+            .run()
+            .unwrap();
         let report = check_all(&output.history);
         live_checks += report.get(Invariant::Live).unwrap().checks;
         if !report.passed() {
@@ -85,12 +94,15 @@ fn generated_seeds_1_to_20_pass_every_invariant() {
 /// expiry reuses the expired lease's token, and TOKEN names both grants.
 #[test]
 fn the_token_not_advanced_on_expiry_mutant_is_caught_by_token() {
-    let mut config = WorldConfig::default();
-    config.seed = 2;
-    config.duration = Duration::from_secs(60);
-    config.mutant = Some(leasesim::mutant::Mutant::TokenNotAdvancedOnExpiry);
-    let schedule = random_schedule(&config);
-    let output = world::run(&config, &schedule, &Workload::Generated).unwrap();
+    let output = World::builder()
+        .seed(2)
+        .duration(Duration::from_secs(60))
+        .mutant(Some(leasesim::mutant::Mutant::TokenNotAdvancedOnExpiry))
+        .random_faults()
+        .build()
+        .unwrap()
+        .run()
+        .unwrap();
     let report = check_all(&output.history);
     let token = report.get(Invariant::Token).unwrap();
     assert!(!token.passed(), "{report}");
@@ -105,12 +117,15 @@ fn the_token_not_advanced_on_expiry_mutant_is_caught_by_token() {
 /// followed it (replica-3's renew refused as "free"), EXPIRY the early end of token 7.
 #[test]
 fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
-    let mut config = WorldConfig::default();
-    config.seed = 2;
-    config.duration = Duration::from_secs(60);
-    config.mutant = Some(leasesim::mutant::Mutant::ReleaseBySessionOnly);
-    let schedule = random_schedule(&config);
-    let output = world::run(&config, &schedule, &Workload::Generated).unwrap();
+    let output = World::builder()
+        .seed(2)
+        .duration(Duration::from_secs(60))
+        .mutant(Some(leasesim::mutant::Mutant::ReleaseBySessionOnly))
+        .random_faults()
+        .build()
+        .unwrap()
+        .run()
+        .unwrap();
     let report = check_all(&output.history);
     let excl = report.get(Invariant::Excl).unwrap();
     assert_eq!(excl.violations.len(), 1, "{report}");
@@ -134,9 +149,6 @@ fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
 /// offset) change no decision: every invariant, EXPIRY included, holds.
 #[test]
 fn wall_clock_steps_break_no_invariant() {
-    let mut config = WorldConfig::default();
-    config.seed = 3;
-    config.duration = Duration::from_secs(60);
     let hour = 3_600_000;
     let schedule = FaultSchedule::new()
         .at(
@@ -161,7 +173,14 @@ fn wall_clock_steps_break_no_invariant() {
             },
         )
         .heal_at(30_000);
-    let output = world::run(&config, &schedule, &Workload::Generated).unwrap();
+    let output = World::builder()
+        .seed(3)
+        .duration(Duration::from_secs(60))
+        .schedule(schedule)
+        .build()
+        .unwrap()
+        .run()
+        .unwrap();
     let report = check_all(&output.history);
     assert!(
         report.get(Invariant::Expiry).unwrap().checks > 0,
@@ -176,9 +195,6 @@ fn wall_clock_steps_break_no_invariant() {
 #[test]
 fn authority_restarts_break_no_invariant() {
     for seed in [1, 4] {
-        let mut config = WorldConfig::default();
-        config.seed = seed;
-        config.duration = Duration::from_secs(60);
         let schedule = FaultSchedule::new()
             .at(
                 4_000,
@@ -188,7 +204,14 @@ fn authority_restarts_break_no_invariant() {
                 },
             )
             .heal_at(30_000);
-        let output = world::run(&config, &schedule, &Workload::Generated).unwrap();
+        let output = World::builder()
+            .seed(seed)
+            .duration(Duration::from_secs(60))
+            .schedule(schedule)
+            .build()
+            .unwrap()
+            .run()
+            .unwrap();
         let restarted = output
             .history
             .clock_segments()

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasesim::campaign::runfile::{self, RunFile};
 use leasesim::campaign::scenario::Scenario;
 use leasesim::check::judge::judge;
 use leasesim::check::linearizability::Budget;
@@ -14,6 +13,7 @@ use leasesim::clock::ManualClock;
 use leasesim::conformance::{RULES, Subject};
 use leasesim::lease::MemLease;
 use leasesim::mutant::{Kill, Mutant};
+use leasesim::sim::runfile;
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -24,7 +24,7 @@ fn repo(path: &str) -> PathBuf {
 /// The checks violated by `scenario` on `seed` with `mutant` planted.
 fn violated(scenario: &str, seed: u64, mutant: Option<Mutant>) -> Vec<&'static str> {
     let scenario = Scenario::load(&repo(scenario)).expect("the kill's scenario loads");
-    let mut run = RunFile::resolve(&scenario, seed).expect("the kill's run resolves");
+    let mut run = scenario.resolve(seed).expect("the kill's run resolves");
     run.mutant = mutant.map(|m| m.name().to_owned());
     let (history, _) =
         runfile::execute(&run, Duration::from_secs(120)).expect("the kill's run runs");

@@ -23,13 +23,17 @@ fn a_run_prints_its_seed_first_and_its_replay_command() {
     let stdout = text(&output.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines[0], "SEED=7");
-    // The replay command follows the run; the checks' verdict comes last.
+    // The replay command follows the run, with the flags that resolve to the same run file;
+    // the checks' verdict comes last.
+    let replay = format!("replay: leasesim replay {dir}/run.json");
+    assert!(lines.contains(&replay.as_str()), "{stdout}");
     assert!(
-        lines.contains(&"replay: leasesim run --seed 7 --replicas 3 --duration 20s"),
+        lines.contains(&"   or: leasesim run --seed 7 --duration 20s"),
         "{stdout}"
     );
     assert!(lines.last().unwrap().starts_with("verdict: "), "{stdout}");
     for file in [
+        "run.json",
         "history.jsonl",
         "trace.jsonl",
         "schedule.json",
@@ -92,7 +96,11 @@ fn a_run_past_its_wall_clock_timeout_is_a_harness_error_naming_the_seed() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("replay: leasesim run --seed 99"),
+        stderr.contains(&format!("replay: leasesim replay {dir}/run.json")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("   or: leasesim run --seed 99 --duration 3600s"),
         "{stderr}"
     );
 }
@@ -269,5 +277,130 @@ fn an_out_folder_that_cannot_be_created_exits_2_before_the_run() {
         text(&output.stderr).contains("--out"),
         "{}",
         text(&output.stderr)
+    );
+}
+
+/// The `config` line of the history in `dir`.
+fn config_line(dir: &std::path::Path) -> String {
+    let history = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    history.lines().next().unwrap().to_owned()
+}
+
+#[test]
+fn a_mutant_run_without_a_scenario_replays_to_the_same_history_with_its_mutant() {
+    let out = tempfile::tempdir().unwrap();
+    let (first, again) = (out.path().join("first"), out.path().join("again"));
+    let output = leasesim(&[
+        "run",
+        "--seed",
+        "7",
+        "--duration",
+        "20s",
+        "--mutant",
+        "expiry-by-wall-clock",
+        "--out",
+        first.to_str().unwrap(),
+    ]);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout
+            .contains("   or: leasesim run --seed 7 --duration 20s --mutant expiry-by-wall-clock"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" mutant=expiry-by-wall-clock "), "{stdout}");
+    let run_json = first.join("run.json");
+    let replay = leasesim(&[
+        "replay",
+        run_json.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        replay.status.code(),
+        output.status.code(),
+        "{}",
+        text(&replay.stdout)
+    );
+    assert!(
+        config_line(&again).contains(r#""mutant":"expiry-by-wall-clock""#),
+        "{}",
+        config_line(&again)
+    );
+    assert_eq!(
+        std::fs::read(first.join("history.jsonl")).unwrap(),
+        std::fs::read(again.join("history.jsonl")).unwrap(),
+        "the replay's history differs"
+    );
+}
+
+/// `--check-determinism` of a scenario with a mutant: both processes run the scenario's world
+/// with the mutant (the old self-check dropped both).
+#[test]
+fn check_determinism_of_a_scenario_with_a_mutant_compares_runs_that_carry_it() {
+    let out = tempfile::tempdir().unwrap();
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sims/f4-fence-compares-the-tip.toml"
+    );
+    let output = leasesim(&[
+        "run",
+        "--scenario",
+        scenario,
+        "--seed",
+        "1",
+        "--mutant",
+        "fence-written-blind",
+        "--check-determinism",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        text(&output.stderr)
+    );
+    assert!(
+        stdout.contains("deterministic: two processes replaying"),
+        "{stdout}"
+    );
+    for process in ["first", "second"] {
+        let config = config_line(&out.path().join(process));
+        assert!(
+            config.contains(r#""mutant":"fence-written-blind""#),
+            "{process}: {config}"
+        );
+    }
+    let run = std::fs::read_to_string(out.path().join("run.json")).unwrap();
+    assert!(
+        run.contains(r#""scenario": "f4-fence-compares-the-tip""#),
+        "{run}"
+    );
+}
+
+/// A second process that writes different bytes is caught: exit 3, naming the file.
+#[test]
+fn check_determinism_exits_3_when_the_second_process_differs() {
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+        .args([
+            "run",
+            "--seed",
+            "3",
+            "--duration",
+            "10s",
+            "--check-determinism",
+            "--out",
+        ])
+        .arg(out.path())
+        .env(leasesim::sim::determinism::PERTURB_ENV, "1")
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("NONDETERMINISM: seed 3 wrote different trace.jsonl in two processes"),
+        "{stderr}"
     );
 }

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use leasesim::history::{HistRecord, History, Op, OpResult, Outcome};
+use leasesim::sim::config::Workload;
 use leasesim::sim::schedule::FaultSchedule;
 use leasesim::sim::script::Script;
-use leasesim::sim::world::{self, Workload, WorldConfig};
+use leasesim::sim::world::{World, WorldBuilder};
 
 const A: &str = "replica-1";
 
@@ -19,12 +20,12 @@ fn field_case(name: &str) -> (FaultSchedule, Script) {
     (schedule, Script::from_json(&read("script")).unwrap())
 }
 
-fn config(seed: u64) -> WorldConfig {
-    let mut config = WorldConfig::default();
-    config.seed = seed;
-    config.replicas = 2;
-    config.duration = Duration::from_secs(30);
-    config
+/// The field cases' world: two replicas for 30 s.
+fn config(seed: u64) -> WorldBuilder {
+    World::builder()
+        .seed(seed)
+        .replicas(2)
+        .duration(Duration::from_secs(30))
 }
 
 /// The final ledger of s1 as `fence <epoch> <replica>` / `<payload> <replica>` lines.
@@ -57,7 +58,13 @@ fn journal_appends(history: &History, replica: &str) -> Vec<(Outcome, OpResult)>
 #[test]
 fn f1_a_pause_longer_than_the_ttl_ends_in_a_fenced_stale_append() {
     let (schedule, script) = field_case("f1-pause-longer-than-ttl");
-    let output = world::run(&config(1), &schedule, &Workload::Scripted(script)).unwrap();
+    let output = config(1)
+        .schedule(schedule)
+        .workload(Workload::Scripted(script))
+        .build()
+        .unwrap()
+        .run()
+        .unwrap();
     let history = output.history;
     if let Ok(path) = std::env::var("LEASESIM_DUMP") {
         std::fs::write(path, history.to_jsonl()).unwrap();
@@ -88,7 +95,12 @@ fn f1_a_pause_longer_than_the_ttl_ends_in_a_fenced_stale_append() {
 #[test]
 fn f3_a_slow_clock_cut_off_from_the_lease_service_is_stopped_by_the_fence() {
     let (schedule, script) = field_case("f3-slow-clock-cut-off-from-lease");
-    let history = world::run(&config(3), &schedule, &Workload::Scripted(script))
+    let history = config(3)
+        .schedule(schedule)
+        .workload(Workload::Scripted(script))
+        .build()
+        .unwrap()
+        .run()
         .unwrap()
         .history;
     if let Ok(path) = std::env::var("LEASESIM_DUMP") {
@@ -141,7 +153,12 @@ fn the_heal_restarts_only_crashed_hosts() {
         r#"{"v":1,"faults":[{"at_ms":1000,"fault":"crash","host":"replica-2"}],"heal_at_ms":5000}"#,
     )
     .unwrap();
-    let history = world::run(&config(5), &schedule, &Workload::Scripted(script))
+    let history = config(5)
+        .schedule(schedule)
+        .workload(Workload::Scripted(script))
+        .build()
+        .unwrap()
+        .run()
         .unwrap()
         .history;
     let acquires: Vec<String> = history

@@ -1,7 +1,10 @@
 //! The simulated world: field cases replayed as explicit schedules and scripts, scenario
-//! files, and determinism (same seed, same bytes).
+//! files, run files and their versions, a backend brought by the user, and determinism (same
+//! seed, same bytes).
 
+mod backend;
 mod cli;
 mod field_cases;
+mod run_files;
 mod scenario_errors;
 mod scenarios;

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use leasesim::campaign::runfile::{self, RunFile};
 use leasesim::campaign::scenario::{Scenario, ScenarioFaults};
 use leasesim::history::{Decision, HistLossCause, HistRecord, History, OpResult, Outcome};
+use leasesim::sim::runfile::{self, RunFile};
 
 const A: &str = "replica-1";
 const B: &str = "replica-2";
@@ -20,7 +20,7 @@ fn sims() -> PathBuf {
 /// Runs `sims/<name>.toml` with `seed`.
 fn run(name: &str, seed: u64) -> History {
     let scenario = Scenario::load(&sims().join(format!("{name}.toml"))).unwrap();
-    let run = RunFile::resolve(&scenario, seed).unwrap();
+    let run = scenario.resolve(seed).unwrap();
     let (history, _trace) = runfile::execute(&run, Duration::from_secs(120)).unwrap();
     if let Ok(dir) = std::env::var("LEASESIM_DUMP") {
         std::fs::write(format!("{dir}/{name}-{seed}.jsonl"), history.to_jsonl()).unwrap();
@@ -79,7 +79,7 @@ fn every_scenario_file_in_sims_loads() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
             let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-            RunFile::resolve(&scenario, 1).unwrap_or_else(|e| panic!("{e}"));
+            scenario.resolve(1).unwrap_or_else(|e| panic!("{e}"));
             names.push(scenario.name());
         }
     }
@@ -431,7 +431,7 @@ fn a_swarm_run_replays_byte_for_byte_from_its_run_file() {
     assert!(matches!(scenario.faults, ScenarioFaults::Swarm(_)));
     let out = tempfile::tempdir().unwrap();
     let (first, second) = (out.path().join("first"), out.path().join("second"));
-    let run = RunFile::resolve(&scenario, 7).unwrap();
+    let run = scenario.resolve(7).unwrap();
     let drawn = run
         .drawn
         .clone()
@@ -462,9 +462,9 @@ fn a_swarm_run_replays_byte_for_byte_from_its_run_file() {
 fn swarm_options_depend_on_the_seed_only() {
     let scenario = Scenario::load(&sims().join("swarm-everything.toml")).unwrap();
     let drawn: Vec<_> = (1..=20)
-        .map(|seed| RunFile::resolve(&scenario, seed).unwrap().drawn.unwrap())
+        .map(|seed| scenario.resolve(seed).unwrap().drawn.unwrap())
         .collect();
-    let again = RunFile::resolve(&scenario, 5).unwrap().drawn.unwrap();
+    let again = scenario.resolve(5).unwrap().drawn.unwrap();
     assert_eq!(drawn[4], again);
     let distinct: std::collections::BTreeSet<String> = drawn.iter().map(|d| d.summary()).collect();
     assert_eq!(distinct.len(), 20);

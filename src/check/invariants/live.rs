@@ -16,7 +16,7 @@
 //! as a check (a plain `leasesim run` of 60 s heals at 40 s, before a 32 s bound can run out;
 //! scenario runs with a generated workload add a liveness phase so the bound always runs out).
 
-use super::{AUTHORITY_HOST, Invariant, InvariantReport};
+use super::{Invariant, InvariantReport};
 use crate::history::{Decision, History, Op, OpResult, Outcome, Phase, Request};
 
 /// Whether the session was handed back within the window and nobody was turned away after:
@@ -57,7 +57,7 @@ pub fn check(history: &History) -> InvariantReport {
     };
     let restarted = history
         .clock_segments()
-        .any(|segment| segment.host == AUTHORITY_HOST && segment.boot > 0);
+        .any(|segment| Some(segment.host.as_str()) == history.authority_host() && segment.boot > 0);
     let bound = config.live_bound_us(restarted);
     let deadline = healed + bound;
     let ended = history.phase_at_us(Phase::RunEnded).unwrap_or(0);

@@ -289,9 +289,6 @@ pub fn check_all(history: &History) -> Report {
     }
 }
 
-/// The host name of the lease authority in clock segments.
-pub const AUTHORITY_HOST: &str = "lease";
-
 /// Places the authority's readings in true time, across its restarts.
 pub(crate) struct AuthorityClock {
     map: Option<ClockMap>,
@@ -302,7 +299,9 @@ impl AuthorityClock {
         let map = history
             .clock_maps()
             .ok()
-            .and_then(|mut maps: BTreeMap<String, ClockMap>| maps.remove(AUTHORITY_HOST));
+            .and_then(|mut maps: BTreeMap<String, ClockMap>| {
+                maps.remove(history.authority_host()?)
+            });
         AuthorityClock { map }
     }
 

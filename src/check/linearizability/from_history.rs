@@ -54,7 +54,6 @@ use std::collections::BTreeMap;
 use super::engine::{Budget, Operation, Verdict, check};
 use super::lease::{AuthorityWindow, LeaseCall, LeaseInput, LeaseOutput, TimedLease};
 use super::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
-use crate::check::invariants::AUTHORITY_HOST;
 use crate::history::{
     ClockMap, Decision, DecisionLine, HistRecord, History, HistoryError, Line, Op, OpLine,
     OpResult, Outcome, Process, Refusal, Request,
@@ -293,7 +292,8 @@ struct Timeline {
 
 impl Timeline {
     fn new(history: &History) -> Result<Self, HistoryError> {
-        let Some(map) = history.clock_maps()?.remove(AUTHORITY_HOST) else {
+        let mut maps = history.clock_maps()?;
+        let Some(map) = history.authority_host().and_then(|host| maps.remove(host)) else {
             return Ok(Timeline {
                 map: None,
                 boots: Vec::new(),

@@ -1,11 +1,14 @@
-//! Run files (JSON, schema `v: 1`): one fully resolved run — the scenario it came from, the
-//! seed, the world, the swarm options drawn (if any), the explicit fault schedule and the
-//! workload (a generated mix, or the whole script inline), and the mutant. `leasesim replay
-//! <run.json>` reproduces the run exactly; a shrinker edits the schedule, the script's calls
-//! and `world.replicas` and saves the smaller run as a run file.
+//! Run files (JSON, schema `v: 2`): one fully resolved run — the scenario it came from (or
+//! `command-line`), the seed, the world, the swarm options drawn (if any), the explicit fault
+//! schedule, the workload (a generated mix, or the whole script inline), the mutant, whether
+//! the run has a liveness phase, and the expectations it is judged by. Every run is one:
+//! `leasesim run` resolves its flags or its scenario to a run file before anything runs, and
+//! the banner, the replay line and `--check-determinism` are derived from that file;
+//! `leasesim replay <run.json>` reproduces the run exactly; the shrinker edits one and saves
+//! the smaller run as one.
 //!
 //! ```json
-//! {"v": 1, "scenario": "swarm-freezes", "scenario_path": "sims/swarm-freezes.toml",
+//! {"v": 2, "scenario": "swarm-freezes", "scenario_path": "sims/swarm-freezes.toml",
 //!  "seed": 7,
 //!  "world": {"replicas": 3, "sessions": ["s1", "s2"], "ttl_ms": 10000,
 //!            "skew_margin_percent": 10, "duration_s": 40, "call_timeout_ms": 2000,
@@ -15,26 +18,40 @@
 //!  "workload": {"generated": {"appends": [1, 6], "think_ms": [50, 1500],
 //!                             "shutdown_chance": [1, 25]}},
 //!  "mutant": null,
+//!  "liveness_phase": true,
 //!  "expect": {"hold": ["TOKEN", …], "violate": [], "coverage": []}}
 //! ```
 //! A scripted run's workload is `{"script": {"v": 1, "calls": [...]}}`.
+//!
+//! **Versions.** [`RunFile::load`] reads every version it knows and upgrades it in memory
+//! ([`upgrade`]): v1 had no `liveness_phase` (a generated workload always had one, a script
+//! never). A version newer than this leasesim, or none, is refused with a message saying so.
+//! To change the schema: bump [`RUN_FILE_SCHEMA_VERSION`], add the step from the previous
+//! version to [`upgrade`], and keep `tests/world/run_files.rs` replaying every committed file.
+
+mod drawn;
+mod spec;
 
 use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::scenario::{Expect, Scenario, ScenarioFaults, ScenarioWorkload, WorldSpec};
-use super::swarm::{self, Drawn};
+pub use drawn::Drawn;
+pub use spec::{BackendSpec, WorldSpec};
+
 use crate::history::History;
 use crate::mutant::Mutant;
+use crate::sim::config::{Workload, WorkloadMix, WorldConfig};
 use crate::sim::runner::{self, RunResult, RunnerError};
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::script::Script;
-use crate::sim::world::{Workload, WorkloadMix, WorldConfig};
 
-/// Schema version of run files.
-pub const RUN_FILE_SCHEMA_VERSION: u32 = 1;
+/// Schema version of the run files this leasesim writes.
+pub const RUN_FILE_SCHEMA_VERSION: u32 = 2;
+
+/// The scenario name of a run resolved from `leasesim run`'s flags alone.
+pub const COMMAND_LINE: &str = "command-line";
 
 /// What the replicas of a run do.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -46,13 +63,30 @@ pub enum RunWorkload {
     Script(Script),
 }
 
+/// What a run should show: the scenario's `[expect]` section, carried into its run files so
+/// a replay is judged by it.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// Invariants that must hold (names from [`crate::campaign::scenario::INVARIANTS`];
+    /// default: all not in `violate`).
+    pub hold: Vec<String>,
+    /// Invariants a run is expected to violate (a mutant's scenario; default none).
+    #[serde(default)]
+    pub violate: Vec<String>,
+    /// Coverage events a campaign of the scenario is expected to reach (names from
+    /// [`crate::campaign::coverage::EVENTS`]; default none).
+    #[serde(default)]
+    pub coverage: Vec<String>,
+}
+
 /// One fully resolved run.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunFile {
     /// Schema version ([`RUN_FILE_SCHEMA_VERSION`]).
     pub v: u32,
-    /// The scenario's name (its file stem).
+    /// The scenario's name (its file stem), or [`COMMAND_LINE`].
     pub scenario: String,
     /// The scenario file, as it was given, if the run came from one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,6 +106,9 @@ pub struct RunFile {
     /// A planted bug by name (`Mutant::name`), or none.
     #[serde(default)]
     pub mutant: Option<String>,
+    /// Whether the run goes on after the heal until LIVE's bound has run out, so LIVE is
+    /// judged (scenario runs with a generated workload; issue 6, "Liveness phase").
+    pub liveness_phase: bool,
     /// The scenario's expectations, so a replay can judge the run by them.
     #[serde(default)]
     pub expect: Expect,
@@ -82,72 +119,59 @@ pub struct RunFile {
 #[error("{0}")]
 pub struct RunFileError(pub String);
 
-impl RunFile {
-    /// Resolves one run of `scenario` with `seed`: draws the swarm options and their schedule
-    /// (or takes the scenario's schedule), and inlines the script.
-    ///
-    /// # Errors
-    /// [`RunFileError`] when a drawn schedule does not fit the world (a profile whose ranges
-    /// the world refuses), naming the scenario and the seed.
-    pub fn resolve(scenario: &Scenario, seed: u64) -> Result<RunFile, RunFileError> {
-        let workload = match &scenario.workload {
-            ScenarioWorkload::Script { script, .. } => RunWorkload::Script(script.clone()),
-            ScenarioWorkload::Generated(mix) => RunWorkload::Generated(mix.clone()),
-        };
-        let mut run = RunFile {
-            v: RUN_FILE_SCHEMA_VERSION,
-            scenario: scenario.name(),
-            scenario_path: Some(scenario.path.display().to_string()),
-            seed,
-            world: scenario.world.clone(),
-            drawn: None,
-            schedule: FaultSchedule::new(),
-            workload,
-            mutant: scenario.mutant.clone(),
-            expect: scenario.expect.clone(),
-        };
-        let config = run.world_config_unchecked();
-        match &scenario.faults {
-            ScenarioFaults::None => {}
-            ScenarioFaults::Schedule { schedule, .. } => run.schedule = schedule.clone(),
-            ScenarioFaults::Swarm(profile) => {
-                let drawn = swarm::draw(profile, &config);
-                run.schedule = drawn.schedule(&config);
-                run.drawn = Some(drawn);
-            }
+/// Upgrades a run file of version `v` (as JSON) to [`RUN_FILE_SCHEMA_VERSION`], one version at
+/// a time.
+///
+/// # Errors
+/// A message for a version this leasesim does not know: 0 or none, or newer than it.
+pub fn upgrade(mut json: serde_json::Value) -> Result<serde_json::Value, String> {
+    let version = json.get("v").and_then(serde_json::Value::as_u64);
+    let mut v = match version {
+        Some(v) if (1..=u64::from(RUN_FILE_SCHEMA_VERSION)).contains(&v) => v,
+        Some(v) if v > u64::from(RUN_FILE_SCHEMA_VERSION) => {
+            return Err(format!(
+                "run file schema version {v} was written by a newer leasesim; this one reads \
+                 versions 1 to {RUN_FILE_SCHEMA_VERSION} (upgrade leasesim, or replay it with \
+                 the leasesim that wrote it)"
+            ));
         }
-        run.schedule.validate(&config.hosts()).map_err(|e| {
-            RunFileError(format!(
-                "scenario {} with seed {seed} drew a schedule the world refuses: {e}",
-                scenario.name()
-            ))
-        })?;
-        Ok(run)
+        _ => {
+            return Err(format!(
+                "not a run file: it needs a schema version `\"v\"` from 1 to \
+                 {RUN_FILE_SCHEMA_VERSION}"
+            ));
+        }
+    };
+    let object = json
+        .as_object_mut()
+        .ok_or("not a run file: expected a JSON object")?;
+    if v == 1 {
+        // v1 → v2: the liveness phase was implied by the workload.
+        let generated = object
+            .get("workload")
+            .is_some_and(|workload| workload.get("generated").is_some());
+        object.insert("liveness_phase".into(), generated.into());
+        v = 2;
     }
+    object.insert("v".into(), v.into());
+    Ok(json)
+}
 
-    /// Reads a run file.
+impl RunFile {
+    /// Reads a run file of any version this leasesim knows (see [`upgrade`]).
     ///
     /// # Errors
     /// [`RunFileError`] naming the file: unreadable, malformed JSON (with line and column),
-    /// an unknown field, or a wrong schema version.
+    /// an unknown field, an unknown schema version, or world values out of range.
     pub fn load(path: &Path) -> Result<RunFile, RunFileError> {
+        let at = |message: String| RunFileError(format!("{}: {message}", path.display()));
         let text = std::fs::read_to_string(path)
             .map_err(|e| RunFileError(format!("cannot read {}: {e}", path.display())))?;
-        let run: RunFile = serde_json::from_str(&text)
-            .map_err(|e| RunFileError(format!("{}: {e}", path.display())))?;
-        if run.v != RUN_FILE_SCHEMA_VERSION {
-            return Err(RunFileError(format!(
-                "{}: run file schema version {} is not supported; this leasesim reads version \
-                 {RUN_FILE_SCHEMA_VERSION}",
-                path.display(),
-                run.v
-            )));
-        }
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| at(e.to_string()))?;
+        let run: RunFile =
+            serde_json::from_value(upgrade(json).map_err(at)?).map_err(|e| at(e.to_string()))?;
         if let Err((field, message)) = run.world.check() {
-            return Err(RunFileError(format!(
-                "{}: world.{field}: {message}",
-                path.display()
-            )));
+            return Err(at(format!("world.{field}: {message}")));
         }
         Ok(run)
     }
@@ -166,8 +190,8 @@ impl RunFile {
             .map_err(|e| RunFileError(format!("cannot write {}: {e}", path.display())))
     }
 
-    /// What `leasesim run --scenario` and `leasesim replay` print before running: the
-    /// scenario, the resolved options, and the swarm options drawn (if any), one per line.
+    /// What `leasesim run` and `leasesim replay` print before running: the scenario, every
+    /// resolved option, and the swarm options drawn (if any), one per line.
     pub fn describe(&self, out: &Path, timeout: Duration) -> String {
         let w = &self.world;
         let workload = match &self.workload {
@@ -184,8 +208,8 @@ impl RunFile {
         };
         let mut text = format!(
             "scenario: {}{}\noptions: replicas={} sessions={} ttl_ms={} skew_margin_percent={} \
-             duration_s={} call_timeout_ms={} latency_ms={}..{} backend=grpc workload={workload} \
-             faults={} mutant={} out={} timeout={}\n",
+             duration_s={} call_timeout_ms={} latency_ms={}..{} backend={} workload={workload} \
+             faults={} mutant={} liveness_phase={} out={} timeout={}\n",
             self.scenario,
             self.scenario_path
                 .as_ref()
@@ -198,10 +222,12 @@ impl RunFile {
             w.call_timeout_ms,
             w.latency_ms.0,
             w.latency_ms.1,
+            w.backend.name(),
             self.schedule.faults.len(),
             self.mutant.as_deref().unwrap_or("none"),
+            self.liveness_phase,
             out.display(),
-            humantime::format_duration(timeout),
+            duration_token(timeout),
         );
         if let Some(drawn) = &self.drawn {
             text += &format!("drawn: {}\n", drawn.summary());
@@ -231,15 +257,20 @@ impl RunFile {
         })
     }
 
-    fn world_config_unchecked(&self) -> WorldConfig {
+    /// The world's configuration without the checks of [`RunFile::world_config`]: for
+    /// drawing a schedule while the run file is being resolved.
+    pub fn world_config_unchecked(&self) -> WorldConfig {
         let mix = match &self.workload {
             RunWorkload::Generated(mix) => mix.clone(),
             RunWorkload::Script(_) => WorkloadMix::default(),
         };
-        self.world.config(self.seed, mix)
+        let mut config = self.world.config(self.seed, mix);
+        config.liveness_phase = self.liveness_phase;
+        config
     }
 
-    /// The world's configuration: the world, the seed, the mix and the mutant.
+    /// The world's configuration: the world, the seed, the mix, the mutant and the liveness
+    /// phase.
     ///
     /// # Errors
     /// [`RunnerError::BadInput`] for an unknown mutant or out-of-range world values.
@@ -249,9 +280,6 @@ impl RunFile {
         })?;
         let mut config = self.world_config_unchecked();
         config.mutant = self.mutant()?;
-        // A generated workload keeps writing after the heal, so LIVE can be judged: run on
-        // until its bound has run out (issue 6, "Liveness phase"). A script ends when it ends.
-        config.liveness_phase = matches!(self.workload, RunWorkload::Generated(_));
         Ok(config)
     }
 
@@ -261,6 +289,15 @@ impl RunFile {
             RunWorkload::Generated(_) => Workload::Generated,
             RunWorkload::Script(script) => Workload::Scripted(script.clone()),
         }
+    }
+}
+
+/// A duration as one token a command line takes back: `90s`, `1500ms` (never `1m 30s`).
+pub fn duration_token(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 && duration.subsec_nanos() == 0 {
+        format!("{}s", duration.as_secs())
+    } else {
+        format!("{}ms", duration.as_millis())
     }
 }
 
@@ -276,7 +313,8 @@ pub fn execute(run: &RunFile, timeout: Duration) -> Result<(History, Vec<u8>), R
 }
 
 /// Runs `run` and writes into `out`: `run.json`, `history.jsonl`, `trace.jsonl`,
-/// `schedule.json` and `result.json` (whose `replay` is `leasesim replay <out>/run.json`).
+/// `schedule.json` (the faults applied), `script.json` for a scripted run, and `result.json`
+/// (whose `replay` is `leasesim replay <out>/run.json`).
 ///
 /// # Errors
 /// As [`execute`], and [`RunnerError::Harness`] when a file cannot be written.
@@ -285,8 +323,9 @@ pub fn execute_to(run: &RunFile, out: &Path, timeout: Duration) -> Result<RunRes
     let run_path = out.join("run.json");
     run.save(&run_path)
         .map_err(|e| RunnerError::Harness(e.to_string()))?;
+    runner::write_inputs(out, run)?;
     let (history, trace) = execute(run, timeout)?;
-    runner::write_outputs(out, &history, &trace, &run.schedule.to_json())?;
+    runner::write_outputs(out, &history, &trace)?;
     let result = RunResult {
         v: 1,
         seed: run.seed,

@@ -1,0 +1,208 @@
+//! What `leasesim run` was asked for — a scenario and a seed, or a seed and flags — and how it
+//! resolves to a run file ([`RunRequest::resolve`]). Every run is a run file: the banner, the
+//! replay line and `--check-determinism` come from the file, never from the flags. The other
+//! way round, [`RunRequest::equivalent`] finds the flags that resolve to a given run file, if
+//! any, so the replay line can also show them — checked by resolving them again, so they are
+//! always exactly that run.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::scenario::Scenario;
+use crate::mutant::Mutant;
+use crate::sim::runfile::{
+    COMMAND_LINE, Expect, RUN_FILE_SCHEMA_VERSION, RunFile, RunFileError, RunWorkload, WorldSpec,
+    duration_token,
+};
+use crate::sim::schedule::FaultSchedule;
+use crate::sim::script::Script;
+
+/// Where the faults of a run without a scenario come from.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub enum Faults {
+    /// Drawn from the seed (`leasesim run`'s default).
+    #[default]
+    Drawn,
+    /// None (`--no-faults`).
+    None,
+    /// A schedule file (`--schedule FILE`).
+    File(PathBuf),
+}
+
+/// What `leasesim run` was asked for.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct RunRequest {
+    /// The master seed.
+    pub seed: u64,
+    /// A scenario file; then the world, workload and faults are the scenario's and only
+    /// `mutant` may be given besides.
+    pub scenario: Option<PathBuf>,
+    /// Replica hosts (without a scenario).
+    pub replicas: u32,
+    /// Simulated duration (without a scenario), whole seconds.
+    pub duration: Duration,
+    /// The faults (without a scenario).
+    pub faults: Faults,
+    /// A script file (without a scenario); else a workload generated from the seed.
+    pub script: Option<PathBuf>,
+    /// A planted bug; with a scenario it replaces the scenario's.
+    pub mutant: Option<Mutant>,
+}
+
+impl RunRequest {
+    /// Replica hosts when `--replicas` is not given.
+    pub const DEFAULT_REPLICAS: u32 = 3;
+    /// Simulated duration when `--duration` is not given.
+    pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
+
+    /// A request for `seed` with every default: no scenario, 3 replicas, 60 s, faults drawn
+    /// from the seed, a generated workload, no mutant.
+    pub fn new(seed: u64) -> Self {
+        RunRequest {
+            seed,
+            scenario: None,
+            replicas: Self::DEFAULT_REPLICAS,
+            duration: Self::DEFAULT_DURATION,
+            faults: Faults::Drawn,
+            script: None,
+            mutant: None,
+        }
+    }
+
+    /// The run file this request stands for.
+    ///
+    /// # Errors
+    /// [`RunFileError`] naming the file or value at fault: an unreadable or malformed
+    /// scenario, schedule or script file, a duration that is not whole seconds, or a world
+    /// the values do not fit.
+    pub fn resolve(&self) -> Result<RunFile, RunFileError> {
+        let mut run = match &self.scenario {
+            Some(path) => Scenario::load(path)
+                .map_err(|e| RunFileError(e.to_string()))?
+                .resolve(self.seed)?,
+            None => self.resolve_flags()?,
+        };
+        if let Some(mutant) = self.mutant {
+            run.mutant = Some(mutant.name().to_owned());
+        }
+        Ok(run)
+    }
+
+    fn resolve_flags(&self) -> Result<RunFile, RunFileError> {
+        if self.duration.subsec_nanos() != 0 {
+            return Err(RunFileError(format!(
+                "--duration {}: give whole seconds (e.g. 90s)",
+                duration_token(self.duration)
+            )));
+        }
+        let world = WorldSpec {
+            replicas: self.replicas,
+            duration_s: self.duration.as_secs(),
+            ..WorldSpec::default()
+        };
+        if let Err((field, message)) = world.check() {
+            return Err(RunFileError(format!("--{field}: {message}")));
+        }
+        let workload = match &self.script {
+            Some(path) => RunWorkload::Script(
+                Script::from_json(&read(path)?)
+                    .map_err(|e| RunFileError(format!("{}: {e}", path.display())))?,
+            ),
+            None => RunWorkload::Generated(Default::default()),
+        };
+        let mut run = RunFile {
+            v: RUN_FILE_SCHEMA_VERSION,
+            scenario: COMMAND_LINE.to_owned(),
+            scenario_path: None,
+            seed: self.seed,
+            world,
+            drawn: None,
+            schedule: FaultSchedule::new(),
+            workload,
+            mutant: None,
+            liveness_phase: false,
+            expect: Expect::default(),
+        };
+        run.schedule = match &self.faults {
+            Faults::Drawn => crate::sim::generate::random_schedule(&run.world_config_unchecked()),
+            Faults::None => FaultSchedule::new(),
+            Faults::File(path) => FaultSchedule::from_json(&read(path)?)
+                .map_err(|e| RunFileError(format!("{}: {e}", path.display())))?,
+        };
+        Ok(run)
+    }
+
+    /// The flags (after `leasesim run`) that resolve to exactly `run` once its folder `out`
+    /// holds the files `run` writes (`schedule.json`, `script.json`), or `None` when no flags
+    /// do (a shrunk run, a scenario whose file changed).
+    pub fn equivalent(run: &RunFile, out: &Path) -> Option<RunRequest> {
+        let mutant = match &run.mutant {
+            Some(name) => Some(Mutant::from_name(name)?),
+            None => None,
+        };
+        let mut request = RunRequest {
+            mutant,
+            ..RunRequest::new(run.seed)
+        };
+        if let Some(path) = &run.scenario_path {
+            request.scenario = Some(PathBuf::from(path));
+        } else {
+            request.replicas = run.world.replicas;
+            request.duration = Duration::from_secs(run.world.duration_s);
+            let drawn = crate::sim::generate::random_schedule(&run.world_config_unchecked());
+            request.faults = if run.schedule == drawn {
+                Faults::Drawn
+            } else if run.schedule.faults.is_empty() && run.schedule.heal_at_ms.is_none() {
+                Faults::None
+            } else {
+                Faults::File(out.join("schedule.json"))
+            };
+            if let RunWorkload::Script(_) = run.workload {
+                request.script = Some(out.join("script.json"));
+            }
+        }
+        (request.resolve().ok()? == *run).then_some(request)
+    }
+
+    /// The flags after `leasesim run`, defaults left out, each value one token.
+    pub fn args(&self) -> Vec<String> {
+        let mut args = vec!["--seed".to_owned(), self.seed.to_string()];
+        let mut flag = |name: &str, value: String| {
+            args.push(format!("--{name}"));
+            args.push(value);
+        };
+        if let Some(scenario) = &self.scenario {
+            flag("scenario", scenario.display().to_string());
+        }
+        if self.replicas != Self::DEFAULT_REPLICAS {
+            flag("replicas", self.replicas.to_string());
+        }
+        if self.duration != Self::DEFAULT_DURATION {
+            flag("duration", duration_token(self.duration));
+        }
+        if let Faults::File(path) = &self.faults {
+            flag("schedule", path.display().to_string());
+        }
+        if let Some(script) = &self.script {
+            flag("script", script.display().to_string());
+        }
+        if let Some(mutant) = self.mutant {
+            flag("mutant", mutant.name().to_owned());
+        }
+        if self.faults == Faults::None {
+            args.push("--no-faults".to_owned());
+        }
+        args
+    }
+
+    /// `leasesim run` with [`RunRequest::args`], pasteable into a shell as long as no path
+    /// has blanks.
+    pub fn command(&self) -> String {
+        format!("leasesim run {}", self.args().join(" "))
+    }
+}
+
+fn read(path: &Path) -> Result<String, RunFileError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| RunFileError(format!("cannot read {}: {e}", path.display())))
+}

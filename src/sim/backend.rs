@@ -1,0 +1,366 @@
+//! Lease backends the world can host (DESIGN.md, "Backends"): a backend puts its server on the
+//! authority host and gives each replica a [`SessionLease`] client that talks to it over the
+//! world's transport, on the replica's own clock. The gRPC [`Grpc`] services are the default;
+//! a user's backend implements [`WorldBackend`] and plugs in with
+//! `World::builder().backend(Backend::new(MyBackend))` without touching `src/`
+//! (`tests/world/backend.rs` does exactly that).
+//!
+//! A backend also says how the checkers see it ([`BackendView`]): whether an authority on its
+//! host decides expiry on its own clock — then every decision becomes a `decision` line
+//! through [`AuthorityHost::record`] — or whether it has no authority clock and is judged on
+//! its holders; and which faults reach into it (record deletion, restarts).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::clock::HostClock;
+use super::net::{turmoil_dialer, turmoil_incoming};
+use super::record::{Recorder, RecordingAuthority};
+use crate::clock::{Clock, Instant};
+use crate::hooks::HookSlot;
+use crate::lease::{
+    DurableLease, DurableLeaseConfig, LeaseServer, MemLease, Owner, RemoteLease, SessionId,
+    SessionLease,
+};
+use crate::mutant::Mutant;
+use crate::net::{Dialer, Incoming};
+use crate::remote::ClientConfig;
+use crate::storage::MemStorage;
+
+/// What a host's future returns (turmoil's host result).
+pub type HostResult = Result<(), Box<dyn std::error::Error>>;
+
+/// A lease backend the world can host.
+///
+/// [`WorldBackend::serve`] runs inside the authority host at every boot (a crash drops it, a
+/// restart calls it again with the same durable disk); [`WorldBackend::client`] runs inside
+/// each replica host at every boot. Both must do all their I/O through the transport and the
+/// clock they are given, so a run stays deterministic.
+pub trait WorldBackend: Send + Sync + fmt::Debug + 'static {
+    /// The backend's name in run files, banners and reports (e.g. `grpc`).
+    fn name(&self) -> &str;
+
+    /// How the checkers see this backend and which faults it supports.
+    fn view(&self) -> BackendView;
+
+    /// Serves the backend on its authority host until the host crashes.
+    fn serve(&self, host: AuthorityHost) -> Pin<Box<dyn Future<Output = HostResult>>>;
+
+    /// The lease client of one replica.
+    ///
+    /// # Errors
+    /// When the client cannot be built (e.g. a malformed address); the replica's host fails.
+    fn client(
+        &self,
+        replica: &ReplicaEnv,
+    ) -> Result<Arc<dyn SessionLease>, Box<dyn std::error::Error>>;
+}
+
+/// How the checkers see a backend, and the faults that reach into it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct BackendView {
+    /// The host the backend's server runs on (a world host name, e.g. `lease`); faults name
+    /// it, and its clock segments are in the history.
+    pub host: String,
+    /// Whether an authority on `host` decides expiry on its own clock.
+    pub authority: AuthorityKind,
+    /// Whether the nemesis can delete an expired lease record (`delete_lease_record`).
+    pub record_deletion: bool,
+    /// Whether the host may crash and restart (`crash`/`restart` of `host`,
+    /// `lease_service_restarts`).
+    pub restarts: bool,
+}
+
+impl BackendView {
+    /// The host whose decisions the history's `decision` lines are, if there is one.
+    pub fn decisions_host(&self) -> Option<&str> {
+        match self.authority {
+            AuthorityKind::Decides => Some(&self.host),
+            AuthorityKind::Holders => None,
+        }
+    }
+}
+
+/// Who decides expiry.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AuthorityKind {
+    /// An authority judges expiry on its own monotonic clock and records every decision
+    /// through [`AuthorityHost::record`] (TOKEN, EXCL, EXPIRY and LIN-LEASE judge them).
+    Decides,
+    /// No authority clock (e.g. a Kubernetes API server, whose holders judge expiry by
+    /// observation): nothing is recorded on the host, and the checks that need decisions
+    /// report "not judged" (DESIGN.md, "Checkers", EXCL).
+    Holders,
+}
+
+/// A backend as the world holds it: shared, compared and printed by its name.
+#[derive(Clone)]
+pub struct Backend(Arc<dyn WorldBackend>);
+
+impl Backend {
+    /// Wraps a backend.
+    pub fn new(backend: impl WorldBackend) -> Self {
+        Backend(Arc::new(backend))
+    }
+
+    /// The backend's name.
+    pub fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    /// How the checkers see it.
+    pub fn view(&self) -> BackendView {
+        self.0.view()
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<dyn WorldBackend> {
+        &self.0
+    }
+}
+
+impl Default for Backend {
+    /// The gRPC lease service ([`Grpc`]).
+    fn default() -> Self {
+        Backend::new(Grpc)
+    }
+}
+
+impl PartialEq for Backend {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Backend {}
+
+impl fmt::Debug for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Backend({})", self.name())
+    }
+}
+
+/// An authority whose decisions the world can record: a [`SessionLease`] that can also say,
+/// without yielding, who holds a session now (so a release records whether it ended the
+/// caller's hold) and how much restart grace is left.
+pub trait RecordableAuthority: SessionLease {
+    /// The owner and token of the session's current record, if any.
+    fn holder(&self, session: &SessionId) -> Option<(Owner, u64)>;
+
+    /// How much of the restart grace period is left (zero when there is none).
+    fn grace_left(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl RecordableAuthority for DurableLease {
+    fn holder(&self, session: &SessionId) -> Option<(Owner, u64)> {
+        DurableLease::holder(self, session)
+    }
+
+    fn grace_left(&self) -> Duration {
+        DurableLease::grace_left(self)
+    }
+}
+
+impl RecordableAuthority for MemLease {
+    fn holder(&self, session: &SessionId) -> Option<(Owner, u64)> {
+        MemLease::holder(self, session)
+    }
+}
+
+/// The faults that reach into an authority's state; the nemesis calls them from outside
+/// every host, with the authority's clock reading.
+pub trait AuthorityFaults: Send + Sync {
+    /// Deletes `session`'s record if it has expired at `now` (the authority's monotonic
+    /// clock), as a garbage collector would; returns whether it did.
+    fn delete_expired_record(&self, session: &SessionId, now: Instant) -> bool;
+}
+
+impl AuthorityFaults for DurableLease {
+    fn delete_expired_record(&self, session: &SessionId, now: Instant) -> bool {
+        self.collect_expired_record(session, now)
+    }
+}
+
+impl AuthorityFaults for MemLease {
+    fn delete_expired_record(&self, session: &SessionId, now: Instant) -> bool {
+        self.collect_expired_record(session, now)
+    }
+}
+
+/// Where the running authority registers its fault handle; cleared when its host crashes.
+pub(crate) type FaultsSlot = Arc<Mutex<Option<Arc<dyn AuthorityFaults>>>>;
+
+/// What a backend's server gets on its host, at each boot.
+pub struct AuthorityHost {
+    pub(crate) name: String,
+    pub(crate) clock: HostClock,
+    pub(crate) disk: MemStorage,
+    pub(crate) hooks: HookSlot,
+    pub(crate) ttl: Duration,
+    pub(crate) mutant: Option<Mutant>,
+    pub(crate) recorder: Recorder,
+    pub(crate) faults: FaultsSlot,
+}
+
+impl AuthorityHost {
+    /// The host's name (the backend's [`BackendView::host`]).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The host's monotonic clock (drifts, suspends and restarts as the schedule says).
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::new(self.clock.clone())
+    }
+
+    /// The host's disk: it survives a crash and loses the writes not synced before it.
+    pub fn disk(&self) -> Arc<MemStorage> {
+        Arc::new(self.disk.clone())
+    }
+
+    /// The host's hooks: pause points at each service handler freeze here.
+    pub fn hooks(&self) -> HookSlot {
+        self.hooks.clone()
+    }
+
+    /// The TTL the world's leases are granted with.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// The planted bug of this world, if any.
+    pub fn mutant(&self) -> Option<Mutant> {
+        self.mutant
+    }
+
+    /// Listens on the host's simulated TCP `port`.
+    ///
+    /// # Errors
+    /// When the host cannot bind it.
+    pub async fn listen(&self, port: u16) -> std::io::Result<Incoming> {
+        turmoil_incoming(&format!("0.0.0.0:{port}")).await
+    }
+
+    /// `authority`, recording each of its decisions as a history `decision` line stamped with
+    /// this host's monotonic clock. Serve what this returns.
+    pub fn record<A: RecordableAuthority + 'static>(
+        &self,
+        authority: Arc<A>,
+    ) -> Arc<dyn SessionLease> {
+        Arc::new(RecordingAuthority::new(
+            authority,
+            self.recorder.clone(),
+            self.clock.clone(),
+        ))
+    }
+
+    /// Hands the nemesis the faults that reach into `authority` (for a backend whose
+    /// [`BackendView::record_deletion`] is true).
+    pub fn expose_faults(&self, authority: Arc<dyn AuthorityFaults>) {
+        *self.faults.lock().unwrap_or_else(|p| p.into_inner()) = Some(authority);
+    }
+}
+
+/// What a backend's client gets on a replica host.
+pub struct ReplicaEnv {
+    pub(crate) name: String,
+    pub(crate) clock: HostClock,
+    pub(crate) client: ClientConfig,
+    pub(crate) authority_host: String,
+    pub(crate) mutant: Option<Mutant>,
+}
+
+impl ReplicaEnv {
+    /// The replica's host name (`replica-N`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The replica's monotonic clock: deadlines and backoff must use it.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::new(self.clock.clone())
+    }
+
+    /// Dials the world's simulated TCP (`host:port`).
+    pub fn dialer(&self) -> Dialer {
+        turmoil_dialer()
+    }
+
+    /// The world's client settings (call deadline, keepalive, reconnect backoff).
+    pub fn client_config(&self) -> &ClientConfig {
+        &self.client
+    }
+
+    /// `host:port` of the backend's host.
+    pub fn authority_addr(&self, port: u16) -> String {
+        format!("{}:{port}", self.authority_host)
+    }
+
+    /// The planted bug of this world, if any.
+    pub fn mutant(&self) -> Option<Mutant> {
+        self.mutant
+    }
+}
+
+/// The authority host of the default backend.
+pub const LEASE_HOST: &str = "lease";
+/// Port of the lease service on its host.
+pub const LEASE_PORT: u16 = 7070;
+
+/// The default backend: the durable lease authority ([`DurableLease`]) behind the gRPC lease
+/// service on host `lease`, reached by [`RemoteLease`]. It records every decision, supports
+/// record deletion and restarts (with its grace period).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Grpc;
+
+impl WorldBackend for Grpc {
+    fn name(&self) -> &str {
+        "grpc"
+    }
+
+    fn view(&self) -> BackendView {
+        BackendView {
+            host: LEASE_HOST.to_owned(),
+            authority: AuthorityKind::Decides,
+            record_deletion: true,
+            restarts: true,
+        }
+    }
+
+    fn serve(&self, host: AuthorityHost) -> Pin<Box<dyn Future<Output = HostResult>>> {
+        Box::pin(async move {
+            let config = DurableLeaseConfig {
+                mutant: host.mutant(),
+                ..DurableLeaseConfig::with_ttl(host.ttl())
+            };
+            let authority = Arc::new(DurableLease::open(host.disk(), host.clock(), config).await?);
+            host.expose_faults(authority.clone());
+            tokio::spawn({
+                let authority = authority.clone();
+                async move { authority.persist_grace().await }
+            });
+            let incoming = host.listen(LEASE_PORT).await?;
+            LeaseServer::new(host.record(authority))
+                .with_hooks(host.hooks())
+                .serve(incoming, std::future::pending())
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn client(
+        &self,
+        replica: &ReplicaEnv,
+    ) -> Result<Arc<dyn SessionLease>, Box<dyn std::error::Error>> {
+        Ok(Arc::new(RemoteLease::new(
+            &replica.authority_addr(LEASE_PORT),
+            replica.dialer(),
+            replica.clock(),
+            replica.client_config(),
+        )?))
+    }
+}

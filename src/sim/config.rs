@@ -1,0 +1,153 @@
+//! The shape of a world ([`WorldConfig`]) and what its replicas do ([`Workload`]): plain data,
+//! shared by the world that runs it, the nemesis, the workload and the fault generators, so
+//! none of them imports the world itself.
+
+use std::time::Duration;
+
+use super::backend::Backend;
+use super::script::Script;
+use crate::clock::WallTime;
+use crate::history::{ConfigLine, micros};
+use crate::journal::SkewMargin;
+use crate::mutant::Mutant;
+use crate::remote::ClientConfig;
+
+/// The ledger service's host.
+pub const LEDGER_HOST: &str = "ledger";
+/// Port of the ledger service on its host.
+pub const LEDGER_PORT: u16 = 7071;
+
+/// The wall clock every host starts at: 2026-01-01T00:00:00Z (fixed, never the real time).
+pub const WALL_EPOCH: WallTime = WallTime {
+    unix_ns: 1_767_225_600_000_000_000,
+};
+
+/// The shape of a world.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorldConfig {
+    /// Master seed: every random choice derives from it.
+    pub seed: u64,
+    /// Number of replica hosts (default 3).
+    pub replicas: u32,
+    /// The contended sessions (default `s1`, `s2`).
+    pub sessions: Vec<String>,
+    /// Lease TTL (default 10 s).
+    pub ttl: Duration,
+    /// Skew margin, percent of the TTL (default 10).
+    pub skew_margin_percent: u8,
+    /// Simulated duration of the run (default 60 s).
+    pub duration: Duration,
+    /// Deadline of every client call (default 2 s).
+    pub call_timeout: Duration,
+    /// Network latency range, ms (default 1..=5).
+    pub latency_ms: (u64, u64),
+    /// A planted bug, if any: carried by this world only and handed to every component —
+    /// the lease authority, the ledger service, and each replica's store (its holds,
+    /// journals, renewer and service); each honours the mutants that concern it.
+    pub mutant: Option<Mutant>,
+    /// What a generated workload's replicas do (ignored by a scripted workload).
+    pub mix: WorkloadMix,
+    /// The lease backend: the authority host's server and the replicas' client (default:
+    /// the gRPC [`super::backend::Grpc`] services).
+    pub backend: Backend,
+    /// The liveness phase: run on after the heal until LIVE's bound has run out
+    /// ([`crate::history::ConfigLine::live_bound_us`]), even past `duration`, so LIVE is
+    /// always judged (default off: a plain `leasesim run` ends at `duration`).
+    pub liveness_phase: bool,
+}
+
+/// The shape of a generated workload: each replica loops picking a session, running on it
+/// (appending events a think time apart), releasing and thinking again. Every range is
+/// inclusive and drawn per run from the replica's workload stream. The defaults are the
+/// workload every seed had before mixes existed (same seed, same bytes).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadMix {
+    /// Events appended per run, `[least, most]` (default `[1, 6]`).
+    pub appends: (u64, u64),
+    /// Think time between appends and between runs, ms, `[least, most]` (default
+    /// `[50, 1500]`).
+    pub think_ms: (u64, u64),
+    /// Odds that a run ends in a graceful shutdown, as `[numerator, denominator]` (default
+    /// `[1, 25]`; `[0, 1]` never shuts down).
+    pub shutdown_chance: (u32, u32),
+}
+
+impl Default for WorkloadMix {
+    fn default() -> Self {
+        WorkloadMix {
+            appends: (1, 6),
+            think_ms: (50, 1_500),
+            shutdown_chance: (1, 25),
+        }
+    }
+}
+
+impl Default for WorldConfig {
+    fn default() -> Self {
+        WorldConfig {
+            seed: 0,
+            replicas: 3,
+            sessions: vec!["s1".into(), "s2".into()],
+            ttl: Duration::from_secs(10),
+            skew_margin_percent: 10,
+            duration: Duration::from_secs(60),
+            call_timeout: Duration::from_secs(2),
+            latency_ms: (1, 5),
+            mutant: None,
+            mix: WorkloadMix::default(),
+            backend: Backend::default(),
+            liveness_phase: false,
+        }
+    }
+}
+
+impl WorldConfig {
+    /// The host names: the backend's authority host (`lease` for the default backend),
+    /// `ledger`, `replica-1` … `replica-N`.
+    pub fn hosts(&self) -> Vec<String> {
+        let mut hosts = vec![self.backend.view().host, LEDGER_HOST.to_owned()];
+        hosts.extend((1..=self.replicas).map(replica_name));
+        hosts
+    }
+
+    pub(crate) fn client_config(&self) -> ClientConfig {
+        ClientConfig {
+            call_timeout: self.call_timeout,
+            ..ClientConfig::default()
+        }
+    }
+}
+
+/// The name of replica `n` (from 1).
+pub fn replica_name(n: u32) -> String {
+    format!("replica-{n}")
+}
+
+/// What the replicas do.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Workload {
+    /// Drawn from the seed: replicas contend for the sessions through the service layer.
+    #[default]
+    Generated,
+    /// Exactly these calls.
+    Scripted(Script),
+}
+
+/// The history's `config` line for `config`.
+pub(crate) fn config_line(config: &WorldConfig) -> ConfigLine {
+    let client = config.client_config();
+    ConfigLine {
+        ttl_us: micros(config.ttl),
+        skew_margin_us: micros(SkewMargin::Percent(config.skew_margin_percent).of(config.ttl)),
+        renew_interval_us: micros(config.ttl / 3),
+        longest_reconnect_backoff_us: micros(client.reconnect_backoff_max),
+        grace_period_us: micros(config.ttl),
+        mutant: config.mutant.map(|m| m.name().to_owned()),
+        seed: config.seed,
+        replicas: config.replicas,
+        sessions: config.sessions.clone(),
+        authority: config.backend.view().decisions_host().map(str::to_owned),
+    }
+}

@@ -1,0 +1,147 @@
+//! The `world` of a run file and of a scenario's `[world]` section: every setting of a
+//! world as plain numbers (ms, s, percent), checked field by field.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::lease::SessionId;
+use crate::sim::backend::{Backend, Grpc};
+use crate::sim::config::{WorkloadMix, WorldConfig};
+
+/// The lease backend a run file or scenario names: the backends built into leasesim (a
+/// user's own backend plugs into [`crate::sim::world::World::builder`] from Rust instead).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendSpec {
+    /// The remote lease and ledger services over gRPC on turmoil's TCP
+    /// ([`crate::sim::backend::Grpc`]).
+    #[default]
+    Grpc,
+}
+
+impl BackendSpec {
+    /// The backend itself.
+    pub fn backend(self) -> Backend {
+        match self {
+            BackendSpec::Grpc => Backend::new(Grpc),
+        }
+    }
+
+    /// Its name in files (`grpc`).
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendSpec::Grpc => "grpc",
+        }
+    }
+}
+
+/// The `[world]` section: the shape of the simulated world. Every field is optional in a
+/// scenario (the defaults are [`WorldConfig::default`]'s); a run file holds all of them.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorldSpec {
+    /// Replica hosts, 1..=64 (default 3).
+    pub replicas: u32,
+    /// The contended sessions (default `["s1", "s2"]`).
+    pub sessions: Vec<String>,
+    /// Lease TTL, ms (default 10000). Renewals come every third of it.
+    pub ttl_ms: u64,
+    /// Skew margin, percent of the TTL, 0..=99 (default 10).
+    pub skew_margin_percent: u8,
+    /// Simulated duration of a run, s, 1..=86400 (default 60).
+    pub duration_s: u64,
+    /// Deadline of every client call, ms (default 2000).
+    pub call_timeout_ms: u64,
+    /// Network latency range, ms, `[least, most]` (default `[1, 5]`).
+    pub latency_ms: (u64, u64),
+    /// The backend (default and only choice: `"grpc"`).
+    pub backend: BackendSpec,
+}
+
+impl Default for WorldSpec {
+    fn default() -> Self {
+        let config = WorldConfig::default();
+        WorldSpec {
+            replicas: config.replicas,
+            sessions: config.sessions,
+            ttl_ms: config.ttl.as_millis() as u64,
+            skew_margin_percent: config.skew_margin_percent,
+            duration_s: config.duration.as_secs(),
+            call_timeout_ms: config.call_timeout.as_millis() as u64,
+            latency_ms: config.latency_ms,
+            backend: BackendSpec::Grpc,
+        }
+    }
+}
+
+impl WorldSpec {
+    /// The world's configuration for `seed`, with a generated workload's `mix` (the default
+    /// mix for a script) and no mutant.
+    pub fn config(&self, seed: u64, mix: WorkloadMix) -> WorldConfig {
+        WorldConfig {
+            seed,
+            replicas: self.replicas,
+            sessions: self.sessions.clone(),
+            ttl: Duration::from_millis(self.ttl_ms),
+            skew_margin_percent: self.skew_margin_percent,
+            duration: Duration::from_secs(self.duration_s),
+            call_timeout: Duration::from_millis(self.call_timeout_ms),
+            latency_ms: self.latency_ms,
+            backend: self.backend.backend(),
+            mix,
+            ..WorldConfig::default()
+        }
+    }
+
+    /// Checks the values; `Err((field, message))` names the field and what is allowed.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        const DAY_MS: u64 = 86_400_000;
+        if !(1..=64).contains(&self.replicas) {
+            return Err(("replicas", format!("must be 1..=64, got {}", self.replicas)));
+        }
+        if self.sessions.is_empty() {
+            return Err((
+                "sessions",
+                "give at least one session, e.g. [\"s1\"]".into(),
+            ));
+        }
+        for session in &self.sessions {
+            if SessionId::new(session.clone()).is_err() {
+                return Err(("sessions", format!("`{session}` is not a valid session id")));
+            }
+        }
+        if !(1..=DAY_MS).contains(&self.ttl_ms) {
+            return Err((
+                "ttl_ms",
+                format!("must be 1..={DAY_MS} ms, got {}", self.ttl_ms),
+            ));
+        }
+        if self.skew_margin_percent > 99 {
+            return Err((
+                "skew_margin_percent",
+                format!("must be 0..=99, got {}", self.skew_margin_percent),
+            ));
+        }
+        if !(1..=86_400).contains(&self.duration_s) {
+            return Err((
+                "duration_s",
+                format!("must be 1..=86400 s, got {}", self.duration_s),
+            ));
+        }
+        if !(1..=DAY_MS).contains(&self.call_timeout_ms) {
+            return Err((
+                "call_timeout_ms",
+                format!("must be 1..={DAY_MS} ms, got {}", self.call_timeout_ms),
+            ));
+        }
+        let (low, high) = self.latency_ms;
+        if low > high || high > 60_000 {
+            return Err((
+                "latency_ms",
+                format!("must be [least, most] with least <= most <= 60000, got [{low}, {high}]"),
+            ));
+        }
+        Ok(())
+    }
+}
