@@ -492,22 +492,14 @@ impl<'a, M: Model> Search<'a, M> {
         let mut linearized = vec![0u64; words];
         let mut cache = Memo::new(words);
         let mut calls: Vec<(usize, M::State)> = Vec::new();
-        let mut known_left = self
-            .indices
-            .iter()
-            .filter(|&&i| self.ops[i].output.is_some())
-            .count();
-        let known_total = known_left;
+        let known_total = self.known_ops();
+        let mut known_left = known_total;
         let mut state = self.model.init();
         let mut entry = self.next[HEAD];
         let mut steps = 0u64;
         while known_left > 0 {
-            debug_assert!(
-                known_left <= known_total && calls.len() <= self.indices.len(),
-                "search counters: {known_left} known ops left of {known_total}, {} placed of {}",
-                calls.len(),
-                self.indices.len()
-            );
+            // The search counters: at most every known op is left, at most every op placed.
+            debug_assert!(known_left <= known_total && calls.len() <= self.indices.len());
             if steps >= max_steps {
                 return Outcome::OutOfBudget;
             }
@@ -519,8 +511,8 @@ impl<'a, M: Model> Search<'a, M> {
             if entry != NIL && self.matching[entry] != NIL {
                 let local = self.node_op[entry];
                 let op = self.op(local);
-                let twin_waits = self.twin_before[local]
-                    .is_some_and(|twin| linearized[twin / 64] & (1 << (twin % 64)) == 0);
+                let twin_waits =
+                    self.twin_before[local].is_some_and(|twin| !placed(&linearized, twin));
                 let next = if twin_waits {
                     None
                 } else {
@@ -531,12 +523,8 @@ impl<'a, M: Model> Search<'a, M> {
                         .filter(|next| op.output.is_some() || *next != state)
                 };
                 if let Some(next_state) = next {
-                    debug_assert_eq!(
-                        linearized[local / 64] & (1 << (local % 64)),
-                        0,
-                        "an op in the list is not placed"
-                    );
-                    linearized[local / 64] |= 1 << (local % 64);
+                    debug_assert!(!placed(&linearized, local), "an op in the list is unplaced");
+                    mark(&mut linearized, local, true);
                     if cache.insert(&linearized, &next_state) {
                         calls.push((entry, std::mem::replace(&mut state, next_state)));
                         self.lift(entry);
@@ -545,7 +533,7 @@ impl<'a, M: Model> Search<'a, M> {
                         entry = self.next[HEAD];
                         continue;
                     }
-                    linearized[local / 64] &= !(1 << (local % 64));
+                    mark(&mut linearized, local, false);
                 }
                 entry = self.next[entry];
             } else {
@@ -556,23 +544,33 @@ impl<'a, M: Model> Search<'a, M> {
                 self.note_stuck(entry, calls.len() + 1, &state);
                 state = previous;
                 let local = self.node_op[call];
-                debug_assert_ne!(
-                    linearized[local / 64] & (1 << (local % 64)),
-                    0,
-                    "an op taken back was placed"
-                );
-                linearized[local / 64] &= !(1 << (local % 64));
+                debug_assert!(placed(&linearized, local), "an op taken back was placed");
+                mark(&mut linearized, local, false);
                 self.unlift(call);
                 known_left += usize::from(self.op(local).output.is_some());
                 entry = self.next[call];
             }
         }
         debug_assert!(
-            (0..self.indices.len()).all(|local| self.op(local).output.is_none()
-                || linearized[local / 64] & (1 << (local % 64)) != 0),
+            self.places_every_known_op(&linearized),
             "a linearization places every op whose outcome is known"
         );
         Outcome::Linearizable
+    }
+
+    /// How many of the partition's ops have a known outcome (the search ends when all are
+    /// placed).
+    fn known_ops(&self) -> usize {
+        self.indices
+            .iter()
+            .filter(|&&i| self.ops[i].output.is_some())
+            .count()
+    }
+
+    /// Whether every op whose outcome is known is placed in `linearized`.
+    fn places_every_known_op(&self, linearized: &[u64]) -> bool {
+        (0..self.indices.len())
+            .all(|local| self.op(local).output.is_none() || placed(linearized, local))
     }
 
     fn note_prefix(&mut self, calls: &[(usize, M::State)]) {
@@ -687,6 +685,20 @@ impl<'a, M: Model> Search<'a, M> {
                 .map(|&l| self.indices[l])
                 .collect(),
         }
+    }
+}
+
+/// Whether partition-local op `local` is placed in the bit set `linearized`.
+fn placed(linearized: &[u64], local: usize) -> bool {
+    linearized[local / 64] & (1 << (local % 64)) != 0
+}
+
+/// Marks partition-local op `local` placed (or not) in the bit set `linearized`.
+fn mark(linearized: &mut [u64], local: usize, placed: bool) {
+    if placed {
+        linearized[local / 64] |= 1 << (local % 64);
+    } else {
+        linearized[local / 64] &= !(1 << (local % 64));
     }
 }
 
