@@ -193,10 +193,6 @@ impl<M, I, O> Extracted<M, I, O> {
 
     /// Appends `op`, from the op line `id` (`None`: added by the extraction).
     fn push(&mut self, op: Operation<I, O>, id: Option<u64>) {
-        debug_assert!(
-            op.ret.is_none_or(|ret| ret >= op.call),
-            "an operation returns after it is invoked"
-        );
         self.ops.push(op);
         self.op_ids.push(id);
         debug_assert_eq!(self.ops.len(), self.op_ids.len(), "one op id per operation");
@@ -632,6 +628,10 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
         let Some((output, ret)) = out.tally(fate) else {
             continue;
         };
+        debug_assert!(
+            ret.is_none_or(|ret| ret >= op.invoke_us),
+            "a kept lease call returns at or after its invocation (its decision time is clamped)"
+        );
         // Unknown outcome: may take effect at any later time (`ret` is `None`).
         let window = timeline.window(op.invoke_us, ret);
         let operation = Operation {
