@@ -188,88 +188,11 @@ impl Mutant {
 
     /// Where the catalogue says the mutant is killed; the mutant tests assert it.
     pub fn kill(self) -> Kill {
-        match self {
-            Mutant::TokenNotAdvancedOnExpiry => Kill::Conformance {
-                rule: "token_strictly_greater_after_expiry",
-            },
-            Mutant::AcquireCheckThenAct
-            | Mutant::RenewIgnoresToken
-            | Mutant::ClockReadBeforeLock => Kill::Loom { suite: "lease" },
-            Mutant::ReleaseBySessionOnly => Kill::Scenario {
-                scenario: "sims/f6-late-release.toml",
-                check: "EXCL",
-                seed: 1,
-            },
-            Mutant::AppendIgnoresExpectedTip => Kill::Scenario {
-                scenario: "sims/f1-pause-longer-than-ttl.toml",
-                check: "FENCE",
-                seed: 1,
-            },
-            Mutant::FenceWrittenBlind => Kill::Scenario {
-                scenario: "sims/f4-fence-compares-the-tip.toml",
-                check: "LEDGER",
-                seed: 1,
-            },
-            Mutant::OpenAcceptsStaleEpoch => Kill::Scenario {
-                scenario: "sims/stale-open-after-suspend.toml",
-                check: "FENCE",
-                seed: 1,
-            },
-            Mutant::NoLocalDeadline => Kill::Scenario {
-                scenario: "sims/f2-renewals-black-holed.toml",
-                check: "STOP",
-                seed: 1,
-            },
-            Mutant::ValidityFromAuthorityExpiry => Kill::Scenario {
-                scenario: "sims/validity-from-own-clock.toml",
-                check: "STOP",
-                seed: 1,
-            },
-            Mutant::RenewerOutlivesWorker => Kill::Scenario {
-                scenario: "sims/swarm-everything.toml",
-                check: "LIVE",
-                seed: 1,
-            },
-            Mutant::CleanupBeforeInvalidate => Kill::Scenario {
-                scenario: "sims/graceful-shutdowns.toml",
-                check: "STOP",
-                seed: 1,
-            },
-            Mutant::GateCheckThenEnter => Kill::Loom { suite: "gate" },
-            Mutant::RenewRecreatesRecord => Kill::Scenario {
-                scenario: "sims/f7-renew-resurrects.toml",
-                check: "EXCL",
-                seed: 1,
-            },
-            Mutant::TokenCounterInMemory => Kill::Scenario {
-                scenario: "sims/f5b-token-survives-authority-restart.toml",
-                check: "TOKEN",
-                seed: 1,
-            },
-            Mutant::TokenDroppedWithRecord => Kill::Scenario {
-                scenario: "sims/f5a-token-survives-record-deletion.toml",
-                check: "TOKEN",
-                seed: 1,
-            },
-            Mutant::ExpiredReacquireKeepsToken => Kill::Scenario {
-                scenario: "sims/swarm-partitions.toml",
-                check: "TOKEN",
-                seed: 3,
-            },
-            Mutant::ExpiryOffByOne => Kill::Conformance {
-                rule: "now_equal_to_expiry_is_expired",
-            },
-            Mutant::ExpiryByWallClock => Kill::Scenario {
-                scenario: "sims/wall-jump-at-the-authority.toml",
-                check: "EXCL",
-                seed: 1,
-            },
-            Mutant::NoGracePeriod => Kill::Scenario {
-                scenario: "sims/f5c-restart-while-held.toml",
-                check: "EXCL",
-                seed: 1,
-            },
-        }
+        let (_, kill) = KILLS
+            .iter()
+            .find(|(mutant, _)| *mutant == self)
+            .expect("every mutant has a row in KILLS (unit test `every_mutant_has_one_kill`)");
+        *kill
     }
 
     /// The mutant's CLI name (kebab case, e.g. `token-not-advanced-on-expiry`).
@@ -298,6 +221,98 @@ impl Mutant {
         }
     }
 }
+
+/// A kill by a campaign scenario's `check` at seed 1 (the seed every scenario kill pins unless
+/// a row says otherwise).
+const fn scenario(scenario: &'static str, check: &'static str) -> Kill {
+    Kill::Scenario {
+        scenario,
+        check,
+        seed: 1,
+    }
+}
+
+/// Where each mutant is killed, one row per mutant in catalogue order ([`Mutant::kill`] reads
+/// it). Grouped by how the kill is shown: a table keeps the catalogue readable at a glance,
+/// and the unit tests check that no mutant is missing or listed twice.
+const KILLS: &[(Mutant, Kill)] = &[
+    (
+        Mutant::TokenNotAdvancedOnExpiry,
+        Kill::Conformance {
+            rule: "token_strictly_greater_after_expiry",
+        },
+    ),
+    (Mutant::AcquireCheckThenAct, Kill::Loom { suite: "lease" }),
+    (Mutant::RenewIgnoresToken, Kill::Loom { suite: "lease" }),
+    (
+        Mutant::ReleaseBySessionOnly,
+        scenario("sims/f6-late-release.toml", "EXCL"),
+    ),
+    (Mutant::ClockReadBeforeLock, Kill::Loom { suite: "lease" }),
+    (
+        Mutant::AppendIgnoresExpectedTip,
+        scenario("sims/f1-pause-longer-than-ttl.toml", "FENCE"),
+    ),
+    (
+        Mutant::FenceWrittenBlind,
+        scenario("sims/f4-fence-compares-the-tip.toml", "LEDGER"),
+    ),
+    (
+        Mutant::OpenAcceptsStaleEpoch,
+        scenario("sims/stale-open-after-suspend.toml", "FENCE"),
+    ),
+    (
+        Mutant::NoLocalDeadline,
+        scenario("sims/f2-renewals-black-holed.toml", "STOP"),
+    ),
+    (
+        Mutant::ValidityFromAuthorityExpiry,
+        scenario("sims/validity-from-own-clock.toml", "STOP"),
+    ),
+    (
+        Mutant::RenewerOutlivesWorker,
+        scenario("sims/swarm-everything.toml", "LIVE"),
+    ),
+    (
+        Mutant::CleanupBeforeInvalidate,
+        scenario("sims/graceful-shutdowns.toml", "STOP"),
+    ),
+    (Mutant::GateCheckThenEnter, Kill::Loom { suite: "gate" }),
+    (
+        Mutant::RenewRecreatesRecord,
+        scenario("sims/f7-renew-resurrects.toml", "EXCL"),
+    ),
+    (
+        Mutant::TokenCounterInMemory,
+        scenario("sims/f5b-token-survives-authority-restart.toml", "TOKEN"),
+    ),
+    (
+        Mutant::TokenDroppedWithRecord,
+        scenario("sims/f5a-token-survives-record-deletion.toml", "TOKEN"),
+    ),
+    (
+        Mutant::ExpiredReacquireKeepsToken,
+        Kill::Scenario {
+            scenario: "sims/swarm-partitions.toml",
+            check: "TOKEN",
+            seed: 3,
+        },
+    ),
+    (
+        Mutant::ExpiryOffByOne,
+        Kill::Conformance {
+            rule: "now_equal_to_expiry_is_expired",
+        },
+    ),
+    (
+        Mutant::ExpiryByWallClock,
+        scenario("sims/wall-jump-at-the-authority.toml", "EXCL"),
+    ),
+    (
+        Mutant::NoGracePeriod,
+        scenario("sims/f5c-restart-while-held.toml", "EXCL"),
+    ),
+];
 
 /// What kills a mutant: where the catalogue says it is detected (issue "Mutants",
 /// deliverable 2). Tests assert every entry; `leasesim mutants` prints it.
@@ -364,5 +379,91 @@ impl fmt::Display for Kill {
 impl fmt::Display for Mutant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_mutant_has_one_kill() {
+        for mutant in Mutant::ALL {
+            let rows = KILLS.iter().filter(|(m, _)| m == mutant).count();
+            assert_eq!(rows, 1, "{mutant}: {rows} rows in KILLS");
+        }
+        assert_eq!(
+            KILLS.len(),
+            Mutant::ALL.len(),
+            "KILLS lists a mutant not in ALL"
+        );
+    }
+
+    /// Every kill is one of the forms, and a scenario kill names a file under `sims/` and a
+    /// check the campaign reports.
+    #[test]
+    fn every_kill_names_something_that_exists() {
+        let checks = ["TOKEN", "EXCL", "EXPIRY", "FENCE", "LEDGER", "STOP", "LIVE"];
+        let checks = [&checks[..], &["LIN-LEASE", "LIN-LEDGER"]].concat();
+        for mutant in Mutant::ALL {
+            match mutant.kill() {
+                Kill::Scenario {
+                    scenario,
+                    check,
+                    seed,
+                } => {
+                    assert!(scenario.starts_with("sims/"), "{mutant}: {scenario}");
+                    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(scenario);
+                    assert!(
+                        path.is_file(),
+                        "{mutant}: {} does not exist",
+                        path.display()
+                    );
+                    assert!(checks.contains(&check), "{mutant}: unknown check {check}");
+                    assert!(seed > 0, "{mutant}: seed {seed}");
+                }
+                Kill::Conformance { rule } => assert!(!rule.is_empty(), "{mutant}"),
+                Kill::Loom { suite } => {
+                    assert!(
+                        ["lease", "ledger", "journal", "gate"].contains(&suite),
+                        "{mutant}: unknown loom suite {suite}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The catalogue's kills, pinned: a changed kill must change this list too.
+    #[test]
+    fn the_kills_are_pinned() {
+        let kills: Vec<String> = Mutant::ALL
+            .iter()
+            .map(|m| format!("{m}: {}", m.kill()))
+            .collect();
+        assert_eq!(
+            kills,
+            [
+                "token-not-advanced-on-expiry: conformance rule token_strictly_greater_after_expiry",
+                "acquire-check-then-act: loom suite lease",
+                "renew-ignores-token: loom suite lease",
+                "release-by-session-only: EXCL in sims/f6-late-release.toml (seed 1)",
+                "clock-read-before-lock: loom suite lease",
+                "append-ignores-expected-tip: FENCE in sims/f1-pause-longer-than-ttl.toml (seed 1)",
+                "fence-written-blind: LEDGER in sims/f4-fence-compares-the-tip.toml (seed 1)",
+                "open-accepts-stale-epoch: FENCE in sims/stale-open-after-suspend.toml (seed 1)",
+                "no-local-deadline: STOP in sims/f2-renewals-black-holed.toml (seed 1)",
+                "validity-from-authority-expiry: STOP in sims/validity-from-own-clock.toml (seed 1)",
+                "renewer-outlives-worker: LIVE in sims/swarm-everything.toml (seed 1)",
+                "cleanup-before-invalidate: STOP in sims/graceful-shutdowns.toml (seed 1)",
+                "gate-check-then-enter: loom suite gate",
+                "renew-recreates-record: EXCL in sims/f7-renew-resurrects.toml (seed 1)",
+                "token-counter-in-memory: TOKEN in sims/f5b-token-survives-authority-restart.toml (seed 1)",
+                "token-dropped-with-record: TOKEN in sims/f5a-token-survives-record-deletion.toml (seed 1)",
+                "expired-reacquire-keeps-token: TOKEN in sims/swarm-partitions.toml (seed 3)",
+                "expiry-off-by-one: conformance rule now_equal_to_expiry_is_expired",
+                "expiry-by-wall-clock: EXCL in sims/wall-jump-at-the-authority.toml (seed 1)",
+                "no-grace-period: EXCL in sims/f5c-restart-while-held.toml (seed 1)",
+            ]
+        );
     }
 }

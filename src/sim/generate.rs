@@ -227,6 +227,10 @@ pub fn draw_schedule(
         }
     }
     schedule.faults.sort_by_key(|f| f.at_ms);
+    debug_assert!(
+        schedule.faults.iter().all(|f| f.at_ms <= span_ms),
+        "every fault, follow-ups included, is at or before the heal"
+    );
     schedule
 }
 
@@ -273,50 +277,58 @@ fn draw(
     options: &DrawOptions,
     config: &WorldConfig,
 ) -> (Fault, Vec<(u64, Fault)>) {
+    debug_assert!(
+        !options.kinds.is_empty(),
+        "draw_schedule draws no fault without kinds"
+    );
     let strength = &options.intensity;
+    // Drawn for every kind, used only by some: skipping it would shift every later draw.
     let point = REPLICA_POINTS[between(rng, 0, 2) as usize];
     let kind = options.kinds[between(rng, 0, options.kinds.len() as u64 - 1) as usize];
-    let fault = match kind {
-        FaultKind::Partition => Fault::Partition {
-            a: replica(rng, config),
-            b: service(rng),
-        },
-        FaultKind::Isolate => Fault::Isolate {
+    let alone = |fault: Fault| (fault, Vec::new());
+    match kind {
+        FaultKind::Partition
+        | FaultKind::Isolate
+        | FaultKind::Latency
+        | FaultKind::LinkFlaps
+        | FaultKind::DelayReplies
+        | FaultKind::PartitionOneWay => alone(draw_link_fault(rng, kind, strength, config)),
+        FaultKind::Pause | FaultKind::Suspend | FaultKind::Stall => {
+            alone(draw_freeze_fault(rng, kind, point, strength, config))
+        }
+        FaultKind::ClockDrift | FaultKind::WallJump => {
+            alone(draw_clock_fault(rng, kind, strength, config))
+        }
+        FaultKind::Crash => alone(Fault::Crash {
             host: replica(rng, config),
-        },
-        FaultKind::Pause => Fault::Pause {
-            host: replica(rng, config),
-            duration_ms: range(rng, strength.freeze_ms),
-            at_point: (rng.next_u32().is_multiple_of(2)).then_some(point),
-        },
-        FaultKind::Suspend => Fault::Suspend {
-            host: replica(rng, config),
-            duration_ms: range(rng, strength.freeze_ms),
-            at_point: None,
-        },
-        FaultKind::Stall => Fault::Stall {
-            host: replica(rng, config),
-            point,
-            duration_ms: range(rng, strength.stall_ms),
-        },
-        FaultKind::ClockDrift => Fault::ClockDrift {
-            host: replica(rng, config),
-            ppm: signed(rng, strength.drift_ppm),
-        },
-        FaultKind::WallJump => Fault::WallJump {
-            host: replica(rng, config),
-            delta_ms: signed(rng, strength.wall_jump_ms),
-        },
-        FaultKind::Crash => Fault::Crash {
-            host: replica(rng, config),
-        },
-        FaultKind::LeaseRestarts => Fault::LeaseServiceRestarts {
+        }),
+        FaultKind::LeaseRestarts => alone(Fault::LeaseServiceRestarts {
             every_ms: range(rng, strength.restart_every_ms),
             count: between(
                 rng,
                 u64::from(strength.restarts.0),
                 u64::from(strength.restarts.1),
             ) as u32,
+        }),
+        FaultKind::CrashService => draw_service_crash(rng, strength),
+        FaultKind::DeleteRecord => draw_record_deletion(rng, strength, config),
+    }
+}
+
+/// A fault on a link between a replica and a service (or all of a replica's links).
+fn draw_link_fault(
+    rng: &mut ChaCha20Rng,
+    kind: FaultKind,
+    strength: &Intensity,
+    config: &WorldConfig,
+) -> Fault {
+    match kind {
+        FaultKind::Partition => Fault::Partition {
+            a: replica(rng, config),
+            b: service(rng),
+        },
+        FaultKind::Isolate => Fault::Isolate {
+            host: replica(rng, config),
         },
         FaultKind::Latency => Fault::Latency {
             a: replica(rng, config),
@@ -352,24 +364,90 @@ fn draw(
                 }
             }
         }
-        FaultKind::CrashService => {
-            let host = service(rng);
-            let downtime_ms = range(rng, strength.downtime_ms);
-            let restart = Fault::Restart { host: host.clone() };
-            return (Fault::Crash { host }, vec![(downtime_ms, restart)]);
-        }
-        FaultKind::DeleteRecord => {
-            let last = config.sessions.len().saturating_sub(1) as u64;
-            let session = config.sessions[between(rng, 0, last) as usize].clone();
-            let sweeps = range(rng, strength.gc_sweeps).max(1);
-            let sweep = || Fault::DeleteLeaseRecord {
-                session: session.clone(),
-            };
-            let later = (1..sweeps).map(|n| (n * GC_SWEEP_MS, sweep())).collect();
-            return (sweep(), later);
-        }
+        other => unreachable!("draw routed a non-link kind here: {other:?}"),
+    }
+}
+
+/// A freeze of a replica: a pause (at a time, or at `point` on a coin flip), a suspend, or a
+/// stall at `point`.
+fn draw_freeze_fault(
+    rng: &mut ChaCha20Rng,
+    kind: FaultKind,
+    point: PausePoint,
+    strength: &Intensity,
+    config: &WorldConfig,
+) -> Fault {
+    match kind {
+        FaultKind::Pause => Fault::Pause {
+            host: replica(rng, config),
+            duration_ms: range(rng, strength.freeze_ms),
+            at_point: (rng.next_u32().is_multiple_of(2)).then_some(point),
+        },
+        FaultKind::Suspend => Fault::Suspend {
+            host: replica(rng, config),
+            duration_ms: range(rng, strength.freeze_ms),
+            at_point: None,
+        },
+        FaultKind::Stall => Fault::Stall {
+            host: replica(rng, config),
+            point,
+            duration_ms: range(rng, strength.stall_ms),
+        },
+        other => unreachable!("draw routed a non-freeze kind here: {other:?}"),
+    }
+}
+
+/// A replica's clock fault: monotonic drift or a wall-clock step.
+fn draw_clock_fault(
+    rng: &mut ChaCha20Rng,
+    kind: FaultKind,
+    strength: &Intensity,
+    config: &WorldConfig,
+) -> Fault {
+    match kind {
+        FaultKind::ClockDrift => Fault::ClockDrift {
+            host: replica(rng, config),
+            ppm: signed(rng, strength.drift_ppm),
+        },
+        FaultKind::WallJump => Fault::WallJump {
+            host: replica(rng, config),
+            delta_ms: signed(rng, strength.wall_jump_ms),
+        },
+        other => unreachable!("draw routed a non-clock kind here: {other:?}"),
+    }
+}
+
+/// A service crash, and its restart after a downtime.
+fn draw_service_crash(rng: &mut ChaCha20Rng, strength: &Intensity) -> (Fault, Vec<(u64, Fault)>) {
+    let host = service(rng);
+    let downtime_ms = range(rng, strength.downtime_ms);
+    let restart = Fault::Restart { host: host.clone() };
+    (Fault::Crash { host }, vec![(downtime_ms, restart)])
+}
+
+/// A collector's sweeps of one session's lease record: one now, the rest [`GC_SWEEP_MS`]
+/// apart.
+fn draw_record_deletion(
+    rng: &mut ChaCha20Rng,
+    strength: &Intensity,
+    config: &WorldConfig,
+) -> (Fault, Vec<(u64, Fault)>) {
+    debug_assert!(
+        !config.sessions.is_empty(),
+        "a world has a session to delete"
+    );
+    let last = config.sessions.len().saturating_sub(1) as u64;
+    let session = config.sessions[between(rng, 0, last) as usize].clone();
+    let sweeps = range(rng, strength.gc_sweeps).max(1);
+    let sweep = || Fault::DeleteLeaseRecord {
+        session: session.clone(),
     };
-    (fault, Vec::new())
+    let later: Vec<(u64, Fault)> = (1..sweeps).map(|n| (n * GC_SWEEP_MS, sweep())).collect();
+    debug_assert!(
+        later.windows(2).all(|w| w[0].0 < w[1].0),
+        "sweeps are drawn in time order"
+    );
+    (sweep(), later)
 }
 
 #[cfg(test)]

@@ -160,10 +160,44 @@ fn frozen(hosts: &Hosts, now: Duration) -> bool {
         .any(|freeze| freeze.is_frozen_at(now))
 }
 
+/// Applies one scheduled fault at `now`; returns the follow-up actions it schedules, as
+/// `(ms after now, action)`. Faults are routed by what they act on, so each phase reads as one
+/// kind of damage.
 fn apply_fault(
     sim: &mut turmoil::Sim<'static>,
     hosts: &Hosts,
     now: Duration,
+    fault: Fault,
+) -> Vec<(u64, Action)> {
+    match fault {
+        Fault::Heal => heal(sim, hosts, now),
+        Fault::Partition { .. }
+        | Fault::PartitionOneWay { .. }
+        | Fault::Isolate { .. }
+        | Fault::Hold { .. }
+        | Fault::Release { .. }
+        | Fault::Latency { .. }
+        | Fault::LinkFlaps { .. }
+        | Fault::DelayReplies { .. } => return apply_link_fault(sim, hosts, fault),
+        Fault::Pause { .. } | Fault::Suspend { .. } | Fault::Stall { .. } => {
+            apply_freeze_fault(hosts, now, fault)
+        }
+        Fault::ClockDrift { .. } | Fault::WallJump { .. } | Fault::WallOffset { .. } => {
+            apply_clock_fault(hosts, now, fault)
+        }
+        Fault::Crash { .. }
+        | Fault::Restart { .. }
+        | Fault::LeaseServiceRestarts { .. }
+        | Fault::DeleteLeaseRecord { .. } => return apply_host_fault(sim, hosts, now, fault),
+    }
+    Vec::new()
+}
+
+/// A fault on the network between hosts. Only a reply delay schedules a follow-up: the
+/// delivery of what it held.
+fn apply_link_fault(
+    sim: &mut turmoil::Sim<'static>,
+    hosts: &Hosts,
     fault: Fault,
 ) -> Vec<(u64, Action)> {
     let ms = Duration::from_millis;
@@ -171,11 +205,14 @@ fn apply_fault(
         Fault::Partition { a, b } => sim.partition(a, b),
         Fault::PartitionOneWay { from, to } => sim.partition_oneway(from, to),
         Fault::Isolate { host } => {
+            debug_assert!(
+                hosts.clocks.contains_key(&host),
+                "isolating {host}, which is not a host of the world (the schedule was validated)"
+            );
             for other in hosts.clocks.keys().filter(|h| **h != host) {
                 sim.partition(host.as_str(), other.as_str());
             }
         }
-        Fault::Heal => heal(sim, hosts, now),
         Fault::Hold { a, b } => sim.hold(a, b),
         Fault::Release { a, b } => sim.release(a, b),
         Fault::Latency {
@@ -188,8 +225,22 @@ fn apply_fault(
             sim.set_link_max_message_latency(a, b, ms(latency_ms + jitter_ms));
         }
         Fault::LinkFlaps { a, b, fail_ppm } => {
+            debug_assert!(fail_ppm <= 1_000_000, "a fail rate above 1: {fail_ppm} ppm");
             sim.set_link_fail_rate(a, b, f64::from(fail_ppm) / 1_000_000.0)
         }
+        Fault::DelayReplies { from, to, delay_ms } => {
+            sim.hold(from.as_str(), to.as_str());
+            return vec![(delay_ms, Action::Deliver { a: from, b: to })];
+        }
+        other => unreachable!("apply_fault routed a non-link fault here: {other:?}"),
+    }
+    Vec::new()
+}
+
+/// A fault that freezes a host now or arms a freeze at a pause point.
+fn apply_freeze_fault(hosts: &Hosts, now: Duration, fault: Fault) {
+    let ms = Duration::from_millis;
+    match fault {
         Fault::Pause {
             host,
             duration_ms,
@@ -219,11 +270,33 @@ fn apply_fault(
             point,
             duration_ms,
         } => hosts.freezes[&host].arm(point, FreezeKind::Stall, ms(duration_ms)),
+        other => unreachable!("apply_fault routed a non-freeze fault here: {other:?}"),
+    }
+}
+
+/// A fault on a host's clock: its monotonic rate, or its wall clock (ms in the schedule, ns
+/// on the clock).
+fn apply_clock_fault(hosts: &Hosts, now: Duration, fault: Fault) {
+    match fault {
         Fault::ClockDrift { host, ppm } => hosts.clocks[&host].set_drift_ppm(now, ppm),
         Fault::WallJump { host, delta_ms } => hosts.clocks[&host].jump_wall(delta_ms * 1_000_000),
         Fault::WallOffset { host, offset_ms } => {
             hosts.clocks[&host].set_wall_offset(offset_ms * 1_000_000)
         }
+        other => unreachable!("apply_fault routed a non-clock fault here: {other:?}"),
+    }
+}
+
+/// A fault on a host's process or its state: a crash, a restart, a series of lease service
+/// restarts (scheduled as follow-ups `every_ms` apart, the first now), or the deletion of an
+/// expired lease record.
+fn apply_host_fault(
+    sim: &mut turmoil::Sim<'static>,
+    hosts: &Hosts,
+    now: Duration,
+    fault: Fault,
+) -> Vec<(u64, Action)> {
+    match fault {
         Fault::Crash { host } => crash(sim, hosts, now, &host),
         Fault::Restart { host } => restart(sim, hosts, now, &host),
         Fault::LeaseServiceRestarts { every_ms, count } => {
@@ -231,21 +304,19 @@ fn apply_fault(
                 .map(|i| (i * every_ms, Action::BounceLease))
                 .collect();
         }
-        Fault::DeleteLeaseRecord { session } => {
-            if let (Some(authority), Ok(session)) =
-                (hosts.authority_faults(), SessionId::new(session))
-            {
-                // The nemesis runs outside every host: read the authority's clock at `now`.
-                let reading = hosts.clocks[&hosts.authority_host].now_at(now);
-                authority.delete_expired_record(&session, reading);
-            }
-        }
-        Fault::DelayReplies { from, to, delay_ms } => {
-            sim.hold(from.as_str(), to.as_str());
-            return vec![(delay_ms, Action::Deliver { a: from, b: to })];
-        }
+        Fault::DeleteLeaseRecord { session } => delete_lease_record(hosts, now, session),
+        other => unreachable!("apply_fault routed a non-host fault here: {other:?}"),
     }
     Vec::new()
+}
+
+/// A record collector's sweep of `session`, if the authority runs and the name is valid.
+fn delete_lease_record(hosts: &Hosts, now: Duration, session: String) {
+    if let (Some(authority), Ok(session)) = (hosts.authority_faults(), SessionId::new(session)) {
+        // The nemesis runs outside every host: read the authority's clock at `now`.
+        let reading = hosts.clocks[&hosts.authority_host].now_at(now);
+        authority.delete_expired_record(&session, reading);
+    }
 }
 
 fn freeze(

@@ -1,129 +1,21 @@
 //! Hand-built histories: for each invariant one that violates it, caught with the right
-//! evidence, and a clean one that passes.
+//! evidence, and a clean one that passes. Each history is built with [`super::build`].
 
 use leasesim::check::invariants::{
     Evidence, Invariant, InvariantReport, check_all, excl, expiry, fence, ledger, live, stop, token,
 };
-use leasesim::history::{History, Process};
+use leasesim::history::History;
 
-const S: u64 = 1_000_000;
-
-fn history(lines: &[String]) -> History {
-    let text = lines.join("\n");
-    History::read_jsonl(text.as_bytes(), "hand.jsonl").unwrap()
-}
-
-fn process(replica: &str) -> String {
-    format!(r#"{{"replica":"{replica}","incarnation":0}}"#)
-}
-
-fn config() -> String {
-    r#"{"v":1,"kind":"config","ttl_us":10000000,"skew_margin_us":1000000,"renew_interval_us":3333333,"longest_reconnect_backoff_us":2000000,"grace_period_us":10000000,"mutant":null,"seed":1,"replicas":2,"sessions":["s1"]}"#.to_string()
-}
-
-fn decision(replica: &str, decision: &str, at_authority_us: u64, at_us: u64) -> String {
-    format!(
-        r#"{{"v":1,"kind":"decision","session":"s1","owner":{},"decision":{decision},"at_authority_us":{at_authority_us},"at_us":{at_us}}}"#,
-        process(replica)
-    )
-}
-
-fn grant(token: u64, expiry: u64) -> String {
-    format!(
-        r#"{{"type":"grant","token":{token},"expiry_authority_us":{expiry},"ttl_us":10000000}}"#
-    )
-}
-
-fn renew(token: u64, expiry: u64) -> String {
-    format!(
-        r#"{{"type":"renew","token":{token},"expiry_authority_us":{expiry},"ttl_us":10000000}}"#
-    )
-}
-
-fn release(token: u64, ended: bool) -> String {
-    format!(r#"{{"type":"release","token":{token},"ended":{ended}}}"#)
-}
-
-fn refuse(request: &str, token: Option<u64>, holder_token: Option<u64>) -> String {
-    let json = |t: Option<u64>| t.map_or("null".to_string(), |t| t.to_string());
-    format!(
-        r#"{{"type":"refuse","request":"{request}","token":{},"reason":{{"type":"held","holder_token":{}}}}}"#,
-        json(token),
-        json(holder_token)
-    )
-}
-
-fn clock(host: &str, boot: u64, from_us: u64, local_from_us: u64) -> String {
-    format!(
-        r#"{{"v":1,"kind":"clock","host":"{host}","boot":{boot},"from_us":{from_us},"local_from_us":{local_from_us},"drift_ppm":0,"suspended":false}}"#
-    )
-}
-
-fn writer(replica: &str) -> String {
-    format!(r#"{{"owner":{},"journal":1}}"#, process(replica))
-}
-
-fn fence_record(epoch: u64, replica: &str) -> String {
-    format!(
-        r#"{{"type":"fence","epoch":{epoch},"owner":{},"writer_id":{}}}"#,
-        process(replica),
-        writer(replica)
-    )
-}
-
-fn event_record(replica: &str, n: u64) -> String {
-    format!(
-        r#"{{"type":"event","writer_id":{},"seq_in_writer":{n},"payload_hex":"00"}}"#,
-        writer(replica)
-    )
-}
-
-fn ledger_line(seq: u64, record: &str) -> String {
-    format!(r#"{{"v":1,"kind":"ledger","session":"s1","seq":{seq},"record":{record}}}"#)
-}
-
-/// An op by `replica` on s1, times in true time = local time.
-fn op(
-    id: u64,
-    replica: &str,
-    op: &str,
-    invoke: u64,
-    complete: u64,
-    outcome: &str,
-    result: &str,
-) -> String {
-    format!(
-        r#"{{"v":1,"kind":"op","id":{id},"process":{},"session":"s1","op":{op},"invoke_us":{invoke},"complete_us":{complete},"invoke_local_us":{invoke},"complete_local_us":{complete},"outcome":"{outcome}","result":{result}}}"#,
-        process(replica)
-    )
-}
-
-fn acquire(replica: &str) -> String {
-    format!(r#"{{"type":"lease_acquire","owner":{}}}"#, process(replica))
-}
-
-fn renew_op(replica: &str, token: u64) -> String {
-    format!(
-        r#"{{"type":"lease_renew","owner":{},"token":{token}}}"#,
-        process(replica)
-    )
-}
-
-fn granted(token: u64, ttl_us: u64) -> String {
-    format!(r#"{{"type":"granted","token":{token},"expiry_authority_us":0,"ttl_us":{ttl_us}}}"#)
-}
-
-fn validity(replica: &str, epoch: u64, at: u64, claimed_valid_until: u64) -> String {
-    format!(
-        r#"{{"v":1,"kind":"validity","process":{},"session":"s1","epoch":{epoch},"at_local_us":{at},"at_us":{at},"valid_until_local_us":{claimed_valid_until}}}"#,
-        process(replica)
-    )
-}
+use super::build::{
+    FREE, S, acquire, appended, at, boot, event_record, fence_record, grant, granted, held,
+    held_by, history, journal_append, judges_valid, ledger_append, p, reading, refuse_acquire,
+    refuse_renew, release_ended, release_ending_nothing, renew, renew_lease, span,
+};
 
 fn decided(replica: &str, at_authority_us: u64, at_us: u64) -> Evidence {
     Evidence::Decision {
         session: "s1".into(),
-        owner: Process::new(replica, 0),
+        owner: p(replica),
         at_authority_us,
         at_us,
     }
@@ -135,7 +27,7 @@ fn seq(seq: u64) -> Evidence {
 
 fn checked(replica: &str, at: u64) -> Evidence {
     Evidence::Validity {
-        process: Process::new(replica, 0),
+        process: p(replica),
         session: "s1".into(),
         at_local_us: at,
         at_us: at,
@@ -152,11 +44,11 @@ fn one(report: &InvariantReport) -> &leasesim::check::invariants::Violation {
 
 #[test]
 fn token_takeover_without_a_higher_token_is_caught() {
-    let h = history(&[
-        config(),
-        decision("replica-1", &grant(1, 10 * S), 0, 0),
-        decision("replica-2", &grant(1, 30 * S), 20 * S, 20 * S),
-    ]);
+    let h = history()
+        .config()
+        .decides(at(0), "replica-1", grant(1, 10 * S))
+        .decides(at(20 * S), "replica-2", grant(1, 30 * S))
+        .build();
     let report = token::check(&h);
     let violation = one(&report);
     assert_eq!(violation.invariant, Invariant::Token);
@@ -171,10 +63,10 @@ fn token_takeover_without_a_higher_token_is_caught() {
 
 #[test]
 fn token_live_reacquire_with_a_new_token_is_caught() {
-    let h = history(&[
-        decision("replica-1", &grant(1, 10 * S), 0, 0),
-        decision("replica-1", &grant(2, 15 * S), 5 * S, 5 * S),
-    ]);
+    let h = history()
+        .decides(at(0), "replica-1", grant(1, 10 * S))
+        .decides(at(5 * S), "replica-1", grant(2, 15 * S))
+        .build();
     let report = token::check(&h);
     assert_eq!(
         one(&report).evidence,
@@ -187,14 +79,14 @@ fn token_live_reacquire_with_a_new_token_is_caught() {
 
 #[test]
 fn token_renew_and_live_reacquire_keep_it_and_takeovers_raise_it() {
-    let h = history(&[
-        decision("replica-1", &grant(1, 10 * S), 0, 0),
-        decision("replica-1", &renew(1, 13 * S), 3 * S, 3 * S),
-        decision("replica-1", &grant(1, 15 * S), 5 * S, 5 * S),
-        decision("replica-2", &grant(2, 30 * S), 20 * S, 20 * S),
-        decision("replica-2", &release(2, true), 21 * S, 21 * S),
-        decision("replica-2", &grant(3, 32 * S), 22 * S, 22 * S),
-    ]);
+    let h = history()
+        .decides(at(0), "replica-1", grant(1, 10 * S))
+        .decides(at(3 * S), "replica-1", renew(1, 13 * S))
+        .decides(at(5 * S), "replica-1", grant(1, 15 * S))
+        .decides(at(20 * S), "replica-2", grant(2, 30 * S))
+        .decides(at(21 * S), "replica-2", release_ended(2))
+        .decides(at(22 * S), "replica-2", grant(3, 32 * S))
+        .build();
     let report = token::check(&h);
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 5);
@@ -204,10 +96,10 @@ fn token_renew_and_live_reacquire_keep_it_and_takeovers_raise_it() {
 
 #[test]
 fn excl_grant_while_another_lease_is_unexpired_is_caught() {
-    let h = history(&[
-        decision("replica-1", &grant(1, 10 * S), 0, 0),
-        decision("replica-2", &grant(2, 15 * S), 5 * S, 5 * S),
-    ]);
+    let h = history()
+        .decides(at(0), "replica-1", grant(1, 10 * S))
+        .decides(at(5 * S), "replica-2", grant(2, 15 * S))
+        .build();
     let report = excl::check(&h);
     let violation = one(&report);
     assert_eq!(violation.invariant, Invariant::Excl);
@@ -222,11 +114,11 @@ fn excl_grant_while_another_lease_is_unexpired_is_caught() {
 
 #[test]
 fn excl_stale_renew_granted_is_caught() {
-    let h = history(&[
-        decision("replica-1", &grant(1, 10 * S), 0, 0),
-        decision("replica-2", &grant(2, 22 * S), 12 * S, 12 * S),
-        decision("replica-1", &renew(1, 23 * S), 13 * S, 13 * S),
-    ]);
+    let h = history()
+        .decides(at(0), "replica-1", grant(1, 10 * S))
+        .decides(at(12 * S), "replica-2", grant(2, 22 * S))
+        .decides(at(13 * S), "replica-1", renew(1, 23 * S))
+        .build();
     let report = excl::check(&h);
     assert_eq!(
         one(&report).evidence,
@@ -239,14 +131,19 @@ fn excl_stale_renew_granted_is_caught() {
 
 #[test]
 fn excl_a_lease_from_before_an_authority_restart_is_still_live_after_it() {
-    // Boot 0 from 0; the authority restarts at 9 s and its clock starts again at 0.
-    let clocks = [clock("lease", 0, 0, 0), clock("lease", 1, 9 * S, 0)];
-    let a = decision("replica-1", &grant(1, 18 * S), 8 * S, 8 * S);
+    // Boot 0 from 0; the authority restarts at 9 s and its clock starts again at 0. A is
+    // granted at 8 s, to 18 s.
+    let restarted = || {
+        history()
+            .lease_clock(boot(0))
+            .lease_clock(boot(1).from(9 * S))
+            .decides(at(8 * S), "replica-1", grant(1, 18 * S))
+    };
     // At true 12 s (boot 1 reads 3 s) A's lease (true expiry 18 s) is live.
-    let early = decision("replica-2", &grant(2, 13 * S), 3 * S, 12 * S);
-    let mut lines = clocks.to_vec();
-    lines.extend([a.clone(), early]);
-    let report = excl::check(&history(&lines));
+    let h = restarted()
+        .decides(reading(3 * S, 12 * S), "replica-2", grant(2, 13 * S))
+        .build();
+    let report = excl::check(&h);
     assert_eq!(
         one(&report).evidence,
         [
@@ -256,23 +153,23 @@ fn excl_a_lease_from_before_an_authority_restart_is_still_live_after_it() {
     );
     // At true 20 s (boot 1 reads 11 s < A's 18 s) it is over: comparing readings of two
     // boots would wrongly call this a violation.
-    let late = decision("replica-2", &grant(2, 21 * S), 11 * S, 20 * S);
-    let mut lines = clocks.to_vec();
-    lines.extend([a, late]);
-    let report = excl::check(&history(&lines));
+    let h = restarted()
+        .decides(reading(11 * S, 20 * S), "replica-2", grant(2, 21 * S))
+        .build();
+    let report = excl::check(&h);
     assert!(report.passed(), "{:?}", report.violations);
 }
 
 #[test]
 fn excl_release_then_grant_passes_and_a_stale_release_changes_nothing() {
-    let h = history(&[
-        decision("replica-1", &grant(1, 10 * S), 0, 0),
-        decision("replica-1", &release(1, true), 2 * S, 2 * S),
-        decision("replica-2", &grant(2, 13 * S), 3 * S, 3 * S),
-        decision("replica-1", &release(1, false), 4 * S, 4 * S),
-        decision("replica-2", &renew(2, 15 * S), 5 * S, 5 * S),
-        decision("replica-1", &grant(3, 26 * S), 16 * S, 16 * S),
-    ]);
+    let h = history()
+        .decides(at(0), "replica-1", grant(1, 10 * S))
+        .decides(at(2 * S), "replica-1", release_ended(1))
+        .decides(at(3 * S), "replica-2", grant(2, 13 * S))
+        .decides(at(4 * S), "replica-1", release_ending_nothing(1))
+        .decides(at(5 * S), "replica-2", renew(2, 15 * S))
+        .decides(at(16 * S), "replica-1", grant(3, 26 * S))
+        .build();
     let report = excl::check(&h);
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 6);
@@ -282,12 +179,15 @@ fn excl_release_then_grant_passes_and_a_stale_release_changes_nothing() {
 fn excl_a_stale_release_that_frees_the_live_hold_is_caught_by_what_follows() {
     // The release-by-session-only mutant, as the world records it: replica-2's stale release
     // is answered `ended: false`, yet afterwards replica-1's live lease is gone.
-    let h = history(&[
-        decision("replica-2", &grant(1, 10 * S), 0, 0),
-        decision("replica-1", &grant(2, 22 * S), 12 * S, 12 * S),
-        decision("replica-2", &release(1, false), 13 * S, 13 * S),
-        decision("replica-1", &refuse("renew", Some(2), None), 14 * S, 14 * S),
-    ]);
+    let stale_release = || {
+        history()
+            .decides(at(0), "replica-2", grant(1, 10 * S))
+            .decides(at(12 * S), "replica-1", grant(2, 22 * S))
+            .decides(at(13 * S), "replica-2", release_ending_nothing(1))
+    };
+    let h = stale_release()
+        .decides(at(14 * S), "replica-1", refuse_renew(2, FREE))
+        .build();
     let report = excl::check(&h);
     let violation = one(&report);
     assert!(
@@ -303,18 +203,10 @@ fn excl_a_stale_release_that_frees_the_live_hold_is_caught_by_what_follows() {
         ]
     );
     // A stale release after which the hold is still there changed nothing.
-    let h = history(&[
-        decision("replica-2", &grant(1, 10 * S), 0, 0),
-        decision("replica-1", &grant(2, 22 * S), 12 * S, 12 * S),
-        decision("replica-2", &release(1, false), 13 * S, 13 * S),
-        decision(
-            "replica-2",
-            &refuse("acquire", None, Some(2)),
-            14 * S,
-            14 * S,
-        ),
-        decision("replica-1", &renew(2, 25 * S), 15 * S, 15 * S),
-    ]);
+    let h = stale_release()
+        .decides(at(14 * S), "replica-2", refuse_acquire(held_by(2)))
+        .decides(at(15 * S), "replica-1", renew(2, 25 * S))
+        .build();
     let report = excl::check(&h);
     assert!(report.passed(), "{:?}", report.violations);
 }
@@ -325,11 +217,14 @@ fn excl_a_stale_release_that_frees_the_live_hold_is_caught_by_what_follows() {
 fn expiry_takeover_before_the_renewed_bound_is_caught() {
     // Granted to 10 s, renewed at 4 s to 14 s; a takeover at 12 s ends it early (after the
     // first expiry, before the bound of the last acknowledgement).
-    let h = history(&[
-        decision("replica-1", &grant(1, 10 * S), 0, 0),
-        decision("replica-1", &renew(1, 14 * S), 4 * S, 4 * S),
-        decision("replica-2", &grant(2, 22 * S), 12 * S, 12 * S),
-    ]);
+    let renewed = || {
+        history()
+            .decides(at(0), "replica-1", grant(1, 10 * S))
+            .decides(at(4 * S), "replica-1", renew(1, 14 * S))
+    };
+    let h = renewed()
+        .decides(at(12 * S), "replica-2", grant(2, 22 * S))
+        .build();
     let report = expiry::check(&h);
     let violation = one(&report);
     assert_eq!(violation.invariant, Invariant::Expiry);
@@ -353,11 +248,9 @@ fn expiry_takeover_before_the_renewed_bound_is_caught() {
         ]
     );
     // At the bound itself (`now >= expiry` is expired) the takeover is on time.
-    let h = history(&[
-        decision("replica-1", &grant(1, 10 * S), 0, 0),
-        decision("replica-1", &renew(1, 14 * S), 4 * S, 4 * S),
-        decision("replica-2", &grant(2, 24 * S), 14 * S, 14 * S),
-    ]);
+    let h = renewed()
+        .decides(at(14 * S), "replica-2", grant(2, 24 * S))
+        .build();
     let report = expiry::check(&h);
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 3);
@@ -365,22 +258,17 @@ fn expiry_takeover_before_the_renewed_bound_is_caught() {
 
 #[test]
 fn expiry_a_refused_own_renew_a_free_session_and_a_new_token_are_early_ends() {
-    let h = history(&[
-        decision("replica-1", &grant(1, 10 * S), 0, 0),
+    let h = history()
+        .decides(at(0), "replica-1", grant(1, 10 * S))
         // The holder's own renew refused although its lease runs to 10 s.
-        decision(
-            "replica-1",
-            &refuse("renew", Some(1), Some(1)),
-            3 * S,
-            3 * S,
-        ),
+        .decides(at(3 * S), "replica-1", refuse_renew(1, held_by(1)))
         // An acquire told the session is free.
-        decision("replica-2", &refuse("acquire", None, None), 4 * S, 4 * S),
+        .decides(at(4 * S), "replica-2", refuse_acquire(FREE))
         // The holder re-acquires and gets a new token: its lease was ended, not kept.
-        decision("replica-1", &grant(2, 15 * S), 5 * S, 5 * S),
+        .decides(at(5 * S), "replica-1", grant(2, 15 * S))
         // Told it is held by the current token: consistent, no violation.
-        decision("replica-2", &refuse("acquire", None, Some(2)), 6 * S, 6 * S),
-    ]);
+        .decides(at(6 * S), "replica-2", refuse_acquire(held_by(2)))
+        .build();
     let report = expiry::check(&h);
     let messages: Vec<&str> = report
         .violations
@@ -411,24 +299,24 @@ fn expiry_a_refused_own_renew_a_free_session_and_a_new_token_are_early_ends() {
 
 #[test]
 fn expiry_own_early_release_then_takeover_passes() {
-    let h = history(&[
-        decision("replica-1", &grant(1, 10 * S), 0, 0),
-        decision("replica-1", &release(1, true), 2 * S, 2 * S),
-        decision("replica-2", &grant(2, 13 * S), 3 * S, 3 * S),
+    let h = history()
+        .decides(at(0), "replica-1", grant(1, 10 * S))
+        .decides(at(2 * S), "replica-1", release_ended(1))
+        .decides(at(3 * S), "replica-2", grant(2, 13 * S))
         // A stale release by the old holder afterwards ends nothing.
-        decision("replica-1", &release(1, false), 4 * S, 4 * S),
-        decision("replica-1", &refuse("acquire", None, Some(2)), 5 * S, 5 * S),
-        decision("replica-2", &renew(2, 16 * S), 6 * S, 6 * S),
-    ]);
+        .decides(at(4 * S), "replica-1", release_ending_nothing(1))
+        .decides(at(5 * S), "replica-1", refuse_acquire(held_by(2)))
+        .decides(at(6 * S), "replica-2", renew(2, 16 * S))
+        .build();
     let report = expiry::check(&h);
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 6);
     // A release by someone else is not the holder's own: a takeover after it is early.
-    let h = history(&[
-        decision("replica-1", &grant(1, 10 * S), 0, 0),
-        decision("replica-2", &release(1, true), 2 * S, 2 * S),
-        decision("replica-2", &grant(2, 13 * S), 3 * S, 3 * S),
-    ]);
+    let h = history()
+        .decides(at(0), "replica-1", grant(1, 10 * S))
+        .decides(at(2 * S), "replica-2", release_ended(1))
+        .decides(at(3 * S), "replica-2", grant(2, 13 * S))
+        .build();
     assert_eq!(
         one(&expiry::check(&h)).evidence,
         [
@@ -444,12 +332,14 @@ fn expiry_is_judged_on_the_authority_monotonic_clock_not_true_time() {
     // bound is 10 s of *its* readings (110 s ... 120 s local, true 233.3 s), so a takeover at
     // true 220 s (local 118 s) is early and one at local 120 s is on time. Wall-clock steps
     // never enter: decisions carry monotonic readings only.
-    let segment = r#"{"v":1,"kind":"clock","host":"lease","boot":0,"from_us":100000000,"local_from_us":100000000,"drift_ppm":-100000,"suspended":false}"#;
-    let early = history(&[
-        segment.to_string(),
-        decision("replica-1", &grant(1, 120 * S), 110 * S, 200 * S),
-        decision("replica-2", &grant(2, 128 * S), 118 * S, 220 * S),
-    ]);
+    let slow_authority = || {
+        history()
+            .lease_clock(boot(0).from(100 * S).reads(100 * S).drift_ppm(-100_000))
+            .decides(reading(110 * S, 200 * S), "replica-1", grant(1, 120 * S))
+    };
+    let early = slow_authority()
+        .decides(reading(118 * S, 220 * S), "replica-2", grant(2, 128 * S))
+        .build();
     let report = expiry::check(&early);
     assert!(
         one(&report)
@@ -458,11 +348,13 @@ fn expiry_is_judged_on_the_authority_monotonic_clock_not_true_time() {
         "{:?}",
         report.violations
     );
-    let on_time = history(&[
-        segment.to_string(),
-        decision("replica-1", &grant(1, 120 * S), 110 * S, 200 * S),
-        decision("replica-2", &grant(2, 130 * S), 120 * S, 222_222_223),
-    ]);
+    let on_time = slow_authority()
+        .decides(
+            reading(120 * S, 222_222_223),
+            "replica-2",
+            grant(2, 130 * S),
+        )
+        .build();
     let report = expiry::check(&on_time);
     assert!(report.passed(), "{:?}", report.violations);
 }
@@ -473,23 +365,16 @@ fn expiry_carries_the_remaining_lifetime_over_authority_restarts_as_uptime() {
     // again at true 12 s (boot 2, clock from 0). A lease granted at 8 s to 18 s has 9 s left
     // when boot 0 ends and 6 s after boot 1's 3 s of uptime: in boot 2 it runs to 6 s
     // (less 1 µs per restart for rounding).
-    let clocks = [
-        clock("lease", 0, 0, 0),
-        clock("lease", 1, 9 * S, 0),
-        clock("lease", 2, 12 * S, 0),
-    ];
-    let a = decision("replica-1", &grant(1, 18 * S), 8 * S, 8 * S);
-    let with = |late: String| {
-        let mut lines = clocks.to_vec();
-        lines.extend([a.clone(), late]);
-        history(&lines)
+    let with = |late: super::build::When, expiry_us: u64| {
+        history()
+            .lease_clock(boot(0))
+            .lease_clock(boot(1).from(9 * S))
+            .lease_clock(boot(2).from(12 * S))
+            .decides(at(8 * S), "replica-1", grant(1, 18 * S))
+            .decides(late, "replica-2", grant(2, expiry_us))
+            .build()
     };
-    let report = expiry::check(&with(decision(
-        "replica-2",
-        &grant(2, 15 * S),
-        5 * S,
-        17 * S,
-    )));
+    let report = expiry::check(&with(reading(5 * S, 17 * S), 15 * S));
     let violation = one(&report);
     assert!(
         violation
@@ -505,43 +390,34 @@ fn expiry_carries_the_remaining_lifetime_over_authority_restarts_as_uptime() {
         ]
     );
     // In boot 1 (true 10 s, reading 1 s: 8 s of the 9 s left) it is still live.
-    let report = expiry::check(&with(decision("replica-2", &grant(2, 11 * S), S, 10 * S)));
+    let report = expiry::check(&with(reading(S, 10 * S), 11 * S));
     assert_eq!(one(&report).evidence[1], decided("replica-2", S, 10 * S));
     // Once the carried-over lifetime has run out the takeover is on time, although the
     // reading (6 s) is far below the boot-0 expiry (18 s).
-    let report = expiry::check(&with(decision(
-        "replica-2",
-        &grant(2, 16 * S),
-        6 * S,
-        18 * S,
-    )));
+    let report = expiry::check(&with(reading(6 * S, 18 * S), 16 * S));
     assert!(report.passed(), "{:?}", report.violations);
     // Downtime counts as zero: with boot 0's clock stopped from its crash at 9 s until the
     // restart at 20 s, the lease still has 9 s of authority uptime left at true 25 s.
-    let stopped = r#"{"v":1,"kind":"clock","host":"lease","boot":0,"from_us":9000000,"local_from_us":9000000,"drift_ppm":0,"suspended":true}"#;
-    let lines = [
-        clock("lease", 0, 0, 0),
-        stopped.to_string(),
-        clock("lease", 1, 20 * S, 0),
-        a.clone(),
-        decision("replica-2", &grant(2, 15 * S), 5 * S, 25 * S),
-    ];
-    assert_eq!(
-        one(&expiry::check(&history(&lines))).invariant,
-        Invariant::Expiry
-    );
+    let h = history()
+        .lease_clock(boot(0))
+        .lease_clock(boot(0).from(9 * S).reads(9 * S).suspended())
+        .lease_clock(boot(1).from(20 * S))
+        .decides(at(8 * S), "replica-1", grant(1, 18 * S))
+        .decides(reading(5 * S, 25 * S), "replica-2", grant(2, 15 * S))
+        .build();
+    assert_eq!(one(&expiry::check(&h)).invariant, Invariant::Expiry);
 }
 
 // FENCE
 
 #[test]
 fn fence_record_of_a_fenced_writer_is_caught() {
-    let h = history(&[
-        ledger_line(1, &fence_record(1, "replica-1")),
-        ledger_line(2, &event_record("replica-1", 1)),
-        ledger_line(3, &fence_record(2, "replica-2")),
-        ledger_line(4, &event_record("replica-1", 2)),
-    ]);
+    let h = history()
+        .ledger(1, fence_record(1, "replica-1"))
+        .ledger(2, event_record("replica-1", 1))
+        .ledger(3, fence_record(2, "replica-2"))
+        .ledger(4, event_record("replica-1", 2))
+        .build();
     let report = fence::check(&h);
     let violation = one(&report);
     assert_eq!(violation.invariant, Invariant::Fence);
@@ -550,21 +426,21 @@ fn fence_record_of_a_fenced_writer_is_caught() {
 
 #[test]
 fn fence_epochs_that_do_not_increase_are_caught() {
-    let h = history(&[
-        ledger_line(1, &fence_record(2, "replica-1")),
-        ledger_line(2, &fence_record(2, "replica-2")),
-    ]);
+    let h = history()
+        .ledger(1, fence_record(2, "replica-1"))
+        .ledger(2, fence_record(2, "replica-2"))
+        .build();
     assert_eq!(one(&fence::check(&h)).evidence, [seq(1), seq(2)]);
 }
 
 #[test]
 fn fence_clean_handover_passes() {
-    let h = history(&[
-        ledger_line(1, &fence_record(1, "replica-1")),
-        ledger_line(2, &event_record("replica-1", 1)),
-        ledger_line(3, &fence_record(2, "replica-2")),
-        ledger_line(4, &event_record("replica-2", 1)),
-    ]);
+    let h = history()
+        .ledger(1, fence_record(1, "replica-1"))
+        .ledger(2, event_record("replica-1", 1))
+        .ledger(3, fence_record(2, "replica-2"))
+        .ledger(4, event_record("replica-2", 1))
+        .build();
     let report = fence::check(&h);
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 4);
@@ -572,26 +448,32 @@ fn fence_clean_handover_passes() {
 
 // LEDGER
 
-fn append(id: u64, expected: u64, record: &str, seq: u64) -> String {
-    op(
-        id,
-        "replica-1",
-        &format!(r#"{{"type":"ledger_append","expected":{expected},"record":{record}}}"#),
-        S,
-        S + 1000,
-        "ok",
-        &format!(r#"{{"type":"appended","seq":{seq}}}"#),
-    )
+/// replica-1 appends its fence (op 1) then event 1 (op 2), both acknowledged.
+fn fence_then_event_acknowledged() -> super::build::Builder {
+    let appending = span(S, S + 1000);
+    history()
+        .op(
+            1,
+            "replica-1",
+            appending,
+            ledger_append(0, fence_record(1, "replica-1")),
+            appended(1),
+        )
+        .op(
+            2,
+            "replica-1",
+            appending,
+            ledger_append(1, event_record("replica-1", 1)),
+            appended(2),
+        )
 }
 
 #[test]
 fn ledger_acknowledged_append_overwritten_is_caught() {
-    let h = history(&[
-        append(1, 0, &fence_record(1, "replica-1"), 1),
-        append(2, 1, &event_record("replica-1", 1), 2),
-        ledger_line(1, &fence_record(1, "replica-1")),
-        ledger_line(2, &event_record("replica-1", 2)),
-    ]);
+    let h = fence_then_event_acknowledged()
+        .ledger(1, fence_record(1, "replica-1"))
+        .ledger(2, event_record("replica-1", 2))
+        .build();
     let report = ledger::check(&h);
     let violation = one(&report);
     assert_eq!(violation.invariant, Invariant::Ledger);
@@ -600,10 +482,10 @@ fn ledger_acknowledged_append_overwritten_is_caught() {
 
 #[test]
 fn ledger_gap_and_duplicate_are_caught() {
-    let h = history(&[
-        ledger_line(1, &fence_record(1, "replica-1")),
-        ledger_line(3, &fence_record(1, "replica-1")),
-    ]);
+    let h = history()
+        .ledger(1, fence_record(1, "replica-1"))
+        .ledger(3, fence_record(1, "replica-1"))
+        .build();
     let report = ledger::check(&h);
     assert_eq!(report.violations.len(), 2, "{:?}", report.violations);
     assert_eq!(report.violations[0].evidence, [seq(3)]);
@@ -612,12 +494,10 @@ fn ledger_gap_and_duplicate_are_caught() {
 
 #[test]
 fn ledger_clean_chain_passes() {
-    let h = history(&[
-        append(1, 0, &fence_record(1, "replica-1"), 1),
-        append(2, 1, &event_record("replica-1", 1), 2),
-        ledger_line(1, &fence_record(1, "replica-1")),
-        ledger_line(2, &event_record("replica-1", 1)),
-    ]);
+    let h = fence_then_event_acknowledged()
+        .ledger(1, fence_record(1, "replica-1"))
+        .ledger(2, event_record("replica-1", 1))
+        .build();
     let report = ledger::check(&h);
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 3);
@@ -628,19 +508,15 @@ fn ledger_clean_chain_passes() {
 #[test]
 fn stop_check_after_valid_until_is_caught_whatever_the_replica_claims() {
     // valid_until = 0 + 10 s − 1 s = 9 s; the replica claims 20 s.
-    let h = history(&[
-        config(),
-        op(
-            1,
-            "replica-1",
-            &acquire("replica-1"),
-            0,
-            1000,
-            "ok",
-            &granted(1, 10 * S),
-        ),
-        validity("replica-1", 1, 9 * S + 500_000, 20 * S),
-    ]);
+    let h = history()
+        .config()
+        .op(1, "replica-1", span(0, 1000), acquire(), granted(1, 10 * S))
+        .validity(
+            judges_valid("replica-1", 1)
+                .at(9 * S + 500_000)
+                .claiming_until(20 * S),
+        )
+        .build();
     let report = stop::check(&h);
     let violation = one(&report);
     assert_eq!(violation.invariant, Invariant::Stop);
@@ -653,19 +529,11 @@ fn stop_check_after_valid_until_is_caught_whatever_the_replica_claims() {
 #[test]
 fn stop_uses_the_granted_ttl_not_the_config() {
     // Granted TTL 4 s: valid_until = 4 s − 1 s = 3 s.
-    let h = history(&[
-        config(),
-        op(
-            1,
-            "replica-1",
-            &acquire("replica-1"),
-            0,
-            1000,
-            "ok",
-            &granted(1, 4 * S),
-        ),
-        validity("replica-1", 1, 3 * S, 3 * S),
-    ]);
+    let h = history()
+        .config()
+        .op(1, "replica-1", span(0, 1000), acquire(), granted(1, 4 * S))
+        .validity(judges_valid("replica-1", 1).at(3 * S).claiming_until(3 * S))
+        .build();
     assert_eq!(
         one(&stop::check(&h)).evidence,
         [Evidence::Op(1), checked("replica-1", 3 * S)]
@@ -674,28 +542,12 @@ fn stop_uses_the_granted_ttl_not_the_config() {
 
 #[test]
 fn stop_check_after_observed_loss_is_caught() {
-    let h = history(&[
-        config(),
-        op(
-            1,
-            "replica-1",
-            &acquire("replica-1"),
-            0,
-            1000,
-            "ok",
-            &granted(1, 10 * S),
-        ),
-        op(
-            2,
-            "replica-1",
-            &renew_op("replica-1", 1),
-            4 * S,
-            5 * S,
-            "fail",
-            r#"{"type":"held","holder_token":2}"#,
-        ),
-        validity("replica-1", 1, 6 * S, 9 * S),
-    ]);
+    let h = history()
+        .config()
+        .op(1, "replica-1", span(0, 1000), acquire(), granted(1, 10 * S))
+        .op(2, "replica-1", span(4 * S, 5 * S), renew_lease(1), held(2))
+        .validity(judges_valid("replica-1", 1).at(6 * S).claiming_until(9 * S))
+        .build();
     assert_eq!(
         one(&stop::check(&h)).evidence,
         [Evidence::Op(2), checked("replica-1", 6 * S)]
@@ -704,29 +556,23 @@ fn stop_check_after_observed_loss_is_caught() {
 
 #[test]
 fn stop_checks_within_validity_pass_and_a_renew_moves_it() {
-    let h = history(&[
-        config(),
-        op(
-            1,
-            "replica-1",
-            &acquire("replica-1"),
-            0,
-            1000,
-            "ok",
-            &granted(1, 10 * S),
-        ),
-        validity("replica-1", 1, 8 * S, 9 * S),
-        op(
+    let h = history()
+        .config()
+        .op(1, "replica-1", span(0, 1000), acquire(), granted(1, 10 * S))
+        .validity(judges_valid("replica-1", 1).at(8 * S).claiming_until(9 * S))
+        .op(
             2,
             "replica-1",
-            &renew_op("replica-1", 1),
-            5 * S,
-            5 * S + 1000,
-            "ok",
-            &granted(1, 10 * S),
-        ),
-        validity("replica-1", 1, 13 * S, 14 * S),
-    ]);
+            span(5 * S, 5 * S + 1000),
+            renew_lease(1),
+            granted(1, 10 * S),
+        )
+        .validity(
+            judges_valid("replica-1", 1)
+                .at(13 * S)
+                .claiming_until(14 * S),
+        )
+        .build();
     let report = stop::check(&h);
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 2);
@@ -734,11 +580,11 @@ fn stop_checks_within_validity_pass_and_a_renew_moves_it() {
 
 #[test]
 fn check_all_reports_every_invariant_and_names_the_violated_one() {
-    let h = history(&[
-        config(),
-        decision("replica-1", &grant(1, 10 * S), 0, 0),
-        decision("replica-2", &grant(2, 15 * S), 5 * S, 5 * S),
-    ]);
+    let h = history()
+        .config()
+        .decides(at(0), "replica-1", grant(1, 10 * S))
+        .decides(at(5 * S), "replica-2", grant(2, 15 * S))
+        .build();
     let report = check_all(&h);
     assert_eq!(report.invariants.len(), Invariant::ALL.len());
     let violated: Vec<Invariant> = report.violations().map(|v| v.invariant).collect();
@@ -760,23 +606,28 @@ fn check_all_reports_every_invariant_and_names_the_violated_one() {
 
 // LIVE
 
-fn phase(name: &str, at_us: u64) -> String {
-    format!(r#"{{"v":1,"kind":"phase","name":"{name}","at_us":{at_us}}}"#)
-}
-
-fn journal_append(id: u64, complete: u64) -> String {
-    op(
-        id,
-        "replica-1",
-        &format!(
-            r#"{{"type":"journal_append","writer_id":{},"seq_in_writer":{id}}}"#,
-            writer("replica-1")
-        ),
-        complete - 1000,
-        complete,
-        "ok",
-        r#"{"type":"appended","seq":1}"#,
-    )
+/// Healed at 30 s; replica-2 is refused s1 (held with token 1) at `refused_at_us`; replica-1
+/// appends event 1 (op 1) completing at `appended_at_us`; the run ends at 60 s.
+fn refused_then_appended(refused_at_us: u64, appended_at_us: u64) -> History {
+    history()
+        .config()
+        .healed_at(30 * S)
+        .op(
+            2,
+            "replica-2",
+            span(refused_at_us, refused_at_us + 1000),
+            acquire(),
+            held(1),
+        )
+        .op(
+            1,
+            "replica-1",
+            span(appended_at_us - 1000, appended_at_us),
+            journal_append(1),
+            appended(1),
+        )
+        .run_ended_at(60 * S)
+        .build()
 }
 
 #[test]
@@ -784,56 +635,34 @@ fn live_no_append_after_the_heal_within_the_bound_is_caught() {
     // Bound: 10 s TTL + 3 × 3.333333 s + 2 s backoff = 21.999999 s after the heal at 30 s.
     // replica-2 is still refused s1 at 45 s, after every lease from before the heal at 30 s
     // ran out (30 + 10 + 3.33 s): held by a token-1 holder that no longer writes.
-    let h = history(&[
-        config(),
-        phase("faults_healed", 30 * S),
-        op(
-            2,
-            "replica-2",
-            &acquire("replica-2"),
-            45 * S,
-            45 * S + 1000,
-            "fail",
-            r#"{"type":"held","holder_token":1}"#,
-        ),
-        journal_append(1, 53 * S),
-        phase("run_ended", 60 * S),
-    ]);
-    let report = live::check(&h);
+    let report = live::check(&refused_then_appended(45 * S, 53 * S));
     assert_eq!(one(&report).invariant, Invariant::Live);
     assert!(one(&report).message.contains("s1"));
 }
 
 /// replica-2 is refused s1 at 44 s; the live holder replica-1 releases it at 46 s.
-fn handed_back_at_46_s(then: &[String]) -> History {
-    let mut lines = vec![
-        config(),
-        phase("faults_healed", 30 * S),
-        op(
+fn handed_back_at_46_s(then: Option<(&str, u64, u64)>) -> History {
+    let mut h = history()
+        .config()
+        .healed_at(30 * S)
+        .op(
             2,
             "replica-2",
-            &acquire("replica-2"),
-            44 * S,
-            44 * S + 1000,
-            "fail",
-            r#"{"type":"held","holder_token":1}"#,
-        ),
-        decision(
-            "replica-2",
-            &refuse("acquire", None, Some(1)),
-            44 * S,
-            44 * S,
-        ),
-        decision("replica-1", &release(1, true), 46 * S, 46 * S),
-    ];
-    lines.extend(then.iter().cloned());
-    lines.push(phase("run_ended", 60 * S));
-    history(&lines)
+            span(44 * S, 44 * S + 1000),
+            acquire(),
+            held(1),
+        )
+        .decides(at(44 * S), "replica-2", refuse_acquire(held_by(1)))
+        .decides(at(46 * S), "replica-1", release_ended(1));
+    if let Some((replica, holder_token, at_us)) = then {
+        h = h.decides(at(at_us), replica, refuse_acquire(held_by(holder_token)));
+    }
+    h.run_ended_at(60 * S).build()
 }
 
 #[test]
 fn live_passes_a_session_its_live_holder_hands_back_with_nobody_turned_away_after() {
-    let report = live::check(&handed_back_at_46_s(&[]));
+    let report = live::check(&handed_back_at_46_s(None));
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 1);
 }
@@ -841,12 +670,7 @@ fn live_passes_a_session_its_live_holder_hands_back_with_nobody_turned_away_afte
 #[test]
 fn live_catches_a_session_that_turns_acquirers_away_after_it_was_handed_back() {
     // A zombie took s1 again after the release: replica-3 is refused at 50 s.
-    let report = live::check(&handed_back_at_46_s(&[decision(
-        "replica-3",
-        &refuse("acquire", None, Some(2)),
-        50 * S,
-        50 * S,
-    )]));
+    let report = live::check(&handed_back_at_46_s(Some(("replica-3", 2, 50 * S))));
     assert_eq!(one(&report).invariant, Invariant::Live);
     assert!(one(&report).message.contains("s1"));
 }
@@ -855,22 +679,7 @@ fn live_catches_a_session_that_turns_acquirers_away_after_it_was_handed_back() {
 fn live_does_not_judge_a_session_nobody_is_turned_away_from_late() {
     // replica-2 is refused s1 at 31 s, while the old lease is still running out, and then
     // leaves it alone: the session is not stuck, nobody wanted it again.
-    let h = history(&[
-        config(),
-        phase("faults_healed", 30 * S),
-        op(
-            2,
-            "replica-2",
-            &acquire("replica-2"),
-            31 * S,
-            31 * S + 1000,
-            "fail",
-            r#"{"type":"held","holder_token":1}"#,
-        ),
-        journal_append(1, 53 * S),
-        phase("run_ended", 60 * S),
-    ]);
-    let report = live::check(&h);
+    let report = live::check(&refused_then_appended(31 * S, 53 * S));
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 0);
 }
@@ -878,33 +687,18 @@ fn live_does_not_judge_a_session_nobody_is_turned_away_from_late() {
 #[test]
 fn live_append_within_the_bound_passes() {
     // replica-2 is turned away late (45 s) while replica-1 holds s1 and writes (48 s).
-    let h = history(&[
-        config(),
-        phase("faults_healed", 30 * S),
-        op(
-            2,
-            "replica-2",
-            &acquire("replica-2"),
-            45 * S,
-            45 * S + 1000,
-            "fail",
-            r#"{"type":"held","holder_token":1}"#,
-        ),
-        journal_append(1, 48 * S),
-        phase("run_ended", 60 * S),
-    ]);
-    let report = live::check(&h);
+    let report = live::check(&refused_then_appended(45 * S, 48 * S));
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 1);
 }
 
 #[test]
 fn live_is_inconclusive_when_the_run_ends_before_the_bound() {
-    let h = history(&[
-        config(),
-        phase("faults_healed", 40 * S),
-        phase("run_ended", 60 * S),
-    ]);
+    let h = history()
+        .config()
+        .healed_at(40 * S)
+        .run_ended_at(60 * S)
+        .build();
     let report = live::check(&h);
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 0);

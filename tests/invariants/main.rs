@@ -2,5 +2,6 @@
 //! violate each one and are caught with the right evidence, clean ones that pass, and the
 //! simulated world's histories passing them all.
 
+mod build;
 mod hand;
 mod sim;

@@ -85,132 +85,202 @@ impl<'h> Hold<'h> {
     }
 }
 
-/// Checks EXCL over `history`.
+/// Checks EXCL over `history`: each session's decisions are followed in true-time order, each
+/// judged against the hold the decisions before it left.
 pub fn check(history: &History) -> InvariantReport {
     let mut report = InvariantReport::new(Invariant::Excl);
     let clock = AuthorityClock::new(history);
     for (session, decisions) in decisions_by_session(history) {
-        let mut hold: Option<Hold> = None;
-        // A release that presented another lease than the current hold, made while that hold
-        // was live.
-        let mut stale_release: Option<&DecisionLine> = None;
+        debug_assert!(
+            decisions.windows(2).all(|w| w[0].at_us <= w[1].at_us),
+            "{session}: decisions are judged in true-time order"
+        );
+        let mut judge = SessionJudge {
+            session: &session,
+            clock: &clock,
+            hold: None,
+            stale_release: None,
+        };
         for decision in decisions {
-            if let (Some(held), Some(stale)) = (&hold, stale_release)
-                && held.live_at(&clock, decision)
-                && let Some(what) = shows_gone(held, decision)
-            {
-                report.violation(
-                    format!(
-                        "{session}: a stale release by {} changed something: afterwards the authority {what} while {}'s lease (token {}, expiry {}us on the authority's clock) was unexpired and not released",
-                        who(&stale.owner),
-                        who(&held.owner),
-                        held.token,
-                        held.expiry_authority_us
-                    ),
-                    vec![
-                        Evidence::decision(held.set_by),
-                        Evidence::decision(stale),
-                        Evidence::decision(decision),
-                    ],
-                );
-                stale_release = None;
-            }
-            if matches!(
-                decision.decision,
-                Decision::Grant { .. } | Decision::Renew { .. }
-            ) {
-                stale_release = None;
-            }
-            match &decision.decision {
-                Decision::Grant { token, .. } => {
-                    report.checks += 1;
-                    if let Some(held) = &hold
-                        && held.owner != decision.owner
-                        && held.live_at(&clock, decision)
-                    {
-                        report.violation(
-                            format!(
-                                "{session}: granted to {} (token {token}) while {}'s lease (token {}, expiry {}us on the authority's clock) was unexpired and not released",
-                                who(&decision.owner),
-                                who(&held.owner),
-                                held.token,
-                                held.expiry_authority_us
-                            ),
-                            vec![Evidence::decision(held.set_by), Evidence::decision(decision)],
-                        );
-                    }
-                }
-                Decision::Renew { token, .. } => {
-                    report.checks += 1;
-                    let current = hold.as_ref().filter(|held| {
-                        held.owner == decision.owner
-                            && held.token == *token
-                            && held.live_at(&clock, decision)
-                    });
-                    if current.is_none() {
-                        let mut evidence = Vec::new();
-                        let why = match &hold {
-                            None => "nobody held the session".to_string(),
-                            Some(held) => {
-                                evidence.push(Evidence::decision(held.set_by));
-                                format!(
-                                    "the current hold was {}'s token {} ({})",
-                                    who(&held.owner),
-                                    held.token,
-                                    if held.released {
-                                        "released"
-                                    } else if held.unexpired_at(&clock, decision) {
-                                        "live"
-                                    } else {
-                                        "expired"
-                                    }
-                                )
-                            }
-                        };
-                        evidence.push(Evidence::decision(decision));
-                        report.violation(
-                            format!(
-                                "{session}: a stale renew by {} of token {token} was granted: {why}",
-                                who(&decision.owner)
-                            ),
-                            evidence,
-                        );
-                    }
-                }
-                Decision::Release { token, ended } => {
-                    report.checks += 1;
-                    if let Some(held) = &hold
-                        && !*ended
-                        && (held.owner != decision.owner || held.token != *token)
-                        && held.live_at(&clock, decision)
-                    {
-                        stale_release = stale_release.or(Some(decision));
-                    }
-                    if !*ended {
-                        continue;
-                    }
-                    let own = hold.as_ref().is_some_and(|held| {
-                        held.owner == decision.owner && held.token == *token && !held.released
-                    });
-                    if !own {
-                        let mut evidence: Vec<Evidence> =
-                            hold.iter().map(|h| Evidence::decision(h.set_by)).collect();
-                        evidence.push(Evidence::decision(decision));
-                        report.violation(
-                            format!(
-                                "{session}: a stale release by {} of token {token} reported that it ended a hold",
-                                who(&decision.owner)
-                            ),
-                            evidence,
-                        );
-                    }
-                }
-                Decision::Refuse { .. } => {}
-            }
-            Hold::follow(&mut hold, decision);
+            judge.decision(&mut report, decision);
         }
     }
     report
+}
+
+/// One session's judge: the hold so far, and a pending stale release.
+struct SessionJudge<'h, 'a> {
+    session: &'a str,
+    clock: &'a AuthorityClock,
+    hold: Option<Hold<'h>>,
+    /// A release that presented another lease than the current hold, made while that hold
+    /// was live: what follows shows whether it changed something.
+    stale_release: Option<&'h DecisionLine>,
+}
+
+impl<'h> SessionJudge<'h, '_> {
+    /// Judges `decision`, then follows it ([`Hold::follow`]).
+    fn decision(&mut self, report: &mut InvariantReport, decision: &'h DecisionLine) {
+        self.judge_stale_release_effect(report, decision);
+        if matches!(
+            decision.decision,
+            Decision::Grant { .. } | Decision::Renew { .. }
+        ) {
+            // A new grant or renew sets the hold afresh: an earlier stale release can no
+            // longer be seen to have freed it.
+            self.stale_release = None;
+        }
+        match &decision.decision {
+            Decision::Grant { token, .. } => {
+                report.checks += 1;
+                self.judge_grant(report, decision, *token);
+            }
+            Decision::Renew { token, .. } => {
+                report.checks += 1;
+                self.judge_renew(report, decision, *token);
+            }
+            Decision::Release { token, ended } => {
+                report.checks += 1;
+                self.judge_release(report, decision, *token, *ended);
+            }
+            Decision::Refuse { .. } => {}
+        }
+        Hold::follow(&mut self.hold, decision);
+    }
+
+    /// After a stale release, a decision showing the still-live hold gone means the release
+    /// changed something.
+    fn judge_stale_release_effect(
+        &mut self,
+        report: &mut InvariantReport,
+        decision: &'h DecisionLine,
+    ) {
+        let (Some(held), Some(stale)) = (&self.hold, self.stale_release) else {
+            return;
+        };
+        if !held.live_at(self.clock, decision) {
+            return;
+        }
+        let Some(what) = shows_gone(held, decision) else {
+            return;
+        };
+        report.violation(
+            format!(
+                "{}: a stale release by {} changed something: afterwards the authority {what} while {}'s lease (token {}, expiry {}us on the authority's clock) was unexpired and not released",
+                self.session,
+                who(&stale.owner),
+                who(&held.owner),
+                held.token,
+                held.expiry_authority_us
+            ),
+            vec![
+                Evidence::decision(held.set_by),
+                Evidence::decision(stale),
+                Evidence::decision(decision),
+            ],
+        );
+        self.stale_release = None;
+    }
+
+    /// A grant to another owner while the current hold is live breaks exclusivity.
+    fn judge_grant(&self, report: &mut InvariantReport, decision: &DecisionLine, token: u64) {
+        if let Some(held) = &self.hold
+            && held.owner != decision.owner
+            && held.live_at(self.clock, decision)
+        {
+            report.violation(
+                format!(
+                    "{}: granted to {} (token {token}) while {}'s lease (token {}, expiry {}us on the authority's clock) was unexpired and not released",
+                    self.session,
+                    who(&decision.owner),
+                    who(&held.owner),
+                    held.token,
+                    held.expiry_authority_us
+                ),
+                vec![Evidence::decision(held.set_by), Evidence::decision(decision)],
+            );
+        }
+    }
+
+    /// A renew may be granted only for the current live hold, of the same owner and token.
+    fn judge_renew(&self, report: &mut InvariantReport, decision: &DecisionLine, token: u64) {
+        let current = self.hold.as_ref().filter(|held| {
+            held.owner == decision.owner
+                && held.token == token
+                && held.live_at(self.clock, decision)
+        });
+        if current.is_some() {
+            return;
+        }
+        let mut evidence = Vec::new();
+        let why = match &self.hold {
+            None => "nobody held the session".to_string(),
+            Some(held) => {
+                evidence.push(Evidence::decision(held.set_by));
+                format!(
+                    "the current hold was {}'s token {} ({})",
+                    who(&held.owner),
+                    held.token,
+                    if held.released {
+                        "released"
+                    } else if held.unexpired_at(self.clock, decision) {
+                        "live"
+                    } else {
+                        "expired"
+                    }
+                )
+            }
+        };
+        evidence.push(Evidence::decision(decision));
+        report.violation(
+            format!(
+                "{}: a stale renew by {} of token {token} was granted: {why}",
+                self.session,
+                who(&decision.owner)
+            ),
+            evidence,
+        );
+    }
+
+    /// A release that ended nothing but presented another lease than the live hold is
+    /// remembered as stale (what follows judges it); a release reporting that it ended a hold
+    /// must have ended the caller's own unreleased one.
+    fn judge_release(
+        &mut self,
+        report: &mut InvariantReport,
+        decision: &'h DecisionLine,
+        token: u64,
+        ended: bool,
+    ) {
+        if !ended {
+            if let Some(held) = &self.hold
+                && (held.owner != decision.owner || held.token != token)
+                && held.live_at(self.clock, decision)
+            {
+                self.stale_release = self.stale_release.or(Some(decision));
+            }
+            return;
+        }
+        let own = self.hold.as_ref().is_some_and(|held| {
+            held.owner == decision.owner && held.token == token && !held.released
+        });
+        if !own {
+            let mut evidence: Vec<Evidence> = self
+                .hold
+                .iter()
+                .map(|h| Evidence::decision(h.set_by))
+                .collect();
+            evidence.push(Evidence::decision(decision));
+            report.violation(
+                format!(
+                    "{}: a stale release by {} of token {token} reported that it ended a hold",
+                    self.session,
+                    who(&decision.owner)
+                ),
+                evidence,
+            );
+        }
+    }
 }
 
 /// How `decision` shows that `held` is gone, if it does: a refusal saying the session is free

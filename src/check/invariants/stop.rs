@@ -15,9 +15,12 @@
 use std::collections::BTreeMap;
 
 use super::{Evidence, Invariant, InvariantReport, who};
-use crate::history::{HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome};
+use crate::history::{
+    HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, ValidityLine,
+};
 
-/// Checks STOP over `history`.
+/// Checks STOP over `history`: collect each replica's grants and observed losses from the op
+/// lines, then judge every validity check against them.
 pub fn check(history: &History) -> InvariantReport {
     let mut report = InvariantReport::new(Invariant::Stop);
     let skew_margin_us = match history.config() {
@@ -29,125 +32,192 @@ pub fn check(history: &History) -> InvariantReport {
             return report;
         }
     };
-    // Each journal's epoch, from its opening and from its fence.
-    let mut journal_epoch: BTreeMap<&HistWriterId, u64> = BTreeMap::new();
+    let journal_epoch = journal_epochs(history);
+    let leases = Leases::collect(history, &journal_epoch);
+    for check in history.validity_checks() {
+        report.checks += 1;
+        judge(&mut report, &leases, check, skew_margin_us);
+    }
+    report
+}
+
+/// Each journal's epoch, from its opening and, failing that, from its fence in the final
+/// ledger (the first in session order): a journal call answered `lease_lost` observed the
+/// loss of that epoch.
+fn journal_epochs(history: &History) -> BTreeMap<HistWriterId, u64> {
+    let mut journal_epoch: BTreeMap<HistWriterId, u64> = BTreeMap::new();
     for op in history.ops() {
         if let (Op::JournalOpen { epoch }, Some(OpResult::Opened { writer_id, .. })) =
             (&op.op, &op.result)
         {
-            journal_epoch.insert(writer_id, *epoch);
+            journal_epoch.insert(writer_id.clone(), *epoch);
         }
     }
-    let ledger = history.final_ledger();
-    for records in ledger.values() {
+    for records in history.final_ledger().into_values() {
         for (_, record) in records {
             if let HistRecord::Fence {
                 epoch, writer_id, ..
             } = record
             {
-                journal_epoch.entry(writer_id).or_insert(*epoch);
+                journal_epoch.entry(writer_id).or_insert(epoch);
             }
         }
     }
-    // The grants and the losses of each (process, session, epoch).
-    let mut grants: Vec<(&OpLine, u64)> = Vec::new(); // (op, ttl_us)
-    let mut losses: Vec<(&OpLine, u64)> = Vec::new(); // (op, epoch)
-    for op in history.ops() {
-        match (&op.op, op.outcome, &op.result) {
-            (
-                Op::LeaseAcquire { .. } | Op::LeaseRenew { .. },
-                Outcome::Ok,
-                Some(OpResult::Granted { ttl_us, .. }),
-            ) if op.complete_us.is_some() => grants.push((op, *ttl_us)),
-            (Op::LeaseRenew { token, .. }, Outcome::Fail, Some(OpResult::Held { .. }))
-            | (Op::LeaseRelease { token, .. }, Outcome::Ok, _) => losses.push((op, *token)),
-            (Op::JournalOpen { epoch }, _, Some(OpResult::LeaseLost { .. })) => {
-                losses.push((op, *epoch))
-            }
-            (Op::JournalAppend { writer_id, .. }, _, Some(OpResult::LeaseLost { .. })) => {
-                if let Some(epoch) = journal_epoch.get(writer_id) {
-                    losses.push((op, *epoch));
-                }
-            }
-            _ => {}
-        }
-    }
-    for check in history.validity_checks() {
-        report.checks += 1;
-        let same = |op: &OpLine| op.process == check.process && op.session == check.session;
-        let granted_epoch = |op: &OpLine| matches!(op.result, Some(OpResult::Granted { token, .. }) if token == check.epoch);
-        let checked = Evidence::Validity {
-            process: check.process.clone(),
-            session: check.session.clone(),
-            at_local_us: check.at_local_us,
-            at_us: check.at_us,
+    journal_epoch
+}
+
+/// The grants and the observed losses of each (process, session, epoch), in history order.
+struct Leases<'h> {
+    /// Completed successful acquires and renews, with the TTL each granted, µs.
+    grants: Vec<(&'h OpLine, u64)>,
+    /// Calls that observed the loss of a lease, with its epoch.
+    losses: Vec<(&'h OpLine, u64)>,
+}
+
+impl<'h> Leases<'h> {
+    fn collect(history: &'h History, journal_epoch: &BTreeMap<HistWriterId, u64>) -> Self {
+        let mut leases = Leases {
+            grants: Vec::new(),
+            losses: Vec::new(),
         };
-        let last = grants
+        for op in history.ops() {
+            match (&op.op, op.outcome, &op.result) {
+                (
+                    Op::LeaseAcquire { .. } | Op::LeaseRenew { .. },
+                    Outcome::Ok,
+                    Some(OpResult::Granted { ttl_us, .. }),
+                ) if op.complete_us.is_some() => leases.grants.push((op, *ttl_us)),
+                (Op::LeaseRenew { token, .. }, Outcome::Fail, Some(OpResult::Held { .. }))
+                | (Op::LeaseRelease { token, .. }, Outcome::Ok, _) => {
+                    leases.losses.push((op, *token))
+                }
+                (Op::JournalOpen { epoch }, _, Some(OpResult::LeaseLost { .. })) => {
+                    leases.losses.push((op, *epoch))
+                }
+                (Op::JournalAppend { writer_id, .. }, _, Some(OpResult::LeaseLost { .. })) => {
+                    if let Some(epoch) = journal_epoch.get(writer_id) {
+                        leases.losses.push((op, *epoch));
+                    }
+                }
+                _ => {}
+            }
+        }
+        debug_assert!(
+            leases.grants.iter().all(|(op, _)| op.complete_us.is_some()),
+            "only completed grants set a deadline"
+        );
+        leases
+    }
+
+    /// The grant a check relies on: the checking process's last successful acquire or renew
+    /// of that session granting the checked epoch (by local send time), completed by the
+    /// check.
+    fn last_grant(&self, check: &ValidityLine) -> Option<(&'h OpLine, u64)> {
+        self.grants
             .iter()
             .filter(|(op, _)| {
-                same(op) && granted_epoch(op) && op.complete_us.is_some_and(|c| c <= check.at_us)
+                same_lease(op, check)
+                    && grants_epoch(op, check.epoch)
+                    && op.complete_us.is_some_and(|c| c <= check.at_us)
             })
-            .max_by_key(|(op, _)| (op.invoke_local_us, op.id));
-        let Some(&(grant, ttl_us)) = last else {
-            report.violation(
-                format!(
-                    "{}: {} judged its lease of epoch {} valid without a successful acquire or renew granting it",
-                    check.session,
-                    who(&check.process),
-                    check.epoch
-                ),
-                vec![checked],
-            );
-            continue;
-        };
-        let valid_until = (grant.invoke_local_us + ttl_us).saturating_sub(skew_margin_us);
-        if check.at_local_us >= valid_until {
-            report.violation(
-                format!(
-                    "{}: {} judged its lease of epoch {} valid at local {}us, at or after valid_until {}us (op {} invoked at local {}us + ttl {}us - skew margin {}us)",
-                    check.session,
-                    who(&check.process),
-                    check.epoch,
-                    check.at_local_us,
-                    valid_until,
-                    grant.id,
-                    grant.invoke_local_us,
-                    ttl_us,
-                    skew_margin_us
-                ),
-                vec![Evidence::Op(grant.id), checked.clone()],
-            );
-        }
-        let observed = losses
+            .max_by_key(|(op, _)| (op.invoke_local_us, op.id))
+            .copied()
+    }
+
+    /// The latest loss of the checked epoch the process observed before the check and did not
+    /// win back (by a grant of the epoch invoked at or after the loss, completed by the check).
+    fn observed_loss(&self, check: &ValidityLine) -> Option<&'h OpLine> {
+        self.losses
             .iter()
             .filter(|(op, epoch)| {
-                same(op) && *epoch == check.epoch && op.complete_us.is_some_and(|c| c < check.at_us)
+                same_lease(op, check)
+                    && *epoch == check.epoch
+                    && op.complete_us.is_some_and(|c| c < check.at_us)
             })
-            .filter(|(loss, _)| {
-                let lost_at = loss.complete_us.unwrap_or(u64::MAX);
-                !grants.iter().any(|(op, _)| {
-                    same(op)
-                        && granted_epoch(op)
-                        && op.invoke_us >= lost_at
-                        && op.complete_us.is_some_and(|c| c <= check.at_us)
-                })
-            })
-            .max_by_key(|(op, _)| op.complete_us);
-        if let Some((loss, _)) = observed {
-            report.violation(
-                format!(
-                    "{}: {} judged its lease of epoch {} valid at {}us after it observed its loss (op {} {}, completed at {}us)",
-                    check.session,
-                    who(&check.process),
-                    check.epoch,
-                    check.at_us,
-                    loss.id,
-                    loss.op.name(),
-                    loss.complete_us.unwrap_or_default()
-                ),
-                vec![Evidence::Op(loss.id), checked],
-            );
-        }
+            .filter(|(loss, _)| !self.won_back(loss, check))
+            .max_by_key(|(op, _)| op.complete_us)
+            .map(|(op, _)| *op)
     }
-    report
+
+    /// Whether a grant of the checked epoch was invoked at or after `loss` completed and
+    /// completed by the check.
+    fn won_back(&self, loss: &OpLine, check: &ValidityLine) -> bool {
+        let lost_at = loss.complete_us.unwrap_or(u64::MAX);
+        self.grants.iter().any(|(op, _)| {
+            same_lease(op, check)
+                && grants_epoch(op, check.epoch)
+                && op.invoke_us >= lost_at
+                && op.complete_us.is_some_and(|c| c <= check.at_us)
+        })
+    }
+}
+
+/// Whether `op` is by the checking process on the checked session.
+fn same_lease(op: &OpLine, check: &ValidityLine) -> bool {
+    op.process == check.process && op.session == check.session
+}
+
+/// Whether `op` was granted token `epoch`.
+fn grants_epoch(op: &OpLine, epoch: u64) -> bool {
+    matches!(op.result, Some(OpResult::Granted { token, .. }) if token == epoch)
+}
+
+/// Judges one validity check: it needs a grant of its epoch, must come before that grant's
+/// `valid_until`, and must not follow an observed loss.
+fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, skew_margin_us: u64) {
+    let checked = Evidence::Validity {
+        process: check.process.clone(),
+        session: check.session.clone(),
+        at_local_us: check.at_local_us,
+        at_us: check.at_us,
+    };
+    let Some((grant, ttl_us)) = leases.last_grant(check) else {
+        report.violation(
+            format!(
+                "{}: {} judged its lease of epoch {} valid without a successful acquire or renew granting it",
+                check.session,
+                who(&check.process),
+                check.epoch
+            ),
+            vec![checked],
+        );
+        return;
+    };
+    debug_assert!(
+        grant.complete_us.is_some_and(|c| c <= check.at_us),
+        "the grant a check relies on completed before it"
+    );
+    let valid_until = (grant.invoke_local_us + ttl_us).saturating_sub(skew_margin_us);
+    if check.at_local_us >= valid_until {
+        report.violation(
+            format!(
+                "{}: {} judged its lease of epoch {} valid at local {}us, at or after valid_until {}us (op {} invoked at local {}us + ttl {}us - skew margin {}us)",
+                check.session,
+                who(&check.process),
+                check.epoch,
+                check.at_local_us,
+                valid_until,
+                grant.id,
+                grant.invoke_local_us,
+                ttl_us,
+                skew_margin_us
+            ),
+            vec![Evidence::Op(grant.id), checked.clone()],
+        );
+    }
+    if let Some(loss) = leases.observed_loss(check) {
+        report.violation(
+            format!(
+                "{}: {} judged its lease of epoch {} valid at {}us after it observed its loss (op {} {}, completed at {}us)",
+                check.session,
+                who(&check.process),
+                check.epoch,
+                check.at_us,
+                loss.id,
+                loss.op.name(),
+                loss.complete_us.unwrap_or_default()
+            ),
+            vec![Evidence::Op(loss.id), checked],
+        );
+    }
 }

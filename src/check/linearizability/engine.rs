@@ -157,6 +157,11 @@ pub fn check<M: Model>(
         by_key.entry(model.key(&op.input)).or_default().push(i);
     }
     let (keys, partitions): (Vec<M::Key>, Vec<Vec<usize>>) = by_key.into_iter().unzip();
+    debug_assert_eq!(
+        partitions.iter().map(Vec::len).sum::<usize>(),
+        ops.len(),
+        "the partitions split the operations, each into one"
+    );
     let workers = if partitions.len() > 1 {
         parallelism().min(partitions.len())
     } else {
@@ -264,6 +269,10 @@ fn check_in_parallel<M: Model>(
     };
     std::thread::scope(|scope| {
         let (spent, spawned) = (Cell::new(0u64), Cell::new(false));
+        debug_assert!(
+            workers > 1,
+            "one worker searches in order, on the calling thread"
+        );
         work(&|steps| {
             spent.set(spent.get() + steps);
             if !spawned.get() && spent.get() >= SPAWN_HELPERS_AFTER_STEPS {
@@ -274,7 +283,15 @@ fn check_in_parallel<M: Model>(
             }
         });
     });
-    results.into_inner().unwrap_or_else(|e| e.into_inner())
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    let first_failure = first_failure.into_inner();
+    debug_assert!(
+        results[..first_failure.min(results.len())]
+            .iter()
+            .all(Option::is_some),
+        "every partition before the first failure was searched to the end"
+    );
+    results
 }
 
 /// Search steps the calling thread spends alone before it starts helper threads (about a
@@ -292,6 +309,10 @@ fn check_partition<M: Model>(
 ) -> Option<PartitionResult> {
     let mut search = Search::new(model, ops, indices);
     let outcome = search.run(budget.max_steps_per_partition, tick);
+    debug_assert!(
+        search.steps <= budget.max_steps_per_partition,
+        "the search stays within its budget"
+    );
     tick(search.steps % TICK_EVERY);
     Some(match outcome {
         Outcome::Linearizable => PartitionResult::Linearizable,
@@ -327,6 +348,9 @@ fn twins<I: PartialEq, O: PartialEq>(
             let op_a = &ops[indices[a]];
             return_time(op_a) <= ret_b && op_a.input == op_b.input && op_a.output == op_b.output
         });
+        // A twin comes strictly earlier in (call, return) order, so waiting for twins never
+        // forms a cycle.
+        debug_assert!(twin_before[b].is_none_or(|a| key(a) < key(b)));
     }
     twin_before
 }
@@ -398,11 +422,17 @@ impl<'a, M: Model> Search<'a, M> {
             let node = position + 1;
             search.node_op[node] = op;
             if is_return {
+                debug_assert_ne!(call_node[op], NIL, "an op's call event precedes its return");
                 search.matching[call_node[op]] = node;
             } else {
                 call_node[op] = node;
             }
         }
+        debug_assert_eq!(
+            search.matching.iter().filter(|&&m| m != NIL).count(),
+            indices.len(),
+            "every call node has its return node"
+        );
         search
     }
 
@@ -462,15 +492,14 @@ impl<'a, M: Model> Search<'a, M> {
         let mut linearized = vec![0u64; words];
         let mut cache = Memo::new(words);
         let mut calls: Vec<(usize, M::State)> = Vec::new();
-        let mut known_left = self
-            .indices
-            .iter()
-            .filter(|&&i| self.ops[i].output.is_some())
-            .count();
+        let known_total = self.known_ops();
+        let mut known_left = known_total;
         let mut state = self.model.init();
         let mut entry = self.next[HEAD];
         let mut steps = 0u64;
         while known_left > 0 {
+            // The search counters: at most every known op is left, at most every op placed.
+            debug_assert!(known_left <= known_total && calls.len() <= self.indices.len());
             if steps >= max_steps {
                 return Outcome::OutOfBudget;
             }
@@ -482,8 +511,8 @@ impl<'a, M: Model> Search<'a, M> {
             if entry != NIL && self.matching[entry] != NIL {
                 let local = self.node_op[entry];
                 let op = self.op(local);
-                let twin_waits = self.twin_before[local]
-                    .is_some_and(|twin| linearized[twin / 64] & (1 << (twin % 64)) == 0);
+                let twin_waits =
+                    self.twin_before[local].is_some_and(|twin| !placed(&linearized, twin));
                 let next = if twin_waits {
                     None
                 } else {
@@ -494,7 +523,8 @@ impl<'a, M: Model> Search<'a, M> {
                         .filter(|next| op.output.is_some() || *next != state)
                 };
                 if let Some(next_state) = next {
-                    linearized[local / 64] |= 1 << (local % 64);
+                    debug_assert!(!placed(&linearized, local), "an op in the list is unplaced");
+                    mark(&mut linearized, local, true);
                     if cache.insert(&linearized, &next_state) {
                         calls.push((entry, std::mem::replace(&mut state, next_state)));
                         self.lift(entry);
@@ -503,7 +533,7 @@ impl<'a, M: Model> Search<'a, M> {
                         entry = self.next[HEAD];
                         continue;
                     }
-                    linearized[local / 64] &= !(1 << (local % 64));
+                    mark(&mut linearized, local, false);
                 }
                 entry = self.next[entry];
             } else {
@@ -514,13 +544,33 @@ impl<'a, M: Model> Search<'a, M> {
                 self.note_stuck(entry, calls.len() + 1, &state);
                 state = previous;
                 let local = self.node_op[call];
-                linearized[local / 64] &= !(1 << (local % 64));
+                debug_assert!(placed(&linearized, local), "an op taken back was placed");
+                mark(&mut linearized, local, false);
                 self.unlift(call);
                 known_left += usize::from(self.op(local).output.is_some());
                 entry = self.next[call];
             }
         }
+        debug_assert!(
+            self.places_every_known_op(&linearized),
+            "a linearization places every op whose outcome is known"
+        );
         Outcome::Linearizable
+    }
+
+    /// How many of the partition's ops have a known outcome (the search ends when all are
+    /// placed).
+    fn known_ops(&self) -> usize {
+        self.indices
+            .iter()
+            .filter(|&&i| self.ops[i].output.is_some())
+            .count()
+    }
+
+    /// Whether every op whose outcome is known is placed in `linearized`.
+    fn places_every_known_op(&self, linearized: &[u64]) -> bool {
+        (0..self.indices.len())
+            .all(|local| self.op(local).output.is_none() || placed(linearized, local))
     }
 
     fn note_prefix(&mut self, calls: &[(usize, M::State)]) {
@@ -586,6 +636,10 @@ impl<'a, M: Model> Search<'a, M> {
             .stuck
             .as_ref()
             .expect("a stuck search recorded where it got stuck");
+        debug_assert!(
+            stuck.depth <= self.longest_prefix.len() && !stuck.states.is_empty(),
+            "the stuck point is no deeper than the longest prefix and has a state"
+        );
         let op = self.op(stuck.op);
         let states: Vec<&M::State> = stuck.states.iter().collect();
         let summary = format!(
@@ -631,6 +685,20 @@ impl<'a, M: Model> Search<'a, M> {
                 .map(|&l| self.indices[l])
                 .collect(),
         }
+    }
+}
+
+/// Whether partition-local op `local` is placed in the bit set `linearized`.
+fn placed(linearized: &[u64], local: usize) -> bool {
+    linearized[local / 64] & (1 << (local % 64)) != 0
+}
+
+/// Marks partition-local op `local` placed (or not) in the bit set `linearized`.
+fn mark(linearized: &mut [u64], local: usize, placed: bool) {
+    if placed {
+        linearized[local / 64] |= 1 << (local % 64);
+    } else {
+        linearized[local / 64] &= !(1 << (local % 64));
     }
 }
 

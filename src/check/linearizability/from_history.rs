@@ -147,130 +147,240 @@ fn describe_record(record: &HistRecord) -> String {
     }
 }
 
+/// What became of one op line of the history.
+enum Fate<O> {
+    /// Kept with the result it recorded, returning at `ret` (`None`: never returned).
+    Recorded { output: O, ret: Option<u64> },
+    /// An `info` call whose effect the history shows: now `ok`, returning at `ret`.
+    Resolved { output: O, ret: u64 },
+    /// Kept with an unknown outcome.
+    Unknown,
+    /// Dropped: it had no effect (or the history shows it had none).
+    Dropped,
+}
+
+impl<M, I, O> Extracted<M, I, O> {
+    fn empty(model: M) -> Self {
+        Extracted {
+            model,
+            ops: Vec::new(),
+            op_ids: Vec::new(),
+            resolved: 0,
+            dropped: 0,
+            unknown: 0,
+        }
+    }
+
+    /// Counts `fate`; for a kept operation, its output (`None`: unknown) and return time.
+    fn tally(&mut self, fate: Fate<O>) -> Option<(Option<O>, Option<u64>)> {
+        match fate {
+            Fate::Recorded { output, ret } => Some((Some(output), ret)),
+            Fate::Resolved { output, ret } => {
+                self.resolved += 1;
+                Some((Some(output), Some(ret)))
+            }
+            Fate::Unknown => {
+                self.unknown += 1;
+                Some((None, None))
+            }
+            Fate::Dropped => {
+                self.dropped += 1;
+                None
+            }
+        }
+    }
+
+    /// Appends `op`, from the op line `id` (`None`: added by the extraction).
+    fn push(&mut self, op: Operation<I, O>, id: Option<u64>) {
+        self.ops.push(op);
+        self.op_ids.push(id);
+        debug_assert_eq!(self.ops.len(), self.op_ids.len(), "one op id per operation");
+    }
+}
+
+/// The final ledger, when the history has one (any `ledger` line).
+struct FinalLedger<'h> {
+    /// Whether the history has a final ledger (sessions without `ledger` lines are then
+    /// empty).
+    known: bool,
+    /// Each session's records by position.
+    records: BTreeMap<String, BTreeMap<u64, HistRecord>>,
+    /// The acknowledged appends `(session, expected, record)`, and the `info` appends already
+    /// resolved: only one append commits at a position, so an `info` twin of one did not.
+    taken: Vec<(&'h str, u64, &'h HistRecord)>,
+}
+
+impl<'h> FinalLedger<'h> {
+    fn of(history: &'h History) -> Self {
+        let records = history
+            .final_ledger()
+            .into_iter()
+            .map(|(session, records)| (session, records.into_iter().collect()))
+            .collect();
+        let taken = history
+            .ops()
+            .filter_map(|op| match (&op.op, op.outcome, &op.result) {
+                (
+                    Op::LedgerAppend { expected, record },
+                    Outcome::Ok,
+                    Some(OpResult::Appended { .. }),
+                ) => Some((op.session.as_str(), *expected, record)),
+                _ => None,
+            })
+            .collect();
+        FinalLedger {
+            known: history.lines().iter().any(|l| matches!(l, Line::Ledger(_))),
+            records,
+            taken,
+        }
+    }
+
+    /// Whether an append of `record` at `expected` in `session` can have committed: without a
+    /// final ledger, always; with one, only if the record is at `expected + 1`.
+    fn may_commit(&self, session: &str, expected: u64, record: &HistRecord) -> bool {
+        !self.known
+            || self
+                .records
+                .get(session)
+                .and_then(|records| records.get(&expected.saturating_add(1)))
+                == Some(record)
+    }
+
+    /// The final ledger's length in `session`.
+    fn tip(&self, session: &str) -> u64 {
+        self.records
+            .get(session)
+            .and_then(|records| records.keys().next_back().copied())
+            .unwrap_or(0)
+    }
+}
+
+/// A ledger op line's call, and for an append `(expected, record, may commit)`.
+type LedgerCallOf<'h> = (LedgerCall, Option<(u64, &'h HistRecord, bool)>);
+
+/// The [`CasLedger`] call of a `ledger_tip` or `ledger_append` op line.
+fn ledger_call<'h>(op: &'h OpLine, finals: &FinalLedger) -> Option<LedgerCallOf<'h>> {
+    Some(match &op.op {
+        Op::LedgerTip {} => (LedgerCall::Tip, None),
+        Op::LedgerAppend { expected, record } => {
+            let may_commit = finals.may_commit(&op.session, *expected, record);
+            (
+                LedgerCall::Append {
+                    expected: *expected,
+                    record: describe_record(record),
+                    may_commit,
+                },
+                Some((*expected, record, may_commit)),
+            )
+        }
+        _ => return None,
+    })
+}
+
+/// What becomes of a ledger call: `ok` tips and appends and `fail` conflicts are kept; an
+/// `info` append is resolved by the final ledger when there is one (see the module docs), or
+/// stays unknown; anything else had no effect.
+fn ledger_fate<'h>(
+    op: &'h OpLine,
+    append: Option<(u64, &'h HistRecord, bool)>,
+    finals: &mut FinalLedger<'h>,
+    end_us: u64,
+) -> Fate<LedgerOutput> {
+    let recorded = |output| Fate::Recorded {
+        output,
+        ret: op.complete_us,
+    };
+    match (op.outcome, &op.result, append) {
+        (Outcome::Ok, Some(OpResult::Tip { seq }), None) => recorded(LedgerOutput::Tip(*seq)),
+        (Outcome::Ok, Some(OpResult::Appended { seq }), Some(_)) => {
+            recorded(LedgerOutput::Appended(*seq))
+        }
+        (Outcome::Fail, Some(OpResult::Conflict { actual }), Some(_)) => {
+            recorded(LedgerOutput::Conflict { actual: *actual })
+        }
+        (Outcome::Info, _, Some((expected, record, may_commit))) if finals.known => {
+            let key = (op.session.as_str(), expected, record);
+            if may_commit && !finals.taken.contains(&key) {
+                finals.taken.push(key);
+                Fate::Resolved {
+                    output: LedgerOutput::Appended(expected + 1),
+                    ret: end_us,
+                }
+            } else {
+                Fate::Dropped
+            }
+        }
+        (Outcome::Info, _, Some(_)) => Fate::Unknown,
+        _ => Fate::Dropped,
+    }
+}
+
 /// The ledger calls of `history` as [`CasLedger`] operations, unknown outcomes resolved.
 ///
 /// # Errors
 /// The history does not [`History::validate`].
 pub fn ledger_operations(history: &History) -> Result<LedgerOps, HistoryError> {
     history.validate()?;
-    let final_known = history.lines().iter().any(|l| matches!(l, Line::Ledger(_)));
-    let finals: BTreeMap<String, BTreeMap<u64, HistRecord>> = history
-        .final_ledger()
-        .into_iter()
-        .map(|(session, records)| (session, records.into_iter().collect()))
-        .collect();
+    let mut finals = FinalLedger::of(history);
     let end_us = end_of_history(history);
     let mut processes = Processes::default();
-    let mut out = LedgerOps {
-        model: CasLedger,
-        ops: Vec::new(),
-        op_ids: Vec::new(),
-        resolved: 0,
-        dropped: 0,
-        unknown: 0,
-    };
-    // (session, expected, record) of every acknowledged append: an info twin of one did not
-    // commit (only one append commits at a position); and those already resolved.
-    let mut taken: Vec<(&str, u64, &HistRecord)> = history
-        .ops()
-        .filter_map(|op| match (&op.op, op.outcome, &op.result) {
-            (
-                Op::LedgerAppend { expected, record },
-                Outcome::Ok,
-                Some(OpResult::Appended { .. }),
-            ) => Some((op.session.as_str(), *expected, record)),
-            _ => None,
-        })
-        .collect();
-    let mut sessions: Vec<String> = finals.keys().cloned().collect();
+    let mut out = LedgerOps::empty(CasLedger);
+    let mut sessions: Vec<String> = finals.records.keys().cloned().collect();
+    let mut calls = 0;
     for op in history.ops() {
-        let (call, result) = match &op.op {
-            Op::LedgerTip {} => (LedgerCall::Tip, None),
-            Op::LedgerAppend { expected, record } => {
-                let may_commit = !final_known
-                    || finals
-                        .get(&op.session)
-                        .and_then(|records| records.get(&expected.saturating_add(1)))
-                        == Some(record);
-                (
-                    LedgerCall::Append {
-                        expected: *expected,
-                        record: describe_record(record),
-                        may_commit,
-                    },
-                    Some((*expected, record, may_commit)),
-                )
-            }
-            _ => continue,
+        let Some((call, append)) = ledger_call(op, &finals) else {
+            continue;
+        };
+        calls += 1;
+        if !sessions.contains(&op.session) {
+            sessions.push(op.session.clone());
+        }
+        let Some((output, ret)) = out.tally(ledger_fate(op, append, &mut finals, end_us)) else {
+            continue;
         };
         let input = LedgerInput {
             session: op.session.clone(),
             call,
         };
-        if !sessions.contains(&op.session) {
-            sessions.push(op.session.clone());
-        }
-        let (output, ret) = match (op.outcome, &op.result, result) {
-            (Outcome::Ok, Some(OpResult::Tip { seq }), None) => {
-                (Some(LedgerOutput::Tip(*seq)), op.complete_us)
-            }
-            (Outcome::Ok, Some(OpResult::Appended { seq }), Some(_)) => {
-                (Some(LedgerOutput::Appended(*seq)), op.complete_us)
-            }
-            (Outcome::Fail, Some(OpResult::Conflict { actual }), Some(_)) => (
-                Some(LedgerOutput::Conflict { actual: *actual }),
-                op.complete_us,
-            ),
-            (Outcome::Info, _, Some((expected, record, may_commit))) if final_known => {
-                let key = (op.session.as_str(), expected, record);
-                if may_commit && !taken.contains(&key) {
-                    taken.push(key);
-                    out.resolved += 1;
-                    (Some(LedgerOutput::Appended(expected + 1)), Some(end_us))
-                } else {
-                    out.dropped += 1;
-                    continue;
-                }
-            }
-            (Outcome::Info, _, Some(_)) => {
-                out.unknown += 1;
-                (None, None)
-            }
-            _ => {
-                out.dropped += 1;
-                continue;
-            }
-        };
-        out.ops.push(Operation {
+        let operation = Operation {
             process: processes.id(&op.process),
             input,
             output,
             call: op.invoke_us,
             ret,
-        });
-        out.op_ids.push(Some(op.id));
+        };
+        out.push(operation, Some(op.id));
     }
-    if final_known {
+    debug_assert_eq!(
+        out.ops.len() + out.dropped,
+        calls,
+        "every ledger call is kept or dropped"
+    );
+    if finals.known {
         sessions.sort();
-        for session in sessions {
-            let tip = finals
-                .get(&session)
-                .and_then(|records| records.keys().next_back().copied())
-                .unwrap_or(0);
-            out.ops.push(Operation {
-                process: u64::MAX,
-                input: LedgerInput {
-                    session,
-                    call: LedgerCall::Tip,
-                },
-                output: Some(LedgerOutput::Tip(tip)),
-                call: end_us + 1,
-                ret: Some(end_us + 1),
-            });
-            out.op_ids.push(None);
-        }
+        add_final_reads(&mut out, &finals, sessions, end_us);
     }
     Ok(out)
+}
+
+/// One tip read per session after everything (process `u64::MAX`), returning the final
+/// ledger's length.
+fn add_final_reads(out: &mut LedgerOps, finals: &FinalLedger, sessions: Vec<String>, end_us: u64) {
+    debug_assert!(sessions.is_sorted(), "final reads go in session order");
+    for session in sessions {
+        let tip = finals.tip(&session);
+        let read = Operation {
+            process: u64::MAX,
+            input: LedgerInput {
+                session,
+                call: LedgerCall::Tip,
+            },
+            output: Some(LedgerOutput::Tip(tip)),
+            call: end_us + 1,
+            ret: Some(end_us + 1),
+        };
+        out.push(read, None);
+    }
 }
 
 /// One boot of the authority on the end-to-end timeline.
@@ -502,15 +612,82 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
         .ops()
         .filter(|op| lease_call(op).is_some())
         .collect();
+    let resolution = resolve_info_calls(history, &ops);
+    let index = decision_index(history);
+    let mut owners = Owners::default();
+    let mut processes = Processes::default();
+    let mut out = LeaseOps::empty(TimedLease::default());
+    for (k, op) in ops.iter().enumerate() {
+        let (call, owner) = lease_call(op).expect("filtered to lease calls");
+        let fate = match (op.outcome, resolution.get(&k)) {
+            (Outcome::Info, Some(decision)) => resolved_fate(op, decision, &timeline),
+            (Outcome::Info, None) if has_decisions => Fate::Dropped,
+            (Outcome::Info, None) => Fate::Unknown,
+            _ => recorded_fate(op, call, owner, &timeline, &index),
+        };
+        let Some((output, ret)) = out.tally(fate) else {
+            continue;
+        };
+        debug_assert!(
+            ret.is_none_or(|ret| ret >= op.invoke_us),
+            "a kept lease call returns at or after its invocation (its decision time is clamped)"
+        );
+        // Unknown outcome: may take effect at any later time (`ret` is `None`).
+        let window = timeline.window(op.invoke_us, ret);
+        let operation = Operation {
+            process: processes.id(&op.process),
+            input: LeaseInput {
+                session: op.session.clone(),
+                owner: owners.id(owner),
+                call,
+                window,
+            },
+            output,
+            call: op.invoke_us,
+            ret,
+        };
+        out.push(operation, Some(op.id));
+    }
+    debug_assert_eq!(
+        out.ops.len() + out.dropped,
+        ops.len(),
+        "every lease call is kept or dropped"
+    );
+    out.model = TimedLease::new(owners.list);
+    Ok(out)
+}
 
-    // Match decisions to ok calls, then hand the rest to info calls (see the module docs).
+/// Lease owners numbered for the model, in order of first appearance.
+#[derive(Default)]
+struct Owners {
+    ids: BTreeMap<Process, u32>,
+    list: Vec<Process>,
+}
+
+impl Owners {
+    fn id(&mut self, owner: &Process) -> u32 {
+        let list = &mut self.list;
+        let id = *self.ids.entry(owner.clone()).or_insert_with(|| {
+            list.push(owner.clone());
+            (list.len() - 1) as u32
+        });
+        debug_assert_eq!(self.list[id as usize], *owner, "owner ids index the list");
+        id
+    }
+}
+
+/// The authority's grant, renew and release decisions in time order (refusals change no
+/// record, so no `info` call is resolved by one), less those an `ok` call accounts for: each
+/// `ok` call, in history order, takes the first unused decision of its session, kind, owner,
+/// token presented and answer made at or after its invocation.
+fn unmatched_decisions<'h>(history: &'h History, ops: &[&OpLine]) -> Vec<&'h DecisionLine> {
     let mut decisions: Vec<&DecisionLine> = history
         .decisions()
         .filter(|d| !matches!(d.decision, Decision::Refuse { .. }))
         .collect();
     decisions.sort_by_key(|d| d.at_us);
     let mut used = vec![false; decisions.len()];
-    for op in &ops {
+    for op in ops {
         let (Outcome::Ok, Some(result)) = (op.outcome, &op.result) else {
             continue;
         };
@@ -527,12 +704,27 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
             used[i] = true;
         }
     }
-    // op index → the decision that resolves it.
+    decisions
+        .into_iter()
+        .zip(used)
+        .filter_map(|(decision, used)| (!used).then_some(decision))
+        .collect()
+}
+
+/// Op index (into `ops`) → the decision that resolves that `info` call: the unmatched
+/// decisions, in time order, each go to the earliest-invoked unresolved `info` call of the
+/// same session, kind, owner and token presented invoked by the decision.
+fn resolve_info_calls<'h>(
+    history: &'h History,
+    ops: &[&OpLine],
+) -> BTreeMap<usize, &'h DecisionLine> {
+    let decisions = unmatched_decisions(history, ops);
+    debug_assert!(
+        decisions.is_sorted_by_key(|d| d.at_us),
+        "decisions are handed out in time order"
+    );
     let mut resolution: BTreeMap<usize, &DecisionLine> = BTreeMap::new();
-    for (i, decision) in decisions.iter().enumerate() {
-        if used[i] {
-            continue;
-        }
+    for decision in decisions {
         let candidate = ops
             .iter()
             .enumerate()
@@ -550,7 +742,11 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
             resolution.insert(k, decision);
         }
     }
+    resolution
+}
 
+/// Every decision by (session, owner), each list in history order.
+fn decision_index(history: &History) -> DecisionIndex<'_> {
     let mut index: DecisionIndex = BTreeMap::new();
     for decision in history.decisions() {
         index
@@ -558,118 +754,81 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
             .or_default()
             .push(decision);
     }
+    index
+}
 
-    let mut owners: BTreeMap<Process, u32> = BTreeMap::new();
-    let mut owner_list: Vec<Process> = Vec::new();
-    let mut processes = Processes::default();
-    let mut out = LeaseOps {
-        model: TimedLease::default(),
-        ops: Vec::new(),
-        op_ids: Vec::new(),
-        resolved: 0,
-        dropped: 0,
-        unknown: 0,
+/// An `info` call resolved by `decision`: `ok` with the decision's result, returning when the
+/// authority recorded it.
+fn resolved_fate(op: &OpLine, decision: &DecisionLine, timeline: &Timeline) -> Fate<LeaseOutput> {
+    debug_assert_eq!(op.outcome, Outcome::Info, "only info calls are resolved");
+    let ret = decision.at_us.max(op.invoke_us);
+    let index = timeline.boot_index(decision.at_us);
+    let output = match decision.decision {
+        Decision::Grant {
+            token,
+            expiry_authority_us,
+            ttl_us,
+        }
+        | Decision::Renew {
+            token,
+            expiry_authority_us,
+            ttl_us,
+        } => LeaseOutput::Granted {
+            token,
+            expiry_us: timeline.place(index, expiry_authority_us),
+            ttl_us,
+        },
+        _ => LeaseOutput::Released,
     };
-    for (k, op) in ops.iter().enumerate() {
-        let (call, owner) = lease_call(op).expect("filtered to lease calls");
-        let (output, ret, window) = match (op.outcome, &op.result, resolution.get(&k)) {
-            (Outcome::Info, _, Some(decision)) => {
-                let ret = decision.at_us.max(op.invoke_us);
-                let window = timeline.window(op.invoke_us, Some(ret));
-                let index = timeline.boot_index(decision.at_us);
-                let output = match decision.decision {
-                    Decision::Grant {
-                        token,
-                        expiry_authority_us,
-                        ttl_us,
-                    }
-                    | Decision::Renew {
-                        token,
-                        expiry_authority_us,
-                        ttl_us,
-                    } => LeaseOutput::Granted {
-                        token,
-                        expiry_us: timeline.place(index, expiry_authority_us),
-                        ttl_us,
-                    },
-                    _ => LeaseOutput::Released,
-                };
-                out.resolved += 1;
-                (Some(output), Some(ret), window)
-            }
-            (Outcome::Info, _, None) if has_decisions => {
-                out.dropped += 1;
-                continue;
-            }
-            (Outcome::Info, _, None) => {
-                out.unknown += 1;
-                (None, None, timeline.window(op.invoke_us, None))
-            }
-            (outcome, Some(result), _) => {
-                let Some(complete_us) = op.complete_us else {
-                    out.dropped += 1;
-                    continue;
-                };
-                // The call took effect by the time the authority recorded its decision: when
-                // that decision is known, the call returns then (µs truncation can make a
-                // call's completion equal the next call's invocation; the decision, recorded
-                // before the reply was sent, keeps them apart).
-                let ret = own_decision(op, call, owner, result, complete_us, &index)
-                    .map_or(complete_us, |d| d.at_us.clamp(op.invoke_us, complete_us));
-                let window = timeline.window(op.invoke_us, Some(ret));
-                let output = match (outcome, result) {
-                    (
-                        Outcome::Ok,
-                        OpResult::Granted {
-                            token,
-                            expiry_authority_us,
-                            ttl_us,
-                        },
-                    ) => LeaseOutput::Granted {
-                        token: *token,
-                        expiry_us: timeline.place_expiry(
-                            op.invoke_us,
-                            complete_us,
-                            *expiry_authority_us,
-                            *ttl_us,
-                            window,
-                        ),
-                        ttl_us: *ttl_us,
-                    },
-                    (Outcome::Ok, OpResult::Released {}) => LeaseOutput::Released,
-                    (Outcome::Fail, OpResult::Held { holder_token }) => LeaseOutput::Held {
-                        holder_token: *holder_token,
-                    },
-                    _ => {
-                        out.dropped += 1;
-                        continue;
-                    }
-                };
-                (Some(output), Some(ret), window)
-            }
-            (_, None, _) => {
-                out.dropped += 1;
-                continue;
-            }
-        };
-        let owner_id = *owners.entry(owner.clone()).or_insert_with(|| {
-            owner_list.push(owner.clone());
-            (owner_list.len() - 1) as u32
-        });
-        out.ops.push(Operation {
-            process: processes.id(&op.process),
-            input: LeaseInput {
-                session: op.session.clone(),
-                owner: owner_id,
-                call,
-                window,
+    Fate::Resolved { output, ret }
+}
+
+/// A completed `ok` or `fail` call, kept with its result when it is a grant, a release or a
+/// `held` answer; anything else (and a call without completion) had no effect.
+fn recorded_fate(
+    op: &OpLine,
+    call: LeaseCall,
+    owner: &Process,
+    timeline: &Timeline,
+    index: &DecisionIndex,
+) -> Fate<LeaseOutput> {
+    let (Some(result), Some(complete_us)) = (&op.result, op.complete_us) else {
+        return Fate::Dropped;
+    };
+    // The call took effect by the time the authority recorded its decision: when that
+    // decision is known, the call returns then (µs truncation can make a call's completion
+    // equal the next call's invocation; the decision, recorded before the reply was sent,
+    // keeps them apart).
+    let ret = own_decision(op, call, owner, result, complete_us, index)
+        .map_or(complete_us, |d| d.at_us.clamp(op.invoke_us, complete_us));
+    let window = timeline.window(op.invoke_us, Some(ret));
+    let output = match (op.outcome, result) {
+        (
+            Outcome::Ok,
+            OpResult::Granted {
+                token,
+                expiry_authority_us,
+                ttl_us,
             },
-            output,
-            call: op.invoke_us,
-            ret,
-        });
-        out.op_ids.push(Some(op.id));
+        ) => LeaseOutput::Granted {
+            token: *token,
+            expiry_us: timeline.place_expiry(
+                op.invoke_us,
+                complete_us,
+                *expiry_authority_us,
+                *ttl_us,
+                window,
+            ),
+            ttl_us: *ttl_us,
+        },
+        (Outcome::Ok, OpResult::Released {}) => LeaseOutput::Released,
+        (Outcome::Fail, OpResult::Held { holder_token }) => LeaseOutput::Held {
+            holder_token: *holder_token,
+        },
+        _ => return Fate::Dropped,
+    };
+    Fate::Recorded {
+        output,
+        ret: Some(ret),
     }
-    out.model = TimedLease::new(owner_list);
-    Ok(out)
 }

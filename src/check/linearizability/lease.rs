@@ -188,14 +188,13 @@ impl Model for TimedLease {
         input: &LeaseInput,
         output: Option<&LeaseOutput>,
     ) -> Option<LeaseState> {
+        debug_assert!(state.is_consistent(), "a reachable state: {state:?}");
         let me = input.owner;
-        let w = input.window;
+        let w = &input.window;
         let Some(output) = output else {
             return Some(unknown_outcome(state, input));
         };
-        match (input.call, *output, state.holder) {
-            // Acquire granted: a live same-owner re-acquire keeps the token; a takeover of a
-            // free, released or expired session takes a token above every earlier one.
+        match (input.call, *output) {
             (
                 LeaseCall::Acquire,
                 LeaseOutput::Granted {
@@ -203,41 +202,10 @@ impl Model for TimedLease {
                     expiry_us,
                     ttl_us,
                 },
-                holder,
-            ) => {
-                let (from, to) = grant_instants(&w, expiry_us, ttl_us)?;
-                let takeover = token > state.high_water
-                    && match holder {
-                        Holder::Free | Holder::Unknown => true,
-                        Holder::Held { expiry_from_us, .. } => may_be_expired(expiry_from_us, to),
-                    };
-                let keep = match holder {
-                    Holder::Held {
-                        owner,
-                        token: held,
-                        expiry_to_us,
-                        ..
-                    } => owner == me && held == token && may_be_live(expiry_to_us, from),
-                    Holder::Unknown => true,
-                    Holder::Free => false,
-                };
-                (takeover || keep).then_some(granted(state, me, token, expiry_us))
+            ) => acquire_granted(state, me, w, token, expiry_us, ttl_us),
+            (LeaseCall::Acquire, LeaseOutput::Held { holder_token }) => {
+                acquire_refused(state, me, w, holder_token)
             }
-            // Acquire refused: another owner's lease is live at some instant of the window.
-            (LeaseCall::Acquire, LeaseOutput::Held { holder_token }, holder) => match holder {
-                Holder::Unknown => Some(*state),
-                Holder::Free => None,
-                Holder::Held {
-                    owner,
-                    token,
-                    expiry_to_us,
-                    ..
-                } => (owner != me
-                    && holder_token.is_none_or(|seen| seen == token)
-                    && may_be_live(expiry_to_us, w.from_us))
-                .then_some(*state),
-            },
-            // Renew granted: the presented lease is the live one; the token stays.
             (
                 LeaseCall::Renew { token: presented },
                 LeaseOutput::Granted {
@@ -245,59 +213,12 @@ impl Model for TimedLease {
                     expiry_us,
                     ttl_us,
                 },
-                holder,
-            ) => {
-                let (from, _) = grant_instants(&w, expiry_us, ttl_us)?;
-                let ok = token == presented
-                    && match holder {
-                        Holder::Unknown => true,
-                        Holder::Free => false,
-                        Holder::Held {
-                            owner,
-                            token: held,
-                            expiry_to_us,
-                            ..
-                        } => owner == me && held == token && may_be_live(expiry_to_us, from),
-                    };
-                ok.then_some(granted(state, me, token, expiry_us))
+            ) => renew_granted(state, (me, presented), w, token, expiry_us, ttl_us),
+            (LeaseCall::Renew { token: presented }, LeaseOutput::Held { holder_token }) => {
+                renew_refused(state, (me, presented), w, holder_token)
             }
-            // Renew refused: at some instant the live lease (if any) is not the presented one,
-            // and the answer names it.
-            (LeaseCall::Renew { token: presented }, LeaseOutput::Held { holder_token }, holder) => {
-                let ok = match (holder, holder_token) {
-                    (Holder::Unknown, _) => true,
-                    (Holder::Free, None) => true,
-                    (Holder::Free, Some(_)) => false,
-                    (Holder::Held { expiry_from_us, .. }, None) => {
-                        may_be_expired(expiry_from_us, w.to_us)
-                    }
-                    (
-                        Holder::Held {
-                            owner,
-                            token,
-                            expiry_to_us,
-                            ..
-                        },
-                        Some(seen),
-                    ) => {
-                        seen == token
-                            && (owner, token) != (me, presented)
-                            && may_be_live(expiry_to_us, w.from_us)
-                    }
-                };
-                ok.then_some(*state)
-            }
-            // Release: frees the session only if the presented lease is the current record.
-            (LeaseCall::Release { token: presented }, LeaseOutput::Released, holder) => {
-                Some(match holder {
-                    Holder::Held { owner, token, .. } if owner == me && token == presented => {
-                        LeaseState {
-                            holder: Holder::Free,
-                            ..*state
-                        }
-                    }
-                    _ => *state,
-                })
+            (LeaseCall::Release { token: presented }, LeaseOutput::Released) => {
+                Some(released(state, me, presented))
             }
             _ => None,
         }
@@ -364,6 +285,138 @@ impl Model for TimedLease {
             "{call} in authority window [{}us, {to}], {result}",
             input.window.from_us
         )
+    }
+}
+
+impl LeaseState {
+    /// What every state the model reaches satisfies: a record's expiry interval is ordered,
+    /// and its token is at most the high-water mark (every grant raises the mark to its token).
+    fn is_consistent(&self) -> bool {
+        match self.holder {
+            Holder::Held {
+                token,
+                expiry_from_us,
+                expiry_to_us,
+                ..
+            } => expiry_from_us <= expiry_to_us && token <= self.high_water,
+            Holder::Free | Holder::Unknown => true,
+        }
+    }
+}
+
+/// Acquire granted: a live same-owner re-acquire keeps the token; a takeover of a free,
+/// released or expired session takes a token above every earlier one.
+fn acquire_granted(
+    state: &LeaseState,
+    me: u32,
+    w: &AuthorityWindow,
+    token: u64,
+    expiry_us: u64,
+    ttl_us: u64,
+) -> Option<LeaseState> {
+    let (from, to) = grant_instants(w, expiry_us, ttl_us)?;
+    let takeover = token > state.high_water
+        && match state.holder {
+            Holder::Free | Holder::Unknown => true,
+            Holder::Held { expiry_from_us, .. } => may_be_expired(expiry_from_us, to),
+        };
+    let keep = match state.holder {
+        Holder::Held {
+            owner,
+            token: held,
+            expiry_to_us,
+            ..
+        } => owner == me && held == token && may_be_live(expiry_to_us, from),
+        Holder::Unknown => true,
+        Holder::Free => false,
+    };
+    (takeover || keep).then_some(granted(state, me, token, expiry_us))
+}
+
+/// Acquire refused: another owner's lease is live at some instant of the window.
+fn acquire_refused(
+    state: &LeaseState,
+    me: u32,
+    w: &AuthorityWindow,
+    holder_token: Option<u64>,
+) -> Option<LeaseState> {
+    match state.holder {
+        Holder::Unknown => Some(*state),
+        Holder::Free => None,
+        Holder::Held {
+            owner,
+            token,
+            expiry_to_us,
+            ..
+        } => (owner != me
+            && holder_token.is_none_or(|seen| seen == token)
+            && may_be_live(expiry_to_us, w.from_us))
+        .then_some(*state),
+    }
+}
+
+/// Renew granted: the presented lease (`(owner, token)`) is the live one; the token stays.
+fn renew_granted(
+    state: &LeaseState,
+    (me, presented): (u32, u64),
+    w: &AuthorityWindow,
+    token: u64,
+    expiry_us: u64,
+    ttl_us: u64,
+) -> Option<LeaseState> {
+    let (from, _) = grant_instants(w, expiry_us, ttl_us)?;
+    let ok = token == presented
+        && match state.holder {
+            Holder::Unknown => true,
+            Holder::Free => false,
+            Holder::Held {
+                owner,
+                token: held,
+                expiry_to_us,
+                ..
+            } => owner == me && held == token && may_be_live(expiry_to_us, from),
+        };
+    ok.then_some(granted(state, me, token, expiry_us))
+}
+
+/// Renew refused: at some instant the live lease (if any) is not the presented one
+/// (`(owner, token)`), and the answer names it.
+fn renew_refused(
+    state: &LeaseState,
+    (me, presented): (u32, u64),
+    w: &AuthorityWindow,
+    holder_token: Option<u64>,
+) -> Option<LeaseState> {
+    let ok = match (state.holder, holder_token) {
+        (Holder::Unknown, _) => true,
+        (Holder::Free, None) => true,
+        (Holder::Free, Some(_)) => false,
+        (Holder::Held { expiry_from_us, .. }, None) => may_be_expired(expiry_from_us, w.to_us),
+        (
+            Holder::Held {
+                owner,
+                token,
+                expiry_to_us,
+                ..
+            },
+            Some(seen),
+        ) => {
+            seen == token
+                && (owner, token) != (me, presented)
+                && may_be_live(expiry_to_us, w.from_us)
+        }
+    };
+    ok.then_some(*state)
+}
+
+/// Release: frees the session only if the presented lease is the current record.
+fn released(state: &LeaseState, me: u32, presented: u64) -> LeaseState {
+    match state.holder {
+        Holder::Held { owner, token, .. } if owner == me && token == presented => LeaseState {
+            holder: Holder::Free,
+            ..*state
+        },
+        _ => *state,
     }
 }
 

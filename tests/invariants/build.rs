@@ -1,0 +1,438 @@
+//! A typed builder for hand-built histories, through the library's own line types
+//! (`leasesim::history`), so each test reads as the race it describes:
+//!
+//! ```ignore
+//! let h = history()
+//!     .config()
+//!     .decides(at(0), "replica-1", grant(1, 10 * S))
+//!     .decides(at(5 * S), "replica-2", grant(2, 15 * S))
+//!     .build();
+//! ```
+//!
+//! Everything happens on session `s1`; every process is incarnation 0 of its replica; an op's
+//! local times equal its true times; every grant and renew is for a 10 s TTL. The built history
+//! is validated as a history file is when read.
+
+use leasesim::history::{
+    ClockLine, ConfigLine, Decision, DecisionLine, HistRecord, HistWriterId, History, LedgerLine,
+    Line, Op, OpLine, OpResult, Outcome, Phase, PhaseLine, Process, Refusal, Request, ValidityLine,
+};
+
+/// One second, µs.
+pub const S: u64 = 1_000_000;
+
+/// The one session of every hand-built history.
+const SESSION: &str = "s1";
+
+/// The TTL every hand-built grant and renew is for, µs.
+const TTL_US: u64 = 10 * S;
+
+/// Incarnation 0 of `replica`.
+pub fn p(replica: &str) -> Process {
+    Process::new(replica, 0)
+}
+
+/// A history under construction: its lines in order.
+#[must_use]
+pub struct Builder {
+    lines: Vec<Line>,
+}
+
+/// An empty history to build.
+pub fn history() -> Builder {
+    Builder { lines: Vec::new() }
+}
+
+impl Builder {
+    fn line(mut self, line: impl Into<Line>) -> Self {
+        self.lines.push(line.into());
+        self
+    }
+
+    /// The run's parameters: TTL 10 s, skew margin 1 s, renew interval 3.333333 s, longest
+    /// reconnect backoff 2 s, grace period 10 s, no mutant, seed 1, 2 replicas, session s1,
+    /// decisions by the authority on host `lease`.
+    pub fn config(self) -> Self {
+        self.line(ConfigLine {
+            ttl_us: TTL_US,
+            skew_margin_us: S,
+            renew_interval_us: 3_333_333,
+            longest_reconnect_backoff_us: 2 * S,
+            grace_period_us: 10 * S,
+            mutant: None,
+            seed: 1,
+            replicas: 2,
+            sessions: vec![SESSION.to_string()],
+            authority: Some("lease".into()),
+        })
+    }
+
+    /// The authority decides `decision` on a request by `replica`, at `when`.
+    pub fn decides(self, when: When, replica: &str, decision: Decision) -> Self {
+        self.line(DecisionLine {
+            session: SESSION.to_string(),
+            owner: p(replica),
+            decision,
+            at_authority_us: when.authority_us,
+            at_us: when.true_us,
+        })
+    }
+
+    /// A segment of the `lease` host's monotonic clock.
+    pub fn lease_clock(self, segment: Segment) -> Self {
+        self.line(ClockLine {
+            host: "lease".to_string(),
+            boot: segment.boot,
+            from_us: segment.from_us,
+            local_from_us: segment.local_from_us,
+            drift_ppm: segment.drift_ppm,
+            suspended: segment.suspended,
+        })
+    }
+
+    /// Record `seq` of the final ledger.
+    pub fn ledger(self, seq: u64, record: HistRecord) -> Self {
+        self.line(LedgerLine {
+            session: SESSION.to_string(),
+            seq,
+            record,
+        })
+    }
+
+    /// Op `id`: `replica` calls `call` over `span` and sees `answer`.
+    pub fn op(self, id: u64, replica: &str, span: Span, call: Call, answer: Answer) -> Self {
+        self.line(OpLine {
+            id,
+            process: p(replica),
+            session: SESSION.to_string(),
+            op: call.by(replica),
+            invoke_us: span.invoke_us,
+            complete_us: Some(span.complete_us),
+            invoke_local_us: span.invoke_us,
+            complete_local_us: Some(span.complete_us),
+            outcome: answer.outcome,
+            result: Some(answer.result),
+        })
+    }
+
+    /// A validity check.
+    pub fn validity(self, check: Check) -> Self {
+        self.line(ValidityLine {
+            process: p(&check.replica),
+            session: SESSION.to_string(),
+            epoch: check.epoch,
+            at_local_us: check.at_us,
+            at_us: check.at_us,
+            valid_until_local_us: check.claimed_valid_until_us,
+        })
+    }
+
+    /// The fault schedule ended and everything healed at `at_us`.
+    pub fn healed_at(self, at_us: u64) -> Self {
+        self.line(PhaseLine {
+            name: Phase::FaultsHealed,
+            at_us,
+        })
+    }
+
+    /// The run ended at `at_us`.
+    pub fn run_ended_at(self, at_us: u64) -> Self {
+        self.line(PhaseLine {
+            name: Phase::RunEnded,
+            at_us,
+        })
+    }
+
+    /// The history, validated as a history file is when read.
+    pub fn build(self) -> History {
+        let history = History::from_lines("hand.jsonl", self.lines);
+        history.validate().expect("a hand-built history is valid");
+        history
+    }
+}
+
+/// When the authority decided: its monotonic reading and true time, µs.
+#[derive(Clone, Copy)]
+pub struct When {
+    authority_us: u64,
+    true_us: u64,
+}
+
+/// At true time `us`, with the authority's clock reading the same.
+pub fn at(us: u64) -> When {
+    reading(us, us)
+}
+
+/// At true time `true_us`, with the authority's clock reading `authority_us`.
+pub fn reading(authority_us: u64, true_us: u64) -> When {
+    When {
+        authority_us,
+        true_us,
+    }
+}
+
+/// An acquire granted with `token`, expiring at `expiry_us` on the authority's clock.
+pub fn grant(token: u64, expiry_us: u64) -> Decision {
+    Decision::Grant {
+        token,
+        expiry_authority_us: expiry_us,
+        ttl_us: TTL_US,
+    }
+}
+
+/// A renew of `token` granted, now expiring at `expiry_us` on the authority's clock.
+pub fn renew(token: u64, expiry_us: u64) -> Decision {
+    Decision::Renew {
+        token,
+        expiry_authority_us: expiry_us,
+        ttl_us: TTL_US,
+    }
+}
+
+/// A release of `token` that ended the hold (`ended: true`).
+pub fn release_ended(token: u64) -> Decision {
+    Decision::Release { token, ended: true }
+}
+
+/// A release of `token` that ended nothing (`ended: false`: stale or unknown).
+pub fn release_ending_nothing(token: u64) -> Decision {
+    Decision::Release {
+        token,
+        ended: false,
+    }
+}
+
+/// The session is free, as a refusal names its holder.
+pub const FREE: Option<u64> = None;
+
+/// Held with `token`, as a refusal names its holder.
+pub fn held_by(token: u64) -> Option<u64> {
+    Some(token)
+}
+
+/// An acquire refused, naming the holder's token (or [`FREE`]).
+pub fn refuse_acquire(holder_token: Option<u64>) -> Decision {
+    refuse(Request::Acquire, None, holder_token)
+}
+
+/// A renew of `token` refused, naming the holder's token (or [`FREE`]).
+pub fn refuse_renew(token: u64, holder_token: Option<u64>) -> Decision {
+    refuse(Request::Renew, Some(token), holder_token)
+}
+
+fn refuse(request: Request, token: Option<u64>, holder_token: Option<u64>) -> Decision {
+    Decision::Refuse {
+        request,
+        token,
+        reason: Refusal::Held { holder_token },
+    }
+}
+
+/// A segment of the `lease` host's clock (rate 1, running unless [`Segment::suspended`]).
+#[derive(Clone, Copy)]
+pub struct Segment {
+    boot: u64,
+    from_us: u64,
+    local_from_us: u64,
+    drift_ppm: i64,
+    suspended: bool,
+}
+
+/// Boot `boot`'s segment from true time 0, reading 0 then.
+pub fn boot(boot: u64) -> Segment {
+    Segment {
+        boot,
+        from_us: 0,
+        local_from_us: 0,
+        drift_ppm: 0,
+        suspended: false,
+    }
+}
+
+impl Segment {
+    /// Starting at true time `from_us`.
+    pub fn from(self, from_us: u64) -> Self {
+        Segment { from_us, ..self }
+    }
+
+    /// Reading `local_from_us` when it starts.
+    pub fn reads(self, local_from_us: u64) -> Self {
+        Segment {
+            local_from_us,
+            ..self
+        }
+    }
+
+    /// Running `drift_ppm` parts per million fast (negative: slow).
+    pub fn drift_ppm(self, drift_ppm: i64) -> Self {
+        Segment { drift_ppm, ..self }
+    }
+
+    /// Stopped for the whole segment (the host is down or suspended).
+    pub fn suspended(self) -> Self {
+        Segment {
+            suspended: true,
+            ..self
+        }
+    }
+}
+
+/// A fence record opening journal 1 of `replica` with `epoch`.
+pub fn fence_record(epoch: u64, replica: &str) -> HistRecord {
+    HistRecord::Fence {
+        epoch,
+        owner: p(replica),
+        writer_id: journal_of(replica),
+    }
+}
+
+/// Event `n` of journal 1 of `replica` (payload `00`).
+pub fn event_record(replica: &str, n: u64) -> HistRecord {
+    HistRecord::Event {
+        writer_id: journal_of(replica),
+        seq_in_writer: n,
+        payload: vec![0],
+    }
+}
+
+/// Journal 1 of `replica`.
+fn journal_of(replica: &str) -> HistWriterId {
+    HistWriterId {
+        owner: p(replica),
+        journal: 1,
+    }
+}
+
+/// An op's window, true and local time alike, µs.
+#[derive(Clone, Copy)]
+pub struct Span {
+    invoke_us: u64,
+    complete_us: u64,
+}
+
+/// Invoked at `invoke_us`, completed at `complete_us`.
+pub fn span(invoke_us: u64, complete_us: u64) -> Span {
+    Span {
+        invoke_us,
+        complete_us,
+    }
+}
+
+/// What an op calls; the owner or journal it presents is its own replica's.
+pub enum Call {
+    /// `lease_acquire`.
+    Acquire,
+    /// `lease_renew` presenting `token`.
+    Renew { token: u64 },
+    /// `ledger_append` of `record` at `expected`.
+    LedgerAppend { expected: u64, record: HistRecord },
+    /// `journal_append` of event `seq_in_writer` by journal 1.
+    JournalAppend { seq_in_writer: u64 },
+}
+
+/// An acquire.
+pub fn acquire() -> Call {
+    Call::Acquire
+}
+
+/// A renew of the replica's lease with `token`.
+pub fn renew_lease(token: u64) -> Call {
+    Call::Renew { token }
+}
+
+/// A ledger append of `record` at expected tip `expected`.
+pub fn ledger_append(expected: u64, record: HistRecord) -> Call {
+    Call::LedgerAppend { expected, record }
+}
+
+/// Event `seq_in_writer` appended by the replica's journal 1.
+pub fn journal_append(seq_in_writer: u64) -> Call {
+    Call::JournalAppend { seq_in_writer }
+}
+
+impl Call {
+    fn by(self, replica: &str) -> Op {
+        match self {
+            Call::Acquire => Op::LeaseAcquire { owner: p(replica) },
+            Call::Renew { token } => Op::LeaseRenew {
+                owner: p(replica),
+                token,
+            },
+            Call::LedgerAppend { expected, record } => Op::LedgerAppend { expected, record },
+            Call::JournalAppend { seq_in_writer } => Op::JournalAppend {
+                writer_id: journal_of(replica),
+                seq_in_writer,
+            },
+        }
+    }
+}
+
+/// What an op's caller saw.
+pub struct Answer {
+    outcome: Outcome,
+    result: OpResult,
+}
+
+/// `ok`: granted `token` for `ttl_us` (expiry reading 0: STOP never reads it).
+pub fn granted(token: u64, ttl_us: u64) -> Answer {
+    Answer {
+        outcome: Outcome::Ok,
+        result: OpResult::Granted {
+            token,
+            expiry_authority_us: 0,
+            ttl_us,
+        },
+    }
+}
+
+/// `fail`: held by another lease with `holder_token`.
+pub fn held(holder_token: u64) -> Answer {
+    Answer {
+        outcome: Outcome::Fail,
+        result: OpResult::Held {
+            holder_token: Some(holder_token),
+        },
+    }
+}
+
+/// `ok`: appended at `seq`.
+pub fn appended(seq: u64) -> Answer {
+    Answer {
+        outcome: Outcome::Ok,
+        result: OpResult::Appended { seq },
+    }
+}
+
+/// A validity check by `replica` of its lease of `epoch`, at local = true time `at_us`.
+pub struct Check {
+    replica: String,
+    epoch: u64,
+    at_us: u64,
+    claimed_valid_until_us: u64,
+}
+
+/// `replica` judges its lease of `epoch` valid (at 0, claiming nothing, until set).
+pub fn judges_valid(replica: &str, epoch: u64) -> Check {
+    Check {
+        replica: replica.to_string(),
+        epoch,
+        at_us: 0,
+        claimed_valid_until_us: 0,
+    }
+}
+
+impl Check {
+    /// At local = true time `at_us`.
+    pub fn at(self, at_us: u64) -> Self {
+        Check { at_us, ..self }
+    }
+
+    /// Claiming the lease valid until `until_us` on its own clock (checkers recompute that and
+    /// never trust it).
+    pub fn claiming_until(self, until_us: u64) -> Self {
+        Check {
+            claimed_valid_until_us: until_us,
+            ..self
+        }
+    }
+}
