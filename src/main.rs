@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use leasesim::campaign::driver::CampaignOptions;
 use leasesim::campaign::plan::{SeedPlan, Shard};
-use leasesim::campaign::request::{Faults, RunRequest};
+use leasesim::campaign::request::RunRequest;
 use leasesim::lease::DurableLeaseConfig;
 use leasesim::mutant::Mutant;
 use leasesim::serve::{
@@ -117,7 +117,7 @@ struct CampaignArgs {
     #[arg(long)]
     no_progress: bool,
     /// Plant this bug in every run (replacing the scenarios' own mutants).
-    #[arg(long, value_name = "NAME", value_parser = parse_mutant, conflicts_with = "mutants")]
+    #[arg(long, value_name = "NAME", value_parser = Mutant::parse, conflicts_with = "mutants")]
     mutant: Option<Mutant>,
     /// After the campaign, detect these planted bugs (`all`, or names separated by commas):
     /// the report gains the detection table and the mutation score, and a mutant that
@@ -139,7 +139,7 @@ fn parse_mutants(text: &str) -> Result<MutantList, String> {
         return Ok(MutantList(Mutant::ALL.to_vec()));
     }
     text.split(',')
-        .map(|name| parse_mutant(name.trim()))
+        .map(|name| Mutant::parse(name.trim()))
         .collect::<Result<Vec<_>, _>>()
         .map(MutantList)
 }
@@ -209,31 +209,10 @@ enum Service {
 
 #[derive(Args, Debug, Clone)]
 struct RunArgs {
-    /// Master seed: every random choice of the run derives from it.
-    #[arg(long)]
-    seed: u64,
-    /// Scenario file (TOML; see sims/README.md): world, workload, faults or swarm profile.
-    /// Writes DIR/run.json (replay it with `leasesim replay`) and prints the swarm options
-    /// the seed drew.
-    #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["schedule", "no_faults", "script", "replicas", "duration"])]
-    scenario: Option<PathBuf>,
-    /// Number of replica hosts.
-    #[arg(long, default_value_t = RunRequest::DEFAULT_REPLICAS, value_parser = clap::value_parser!(u32).range(1..=64))]
-    replicas: u32,
-    /// Simulated duration of the run, whole seconds (e.g. 90s).
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
-    duration: Duration,
-    /// Fault schedule (JSON; see `leasesim::sim::schedule`). Default: faults drawn from the
-    /// seed (written to DIR/schedule.json).
-    #[arg(long, value_name = "FILE.json", conflicts_with = "no_faults")]
-    schedule: Option<PathBuf>,
-    /// Without --schedule: apply no faults instead of drawing them from the seed.
-    #[arg(long)]
-    no_faults: bool,
-    /// Scripted workload (JSON; see `leasesim::sim::script`). Default: drawn from the seed.
-    #[arg(long, value_name = "FILE.json")]
-    script: Option<PathBuf>,
-    /// Folder for history.jsonl, trace.jsonl and result.json.
+    /// The run: a seed and a scenario, or a seed and flags.
+    #[command(flatten)]
+    request: RunRequest,
+    /// Folder for run.json, history.jsonl, trace.jsonl, schedule.json and result.json.
     #[arg(long, value_name = "DIR", default_value = "runs/latest")]
     out: PathBuf,
     /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3).
@@ -243,21 +222,6 @@ struct RunArgs {
     /// trace byte for byte (exit 3 on any difference).
     #[arg(long)]
     check_determinism: bool,
-    /// Plant a bug in this world's system under test (`leasesim mutants` lists them), e.g.
-    /// `release-by-session-only`; with --scenario it replaces the scenario's mutant.
-    #[arg(long, value_name = "NAME", value_parser = parse_mutant)]
-    mutant: Option<Mutant>,
-}
-
-/// A mutant by its CLI name, or a usage error listing the names.
-fn parse_mutant(name: &str) -> Result<Mutant, String> {
-    Mutant::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
-        format!(
-            "unknown mutant `{name}`; the mutants are {}",
-            names.join(", ")
-        )
-    })
 }
 
 #[derive(Args, Debug, Clone)]
@@ -466,20 +430,7 @@ fn campaign(args: CampaignArgs) -> ExitCode {
 /// `run`: resolve the flags (or the scenario) to a run file, then run that file — here, or
 /// with --check-determinism twice in fresh processes.
 fn run(args: RunArgs) -> ExitCode {
-    let request = RunRequest {
-        seed: args.seed,
-        scenario: args.scenario.clone(),
-        replicas: args.replicas,
-        duration: args.duration,
-        faults: match (&args.schedule, args.no_faults) {
-            (Some(path), _) => Faults::File(path.clone()),
-            (None, true) => Faults::None,
-            (None, false) => Faults::Drawn,
-        },
-        script: args.script.clone(),
-        mutant: args.mutant,
-    };
-    let run = match request.resolve() {
+    let run = match args.request.resolve() {
         Ok(run) => run,
         Err(error) => {
             eprintln!("error: {error}");

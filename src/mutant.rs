@@ -132,6 +132,20 @@ impl Mutant {
         Mutant::ALL.iter().copied().find(|m| m.name() == name)
     }
 
+    /// The mutant named `name`, for a command line.
+    ///
+    /// # Errors
+    /// A message listing every name, when none is `name`.
+    pub fn parse(name: &str) -> Result<Mutant, String> {
+        Mutant::from_name(name).ok_or_else(|| {
+            let names: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
+            format!(
+                "unknown mutant `{name}`; the mutants are {}",
+                names.join(", ")
+            )
+        })
+    }
+
     /// What is wrong, in one line (`leasesim mutants`).
     pub fn describe(self) -> &'static str {
         match self {

@@ -17,35 +17,36 @@ use crate::sim::runfile::{
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::script::Script;
 
-/// Where the faults of a run without a scenario come from.
-#[derive(Clone, PartialEq, Eq, Debug, Default)]
-pub enum Faults {
-    /// Drawn from the seed (`leasesim run`'s default).
-    #[default]
-    Drawn,
-    /// None (`--no-faults`).
-    None,
-    /// A schedule file (`--schedule FILE`).
-    File(PathBuf),
-}
-
-/// What `leasesim run` was asked for.
-#[derive(Clone, PartialEq, Eq, Debug)]
+/// What `leasesim run` was asked for: the run's flags, defined once (clap parses them here,
+/// [`RunRequest::args`] writes them back).
+#[derive(Clone, PartialEq, Eq, Debug, clap::Args)]
 pub struct RunRequest {
-    /// The master seed.
+    /// Master seed: every random choice of the run derives from it.
+    #[arg(long)]
     pub seed: u64,
-    /// A scenario file; then the world, workload and faults are the scenario's and only
-    /// `mutant` may be given besides.
+    /// Scenario file (TOML; see sims/README.md): world, workload, faults or swarm profile,
+    /// and the invariants expected; prints the swarm options the seed drew.
+    #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["schedule", "no_faults", "script", "replicas", "duration"])]
     pub scenario: Option<PathBuf>,
-    /// Replica hosts (without a scenario).
+    /// Number of replica hosts.
+    #[arg(long, default_value_t = RunRequest::DEFAULT_REPLICAS, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub replicas: u32,
-    /// Simulated duration (without a scenario), whole seconds.
+    /// Simulated duration of the run, whole seconds (e.g. 90s).
+    #[arg(long, default_value = "60s", value_parser = crate::serve::parse_duration)]
     pub duration: Duration,
-    /// The faults (without a scenario).
-    pub faults: Faults,
-    /// A script file (without a scenario); else a workload generated from the seed.
+    /// Fault schedule (JSON; see `leasesim::sim::schedule`). Default: faults drawn from the
+    /// seed (written to DIR/schedule.json).
+    #[arg(long, value_name = "FILE.json", conflicts_with = "no_faults")]
+    pub schedule: Option<PathBuf>,
+    /// Without --schedule: apply no faults instead of drawing them from the seed.
+    #[arg(long)]
+    pub no_faults: bool,
+    /// Scripted workload (JSON; see `leasesim::sim::script`). Default: drawn from the seed.
+    #[arg(long, value_name = "FILE.json")]
     pub script: Option<PathBuf>,
-    /// A planted bug; with a scenario it replaces the scenario's.
+    /// Plant a bug in this world's system under test (`leasesim mutants` lists them), e.g.
+    /// `release-by-session-only`; with --scenario it replaces the scenario's mutant.
+    #[arg(long, value_name = "NAME", value_parser = Mutant::parse)]
     pub mutant: Option<Mutant>,
 }
 
@@ -63,7 +64,8 @@ impl RunRequest {
             scenario: None,
             replicas: Self::DEFAULT_REPLICAS,
             duration: Self::DEFAULT_DURATION,
-            faults: Faults::Drawn,
+            schedule: None,
+            no_faults: false,
             script: None,
             mutant: None,
         }
@@ -123,11 +125,11 @@ impl RunRequest {
             liveness_phase: false,
             expect: Expect::default(),
         };
-        run.schedule = match &self.faults {
-            Faults::Drawn => crate::sim::generate::random_schedule(&run.world_config_unchecked()),
-            Faults::None => FaultSchedule::new(),
-            Faults::File(path) => FaultSchedule::from_json(&read(path)?)
+        run.schedule = match (&self.schedule, self.no_faults) {
+            (Some(path), _) => FaultSchedule::from_json(&read(path)?)
                 .map_err(|e| RunFileError(format!("{}: {e}", path.display())))?,
+            (None, true) => FaultSchedule::new(),
+            (None, false) => crate::sim::generate::random_schedule(&run.world_config_unchecked()),
         };
         Ok(run)
     }
@@ -150,13 +152,11 @@ impl RunRequest {
             request.replicas = run.world.replicas;
             request.duration = Duration::from_secs(run.world.duration_s);
             let drawn = crate::sim::generate::random_schedule(&run.world_config_unchecked());
-            request.faults = if run.schedule == drawn {
-                Faults::Drawn
-            } else if run.schedule.faults.is_empty() && run.schedule.heal_at_ms.is_none() {
-                Faults::None
-            } else {
-                Faults::File(out.join("schedule.json"))
-            };
+            if run.schedule.faults.is_empty() && run.schedule.heal_at_ms.is_none() {
+                request.no_faults = run.schedule != drawn;
+            } else if run.schedule != drawn {
+                request.schedule = Some(out.join("schedule.json"));
+            }
             if let RunWorkload::Script(_) = run.workload {
                 request.script = Some(out.join("script.json"));
             }
@@ -180,7 +180,7 @@ impl RunRequest {
         if self.duration != Self::DEFAULT_DURATION {
             flag("duration", duration_token(self.duration));
         }
-        if let Faults::File(path) = &self.faults {
+        if let Some(path) = &self.schedule {
             flag("schedule", path.display().to_string());
         }
         if let Some(script) = &self.script {
@@ -189,7 +189,7 @@ impl RunRequest {
         if let Some(mutant) = self.mutant {
             flag("mutant", mutant.name().to_owned());
         }
-        if self.faults == Faults::None {
+        if self.no_faults {
             args.push("--no-faults".to_owned());
         }
         args
