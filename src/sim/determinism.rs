@@ -12,9 +12,7 @@ use std::time::Duration;
 
 use super::runfile::{RunFile, duration_token};
 
-/// Set (to anything) for the self-check's second process only: it then writes a trace that
-/// differs from the first one's. For tests of the self-check; never set it otherwise.
-pub const PERTURB_ENV: &str = "LEASESIM_TEST_PERTURB_TRACE";
+pub use super::runner::PERTURB_ENV;
 
 /// Why the self-check did not say "deterministic".
 #[derive(Debug, thiserror::Error)]

@@ -11,13 +11,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use super::backend::RecordableAuthority;
 use super::clock::HostClock;
 use super::true_time::true_now;
 use crate::clock::Clock;
 use crate::history::{
-    Decision, DecisionLine, HistRecord, Line, Op, OpLine, OpResult, Outcome, Process, Refusal,
-    Request, ValidityLine, micros,
+    DecisionLine, HistRecord, Line, Op, OpLine, OpResult, Outcome, Process, ValidityLine, micros,
 };
 use crate::hooks::Observation;
 use crate::journal::{Entry, Ledger, LedgerError, Record, Seq};
@@ -291,124 +289,6 @@ impl Ledger for RecordingLedger {
     /// is recorded whole at the end).
     async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError> {
         self.inner.read(name, from).await
-    }
-}
-
-/// A lease authority, recording each decision with its own monotonic reading (made by
-/// [`super::backend::AuthorityHost::record`]).
-#[derive(Debug)]
-pub(crate) struct RecordingAuthority {
-    inner: Arc<dyn RecordableAuthority>,
-    recorder: Recorder,
-    clock: HostClock,
-}
-
-impl RecordingAuthority {
-    /// Records the decisions of `inner`, which judges time on `clock`.
-    pub(crate) fn new(
-        inner: Arc<dyn RecordableAuthority>,
-        recorder: Recorder,
-        clock: HostClock,
-    ) -> Self {
-        RecordingAuthority {
-            inner,
-            recorder,
-            clock,
-        }
-    }
-
-    fn decide(&self, session: &SessionId, owner: &Owner, decision: Decision) {
-        self.recorder.decision(DecisionLine {
-            session: session.as_str().to_owned(),
-            owner: owner.into(),
-            decision,
-            at_authority_us: micros(self.clock.now().since_origin()),
-            at_us: micros(true_now()),
-        });
-    }
-
-    fn granted(lease: &Lease, renew: bool) -> Decision {
-        let (token, expiry_authority_us, ttl_us) = (
-            lease.token(),
-            micros(lease.expiry().since_origin()),
-            micros(lease.ttl()),
-        );
-        if renew {
-            Decision::Renew {
-                token,
-                expiry_authority_us,
-                ttl_us,
-            }
-        } else {
-            Decision::Grant {
-                token,
-                expiry_authority_us,
-                ttl_us,
-            }
-        }
-    }
-
-    fn refused(&self, request: Request, token: Option<u64>, error: &LeaseError) -> Decision {
-        let grace_left = self.inner.grace_left();
-        let reason = match error {
-            LeaseError::Held { holder_token } => Refusal::Held {
-                holder_token: *holder_token,
-            },
-            LeaseError::Unavailable { .. } if !grace_left.is_zero() => Refusal::GracePeriod {
-                remaining_authority_us: micros(grace_left),
-            },
-            other => Refusal::Unavailable {
-                reason: other.to_string(),
-            },
-        };
-        Decision::Refuse {
-            request,
-            token,
-            reason,
-        }
-    }
-}
-
-#[async_trait]
-impl SessionLease for RecordingAuthority {
-    async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
-        let result = self.inner.acquire(session, owner).await;
-        let decision = match &result {
-            Ok(lease) => Self::granted(lease, false),
-            Err(error) => self.refused(Request::Acquire, None, error),
-        };
-        self.decide(session, owner, decision);
-        result
-    }
-
-    async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
-        let result = self.inner.renew(lease).await;
-        let decision = match &result {
-            Ok(renewed) => Self::granted(renewed, true),
-            Err(error) => self.refused(Request::Renew, Some(lease.token()), error),
-        };
-        self.decide(lease.session(), lease.owner(), decision);
-        result
-    }
-
-    /// A release is recorded with whether it ended the caller's own current hold, read from
-    /// the authority just before it runs (nothing can come between: the release does not
-    /// yield before it acts).
-    async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
-        let ended = self
-            .inner
-            .holder(lease.session())
-            .is_some_and(|(owner, token)| owner == *lease.owner() && token == lease.token());
-        let result = self.inner.release(lease).await;
-        let decision = match &result {
-            Ok(()) => Decision::Release {
-                token: lease.token(),
-                ended,
-            },
-            Err(error) => self.refused(Request::Release, Some(lease.token()), error),
-        };
-        self.decide(lease.session(), lease.owner(), decision);
-        result
     }
 }
 

@@ -11,9 +11,13 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::config::{Workload, WorldConfig};
-use super::runfile::{RunFile, RunWorkload};
 use super::schedule::FaultSchedule;
 use super::world::{World, WorldError};
+
+/// The determinism self-check's test hook ([`super::determinism`]): a process with this
+/// variable set (to anything) appends one line to the trace it writes, so its files differ
+/// from another process's. For tests of the self-check; never set it otherwise.
+pub const PERTURB_ENV: &str = "LEASESIM_TEST_PERTURB_TRACE";
 
 /// Why a run did not produce its files.
 #[derive(Debug, thiserror::Error)]
@@ -74,14 +78,15 @@ pub fn create_out(out: &Path) -> Result<(), RunnerError> {
 ///
 /// # Errors
 /// [`RunnerError::Harness`] when a file cannot be written.
-pub fn write_inputs(out: &Path, run: &RunFile) -> Result<(), RunnerError> {
-    write(
-        &out.join("schedule.json"),
-        run.schedule.to_json().as_bytes(),
-    )?;
-    match &run.workload {
-        RunWorkload::Script(script) => write(&out.join("script.json"), script.to_json().as_bytes()),
-        RunWorkload::Generated(_) => Ok(()),
+pub fn write_inputs(
+    out: &Path,
+    schedule: &FaultSchedule,
+    script: Option<&super::script::Script>,
+) -> Result<(), RunnerError> {
+    write(&out.join("schedule.json"), schedule.to_json().as_bytes())?;
+    match script {
+        Some(script) => write(&out.join("script.json"), script.to_json().as_bytes()),
+        None => Ok(()),
     }
 }
 
@@ -95,7 +100,7 @@ pub fn write_outputs(
     trace: &[u8],
 ) -> Result<(), RunnerError> {
     write(&out.join("history.jsonl"), history.to_jsonl().as_bytes())?;
-    if std::env::var_os(super::determinism::PERTURB_ENV).is_some() {
+    if std::env::var_os(PERTURB_ENV).is_some() {
         // The determinism self-check's test hook: this process must differ.
         let perturbed = [trace, b"{\"perturbed\":true}\n"].concat();
         return write(&out.join("trace.jsonl"), &perturbed);

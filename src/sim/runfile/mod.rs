@@ -323,7 +323,11 @@ pub fn execute_to(run: &RunFile, out: &Path, timeout: Duration) -> Result<RunRes
     let run_path = out.join("run.json");
     run.save(&run_path)
         .map_err(|e| RunnerError::Harness(e.to_string()))?;
-    runner::write_inputs(out, run)?;
+    let script = match &run.workload {
+        RunWorkload::Script(script) => Some(script),
+        RunWorkload::Generated(_) => None,
+    };
+    runner::write_inputs(out, &run.schedule, script)?;
     let (history, trace) = execute(run, timeout)?;
     runner::write_outputs(out, &history, &trace)?;
     let result = RunResult {
