@@ -408,6 +408,8 @@ fn read_json<T>(
     Ok((path, value))
 }
 
+/// The `[workload]` section: a script (checked against the world) or a generated mix (with
+/// the defaults for fields left out, each range checked), never both.
 fn resolve_workload(
     errors: &Errors<'_>,
     folder: &Path,
@@ -418,6 +420,20 @@ fn resolve_workload(
         return Ok(ScenarioWorkload::Generated(WorkloadMix::default()));
     };
     let raw = raw.into_inner();
+    match &raw.script {
+        Some(script) => resolve_script(errors, folder, config, &raw, script),
+        None => resolve_mix(errors, &raw).map(ScenarioWorkload::Generated),
+    }
+}
+
+/// `workload.script`: read, and checked against the world; no mix field beside it.
+fn resolve_script(
+    errors: &Errors<'_>,
+    folder: &Path,
+    config: &WorldConfig,
+    raw: &RawWorkload,
+    file: &Spanned<String>,
+) -> Result<ScenarioWorkload, ScenarioError> {
     let mix_fields = [
         raw.appends.as_ref().map(|s| ("appends", s.span().start)),
         raw.think_ms.as_ref().map(|s| ("think_ms", s.span().start)),
@@ -425,46 +441,46 @@ fn resolve_workload(
             .as_ref()
             .map(|s| ("shutdown_chance", s.span().start)),
     ];
-    if let Some(script) = &raw.script {
-        if let Some((field, at)) = mix_fields.iter().flatten().next() {
-            return Err(errors.at(
-                *at,
-                &format!("workload.{field}"),
-                "a workload is either a script or a generated mix, not both: remove `script` \
-                 or the mix fields (appends, think_ms, shutdown_chance)",
-            ));
-        }
-        let (path, script) = read_json(errors, folder, "workload.script", script, |text| {
-            Script::from_json(text)
-        })?;
-        crate::sim::world::check_script(config, &script).map_err(|e| {
-            errors.at(
-                raw.script.as_ref().map_or(0, |s| s.span().start),
-                "workload.script",
-                format!("{}: {e}", path.display()),
-            )
-        })?;
-        return Ok(ScenarioWorkload::Script { path, script });
+    if let Some((field, at)) = mix_fields.iter().flatten().next() {
+        return Err(errors.at(
+            *at,
+            &format!("workload.{field}"),
+            "a workload is either a script or a generated mix, not both: remove `script` \
+             or the mix fields (appends, think_ms, shutdown_chance)",
+        ));
     }
+    let (path, script) = read_json(errors, folder, "workload.script", file, |text| {
+        Script::from_json(text)
+    })?;
+    crate::sim::world::check_script(config, &script).map_err(|e| {
+        errors.at(
+            file.span().start,
+            "workload.script",
+            format!("{}: {e}", path.display()),
+        )
+    })?;
+    Ok(ScenarioWorkload::Script { path, script })
+}
+
+/// A generated mix: each field given or its default, each range checked.
+fn resolve_mix(errors: &Errors<'_>, raw: &RawWorkload) -> Result<WorkloadMix, ScenarioError> {
     let defaults = WorkloadMix::default();
+    let given = |field: &Option<Spanned<(u64, u64)>>, default| {
+        field.as_ref().map_or(default, |s| *s.get_ref())
+    };
     let mix = WorkloadMix {
-        appends: raw
-            .appends
-            .as_ref()
-            .map_or(defaults.appends, |s| *s.get_ref()),
-        think_ms: raw
-            .think_ms
-            .as_ref()
-            .map_or(defaults.think_ms, |s| *s.get_ref()),
+        appends: given(&raw.appends, defaults.appends),
+        think_ms: given(&raw.think_ms, defaults.think_ms),
         shutdown_chance: raw
             .shutdown_chance
             .as_ref()
             .map_or(defaults.shutdown_chance, |s| *s.get_ref()),
     };
-    let range = |field: &str, span: Option<usize>, (low, high): (u64, u64), max: u64| {
+    let span = |field: &Option<Spanned<(u64, u64)>>| field.as_ref().map_or(0, |s| s.span().start);
+    let range = |field: &str, at: usize, (low, high): (u64, u64), max: u64| {
         if low > high || high > max {
             Err(errors.at(
-                span.unwrap_or(0),
+                at,
                 &format!("workload.{field}"),
                 format!("must be [least, most] with least <= most <= {max}, got [{low}, {high}]"),
             ))
@@ -472,18 +488,8 @@ fn resolve_workload(
             Ok(())
         }
     };
-    range(
-        "appends",
-        raw.appends.as_ref().map(|s| s.span().start),
-        mix.appends,
-        1_000,
-    )?;
-    range(
-        "think_ms",
-        raw.think_ms.as_ref().map(|s| s.span().start),
-        mix.think_ms,
-        3_600_000,
-    )?;
+    range("appends", span(&raw.appends), mix.appends, 1_000)?;
+    range("think_ms", span(&raw.think_ms), mix.think_ms, 3_600_000)?;
     let (numerator, denominator) = mix.shutdown_chance;
     if denominator == 0 || numerator > denominator {
         return Err(errors.at(
@@ -495,7 +501,7 @@ fn resolve_workload(
             ),
         ));
     }
-    Ok(ScenarioWorkload::Generated(mix))
+    Ok(mix)
 }
 
 fn resolve_faults(
