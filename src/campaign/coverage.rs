@@ -425,6 +425,22 @@ mod tests {
         })
     }
 
+    /// A TTL of 100 µs, renewals every 33 µs, one replica, session s1.
+    fn config() -> Line {
+        Line::Config(ConfigLine {
+            ttl_us: 100,
+            skew_margin_us: 10,
+            renew_interval_us: 33,
+            longest_reconnect_backoff_us: 5,
+            grace_period_us: 100,
+            mutant: None,
+            seed: 1,
+            replicas: 1,
+            sessions: vec!["s1".into()],
+            authority: Some("lease".into()),
+        })
+    }
+
     fn writer(replica: &str, journal: u64) -> HistWriterId {
         HistWriterId {
             owner: p(replica, 0),
@@ -674,18 +690,7 @@ mod tests {
             owner: a.clone(),
             token: 1,
         };
-        let config = Line::Config(ConfigLine {
-            ttl_us: 100,
-            skew_margin_us: 10,
-            renew_interval_us: 33,
-            longest_reconnect_backoff_us: 5,
-            grace_period_us: 100,
-            mutant: None,
-            seed: 1,
-            replicas: 1,
-            sessions: vec!["s1".into()],
-            authority: Some("lease".into()),
-        });
+        let config = config();
         let cut_off = |id, waited, reason: &str| {
             let Line::Op(mut line) = op(
                 id,
@@ -752,18 +757,7 @@ mod tests {
                 suspended: false,
             })
         };
-        let config = Line::Config(ConfigLine {
-            ttl_us: 100,
-            skew_margin_us: 10,
-            renew_interval_us: 33,
-            longest_reconnect_backoff_us: 5,
-            grace_period_us: 100,
-            mutant: None,
-            seed: 1,
-            replicas: 1,
-            sessions: vec!["s1".into()],
-            authority: Some("lease".into()),
-        });
+        let config = config();
         let lines = vec![
             config,
             clock("lease", 0, 0),
