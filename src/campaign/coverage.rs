@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::history::{
-    Decision, HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, Process, Refusal,
+    hosts, Decision, HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, Process, Refusal,
     Request,
 };
 
@@ -344,7 +344,7 @@ fn writers(history: &History, add: &mut impl FnMut(&str, u64)) {
 fn authority_restarts(history: &History) -> u64 {
     let mut boots: Vec<u64> = history
         .clock_segments()
-        .filter(|segment| segment.host == crate::check::invariants::AUTHORITY_HOST)
+        .filter(|segment| segment.host == hosts::LEASE)
         .map(|segment| segment.boot)
         .collect();
     boots.dedup();

@@ -217,6 +217,7 @@
 
 mod clock_map;
 mod error;
+pub mod hosts;
 mod io;
 mod line;
 mod op;

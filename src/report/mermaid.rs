@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use crate::history::hosts;
 use crate::history::{
     HistLossCause, HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, Phase, Process,
 };
@@ -103,7 +104,7 @@ pub fn sequence_diagram_marked(
             ));
         }
     }
-    let first = processes.first().map_or("lease", |p| ids[p].as_str());
+    let first = processes.first().map_or(hosts::LEASE, |p| ids[p].as_str());
     for phase in history.phases() {
         let name = match phase.name {
             Phase::FaultsHealed => "faults healed",
@@ -249,8 +250,8 @@ fn process_name(process: &Process) -> String {
 
 fn target(op: &Op) -> &'static str {
     match op {
-        Op::LeaseAcquire { .. } | Op::LeaseRenew { .. } | Op::LeaseRelease { .. } => "lease",
-        _ => "ledger",
+        Op::LeaseAcquire { .. } | Op::LeaseRenew { .. } | Op::LeaseRelease { .. } => hosts::LEASE,
+        _ => hosts::LEDGER,
     }
 }
 
@@ -353,7 +354,7 @@ fn clock_notes(history: &History, ids: &BTreeMap<&Process, String>, events: &mut
             (segment.boot, segment.suspended, segment.drift_ppm),
         );
         let participant = match segment.host.as_str() {
-            "lease" | "ledger" => Some(segment.host.clone()),
+            hosts::LEASE | hosts::LEDGER => Some(segment.host.clone()),
             host => ids
                 .iter()
                 .find(|(p, _)| p.replica == host && p.incarnation == segment.boot)

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::freeze::FreezeKind;
 use super::schedule::{Fault, FaultSchedule};
 use super::world::{HostsView, WorldConfig};
+use crate::history::hosts as host_names;
 use crate::lease::SessionId;
 
 /// What the nemesis does at a time: a scheduled fault, or a follow-up it scheduled itself.
@@ -93,7 +94,7 @@ fn over(config: &WorldConfig, hosts: &HostsView, healed: Option<Duration>, now: 
     let Some(healed) = healed else {
         return false;
     };
-    let restarted = hosts.clocks["lease"]
+    let restarted = hosts.clocks[host_names::LEASE]
         .segments(now)
         .iter()
         .any(|segment| segment.boot > 0);
@@ -113,7 +114,7 @@ fn apply(
     match action {
         Action::Apply(fault) => return apply_fault(sim, hosts, now, fault),
         Action::Deliver { a, b } => sim.release(a, b),
-        Action::BounceLease => restart(sim, hosts, now, "lease"),
+        Action::BounceLease => restart(sim, hosts, now, host_names::LEASE),
         // A freeze that started at a pause point ends when it ends: heal after it.
         Action::HealAll if frozen(hosts, now) => return vec![(HEAL_RETRY_MS, Action::HealAll)],
         Action::HealAll => heal(sim, hosts, now),
@@ -133,7 +134,7 @@ fn restart_stopped_replicas(
     now: Duration,
     stopped_since: &mut BTreeMap<String, Duration>,
 ) {
-    for host in hosts.clocks.keys().filter(|h| h.starts_with("replica-")) {
+    for host in hosts.clocks.keys().filter(|h| host_names::is_replica(h)) {
         if sim.is_host_running(host.as_str()) || hosts.is_crashed(host) {
             stopped_since.remove(host);
             continue;
@@ -235,7 +236,7 @@ fn apply_fault(
                 .clone();
             if let (Some(authority), Ok(session)) = (authority, SessionId::new(session)) {
                 // The nemesis runs outside every host: read the authority's clock at `now`.
-                let reading = hosts.clocks["lease"].now_at(now);
+                let reading = hosts.clocks[host_names::LEASE].now_at(now);
                 authority.collect_expired_record(&session, reading);
             }
         }
@@ -268,13 +269,11 @@ fn crash(sim: &mut turmoil::Sim<'static>, hosts: &HostsView, now: Duration, host
     sim.crash(host);
     hosts.set_crashed(host, true);
     hosts.freezes[host].clear(now);
-    match host {
-        "lease" => {
-            hosts.lease_disk.crash();
-            *hosts.authority.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        }
-        "ledger" => hosts.ledger_disk.crash(),
-        _ => {}
+    if host == host_names::LEASE {
+        hosts.lease_disk.crash();
+        *hosts.authority.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    } else if host == host_names::LEDGER {
+        hosts.ledger_disk.crash();
     }
 }
 

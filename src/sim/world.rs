@@ -19,6 +19,7 @@ use crate::clock::{Clock, WallTime};
 use crate::history::{
     ClockLine, ConfigLine, HistRecord, History, LedgerLine, Line, Phase, PhaseLine, Process, micros,
 };
+use crate::history::hosts::{LEASE as LEASE_HOST, LEDGER as LEDGER_HOST};
 use crate::hooks::HookSlot;
 use crate::journal::{
     DurableLedger, Ledger, LedgerServer, RemoteLedger, SkewMargin, Store, StoreConfig,
@@ -118,7 +119,7 @@ impl Default for WorldConfig {
 impl WorldConfig {
     /// The host names: `lease`, `ledger`, `replica-1` … `replica-N`.
     pub fn hosts(&self) -> Vec<String> {
-        let mut hosts = vec!["lease".to_owned(), "ledger".to_owned()];
+        let mut hosts = vec![LEASE_HOST.to_owned(), LEDGER_HOST.to_owned()];
         hosts.extend((1..=self.replicas).map(replica_name));
         hosts
     }
@@ -133,7 +134,7 @@ impl WorldConfig {
 
 /// The name of replica `n` (from 1).
 pub fn replica_name(n: u32) -> String {
-    format!("replica-{n}")
+    crate::history::hosts::replica(n)
 }
 
 /// What the replicas do.
@@ -385,12 +386,12 @@ fn host_lease_service(
 ) {
     let (disk, clock, freeze) = (
         hosts.lease_disk.clone(),
-        hosts.clock("lease"),
-        hosts.freeze("lease"),
+        hosts.clock(LEASE_HOST),
+        hosts.freeze(LEASE_HOST),
     );
     let (authority_slot, recorder) = (hosts.authority.clone(), recorder.clone());
     let (ttl, mutant) = (config.ttl, config.mutant);
-    sim.host("lease", move || {
+    sim.host(LEASE_HOST, move || {
         let (disk, clock, freeze) = (disk.clone(), clock.clone(), freeze.clone());
         let (authority_slot, recorder) = (authority_slot.clone(), recorder.clone());
         async move {
@@ -418,9 +419,9 @@ fn host_lease_service(
 }
 
 fn host_ledger_service(sim: &mut turmoil::Sim<'static>, config: &WorldConfig, hosts: &Hosts) {
-    let (disk, freeze) = (hosts.ledger_disk.clone(), hosts.freeze("ledger"));
+    let (disk, freeze) = (hosts.ledger_disk.clone(), hosts.freeze(LEDGER_HOST));
     let mutant = config.mutant;
-    sim.host("ledger", move || {
+    sim.host(LEDGER_HOST, move || {
         let (disk, freeze) = (disk.clone(), freeze.clone());
         async move {
             let ledger = DurableLedger::open(Arc::new(disk))
@@ -496,13 +497,13 @@ fn replica_store(
     let client = config.client_config();
     let clock_arc: Arc<dyn Clock> = Arc::new(clock.clone());
     let lease = RemoteLease::new(
-        &format!("lease:{LEASE_PORT}"),
+        &format!("{LEASE_HOST}:{LEASE_PORT}"),
         turmoil_dialer(),
         clock_arc.clone(),
         &client,
     )?;
     let ledger = RemoteLedger::new(
-        &format!("ledger:{LEDGER_PORT}"),
+        &format!("{LEDGER_HOST}:{LEDGER_PORT}"),
         turmoil_dialer(),
         clock_arc.clone(),
         &client,
