@@ -13,6 +13,7 @@ pub mod check;
 pub mod clock;
 pub mod conformance;
 pub mod demo;
+pub mod exit;
 pub mod history;
 pub mod hooks;
 pub mod journal;

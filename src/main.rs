@@ -10,6 +10,7 @@ use leasesim::campaign::driver::CampaignOptions;
 use leasesim::campaign::plan::{SeedPlan, Shard};
 use leasesim::lease::DurableLeaseConfig;
 use leasesim::mutant::Mutant;
+use leasesim::exit::Exit;
 use leasesim::serve::{
     ServeError, ServeOptions, parse_duration, parse_grace_persist_interval, parse_ttl,
 };
@@ -283,13 +284,13 @@ struct ServeArgs {
 }
 
 /// Exit code: everything as expected.
-const CLEAN: u8 = 0;
+const CLEAN: Exit = Exit::Clean;
 /// Exit code: a safety property was violated.
-const SAFETY_VIOLATION: u8 = 1;
+const SAFETY_VIOLATION: Exit = Exit::SafetyViolation;
 /// Exit code: bad input or usage.
-const BAD_INPUT: u8 = 2;
+const BAD_INPUT: Exit = Exit::BadInput;
 /// Exit code: the harness itself failed.
-const HARNESS_ERROR: u8 = 3;
+const HARNESS_ERROR: Exit = Exit::HarnessError;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -400,7 +401,7 @@ fn replay(args: ReplayArgs) -> ExitCode {
 
 /// Judges the history a run wrote into `out` (every invariant and both linearizability
 /// checks) and exits with the verdict's code, naming what was violated.
-fn judge_run(out: &Path, expected: &[String]) -> ExitCode {
+fn judge_run(out: &Path, expected: &[leasesim::check::Check]) -> ExitCode {
     match leasesim::check::judge::judge_run_folder(out, expected) {
         Ok((code, text)) => {
             print!("{text}");

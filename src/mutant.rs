@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::check::Check;
+
 /// One known-wrong variant of the system under test.
 ///
 /// The catalogue grows with the checkers that must kill each mutant (issue "Mutants").
@@ -197,63 +199,63 @@ impl Mutant {
             | Mutant::ClockReadBeforeLock => Kill::Loom { suite: "lease" },
             Mutant::ReleaseBySessionOnly => Kill::Scenario {
                 scenario: "sims/f6-late-release.toml",
-                check: "EXCL",
+                check: Check::Excl,
                 seed: 1,
             },
             Mutant::AppendIgnoresExpectedTip => Kill::Scenario {
                 scenario: "sims/f1-pause-longer-than-ttl.toml",
-                check: "FENCE",
+                check: Check::Fence,
                 seed: 1,
             },
             Mutant::FenceWrittenBlind => Kill::Scenario {
                 scenario: "sims/f4-fence-compares-the-tip.toml",
-                check: "LEDGER",
+                check: Check::Ledger,
                 seed: 1,
             },
             Mutant::OpenAcceptsStaleEpoch => Kill::Scenario {
                 scenario: "sims/stale-open-after-suspend.toml",
-                check: "FENCE",
+                check: Check::Fence,
                 seed: 1,
             },
             Mutant::NoLocalDeadline => Kill::Scenario {
                 scenario: "sims/f2-renewals-black-holed.toml",
-                check: "STOP",
+                check: Check::Stop,
                 seed: 1,
             },
             Mutant::ValidityFromAuthorityExpiry => Kill::Scenario {
                 scenario: "sims/validity-from-own-clock.toml",
-                check: "STOP",
+                check: Check::Stop,
                 seed: 1,
             },
             Mutant::RenewerOutlivesWorker => Kill::Scenario {
                 scenario: "sims/swarm-everything.toml",
-                check: "LIVE",
+                check: Check::Live,
                 seed: 1,
             },
             Mutant::CleanupBeforeInvalidate => Kill::Scenario {
                 scenario: "sims/graceful-shutdowns.toml",
-                check: "STOP",
+                check: Check::Stop,
                 seed: 1,
             },
             Mutant::GateCheckThenEnter => Kill::Loom { suite: "gate" },
             Mutant::RenewRecreatesRecord => Kill::Scenario {
                 scenario: "sims/f7-renew-resurrects.toml",
-                check: "EXCL",
+                check: Check::Excl,
                 seed: 1,
             },
             Mutant::TokenCounterInMemory => Kill::Scenario {
                 scenario: "sims/f5b-token-survives-authority-restart.toml",
-                check: "TOKEN",
+                check: Check::Token,
                 seed: 1,
             },
             Mutant::TokenDroppedWithRecord => Kill::Scenario {
                 scenario: "sims/f5a-token-survives-record-deletion.toml",
-                check: "TOKEN",
+                check: Check::Token,
                 seed: 1,
             },
             Mutant::ExpiredReacquireKeepsToken => Kill::Scenario {
                 scenario: "sims/swarm-partitions.toml",
-                check: "TOKEN",
+                check: Check::Token,
                 seed: 3,
             },
             Mutant::ExpiryOffByOne => Kill::Conformance {
@@ -261,12 +263,12 @@ impl Mutant {
             },
             Mutant::ExpiryByWallClock => Kill::Scenario {
                 scenario: "sims/wall-jump-at-the-authority.toml",
-                check: "EXCL",
+                check: Check::Excl,
                 seed: 1,
             },
             Mutant::NoGracePeriod => Kill::Scenario {
                 scenario: "sims/f5c-restart-while-held.toml",
-                check: "EXCL",
+                check: Check::Excl,
                 seed: 1,
             },
         }
@@ -309,7 +311,7 @@ pub enum Kill {
         /// The scenario file, relative to the repository (`sims/….toml`).
         scenario: &'static str,
         /// The check that reports it.
-        check: &'static str,
+        check: Check,
         /// The seed pinned by the kill test.
         seed: u64,
     },

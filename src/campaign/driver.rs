@@ -24,7 +24,8 @@ use super::runfile::RunFile;
 use super::scenario::Scenario;
 use super::shrink;
 use super::stopwatch::Stopwatch;
-use crate::check::judge::{BAD_INPUT, HARNESS_ERROR};
+use crate::check::Check;
+use crate::exit::Exit;
 use crate::mutant::Mutant;
 
 /// Everything `leasesim campaign` is told.
@@ -73,10 +74,10 @@ pub enum CampaignError {
 
 impl CampaignError {
     /// The exit code of DESIGN.md, "Exit codes".
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> Exit {
         match self {
-            CampaignError::BadInput(_) => BAD_INPUT,
-            CampaignError::Harness(_) => HARNESS_ERROR,
+            CampaignError::BadInput(_) => Exit::BadInput,
+            CampaignError::Harness(_) => Exit::HarnessError,
         }
     }
 }
@@ -94,7 +95,7 @@ struct Loaded {
 /// # Errors
 /// [`CampaignError::BadInput`] for a bad scenario file or option, and
 /// [`CampaignError::Harness`] when the report folder cannot be written.
-pub fn campaign(options: &CampaignOptions) -> Result<u8, CampaignError> {
+pub fn campaign(options: &CampaignOptions) -> Result<Exit, CampaignError> {
     let scenarios = load_scenarios(&options.sims)?;
     let meta = meta(options, &scenarios)?;
     std::fs::create_dir_all(&options.out).map_err(|e| {
@@ -324,7 +325,7 @@ fn write_campaign_file(
 /// A failing run worth shrinking.
 pub(crate) struct Failure {
     key: RunKey,
-    check: String,
+    check: Check,
     operations: usize,
 }
 
@@ -382,11 +383,11 @@ fn run_all(
             if let Some(check) = record.unexpected.first()
                 && !failures
                     .iter()
-                    .any(|f| f.key.scenario == key.scenario && &f.check == check)
+                    .any(|f| f.key.scenario == key.scenario && f.check == *check)
             {
                 failures.push(Failure {
                     key,
-                    check: check.clone(),
+                    check: *check,
                     operations: record.operations,
                 });
             }
@@ -487,10 +488,10 @@ fn shrink_failures(
             "{}-seed{}-{}.run.json",
             loaded.scenario.name(),
             failure.key.seed,
-            failure.check.to_lowercase()
+            failure.check.name().to_lowercase()
         );
         let path = dir.join(&file_name);
-        let shrunk = shrink::shrink(&run, &failure.check, options.run_timeout);
+        let shrunk = shrink::shrink(&run, failure.check, options.run_timeout);
         shrunk
             .run
             .save(&path)
@@ -498,7 +499,7 @@ fn shrink_failures(
         let record = ShrunkRun {
             scenario: loaded.scenario.name(),
             seed: failure.key.seed,
-            check: failure.check.clone(),
+            check: failure.check,
             run_file: format!("shrunk/{file_name}"),
             replay: format!("leasesim replay {}", path.display()),
             faults: (run.schedule.faults.len(), shrunk.run.schedule.faults.len()),

@@ -7,14 +7,15 @@ use super::coverage;
 use super::record::{CheckRecord, RECORD_VERSION, RunRecord, RunStatus, ViolationRecord};
 use super::runfile::RunFile;
 use super::scenario::Expect;
-use crate::check::judge::{self, Judgement, LinearizabilityCheck, LinearizabilityOutcome};
+use crate::check::Check;
+use crate::check::judge::{self, Judgement, LinearizabilityOutcome};
 use crate::check::linearizability::{Budget, Verdict};
 use crate::history::{History, Op};
 
 /// Whether `expect` says `check` is to be violated (a mutant's scenario); every other check
 /// must hold.
-fn expects_violation(expect: &Expect, check: &str) -> bool {
-    expect.violate.iter().any(|name| name == check)
+fn expects_violation(expect: &Expect, check: Check) -> bool {
+    expect.violate.contains(&check)
 }
 
 /// Search steps per partition for a campaign run's linearizability checks: enough for a
@@ -74,8 +75,7 @@ pub fn execute(run: &RunFile, timeout: Duration, replay: String) -> Executed {
             record.unexpected = judgement
                 .violated()
                 .into_iter()
-                .filter(|name| !expects_violation(expect, name))
-                .map(str::to_owned)
+                .filter(|check| !expects_violation(expect, *check))
                 .collect();
             record.status = status(&judgement, &record.unexpected);
             record.coverage = coverage::coverage(&history, &trace);
@@ -91,8 +91,8 @@ pub fn execute(run: &RunFile, timeout: Duration, replay: String) -> Executed {
 }
 
 /// The run's status: a violation only counts when the scenario does not expect it.
-fn status(judgement: &Judgement, unexpected: &[String]) -> RunStatus {
-    if unexpected.iter().any(|name| name != "LIVE") {
+fn status(judgement: &Judgement, unexpected: &[Check]) -> RunStatus {
+    if unexpected.iter().any(|check| !check.is_liveness()) {
         RunStatus::Violation
     } else if !unexpected.is_empty() {
         RunStatus::Liveness
@@ -112,9 +112,9 @@ pub fn check_records(
     history: &History,
 ) -> Vec<CheckRecord> {
     let invariants = judgement.invariants.invariants.iter().map(|report| {
-        let name = report.invariant.name();
+        let name = report.invariant;
         CheckRecord {
-            name: name.to_owned(),
+            name,
             checks: report.checks,
             expected_violation: expects_violation(expect, name),
             verdict: if report.passed() { "pass" } else { "fail" }.to_owned(),
@@ -129,7 +129,7 @@ pub fn check_records(
         }
     });
     let linearizability = judgement.linearizability.iter().map(|(check, outcome)| {
-        let name = check.name();
+        let name = *check;
         let (verdict, violations) = match outcome {
             LinearizabilityOutcome::Checked(Verdict::Linearizable) => ("pass", Vec::new()),
             LinearizabilityOutcome::Checked(Verdict::NotLinearizable(explanation)) => (
@@ -155,11 +155,11 @@ pub fn check_records(
                     op.op,
                     Op::LeaseAcquire { .. } | Op::LeaseRenew { .. } | Op::LeaseRelease { .. }
                 );
-                lease == (*check == LinearizabilityCheck::Lease)
+                lease == (*check == Check::LinLease)
             })
             .count() as u64;
         CheckRecord {
-            name: name.to_owned(),
+            name,
             checks: operations,
             expected_violation: expects_violation(expect, name),
             verdict: verdict.to_owned(),

@@ -131,7 +131,7 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
             detection.runs_to_detection = Some(runs);
             detection.wall_ms_to_detection = Some(clock.elapsed_ms());
             if options.shrink {
-                let shrunk = shrink::shrink(&run, &check, options.run_timeout);
+                let shrunk = shrink::shrink(&run, check, options.run_timeout);
                 let file = format!(
                     "shrunk/mutant-{}-{}-seed{seed}.run.json",
                     mutant.name(),

@@ -17,16 +17,12 @@ use super::swarm::SwarmProfile;
 use crate::lease::SessionId;
 use crate::mutant::Mutant;
 use crate::sim::schedule::FaultSchedule;
+use crate::check::Check;
 use crate::sim::script::Script;
 use crate::sim::world::{WorkloadMix, WorldConfig};
 
 /// Schema version of scenario files.
 pub const SCENARIO_SCHEMA_VERSION: u32 = 1;
-
-/// The invariants a scenario can name in `expect.hold` and `expect.violate`, as DESIGN.md
-/// spells them ("Checkers"). A scenario without `hold` expects all of them (except those it
-/// expects violated).
-pub const INVARIANTS: [&str; 7] = ["TOKEN", "EXCL", "EXPIRY", "FENCE", "LEDGER", "STOP", "LIVE"];
 
 /// The lease and ledger backend a world runs. Only the gRPC services for now.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
@@ -182,11 +178,12 @@ pub enum ScenarioFaults {
 #[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
-    /// Invariants that must hold (names from [`INVARIANTS`]; default: all not in `violate`).
-    pub hold: Vec<String>,
-    /// Invariants a run is expected to violate (a mutant's scenario; default none).
+    /// Checks that must hold, by name ([`Check`]; default: every invariant of
+    /// [`Check::INVARIANTS`] not in `violate`).
+    pub hold: Vec<Check>,
+    /// Checks a run is expected to violate (a mutant's scenario; default none).
     #[serde(default)]
-    pub violate: Vec<String>,
+    pub violate: Vec<Check>,
     /// Coverage events a campaign of the scenario is expected to reach (names from
     /// [`super::coverage::EVENTS`]; default none).
     #[serde(default)]
@@ -634,19 +631,9 @@ fn resolve_expect(
 ) -> Result<Expect, ScenarioError> {
     let raw = raw.map(Spanned::into_inner).unwrap_or_default();
     let invariant = |field: &str, name: &Spanned<String>| {
-        if INVARIANTS.contains(&name.get_ref().as_str()) {
-            Ok(name.get_ref().clone())
-        } else {
-            Err(errors.at(
-                name.span().start,
-                field,
-                format!(
-                    "unknown invariant `{}`; the invariants are {}",
-                    name.get_ref(),
-                    INVARIANTS.join(", ")
-                ),
-            ))
-        }
+        name.get_ref()
+            .parse::<Check>()
+            .map_err(|unknown| errors.at(name.span().start, field, unknown.to_string()))
     };
     let violate = raw
         .violate
@@ -657,22 +644,21 @@ fn resolve_expect(
         Some(hold) => {
             let mut names = Vec::new();
             for name in hold {
-                let name_text = invariant("expect.hold", name)?;
-                if violate.contains(&name_text) {
+                let check = invariant("expect.hold", name)?;
+                if violate.contains(&check) {
                     return Err(errors.at(
                         name.span().start,
                         "expect.hold",
-                        format!("`{name_text}` is in both `hold` and `violate`; keep it in one"),
+                        format!("`{check}` is in both `hold` and `violate`; keep it in one"),
                     ));
                 }
-                names.push(name_text);
+                names.push(check);
             }
             names
         }
-        None => INVARIANTS
-            .iter()
-            .filter(|name| !violate.iter().any(|v| v == *name))
-            .map(|name| (*name).to_owned())
+        None => Check::INVARIANTS
+            .into_iter()
+            .filter(|check| !violate.contains(check))
             .collect(),
     };
     let coverage = raw

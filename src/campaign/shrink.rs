@@ -12,6 +12,7 @@ use super::ddmin::ddmin;
 use super::execute::check_records;
 use super::record::ViolationRecord;
 use super::runfile::{self, RunFile, RunWorkload};
+use crate::check::Check;
 use crate::check::judge::judge;
 use crate::check::linearizability::Budget;
 use crate::history::History;
@@ -37,7 +38,7 @@ pub struct Shrunk {
 
 /// Reduces `run`, which violates `check` (`TOKEN`, …, `LIN-LEDGER`), to a minimal run that
 /// still violates it. Never fails: when nothing smaller fails, the original run comes back.
-pub fn shrink(run: &RunFile, check: &str, timeout: Duration) -> Shrunk {
+pub fn shrink(run: &RunFile, check: Check, timeout: Duration) -> Shrunk {
     let tries = Cell::new(0u32);
     let attempts = || tries.get();
     let still_fails = |candidate: &RunFile| -> Option<History> {

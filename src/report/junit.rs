@@ -25,7 +25,7 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
             let open = format!(
                 "    <testcase classname=\"{}\" name=\"{}\"",
                 escape(&class),
-                escape(&check.name)
+                escape(check.name.name())
             );
             let unreached = scenario.unreached_violations.contains(&check.name);
             match check.result.as_str() {

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::ReportData;
 use super::summary::{Summary, order_events, status_name};
 use crate::campaign::coverage::EVENTS;
+use crate::check::Check;
 use crate::campaign::record::RunStatus;
 
 /// Failing runs listed at most (the rest are counted).
@@ -143,7 +144,7 @@ fn checks(out: &mut String, summary: &Summary) {
             .checks
             .iter()
             .filter(|c| c.expected_violation)
-            .map(|c| c.name.as_str())
+            .map(|c| c.name.name())
             .collect();
         let _ = writeln!(
             out,
@@ -322,15 +323,15 @@ fn failing_runs(out: &mut String, data: &ReportData) {
     );
     for record in failing.iter().take(MAX_FAILING_RUNS) {
         let names = if record.unexpected.is_empty() {
-            record
+            let unknown: Vec<Check> = record
                 .checks
                 .iter()
                 .filter(|c| c.verdict == "unknown")
-                .map(|c| c.name.clone())
-                .collect::<Vec<_>>()
-                .join(", ")
+                .map(|c| c.name)
+                .collect();
+            Check::list(&unknown)
         } else {
-            record.unexpected.join(", ")
+            Check::list(&record.unexpected)
         };
         let first = record
             .checks

@@ -38,6 +38,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::check::Check;
+use crate::exit::Exit;
 use crate::campaign::record::{CampaignMeta, Detection, RECORD_VERSION, RunRecord, ShrunkRun};
 pub use summary::{
     CheckSummary, HarnessErrorSummary, SUMMARY_VERSION, ScenarioSummary, ShrunkSummary, Summary,
@@ -67,7 +69,7 @@ pub struct ScenarioInfo {
     pub coverage: Vec<String>,
     /// Checks its runs are expected to violate (a mutant's scenario), by check name.
     #[serde(default)]
-    pub violate: Vec<String>,
+    pub violate: Vec<Check>,
 }
 
 /// `campaign.json`.
@@ -227,7 +229,7 @@ impl ReportData {
         ReportData {
             campaign,
             results: canonical(results, |r| (r.scenario.clone(), r.seed, String::new())),
-            shrunk: canonical(shrunk, |s| (s.scenario.clone(), s.seed, s.check.clone())),
+            shrunk: canonical(shrunk, |s| (s.scenario.clone(), s.seed, s.check.name().to_owned())),
             mutants: Vec::new(),
         }
     }
@@ -301,13 +303,13 @@ fn write(path: &Path, text: &str) -> Result<(), ReportError> {
 ///
 /// # Errors
 /// [`ReportError`] for missing or malformed data files, or outputs that cannot be written.
-pub fn render(dir: &Path) -> Result<u8, ReportError> {
+pub fn render(dir: &Path) -> Result<Exit, ReportError> {
     let data = ReportData::read(dir)?;
     let summary = data.summary();
     write(&dir.join("report.md"), &markdown::render(&data, &summary))?;
     write(&dir.join("summary.json"), &pretty(&summary))?;
     write(&dir.join("junit.xml"), &junit::render(&data, &summary))?;
-    Ok(summary.exit_code)
+    Ok(summary.exit())
 }
 
 /// The three outputs as text, without writing them: `(report.md, summary.json, junit.xml)`.
@@ -330,7 +332,7 @@ pub fn render_text(data: &ReportData) -> (String, String, String) {
 /// # Errors
 /// [`ReportError::Mismatch`] for different campaigns without `force`; [`ReportError`] for
 /// bad input or unwritable output.
-pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<u8, ReportError> {
+pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportError> {
     let Some(first_dir) = dirs.first() else {
         return Err(ReportError::NoInput);
     };
@@ -405,7 +407,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<u8, ReportErro
     // Results: the first shard (in the order given) with a (scenario, seed) wins.
     let mut seen: BTreeSet<(String, u64)> = BTreeSet::new();
     let mut results = Vec::new();
-    let mut seen_shrunk: BTreeSet<(String, u64, String)> = BTreeSet::new();
+    let mut seen_shrunk: BTreeSet<(String, u64, Check)> = BTreeSet::new();
     let mut shrunk = Vec::new();
     let mut copies: BTreeMap<String, PathBuf> = BTreeMap::new();
     for (dir, data) in &shards {
@@ -415,7 +417,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<u8, ReportErro
             }
         }
         for run in &data.shrunk {
-            if seen_shrunk.insert((run.scenario.clone(), run.seed, run.check.clone())) {
+            if seen_shrunk.insert((run.scenario.clone(), run.seed, run.check)) {
                 copies
                     .entry(run.run_file.clone())
                     .or_insert_with(|| dir.join(&run.run_file));

@@ -6,24 +6,13 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::ReportData;
+use crate::check::Check;
+use crate::exit::Exit;
 use crate::campaign::coverage::EVENTS;
 use crate::campaign::record::{CampaignMeta, RunRecord, RunStatus};
 
 /// Schema version of `summary.json`.
 pub const SUMMARY_VERSION: u32 = 1;
-
-/// The order checks are shown in; other names follow, alphabetically.
-const CHECK_ORDER: [&str; 9] = [
-    "TOKEN",
-    "EXCL",
-    "EXPIRY",
-    "FENCE",
-    "LEDGER",
-    "STOP",
-    "LIVE",
-    "LIN-LEASE",
-    "LIN-LEDGER",
-];
 
 /// `summary.json`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -32,7 +21,7 @@ pub struct Summary {
     pub v: u32,
     /// What identifies the campaign.
     pub meta: CampaignMeta,
-    /// The campaign's exit code (0, 1, 3, 4 or 5; see the module page).
+    /// The campaign's exit code (0, 1, 3, 4 or 5; see the module page): an [`Exit::code`].
     pub exit_code: u8,
     /// The verdict in one line.
     pub verdict: String,
@@ -75,14 +64,14 @@ pub struct ScenarioSummary {
     /// Coverage events it expects that no run reached.
     pub unreached_coverage: Vec<String>,
     /// Checks it expects to be violated that no run violated (each makes the exit code 1).
-    pub unreached_violations: Vec<String>,
+    pub unreached_violations: Vec<Check>,
 }
 
 /// One check over one scenario's runs.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct CheckSummary {
-    /// `TOKEN` … `LIN-LEDGER`.
-    pub name: String,
+    /// The check (`TOKEN` … `LIN-LEDGER` in JSON).
+    pub name: Check,
     /// Runs that made this check.
     pub runs: u64,
     /// Individual checks made, over all runs.
@@ -121,7 +110,7 @@ pub struct ShrunkSummary {
     /// The original seed.
     pub seed: u64,
     /// The check it violates.
-    pub check: String,
+    pub check: Check,
     /// The minimal run file, relative to the report folder.
     pub run_file: String,
     /// The command that replays it.
@@ -153,19 +142,6 @@ pub(super) fn status_name(status: RunStatus) -> &'static str {
     }
 }
 
-/// Check names in report order.
-pub(super) fn order_checks(names: &mut [String]) {
-    names.sort_by_key(|name| {
-        (
-            CHECK_ORDER
-                .iter()
-                .position(|c| c == name)
-                .unwrap_or(CHECK_ORDER.len()),
-            name.clone(),
-        )
-    });
-}
-
 /// Event names in report order: [`EVENTS`], then any others alphabetically.
 pub(super) fn order_events(names: &mut [String]) {
     names.sort_by_key(|name| {
@@ -180,6 +156,12 @@ pub(super) fn order_events(names: &mut [String]) {
 }
 
 impl Summary {
+    /// The campaign's exit ([`Summary::exit_code`] as an [`Exit`]; a code no campaign
+    /// writes reads as a harness error).
+    pub fn exit(&self) -> Exit {
+        Exit::from_code(self.exit_code).unwrap_or(Exit::HarnessError)
+    }
+
     pub(super) fn of(data: &ReportData) -> Summary {
         let mut by_status = statuses();
         for record in &data.results {
@@ -208,7 +190,7 @@ impl Summary {
             .map(|s| ShrunkSummary {
                 scenario: s.scenario.clone(),
                 seed: s.seed,
-                check: s.check.clone(),
+                check: s.check,
                 run_file: s.run_file.clone(),
                 replay: s.replay.clone(),
             })
@@ -225,34 +207,34 @@ impl Summary {
             (killed, data.mutants.len() as u64)
         });
         let count = |status: RunStatus| by_status[status_name(status)];
-        let (exit_code, verdict) = if count(RunStatus::HarnessError) > 0 {
-            (3, "harness error: some runs could not be judged")
+        let (exit, verdict) = if count(RunStatus::HarnessError) > 0 {
+            (Exit::HarnessError, "harness error: some runs could not be judged")
         } else if count(RunStatus::Violation) > 0 {
-            (1, "FAIL: unexpected safety violation")
+            (Exit::SafetyViolation, "FAIL: unexpected safety violation")
         } else if !surviving.is_empty() {
             (
-                1,
+                Exit::SafetyViolation,
                 "FAIL: a mutant survived (no check caught the planted bug)",
             )
         } else if unreached {
             (
-                1,
+                Exit::SafetyViolation,
                 "FAIL: an expected violation was never seen (the scenario's expectation is wrong, or its mutant survived)",
             )
         } else if count(RunStatus::Liveness) > 0 {
-            (5, "FAIL: liveness violation (LIVE)")
+            (Exit::LivenessViolation, "FAIL: liveness violation (LIVE)")
         } else if count(RunStatus::Inconclusive) > 0 {
             (
-                4,
+                Exit::Inconclusive,
                 "inconclusive: a check ran out of budget; no violation found",
             )
         } else {
-            (0, "clean")
+            (Exit::Clean, "clean")
         };
         Summary {
             v: SUMMARY_VERSION,
             meta: data.campaign.meta.clone(),
-            exit_code,
+            exit_code: exit.code(),
             verdict: verdict.to_owned(),
             runs: data.results.len() as u64,
             by_status,
@@ -303,9 +285,10 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
             .or_default() += 1;
     }
 
-    let mut checks: BTreeMap<String, CheckSummary> = BTreeMap::new();
-    let blank = |name: &str| CheckSummary {
-        name: name.to_owned(),
+    // Keyed by check: iterates in report order.
+    let mut checks: BTreeMap<Check, CheckSummary> = BTreeMap::new();
+    let blank = |name: Check| CheckSummary {
+        name,
         runs: 0,
         checks: 0,
         violations: 0,
@@ -315,15 +298,15 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
         result: String::new(),
     };
     for expected in info.map_or(&[][..], |i| &i.violate[..]) {
-        let mut check = blank(expected);
+        let mut check = blank(*expected);
         check.expected_violation = true;
-        checks.insert(expected.clone(), check);
+        checks.insert(*expected, check);
     }
     for record in &runs {
         for check in &record.checks {
             let entry = checks
-                .entry(check.name.clone())
-                .or_insert_with(|| blank(&check.name));
+                .entry(check.name)
+                .or_insert_with(|| blank(check.name));
             entry.runs += 1;
             entry.checks += check.checks;
             entry.violations += check.violations.len() as u64;
@@ -335,11 +318,8 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
             }
         }
     }
-    let mut names: Vec<String> = checks.keys().cloned().collect();
-    order_checks(&mut names);
-    let checks: Vec<CheckSummary> = names
-        .into_iter()
-        .filter_map(|n| checks.remove(&n))
+    let checks: Vec<CheckSummary> = checks
+        .into_values()
         .map(|mut check| {
             check.result = match (check.expected_violation, check.runs, check.failed_runs) {
                 (_, 0, _) => "not-run",
@@ -380,7 +360,7 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
     let unreached_violations = checks
         .iter()
         .filter(|c| c.result == "not-caught" || (c.expected_violation && judged && c.runs == 0))
-        .map(|c| c.name.clone())
+        .map(|c| c.name)
         .collect();
     ScenarioSummary {
         name: name.to_owned(),

@@ -47,7 +47,7 @@ fn info(name: &str, about: &str, coverage: &[&str], violate: &[&str]) -> Scenari
         name: name.into(),
         about: about.into(),
         coverage: coverage.iter().map(|s| (*s).to_owned()).collect(),
-        violate: violate.iter().map(|s| (*s).to_owned()).collect(),
+        violate: violate.iter().map(|s| s.parse().unwrap()).collect(),
     }
 }
 
@@ -91,7 +91,7 @@ fn checks(expected: &[&str]) -> Vec<CheckRecord> {
     CHECKS
         .iter()
         .map(|name| CheckRecord {
-            name: (*name).into(),
+            name: name.parse().unwrap(),
             checks: 10,
             expected_violation: expected.contains(name),
             verdict: "pass".into(),
@@ -101,7 +101,7 @@ fn checks(expected: &[&str]) -> Vec<CheckRecord> {
 }
 
 fn fail(checks: &mut [CheckRecord], name: &str, message: &str, evidence: &[&str]) {
-    let check = checks.iter_mut().find(|c| c.name == name).unwrap();
+    let check = checks.iter_mut().find(|c| c.name.name() == name).unwrap();
     check.verdict = "fail".into();
     check.violations.push(ViolationRecord {
         message: message.into(),
@@ -118,7 +118,7 @@ fn run(scenario: &str, seed: u64, status: RunStatus, checks: Vec<CheckRecord>) -
         unexpected: checks
             .iter()
             .filter(|c| c.verdict == "fail" && !c.expected_violation)
-            .map(|c| c.name.clone())
+            .map(|c| c.name)
             .collect(),
         checks,
         coverage: BTreeMap::from([
@@ -165,7 +165,7 @@ fn shrunk() -> Vec<ShrunkRun> {
     vec![ShrunkRun {
         scenario: "f1-pause".into(),
         seed: 2,
-        check: "FENCE".into(),
+        check: Check::Fence,
         run_file: "shrunk/f1-pause-2-FENCE.json".into(),
         replay: "leasesim replay shrunk/f1-pause-2-FENCE.json".into(),
         faults: (3, 1),
@@ -201,7 +201,7 @@ fn read(dir: &Path, name: &str) -> String {
 fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     write_folder(dir.path(), &campaign("abc123", None), &results(), &shrunk());
-    assert_eq!(render(dir.path()).unwrap(), 3, "a harness error wins");
+    assert_eq!(render(dir.path()).unwrap(), Exit::HarnessError, "a harness error wins");
 
     let md = read(dir.path(), "report.md");
     for line in [
@@ -262,9 +262,9 @@ fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
     let f1 = &summary.scenarios[1];
     assert_eq!(f1.name, "f1-pause");
     assert_eq!(f1.coverage["takeover-after-expiry"], 5);
-    let fence = f1.checks.iter().find(|c| c.name == "FENCE").unwrap();
+    let fence = f1.checks.iter().find(|c| c.name == Check::Fence).unwrap();
     assert_eq!((fence.runs, fence.checks, fence.violations), (2, 20, 1));
-    assert_eq!(summary.scenarios[5].unreached_violations, vec!["EXCL"]);
+    assert_eq!(summary.scenarios[5].unreached_violations, vec![Check::Excl]);
     assert_eq!(
         summary.scenarios[0].unreached_coverage,
         vec!["graceful-handover"]
@@ -337,7 +337,7 @@ fn merge_of_two_shards() {
     write_folder(&b, &campaign("abc123", Some("2/2")), &two, &shrunk_two);
 
     let code = merge(&[a.clone(), b.clone()], &out, false).unwrap();
-    assert_eq!(code, 3);
+    assert_eq!(code, Exit::HarnessError);
     let merged = ReportData::read(&out).unwrap();
     assert_eq!(
         merged.results.len(),
@@ -388,7 +388,7 @@ fn merge_refuses_shards_of_different_campaigns_unless_forced() {
     assert!(text.contains("abc123 vs def456"), "{text}");
     assert!(text.contains("--force"), "{text}");
     assert!(!out.exists(), "nothing written");
-    assert_eq!(merge(&[a, b], &out, true).unwrap(), 1);
+    assert_eq!(merge(&[a, b], &out, true).unwrap(), Exit::SafetyViolation);
     let md = read(&out, "report.md");
     assert!(md.contains("| git commit | `abc123+def456` |"), "{md}");
 }
@@ -462,7 +462,7 @@ fn an_empty_campaign_is_clean() {
     let dir = tempfile::tempdir().unwrap();
     write_folder(dir.path(), &campaign("abc123", None), &[], &[]);
     fs::remove_file(dir.path().join(SHRUNK_FILE)).unwrap();
-    assert_eq!(render(dir.path()).unwrap(), 0);
+    assert_eq!(render(dir.path()).unwrap(), Exit::Clean);
 }
 
 #[test]

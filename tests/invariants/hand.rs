@@ -2,7 +2,7 @@
 //! evidence, and a clean one that passes.
 
 use leasesim::check::invariants::{
-    Evidence, Invariant, InvariantReport, check_all, excl, expiry, fence, ledger, live, stop, token,
+    Check, Evidence, InvariantReport, check_all, excl, expiry, fence, ledger, live, stop, token,
 };
 use leasesim::history::{History, Process};
 
@@ -159,7 +159,7 @@ fn token_takeover_without_a_higher_token_is_caught() {
     ]);
     let report = token::check(&h);
     let violation = one(&report);
-    assert_eq!(violation.invariant, Invariant::Token);
+    assert_eq!(violation.invariant, Check::Token);
     assert_eq!(
         violation.evidence,
         [
@@ -210,7 +210,7 @@ fn excl_grant_while_another_lease_is_unexpired_is_caught() {
     ]);
     let report = excl::check(&h);
     let violation = one(&report);
-    assert_eq!(violation.invariant, Invariant::Excl);
+    assert_eq!(violation.invariant, Check::Excl);
     assert_eq!(
         violation.evidence,
         [
@@ -332,7 +332,7 @@ fn expiry_takeover_before_the_renewed_bound_is_caught() {
     ]);
     let report = expiry::check(&h);
     let violation = one(&report);
-    assert_eq!(violation.invariant, Invariant::Expiry);
+    assert_eq!(violation.invariant, Check::Expiry);
     assert!(
         violation
             .message
@@ -528,7 +528,7 @@ fn expiry_carries_the_remaining_lifetime_over_authority_restarts_as_uptime() {
     ];
     assert_eq!(
         one(&expiry::check(&history(&lines))).invariant,
-        Invariant::Expiry
+        Check::Expiry
     );
 }
 
@@ -544,7 +544,7 @@ fn fence_record_of_a_fenced_writer_is_caught() {
     ]);
     let report = fence::check(&h);
     let violation = one(&report);
-    assert_eq!(violation.invariant, Invariant::Fence);
+    assert_eq!(violation.invariant, Check::Fence);
     assert_eq!(violation.evidence, [seq(1), seq(3), seq(4)]);
 }
 
@@ -594,7 +594,7 @@ fn ledger_acknowledged_append_overwritten_is_caught() {
     ]);
     let report = ledger::check(&h);
     let violation = one(&report);
-    assert_eq!(violation.invariant, Invariant::Ledger);
+    assert_eq!(violation.invariant, Check::Ledger);
     assert_eq!(violation.evidence, [Evidence::Op(2), seq(2)]);
 }
 
@@ -643,7 +643,7 @@ fn stop_check_after_valid_until_is_caught_whatever_the_replica_claims() {
     ]);
     let report = stop::check(&h);
     let violation = one(&report);
-    assert_eq!(violation.invariant, Invariant::Stop);
+    assert_eq!(violation.invariant, Check::Stop);
     assert_eq!(
         violation.evidence,
         [Evidence::Op(1), checked("replica-1", 9 * S + 500_000)]
@@ -740,9 +740,9 @@ fn check_all_reports_every_invariant_and_names_the_violated_one() {
         decision("replica-2", &grant(2, 15 * S), 5 * S, 5 * S),
     ]);
     let report = check_all(&h);
-    assert_eq!(report.invariants.len(), Invariant::ALL.len());
-    let violated: Vec<Invariant> = report.violations().map(|v| v.invariant).collect();
-    assert_eq!(violated, [Invariant::Excl, Invariant::Expiry]);
+    assert_eq!(report.invariants.len(), Check::INVARIANTS.len());
+    let violated: Vec<Check> = report.violations().map(|v| v.invariant).collect();
+    assert_eq!(violated, [Check::Excl, Check::Expiry]);
     let names: Vec<&str> = report
         .invariants
         .iter()
@@ -800,7 +800,7 @@ fn live_no_append_after_the_heal_within_the_bound_is_caught() {
         phase("run_ended", 60 * S),
     ]);
     let report = live::check(&h);
-    assert_eq!(one(&report).invariant, Invariant::Live);
+    assert_eq!(one(&report).invariant, Check::Live);
     assert!(one(&report).message.contains("s1"));
 }
 
@@ -847,7 +847,7 @@ fn live_catches_a_session_that_turns_acquirers_away_after_it_was_handed_back() {
         50 * S,
         50 * S,
     )]));
-    assert_eq!(one(&report).invariant, Invariant::Live);
+    assert_eq!(one(&report).invariant, Check::Live);
     assert!(one(&report).message.contains("s1"));
 }
 

@@ -14,12 +14,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{Evidence, Invariant, InvariantReport, who};
+use super::{Evidence, Check, InvariantReport, who};
 use crate::history::{HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome};
 
 /// Checks STOP over `history`.
 pub fn check(history: &History) -> InvariantReport {
-    let mut report = InvariantReport::new(Invariant::Stop);
+    let mut report = InvariantReport::new(Check::Stop);
     let skew_margin_us = match history.config() {
         Ok(config) => config.skew_margin_us,
         Err(error) => {
