@@ -22,6 +22,7 @@ pub mod mutant;
 pub mod net;
 pub mod remote;
 pub mod report;
+pub mod results;
 pub mod serve;
 pub mod service;
 pub mod sim;

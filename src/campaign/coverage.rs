@@ -2,7 +2,7 @@
 //!
 //! A campaign that never took a lease over after expiry, never had a stale append refused by
 //! the fence, never retried a fence… has not tested what it claims to. [`coverage`] counts,
-//! per run, each event of [`EVENTS`] from the run's history and, only where the history has
+//! per run, each [`CoverageEvent`] from the run's history and, only where the history has
 //! nothing to show, from its trace (the `tracing` JSON lines of `trace.jsonl`).
 //!
 //! Sources, event by event (every count is exact, never sampled):
@@ -21,78 +21,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use crate::results::CoverageEvent;
 use crate::history::{
     hosts, Decision, HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, Process, Refusal,
     Request,
 };
-
-/// Every coverage event: `(name, one-line meaning)`, in report order.
-pub const EVENTS: &[(&str, &str)] = &[
-    (
-        "takeover-after-expiry",
-        "a grant to a new owner while the previous holder never released",
-    ),
-    (
-        "graceful-handover",
-        "a release by the holder, then a grant to another owner",
-    ),
-    (
-        "stale-append-rejected",
-        "an append refused by the fence (CAS) after a newer fence committed",
-    ),
-    (
-        "fence-retried",
-        "a journal open whose fence CAS conflicted and was retried",
-    ),
-    (
-        "renew-lost",
-        "a renew refused or left without a reply (the lease is then lost)",
-    ),
-    (
-        "run-cancelled-on-loss",
-        "a service run cancelled because its lease was lost",
-    ),
-    (
-        "sticky-disable",
-        "a service turned leasing off for good after `Unsupported`",
-    ),
-    (
-        "ambiguous-append-resolved",
-        "an append with an unknown outcome whose fate the writer learnt by reading back",
-    ),
-    (
-        "grace-period-refusal",
-        "the authority refused a request during its restart grace period",
-    ),
-    (
-        "backward-wall-jump-survived",
-        "a host's wall clock stepped backwards during the run",
-    ),
-    (
-        "authority-restart",
-        "the lease authority restarted (a new boot of host `lease`)",
-    ),
-    (
-        "record-deleted",
-        "a lease record was deleted (garbage collection) while its high-water mark stayed",
-    ),
-    (
-        "stale-release-ignored",
-        "a release that ended nothing (stale owner or token)",
-    ),
-    (
-        "stale-renew-refused",
-        "a renew refused because the lease presented is not the current one",
-    ),
-    (
-        "lease-lost-before-append",
-        "a journal append refused locally because the lease was already lost",
-    ),
-    (
-        "open-refused-stale-epoch",
-        "a journal open refused because a fence with an equal or higher epoch exists",
-    ),
-];
 
 /// The trace message `Service` logs when a run is cancelled because its lease was lost.
 pub const TRACE_RUN_CANCELLED: &str = "run cancelled: lease lost";
@@ -102,28 +35,29 @@ pub const TRACE_STICKY_DISABLE: &str =
 /// The trace message the lease authority logs when a record is deleted.
 pub const TRACE_RECORD_DELETED: &str = "lease record deleted";
 
-/// Counts the coverage events of one run: event name → count, with every name of [`EVENTS`]
+/// Counts the coverage events of one run: event name → count, with every [`CoverageEvent`]
 /// present (0 when not reached). `trace` is the run's `trace.jsonl` bytes (JSON lines from
 /// `tracing`); lines that are not JSON are ignored.
 pub fn coverage(history: &History, trace: &[u8]) -> BTreeMap<String, u64> {
-    let mut counts: BTreeMap<String, u64> = EVENTS
-        .iter()
-        .map(|(name, _)| ((*name).to_owned(), 0))
-        .collect();
-    let mut add = |name: &str, n: u64| {
-        *counts.entry(name.to_owned()).or_default() += n;
+    let mut counts: BTreeMap<CoverageEvent, u64> =
+        CoverageEvent::ALL.into_iter().map(|event| (event, 0)).collect();
+    let mut add = |event: CoverageEvent, n: u64| {
+        *counts.entry(event).or_default() += n;
     };
     handovers(history, &mut add);
     decisions(history, &mut add);
     ops(history, &mut add);
     writers(history, &mut add);
-    add("authority-restart", authority_restarts(history));
+    add(CoverageEvent::AuthorityRestart, authority_restarts(history));
     trace_events(trace, &mut add);
     counts
+        .into_iter()
+        .map(|(event, n)| (event.name().to_owned(), n))
+        .collect()
 }
 
 /// Takeovers and handovers: per session, each grant to an owner other than the last holder.
-fn handovers(history: &History, add: &mut impl FnMut(&str, u64)) {
+fn handovers(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
     let mut decisions: Vec<(usize, _)> = history.decisions().enumerate().collect();
     decisions.sort_by_key(|(index, d)| (d.at_us, *index));
     // Per session: the last granted owner and whether it released since.
@@ -135,9 +69,9 @@ fn handovers(history: &History, add: &mut impl FnMut(&str, u64)) {
                     && *holder != &line.owner
                 {
                     let event = if *released {
-                        "graceful-handover"
+                        CoverageEvent::GracefulHandover
                     } else {
-                        "takeover-after-expiry"
+                        CoverageEvent::TakeoverAfterExpiry
                     };
                     add(event, 1);
                 }
@@ -156,26 +90,26 @@ fn handovers(history: &History, add: &mut impl FnMut(&str, u64)) {
 }
 
 /// Events that are one decision line each.
-fn decisions(history: &History, add: &mut impl FnMut(&str, u64)) {
+fn decisions(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
     for line in history.decisions() {
         match &line.decision {
-            Decision::Release { ended: false, .. } => add("stale-release-ignored", 1),
+            Decision::Release { ended: false, .. } => add(CoverageEvent::StaleReleaseIgnored, 1),
             Decision::Refuse {
                 request: Request::Renew,
                 reason: Refusal::Held { .. },
                 ..
-            } => add("stale-renew-refused", 1),
+            } => add(CoverageEvent::StaleRenewRefused, 1),
             Decision::Refuse {
                 reason: Refusal::GracePeriod { .. },
                 ..
-            } => add("grace-period-refusal", 1),
+            } => add(CoverageEvent::GracePeriodRefusal, 1),
             _ => {}
         }
     }
 }
 
 /// Events that are one operation each.
-fn ops(history: &History, add: &mut impl FnMut(&str, u64)) {
+fn ops(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
     // Each writer's epoch and each session's highest fence, from the final ledger and the
     // fence appends (a fence that never committed still names its writer's epoch).
     let mut epochs: BTreeMap<&HistWriterId, u64> = BTreeMap::new();
@@ -226,7 +160,7 @@ fn ops(history: &History, add: &mut impl FnMut(&str, u64)) {
             (Op::JournalAppend { writer_id, .. }, Some(OpResult::Fenced { .. }))
                 if newer_fence(&op.session, writer_id) =>
             {
-                add("stale-append-rejected", 1)
+                add(CoverageEvent::StaleAppendRejected, 1)
             }
             // A raw ledger append of an event (a scripted call, not a journal's own).
             (
@@ -243,15 +177,15 @@ fn ops(history: &History, add: &mut impl FnMut(&str, u64)) {
             ) if !journal_events.contains(&(writer_id, *seq_in_writer))
                 && newer_fence(&op.session, writer_id) =>
             {
-                add("stale-append-rejected", 1)
+                add(CoverageEvent::StaleAppendRejected, 1)
             }
             (Op::JournalAppend { .. }, Some(OpResult::LeaseLost { .. })) => {
-                add("lease-lost-before-append", 1)
+                add(CoverageEvent::LeaseLostBeforeAppend, 1)
             }
             (Op::JournalOpen { .. }, Some(OpResult::StaleEpoch { .. })) => {
-                add("open-refused-stale-epoch", 1)
+                add(CoverageEvent::OpenRefusedStaleEpoch, 1)
             }
-            (Op::LeaseRenew { .. }, _) if renew_lost(op, ttl_us) => add("renew-lost", 1),
+            (Op::LeaseRenew { .. }, _) if renew_lost(op, ttl_us) => add(CoverageEvent::RenewLost, 1),
             _ => {}
         }
     }
@@ -274,7 +208,7 @@ fn renew_lost(op: &OpLine, ttl_us: Option<u64>) -> bool {
 }
 
 /// Per writer (one opened journal): fence retries and resolved ambiguous appends.
-fn writers(history: &History, add: &mut impl FnMut(&str, u64)) {
+fn writers(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
     // Fence appends by writer, in invocation order.
     let mut fences: BTreeMap<&HistWriterId, Vec<(u64, u64)>> = BTreeMap::new();
     // Appends with an unknown outcome: (writer, Some(seq_in_writer) for an event, None for a
@@ -306,7 +240,7 @@ fn writers(history: &History, add: &mut impl FnMut(&str, u64)) {
         .values()
         .filter(|attempts| attempts.len() > 1)
         .count();
-    add("fence-retried", retried as u64);
+    add(CoverageEvent::FenceRetried, retried as u64);
 
     // Resolved: an event's journal append ended appended or fenced (not ambiguous); a
     // fence's writer went on to append anything after the unknown reply.
@@ -337,7 +271,7 @@ fn writers(history: &History, add: &mut impl FnMut(&str, u64)) {
         };
         resolved += u64::from(learnt);
     }
-    add("ambiguous-append-resolved", resolved);
+    add(CoverageEvent::AmbiguousAppendResolved, resolved);
 }
 
 /// Restarts of the lease authority: its clock segments with a boot above the one before.
@@ -352,7 +286,7 @@ fn authority_restarts(history: &History) -> u64 {
 }
 
 /// Events only the trace shows.
-fn trace_events(trace: &[u8], add: &mut impl FnMut(&str, u64)) {
+fn trace_events(trace: &[u8], add: &mut impl FnMut(CoverageEvent, u64)) {
     for line in trace.split(|byte| *byte == b'\n') {
         let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
             continue;
@@ -362,14 +296,14 @@ fn trace_events(trace: &[u8], add: &mut impl FnMut(&str, u64)) {
             continue;
         };
         match message {
-            TRACE_RUN_CANCELLED => add("run-cancelled-on-loss", 1),
-            TRACE_STICKY_DISABLE => add("sticky-disable", 1),
-            TRACE_RECORD_DELETED => add("record-deleted", 1),
+            TRACE_RUN_CANCELLED => add(CoverageEvent::RunCancelledOnLoss, 1),
+            TRACE_STICKY_DISABLE => add(CoverageEvent::StickyDisable, 1),
+            TRACE_RECORD_DELETED => add(CoverageEvent::RecordDeleted, 1),
             "nemesis" => {
                 if let Some(action) = fields["action"].as_str()
                     && backward_wall_jump(action)
                 {
-                    add("backward-wall-jump-survived", 1);
+                    add(CoverageEvent::BackwardWallJumpSurvived, 1);
                 }
             }
             _ => {}
@@ -463,7 +397,7 @@ mod tests {
     #[test]
     fn every_event_is_counted_even_when_zero() {
         let counts = count(Vec::new(), "");
-        assert_eq!(counts.len(), EVENTS.len());
+        assert_eq!(counts.len(), CoverageEvent::ALL.len());
         assert!(counts.values().all(|n| *n == 0));
     }
 

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use super::execute::{Executed, execute};
 use super::plan::{RunKey, SeedPlan, Shard, runs};
-use super::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
+use crate::results::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
 use super::runfile::RunFile;
 use super::scenario::Scenario;
 use super::shrink;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::coverage;
-use super::record::{CheckRecord, RECORD_VERSION, RunRecord, RunStatus, ViolationRecord};
+use crate::results::record::{CheckRecord, RECORD_VERSION, RunRecord, RunStatus, ViolationRecord};
 use super::runfile::RunFile;
 use super::scenario::Expect;
 use crate::check::Check;

@@ -4,7 +4,6 @@
 //! - [`scenario`] — scenario files (TOML): world, workload, faults, expectations.
 //! - [`swarm`] — swarm testing: per seed, which fault kinds are on and how hard.
 //! - [`coverage`] — coverage events: the "sometimes" a run reached.
-//! - [`record`] — what a campaign keeps of each run (`results.jsonl`, `shrunk.jsonl`).
 //! - [`runfile`] — run files (JSON): one fully resolved run, replayable exactly.
 //! - [`plan`] — which runs: seeds (range or budget) × scenarios, shards, resume.
 //! - [`execute`] — one run: world, judgement, coverage → a run record.
@@ -18,7 +17,6 @@ pub mod driver;
 pub mod execute;
 pub mod mutants;
 pub mod plan;
-pub mod record;
 pub mod runfile;
 pub mod scenario;
 pub mod shrink;

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::execute::execute;
-use super::record::Detection;
+use crate::results::record::Detection;
 use super::runfile::RunFile;
 use super::scenario::Scenario;
 use super::shrink;

@@ -18,6 +18,7 @@ use crate::lease::SessionId;
 use crate::mutant::Mutant;
 use crate::sim::schedule::FaultSchedule;
 use crate::check::Check;
+use crate::results::CoverageEvent;
 use crate::sim::script::Script;
 use crate::sim::world::{WorkloadMix, WorldConfig};
 
@@ -185,7 +186,7 @@ pub struct Expect {
     #[serde(default)]
     pub violate: Vec<Check>,
     /// Coverage events a campaign of the scenario is expected to reach (names from
-    /// [`super::coverage::EVENTS`]; default none).
+    /// [`crate::results::CoverageEvent`]; default none).
     #[serde(default)]
     pub coverage: Vec<String>,
 }
@@ -664,24 +665,13 @@ fn resolve_expect(
     let coverage = raw
         .coverage
         .iter()
-        .map(|event| {
-            let events: Vec<&str> = super::coverage::EVENTS
-                .iter()
-                .map(|(name, _)| *name)
-                .collect();
-            if events.contains(&event.get_ref().as_str()) {
-                Ok(event.get_ref().clone())
-            } else {
-                Err(errors.at(
-                    event.span().start,
-                    "expect.coverage",
-                    format!(
-                        "unknown coverage event `{}`; the events are {}",
-                        event.get_ref(),
-                        events.join(", ")
-                    ),
-                ))
-            }
+        .map(|event| match event.get_ref().parse::<CoverageEvent>() {
+            Ok(known) => Ok(known.name().to_owned()),
+            Err(unknown) => Err(errors.at(
+                event.span().start,
+                "expect.coverage",
+                unknown.to_string(),
+            )),
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Expect {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::ddmin::ddmin;
 use super::execute::check_records;
-use super::record::ViolationRecord;
+use crate::results::record::ViolationRecord;
 use super::runfile::{self, RunFile, RunWorkload};
 use crate::check::Check;
 use crate::check::judge::judge;

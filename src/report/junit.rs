@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use super::ReportData;
 use super::markdown::runs;
 use super::summary::{CheckSummary, Summary};
-use crate::campaign::record::RunStatus;
+use crate::results::record::RunStatus;
 
 /// Failing runs whose violations a `<failure>` quotes at most.
 const MAX_QUOTED_RUNS: usize = 10;

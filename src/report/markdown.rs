@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 
 use super::ReportData;
 use super::summary::{Summary, order_events, status_name};
-use crate::campaign::coverage::EVENTS;
 use crate::check::Check;
-use crate::campaign::record::RunStatus;
+use crate::results::CoverageEvent;
+use crate::results::record::RunStatus;
 
 /// Failing runs listed at most (the rest are counted).
 const MAX_FAILING_RUNS: usize = 50;
@@ -237,7 +237,7 @@ fn coverage(out: &mut String, data: &ReportData, summary: &Summary) {
         out.push('\n');
     }
     out.push_str("\n<details><summary>What the events mean</summary>\n\n");
-    for (name, meaning) in EVENTS {
+    for (name, meaning) in CoverageEvent::ALL.map(|e| (e.name(), e.about())) {
         let _ = writeln!(out, "- `{name}`: {meaning}");
     }
     out.push_str("\n</details>\n\n");

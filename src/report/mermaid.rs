@@ -414,7 +414,7 @@ pub fn escape(text: &str) -> String {
 }
 
 /// The op ids named by a violation's evidence strings (`op 12`, as
-/// [`crate::campaign::record::ViolationRecord::evidence`] writes them).
+/// [`crate::results::record::ViolationRecord::evidence`] writes them).
 pub fn evidence_op_ids<'a>(evidence: impl IntoIterator<Item = &'a String>) -> Vec<u64> {
     let mut ids: Vec<u64> = evidence
         .into_iter()

@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::Check;
 use crate::exit::Exit;
-use crate::campaign::record::{CampaignMeta, Detection, RECORD_VERSION, RunRecord, ShrunkRun};
+use crate::results::record::{CampaignMeta, Detection, RECORD_VERSION, RunRecord, ShrunkRun};
 pub use summary::{
     CheckSummary, HarnessErrorSummary, SUMMARY_VERSION, ScenarioSummary, ShrunkSummary, Summary,
 };
@@ -64,7 +64,7 @@ pub struct ScenarioInfo {
     /// One line saying what it is about.
     pub about: String,
     /// Coverage events a campaign of it is expected to reach (names of
-    /// [`crate::campaign::coverage::EVENTS`]).
+    /// [`crate::results::CoverageEvent`]).
     #[serde(default)]
     pub coverage: Vec<String>,
     /// Checks its runs are expected to violate (a mutant's scenario), by check name.

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use super::ReportData;
 use crate::check::Check;
 use crate::exit::Exit;
-use crate::campaign::coverage::EVENTS;
-use crate::campaign::record::{CampaignMeta, RunRecord, RunStatus};
+use crate::results::CoverageEvent;
+use crate::results::record::{CampaignMeta, RunRecord, RunStatus};
 
 /// Schema version of `summary.json`.
 pub const SUMMARY_VERSION: u32 = 1;
@@ -142,14 +142,11 @@ pub(super) fn status_name(status: RunStatus) -> &'static str {
     }
 }
 
-/// Event names in report order: [`EVENTS`], then any others alphabetically.
+/// Event names in report order: [`CoverageEvent::ALL`], then any others alphabetically.
 pub(super) fn order_events(names: &mut [String]) {
     names.sort_by_key(|name| {
         (
-            EVENTS
-                .iter()
-                .position(|(e, _)| e == name)
-                .unwrap_or(EVENTS.len()),
+            CoverageEvent::position(name).unwrap_or(CoverageEvent::ALL.len()),
             name.clone(),
         )
     });
@@ -335,7 +332,7 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
         .collect();
 
     let mut coverage: BTreeMap<String, u64> =
-        EVENTS.iter().map(|(e, _)| ((*e).to_owned(), 0)).collect();
+        CoverageEvent::ALL.map(|e| (e.name().to_owned(), 0)).into_iter().collect();
     for record in &runs {
         for (event, count) in &record.coverage {
             *coverage.entry(event.clone()).or_default() += count;

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use super::*;
-use crate::campaign::record::{CheckRecord, RunStatus, ViolationRecord};
+use crate::results::record::{CheckRecord, RunStatus, ViolationRecord};
 
 const CHECKS: [&str; 9] = [
     "TOKEN",
