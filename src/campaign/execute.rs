@@ -8,9 +8,9 @@ use crate::results::record::{CheckRecord, RECORD_VERSION, RunRecord, RunStatus, 
 use super::runfile::RunFile;
 use super::scenario::Expect;
 use crate::check::Check;
-use crate::check::judge::{self, Judgement, LinearizabilityOutcome};
+use crate::check::judge::{self, Judgement, LinearizabilityOutcome, Status};
 use crate::check::linearizability::{Budget, Verdict};
-use crate::history::{History, Op};
+use crate::history::History;
 
 /// Whether `expect` says `check` is to be violated (a mutant's scenario); every other check
 /// must hold.
@@ -117,7 +117,8 @@ pub fn check_records(
             name,
             checks: report.checks,
             expected_violation: expects_violation(expect, name),
-            verdict: if report.passed() { "pass" } else { "fail" }.to_owned(),
+            verdict: judge::invariant_status(report).verdict().to_owned(),
+            not_judged: report.not_judged(),
             violations: report
                 .violations
                 .iter()
@@ -130,39 +131,29 @@ pub fn check_records(
     });
     let linearizability = judgement.linearizability.iter().map(|(check, outcome)| {
         let name = *check;
-        let (verdict, violations) = match outcome {
-            LinearizabilityOutcome::Checked(Verdict::Linearizable) => ("pass", Vec::new()),
-            LinearizabilityOutcome::Checked(Verdict::NotLinearizable(explanation)) => (
-                "fail",
+        let violations = match outcome {
+            LinearizabilityOutcome::Checked(Verdict::NotLinearizable(explanation)) => {
                 vec![ViolationRecord {
                     message: format!("no linearization of partition {}", explanation.partition),
                     evidence: explanation.to_string().lines().map(str::to_owned).collect(),
-                }],
-            ),
-            LinearizabilityOutcome::Checked(Verdict::Unknown) => ("unknown", Vec::new()),
-            LinearizabilityOutcome::Unreadable(why) => (
-                "unknown",
-                vec![ViolationRecord {
-                    message: format!("history unreadable as operations: {why}"),
-                    evidence: Vec::new(),
-                }],
-            ),
+                }]
+            }
+            LinearizabilityOutcome::Unreadable(why) => vec![ViolationRecord {
+                message: format!("history unreadable as operations: {why}"),
+                evidence: Vec::new(),
+            }],
+            _ => Vec::new(),
         };
-        let operations = history
-            .ops()
-            .filter(|op| {
-                let lease = matches!(
-                    op.op,
-                    Op::LeaseAcquire { .. } | Op::LeaseRenew { .. } | Op::LeaseRelease { .. }
-                );
-                lease == (*check == Check::LinLease)
-            })
-            .count() as u64;
+        let status = outcome.status();
         CheckRecord {
             name,
-            checks: operations,
+            checks: judge::operations(history, name),
             expected_violation: expects_violation(expect, name),
-            verdict: verdict.to_owned(),
+            verdict: status.verdict().to_owned(),
+            not_judged: match status {
+                Status::NotJudged { why } => Some(why),
+                _ => None,
+            },
             violations,
         }
     });

@@ -11,7 +11,7 @@ use super::Check;
 use super::invariants::{self, Report};
 use super::linearizability::{Budget, Verdict, check_lease_history, check_ledger_history};
 use crate::exit::Exit;
-use crate::history::{History, HistoryError};
+use crate::history::{History, HistoryError, Op};
 
 /// One linearizability check's outcome.
 #[derive(Clone, Debug)]
@@ -20,6 +20,68 @@ pub enum LinearizabilityOutcome {
     Checked(Verdict),
     /// The history could not be read as that model's operations (a malformed history).
     Unreadable(String),
+    /// The history has no operation of that model (`no lease operations`): nothing to
+    /// search, so nothing judged.
+    NotJudged(String),
+}
+
+/// One check's result over one history.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Status {
+    /// Judged, and nothing violated.
+    Pass,
+    /// Violated.
+    Fail,
+    /// Nothing to judge (no line of the kind the check counts): never a pass. Does not
+    /// change the exit code by itself.
+    NotJudged {
+        /// What the history lacks (`no decision lines`).
+        why: String,
+    },
+    /// A search ran out of budget, or the history could not be read as operations.
+    Inconclusive {
+        /// Which of the two, in plain terms.
+        why: String,
+    },
+}
+
+impl Status {
+    /// The status as `results.jsonl` spells a check's `verdict`: `pass`, `fail`,
+    /// `not-judged` or `unknown`.
+    pub fn verdict(&self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::NotJudged { .. } => "not-judged",
+            Status::Inconclusive { .. } => "unknown",
+        }
+    }
+}
+
+impl LinearizabilityOutcome {
+    /// The outcome as a [`Status`].
+    pub fn status(&self) -> Status {
+        match self {
+            LinearizabilityOutcome::Checked(Verdict::Linearizable) => Status::Pass,
+            LinearizabilityOutcome::Checked(Verdict::NotLinearizable(_)) => Status::Fail,
+            LinearizabilityOutcome::Checked(Verdict::Unknown) => Status::Inconclusive {
+                why: "the search ran out of budget".to_owned(),
+            },
+            LinearizabilityOutcome::Unreadable(why) => Status::Inconclusive {
+                why: format!("cannot read the history: {why}"),
+            },
+            LinearizabilityOutcome::NotJudged(why) => Status::NotJudged { why: why.clone() },
+        }
+    }
+}
+
+/// An invariant's result as a [`Status`].
+pub fn invariant_status(report: &invariants::InvariantReport) -> Status {
+    match report.not_judged() {
+        _ if !report.passed() => Status::Fail,
+        Some(why) => Status::NotJudged { why },
+        None => Status::Pass,
+    }
 }
 
 /// Everything judged over one history.
@@ -69,6 +131,7 @@ impl Judgement {
                     }
                     LinearizabilityOutcome::Checked(Verdict::Unknown) => Exit::Inconclusive,
                     LinearizabilityOutcome::Unreadable(_) => Exit::Inconclusive,
+                    LinearizabilityOutcome::NotJudged(_) => Exit::Clean,
                 });
         Exit::worst(invariant_codes.chain(linearizability_codes))
     }
@@ -97,26 +160,58 @@ impl Judgement {
 
     /// The checks that were inconclusive (budget exhausted or unreadable).
     pub fn inconclusive(&self) -> Vec<Check> {
-        self.linearizability
-            .iter()
-            .filter(|(_, outcome)| {
-                !matches!(
-                    outcome,
-                    LinearizabilityOutcome::Checked(
-                        Verdict::Linearizable | Verdict::NotLinearizable(_)
-                    )
-                )
-            })
-            .map(|(check, _)| *check)
+        self.statuses()
+            .into_iter()
+            .filter(|(_, status)| matches!(status, Status::Inconclusive { .. }))
+            .map(|(check, _)| check)
             .collect()
+    }
+
+    /// The checks that judged nothing, in report order.
+    pub fn not_judged(&self) -> Vec<Check> {
+        self.statuses()
+            .into_iter()
+            .filter(|(_, status)| matches!(status, Status::NotJudged { .. }))
+            .map(|(check, _)| check)
+            .collect()
+    }
+
+    /// Every check's status, in report order ([`Check::ALL`]).
+    pub fn statuses(&self) -> Vec<(Check, Status)> {
+        let invariants = self
+            .invariants
+            .invariants
+            .iter()
+            .map(|report| (report.invariant, invariant_status(report)));
+        let linearizability = self
+            .linearizability
+            .iter()
+            .map(|(check, outcome)| (*check, outcome.status()));
+        invariants.chain(linearizability).collect()
     }
 }
 
 impl fmt::Display for Judgement {
-    /// One line per check (`TOKEN: 12 checks, 0 violations`, `LIN-LEASE: linearizable`),
-    /// each violation indented under its check with its evidence.
+    /// One line per check (`TOKEN: 12 checks, 0 violations`, `LIN-LEASE: linearizable`,
+    /// `EXCL: not judged (no grant, renew or release decision lines)`), each violation
+    /// indented under its check with its evidence.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.invariants)?;
+        for result in &self.invariants.invariants {
+            if let Some(why) = result.not_judged() {
+                writeln!(f, "{}: not judged ({why})", result.invariant)?;
+                continue;
+            }
+            writeln!(
+                f,
+                "{}: {} checks, {} violations",
+                result.invariant,
+                result.checks,
+                result.violations.len()
+            )?;
+            for violation in &result.violations {
+                writeln!(f, "  {violation}")?;
+            }
+        }
         for (check, outcome) in &self.linearizability {
             match outcome {
                 LinearizabilityOutcome::Checked(Verdict::Linearizable) => {
@@ -134,6 +229,9 @@ impl fmt::Display for Judgement {
                 LinearizabilityOutcome::Unreadable(why) => {
                     writeln!(f, "{check}: unknown (cannot read the history: {why})")?
                 }
+                LinearizabilityOutcome::NotJudged(why) => {
+                    writeln!(f, "{check}: not judged ({why})")?
+                }
             }
         }
         Ok(())
@@ -145,21 +243,53 @@ impl fmt::Display for Judgement {
 pub fn judge(history: &History, budget: Budget) -> Judgement {
     let linearizability = Check::LINEARIZABILITY
         .into_iter()
-        .map(|check| {
-            let verdict = match check {
-                Check::LinLease => check_lease_history(history, budget),
-                _ => check_ledger_history(history, budget),
-            };
-            let outcome = match verdict {
-                Ok(verdict) => LinearizabilityOutcome::Checked(verdict),
-                Err(error) => LinearizabilityOutcome::Unreadable(error.to_string()),
-            };
-            (check, outcome)
-        })
+        .map(|check| (check, linearizability(history, check, budget)))
         .collect();
     Judgement {
         invariants: invariants::check_all(history),
         linearizability,
+    }
+}
+
+/// Operations of `check`'s model in `history`: lease calls for LIN-LEASE, ledger and
+/// journal calls for LIN-LEDGER (0 for an invariant).
+pub fn operations(history: &History, check: Check) -> u64 {
+    let lease = |op: &Op| {
+        matches!(
+            op,
+            Op::LeaseAcquire { .. } | Op::LeaseRenew { .. } | Op::LeaseRelease { .. }
+        )
+    };
+    let count = |want_lease: bool| {
+        history
+            .ops()
+            .filter(|line| lease(&line.op) == want_lease)
+            .count() as u64
+    };
+    match check {
+        Check::LinLease => count(true),
+        Check::LinLedger => count(false),
+        _ => 0,
+    }
+}
+
+/// One linearizability check over `history`; not judged when the history has none of its
+/// operations (a history that cannot be read is still unreadable).
+fn linearizability(history: &History, check: Check, budget: Budget) -> LinearizabilityOutcome {
+    let verdict = match check {
+        Check::LinLease => check_lease_history(history, budget),
+        _ => check_ledger_history(history, budget),
+    };
+    match verdict {
+        Ok(Verdict::Linearizable) if operations(history, check) == 0 => {
+            let what = match check {
+                Check::LinLease => "no lease operations",
+                _ => "no ledger or journal operations",
+            };
+            LinearizabilityOutcome::NotJudged(what.to_owned())
+        }
+        Ok(verdict) => LinearizabilityOutcome::Checked(verdict),
+        Err(error) => LinearizabilityOutcome::Unreadable(error.to_string()),
     }
 }
 
@@ -176,8 +306,15 @@ pub fn judge_run_folder(out: &Path, expected: &[Check]) -> Result<(Exit, String)
     let code = judgement.exit_code_expecting(expected);
     let mut text = judgement.to_string();
     let violated = judgement.violated();
+    let not_judged = judgement.not_judged();
     let verdict = match code {
-        Exit::Clean if violated.is_empty() => "every check passed".to_owned(),
+        Exit::Clean if violated.is_empty() && not_judged.is_empty() => {
+            "every check passed".to_owned()
+        }
+        Exit::Clean if violated.is_empty() => format!(
+            "every check judged passed; not judged: {}",
+            Check::list(&not_judged)
+        ),
         Exit::Clean => format!("violated as expected: {}", Check::list(&violated)),
         Exit::Inconclusive => format!(
             "inconclusive: {} ran out of budget; nothing violated",

@@ -1,6 +1,7 @@
 //! `junit.xml`: one `<testsuite>` per scenario, one `<testcase>` per scenario × check; a
 //! `<failure>` with the evidence when the check failed unexpectedly (or an expected
-//! violation was never seen), `<skipped>` when it was only inconclusive, and a `harness`
+//! violation was never seen), `<skipped>` when it was only inconclusive or judged nothing
+//! (`<skipped message="not judged: …"/>`), and a `harness`
 //! testcase with an `<error>` naming the seeds of the runs that could not be judged.
 
 use std::fmt::Write as _;
@@ -44,10 +45,15 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
                         escape(&body)
                     );
                 }
-                "inconclusive" | "not-run" => {
+                "inconclusive" | "not-run" | "not-judged" => {
                     s_skipped += 1;
                     let message = if check.result == "not-run" {
                         "no run made this check".to_owned()
+                    } else if check.result == "not-judged" {
+                        format!(
+                            "not judged: {}",
+                            check.not_judged.as_deref().unwrap_or("nothing to judge")
+                        )
                     } else {
                         format!(
                             "inconclusive in {} of {} (a search ran out of budget)",

@@ -172,11 +172,19 @@ fn checks(out: &mut String, summary: &Summary) {
              |---|---:|---:|---:|---:|---:|---|\n",
         );
         for check in &scenario.checks {
+            let why = check.not_judged.as_deref().unwrap_or("nothing to judge");
             let result = match check.result.as_str() {
-                "fail" => "**FAIL**",
-                "not-caught" => "**NOT CAUGHT** (expected violation never seen)",
-                "caught" => "caught (expected)",
-                other => other,
+                "fail" => "**FAIL**".to_owned(),
+                "not-caught" => "**NOT CAUGHT** (expected violation never seen)".to_owned(),
+                "caught" => "caught (expected)".to_owned(),
+                "not-judged" => format!("not judged ({})", cell(why)),
+                "pass" if check.not_judged_runs > 0 => format!(
+                    "pass (not judged in {} of {}: {})",
+                    check.not_judged_runs,
+                    runs(check.runs),
+                    cell(why)
+                ),
+                other => other.to_owned(),
             };
             let _ = writeln!(
                 out,

@@ -82,10 +82,17 @@ pub struct CheckSummary {
     pub failed_runs: u64,
     /// Runs where it was inconclusive (budget ran out).
     pub inconclusive_runs: u64,
+    /// Runs where it judged nothing (the history had nothing for it; absent when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_judged_runs: u64,
+    /// Why it judged nothing, as the first such run says (absent when it always judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<String>,
     /// Whether the scenario expects it to be violated.
     pub expected_violation: bool,
     /// `pass`, `fail`, `inconclusive`, `caught` (an expected violation seen),
-    /// `not-caught` (an expected violation never seen) or `not-run`.
+    /// `not-caught` (an expected violation never seen), `not-judged` (no run had anything
+    /// for it to judge) or `not-run`.
     pub result: String,
 }
 
@@ -115,6 +122,10 @@ pub struct ShrunkSummary {
     pub run_file: String,
     /// The command that replays it.
     pub replay: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Every status, by its JSON name, at 0.
@@ -291,6 +302,8 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
         violations: 0,
         failed_runs: 0,
         inconclusive_runs: 0,
+        not_judged_runs: 0,
+        not_judged: None,
         expected_violation: false,
         result: String::new(),
     };
@@ -311,6 +324,12 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
             match check.verdict.as_str() {
                 "fail" => entry.failed_runs += 1,
                 "unknown" => entry.inconclusive_runs += 1,
+                "not-judged" => {
+                    entry.not_judged_runs += 1;
+                    if entry.not_judged.is_none() {
+                        entry.not_judged.clone_from(&check.not_judged);
+                    }
+                }
                 _ => {}
             }
         }
@@ -324,6 +343,7 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
                 (true, _, _) => "caught",
                 (false, _, f) if f > 0 => "fail",
                 _ if check.inconclusive_runs > 0 => "inconclusive",
+                _ if check.not_judged_runs == check.runs => "not-judged",
                 _ => "pass",
             }
             .to_owned();

@@ -95,6 +95,7 @@ fn checks(expected: &[&str]) -> Vec<CheckRecord> {
             checks: 10,
             expected_violation: expected.contains(name),
             verdict: "pass".into(),
+            not_judged: None,
             violations: Vec::new(),
         })
         .collect()
@@ -471,4 +472,40 @@ fn xml_escaping() {
         junit::escape("a<b>&\"c'\u{1}\td"),
         "a&lt;b&gt;&amp;&quot;c&apos;\u{FFFD}\td"
     );
+}
+
+#[test]
+fn a_check_no_run_could_judge_is_not_judged_in_every_output() {
+    let mut unjudged = checks(&[]);
+    let excl = unjudged.iter_mut().find(|c| c.name == Check::Excl).unwrap();
+    excl.checks = 0;
+    excl.verdict = "not-judged".into();
+    excl.not_judged = Some("no grant, renew or release decision lines".into());
+    let json = serde_json::to_string(&*excl).unwrap();
+    assert!(
+        json.contains(r#""verdict":"not-judged","not_judged":"no grant, renew or release decision lines""#),
+        "{json}"
+    );
+    let results = vec![run("clean", 0, RunStatus::Clean, unjudged)];
+    let data = ReportData::new(campaign("abc123", None), results, Vec::new());
+    let summary = data.summary();
+    assert_eq!(summary.exit_code, 0, "not judged alone is clean");
+    let excl = summary.scenarios[0]
+        .checks
+        .iter()
+        .find(|c| c.name == Check::Excl)
+        .unwrap();
+    assert_eq!((excl.result.as_str(), excl.not_judged_runs), ("not-judged", 1));
+    let (md, _, junit) = render_text(&data);
+    assert!(
+        md.contains("| EXCL | 1 | 0 | 0 | 0 | 0 | not judged (no grant, renew or release decision lines) |"),
+        "{md}"
+    );
+    assert!(
+        junit.contains(
+            "<testcase classname=\"leasesim.clean\" name=\"EXCL\">\n      <skipped message=\"not judged: no grant, renew or release decision lines\"/>\n    </testcase>"
+        ),
+        "{junit}"
+    );
+    assert!(junit.contains("<testcase classname=\"leasesim.clean\" name=\"TOKEN\"/>"));
 }

@@ -60,8 +60,11 @@ pub struct CheckRecord {
     pub checks: u64,
     /// Whether the scenario expects this check to be violated (a mutant's scenario).
     pub expected_violation: bool,
-    /// `pass`, `fail` or `unknown`.
+    /// `pass`, `fail`, `not-judged` (nothing in the history for it to judge) or `unknown`.
     pub verdict: String,
+    /// Why it judged nothing (`no decision lines`), when `verdict` is `not-judged`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<String>,
     /// The violations found (empty when it passed).
     pub violations: Vec<ViolationRecord>,
 }

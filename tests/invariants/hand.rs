@@ -909,3 +909,65 @@ fn live_is_inconclusive_when_the_run_ends_before_the_bound() {
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 0);
 }
+
+// NOT JUDGED
+
+/// A history of ledger calls only: a backend that records no authority decisions, no lease
+/// calls, no validity checks and no heal marker.
+fn ledger_only_history() -> History {
+    history(&[
+        config(),
+        append(1, 0, &fence_record(1, "replica-1"), 1),
+        append(2, 1, &event_record("replica-1", 1), 2),
+        ledger_line(1, &fence_record(1, "replica-1")),
+        ledger_line(2, &event_record("replica-1", 1)),
+    ])
+}
+
+#[test]
+fn checks_with_nothing_to_judge_say_not_judged_never_pass() {
+    use leasesim::check::judge::{Status, judge};
+    use leasesim::check::linearizability::Budget;
+    let judgement = judge(&ledger_only_history(), Budget::default());
+    assert_eq!(
+        judgement.not_judged(),
+        [
+            Check::Token,
+            Check::Excl,
+            Check::Expiry,
+            Check::Stop,
+            Check::Live,
+            Check::LinLease
+        ]
+    );
+    let statuses = judgement.statuses();
+    let status = |check: Check| statuses.iter().find(|(c, _)| *c == check).unwrap().1.clone();
+    assert_eq!(
+        status(Check::Excl),
+        Status::NotJudged {
+            why: "no grant, renew or release decision lines".into()
+        }
+    );
+    assert_eq!(
+        status(Check::LinLease),
+        Status::NotJudged {
+            why: "no lease operations".into()
+        }
+    );
+    // What the history has is judged, and passes.
+    for check in [Check::Fence, Check::Ledger, Check::LinLedger] {
+        assert_eq!(status(check), Status::Pass, "{check}");
+    }
+    // Not judged does not change the exit code by itself.
+    assert_eq!(judgement.exit_code(), leasesim::exit::Exit::Clean);
+    let text = judgement.to_string();
+    for line in [
+        "EXCL: not judged (no grant, renew or release decision lines)",
+        "EXPIRY: not judged (no decision lines)",
+        "LIN-LEASE: not judged (no lease operations)",
+        "FENCE: 2 checks, 0 violations",
+        "LIN-LEDGER: linearizable",
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
+    }
+}

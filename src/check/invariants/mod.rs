@@ -180,6 +180,27 @@ impl InvariantReport {
     pub fn passed(&self) -> bool {
         self.violations.is_empty()
     }
+
+    /// Why the invariant judged nothing (`no validity lines`), when it made no check and
+    /// found nothing: such a result is "not judged", never "pass".
+    pub fn not_judged(&self) -> Option<String> {
+        (self.checks == 0 && self.violations.is_empty())
+            .then(|| format!("no {}", judged_lines(self.invariant)))
+    }
+}
+
+/// What an invariant counts its checks on, in the history.
+fn judged_lines(invariant: Check) -> &'static str {
+    match invariant {
+        Check::Token => "grant or renew decision lines",
+        Check::Excl => "grant, renew or release decision lines",
+        Check::Expiry => "decision lines",
+        Check::Fence => "records in the final ledger",
+        Check::Ledger => "final ledger and no acknowledged append",
+        Check::Stop => "validity lines",
+        Check::Live => "contended session to judge after the faults healed",
+        Check::LinLease | Check::LinLedger => "operations",
+    }
 }
 
 /// Every invariant's result over one history.
