@@ -2,8 +2,7 @@
 //!
 //! A campaign that never took a lease over after expiry, never had a stale append refused by
 //! the fence, never retried a fence… has not tested what it claims to. [`coverage`] counts,
-//! per run, each [`CoverageEvent`] from the run's history and, only where the history has
-//! nothing to show, from its trace (the `tracing` JSON lines of `trace.jsonl`).
+//! per run, each [`CoverageEvent`] from the run's history alone (never its trace).
 //!
 //! Sources, event by event (every count is exact, never sampled):
 //!
@@ -15,30 +14,21 @@
 //! | `renew-lost` | `lease_renew` ops |
 //! | `stale-release-ignored`, `stale-renew-refused`, `grace-period-refusal` | `decision` lines |
 //! | `authority-restart` | `clock` lines of host `lease` |
-//! | `run-cancelled-on-loss`, `sticky-disable` | trace events of `src/service` |
-//! | `record-deleted` | trace event of the lease authority (`MemLease::delete_record`) |
-//! | `backward-wall-jump-survived` | the nemesis's trace event (wall clocks are not in the history) |
+//! | `run-cancelled-on-loss`, `sticky-disable` | `event` lines the service reports (`Observation`s through its hooks) |
+//! | `record-deleted` | `event` lines the lease authority reports (`MemLease::delete_record`, `collect_expired_record`) |
+//! | `backward-wall-jump-survived` | `event` lines the nemesis writes when it steps a wall clock back |
 
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::results::CoverageEvent;
 use crate::history::{
-    hosts, Decision, HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, Process, Refusal,
+    hosts, Decision, HistEvent, HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, Process, Refusal,
     Request,
 };
 
-/// The trace message `Service` logs when a run is cancelled because its lease was lost.
-pub const TRACE_RUN_CANCELLED: &str = "run cancelled: lease lost";
-/// The trace message `Service` logs when it turns leasing off after `Unsupported`.
-pub const TRACE_STICKY_DISABLE: &str =
-    "lease backend does not support leasing; running without leases from now on";
-/// The trace message the lease authority logs when a record is deleted.
-pub const TRACE_RECORD_DELETED: &str = "lease record deleted";
-
 /// Counts the coverage events of one run: event name → count, with every [`CoverageEvent`]
-/// present (0 when not reached). `trace` is the run's `trace.jsonl` bytes (JSON lines from
-/// `tracing`); lines that are not JSON are ignored.
-pub fn coverage(history: &History, trace: &[u8]) -> BTreeMap<String, u64> {
+/// present (0 when not reached).
+pub fn coverage(history: &History) -> BTreeMap<String, u64> {
     let mut counts: BTreeMap<CoverageEvent, u64> =
         CoverageEvent::ALL.into_iter().map(|event| (event, 0)).collect();
     let mut add = |event: CoverageEvent, n: u64| {
@@ -49,7 +39,7 @@ pub fn coverage(history: &History, trace: &[u8]) -> BTreeMap<String, u64> {
     ops(history, &mut add);
     writers(history, &mut add);
     add(CoverageEvent::AuthorityRestart, authority_restarts(history));
-    trace_events(trace, &mut add);
+    reported(history, &mut add);
     counts
         .into_iter()
         .map(|(event, n)| (event.name().to_owned(), n))
@@ -285,42 +275,23 @@ fn authority_restarts(history: &History) -> u64 {
     boots.windows(2).filter(|pair| pair[1] > pair[0]).count() as u64
 }
 
-/// Events only the trace shows.
-fn trace_events(trace: &[u8], add: &mut impl FnMut(CoverageEvent, u64)) {
-    for line in trace.split(|byte| *byte == b'\n') {
-        let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
-            continue;
+/// Events the hosts reported (`event` lines).
+fn reported(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
+    for line in history.events() {
+        let event = match line.event {
+            HistEvent::RunCancelledOnLoss => CoverageEvent::RunCancelledOnLoss,
+            HistEvent::StickyDisable => CoverageEvent::StickyDisable,
+            HistEvent::RecordDeleted => CoverageEvent::RecordDeleted,
+            HistEvent::BackwardWallJump => CoverageEvent::BackwardWallJumpSurvived,
         };
-        let fields = &value["fields"];
-        let Some(message) = fields["message"].as_str() else {
-            continue;
-        };
-        match message {
-            TRACE_RUN_CANCELLED => add(CoverageEvent::RunCancelledOnLoss, 1),
-            TRACE_STICKY_DISABLE => add(CoverageEvent::StickyDisable, 1),
-            TRACE_RECORD_DELETED => add(CoverageEvent::RecordDeleted, 1),
-            "nemesis" => {
-                if let Some(action) = fields["action"].as_str()
-                    && backward_wall_jump(action)
-                {
-                    add(CoverageEvent::BackwardWallJumpSurvived, 1);
-                }
-            }
-            _ => {}
-        }
+        add(event, 1);
     }
-}
-
-/// Whether a nemesis action (its `Debug` form, e.g.
-/// `Apply(WallJump { host: "replica-3", delta_ms: -2578871 })`) steps a wall clock back.
-fn backward_wall_jump(action: &str) -> bool {
-    action.starts_with("Apply(WallJump {") && action.contains("delta_ms: -")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{ClockLine, ConfigLine, DecisionLine, Line};
+    use crate::history::{ClockLine, ConfigLine, DecisionLine, EventLine, Line};
 
     fn p(replica: &str, incarnation: u64) -> Process {
         Process::new(replica, incarnation)
@@ -382,8 +353,8 @@ mod tests {
         }
     }
 
-    fn count(lines: Vec<Line>, trace: &str) -> BTreeMap<String, u64> {
-        coverage(&History::from_lines("t", lines), trace.as_bytes())
+    fn count(lines: Vec<Line>) -> BTreeMap<String, u64> {
+        coverage(&History::from_lines("t", lines))
     }
 
     fn only(counts: &BTreeMap<String, u64>) -> BTreeMap<&str, u64> {
@@ -396,7 +367,7 @@ mod tests {
 
     #[test]
     fn every_event_is_counted_even_when_zero() {
-        let counts = count(Vec::new(), "");
+        let counts = count(Vec::new());
         assert_eq!(counts.len(), CoverageEvent::ALL.len());
         assert!(counts.values().all(|n| *n == 0));
     }
@@ -427,7 +398,7 @@ mod tests {
             decision(6, c.clone(), grant(3)), // b released: handover
             decision(7, p("replica-3", 1), grant(4)), // a restarted c is a new owner
         ];
-        let counts = count(lines, "");
+        let counts = count(lines);
         assert_eq!(
             only(&counts),
             BTreeMap::from([
@@ -477,7 +448,7 @@ mod tests {
             ),
         ];
         assert_eq!(
-            only(&count(lines, "")),
+            only(&count(lines)),
             BTreeMap::from([("grace-period-refusal", 1), ("stale-renew-refused", 1)])
         );
     }
@@ -541,7 +512,7 @@ mod tests {
             ledger(4, event(&wb, 1)),
         ];
         assert_eq!(
-            only(&count(lines, "")),
+            only(&count(lines)),
             BTreeMap::from([
                 ("stale-append-rejected", 2),
                 ("lease-lost-before-append", 1),
@@ -596,7 +567,7 @@ mod tests {
             op(5, b, append(3, fence(2, &wb)), Outcome::Info, unknown),
         ];
         assert_eq!(
-            only(&count(lines, "")),
+            only(&count(lines)),
             BTreeMap::from([("fence-retried", 1), ("ambiguous-append-resolved", 1)])
         );
     }
@@ -670,7 +641,7 @@ mod tests {
             cut_off(5, 20, "no reply before the run ended"),
             cut_off(6, 500, "crash"),
         ];
-        assert_eq!(only(&count(lines, "")), BTreeMap::from([("renew-lost", 3)]));
+        assert_eq!(only(&count(lines)), BTreeMap::from([("renew-lost", 3)]));
     }
 
     #[test]
@@ -693,25 +664,29 @@ mod tests {
             clock("replica-1", 1, 30),
         ];
         assert_eq!(
-            only(&count(lines, "")),
+            only(&count(lines)),
             BTreeMap::from([("authority-restart", 2)])
         );
     }
 
     #[test]
-    fn trace_only_events() {
-        let trace = [
-            r#"{"timestamp":"5us","level":"INFO","fields":{"message":"run cancelled: lease lost","session":"s1"},"target":"leasesim::service"}"#,
-            r#"{"timestamp":"6us","level":"INFO","fields":{"message":"lease backend does not support leasing; running without leases from now on"},"target":"leasesim::service"}"#,
-            r#"{"timestamp":"7us","level":"INFO","fields":{"message":"lease record deleted","session":"s1"},"target":"leasesim::lease::mem"}"#,
-            r#"{"timestamp":"-","level":"INFO","fields":{"message":"nemesis","at":"28.854s","action":"Apply(WallJump { host: \"replica-3\", delta_ms: -2578871 })"},"target":"leasesim::nemesis"}"#,
-            r#"{"timestamp":"-","level":"INFO","fields":{"message":"nemesis","at":"29s","action":"Apply(WallJump { host: \"replica-3\", delta_ms: 5000 })"},"target":"leasesim::nemesis"}"#,
-            "not json",
-            r#"{"timestamp":"8us","level":"INFO","fields":{"message":"run cancelled: lease lost"},"target":"leasesim::service"}"#,
-        ]
-        .join("\n");
+    fn reported_events_from_event_lines() {
+        let event = |at_us: u64, host: &str, event: HistEvent| {
+            Line::Event(EventLine {
+                at_us,
+                host: host.into(),
+                event,
+            })
+        };
+        let lines = vec![
+            event(5, "replica-1", HistEvent::RunCancelledOnLoss),
+            event(6, "replica-2", HistEvent::StickyDisable),
+            event(7, "lease", HistEvent::RecordDeleted),
+            event(8, "replica-3", HistEvent::BackwardWallJump),
+            event(9, "replica-1", HistEvent::RunCancelledOnLoss),
+        ];
         assert_eq!(
-            only(&count(Vec::new(), &trace)),
+            only(&count(lines)),
             BTreeMap::from([
                 ("run-cancelled-on-loss", 2),
                 ("sticky-disable", 1),

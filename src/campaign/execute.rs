@@ -69,7 +69,7 @@ pub fn execute(run: &RunFile, timeout: Duration, replay: String) -> Executed {
                 judgement: None,
             }
         }
-        Ok((history, trace)) => {
+        Ok((history, _)) => {
             let judgement = judge::judge(&history, Budget::steps(RUN_BUDGET));
             record.checks = check_records(&judgement, expect, &history);
             record.unexpected = judgement
@@ -78,7 +78,7 @@ pub fn execute(run: &RunFile, timeout: Duration, replay: String) -> Executed {
                 .filter(|check| !expects_violation(expect, *check))
                 .collect();
             record.status = status(&judgement, &record.unexpected);
-            record.coverage = coverage::coverage(&history, &trace);
+            record.coverage = coverage::coverage(&history);
             record.operations = history.ops().count();
             record.wall_ms = wall.elapsed_ms();
             Executed {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::freeze::FreezeKind;
 use super::schedule::{Fault, FaultSchedule};
 use super::world::{HostsView, WorldConfig};
+use crate::history::HistEvent;
 use crate::history::hosts as host_names;
 use crate::lease::SessionId;
 
@@ -111,6 +112,7 @@ fn apply(
     action: Action,
 ) -> Vec<(u64, Action)> {
     tracing::info!(target: "leasesim::nemesis", at = ?now, ?action, "nemesis");
+    hosts.recorder.set_harness_now(now);
     match action {
         Action::Apply(fault) => return apply_fault(sim, hosts, now, fault),
         Action::Deliver { a, b } => sim.release(a, b),
@@ -217,7 +219,12 @@ fn apply_fault(
             duration_ms,
         } => hosts.freezes[&host].arm(point, FreezeKind::Stall, ms(duration_ms)),
         Fault::ClockDrift { host, ppm } => hosts.clocks[&host].set_drift_ppm(now, ppm),
-        Fault::WallJump { host, delta_ms } => hosts.clocks[&host].jump_wall(delta_ms * 1_000_000),
+        Fault::WallJump { host, delta_ms } => {
+            if delta_ms < 0 {
+                hosts.recorder.event(&host, HistEvent::BackwardWallJump);
+            }
+            hosts.clocks[&host].jump_wall(delta_ms * 1_000_000)
+        }
         Fault::WallOffset { host, offset_ms } => {
             hosts.clocks[&host].set_wall_offset(offset_ms * 1_000_000)
         }

@@ -10,7 +10,9 @@ use std::time::Duration;
 use super::clock::HostClock;
 use super::freeze::HostFreeze;
 use super::net::{turmoil_dialer, turmoil_incoming};
-use super::record::{Recorder, RecordingAuthority, RecordingLease, RecordingLedger, validity_sink};
+use super::record::{
+    Recorder, RecordingAuthority, RecordingLease, RecordingLedger, event_sink, validity_sink,
+};
 use super::schedule::{FaultSchedule, ScheduleError};
 use super::script::{Call, Script};
 use super::seed::{Subsystem, sub_seed};
@@ -253,7 +255,7 @@ pub fn run(
         &mut sim,
         config,
         schedule,
-        &hosts_view(&hosts),
+        &hosts_view(&hosts, &recorder),
         restart_stopped,
     )
     .map_err(|e| WorldError::Simulation(e.to_string()))?;
@@ -345,6 +347,8 @@ pub(crate) struct HostsView {
     pub(crate) lease_disk: MemStorage,
     pub(crate) ledger_disk: MemStorage,
     pub(crate) authority: Arc<Mutex<Option<Arc<DurableLease>>>>,
+    /// The run's recorder, for what the nemesis does to a host (`event` lines).
+    pub(crate) recorder: Recorder,
     /// Hosts the nemesis crashed and has not restarted yet.
     crashed: Mutex<BTreeSet<String>>,
 }
@@ -367,13 +371,14 @@ impl HostsView {
     }
 }
 
-fn hosts_view(hosts: &Hosts) -> HostsView {
+fn hosts_view(hosts: &Hosts, recorder: &Recorder) -> HostsView {
     HostsView {
         clocks: hosts.clocks.clone(),
         freezes: hosts.freezes.clone(),
         lease_disk: hosts.lease_disk.clone(),
         ledger_disk: hosts.ledger_disk.clone(),
         authority: hosts.authority.clone(),
+        recorder: recorder.clone(),
         crashed: Mutex::new(BTreeSet::new()),
     }
 }
@@ -391,12 +396,14 @@ fn host_lease_service(
     );
     let (authority_slot, recorder) = (hosts.authority.clone(), recorder.clone());
     let (ttl, mutant) = (config.ttl, config.mutant);
+    freeze.set_sink(Arc::new(event_sink(recorder.clone(), LEASE_HOST)));
     sim.host(LEASE_HOST, move || {
         let (disk, clock, freeze) = (disk.clone(), clock.clone(), freeze.clone());
         let (authority_slot, recorder) = (authority_slot.clone(), recorder.clone());
         async move {
             let config = DurableLeaseConfig {
                 mutant,
+                hooks: HookSlot::new(Arc::new(freeze.clone())),
                 ..DurableLeaseConfig::with_ttl(ttl)
             };
             let authority =
