@@ -340,32 +340,63 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportEr
     for dir in dirs {
         shards.push((dir, ReportData::read(dir)?));
     }
-    let first = &shards[0].1.campaign.meta;
     if !force {
-        for (dir, data) in &shards[1..] {
-            let meta = &data.campaign.meta;
-            for (what, left, right) in [
-                ("git commit", &first.git_commit, &meta.git_commit),
-                ("config hash", &first.config_hash, &meta.config_hash),
-                (
-                    "Cargo.lock hash",
-                    &first.cargo_lock_hash,
-                    &meta.cargo_lock_hash,
-                ),
-            ] {
-                if left != right {
-                    return Err(ReportError::Mismatch {
-                        first: first_dir.clone(),
-                        other: (*dir).clone(),
-                        what,
-                        left: left.clone(),
-                        right: right.clone(),
-                    });
-                }
+        same_campaign(first_dir, &shards)?;
+    }
+    let meta = merged_meta(&shards);
+    let scenarios = merged_scenarios(&shards);
+    let (results, shrunk, copies) = merged_records(&shards);
+
+    fs::create_dir_all(out).map_err(io_error(out))?;
+    copy_run_files(&copies, out)?;
+    let data = ReportData::new(
+        CampaignFile {
+            v: RECORD_VERSION,
+            meta,
+            scenarios,
+        },
+        results,
+        shrunk,
+    );
+    write(&out.join(CAMPAIGN_FILE), &pretty(&data.campaign))?;
+    write_lines(&out.join(RESULTS_FILE), &data.results)?;
+    write_lines(&out.join(SHRUNK_FILE), &data.shrunk)?;
+    render(out)
+}
+
+/// Report folders as read, with the folder each came from.
+type Shards<'a> = [(&'a PathBuf, ReportData)];
+
+/// Every shard shares the first one's git commit, config hash and Cargo.lock hash.
+fn same_campaign(first_dir: &Path, shards: &Shards<'_>) -> Result<(), ReportError> {
+    let first = &shards[0].1.campaign.meta;
+    for (dir, data) in &shards[1..] {
+        let meta = &data.campaign.meta;
+        for (what, left, right) in [
+            ("git commit", &first.git_commit, &meta.git_commit),
+            ("config hash", &first.config_hash, &meta.config_hash),
+            (
+                "Cargo.lock hash",
+                &first.cargo_lock_hash,
+                &meta.cargo_lock_hash,
+            ),
+        ] {
+            if left != right {
+                return Err(ReportError::Mismatch {
+                    first: first_dir.to_path_buf(),
+                    other: (*dir).clone(),
+                    what,
+                    left: left.clone(),
+                    right: right.clone(),
+                });
             }
         }
     }
+    Ok(())
+}
 
+/// The merged meta: each field's distinct values in shard order, joined by `+`.
+fn merged_meta(shards: &Shards<'_>) -> CampaignMeta {
     let metas: Vec<&CampaignMeta> = shards.iter().map(|(_, d)| &d.campaign.meta).collect();
     let joined = |field: fn(&CampaignMeta) -> Option<String>| -> Option<String> {
         let mut values: Vec<String> = Vec::new();
@@ -378,21 +409,13 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportEr
         }
         (!values.is_empty()).then(|| values.join("+"))
     };
-    let mut scenarios: Vec<ScenarioInfo> = Vec::new();
     let mut names: Vec<String> = Vec::new();
-    for (_, data) in &shards {
-        for info in &data.campaign.scenarios {
-            if !scenarios.iter().any(|s| s.name == info.name) {
-                scenarios.push(info.clone());
-            }
-        }
-        for name in &data.campaign.meta.scenarios {
-            if !names.contains(name) {
-                names.push(name.clone());
-            }
+    for name in metas.iter().flat_map(|m| &m.scenarios) {
+        if !names.contains(name) {
+            names.push(name.clone());
         }
     }
-    let meta = CampaignMeta {
+    CampaignMeta {
         v: RECORD_VERSION,
         seeds: joined(|m| Some(m.seeds.clone())).unwrap_or_default(),
         sims: joined(|m| Some(m.sims.clone())).unwrap_or_default(),
@@ -402,15 +425,31 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportEr
         git_commit: joined(|m| Some(m.git_commit.clone())).unwrap_or_default(),
         config_hash: joined(|m| Some(m.config_hash.clone())).unwrap_or_default(),
         cargo_lock_hash: joined(|m| Some(m.cargo_lock_hash.clone())).unwrap_or_default(),
-    };
+    }
+}
 
-    // Results: the first shard (in the order given) with a (scenario, seed) wins.
+/// Every shard's scenarios, the first of each name.
+fn merged_scenarios(shards: &Shards<'_>) -> Vec<ScenarioInfo> {
+    let mut scenarios: Vec<ScenarioInfo> = Vec::new();
+    for info in shards.iter().flat_map(|(_, d)| &d.campaign.scenarios) {
+        if !scenarios.iter().any(|s| s.name == info.name) {
+            scenarios.push(info.clone());
+        }
+    }
+    scenarios
+}
+
+/// Results and shrunk runs: the first shard (in the order given) with a (scenario, seed) —
+/// or (scenario, seed, check) — wins; and the run files to copy (relative path → source).
+fn merged_records(
+    shards: &Shards<'_>,
+) -> (Vec<RunRecord>, Vec<ShrunkRun>, BTreeMap<String, PathBuf>) {
     let mut seen: BTreeSet<(String, u64)> = BTreeSet::new();
     let mut results = Vec::new();
     let mut seen_shrunk: BTreeSet<(String, u64, Check)> = BTreeSet::new();
     let mut shrunk = Vec::new();
     let mut copies: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for (dir, data) in &shards {
+    for (dir, data) in shards {
         for record in &data.results {
             if seen.insert((record.scenario.clone(), record.seed)) {
                 results.push(record.clone());
@@ -425,9 +464,12 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportEr
             }
         }
     }
+    (results, shrunk, copies)
+}
 
-    fs::create_dir_all(out).map_err(io_error(out))?;
-    for (relative, source) in &copies {
+/// Copies each run file (relative path → source) into `out`, unless it is already there.
+fn copy_run_files(copies: &BTreeMap<String, PathBuf>, out: &Path) -> Result<(), ReportError> {
+    for (relative, source) in copies {
         let target = out.join(relative);
         if same_file(source, &target) {
             continue;
@@ -437,19 +479,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportEr
         }
         fs::copy(source, &target).map_err(io_error(source))?;
     }
-    let data = ReportData::new(
-        CampaignFile {
-            v: RECORD_VERSION,
-            meta,
-            scenarios,
-        },
-        results,
-        shrunk,
-    );
-    write(&out.join(CAMPAIGN_FILE), &pretty(&data.campaign))?;
-    write_lines(&out.join(RESULTS_FILE), &data.results)?;
-    write_lines(&out.join(SHRUNK_FILE), &data.shrunk)?;
-    render(out)
+    Ok(())
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

@@ -9,7 +9,7 @@ use super::ReportData;
 use crate::check::Check;
 use crate::exit::Exit;
 use crate::results::CoverageEvent;
-use crate::results::record::{CampaignMeta, RunRecord, RunStatus};
+use crate::results::record::{CampaignMeta, CheckRecord, RunRecord, RunStatus};
 
 /// Schema version of `summary.json`.
 pub const SUMMARY_VERSION: u32 = 1;
@@ -171,37 +171,10 @@ impl Summary {
     }
 
     pub(super) fn of(data: &ReportData) -> Summary {
-        let mut by_status = statuses();
-        for record in &data.results {
-            *by_status
-                .entry(status_name(record.status).into())
-                .or_default() += 1;
-        }
+        let by_status = count_statuses(&data.results);
         let scenarios: Vec<ScenarioSummary> = scenario_names(data)
             .into_iter()
             .map(|name| scenario(data, &name))
-            .collect();
-        let harness_errors = data
-            .results
-            .iter()
-            .filter(|r| r.status == RunStatus::HarnessError)
-            .map(|r| HarnessErrorSummary {
-                scenario: r.scenario.clone(),
-                seed: r.seed,
-                error: r.error.clone().unwrap_or_else(|| "(no message)".into()),
-                replay: r.replay.clone(),
-            })
-            .collect();
-        let shrunk = data
-            .shrunk
-            .iter()
-            .map(|s| ShrunkSummary {
-                scenario: s.scenario.clone(),
-                seed: s.seed,
-                check: s.check,
-                run_file: s.run_file.clone(),
-                replay: s.replay.clone(),
-            })
             .collect();
         let unreached = scenarios.iter().any(|s| !s.unreached_violations.is_empty());
         let surviving: Vec<String> = data
@@ -214,31 +187,7 @@ impl Summary {
             let killed = data.mutants.iter().filter(|d| d.killed).count() as u64;
             (killed, data.mutants.len() as u64)
         });
-        let count = |status: RunStatus| by_status[status_name(status)];
-        let (exit, verdict) = if count(RunStatus::HarnessError) > 0 {
-            (Exit::HarnessError, "harness error: some runs could not be judged")
-        } else if count(RunStatus::Violation) > 0 {
-            (Exit::SafetyViolation, "FAIL: unexpected safety violation")
-        } else if !surviving.is_empty() {
-            (
-                Exit::SafetyViolation,
-                "FAIL: a mutant survived (no check caught the planted bug)",
-            )
-        } else if unreached {
-            (
-                Exit::SafetyViolation,
-                "FAIL: an expected violation was never seen (the scenario's expectation is wrong, or its mutant survived)",
-            )
-        } else if count(RunStatus::Liveness) > 0 {
-            (Exit::LivenessViolation, "FAIL: liveness violation (LIVE)")
-        } else if count(RunStatus::Inconclusive) > 0 {
-            (
-                Exit::Inconclusive,
-                "inconclusive: a check ran out of budget; no violation found",
-            )
-        } else {
-            (Exit::Clean, "clean")
-        };
+        let (exit, verdict) = verdict(&by_status, !surviving.is_empty(), unreached);
         Summary {
             v: SUMMARY_VERSION,
             meta: data.campaign.meta.clone(),
@@ -248,12 +197,85 @@ impl Summary {
             by_status,
             wall_ms: data.results.iter().map(|r| r.wall_ms).sum(),
             scenarios,
-            harness_errors,
-            shrunk,
+            harness_errors: harness_errors(data),
+            shrunk: shrunk_summaries(data),
             mutation_score,
             surviving_mutants: surviving,
         }
     }
+}
+
+/// Runs by status name, every status present.
+fn count_statuses<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> BTreeMap<String, u64> {
+    let mut by_status = statuses();
+    for record in records {
+        *by_status
+            .entry(status_name(record.status).into())
+            .or_default() += 1;
+    }
+    by_status
+}
+
+/// The campaign's exit and verdict line (see the module page of `report`): from the runs by
+/// status, whether a mutant survived and whether an expected violation was never seen.
+fn verdict(
+    by_status: &BTreeMap<String, u64>,
+    mutant_survived: bool,
+    unreached: bool,
+) -> (Exit, &'static str) {
+    let count = |status: RunStatus| by_status[status_name(status)];
+    if count(RunStatus::HarnessError) > 0 {
+        (Exit::HarnessError, "harness error: some runs could not be judged")
+    } else if count(RunStatus::Violation) > 0 {
+        (Exit::SafetyViolation, "FAIL: unexpected safety violation")
+    } else if mutant_survived {
+        (
+            Exit::SafetyViolation,
+            "FAIL: a mutant survived (no check caught the planted bug)",
+        )
+    } else if unreached {
+        (
+            Exit::SafetyViolation,
+            "FAIL: an expected violation was never seen (the scenario's expectation is wrong, or its mutant survived)",
+        )
+    } else if count(RunStatus::Liveness) > 0 {
+        (Exit::LivenessViolation, "FAIL: liveness violation (LIVE)")
+    } else if count(RunStatus::Inconclusive) > 0 {
+        (
+            Exit::Inconclusive,
+            "inconclusive: a check ran out of budget; no violation found",
+        )
+    } else {
+        (Exit::Clean, "clean")
+    }
+}
+
+/// Every harness error, by scenario and seed.
+fn harness_errors(data: &ReportData) -> Vec<HarnessErrorSummary> {
+    data.results
+        .iter()
+        .filter(|r| r.status == RunStatus::HarnessError)
+        .map(|r| HarnessErrorSummary {
+            scenario: r.scenario.clone(),
+            seed: r.seed,
+            error: r.error.clone().unwrap_or_else(|| "(no message)".into()),
+            replay: r.replay.clone(),
+        })
+        .collect()
+}
+
+/// Every shrunk failing run.
+fn shrunk_summaries(data: &ReportData) -> Vec<ShrunkSummary> {
+    data.shrunk
+        .iter()
+        .map(|s| ShrunkSummary {
+            scenario: s.scenario.clone(),
+            seed: s.seed,
+            check: s.check,
+            run_file: s.run_file.clone(),
+            replay: s.replay.clone(),
+        })
+        .collect()
 }
 
 /// Scenarios in campaign order (meta's list, then `campaign.json`'s infos), then any other
@@ -286,82 +308,10 @@ fn scenario_names(data: &ReportData) -> Vec<String> {
 fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
     let info = data.campaign.scenarios.iter().find(|s| s.name == name);
     let runs: Vec<&RunRecord> = data.results.iter().filter(|r| r.scenario == name).collect();
-    let mut by_status = statuses();
-    for record in &runs {
-        *by_status
-            .entry(status_name(record.status).into())
-            .or_default() += 1;
-    }
-
-    // Keyed by check: iterates in report order.
-    let mut checks: BTreeMap<Check, CheckSummary> = BTreeMap::new();
-    let blank = |name: Check| CheckSummary {
-        name,
-        runs: 0,
-        checks: 0,
-        violations: 0,
-        failed_runs: 0,
-        inconclusive_runs: 0,
-        not_judged_runs: 0,
-        not_judged: None,
-        expected_violation: false,
-        result: String::new(),
-    };
-    for expected in info.map_or(&[][..], |i| &i.violate[..]) {
-        let mut check = blank(*expected);
-        check.expected_violation = true;
-        checks.insert(*expected, check);
-    }
-    for record in &runs {
-        for check in &record.checks {
-            let entry = checks
-                .entry(check.name)
-                .or_insert_with(|| blank(check.name));
-            entry.runs += 1;
-            entry.checks += check.checks;
-            entry.violations += check.violations.len() as u64;
-            entry.expected_violation |= check.expected_violation;
-            match check.verdict.as_str() {
-                "fail" => entry.failed_runs += 1,
-                "unknown" => entry.inconclusive_runs += 1,
-                "not-judged" => {
-                    entry.not_judged_runs += 1;
-                    if entry.not_judged.is_none() {
-                        entry.not_judged.clone_from(&check.not_judged);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    let checks: Vec<CheckSummary> = checks
-        .into_values()
-        .map(|mut check| {
-            check.result = match (check.expected_violation, check.runs, check.failed_runs) {
-                (_, 0, _) => "not-run",
-                (true, _, 0) => "not-caught",
-                (true, _, _) => "caught",
-                (false, _, f) if f > 0 => "fail",
-                _ if check.inconclusive_runs > 0 => "inconclusive",
-                _ if check.not_judged_runs == check.runs => "not-judged",
-                _ => "pass",
-            }
-            .to_owned();
-            check
-        })
-        .collect();
-
-    let mut coverage: BTreeMap<String, u64> =
-        CoverageEvent::ALL.map(|e| (e.name().to_owned(), 0)).into_iter().collect();
-    for record in &runs {
-        for (event, count) in &record.coverage {
-            *coverage.entry(event.clone()).or_default() += count;
-        }
-    }
+    let expected_violations = info.map_or(&[][..], |i| &i.violate[..]);
     let expected_coverage = info.map_or(&[][..], |i| &i.coverage[..]);
-    for event in expected_coverage {
-        coverage.entry(event.clone()).or_default();
-    }
+    let checks = check_summaries(expected_violations, &runs);
+    let coverage = coverage_counts(expected_coverage, &runs);
     let judged = runs.iter().any(|r| r.status != RunStatus::HarnessError);
     let mut unreached_coverage: Vec<String> = if judged {
         expected_coverage
@@ -383,10 +333,99 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
         name: name.to_owned(),
         about: info.map(|i| i.about.clone()).unwrap_or_default(),
         runs: runs.len() as u64,
-        by_status,
+        by_status: count_statuses(runs.iter().copied()),
         checks,
         coverage,
         unreached_coverage,
         unreached_violations,
     }
+}
+
+/// One check's totals before any run: nothing counted.
+fn blank(name: Check) -> CheckSummary {
+    CheckSummary {
+        name,
+        runs: 0,
+        checks: 0,
+        violations: 0,
+        failed_runs: 0,
+        inconclusive_runs: 0,
+        not_judged_runs: 0,
+        not_judged: None,
+        expected_violation: false,
+        result: String::new(),
+    }
+}
+
+/// Per check, in report order: its totals over `runs` and its result; every check in
+/// `expected` (to be violated) is listed even when no run made it.
+fn check_summaries(expected: &[Check], runs: &[&RunRecord]) -> Vec<CheckSummary> {
+    // Keyed by check: iterates in report order.
+    let mut checks: BTreeMap<Check, CheckSummary> = BTreeMap::new();
+    for expected in expected {
+        let mut check = blank(*expected);
+        check.expected_violation = true;
+        checks.insert(*expected, check);
+    }
+    for check in runs.iter().flat_map(|record| &record.checks) {
+        let entry = checks
+            .entry(check.name)
+            .or_insert_with(|| blank(check.name));
+        add_run(entry, check);
+    }
+    checks
+        .into_values()
+        .map(|mut check| {
+            check.result = result(&check).to_owned();
+            check
+        })
+        .collect()
+}
+
+/// Adds one run's record of the check to its totals.
+fn add_run(entry: &mut CheckSummary, check: &CheckRecord) {
+    entry.runs += 1;
+    entry.checks += check.checks;
+    entry.violations += check.violations.len() as u64;
+    entry.expected_violation |= check.expected_violation;
+    match check.verdict.as_str() {
+        "fail" => entry.failed_runs += 1,
+        "unknown" => entry.inconclusive_runs += 1,
+        "not-judged" => {
+            entry.not_judged_runs += 1;
+            if entry.not_judged.is_none() {
+                entry.not_judged.clone_from(&check.not_judged);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A check's result over its runs ([`CheckSummary::result`]).
+fn result(check: &CheckSummary) -> &'static str {
+    match (check.expected_violation, check.runs, check.failed_runs) {
+        (_, 0, _) => "not-run",
+        (true, _, 0) => "not-caught",
+        (true, _, _) => "caught",
+        (false, _, f) if f > 0 => "fail",
+        _ if check.inconclusive_runs > 0 => "inconclusive",
+        _ if check.not_judged_runs == check.runs => "not-judged",
+        _ => "pass",
+    }
+}
+
+/// Coverage events reached over `runs` (event → count): every known event and every
+/// `expected` one present.
+fn coverage_counts(expected: &[String], runs: &[&RunRecord]) -> BTreeMap<String, u64> {
+    let mut coverage: BTreeMap<String, u64> = CoverageEvent::ALL
+        .map(|e| (e.name().to_owned(), 0))
+        .into_iter()
+        .collect();
+    for (event, count) in runs.iter().flat_map(|record| &record.coverage) {
+        *coverage.entry(event.clone()).or_default() += count;
+    }
+    for event in expected {
+        coverage.entry(event.clone()).or_default();
+    }
+    coverage
 }
