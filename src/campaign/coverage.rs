@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::results::CoverageEvent;
 use crate::history::{
-    hosts, Decision, HistEvent, HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, Process, Refusal,
+    hosts, Decision, HistEvent, LedgerLine, Line, HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, Process, Refusal,
     Request,
 };
 
@@ -100,34 +100,7 @@ fn decisions(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
 
 /// Events that are one operation each.
 fn ops(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
-    // Each writer's epoch and each session's highest fence, from the final ledger and the
-    // fence appends (a fence that never committed still names its writer's epoch).
-    let mut epochs: BTreeMap<&HistWriterId, u64> = BTreeMap::new();
-    let mut highest: BTreeMap<&str, u64> = BTreeMap::new();
-    let ledger = history.final_ledger();
-    for (session, records) in &ledger {
-        for (_, record) in records {
-            if let HistRecord::Fence {
-                epoch, writer_id, ..
-            } = record
-            {
-                epochs.insert(writer_id, *epoch);
-                let top = highest.entry(session.as_str()).or_default();
-                *top = (*top).max(*epoch);
-            }
-        }
-    }
-    for op in history.ops() {
-        if let Op::LedgerAppend {
-            record: HistRecord::Fence {
-                epoch, writer_id, ..
-            },
-            ..
-        } = &op.op
-        {
-            epochs.entry(writer_id).or_insert(*epoch);
-        }
-    }
+    let (epochs, highest) = epochs(history);
     let ttl_us = history.config().ok().map(|config| config.ttl_us);
     let journal_events: BTreeSet<(&HistWriterId, u64)> = history
         .ops()
@@ -179,6 +152,41 @@ fn ops(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
             _ => {}
         }
     }
+}
+
+/// Each writer's epoch and each session's highest fence, from the final ledger and the fence
+/// appends (a fence that never committed still names its writer's epoch).
+type Epochs<'h> = (BTreeMap<&'h HistWriterId, u64>, BTreeMap<&'h str, u64>);
+
+fn epochs(history: &History) -> Epochs<'_> {
+    let mut epochs: BTreeMap<&HistWriterId, u64> = BTreeMap::new();
+    let mut highest: BTreeMap<&str, u64> = BTreeMap::new();
+    for line in history.lines() {
+        if let Line::Ledger(LedgerLine {
+            session,
+            record: HistRecord::Fence {
+                epoch, writer_id, ..
+            },
+            ..
+        }) = line
+        {
+            epochs.insert(writer_id, *epoch);
+            let top = highest.entry(session.as_str()).or_default();
+            *top = (*top).max(*epoch);
+        }
+    }
+    for op in history.ops() {
+        if let Op::LedgerAppend {
+            record: HistRecord::Fence {
+                epoch, writer_id, ..
+            },
+            ..
+        } = &op.op
+        {
+            epochs.entry(writer_id).or_insert(*epoch);
+        }
+    }
+    (epochs, highest)
 }
 
 /// A renew that did not renew: refused, failed, or without a reply (timed out, abandoned).

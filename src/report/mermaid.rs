@@ -39,16 +39,7 @@ pub fn sequence_diagram_marked(
     marked: &[u64],
     label: &str,
 ) -> String {
-    let ops: Vec<&OpLine> = history
-        .ops()
-        .filter(|op| session.is_none_or(|s| op.session == s))
-        .collect();
-    let nested = journal_events(&ops);
-    let ops: Vec<&OpLine> = ops
-        .into_iter()
-        .filter(|op| !is_nested(op, &nested))
-        .collect();
-
+    let ops = drawn_ops(history, session);
     let mut processes: Vec<&Process> = ops.iter().map(|op| &op.process).collect();
     processes.sort_by(|a, b| process_order(a, b));
     processes.dedup();
@@ -62,49 +53,75 @@ pub fn sequence_diagram_marked(
     let mut events: Vec<Event> = Vec::new();
     let marked: BTreeSet<u64> = marked.iter().copied().collect();
     for op in &ops {
-        let me = &ids[&op.process];
-        let target = target(&op.op);
-        // At one instant, replies come before new requests (a reply arrives, then the next
-        // call goes out), but an op's own reply after its request.
+        op_events(op, &ids[&op.process], marked.contains(&op.id), label, &mut events);
+    }
+    let first = processes.first().map_or(hosts::LEASE, |p| ids[p].as_str());
+    phase_notes(history, first, &mut events);
+    clock_notes(history, &ids, &mut events);
+    events.sort();
+    render_diagram(&processes, &ids, first, &events, max_messages, &marked)
+}
+
+/// The operations drawn: those of `session` (all when `None`), without the ledger appends a
+/// journal append made (the journal append stands for them).
+fn drawn_ops<'h>(history: &'h History, session: Option<&str>) -> Vec<&'h OpLine> {
+    let ops: Vec<&OpLine> = history
+        .ops()
+        .filter(|op| session.is_none_or(|s| op.session == s))
+        .collect();
+    let nested = journal_events(&ops);
+    ops.into_iter()
+        .filter(|op| !is_nested(op, &nested))
+        .collect()
+}
+
+/// An operation's request, its reply (if it completed) and, when `marked`, a note saying
+/// `label` after the reply. `me` is the caller's participant id.
+fn op_events(op: &OpLine, me: &str, marked: bool, label: &str, events: &mut Vec<Event>) {
+    let target = target(&op.op);
+    // At one instant, replies come before new requests (a reply arrives, then the next
+    // call goes out), but an op's own reply after its request.
+    events.push((
+        op.invoke_us,
+        2,
+        op.id,
+        format!(
+            "{me}->>{target}: {}",
+            escape(&format!("{} {}", seconds(op.invoke_us), request(op)))
+        ),
+        true,
+    ));
+    if let (Some(complete_us), Some(result)) = (op.complete_us, &op.result) {
         events.push((
-            op.invoke_us,
-            2,
+            complete_us,
+            if complete_us > op.invoke_us { 1 } else { 3 },
             op.id,
             format!(
-                "{me}->>{target}: {}",
-                escape(&format!("{} {}", seconds(op.invoke_us), request(op)))
+                "{target}-->>{me}: {}",
+                escape(&reply(op.outcome, result, op.id))
             ),
             true,
         ));
-        if let (Some(complete_us), Some(result)) = (op.complete_us, &op.result) {
-            events.push((
-                complete_us,
-                if complete_us > op.invoke_us { 1 } else { 3 },
-                op.id,
-                format!(
-                    "{target}-->>{me}: {}",
-                    escape(&reply(op.outcome, result, op.id))
-                ),
-                true,
-            ));
-        }
-        if marked.contains(&op.id) {
-            let at = op.complete_us.unwrap_or(op.invoke_us);
-            let text = if label.is_empty() {
-                format!("violation: op {}", op.id)
-            } else {
-                format!("{label}: op {}", op.id)
-            };
-            events.push((
-                at,
-                MARK,
-                op.id,
-                format!("Note over {me}: {}", escape(&text)),
-                false,
-            ));
-        }
     }
-    let first = processes.first().map_or(hosts::LEASE, |p| ids[p].as_str());
+    if marked {
+        let at = op.complete_us.unwrap_or(op.invoke_us);
+        let text = if label.is_empty() {
+            format!("violation: op {}", op.id)
+        } else {
+            format!("{label}: op {}", op.id)
+        };
+        events.push((
+            at,
+            MARK,
+            op.id,
+            format!("Note over {me}: {}", escape(&text)),
+            false,
+        ));
+    }
+}
+
+/// A note over every participant (from `first` to `ledger`) at each phase marker.
+fn phase_notes(history: &History, first: &str, events: &mut Vec<Event>) {
     for phase in history.phases() {
         let name = match phase.name {
             Phase::FaultsHealed => "faults healed",
@@ -121,16 +138,25 @@ pub fn sequence_diagram_marked(
             false,
         ));
     }
-    clock_notes(history, &ids, &mut events);
-    events.sort();
+}
 
+/// The diagram's text: participants, then the sorted `events` of the window kept (at most
+/// `max_messages` messages), with notes counting the messages left out before and after.
+fn render_diagram(
+    processes: &[&Process],
+    ids: &BTreeMap<&Process, String>,
+    first: &str,
+    events: &[Event],
+    max_messages: usize,
+    marked: &BTreeSet<u64>,
+) -> String {
     let messages = events.iter().filter(|e| e.4).count();
-    let (start, end) = window(&events, max_messages, &marked);
+    let (start, end) = window(events, max_messages, marked);
     let before = events[..start].iter().filter(|e| e.4).count();
     let after = messages - before - events[start..end].iter().filter(|e| e.4).count();
 
     let mut out = String::from("sequenceDiagram\n");
-    for process in &processes {
+    for process in processes {
         let _ = writeln!(
             out,
             "    participant {} as {}",
