@@ -51,7 +51,9 @@ impl Exit {
 
     /// The exit whose [`Exit::code`] is `code`, if any.
     pub fn from_code(code: u8) -> Option<Exit> {
-        Exit::PRECEDENCE.into_iter().find(|exit| exit.code() == code)
+        Exit::PRECEDENCE
+            .into_iter()
+            .find(|exit| exit.code() == code)
     }
 
     /// Folds exits: the first of `exits` in [`Exit::PRECEDENCE`] order (3, 2, 1, 5, 6, 4);

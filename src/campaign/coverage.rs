@@ -20,17 +20,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use crate::results::CoverageEvent;
 use crate::history::{
-    hosts, Decision, HistEvent, LedgerLine, Line, HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, Process, Refusal,
-    Request,
+    Decision, HistEvent, HistRecord, HistWriterId, History, LedgerLine, Line, Op, OpLine, OpResult,
+    Outcome, Process, Refusal, Request, hosts,
 };
+pub use crate::results::CoverageEvent;
 
 /// Counts the coverage events of one run: event name → count, with every [`CoverageEvent`]
 /// present (0 when not reached).
 pub fn coverage(history: &History) -> BTreeMap<String, u64> {
-    let mut counts: BTreeMap<CoverageEvent, u64> =
-        CoverageEvent::ALL.into_iter().map(|event| (event, 0)).collect();
+    let mut counts: BTreeMap<CoverageEvent, u64> = CoverageEvent::ALL
+        .into_iter()
+        .map(|event| (event, 0))
+        .collect();
     let mut add = |event: CoverageEvent, n: u64| {
         *counts.entry(event).or_default() += n;
     };
@@ -148,7 +150,9 @@ fn ops(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
             (Op::JournalOpen { .. }, Some(OpResult::StaleEpoch { .. })) => {
                 add(CoverageEvent::OpenRefusedStaleEpoch, 1)
             }
-            (Op::LeaseRenew { .. }, _) if renew_lost(op, ttl_us) => add(CoverageEvent::RenewLost, 1),
+            (Op::LeaseRenew { .. }, _) if renew_lost(op, ttl_us) => {
+                add(CoverageEvent::RenewLost, 1)
+            }
             _ => {}
         }
     }

@@ -19,7 +19,6 @@ use sha2::{Digest, Sha256};
 
 use super::execute::{Executed, execute};
 use super::plan::{RunKey, SeedPlan, Shard, runs};
-use crate::results::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
 use super::runfile::RunFile;
 use super::scenario::Scenario;
 use super::shrink;
@@ -27,6 +26,7 @@ use super::stopwatch::Stopwatch;
 use crate::check::Check;
 use crate::exit::Exit;
 use crate::mutant::Mutant;
+use crate::results::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
 
 /// Everything `leasesim campaign` is told.
 #[derive(Clone, Debug)]

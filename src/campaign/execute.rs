@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use super::coverage;
-use crate::results::record::{CheckRecord, RECORD_VERSION, RunRecord, RunStatus, ViolationRecord};
 use super::runfile::RunFile;
 use super::scenario::Expect;
 use crate::check::Check;
 use crate::check::judge::{self, Judgement, LinearizabilityOutcome, Status};
 use crate::check::linearizability::{Budget, Verdict};
 use crate::history::History;
+use crate::results::record::{CheckRecord, RECORD_VERSION, RunRecord, RunStatus, ViolationRecord};
 
 /// Whether `expect` says `check` is to be violated (a mutant's scenario); every other check
 /// must hold.

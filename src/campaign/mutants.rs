@@ -9,7 +9,6 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::execute::execute;
-use crate::results::record::Detection;
 use super::runfile::RunFile;
 use super::scenario::Scenario;
 use super::shrink;
@@ -18,6 +17,7 @@ use crate::clock::ManualClock;
 use crate::conformance::{RULES, Subject};
 use crate::lease::MemLease;
 use crate::mutant::{Kill, Mutant};
+use crate::results::record::Detection;
 
 /// What a detection run needs from the campaign.
 pub struct DetectOptions<'a> {

@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use super::swarm::SwarmProfile;
+use crate::check::Check;
 use crate::lease::SessionId;
 use crate::mutant::Mutant;
-use crate::sim::schedule::FaultSchedule;
-use crate::check::Check;
 use crate::results::CoverageEvent;
+use crate::sim::schedule::FaultSchedule;
 use crate::sim::script::Script;
 use crate::sim::world::{WorkloadMix, WorldConfig};
 
@@ -667,11 +667,9 @@ fn resolve_expect(
         .iter()
         .map(|event| match event.get_ref().parse::<CoverageEvent>() {
             Ok(known) => Ok(known.name().to_owned()),
-            Err(unknown) => Err(errors.at(
-                event.span().start,
-                "expect.coverage",
-                unknown.to_string(),
-            )),
+            Err(unknown) => {
+                Err(errors.at(event.span().start, "expect.coverage", unknown.to_string()))
+            }
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Expect {

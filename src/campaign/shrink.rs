@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use super::ddmin::ddmin;
 use super::execute::check_records;
-use crate::results::record::ViolationRecord;
 use super::runfile::{self, RunFile, RunWorkload};
 use crate::check::Check;
 use crate::check::judge::judge;
 use crate::check::linearizability::Budget;
 use crate::history::History;
+use crate::results::record::ViolationRecord;
 use crate::sim::schedule::{Fault, ScheduledFault};
 use crate::sim::script::Script;
 
@@ -70,7 +70,10 @@ impl Shrinker {
         self.tries.set(self.tries.get() + 1);
         let (history, _) = runfile::execute(candidate, self.timeout).ok()?;
         let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
-        judgement.violated().contains(&self.check).then_some(history)
+        judgement
+            .violated()
+            .contains(&self.check)
+            .then_some(history)
     }
 
     /// 1. Faults: ddmin over the schedule.
@@ -103,8 +106,7 @@ impl Shrinker {
         for index in 0..best.schedule.faults.len() {
             while self.attempts() < MAX_ATTEMPTS {
                 let mut candidate = best.clone();
-                let Some(duration) = freeze_duration(&mut candidate.schedule.faults[index])
-                else {
+                let Some(duration) = freeze_duration(&mut candidate.schedule.faults[index]) else {
                     break;
                 };
                 if *duration < 2 {
@@ -152,22 +154,22 @@ impl Shrinker {
 
     /// The minimal run with its violations of the check, operations and diagram.
     fn finish(&self, best: RunFile) -> Shrunk {
-        let (violations, sequence_diagram, operations) =
-            match runfile::execute(&best, self.timeout) {
-                Ok((history, _)) => {
-                    let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
-                    let violations = check_records(&judgement, &best.expect, &history)
-                        .into_iter()
-                        .find(|record| record.name == self.check)
-                        .map(|record| record.violations)
-                        .unwrap_or_default();
-                    let session = session_of(&violations);
-                    let diagram =
-                        crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
-                    (violations, diagram, history.ops().count())
-                }
-                Err(_) => (Vec::new(), String::new(), 0),
-            };
+        let (violations, sequence_diagram, operations) = match runfile::execute(&best, self.timeout)
+        {
+            Ok((history, _)) => {
+                let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
+                let violations = check_records(&judgement, &best.expect, &history)
+                    .into_iter()
+                    .find(|record| record.name == self.check)
+                    .map(|record| record.violations)
+                    .unwrap_or_default();
+                let session = session_of(&violations);
+                let diagram =
+                    crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
+                (violations, diagram, history.ops().count())
+            }
+            Err(_) => (Vec::new(), String::new(), 0),
+        };
         Shrunk {
             run: best,
             attempts: self.attempts(),

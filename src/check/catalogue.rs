@@ -86,7 +86,11 @@ impl Check {
 
     /// The names of `checks`, comma-separated (`TOKEN, LIN-LEASE`).
     pub fn list(checks: &[Check]) -> String {
-        checks.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
+        checks
+            .iter()
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -180,6 +184,9 @@ mod tests {
         let back: Vec<Check> = serde_json::from_str(r#"["LIN-LEDGER","STOP"]"#).unwrap();
         assert_eq!(back, [Check::LinLedger, Check::Stop]);
         let error = serde_json::from_str::<Check>(r#""NOPE""#).unwrap_err();
-        assert!(error.to_string().contains("unknown check `NOPE`"), "{error}");
+        assert!(
+            error.to_string().contains("unknown check `NOPE`"),
+            "{error}"
+        );
     }
 }

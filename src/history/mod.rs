@@ -246,8 +246,7 @@ pub use error::{HistoryError, LineProblem};
 pub use io::HistoryWriter;
 pub use line::{
     ClockLine, ConfigLine, Decision, DecisionLine, EventLine, HistEvent, LedgerLine, Line, Phase,
-    PhaseLine, Refusal,
-    Request, ValidityLine,
+    PhaseLine, Refusal, Request, ValidityLine,
 };
 pub use op::{HistLossCause, Op, OpLine, OpResult, Outcome, micros};
 pub use record::{HistRecord, HistWriterId, Process};

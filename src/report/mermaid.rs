@@ -53,7 +53,13 @@ pub fn sequence_diagram_marked(
     let mut events: Vec<Event> = Vec::new();
     let marked: BTreeSet<u64> = marked.iter().copied().collect();
     for op in &ops {
-        op_events(op, &ids[&op.process], marked.contains(&op.id), label, &mut events);
+        op_events(
+            op,
+            &ids[&op.process],
+            marked.contains(&op.id),
+            label,
+            &mut events,
+        );
     }
     let first = processes.first().map_or(hosts::LEASE, |p| ids[p].as_str());
     phase_notes(history, first, &mut events);

@@ -229,7 +229,9 @@ impl ReportData {
         ReportData {
             campaign,
             results: canonical(results, |r| (r.scenario.clone(), r.seed, String::new())),
-            shrunk: canonical(shrunk, |s| (s.scenario.clone(), s.seed, s.check.name().to_owned())),
+            shrunk: canonical(shrunk, |s| {
+                (s.scenario.clone(), s.seed, s.check.name().to_owned())
+            }),
             mutants: Vec::new(),
         }
     }

@@ -225,7 +225,10 @@ fn verdict(
 ) -> (Exit, &'static str) {
     let count = |status: RunStatus| by_status[status_name(status)];
     if count(RunStatus::HarnessError) > 0 {
-        (Exit::HarnessError, "harness error: some runs could not be judged")
+        (
+            Exit::HarnessError,
+            "harness error: some runs could not be judged",
+        )
     } else if count(RunStatus::Violation) > 0 {
         (Exit::SafetyViolation, "FAIL: unexpected safety violation")
     } else if mutant_survived {

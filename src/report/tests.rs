@@ -202,7 +202,11 @@ fn read(dir: &Path, name: &str) -> String {
 fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     write_folder(dir.path(), &campaign("abc123", None), &results(), &shrunk());
-    assert_eq!(render(dir.path()).unwrap(), Exit::HarnessError, "a harness error wins");
+    assert_eq!(
+        render(dir.path()).unwrap(),
+        Exit::HarnessError,
+        "a harness error wins"
+    );
 
     let md = read(dir.path(), "report.md");
     for line in [
@@ -483,7 +487,9 @@ fn a_check_no_run_could_judge_is_not_judged_in_every_output() {
     excl.not_judged = Some("no grant, renew or release decision lines".into());
     let json = serde_json::to_string(&*excl).unwrap();
     assert!(
-        json.contains(r#""verdict":"not-judged","not_judged":"no grant, renew or release decision lines""#),
+        json.contains(
+            r#""verdict":"not-judged","not_judged":"no grant, renew or release decision lines""#
+        ),
         "{json}"
     );
     let results = vec![run("clean", 0, RunStatus::Clean, unjudged)];
@@ -495,10 +501,15 @@ fn a_check_no_run_could_judge_is_not_judged_in_every_output() {
         .iter()
         .find(|c| c.name == Check::Excl)
         .unwrap();
-    assert_eq!((excl.result.as_str(), excl.not_judged_runs), ("not-judged", 1));
+    assert_eq!(
+        (excl.result.as_str(), excl.not_judged_runs),
+        ("not-judged", 1)
+    );
     let (md, _, junit) = render_text(&data);
     assert!(
-        md.contains("| EXCL | 1 | 0 | 0 | 0 | 0 | not judged (no grant, renew or release decision lines) |"),
+        md.contains(
+            "| EXCL | 1 | 0 | 0 | 0 | 0 | not judged (no grant, renew or release decision lines) |"
+        ),
         "{md}"
     );
     assert!(

@@ -89,22 +89,54 @@ impl CoverageEvent {
     /// What the event means, in one line.
     pub fn about(self) -> &'static str {
         match self {
-            CoverageEvent::TakeoverAfterExpiry => "a grant to a new owner while the previous holder never released",
-            CoverageEvent::GracefulHandover => "a release by the holder, then a grant to another owner",
-            CoverageEvent::StaleAppendRejected => "an append refused by the fence (CAS) after a newer fence committed",
-            CoverageEvent::FenceRetried => "a journal open whose fence CAS conflicted and was retried",
-            CoverageEvent::RenewLost => "a renew refused or left without a reply (the lease is then lost)",
-            CoverageEvent::RunCancelledOnLoss => "a service run cancelled because its lease was lost",
-            CoverageEvent::StickyDisable => "a service turned leasing off for good after `Unsupported`",
-            CoverageEvent::AmbiguousAppendResolved => "an append with an unknown outcome whose fate the writer learnt by reading back",
-            CoverageEvent::GracePeriodRefusal => "the authority refused a request during its restart grace period",
-            CoverageEvent::BackwardWallJumpSurvived => "a host's wall clock stepped backwards during the run",
-            CoverageEvent::AuthorityRestart => "the lease authority restarted (a new boot of host `lease`)",
-            CoverageEvent::RecordDeleted => "a lease record was deleted (garbage collection) while its high-water mark stayed",
-            CoverageEvent::StaleReleaseIgnored => "a release that ended nothing (stale owner or token)",
-            CoverageEvent::StaleRenewRefused => "a renew refused because the lease presented is not the current one",
-            CoverageEvent::LeaseLostBeforeAppend => "a journal append refused locally because the lease was already lost",
-            CoverageEvent::OpenRefusedStaleEpoch => "a journal open refused because a fence with an equal or higher epoch exists",
+            CoverageEvent::TakeoverAfterExpiry => {
+                "a grant to a new owner while the previous holder never released"
+            }
+            CoverageEvent::GracefulHandover => {
+                "a release by the holder, then a grant to another owner"
+            }
+            CoverageEvent::StaleAppendRejected => {
+                "an append refused by the fence (CAS) after a newer fence committed"
+            }
+            CoverageEvent::FenceRetried => {
+                "a journal open whose fence CAS conflicted and was retried"
+            }
+            CoverageEvent::RenewLost => {
+                "a renew refused or left without a reply (the lease is then lost)"
+            }
+            CoverageEvent::RunCancelledOnLoss => {
+                "a service run cancelled because its lease was lost"
+            }
+            CoverageEvent::StickyDisable => {
+                "a service turned leasing off for good after `Unsupported`"
+            }
+            CoverageEvent::AmbiguousAppendResolved => {
+                "an append with an unknown outcome whose fate the writer learnt by reading back"
+            }
+            CoverageEvent::GracePeriodRefusal => {
+                "the authority refused a request during its restart grace period"
+            }
+            CoverageEvent::BackwardWallJumpSurvived => {
+                "a host's wall clock stepped backwards during the run"
+            }
+            CoverageEvent::AuthorityRestart => {
+                "the lease authority restarted (a new boot of host `lease`)"
+            }
+            CoverageEvent::RecordDeleted => {
+                "a lease record was deleted (garbage collection) while its high-water mark stayed"
+            }
+            CoverageEvent::StaleReleaseIgnored => {
+                "a release that ended nothing (stale owner or token)"
+            }
+            CoverageEvent::StaleRenewRefused => {
+                "a renew refused because the lease presented is not the current one"
+            }
+            CoverageEvent::LeaseLostBeforeAppend => {
+                "a journal append refused locally because the lease was already lost"
+            }
+            CoverageEvent::OpenRefusedStaleEpoch => {
+                "a journal open refused because a fence with an equal or higher epoch exists"
+            }
         }
     }
 
@@ -127,7 +159,10 @@ impl fmt::Display for CoverageEvent {
 
 /// A name that is not a coverage event's: [`CoverageEvent::from_str`]'s error.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
-#[error("unknown coverage event `{name}`; the events are {}", CoverageEvent::names())]
+#[error(
+    "unknown coverage event `{name}`; the events are {}",
+    CoverageEvent::names()
+)]
 pub struct UnknownEvent {
     /// The name given.
     pub name: String,

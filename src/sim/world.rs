@@ -18,10 +18,10 @@ use super::script::{Call, Script};
 use super::seed::{Subsystem, sub_seed};
 use super::workload;
 use crate::clock::{Clock, WallTime};
+use crate::history::hosts::{LEASE as LEASE_HOST, LEDGER as LEDGER_HOST};
 use crate::history::{
     ClockLine, ConfigLine, HistRecord, History, LedgerLine, Line, Phase, PhaseLine, Process, micros,
 };
-use crate::history::hosts::{LEASE as LEASE_HOST, LEDGER as LEDGER_HOST};
 use crate::hooks::HookSlot;
 use crate::journal::{
     DurableLedger, Ledger, LedgerServer, RemoteLedger, SkewMargin, Store, StoreConfig,

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use leasesim::exit::Exit;
 use leasesim::check::jepsen::etcd;
 use leasesim::check::linearizability::register::CasRegister;
 use leasesim::check::linearizability::{Budget, Verdict, check};
+use leasesim::exit::Exit;
 
 use crate::jepsen::{cases, cases_dir};
 
@@ -154,7 +154,12 @@ fn bad_input_wins_over_a_violation_which_wins_over_unknown() {
     let out = leasesim(&["--model", "etcd"], &[&clean, &violating]);
     assert_eq!(out.status.code(), Some(1));
     let worst = |codes: &[u8]| {
-        Exit::worst(codes.iter().map(|c| Exit::from_code(*c).expect("a known code"))).code()
+        Exit::worst(
+            codes
+                .iter()
+                .map(|c| Exit::from_code(*c).expect("a known code")),
+        )
+        .code()
     };
     assert_eq!(worst(&[0, 4, 1]), 1);
     assert_eq!(worst(&[4, 5]), 5);

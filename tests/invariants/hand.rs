@@ -941,7 +941,14 @@ fn checks_with_nothing_to_judge_say_not_judged_never_pass() {
         ]
     );
     let statuses = judgement.statuses();
-    let status = |check: Check| statuses.iter().find(|(c, _)| *c == check).unwrap().1.clone();
+    let status = |check: Check| {
+        statuses
+            .iter()
+            .find(|(c, _)| *c == check)
+            .unwrap()
+            .1
+            .clone()
+    };
     assert_eq!(
         status(Check::Excl),
         Status::NotJudged {
@@ -968,6 +975,9 @@ fn checks_with_nothing_to_judge_say_not_judged_never_pass() {
         "FENCE: 2 checks, 0 violations",
         "LIN-LEDGER: linearizable",
     ] {
-        assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in:\n{text}"
+        );
     }
 }

@@ -181,10 +181,7 @@ fn wall_clock_steps_break_no_invariant() {
         .heal_at(30_000);
     let output = world::run(&config, &schedule, &Workload::Generated).unwrap();
     let report = check_all(&output.history);
-    assert!(
-        report.get(Check::Expiry).unwrap().checks > 0,
-        "{report}"
-    );
+    assert!(report.get(Check::Expiry).unwrap().checks > 0, "{report}");
     assert_all_pass("wall-clock steps", &output.history);
 }
 

@@ -17,7 +17,7 @@
 //! segments (extrapolated at rate 1 past the end of its boot) and compared with the new
 //! decision's true time.
 
-use super::{AuthorityClock, Evidence, Check, InvariantReport, decisions_by_session, who};
+use super::{AuthorityClock, Check, Evidence, InvariantReport, decisions_by_session, who};
 use crate::history::{Decision, DecisionLine, History, Process, Refusal, Request};
 
 /// A session's current hold, as the decisions so far made it.

@@ -32,7 +32,7 @@
 //! reading is taken to be in one boot.
 
 use super::excl::Hold;
-use super::{AuthorityClock, Evidence, Check, InvariantReport, decisions_by_session, who};
+use super::{AuthorityClock, Check, Evidence, InvariantReport, decisions_by_session, who};
 use crate::history::{Decision, DecisionLine, History, Refusal, Request};
 
 /// Checks EXPIRY over `history`.

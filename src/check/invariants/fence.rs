@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Evidence, Check, InvariantReport, who};
+use super::{Check, Evidence, InvariantReport, who};
 use crate::history::{HistRecord, HistWriterId, History};
 
 /// Checks FENCE over `history`.

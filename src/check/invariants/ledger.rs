@@ -7,7 +7,7 @@
 //! is there; an acknowledged `journal_append` has its event (writer id, `seq_in_writer`) there;
 //! an opened journal has its fence at `fence_seq`.
 
-use super::{Evidence, Check, InvariantReport};
+use super::{Check, Evidence, InvariantReport};
 use crate::history::{HistRecord, History, Op, OpResult, Outcome};
 
 /// Whether a ledger record is the one an acknowledged op wrote.

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Evidence, Check, InvariantReport, who};
+use super::{Check, Evidence, InvariantReport, who};
 use crate::history::{HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome};
 
 /// Checks STOP over `history`.

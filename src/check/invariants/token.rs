@@ -8,7 +8,7 @@
 //! renew must carry the token of the current hold of its owner.
 
 use super::excl::Hold;
-use super::{AuthorityClock, Evidence, Check, InvariantReport, decisions_by_session, who};
+use super::{AuthorityClock, Check, Evidence, InvariantReport, decisions_by_session, who};
 use crate::history::{Decision, DecisionLine, History};
 
 /// Checks TOKEN over `history`.
