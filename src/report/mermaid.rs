@@ -484,120 +484,144 @@ mod tests {
         })
     }
 
-    fn history() -> History {
+    /// The history's operations: A's (before the takeover), then B's takeover, A's stale
+    /// append refused, and B's renew left without a reply.
+    fn ops() -> Vec<Line> {
         let a = Process::new("replica-1", 0);
-        let b = Process::new("replica-2", 0);
         let writer = HistWriterId {
             owner: a.clone(),
             journal: 1,
         };
-        History::from_lines(
-            "h",
-            vec![
-                op(
-                    1,
-                    "replica-1",
-                    (0, Some(1_000)),
-                    Op::LeaseAcquire { owner: a.clone() },
-                    Outcome::Ok,
-                    Some(OpResult::Granted {
-                        token: 1,
-                        expiry_authority_us: 10_000_000,
-                        ttl_us: 10_000_000,
-                    }),
-                ),
-                op(
-                    2,
-                    "replica-1",
-                    (2_000, Some(3_000)),
-                    Op::JournalAppend {
+        let mut lines = holder_ops(&a, &writer);
+        lines.extend(takeover_ops(writer));
+        lines
+    }
+
+    /// A's acquire and journal append, with the append's own ledger call.
+    fn holder_ops(a: &Process, writer: &HistWriterId) -> Vec<Line> {
+        vec![
+            op(
+                1,
+                "replica-1",
+                (0, Some(1_000)),
+                Op::LeaseAcquire { owner: a.clone() },
+                Outcome::Ok,
+                Some(OpResult::Granted {
+                    token: 1,
+                    expiry_authority_us: 10_000_000,
+                    ttl_us: 10_000_000,
+                }),
+            ),
+            op(
+                2,
+                "replica-1",
+                (2_000, Some(3_000)),
+                Op::JournalAppend {
+                    writer_id: writer.clone(),
+                    seq_in_writer: 1,
+                },
+                Outcome::Ok,
+                Some(OpResult::Appended { seq: 2 }),
+            ),
+            // The journal append's own ledger call: not drawn twice.
+            op(
+                3,
+                "replica-1",
+                (2_100, Some(2_900)),
+                Op::LedgerAppend {
+                    expected: 1,
+                    record: HistRecord::Event {
                         writer_id: writer.clone(),
                         seq_in_writer: 1,
+                        payload: Vec::new(),
                     },
-                    Outcome::Ok,
-                    Some(OpResult::Appended { seq: 2 }),
-                ),
-                // The journal append's own ledger call: not drawn twice.
-                op(
-                    3,
-                    "replica-1",
-                    (2_100, Some(2_900)),
-                    Op::LedgerAppend {
-                        expected: 1,
-                        record: HistRecord::Event {
-                            writer_id: writer.clone(),
-                            seq_in_writer: 1,
-                            payload: Vec::new(),
-                        },
+                },
+                Outcome::Ok,
+                Some(OpResult::Appended { seq: 2 }),
+            ),
+        ]
+    }
+
+    /// B's takeover, A's stale append refused, B's renew left without a reply.
+    fn takeover_ops(writer: HistWriterId) -> Vec<Line> {
+        let b = Process::new("replica-2", 0);
+        vec![
+            op(
+                4,
+                "replica-2",
+                (12_000_000, Some(12_001_000)),
+                Op::LeaseAcquire { owner: b.clone() },
+                Outcome::Ok,
+                Some(OpResult::Granted {
+                    token: 2,
+                    expiry_authority_us: 22_000_000,
+                    ttl_us: 10_000_000,
+                }),
+            ),
+            op(
+                5,
+                "replica-1",
+                (17_000_000, Some(17_001_000)),
+                Op::LedgerAppend {
+                    expected: 2,
+                    record: HistRecord::Event {
+                        writer_id: writer,
+                        seq_in_writer: 2,
+                        payload: Vec::new(),
                     },
-                    Outcome::Ok,
-                    Some(OpResult::Appended { seq: 2 }),
-                ),
-                op(
-                    4,
-                    "replica-2",
-                    (12_000_000, Some(12_001_000)),
-                    Op::LeaseAcquire { owner: b.clone() },
-                    Outcome::Ok,
-                    Some(OpResult::Granted {
-                        token: 2,
-                        expiry_authority_us: 22_000_000,
-                        ttl_us: 10_000_000,
-                    }),
-                ),
-                op(
-                    5,
-                    "replica-1",
-                    (17_000_000, Some(17_001_000)),
-                    Op::LedgerAppend {
-                        expected: 2,
-                        record: HistRecord::Event {
-                            writer_id: writer,
-                            seq_in_writer: 2,
-                            payload: Vec::new(),
-                        },
-                    },
-                    Outcome::Fail,
-                    Some(OpResult::Conflict { actual: 4 }),
-                ),
-                op(
-                    6,
-                    "replica-2",
-                    (18_000_000, None),
-                    Op::LeaseRenew { owner: b, token: 2 },
-                    Outcome::Info,
-                    None,
-                ),
-                Line::Clock(ClockLine {
-                    host: "replica-1".into(),
-                    boot: 0,
-                    from_us: 0,
-                    local_from_us: 0,
-                    drift_ppm: 0,
-                    suspended: false,
-                }),
-                Line::Clock(ClockLine {
-                    host: "replica-1".into(),
-                    boot: 0,
-                    from_us: 2_000_000,
-                    local_from_us: 2_000_000,
-                    drift_ppm: 0,
-                    suspended: true,
-                }),
-                Line::Clock(ClockLine {
-                    host: "replica-1".into(),
-                    boot: 0,
-                    from_us: 17_000_000,
-                    local_from_us: 2_000_000,
-                    drift_ppm: 0,
-                    suspended: false,
-                }),
-                Line::Phase(PhaseLine {
-                    name: Phase::FaultsHealed,
-                    at_us: 20_000_000,
-                }),
-            ],
-        )
+                },
+                Outcome::Fail,
+                Some(OpResult::Conflict { actual: 4 }),
+            ),
+            op(
+                6,
+                "replica-2",
+                (18_000_000, None),
+                Op::LeaseRenew { owner: b, token: 2 },
+                Outcome::Info,
+                None,
+            ),
+        ]
+    }
+
+    /// A's clock: running, suspended from 2 s to 17 s, running again.
+    fn clocks() -> Vec<Line> {
+        vec![
+            Line::Clock(ClockLine {
+                host: "replica-1".into(),
+                boot: 0,
+                from_us: 0,
+                local_from_us: 0,
+                drift_ppm: 0,
+                suspended: false,
+            }),
+            Line::Clock(ClockLine {
+                host: "replica-1".into(),
+                boot: 0,
+                from_us: 2_000_000,
+                local_from_us: 2_000_000,
+                drift_ppm: 0,
+                suspended: true,
+            }),
+            Line::Clock(ClockLine {
+                host: "replica-1".into(),
+                boot: 0,
+                from_us: 17_000_000,
+                local_from_us: 2_000_000,
+                drift_ppm: 0,
+                suspended: false,
+            }),
+        ]
+    }
+
+    fn history() -> History {
+        let mut lines = ops();
+        lines.extend(clocks());
+        lines.push(Line::Phase(PhaseLine {
+            name: Phase::FaultsHealed,
+            at_us: 20_000_000,
+        }));
+        History::from_lines("h", lines)
     }
 
     #[test]
