@@ -22,7 +22,8 @@
 //! 3 if any run was a harness error, else 1 if any run had an unexpected safety violation
 //! or a scenario's expected violation was never seen in any of its runs (the expectation is
 //! wrong, or the mutant was not caught), else 5 if any run failed LIVE only, else 4 if any
-//! run was inconclusive, else 0 (DESIGN.md, "Exit codes": 3, 2, 1, 5, 4).
+//! run was inconclusive, else 0 (DESIGN.md, "Exit codes": [`Exit::worst`]'s order). A check
+//! that judged nothing ("not judged") does not change it.
 
 mod junit;
 mod markdown;
