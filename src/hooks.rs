@@ -55,6 +55,19 @@ pub enum Observation {
         /// The deadline it judged against, as the holder computed it (checkers recompute it).
         valid_until: Instant,
     },
+    /// The service cancelled a run because its lease was lost.
+    RunCancelledOnLoss {
+        /// The session whose run was cancelled.
+        session: SessionId,
+    },
+    /// The service turned leasing off for good after the backend answered `Unsupported`.
+    StickyDisable,
+    /// The authority deleted a lease record (an operator or a collector); the session's
+    /// token high-water mark stays.
+    RecordDeleted {
+        /// The session whose record was deleted.
+        session: SessionId,
+    },
 }
 
 /// Receives the system under test's pause points and observations.

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use leasesim::campaign::driver::CampaignOptions;
 use leasesim::campaign::plan::{SeedPlan, Shard};
 use leasesim::campaign::request::RunRequest;
+use leasesim::exit::Exit;
 use leasesim::lease::DurableLeaseConfig;
 use leasesim::mutant::Mutant;
 use leasesim::serve::{
@@ -248,11 +249,11 @@ struct ServeArgs {
 }
 
 /// Exit code: everything as expected.
-const CLEAN: u8 = 0;
+const CLEAN: Exit = Exit::Clean;
 /// Exit code: bad input or usage.
-const BAD_INPUT: u8 = 2;
+const BAD_INPUT: Exit = Exit::BadInput;
 /// Exit code: the harness itself failed.
-const HARNESS_ERROR: u8 = 3;
+const HARNESS_ERROR: Exit = Exit::HarnessError;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -338,7 +339,7 @@ fn replay(args: ReplayArgs) -> ExitCode {
 
 /// Judges the history a run wrote into `out` (every invariant and both linearizability
 /// checks) and exits with the verdict's code, naming what was violated.
-fn judge_run(out: &Path, expected: &[String]) -> ExitCode {
+fn judge_run(out: &Path, expected: &[leasesim::check::Check]) -> ExitCode {
     match leasesim::check::judge::judge_run_folder(out, expected) {
         Ok((code, text)) => {
             print!("{text}");

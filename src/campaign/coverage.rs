@@ -2,8 +2,7 @@
 //!
 //! A campaign that never took a lease over after expiry, never had a stale append refused by
 //! the fence, never retried a fence… has not tested what it claims to. [`coverage`] counts,
-//! per run, each event of [`EVENTS`] from the run's history and, only where the history has
-//! nothing to show, from its trace (the `tracing` JSON lines of `trace.jsonl`).
+//! per run, each [`CoverageEvent`] from the run's history alone (never its trace).
 //!
 //! Sources, event by event (every count is exact, never sampled):
 //!
@@ -15,115 +14,42 @@
 //! | `renew-lost` | `lease_renew` ops |
 //! | `stale-release-ignored`, `stale-renew-refused`, `grace-period-refusal` | `decision` lines |
 //! | `authority-restart` | `clock` lines of host `lease` |
-//! | `run-cancelled-on-loss`, `sticky-disable` | trace events of `src/service` |
-//! | `record-deleted` | trace event of the lease authority (`MemLease::delete_record`) |
-//! | `backward-wall-jump-survived` | the nemesis's trace event (wall clocks are not in the history) |
+//! | `run-cancelled-on-loss`, `sticky-disable` | `event` lines the service reports (`Observation`s through its hooks) |
+//! | `record-deleted` | `event` lines the lease authority reports (`MemLease::delete_record`, `collect_expired_record`) |
+//! | `backward-wall-jump-survived` | `event` lines the nemesis writes when it steps a wall clock back |
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::history::{
-    Decision, HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, Process, Refusal,
-    Request,
+    Decision, HistEvent, HistRecord, HistWriterId, History, LedgerLine, Line, Op, OpLine, OpResult,
+    Outcome, Process, Refusal, Request,
 };
+pub use crate::results::CoverageEvent;
 
-/// Every coverage event: `(name, one-line meaning)`, in report order.
-pub const EVENTS: &[(&str, &str)] = &[
-    (
-        "takeover-after-expiry",
-        "a grant to a new owner while the previous holder never released",
-    ),
-    (
-        "graceful-handover",
-        "a release by the holder, then a grant to another owner",
-    ),
-    (
-        "stale-append-rejected",
-        "an append refused by the fence (CAS) after a newer fence committed",
-    ),
-    (
-        "fence-retried",
-        "a journal open whose fence CAS conflicted and was retried",
-    ),
-    (
-        "renew-lost",
-        "a renew refused or left without a reply (the lease is then lost)",
-    ),
-    (
-        "run-cancelled-on-loss",
-        "a service run cancelled because its lease was lost",
-    ),
-    (
-        "sticky-disable",
-        "a service turned leasing off for good after `Unsupported`",
-    ),
-    (
-        "ambiguous-append-resolved",
-        "an append with an unknown outcome whose fate the writer learnt by reading back",
-    ),
-    (
-        "grace-period-refusal",
-        "the authority refused a request during its restart grace period",
-    ),
-    (
-        "backward-wall-jump-survived",
-        "a host's wall clock stepped backwards during the run",
-    ),
-    (
-        "authority-restart",
-        "the lease authority restarted (a new boot of host `lease`)",
-    ),
-    (
-        "record-deleted",
-        "a lease record was deleted (garbage collection) while its high-water mark stayed",
-    ),
-    (
-        "stale-release-ignored",
-        "a release that ended nothing (stale owner or token)",
-    ),
-    (
-        "stale-renew-refused",
-        "a renew refused because the lease presented is not the current one",
-    ),
-    (
-        "lease-lost-before-append",
-        "a journal append refused locally because the lease was already lost",
-    ),
-    (
-        "open-refused-stale-epoch",
-        "a journal open refused because a fence with an equal or higher epoch exists",
-    ),
-];
-
-/// The trace message `Service` logs when a run is cancelled because its lease was lost.
-pub const TRACE_RUN_CANCELLED: &str = "run cancelled: lease lost";
-/// The trace message `Service` logs when it turns leasing off after `Unsupported`.
-pub const TRACE_STICKY_DISABLE: &str =
-    "lease backend does not support leasing; running without leases from now on";
-/// The trace message the lease authority logs when a record is deleted.
-pub const TRACE_RECORD_DELETED: &str = "lease record deleted";
-
-/// Counts the coverage events of one run: event name → count, with every name of [`EVENTS`]
-/// present (0 when not reached). `trace` is the run's `trace.jsonl` bytes (JSON lines from
-/// `tracing`); lines that are not JSON are ignored.
-pub fn coverage(history: &History, trace: &[u8]) -> BTreeMap<String, u64> {
-    let mut counts: BTreeMap<String, u64> = EVENTS
-        .iter()
-        .map(|(name, _)| ((*name).to_owned(), 0))
+/// Counts the coverage events of one run: event name → count, with every [`CoverageEvent`]
+/// present (0 when not reached).
+pub fn coverage(history: &History) -> BTreeMap<String, u64> {
+    let mut counts: BTreeMap<CoverageEvent, u64> = CoverageEvent::ALL
+        .into_iter()
+        .map(|event| (event, 0))
         .collect();
-    let mut add = |name: &str, n: u64| {
-        *counts.entry(name.to_owned()).or_default() += n;
+    let mut add = |event: CoverageEvent, n: u64| {
+        *counts.entry(event).or_default() += n;
     };
     handovers(history, &mut add);
     decisions(history, &mut add);
     ops(history, &mut add);
     writers(history, &mut add);
-    add("authority-restart", authority_restarts(history));
-    trace_events(trace, &mut add);
+    add(CoverageEvent::AuthorityRestart, authority_restarts(history));
+    reported(history, &mut add);
     counts
+        .into_iter()
+        .map(|(event, n)| (event.name().to_owned(), n))
+        .collect()
 }
 
 /// Takeovers and handovers: per session, each grant to an owner other than the last holder.
-fn handovers(history: &History, add: &mut impl FnMut(&str, u64)) {
+fn handovers(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
     let mut decisions: Vec<(usize, _)> = history.decisions().enumerate().collect();
     decisions.sort_by_key(|(index, d)| (d.at_us, *index));
     // Per session: the last granted owner and whether it released since.
@@ -135,9 +61,9 @@ fn handovers(history: &History, add: &mut impl FnMut(&str, u64)) {
                     && *holder != &line.owner
                 {
                     let event = if *released {
-                        "graceful-handover"
+                        CoverageEvent::GracefulHandover
                     } else {
-                        "takeover-after-expiry"
+                        CoverageEvent::TakeoverAfterExpiry
                     };
                     add(event, 1);
                 }
@@ -156,54 +82,27 @@ fn handovers(history: &History, add: &mut impl FnMut(&str, u64)) {
 }
 
 /// Events that are one decision line each.
-fn decisions(history: &History, add: &mut impl FnMut(&str, u64)) {
+fn decisions(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
     for line in history.decisions() {
         match &line.decision {
-            Decision::Release { ended: false, .. } => add("stale-release-ignored", 1),
+            Decision::Release { ended: false, .. } => add(CoverageEvent::StaleReleaseIgnored, 1),
             Decision::Refuse {
                 request: Request::Renew,
                 reason: Refusal::Held { .. },
                 ..
-            } => add("stale-renew-refused", 1),
+            } => add(CoverageEvent::StaleRenewRefused, 1),
             Decision::Refuse {
                 reason: Refusal::GracePeriod { .. },
                 ..
-            } => add("grace-period-refusal", 1),
+            } => add(CoverageEvent::GracePeriodRefusal, 1),
             _ => {}
         }
     }
 }
 
 /// Events that are one operation each.
-fn ops(history: &History, add: &mut impl FnMut(&str, u64)) {
-    // Each writer's epoch and each session's highest fence, from the final ledger and the
-    // fence appends (a fence that never committed still names its writer's epoch).
-    let mut epochs: BTreeMap<&HistWriterId, u64> = BTreeMap::new();
-    let mut highest: BTreeMap<&str, u64> = BTreeMap::new();
-    let ledger = history.final_ledger();
-    for (session, records) in &ledger {
-        for (_, record) in records {
-            if let HistRecord::Fence {
-                epoch, writer_id, ..
-            } = record
-            {
-                epochs.insert(writer_id, *epoch);
-                let top = highest.entry(session.as_str()).or_default();
-                *top = (*top).max(*epoch);
-            }
-        }
-    }
-    for op in history.ops() {
-        if let Op::LedgerAppend {
-            record: HistRecord::Fence {
-                epoch, writer_id, ..
-            },
-            ..
-        } = &op.op
-        {
-            epochs.entry(writer_id).or_insert(*epoch);
-        }
-    }
+fn ops(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
+    let (epochs, highest) = epochs(history);
     let ttl_us = history.config().ok().map(|config| config.ttl_us);
     let journal_events: BTreeSet<(&HistWriterId, u64)> = history
         .ops()
@@ -226,7 +125,7 @@ fn ops(history: &History, add: &mut impl FnMut(&str, u64)) {
             (Op::JournalAppend { writer_id, .. }, Some(OpResult::Fenced { .. }))
                 if newer_fence(&op.session, writer_id) =>
             {
-                add("stale-append-rejected", 1)
+                add(CoverageEvent::StaleAppendRejected, 1)
             }
             // A raw ledger append of an event (a scripted call, not a journal's own).
             (
@@ -243,18 +142,55 @@ fn ops(history: &History, add: &mut impl FnMut(&str, u64)) {
             ) if !journal_events.contains(&(writer_id, *seq_in_writer))
                 && newer_fence(&op.session, writer_id) =>
             {
-                add("stale-append-rejected", 1)
+                add(CoverageEvent::StaleAppendRejected, 1)
             }
             (Op::JournalAppend { .. }, Some(OpResult::LeaseLost { .. })) => {
-                add("lease-lost-before-append", 1)
+                add(CoverageEvent::LeaseLostBeforeAppend, 1)
             }
             (Op::JournalOpen { .. }, Some(OpResult::StaleEpoch { .. })) => {
-                add("open-refused-stale-epoch", 1)
+                add(CoverageEvent::OpenRefusedStaleEpoch, 1)
             }
-            (Op::LeaseRenew { .. }, _) if renew_lost(op, ttl_us) => add("renew-lost", 1),
+            (Op::LeaseRenew { .. }, _) if renew_lost(op, ttl_us) => {
+                add(CoverageEvent::RenewLost, 1)
+            }
             _ => {}
         }
     }
+}
+
+/// Each writer's epoch and each session's highest fence, from the final ledger and the fence
+/// appends (a fence that never committed still names its writer's epoch).
+type Epochs<'h> = (BTreeMap<&'h HistWriterId, u64>, BTreeMap<&'h str, u64>);
+
+fn epochs(history: &History) -> Epochs<'_> {
+    let mut epochs: BTreeMap<&HistWriterId, u64> = BTreeMap::new();
+    let mut highest: BTreeMap<&str, u64> = BTreeMap::new();
+    for line in history.lines() {
+        if let Line::Ledger(LedgerLine {
+            session,
+            record: HistRecord::Fence {
+                epoch, writer_id, ..
+            },
+            ..
+        }) = line
+        {
+            epochs.insert(writer_id, *epoch);
+            let top = highest.entry(session.as_str()).or_default();
+            *top = (*top).max(*epoch);
+        }
+    }
+    for op in history.ops() {
+        if let Op::LedgerAppend {
+            record: HistRecord::Fence {
+                epoch, writer_id, ..
+            },
+            ..
+        } = &op.op
+        {
+            epochs.entry(writer_id).or_insert(*epoch);
+        }
+    }
+    (epochs, highest)
 }
 
 /// A renew that did not renew: refused, failed, or without a reply (timed out, abandoned).
@@ -274,7 +210,7 @@ fn renew_lost(op: &OpLine, ttl_us: Option<u64>) -> bool {
 }
 
 /// Per writer (one opened journal): fence retries and resolved ambiguous appends.
-fn writers(history: &History, add: &mut impl FnMut(&str, u64)) {
+fn writers(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
     // Fence appends by writer, in invocation order.
     let mut fences: BTreeMap<&HistWriterId, Vec<(u64, u64)>> = BTreeMap::new();
     // Appends with an unknown outcome: (writer, Some(seq_in_writer) for an event, None for a
@@ -306,7 +242,7 @@ fn writers(history: &History, add: &mut impl FnMut(&str, u64)) {
         .values()
         .filter(|attempts| attempts.len() > 1)
         .count();
-    add("fence-retried", retried as u64);
+    add(CoverageEvent::FenceRetried, retried as u64);
 
     // Resolved: an event's journal append ended appended or fenced (not ambiguous); a
     // fence's writer went on to append anything after the unknown reply.
@@ -337,7 +273,7 @@ fn writers(history: &History, add: &mut impl FnMut(&str, u64)) {
         };
         resolved += u64::from(learnt);
     }
-    add("ambiguous-append-resolved", resolved);
+    add(CoverageEvent::AmbiguousAppendResolved, resolved);
 }
 
 /// Restarts of the lease authority: its clock segments with a boot above the one before.
@@ -351,42 +287,23 @@ fn authority_restarts(history: &History) -> u64 {
     boots.windows(2).filter(|pair| pair[1] > pair[0]).count() as u64
 }
 
-/// Events only the trace shows.
-fn trace_events(trace: &[u8], add: &mut impl FnMut(&str, u64)) {
-    for line in trace.split(|byte| *byte == b'\n') {
-        let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
-            continue;
+/// Events the hosts reported (`event` lines).
+fn reported(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
+    for line in history.events() {
+        let event = match line.event {
+            HistEvent::RunCancelledOnLoss => CoverageEvent::RunCancelledOnLoss,
+            HistEvent::StickyDisable => CoverageEvent::StickyDisable,
+            HistEvent::RecordDeleted => CoverageEvent::RecordDeleted,
+            HistEvent::BackwardWallJump => CoverageEvent::BackwardWallJumpSurvived,
         };
-        let fields = &value["fields"];
-        let Some(message) = fields["message"].as_str() else {
-            continue;
-        };
-        match message {
-            TRACE_RUN_CANCELLED => add("run-cancelled-on-loss", 1),
-            TRACE_STICKY_DISABLE => add("sticky-disable", 1),
-            TRACE_RECORD_DELETED => add("record-deleted", 1),
-            "nemesis" => {
-                if let Some(action) = fields["action"].as_str()
-                    && backward_wall_jump(action)
-                {
-                    add("backward-wall-jump-survived", 1);
-                }
-            }
-            _ => {}
-        }
+        add(event, 1);
     }
-}
-
-/// Whether a nemesis action (its `Debug` form, e.g.
-/// `Apply(WallJump { host: "replica-3", delta_ms: -2578871 })`) steps a wall clock back.
-fn backward_wall_jump(action: &str) -> bool {
-    action.starts_with("Apply(WallJump {") && action.contains("delta_ms: -")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{ClockLine, ConfigLine, DecisionLine, Line};
+    use crate::history::{ClockLine, ConfigLine, DecisionLine, EventLine, Line};
 
     fn p(replica: &str, incarnation: u64) -> Process {
         Process::new(replica, incarnation)
@@ -464,8 +381,8 @@ mod tests {
         }
     }
 
-    fn count(lines: Vec<Line>, trace: &str) -> BTreeMap<String, u64> {
-        coverage(&History::from_lines("t", lines), trace.as_bytes())
+    fn count(lines: Vec<Line>) -> BTreeMap<String, u64> {
+        coverage(&History::from_lines("t", lines))
     }
 
     fn only(counts: &BTreeMap<String, u64>) -> BTreeMap<&str, u64> {
@@ -478,8 +395,8 @@ mod tests {
 
     #[test]
     fn every_event_is_counted_even_when_zero() {
-        let counts = count(Vec::new(), "");
-        assert_eq!(counts.len(), EVENTS.len());
+        let counts = count(Vec::new());
+        assert_eq!(counts.len(), CoverageEvent::ALL.len());
         assert!(counts.values().all(|n| *n == 0));
     }
 
@@ -509,7 +426,7 @@ mod tests {
             decision(6, c.clone(), grant(3)), // b released: handover
             decision(7, p("replica-3", 1), grant(4)), // a restarted c is a new owner
         ];
-        let counts = count(lines, "");
+        let counts = count(lines);
         assert_eq!(
             only(&counts),
             BTreeMap::from([
@@ -559,7 +476,7 @@ mod tests {
             ),
         ];
         assert_eq!(
-            only(&count(lines, "")),
+            only(&count(lines)),
             BTreeMap::from([("grace-period-refusal", 1), ("stale-renew-refused", 1)])
         );
     }
@@ -623,7 +540,7 @@ mod tests {
             ledger(4, event(&wb, 1)),
         ];
         assert_eq!(
-            only(&count(lines, "")),
+            only(&count(lines)),
             BTreeMap::from([
                 ("stale-append-rejected", 2),
                 ("lease-lost-before-append", 1),
@@ -678,7 +595,7 @@ mod tests {
             op(5, b, append(3, fence(2, &wb)), Outcome::Info, unknown),
         ];
         assert_eq!(
-            only(&count(lines, "")),
+            only(&count(lines)),
             BTreeMap::from([("fence-retried", 1), ("ambiguous-append-resolved", 1)])
         );
     }
@@ -742,7 +659,7 @@ mod tests {
             cut_off(5, 20, "no reply before the run ended"),
             cut_off(6, 500, "crash"),
         ];
-        assert_eq!(only(&count(lines, "")), BTreeMap::from([("renew-lost", 3)]));
+        assert_eq!(only(&count(lines)), BTreeMap::from([("renew-lost", 3)]));
     }
 
     #[test]
@@ -767,25 +684,29 @@ mod tests {
             clock("replica-1", 1, 30),
         ];
         assert_eq!(
-            only(&count(lines, "")),
+            only(&count(lines)),
             BTreeMap::from([("authority-restart", 2)])
         );
     }
 
     #[test]
-    fn trace_only_events() {
-        let trace = [
-            r#"{"timestamp":"5us","level":"INFO","fields":{"message":"run cancelled: lease lost","session":"s1"},"target":"leasesim::service"}"#,
-            r#"{"timestamp":"6us","level":"INFO","fields":{"message":"lease backend does not support leasing; running without leases from now on"},"target":"leasesim::service"}"#,
-            r#"{"timestamp":"7us","level":"INFO","fields":{"message":"lease record deleted","session":"s1"},"target":"leasesim::lease::mem"}"#,
-            r#"{"timestamp":"-","level":"INFO","fields":{"message":"nemesis","at":"28.854s","action":"Apply(WallJump { host: \"replica-3\", delta_ms: -2578871 })"},"target":"leasesim::nemesis"}"#,
-            r#"{"timestamp":"-","level":"INFO","fields":{"message":"nemesis","at":"29s","action":"Apply(WallJump { host: \"replica-3\", delta_ms: 5000 })"},"target":"leasesim::nemesis"}"#,
-            "not json",
-            r#"{"timestamp":"8us","level":"INFO","fields":{"message":"run cancelled: lease lost"},"target":"leasesim::service"}"#,
-        ]
-        .join("\n");
+    fn reported_events_from_event_lines() {
+        let event = |at_us: u64, host: &str, event: HistEvent| {
+            Line::Event(EventLine {
+                at_us,
+                host: host.into(),
+                event,
+            })
+        };
+        let lines = vec![
+            event(5, "replica-1", HistEvent::RunCancelledOnLoss),
+            event(6, "replica-2", HistEvent::StickyDisable),
+            event(7, "lease", HistEvent::RecordDeleted),
+            event(8, "replica-3", HistEvent::BackwardWallJump),
+            event(9, "replica-1", HistEvent::RunCancelledOnLoss),
+        ];
         assert_eq!(
-            only(&count(Vec::new(), &trace)),
+            only(&count(lines)),
             BTreeMap::from([
                 ("run-cancelled-on-loss", 2),
                 ("sticky-disable", 1),

@@ -19,12 +19,13 @@ use sha2::{Digest, Sha256};
 
 use super::execute::{Executed, execute};
 use super::plan::{RunKey, SeedPlan, Shard, runs};
-use super::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
 use super::scenario::Scenario;
 use super::shrink;
 use super::stopwatch::Stopwatch;
-use crate::check::judge::{BAD_INPUT, HARNESS_ERROR};
+use crate::check::Check;
+use crate::exit::Exit;
 use crate::mutant::Mutant;
+use crate::results::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
 use crate::sim::runfile::RunFile;
 
 /// Everything `leasesim campaign` is told.
@@ -73,10 +74,10 @@ pub enum CampaignError {
 
 impl CampaignError {
     /// The exit code of DESIGN.md, "Exit codes".
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> Exit {
         match self {
-            CampaignError::BadInput(_) => BAD_INPUT,
-            CampaignError::Harness(_) => HARNESS_ERROR,
+            CampaignError::BadInput(_) => Exit::BadInput,
+            CampaignError::Harness(_) => Exit::HarnessError,
         }
     }
 }
@@ -94,7 +95,7 @@ struct Loaded {
 /// # Errors
 /// [`CampaignError::BadInput`] for a bad scenario file or option, and
 /// [`CampaignError::Harness`] when the report folder cannot be written.
-pub fn campaign(options: &CampaignOptions) -> Result<u8, CampaignError> {
+pub fn campaign(options: &CampaignOptions) -> Result<Exit, CampaignError> {
     let scenarios = load_scenarios(&options.sims)?;
     let meta = meta(options, &scenarios)?;
     std::fs::create_dir_all(&options.out).map_err(|e| {
@@ -324,7 +325,7 @@ fn write_campaign_file(
 /// A failing run worth shrinking.
 pub(crate) struct Failure {
     key: RunKey,
-    check: String,
+    check: Check,
     operations: usize,
 }
 
@@ -360,36 +361,12 @@ fn run_all(
             let (queue, stop, clock) = (&queue, &stop, &clock);
             // Campaign jobs are harness threads: each run's world still runs on one thread.
             #[allow(clippy::disallowed_methods)]
-            scope.spawn(move || {
-                loop {
-                    if stop.load(Ordering::Relaxed)
-                        || options.seeds.budget().is_some_and(|b| clock.elapsed() >= b)
-                    {
-                        return;
-                    }
-                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
-                    let Some(key) = next else { return };
-                    let executed = run_one(options, &scenarios[key.scenario], key.seed);
-                    if sender.send((key, executed.record)).is_err() {
-                        return;
-                    }
-                }
-            });
+            scope.spawn(move || job(options, scenarios, queue, stop, clock, sender));
         }
         drop(sender);
         for (key, record) in receiver {
             progress.finished(&record);
-            if let Some(check) = record.unexpected.first()
-                && !failures
-                    .iter()
-                    .any(|f| f.key.scenario == key.scenario && &f.check == check)
-            {
-                failures.push(Failure {
-                    key,
-                    check: check.clone(),
-                    operations: record.operations,
-                });
-            }
+            note_failure(&mut failures, key, &record);
             let line = serde_json::to_string(&record).expect("a record always serialises");
             if let Err(e) = writeln!(results, "{line}").and_then(|()| results.flush()) {
                 write_error = Some(e);
@@ -406,6 +383,47 @@ fn run_all(
     }
     failures.sort_by_key(|f| (f.key.scenario, f.key.seed));
     Ok(failures)
+}
+
+/// One campaign job: takes runs from `queue` and sends their records until the queue is
+/// empty, the budget is spent, `stop` is set or the receiver is gone.
+fn job(
+    options: &CampaignOptions,
+    scenarios: &[Loaded],
+    queue: &Mutex<impl Iterator<Item = RunKey>>,
+    stop: &AtomicBool,
+    clock: &Stopwatch,
+    sender: mpsc::Sender<(RunKey, RunRecord)>,
+) {
+    loop {
+        if stop.load(Ordering::Relaxed)
+            || options.seeds.budget().is_some_and(|b| clock.elapsed() >= b)
+        {
+            return;
+        }
+        let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+        let Some(key) = next else { return };
+        let executed = run_one(options, &scenarios[key.scenario], key.seed);
+        if sender.send((key, executed.record)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Keeps `record` as a failure worth shrinking when it is the first of its (scenario, first
+/// unexpected check).
+fn note_failure(failures: &mut Vec<Failure>, key: RunKey, record: &RunRecord) {
+    if let Some(check) = record.unexpected.first()
+        && !failures
+            .iter()
+            .any(|f| f.key.scenario == key.scenario && f.check == *check)
+    {
+        failures.push(Failure {
+            key,
+            check: *check,
+            operations: record.operations,
+        });
+    }
 }
 
 /// The run file of `loaded` with `seed`, carrying the campaign's mutant if it has one.
@@ -462,70 +480,91 @@ fn shrink_failures(
     failures: &[Failure],
 ) -> Result<(), CampaignError> {
     let dir = options.out.join("shrunk");
-    let harness = |e: std::io::Error, path: &Path| {
-        CampaignError::Harness(format!("cannot write {}: {e}", path.display()))
-    };
-    std::fs::create_dir_all(&dir).map_err(|e| harness(e, &dir))?;
+    std::fs::create_dir_all(&dir).map_err(|e| cannot_write(e, &dir))?;
     let shrunk_path = options.out.join("shrunk.jsonl");
     let mut lines = OpenOptions::new()
         .create(true)
         .append(true)
         .open(&shrunk_path)
-        .map_err(|e| harness(e, &shrunk_path))?;
+        .map_err(|e| cannot_write(e, &shrunk_path))?;
     for failure in failures {
         let loaded = &scenarios[failure.key.scenario];
-        let Ok(run) = resolve(options, loaded, failure.key.seed) else {
+        let Some((record, path)) = shrink_failure(options, loaded, failure, &dir)? else {
             continue;
         };
-        eprintln!(
-            "shrinking {} seed {} ({} violated)…",
-            loaded.scenario.name(),
-            failure.key.seed,
-            failure.check
-        );
-        let file_name = format!(
-            "{}-seed{}-{}.run.json",
-            loaded.scenario.name(),
-            failure.key.seed,
-            failure.check.to_lowercase()
-        );
-        let path = dir.join(&file_name);
-        let shrunk = shrink::shrink(&run, &failure.check, options.run_timeout);
-        shrunk
-            .run
-            .save(&path)
-            .map_err(|e| CampaignError::Harness(e.to_string()))?;
-        let record = ShrunkRun {
-            scenario: loaded.scenario.name(),
-            seed: failure.key.seed,
-            check: failure.check.clone(),
-            run_file: format!("shrunk/{file_name}"),
-            replay: format!("leasesim replay {}", path.display()),
-            faults: (run.schedule.faults.len(), shrunk.run.schedule.faults.len()),
-            operations: (failure.operations, shrunk.operations),
-            attempts: shrunk.attempts,
-            violations: shrunk.violations,
-            sequence_diagram: shrunk.sequence_diagram,
-        };
-        eprintln!(
-            "  -> {} faults to {}, {} operations to {}, in {} runs: {}",
-            record.faults.0,
-            record.faults.1,
-            record.operations.0,
-            record.operations.1,
-            record.attempts,
-            path.display()
-        );
         let line = serde_json::to_string(&record).expect("a shrunk run always serialises");
-        writeln!(lines, "{line}").map_err(|e| harness(e, &shrunk_path))?;
+        writeln!(lines, "{line}").map_err(|e| cannot_write(e, &shrunk_path))?;
         if options.save_regressions {
-            let regressions = options.sims.join("regressions");
-            std::fs::create_dir_all(&regressions).map_err(|e| harness(e, &regressions))?;
-            let target = regressions.join(&file_name);
-            std::fs::copy(&path, &target).map_err(|e| harness(e, &target))?;
-            eprintln!("  saved as {}", target.display());
+            save_regression(options, &path)?;
         }
     }
+    Ok(())
+}
+
+fn cannot_write(e: std::io::Error, path: &Path) -> CampaignError {
+    CampaignError::Harness(format!("cannot write {}: {e}", path.display()))
+}
+
+/// Shrinks one failure, saves the minimal run file into `dir` and returns its record and
+/// path; `None` when the failing run no longer resolves.
+fn shrink_failure(
+    options: &CampaignOptions,
+    loaded: &Loaded,
+    failure: &Failure,
+    dir: &Path,
+) -> Result<Option<(ShrunkRun, PathBuf)>, CampaignError> {
+    let Ok(run) = resolve(options, loaded, failure.key.seed) else {
+        return Ok(None);
+    };
+    eprintln!(
+        "shrinking {} seed {} ({} violated)…",
+        loaded.scenario.name(),
+        failure.key.seed,
+        failure.check
+    );
+    let file_name = format!(
+        "{}-seed{}-{}.run.json",
+        loaded.scenario.name(),
+        failure.key.seed,
+        failure.check.name().to_lowercase()
+    );
+    let path = dir.join(&file_name);
+    let shrunk = shrink::shrink(&run, failure.check, options.run_timeout);
+    shrunk
+        .run
+        .save(&path)
+        .map_err(|e| CampaignError::Harness(e.to_string()))?;
+    let record = ShrunkRun {
+        scenario: loaded.scenario.name(),
+        seed: failure.key.seed,
+        check: failure.check,
+        run_file: format!("shrunk/{file_name}"),
+        replay: format!("leasesim replay {}", path.display()),
+        faults: (run.schedule.faults.len(), shrunk.run.schedule.faults.len()),
+        operations: (failure.operations, shrunk.operations),
+        attempts: shrunk.attempts,
+        violations: shrunk.violations,
+        sequence_diagram: shrunk.sequence_diagram,
+    };
+    eprintln!(
+        "  -> {} faults to {}, {} operations to {}, in {} runs: {}",
+        record.faults.0,
+        record.faults.1,
+        record.operations.0,
+        record.operations.1,
+        record.attempts,
+        path.display()
+    );
+    Ok(Some((record, path)))
+}
+
+/// Copies the minimal run file at `path` into `sims/regressions/` (`--save-regressions`).
+fn save_regression(options: &CampaignOptions, path: &Path) -> Result<(), CampaignError> {
+    let regressions = options.sims.join("regressions");
+    std::fs::create_dir_all(&regressions).map_err(|e| cannot_write(e, &regressions))?;
+    let target = regressions.join(path.file_name().unwrap_or_default());
+    std::fs::copy(path, &target).map_err(|e| cannot_write(e, &target))?;
+    eprintln!("  saved as {}", target.display());
     Ok(())
 }
 

@@ -4,17 +4,17 @@
 use std::time::Duration;
 
 use super::coverage;
-use super::record::{CheckRecord, RECORD_VERSION, RunRecord, RunStatus, ViolationRecord};
-use crate::check::judge::{self, Judgement, LinearizabilityCheck, LinearizabilityOutcome};
+use crate::check::Check;
+use crate::check::judge::{self, Judgement, LinearizabilityOutcome, Status};
 use crate::check::linearizability::{Budget, Verdict};
-use crate::history::{History, Op};
-use crate::sim::runfile::Expect;
-use crate::sim::runfile::RunFile;
+use crate::history::History;
+use crate::results::record::{CheckRecord, RECORD_VERSION, RunRecord, RunStatus, ViolationRecord};
+use crate::sim::runfile::{Expect, RunFile};
 
 /// Whether `expect` says `check` is to be violated (a mutant's scenario); every other check
 /// must hold.
-fn expects_violation(expect: &Expect, check: &str) -> bool {
-    expect.violate.iter().any(|name| name == check)
+fn expects_violation(expect: &Expect, check: Check) -> bool {
+    expect.violate.contains(&check)
 }
 
 /// Search steps per partition for a campaign run's linearizability checks: enough for a
@@ -68,17 +68,16 @@ pub fn execute(run: &RunFile, timeout: Duration, replay: String) -> Executed {
                 judgement: None,
             }
         }
-        Ok((history, trace)) => {
+        Ok((history, _)) => {
             let judgement = judge::judge(&history, Budget::steps(RUN_BUDGET));
             record.checks = check_records(&judgement, expect, &history);
             record.unexpected = judgement
                 .violated()
                 .into_iter()
-                .filter(|name| !expects_violation(expect, name))
-                .map(str::to_owned)
+                .filter(|check| !expects_violation(expect, *check))
                 .collect();
             record.status = status(&judgement, &record.unexpected);
-            record.coverage = coverage::coverage(&history, &trace);
+            record.coverage = coverage::coverage(&history);
             record.operations = history.ops().count();
             record.wall_ms = wall.elapsed_ms();
             Executed {
@@ -91,8 +90,8 @@ pub fn execute(run: &RunFile, timeout: Duration, replay: String) -> Executed {
 }
 
 /// The run's status: a violation only counts when the scenario does not expect it.
-fn status(judgement: &Judgement, unexpected: &[String]) -> RunStatus {
-    if unexpected.iter().any(|name| name != "LIVE") {
+fn status(judgement: &Judgement, unexpected: &[Check]) -> RunStatus {
+    if unexpected.iter().any(|check| !check.is_liveness()) {
         RunStatus::Violation
     } else if !unexpected.is_empty() {
         RunStatus::Liveness
@@ -112,12 +111,13 @@ pub fn check_records(
     history: &History,
 ) -> Vec<CheckRecord> {
     let invariants = judgement.invariants.invariants.iter().map(|report| {
-        let name = report.invariant.name();
+        let name = report.invariant;
         CheckRecord {
-            name: name.to_owned(),
+            name,
             checks: report.checks,
             expected_violation: expects_violation(expect, name),
-            verdict: if report.passed() { "pass" } else { "fail" }.to_owned(),
+            verdict: judge::invariant_status(report).verdict().to_owned(),
+            not_judged: report.not_judged(),
             violations: report
                 .violations
                 .iter()
@@ -129,40 +129,30 @@ pub fn check_records(
         }
     });
     let linearizability = judgement.linearizability.iter().map(|(check, outcome)| {
-        let name = check.name();
-        let (verdict, violations) = match outcome {
-            LinearizabilityOutcome::Checked(Verdict::Linearizable) => ("pass", Vec::new()),
-            LinearizabilityOutcome::Checked(Verdict::NotLinearizable(explanation)) => (
-                "fail",
+        let name = *check;
+        let violations = match outcome {
+            LinearizabilityOutcome::Checked(Verdict::NotLinearizable(explanation)) => {
                 vec![ViolationRecord {
                     message: format!("no linearization of partition {}", explanation.partition),
                     evidence: explanation.to_string().lines().map(str::to_owned).collect(),
-                }],
-            ),
-            LinearizabilityOutcome::Checked(Verdict::Unknown) => ("unknown", Vec::new()),
-            LinearizabilityOutcome::Unreadable(why) => (
-                "unknown",
-                vec![ViolationRecord {
-                    message: format!("history unreadable as operations: {why}"),
-                    evidence: Vec::new(),
-                }],
-            ),
+                }]
+            }
+            LinearizabilityOutcome::Unreadable(why) => vec![ViolationRecord {
+                message: format!("history unreadable as operations: {why}"),
+                evidence: Vec::new(),
+            }],
+            _ => Vec::new(),
         };
-        let operations = history
-            .ops()
-            .filter(|op| {
-                let lease = matches!(
-                    op.op,
-                    Op::LeaseAcquire { .. } | Op::LeaseRenew { .. } | Op::LeaseRelease { .. }
-                );
-                lease == (*check == LinearizabilityCheck::Lease)
-            })
-            .count() as u64;
+        let status = outcome.status();
         CheckRecord {
-            name: name.to_owned(),
-            checks: operations,
+            name,
+            checks: judge::operations(history, name),
             expected_violation: expects_violation(expect, name),
-            verdict: verdict.to_owned(),
+            verdict: status.verdict().to_owned(),
+            not_judged: match status {
+                Status::NotJudged { why } => Some(why),
+                _ => None,
+            },
             violations,
         }
     });

@@ -4,7 +4,6 @@
 //! - [`scenario`] — scenario files (TOML): world, workload, faults, expectations.
 //! - [`swarm`] — swarm testing: per seed, which fault kinds are on and how hard.
 //! - [`coverage`] — coverage events: the "sometimes" a run reached.
-//! - [`record`] — what a campaign keeps of each run (`results.jsonl`, `shrunk.jsonl`).
 //! - [`request`] — what `leasesim run` asks for, resolved to a run file
 //!   ([`crate::sim::runfile`]).
 //! - [`plan`] — which runs: seeds (range or budget) × scenarios, shards, resume.
@@ -19,7 +18,6 @@ pub mod driver;
 pub mod execute;
 pub mod mutants;
 pub mod plan;
-pub mod record;
 pub mod request;
 pub mod scenario;
 pub mod shrink;

@@ -9,7 +9,6 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::execute::execute;
-use super::record::Detection;
 use super::scenario::Scenario;
 use super::shrink;
 use super::stopwatch::Stopwatch;
@@ -17,6 +16,7 @@ use crate::clock::ManualClock;
 use crate::conformance::{RULES, Subject};
 use crate::lease::MemLease;
 use crate::mutant::{Kill, Mutant};
+use crate::results::record::Detection;
 
 /// What a detection run needs from the campaign.
 pub struct DetectOptions<'a> {
@@ -130,7 +130,7 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
             detection.runs_to_detection = Some(runs);
             detection.wall_ms_to_detection = Some(clock.elapsed_ms());
             if options.shrink {
-                let shrunk = shrink::shrink(&run, &check, options.run_timeout);
+                let shrunk = shrink::shrink(&run, check, options.run_timeout);
                 let file = format!(
                     "shrunk/mutant-{}-{}-seed{seed}.run.json",
                     mutant.name(),

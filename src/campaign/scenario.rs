@@ -13,7 +13,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::swarm::{self, SwarmProfile};
+use crate::check::Check;
 use crate::mutant::Mutant;
+use crate::results::CoverageEvent;
 use crate::sim::config::{WorkloadMix, WorldConfig};
 use crate::sim::runfile::{
     Expect, RUN_FILE_SCHEMA_VERSION, RunFile, RunFileError, RunWorkload, WorldSpec,
@@ -23,11 +25,6 @@ use crate::sim::script::Script;
 
 /// Schema version of scenario files.
 pub const SCENARIO_SCHEMA_VERSION: u32 = 1;
-
-/// The invariants a scenario can name in `expect.hold` and `expect.violate`, as DESIGN.md
-/// spells them ("Checkers"). A scenario without `hold` expects all of them (except those it
-/// expects violated).
-pub const INVARIANTS: [&str; 7] = ["TOKEN", "EXCL", "EXPIRY", "FENCE", "LEDGER", "STOP", "LIVE"];
 
 /// What the replicas do in a scenario's runs.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -552,19 +549,9 @@ fn resolve_expect(
 ) -> Result<Expect, ScenarioError> {
     let raw = raw.map(Spanned::into_inner).unwrap_or_default();
     let invariant = |field: &str, name: &Spanned<String>| {
-        if INVARIANTS.contains(&name.get_ref().as_str()) {
-            Ok(name.get_ref().clone())
-        } else {
-            Err(errors.at(
-                name.span().start,
-                field,
-                format!(
-                    "unknown invariant `{}`; the invariants are {}",
-                    name.get_ref(),
-                    INVARIANTS.join(", ")
-                ),
-            ))
-        }
+        name.get_ref()
+            .parse::<Check>()
+            .map_err(|unknown| errors.at(name.span().start, field, unknown.to_string()))
     };
     let violate = raw
         .violate
@@ -575,44 +562,30 @@ fn resolve_expect(
         Some(hold) => {
             let mut names = Vec::new();
             for name in hold {
-                let name_text = invariant("expect.hold", name)?;
-                if violate.contains(&name_text) {
+                let check = invariant("expect.hold", name)?;
+                if violate.contains(&check) {
                     return Err(errors.at(
                         name.span().start,
                         "expect.hold",
-                        format!("`{name_text}` is in both `hold` and `violate`; keep it in one"),
+                        format!("`{check}` is in both `hold` and `violate`; keep it in one"),
                     ));
                 }
-                names.push(name_text);
+                names.push(check);
             }
             names
         }
-        None => INVARIANTS
-            .iter()
-            .filter(|name| !violate.iter().any(|v| v == *name))
-            .map(|name| (*name).to_owned())
+        None => Check::INVARIANTS
+            .into_iter()
+            .filter(|check| !violate.contains(check))
             .collect(),
     };
     let coverage = raw
         .coverage
         .iter()
-        .map(|event| {
-            let events: Vec<&str> = super::coverage::EVENTS
-                .iter()
-                .map(|(name, _)| *name)
-                .collect();
-            if events.contains(&event.get_ref().as_str()) {
-                Ok(event.get_ref().clone())
-            } else {
-                Err(errors.at(
-                    event.span().start,
-                    "expect.coverage",
-                    format!(
-                        "unknown coverage event `{}`; the events are {}",
-                        event.get_ref(),
-                        events.join(", ")
-                    ),
-                ))
+        .map(|event| match event.get_ref().parse::<CoverageEvent>() {
+            Ok(known) => Ok(known.name().to_owned()),
+            Err(unknown) => {
+                Err(errors.at(event.span().start, "expect.coverage", unknown.to_string()))
             }
         })
         .collect::<Result<Vec<_>, _>>()?;

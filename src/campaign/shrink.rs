@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use super::ddmin::ddmin;
 use super::execute::check_records;
-use super::record::ViolationRecord;
+use crate::check::Check;
 use crate::check::judge::judge;
 use crate::check::linearizability::Budget;
 use crate::history::History;
+use crate::results::record::ViolationRecord;
 use crate::sim::runfile::{self, RunFile, RunWorkload};
 use crate::sim::schedule::{Fault, ScheduledFault};
 use crate::sim::script::Script;
@@ -37,102 +38,145 @@ pub struct Shrunk {
 
 /// Reduces `run`, which violates `check` (`TOKEN`, …, `LIN-LEDGER`), to a minimal run that
 /// still violates it. Never fails: when nothing smaller fails, the original run comes back.
-pub fn shrink(run: &RunFile, check: &str, timeout: Duration) -> Shrunk {
-    let tries = Cell::new(0u32);
-    let attempts = || tries.get();
-    let still_fails = |candidate: &RunFile| -> Option<History> {
-        tries.set(tries.get() + 1);
-        let (history, _) = runfile::execute(candidate, timeout).ok()?;
-        let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
-        judgement.violated().contains(&check).then_some(history)
+pub fn shrink(run: &RunFile, check: Check, timeout: Duration) -> Shrunk {
+    let shrinker = Shrinker {
+        check,
+        timeout,
+        tries: Cell::new(0),
     };
     let mut best = run.clone();
+    shrinker.drop_faults(&mut best);
+    shrinker.drop_calls(&mut best);
+    shrinker.shorten_freezes(&mut best);
+    shrinker.drop_replicas(&mut best);
+    shrinker.shorten_run(&mut best);
+    shrinker.finish(best)
+}
 
-    // 1. Faults: ddmin over the schedule.
-    let budget = MAX_ATTEMPTS / 2;
-    let (faults, _) = ddmin(best.schedule.faults.clone(), budget, |faults| {
-        let mut candidate = best.clone();
-        candidate.schedule.faults = faults.to_vec();
-        still_fails(&candidate).is_some()
-    });
-    best.schedule.faults = faults;
+/// One shrink: the check kept failing, the run timeout, and the runs executed so far.
+struct Shrinker {
+    check: Check,
+    timeout: Duration,
+    tries: Cell<u32>,
+}
 
-    // 2. Scripted calls: ddmin over the script.
-    if let RunWorkload::Script(script) = &best.workload {
-        let budget = MAX_ATTEMPTS.saturating_sub(attempts()) / 2;
+impl Shrinker {
+    fn attempts(&self) -> u32 {
+        self.tries.get()
+    }
+
+    /// Runs `candidate`: its history when it still violates the check.
+    fn still_fails(&self, candidate: &RunFile) -> Option<History> {
+        self.tries.set(self.tries.get() + 1);
+        let (history, _) = runfile::execute(candidate, self.timeout).ok()?;
+        let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
+        judgement
+            .violated()
+            .contains(&self.check)
+            .then_some(history)
+    }
+
+    /// 1. Faults: ddmin over the schedule.
+    fn drop_faults(&self, best: &mut RunFile) {
+        let budget = MAX_ATTEMPTS / 2;
+        let (faults, _) = ddmin(best.schedule.faults.clone(), budget, |faults| {
+            let mut candidate = best.clone();
+            candidate.schedule.faults = faults.to_vec();
+            self.still_fails(&candidate).is_some()
+        });
+        best.schedule.faults = faults;
+    }
+
+    /// 2. Scripted calls: ddmin over the script.
+    fn drop_calls(&self, best: &mut RunFile) {
+        let RunWorkload::Script(script) = &best.workload else {
+            return;
+        };
+        let budget = MAX_ATTEMPTS.saturating_sub(self.attempts()) / 2;
         let (calls, _) = ddmin(script.calls.clone(), budget, |calls| {
             let mut candidate = best.clone();
             candidate.workload = with_calls(calls);
-            still_fails(&candidate).is_some()
+            self.still_fails(&candidate).is_some()
         });
         best.workload = with_calls(&calls);
     }
 
-    // 3. Freezes: halve each freeze while the run still fails.
-    for index in 0..best.schedule.faults.len() {
-        while attempts() < MAX_ATTEMPTS {
+    /// 3. Freezes: halve each freeze while the run still fails.
+    fn shorten_freezes(&self, best: &mut RunFile) {
+        for index in 0..best.schedule.faults.len() {
+            while self.attempts() < MAX_ATTEMPTS {
+                let mut candidate = best.clone();
+                let Some(duration) = freeze_duration(&mut candidate.schedule.faults[index]) else {
+                    break;
+                };
+                if *duration < 2 {
+                    break;
+                }
+                *duration /= 2;
+                if self.still_fails(&candidate).is_none() {
+                    break;
+                }
+                *best = candidate;
+            }
+        }
+    }
+
+    /// 4. Replicas: one fewer while the run still fails (a schedule or script naming a
+    ///    removed replica makes the candidate invalid, so it is simply not taken).
+    fn drop_replicas(&self, best: &mut RunFile) {
+        while best.world.replicas > 1 && self.attempts() < MAX_ATTEMPTS {
             let mut candidate = best.clone();
-            let Some(duration) = freeze_duration(&mut candidate.schedule.faults[index]) else {
-                break;
-            };
-            if *duration < 2 {
+            candidate.world.replicas -= 1;
+            if self.still_fails(&candidate).is_none() {
                 break;
             }
-            *duration /= 2;
-            if still_fails(&candidate).is_none() {
-                break;
-            }
-            best = candidate;
+            *best = candidate;
         }
     }
 
-    // 4. Replicas: one fewer while the run still fails (a schedule or script naming a
-    //    removed replica makes the candidate invalid, so it is simply not taken).
-    while best.world.replicas > 1 && attempts() < MAX_ATTEMPTS {
-        let mut candidate = best.clone();
-        candidate.world.replicas -= 1;
-        if still_fails(&candidate).is_none() {
-            break;
+    /// 5. A generated workload: a shorter run, never ending before the heal (the liveness
+    ///    phase runs on from the heal anyway, so a shorter fault phase is what shrinks).
+    fn shorten_run(&self, best: &mut RunFile) {
+        if !matches!(best.workload, RunWorkload::Generated(_)) {
+            return;
         }
-        best = candidate;
-    }
-
-    // 5. A generated workload: a shorter run, never ending before the heal (the liveness
-    //    phase runs on from the heal anyway, so a shorter fault phase is what shrinks).
-    if matches!(best.workload, RunWorkload::Generated(_)) {
         let heal_s = best.schedule.heal_at_ms.map_or(0, |ms| ms.div_ceil(1_000));
         let floor_s = heal_s.max(10);
-        while best.world.duration_s * 3 / 4 >= floor_s && attempts() < MAX_ATTEMPTS {
+        while best.world.duration_s * 3 / 4 >= floor_s && self.attempts() < MAX_ATTEMPTS {
             let mut candidate = best.clone();
             candidate.world.duration_s = best.world.duration_s * 3 / 4;
-            if still_fails(&candidate).is_none() {
+            if self.still_fails(&candidate).is_none() {
                 break;
             }
-            best = candidate;
+            *best = candidate;
         }
     }
 
-    let (violations, sequence_diagram, operations) = match runfile::execute(&best, timeout) {
-        Ok((history, _)) => {
-            let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
-            let violations = check_records(&judgement, &best.expect, &history)
-                .into_iter()
-                .find(|record| record.name == check)
-                .map(|record| record.violations)
-                .unwrap_or_default();
-            let session = session_of(&violations);
-            let diagram =
-                crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
-            (violations, diagram, history.ops().count())
+    /// The minimal run with its violations of the check, operations and diagram.
+    fn finish(&self, best: RunFile) -> Shrunk {
+        let (violations, sequence_diagram, operations) = match runfile::execute(&best, self.timeout)
+        {
+            Ok((history, _)) => {
+                let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
+                let violations = check_records(&judgement, &best.expect, &history)
+                    .into_iter()
+                    .find(|record| record.name == self.check)
+                    .map(|record| record.violations)
+                    .unwrap_or_default();
+                let session = session_of(&violations);
+                let diagram =
+                    crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
+                (violations, diagram, history.ops().count())
+            }
+            Err(_) => (Vec::new(), String::new(), 0),
+        };
+        Shrunk {
+            run: best,
+            attempts: self.attempts(),
+            operations,
+            violations,
+            sequence_diagram,
         }
-        Err(_) => (Vec::new(), String::new(), 0),
-    };
-    Shrunk {
-        run: best,
-        attempts: attempts(),
-        operations,
-        violations,
-        sequence_diagram,
     }
 }
 

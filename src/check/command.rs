@@ -10,7 +10,7 @@
 //! `error: FILE:LINE: what is wrong` (exit 2). With `--json`, `out` gets one [`FileReport`]
 //! JSON object per line and per file instead (bad files included, with their error). Everything
 //! but the elapsed times is a function of the input alone. Exit codes follow DESIGN.md
-//! ("Exit codes"): see [`exit_code`].
+//! ("Exit codes"): see [`Exit::worst`].
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -22,18 +22,8 @@ use crate::check::linearizability::register::CasRegister;
 use crate::check::linearizability::{
     Budget, Explanation, Verdict, check, lease_operations, ledger_operations,
 };
+use crate::exit::Exit;
 use crate::history::History;
-
-/// Exit code: every file is linearizable.
-pub const CLEAN: u8 = 0;
-/// Exit code: some file is not linearizable (a safety violation).
-pub const SAFETY_VIOLATION: u8 = 1;
-/// Exit code: some file could not be read or is malformed.
-pub const BAD_INPUT: u8 = 2;
-/// Exit code: the checker itself failed (a panic).
-pub const HARNESS_ERROR: u8 = 3;
-/// Exit code: some check ran out of budget and no file failed.
-pub const INCONCLUSIVE: u8 = 4;
 
 /// Which reader and sequential model judge the files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -124,26 +114,15 @@ pub struct FileReport {
 
 impl FileReport {
     /// This file's exit code alone.
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> Exit {
         match self.verdict {
-            "linearizable" => CLEAN,
-            "not_linearizable" => SAFETY_VIOLATION,
-            "unknown" => INCONCLUSIVE,
-            "bad_input" => BAD_INPUT,
-            _ => HARNESS_ERROR,
+            "linearizable" => Exit::Clean,
+            "not_linearizable" => Exit::SafetyViolation,
+            "unknown" => Exit::Inconclusive,
+            "bad_input" => Exit::BadInput,
+            _ => Exit::HarnessError,
         }
     }
-}
-
-/// The exit code for several results: the first of 3, 2, 1, 5, 4 that applies, else 0
-/// (DESIGN.md, "Exit codes").
-pub fn exit_code(codes: impl IntoIterator<Item = u8>) -> u8 {
-    const PRECEDENCE: [u8; 5] = [3, 2, 1, 5, 4];
-    let codes: Vec<u8> = codes.into_iter().collect();
-    PRECEDENCE
-        .into_iter()
-        .find(|code| codes.contains(code))
-        .unwrap_or(CLEAN)
 }
 
 /// Reads `file` with `model`'s reader and checks it: the number of operations, the verdict and
@@ -279,7 +258,7 @@ pub fn render_text(report: &FileReport, model: CheckModel) -> String {
 
 /// Runs `leasesim check`: every file in order, verdicts on `out`, errors (and progress, when
 /// `err` is a terminal and there are several files) on `err`. Returns the exit code.
-pub fn run(options: &CheckOptions, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+pub fn run(options: &CheckOptions, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
     let progress = options.files.len() > 1 && std::io::stderr().is_terminal();
     let mut codes = Vec::with_capacity(options.files.len());
     for (i, file) in options.files.iter().enumerate() {
@@ -309,10 +288,10 @@ pub fn run(options: &CheckOptions, out: &mut dyn Write, err: &mut dyn Write) -> 
         };
         if let Err(error) = written {
             let _ = writeln!(err, "error: cannot write the report: {error}");
-            return HARNESS_ERROR;
+            return Exit::HarnessError;
         }
         codes.push(report.exit_code());
     }
     let _ = out.flush();
-    exit_code(codes)
+    Exit::worst(codes)
 }

@@ -7,68 +7,11 @@
 use std::fmt;
 use std::path::Path;
 
-use super::invariants::{self, Invariant, Report};
+use super::Check;
+use super::invariants::{self, Report};
 use super::linearizability::{Budget, Verdict, check_lease_history, check_ledger_history};
-use crate::history::{History, HistoryError};
-
-/// Exit code: every check passed.
-pub const CLEAN: u8 = 0;
-/// Exit code: a safety invariant or a linearizability check failed.
-pub const SAFETY_VIOLATION: u8 = 1;
-/// Exit code: bad input or usage.
-pub const BAD_INPUT: u8 = 2;
-/// Exit code: the harness failed (panic, hang, nondeterminism).
-pub const HARNESS_ERROR: u8 = 3;
-/// Exit code: a check ran out of budget and found no violation.
-pub const INCONCLUSIVE: u8 = 4;
-/// Exit code: the liveness invariant (LIVE) failed.
-pub const LIVENESS_VIOLATION: u8 = 5;
-
-/// Folds exit codes: when several apply, the first in the order 3, 2, 1, 5, 4 wins
-/// (DESIGN.md, "Exit codes"); 0 only when all are 0.
-pub fn worst_exit(codes: impl IntoIterator<Item = u8>) -> u8 {
-    const PRIORITY: [u8; 5] = [
-        HARNESS_ERROR,
-        BAD_INPUT,
-        SAFETY_VIOLATION,
-        LIVENESS_VIOLATION,
-        INCONCLUSIVE,
-    ];
-    let codes: Vec<u8> = codes.into_iter().collect();
-    PRIORITY
-        .into_iter()
-        .find(|code| codes.contains(code))
-        .unwrap_or(CLEAN)
-}
-
-/// Which linearizability check.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub enum LinearizabilityCheck {
-    /// The lease service's history against the timed lease model.
-    Lease,
-    /// The ledger's history against the CAS log model.
-    Ledger,
-}
-
-impl LinearizabilityCheck {
-    /// Both checks, in report order.
-    pub const ALL: [LinearizabilityCheck; 2] =
-        [LinearizabilityCheck::Lease, LinearizabilityCheck::Ledger];
-
-    /// The check's name in reports: `LIN-LEASE` or `LIN-LEDGER`.
-    pub fn name(self) -> &'static str {
-        match self {
-            LinearizabilityCheck::Lease => "LIN-LEASE",
-            LinearizabilityCheck::Ledger => "LIN-LEDGER",
-        }
-    }
-}
-
-impl fmt::Display for LinearizabilityCheck {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use crate::exit::Exit;
+use crate::history::{History, HistoryError, Op};
 
 /// One linearizability check's outcome.
 #[derive(Clone, Debug)]
@@ -77,65 +20,131 @@ pub enum LinearizabilityOutcome {
     Checked(Verdict),
     /// The history could not be read as that model's operations (a malformed history).
     Unreadable(String),
+    /// The history has no operation of that model (`no lease operations`): nothing to
+    /// search, so nothing judged.
+    NotJudged(String),
+}
+
+/// One check's result over one history.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Status {
+    /// Judged, and nothing violated.
+    Pass,
+    /// Violated.
+    Fail,
+    /// Nothing to judge (no line of the kind the check counts): never a pass. Does not
+    /// change the exit code by itself.
+    NotJudged {
+        /// What the history lacks (`no decision lines`).
+        why: String,
+    },
+    /// A search ran out of budget, or the history could not be read as operations.
+    Inconclusive {
+        /// Which of the two, in plain terms.
+        why: String,
+    },
+}
+
+impl Status {
+    /// The status as `results.jsonl` spells a check's `verdict`: `pass`, `fail`,
+    /// `not-judged` or `unknown`.
+    pub fn verdict(&self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::NotJudged { .. } => "not-judged",
+            Status::Inconclusive { .. } => "unknown",
+        }
+    }
+}
+
+impl LinearizabilityOutcome {
+    /// The outcome as a [`Status`].
+    pub fn status(&self) -> Status {
+        match self {
+            LinearizabilityOutcome::Checked(Verdict::Linearizable) => Status::Pass,
+            LinearizabilityOutcome::Checked(Verdict::NotLinearizable(_)) => Status::Fail,
+            LinearizabilityOutcome::Checked(Verdict::Unknown) => Status::Inconclusive {
+                why: "the search ran out of budget".to_owned(),
+            },
+            LinearizabilityOutcome::Unreadable(why) => Status::Inconclusive {
+                why: format!("cannot read the history: {why}"),
+            },
+            LinearizabilityOutcome::NotJudged(why) => Status::NotJudged { why: why.clone() },
+        }
+    }
+}
+
+/// An invariant's result as a [`Status`].
+pub fn invariant_status(report: &invariants::InvariantReport) -> Status {
+    match report.not_judged() {
+        _ if !report.passed() => Status::Fail,
+        Some(why) => Status::NotJudged { why },
+        None => Status::Pass,
+    }
 }
 
 /// Everything judged over one history.
 #[derive(Clone, Debug)]
 pub struct Judgement {
-    /// The invariants, in [`Invariant::ALL`] order.
+    /// The invariants, in [`Check::INVARIANTS`] order.
     pub invariants: Report,
-    /// The linearizability checks, in [`LinearizabilityCheck::ALL`] order.
-    pub linearizability: Vec<(LinearizabilityCheck, LinearizabilityOutcome)>,
+    /// The linearizability checks, in [`Check::LINEARIZABILITY`] order.
+    pub linearizability: Vec<(Check, LinearizabilityOutcome)>,
 }
 
 impl Judgement {
     /// The exit code this judgement stands for: 1 for a safety invariant or a
     /// non-linearizable history, 5 for LIVE alone, 4 when a search ran out of budget (or
     /// the history could not be read as operations) and nothing was violated, else 0.
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> Exit {
         self.exit_code_expecting(&[])
     }
 
     /// As [`Judgement::exit_code`], but violations of the checks named in `expected` (a
     /// mutant's scenario expects them) do not count.
-    pub fn exit_code_expecting(&self, expected: &[String]) -> u8 {
-        let counts = |name: &str| !expected.iter().any(|e| e == name);
+    pub fn exit_code_expecting(&self, expected: &[Check]) -> Exit {
+        let counts = |check: Check| !expected.contains(&check);
         let invariant_codes = self
             .invariants
             .violations()
-            .filter(|v| counts(v.invariant.name()))
-            .map(|v| match v.invariant {
-                Invariant::Live => LIVENESS_VIOLATION,
-                _ => SAFETY_VIOLATION,
+            .filter(|v| counts(v.invariant))
+            .map(|v| {
+                if v.invariant.is_liveness() {
+                    Exit::LivenessViolation
+                } else {
+                    Exit::SafetyViolation
+                }
             });
         let linearizability_codes =
             self.linearizability
                 .iter()
                 .map(|(check, outcome)| match outcome {
-                    LinearizabilityOutcome::Checked(Verdict::Linearizable) => CLEAN,
+                    LinearizabilityOutcome::Checked(Verdict::Linearizable) => Exit::Clean,
                     LinearizabilityOutcome::Checked(Verdict::NotLinearizable(_))
-                        if !counts(check.name()) =>
+                        if !counts(*check) =>
                     {
-                        CLEAN
+                        Exit::Clean
                     }
                     LinearizabilityOutcome::Checked(Verdict::NotLinearizable(_)) => {
-                        SAFETY_VIOLATION
+                        Exit::SafetyViolation
                     }
-                    LinearizabilityOutcome::Checked(Verdict::Unknown) => INCONCLUSIVE,
-                    LinearizabilityOutcome::Unreadable(_) => INCONCLUSIVE,
+                    LinearizabilityOutcome::Checked(Verdict::Unknown) => Exit::Inconclusive,
+                    LinearizabilityOutcome::Unreadable(_) => Exit::Inconclusive,
+                    LinearizabilityOutcome::NotJudged(_) => Exit::Clean,
                 });
-        worst_exit(invariant_codes.chain(linearizability_codes))
+        Exit::worst(invariant_codes.chain(linearizability_codes))
     }
 
-    /// The names of everything violated, in report order (`TOKEN`, …, `LIN-LEASE`, …);
-    /// empty when clean or only inconclusive.
-    pub fn violated(&self) -> Vec<&'static str> {
+    /// Every check violated, in report order (`TOKEN`, …, `LIN-LEASE`, …); empty when
+    /// clean or only inconclusive.
+    pub fn violated(&self) -> Vec<Check> {
         let invariants = self
             .invariants
             .invariants
             .iter()
             .filter(|r| !r.passed())
-            .map(|r| r.invariant.name());
+            .map(|r| r.invariant);
         let linearizability = self
             .linearizability
             .iter()
@@ -145,32 +154,64 @@ impl Judgement {
                     LinearizabilityOutcome::Checked(Verdict::NotLinearizable(_))
                 )
             })
-            .map(|(check, _)| check.name());
+            .map(|(check, _)| *check);
         invariants.chain(linearizability).collect()
     }
 
-    /// The names of the checks that were inconclusive (budget exhausted or unreadable).
-    pub fn inconclusive(&self) -> Vec<&'static str> {
-        self.linearizability
-            .iter()
-            .filter(|(_, outcome)| {
-                !matches!(
-                    outcome,
-                    LinearizabilityOutcome::Checked(
-                        Verdict::Linearizable | Verdict::NotLinearizable(_)
-                    )
-                )
-            })
-            .map(|(check, _)| check.name())
+    /// The checks that were inconclusive (budget exhausted or unreadable).
+    pub fn inconclusive(&self) -> Vec<Check> {
+        self.statuses()
+            .into_iter()
+            .filter(|(_, status)| matches!(status, Status::Inconclusive { .. }))
+            .map(|(check, _)| check)
             .collect()
+    }
+
+    /// The checks that judged nothing, in report order.
+    pub fn not_judged(&self) -> Vec<Check> {
+        self.statuses()
+            .into_iter()
+            .filter(|(_, status)| matches!(status, Status::NotJudged { .. }))
+            .map(|(check, _)| check)
+            .collect()
+    }
+
+    /// Every check's status, in report order ([`Check::ALL`]).
+    pub fn statuses(&self) -> Vec<(Check, Status)> {
+        let invariants = self
+            .invariants
+            .invariants
+            .iter()
+            .map(|report| (report.invariant, invariant_status(report)));
+        let linearizability = self
+            .linearizability
+            .iter()
+            .map(|(check, outcome)| (*check, outcome.status()));
+        invariants.chain(linearizability).collect()
     }
 }
 
 impl fmt::Display for Judgement {
-    /// One line per check (`TOKEN: 12 checks, 0 violations`, `LIN-LEASE: linearizable`),
-    /// each violation indented under its check with its evidence.
+    /// One line per check (`TOKEN: 12 checks, 0 violations`, `LIN-LEASE: linearizable`,
+    /// `EXCL: not judged (no grant, renew or release decision lines)`), each violation
+    /// indented under its check with its evidence.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.invariants)?;
+        for result in &self.invariants.invariants {
+            if let Some(why) = result.not_judged() {
+                writeln!(f, "{}: not judged ({why})", result.invariant)?;
+                continue;
+            }
+            writeln!(
+                f,
+                "{}: {} checks, {} violations",
+                result.invariant,
+                result.checks,
+                result.violations.len()
+            )?;
+            for violation in &result.violations {
+                writeln!(f, "  {violation}")?;
+            }
+        }
         for (check, outcome) in &self.linearizability {
             match outcome {
                 LinearizabilityOutcome::Checked(Verdict::Linearizable) => {
@@ -188,6 +229,9 @@ impl fmt::Display for Judgement {
                 LinearizabilityOutcome::Unreadable(why) => {
                     writeln!(f, "{check}: unknown (cannot read the history: {why})")?
                 }
+                LinearizabilityOutcome::NotJudged(why) => {
+                    writeln!(f, "{check}: not judged ({why})")?
+                }
             }
         }
         Ok(())
@@ -197,23 +241,55 @@ impl fmt::Display for Judgement {
 /// Judges `history`: every invariant ([`invariants::check_all`]) and both linearizability
 /// checks, each search limited to `budget`.
 pub fn judge(history: &History, budget: Budget) -> Judgement {
-    let linearizability = LinearizabilityCheck::ALL
+    let linearizability = Check::LINEARIZABILITY
         .into_iter()
-        .map(|check| {
-            let verdict = match check {
-                LinearizabilityCheck::Lease => check_lease_history(history, budget),
-                LinearizabilityCheck::Ledger => check_ledger_history(history, budget),
-            };
-            let outcome = match verdict {
-                Ok(verdict) => LinearizabilityOutcome::Checked(verdict),
-                Err(error) => LinearizabilityOutcome::Unreadable(error.to_string()),
-            };
-            (check, outcome)
-        })
+        .map(|check| (check, linearizability(history, check, budget)))
         .collect();
     Judgement {
         invariants: invariants::check_all(history),
         linearizability,
+    }
+}
+
+/// Operations of `check`'s model in `history`: lease calls for LIN-LEASE, ledger and
+/// journal calls for LIN-LEDGER (0 for an invariant).
+pub fn operations(history: &History, check: Check) -> u64 {
+    let lease = |op: &Op| {
+        matches!(
+            op,
+            Op::LeaseAcquire { .. } | Op::LeaseRenew { .. } | Op::LeaseRelease { .. }
+        )
+    };
+    let count = |want_lease: bool| {
+        history
+            .ops()
+            .filter(|line| lease(&line.op) == want_lease)
+            .count() as u64
+    };
+    match check {
+        Check::LinLease => count(true),
+        Check::LinLedger => count(false),
+        _ => 0,
+    }
+}
+
+/// One linearizability check over `history`; not judged when the history has none of its
+/// operations (a history that cannot be read is still unreadable).
+fn linearizability(history: &History, check: Check, budget: Budget) -> LinearizabilityOutcome {
+    let verdict = match check {
+        Check::LinLease => check_lease_history(history, budget),
+        _ => check_ledger_history(history, budget),
+    };
+    match verdict {
+        Ok(Verdict::Linearizable) if operations(history, check) == 0 => {
+            let what = match check {
+                Check::LinLease => "no lease operations",
+                _ => "no ledger or journal operations",
+            };
+            LinearizabilityOutcome::NotJudged(what.to_owned())
+        }
+        Ok(verdict) => LinearizabilityOutcome::Checked(verdict),
+        Err(error) => LinearizabilityOutcome::Unreadable(error.to_string()),
     }
 }
 
@@ -224,44 +300,29 @@ pub fn judge(history: &History, budget: Budget) -> Judgement {
 ///
 /// # Errors
 /// The history file cannot be read or is malformed (a [`HistoryError`] naming the line).
-pub fn judge_run_folder(out: &Path, expected: &[String]) -> Result<(u8, String), HistoryError> {
+pub fn judge_run_folder(out: &Path, expected: &[Check]) -> Result<(Exit, String), HistoryError> {
     let history = History::read_jsonl_path(out.join("history.jsonl"))?;
     let judgement = judge(&history, Budget::default());
     let code = judgement.exit_code_expecting(expected);
     let mut text = judgement.to_string();
     let violated = judgement.violated();
+    let not_judged = judgement.not_judged();
     let verdict = match code {
-        CLEAN if violated.is_empty() => "every check passed".to_owned(),
-        CLEAN => format!("violated as expected: {}", violated.join(", ")),
-        INCONCLUSIVE => format!(
-            "inconclusive: {} ran out of budget; nothing violated",
-            judgement.inconclusive().join(", ")
+        Exit::Clean if violated.is_empty() && not_judged.is_empty() => {
+            "every check passed".to_owned()
+        }
+        Exit::Clean if violated.is_empty() => format!(
+            "every check judged passed; not judged: {}",
+            Check::list(&not_judged)
         ),
-        LIVENESS_VIOLATION => "LIVENESS VIOLATION: LIVE".to_owned(),
-        _ => format!("SAFETY VIOLATION: {}", violated.join(", ")),
+        Exit::Clean => format!("violated as expected: {}", Check::list(&violated)),
+        Exit::Inconclusive => format!(
+            "inconclusive: {} ran out of budget; nothing violated",
+            Check::list(&judgement.inconclusive())
+        ),
+        Exit::LivenessViolation => "LIVENESS VIOLATION: LIVE".to_owned(),
+        _ => format!("SAFETY VIOLATION: {}", Check::list(&violated)),
     };
     text += &format!("verdict: {verdict}\n");
     Ok((code, text))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exit_codes_fold_in_design_order() {
-        assert_eq!(worst_exit([]), CLEAN);
-        assert_eq!(worst_exit([CLEAN, CLEAN]), CLEAN);
-        assert_eq!(
-            worst_exit([INCONCLUSIVE, LIVENESS_VIOLATION]),
-            LIVENESS_VIOLATION
-        );
-        assert_eq!(
-            worst_exit([LIVENESS_VIOLATION, SAFETY_VIOLATION]),
-            SAFETY_VIOLATION
-        );
-        assert_eq!(worst_exit([SAFETY_VIOLATION, BAD_INPUT]), BAD_INPUT);
-        assert_eq!(worst_exit([BAD_INPUT, HARNESS_ERROR, CLEAN]), HARNESS_ERROR);
-        assert_eq!(worst_exit([INCONCLUSIVE, CLEAN]), INCONCLUSIVE);
-    }
 }

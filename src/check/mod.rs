@@ -1,8 +1,11 @@
 //! Checkers: they judge a recorded history, whoever recorded it (the simulation, live mode,
 //! Jepsen), and never import `sim/` (DESIGN.md, "Dependency rules").
 
+pub mod catalogue;
 pub mod command;
 pub mod invariants;
 pub mod jepsen;
 pub mod judge;
 pub mod linearizability;
+
+pub use catalogue::{Check, UnknownCheck};

@@ -27,12 +27,15 @@ pub enum Line {
     Clock(ClockLine),
     /// `"ledger"`: one record of the final ledger.
     Ledger(LedgerLine),
+    /// `"event"`: something a host reported happening (a run cancelled on loss, a record
+    /// deleted, a wall clock stepped back…): coverage counts these; checkers ignore them.
+    Event(EventLine),
 }
 
 impl Line {
     /// Every `kind`, in declaration order.
-    pub const KINDS: [&'static str; 7] = [
-        "config", "op", "decision", "validity", "phase", "clock", "ledger",
+    pub const KINDS: [&'static str; 8] = [
+        "config", "op", "decision", "validity", "phase", "clock", "ledger", "event",
     ];
 
     /// This line's `kind`.
@@ -45,6 +48,7 @@ impl Line {
             Line::Phase(_) => "phase",
             Line::Clock(_) => "clock",
             Line::Ledger(_) => "ledger",
+            Line::Event(_) => "event",
         }
     }
 
@@ -92,6 +96,7 @@ line_from!(
     PhaseLine => Phase,
     ClockLine => Clock,
     LedgerLine => Ledger,
+    EventLine => Event,
 );
 
 /// The run's parameters: what the checkers need to recompute bounds. Exactly one per history.
@@ -126,7 +131,7 @@ pub struct ConfigLine {
 }
 
 fn default_authority() -> Option<String> {
-    Some("lease".to_owned())
+    Some(super::hosts::LEASE.to_owned())
 }
 
 impl ConfigLine {
@@ -315,4 +320,32 @@ pub struct LedgerLine {
     pub seq: u64,
     /// The record.
     pub record: HistRecord,
+}
+
+/// Something a host reported happening that no other line shows: `{"v":1,"kind":"event",
+/// "at_us":…,"host":"replica-2","event":"run_cancelled_on_loss"}`. Coverage counts these;
+/// the checkers ignore them.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventLine {
+    /// True simulated time it happened, µs.
+    pub at_us: u64,
+    /// The host it happened on (`lease`, `replica-2`, …).
+    pub host: String,
+    /// What happened.
+    pub event: HistEvent,
+}
+
+/// What an [`EventLine`] reports.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistEvent {
+    /// `"run_cancelled_on_loss"`: the service cancelled a run because its lease was lost.
+    RunCancelledOnLoss,
+    /// `"sticky_disable"`: the service turned leasing off for good after `Unsupported`.
+    StickyDisable,
+    /// `"record_deleted"`: the authority deleted a lease record (its high-water mark stays).
+    RecordDeleted,
+    /// `"backward_wall_jump"`: the nemesis stepped the host's wall clock backwards.
+    BackwardWallJump,
 }

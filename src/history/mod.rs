@@ -206,6 +206,20 @@
 //! `session`; `seq` (position from 1); `record`. Every record of every session, a session's
 //! records in `seq` order.
 //!
+//! ## `event` — something a host reported happening ([`EventLine`])
+//!
+//! ```json
+//! {"v":1,"kind":"event","at_us":12500000,"host":"replica-2","event":"run_cancelled_on_loss"}
+//! ```
+//!
+//! | field | |
+//! |---|---|
+//! | `at_us` | true time it happened |
+//! | `host` | where: a replica (`run_cancelled_on_loss`, `sticky_disable`), the authority `lease` (`record_deleted`), or the host whose wall clock the nemesis stepped back (`backward_wall_jump`) |
+//! | `event` | [`HistEvent`]: `run_cancelled_on_loss`, `sticky_disable`, `record_deleted` or `backward_wall_jump` |
+//!
+//! Facts no other line shows, for coverage ("sometimes" events); the checkers ignore them.
+//!
 //! # Reading and writing
 //!
 //! [`HistoryWriter`] writes lines as they happen; [`History::write_jsonl`] writes a whole
@@ -214,10 +228,11 @@
 //! as described above, each host's clock segments a valid [`ClockMap`]. The accessors
 //! ([`History::config`], [`History::ops`], [`History::decisions`],
 //! [`History::validity_checks`], [`History::phase_at_us`], [`History::final_ledger`],
-//! [`History::clock_maps`]) give the checkers typed views.
+//! [`History::clock_maps`], [`History::events`]) give the checkers typed views.
 
 mod clock_map;
 mod error;
+pub mod hosts;
 mod io;
 mod line;
 mod op;
@@ -231,8 +246,8 @@ pub use clock_map::{ClockMap, ClockMapError};
 pub use error::{HistoryError, LineProblem};
 pub use io::HistoryWriter;
 pub use line::{
-    ClockLine, ConfigLine, Decision, DecisionLine, LedgerLine, Line, Phase, PhaseLine, Refusal,
-    Request, ValidityLine,
+    ClockLine, ConfigLine, Decision, DecisionLine, EventLine, HistEvent, LedgerLine, Line, Phase,
+    PhaseLine, Refusal, Request, ValidityLine,
 };
 pub use op::{HistLossCause, Op, OpLine, OpResult, Outcome, micros};
 pub use record::{HistRecord, HistWriterId, Process};
@@ -326,7 +341,7 @@ impl History {
     pub fn authority_host(&self) -> Option<&str> {
         match self.config() {
             Ok(config) => config.authority.as_deref(),
-            Err(_) => Some("lease"),
+            Err(_) => Some(hosts::LEASE),
         }
     }
 
@@ -393,6 +408,14 @@ impl History {
         self.phases()
             .find(|marker| marker.name == phase)
             .map(|marker| marker.at_us)
+    }
+
+    /// The event lines, in order (coverage counts them; checkers ignore them).
+    pub fn events(&self) -> impl Iterator<Item = &EventLine> {
+        self.lines.iter().filter_map(|line| match line {
+            Line::Event(event) => Some(event),
+            _ => None,
+        })
     }
 
     /// The clock segment lines, in order.

@@ -104,6 +104,14 @@ fn ledger() -> LedgerLine {
     }
 }
 
+fn event() -> EventLine {
+    EventLine {
+        at_us: 12_500_000,
+        host: "replica-2".into(),
+        event: HistEvent::RunCancelledOnLoss,
+    }
+}
+
 /// One line of each kind, with the exact JSON it must produce.
 fn golden() -> Vec<(Line, &'static str)> {
     vec![
@@ -134,6 +142,10 @@ fn golden() -> Vec<(Line, &'static str)> {
         (
             ledger().into(),
             r#"{"v":1,"kind":"ledger","session":"s1","seq":4,"record":{"type":"event","writer_id":{"owner":{"replica":"replica-1","incarnation":0},"journal":1},"seq_in_writer":2,"payload_hex":"686900ff"}}"#,
+        ),
+        (
+            event().into(),
+            r#"{"v":1,"kind":"event","at_us":12500000,"host":"replica-2","event":"run_cancelled_on_loss"}"#,
         ),
     ]
 }
@@ -166,6 +178,17 @@ fn everything() -> History {
         if line.kind() != "config" {
             history.push(line);
         }
+    }
+    for kind in [
+        HistEvent::RunCancelledOnLoss,
+        HistEvent::StickyDisable,
+        HistEvent::RecordDeleted,
+        HistEvent::BackwardWallJump,
+    ] {
+        history.push(EventLine {
+            event: kind,
+            ..event()
+        });
     }
     let fence = HistRecord::Fence {
         epoch: 3,
@@ -625,7 +648,7 @@ fn unknown_kinds_and_unknown_fields_are_refused() {
     let kind = r#"{"v":1,"kind":"opp","id":1}"#;
     assert_eq!(
         read_error(kind).1,
-        r#"bad.jsonl:1: unknown kind "opp"; expected one of config, op, decision, validity, phase, clock, ledger"#
+        r#"bad.jsonl:1: unknown kind "opp"; expected one of config, op, decision, validity, phase, clock, ledger, event"#
     );
     assert!(
         read_error(r#"{"v":1}"#)

@@ -84,6 +84,12 @@ impl Store {
         &self.authority
     }
 
+    /// The harness hooks the store was configured with (none by default): the service
+    /// reports its observations through them.
+    pub fn hooks(&self) -> &HookSlot {
+        &self.config.hooks
+    }
+
     /// The planted bug the store runs, if any (`None`: the correct code).
     pub fn mutant(&self) -> Option<Mutant> {
         self.config.mutant

@@ -44,6 +44,9 @@ pub struct DurableLeaseConfig {
     pub grace_persist_interval: Duration,
     /// A planted bug in the authority's rules ([`MemLease::with_mutant`]); none by default.
     pub mutant: Option<crate::mutant::Mutant>,
+    /// Harness hooks the authority reports its observations to ([`MemLease::with_hooks`]);
+    /// none by default.
+    pub hooks: crate::hooks::HookSlot,
 }
 
 impl Default for DurableLeaseConfig {
@@ -52,6 +55,7 @@ impl Default for DurableLeaseConfig {
             ttl: Duration::from_secs(10),
             grace_persist_interval: Duration::from_secs(1),
             mutant: None,
+            hooks: crate::hooks::HookSlot::default(),
         }
     }
 }
@@ -157,7 +161,9 @@ impl DurableLease {
         let recovered = log::recover_or_create(&*storage, STATE_FILE, &header).await?;
         warn_if_cut(STATE_FILE, recovered.truncated_bytes);
         let (high_water, grace) = replay(&recovered.frames)?;
-        let inner = MemLease::new(clock.clone(), config.ttl).with_mutant(config.mutant);
+        let inner = MemLease::new(clock.clone(), config.ttl)
+            .with_mutant(config.mutant)
+            .with_hooks(config.hooks.clone());
         if config.mutant != Some(Mutant::TokenCounterInMemory) {
             for (session, token) in &high_water {
                 inner.restore_high_water(session, *token);

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 
 use super::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use crate::clock::{Clock, Instant};
+use crate::hooks::{HookSlot, Observation};
 use crate::mutant::Mutant;
 use std::sync::Arc;
 
@@ -30,6 +31,7 @@ pub struct MemLease {
     clock: Arc<dyn Clock>,
     ttl: Duration,
     mutant: Option<Mutant>,
+    hooks: HookSlot,
     sessions: Mutex<BTreeMap<SessionId, Entry>>,
 }
 
@@ -65,6 +67,7 @@ impl MemLease {
             clock,
             ttl,
             mutant: None,
+            hooks: HookSlot::default(),
             sessions: Mutex::new(BTreeMap::new()),
         }
     }
@@ -72,6 +75,13 @@ impl MemLease {
     /// The same authority running `mutant` (a planted bug), or the correct code for `None`.
     pub fn with_mutant(mut self, mutant: Option<Mutant>) -> Self {
         self.mutant = mutant;
+        self
+    }
+
+    /// The same authority reporting record deletions to `hooks`
+    /// ([`Observation::RecordDeleted`]); none by default.
+    pub fn with_hooks(mut self, hooks: HookSlot) -> Self {
+        self.hooks = hooks;
         self
     }
 
@@ -103,8 +113,7 @@ impl MemLease {
         if let Some(entry) = sessions.get_mut(session)
             && entry.record.take().is_some()
         {
-            // A stable message: campaign coverage counts it (`record-deleted`).
-            tracing::info!(%session, "lease record deleted");
+            self.record_deleted(session);
             self.drop_high_water(&mut sessions, session);
         }
     }
@@ -122,8 +131,7 @@ impl MemLease {
         match &entry.record {
             Some(record) if !self.is_live(record, now) => {
                 entry.record = None;
-                // A stable message: campaign coverage counts it (`record-deleted`).
-                tracing::info!(%session, "lease record deleted");
+                self.record_deleted(session);
                 self.drop_high_water(&mut sessions, session);
                 true
             }
@@ -133,6 +141,13 @@ impl MemLease {
             }
             None => false,
         }
+    }
+
+    fn record_deleted(&self, session: &SessionId) {
+        tracing::info!(%session, "lease record deleted");
+        self.hooks.observe(|| Observation::RecordDeleted {
+            session: session.clone(),
+        });
     }
 
     fn grant(&self, session: &SessionId, record: &Record) -> Lease {

@@ -1,116 +1,179 @@
 //! `junit.xml`: one `<testsuite>` per scenario, one `<testcase>` per scenario × check; a
 //! `<failure>` with the evidence when the check failed unexpectedly (or an expected
-//! violation was never seen), `<skipped>` when it was only inconclusive, and a `harness`
+//! violation was never seen), `<skipped>` when it was only inconclusive or judged nothing
+//! (`<skipped message="not judged: …"/>`), and a `harness`
 //! testcase with an `<error>` naming the seeds of the runs that could not be judged.
 
 use std::fmt::Write as _;
 
 use super::ReportData;
 use super::markdown::runs;
-use super::summary::{CheckSummary, Summary};
-use crate::campaign::record::RunStatus;
+use super::summary::{CheckSummary, ScenarioSummary, Summary};
+use crate::results::record::RunStatus;
 
 /// Failing runs whose violations a `<failure>` quotes at most.
 const MAX_QUOTED_RUNS: usize = 10;
 
 pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
     let mut suites = String::new();
-    let (mut tests, mut failures, mut errors, mut skipped) = (0, 0, 0, 0);
+    let mut total = Counts::default();
     for scenario in &summary.scenarios {
-        let mut cases = String::new();
-        let (mut s_tests, mut s_failures, mut s_errors, mut s_skipped) = (0, 0, 0, 0);
-        let class = format!("leasesim.{}", scenario.name);
-        for check in &scenario.checks {
-            s_tests += 1;
-            let open = format!(
-                "    <testcase classname=\"{}\" name=\"{}\"",
-                escape(&class),
-                escape(&check.name)
-            );
-            let unreached = scenario.unreached_violations.contains(&check.name);
-            match check.result.as_str() {
-                _ if unreached || check.result == "fail" => {
-                    s_failures += 1;
-                    let (message, body) = failure(data, &scenario.name, check);
-                    let _ = write!(
-                        cases,
-                        "{open}>\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
-                        escape(&message),
-                        if check.result == "fail" {
-                            "violation"
-                        } else {
-                            "expected-violation-not-seen"
-                        },
-                        escape(&body)
-                    );
-                }
-                "inconclusive" | "not-run" => {
-                    s_skipped += 1;
-                    let message = if check.result == "not-run" {
-                        "no run made this check".to_owned()
-                    } else {
-                        format!(
-                            "inconclusive in {} of {} (a search ran out of budget)",
-                            check.inconclusive_runs,
-                            runs(check.runs)
-                        )
-                    };
-                    let _ = write!(
-                        cases,
-                        "{open}>\n      <skipped message=\"{}\"/>\n    </testcase>\n",
-                        escape(&message)
-                    );
-                }
-                _ => {
-                    let _ = writeln!(cases, "{open}/>");
-                }
-            }
-        }
-        let harness: Vec<_> = data
-            .results
-            .iter()
-            .filter(|r| r.scenario == scenario.name && r.status == RunStatus::HarnessError)
-            .collect();
-        if !harness.is_empty() {
-            s_tests += 1;
-            s_errors += 1;
-            let body: String = harness
-                .iter()
-                .map(|r| {
-                    format!(
-                        "seed {}: {}\n  replay: {}\n",
-                        r.seed,
-                        r.error.as_deref().unwrap_or("(no message)"),
-                        r.replay
-                    )
-                })
-                .collect();
-            let seeds: Vec<String> = harness.iter().map(|r| r.seed.to_string()).collect();
-            let _ = write!(
-                cases,
-                "    <testcase classname=\"{}\" name=\"harness\">\n      <error message=\"{}\" type=\"harness-error\">{}</error>\n    </testcase>\n",
-                escape(&class),
-                escape(&format!(
-                    "{} could not be judged (seeds {})",
-                    runs(harness.len() as u64),
-                    seeds.join(", ")
-                )),
-                escape(&body)
-            );
-        }
+        let (cases, counts) = suite(data, scenario);
         let _ = write!(
             suites,
-            "  <testsuite name=\"{}\" tests=\"{s_tests}\" failures=\"{s_failures}\" errors=\"{s_errors}\" skipped=\"{s_skipped}\">\n{cases}  </testsuite>\n",
-            escape(&scenario.name)
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n{cases}  </testsuite>\n",
+            escape(&scenario.name),
+            counts.tests,
+            counts.failures,
+            counts.errors,
+            counts.skipped
         );
-        tests += s_tests;
-        failures += s_failures;
-        errors += s_errors;
-        skipped += s_skipped;
+        total.add(&counts);
     }
     format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leasesim campaign\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">\n{suites}</testsuites>\n"
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leasesim campaign\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n{suites}</testsuites>\n",
+        total.tests, total.failures, total.errors, total.skipped
     )
+}
+
+/// Testcases by outcome, in a suite or over all suites.
+#[derive(Default)]
+struct Counts {
+    tests: u64,
+    failures: u64,
+    errors: u64,
+    skipped: u64,
+}
+
+impl Counts {
+    fn add(&mut self, other: &Counts) {
+        self.tests += other.tests;
+        self.failures += other.failures;
+        self.errors += other.errors;
+        self.skipped += other.skipped;
+    }
+}
+
+/// How one testcase ended.
+enum Case {
+    Passed,
+    Failed,
+    Skipped,
+}
+
+/// One scenario's testcases (one per check, and a `harness` one when runs could not be
+/// judged) and their counts.
+fn suite(data: &ReportData, scenario: &ScenarioSummary) -> (String, Counts) {
+    let mut cases = String::new();
+    let mut counts = Counts::default();
+    let class = format!("leasesim.{}", scenario.name);
+    for check in &scenario.checks {
+        counts.tests += 1;
+        let (case, text) = testcase(data, scenario, &class, check);
+        match case {
+            Case::Failed => counts.failures += 1,
+            Case::Skipped => counts.skipped += 1,
+            Case::Passed => {}
+        }
+        cases.push_str(&text);
+    }
+    if let Some(text) = harness_case(data, &scenario.name, &class) {
+        counts.tests += 1;
+        counts.errors += 1;
+        cases.push_str(&text);
+    }
+    (cases, counts)
+}
+
+/// The testcase of one check: a `<failure>` when it failed unexpectedly or an expected
+/// violation was never seen, `<skipped>` when inconclusive, not run or not judged.
+fn testcase(
+    data: &ReportData,
+    scenario: &ScenarioSummary,
+    class: &str,
+    check: &CheckSummary,
+) -> (Case, String) {
+    let open = format!(
+        "    <testcase classname=\"{}\" name=\"{}\"",
+        escape(class),
+        escape(check.name.name())
+    );
+    let unreached = scenario.unreached_violations.contains(&check.name);
+    match check.result.as_str() {
+        _ if unreached || check.result == "fail" => {
+            let (message, body) = failure(data, &scenario.name, check);
+            let kind = if check.result == "fail" {
+                "violation"
+            } else {
+                "expected-violation-not-seen"
+            };
+            let text = format!(
+                "{open}>\n      <failure message=\"{}\" type=\"{kind}\">{}</failure>\n    </testcase>\n",
+                escape(&message),
+                escape(&body)
+            );
+            (Case::Failed, text)
+        }
+        "inconclusive" | "not-run" | "not-judged" => {
+            let text = format!(
+                "{open}>\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                escape(&skipped_message(check))
+            );
+            (Case::Skipped, text)
+        }
+        _ => (Case::Passed, format!("{open}/>\n")),
+    }
+}
+
+/// Why a check's testcase is skipped.
+fn skipped_message(check: &CheckSummary) -> String {
+    match check.result.as_str() {
+        "not-run" => "no run made this check".to_owned(),
+        "not-judged" => format!(
+            "not judged: {}",
+            check.not_judged.as_deref().unwrap_or("nothing to judge")
+        ),
+        _ => format!(
+            "inconclusive in {} of {} (a search ran out of budget)",
+            check.inconclusive_runs,
+            runs(check.runs)
+        ),
+    }
+}
+
+/// The `harness` testcase of `scenario`, with an `<error>` naming the seeds of the runs
+/// that could not be judged; `None` when every run was judged.
+fn harness_case(data: &ReportData, scenario: &str, class: &str) -> Option<String> {
+    let harness: Vec<_> = data
+        .results
+        .iter()
+        .filter(|r| r.scenario == scenario && r.status == RunStatus::HarnessError)
+        .collect();
+    if harness.is_empty() {
+        return None;
+    }
+    let body: String = harness
+        .iter()
+        .map(|r| {
+            format!(
+                "seed {}: {}\n  replay: {}\n",
+                r.seed,
+                r.error.as_deref().unwrap_or("(no message)"),
+                r.replay
+            )
+        })
+        .collect();
+    let seeds: Vec<String> = harness.iter().map(|r| r.seed.to_string()).collect();
+    Some(format!(
+        "    <testcase classname=\"{}\" name=\"harness\">\n      <error message=\"{}\" type=\"harness-error\">{}</error>\n    </testcase>\n",
+        escape(class),
+        escape(&format!(
+            "{} could not be judged (seeds {})",
+            runs(harness.len() as u64),
+            seeds.join(", ")
+        )),
+        escape(&body)
+    ))
 }
 
 /// The failure's message and body: the failing runs' violations with their evidence.

@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 
 use super::ReportData;
 use super::summary::{Summary, order_events, status_name};
-use crate::campaign::coverage::EVENTS;
-use crate::campaign::record::RunStatus;
+use crate::check::Check;
+use crate::results::CoverageEvent;
+use crate::results::record::RunStatus;
 
 /// Failing runs listed at most (the rest are counted).
 const MAX_FAILING_RUNS: usize = 50;
@@ -143,7 +144,7 @@ fn checks(out: &mut String, summary: &Summary) {
             .checks
             .iter()
             .filter(|c| c.expected_violation)
-            .map(|c| c.name.as_str())
+            .map(|c| c.name.name())
             .collect();
         let _ = writeln!(
             out,
@@ -171,11 +172,19 @@ fn checks(out: &mut String, summary: &Summary) {
              |---|---:|---:|---:|---:|---:|---|\n",
         );
         for check in &scenario.checks {
+            let why = check.not_judged.as_deref().unwrap_or("nothing to judge");
             let result = match check.result.as_str() {
-                "fail" => "**FAIL**",
-                "not-caught" => "**NOT CAUGHT** (expected violation never seen)",
-                "caught" => "caught (expected)",
-                other => other,
+                "fail" => "**FAIL**".to_owned(),
+                "not-caught" => "**NOT CAUGHT** (expected violation never seen)".to_owned(),
+                "caught" => "caught (expected)".to_owned(),
+                "not-judged" => format!("not judged ({})", cell(why)),
+                "pass" if check.not_judged_runs > 0 => format!(
+                    "pass (not judged in {} of {}: {})",
+                    check.not_judged_runs,
+                    runs(check.runs),
+                    cell(why)
+                ),
+                other => other.to_owned(),
             };
             let _ = writeln!(
                 out,
@@ -236,7 +245,7 @@ fn coverage(out: &mut String, data: &ReportData, summary: &Summary) {
         out.push('\n');
     }
     out.push_str("\n<details><summary>What the events mean</summary>\n\n");
-    for (name, meaning) in EVENTS {
+    for (name, meaning) in CoverageEvent::ALL.map(|e| (e.name(), e.about())) {
         let _ = writeln!(out, "- `{name}`: {meaning}");
     }
     out.push_str("\n</details>\n\n");
@@ -322,15 +331,15 @@ fn failing_runs(out: &mut String, data: &ReportData) {
     );
     for record in failing.iter().take(MAX_FAILING_RUNS) {
         let names = if record.unexpected.is_empty() {
-            record
+            let unknown: Vec<Check> = record
                 .checks
                 .iter()
                 .filter(|c| c.verdict == "unknown")
-                .map(|c| c.name.clone())
-                .collect::<Vec<_>>()
-                .join(", ")
+                .map(|c| c.name)
+                .collect();
+            Check::list(&unknown)
         } else {
-            record.unexpected.join(", ")
+            Check::list(&record.unexpected)
         };
         let first = record
             .checks

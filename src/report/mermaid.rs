@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use crate::history::hosts;
 use crate::history::{
     HistLossCause, HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, Phase, Process,
 };
@@ -38,16 +39,7 @@ pub fn sequence_diagram_marked(
     marked: &[u64],
     label: &str,
 ) -> String {
-    let ops: Vec<&OpLine> = history
-        .ops()
-        .filter(|op| session.is_none_or(|s| op.session == s))
-        .collect();
-    let nested = journal_events(&ops);
-    let ops: Vec<&OpLine> = ops
-        .into_iter()
-        .filter(|op| !is_nested(op, &nested))
-        .collect();
-
+    let ops = drawn_ops(history, session);
     let mut processes: Vec<&Process> = ops.iter().map(|op| &op.process).collect();
     processes.sort_by(|a, b| process_order(a, b));
     processes.dedup();
@@ -61,49 +53,81 @@ pub fn sequence_diagram_marked(
     let mut events: Vec<Event> = Vec::new();
     let marked: BTreeSet<u64> = marked.iter().copied().collect();
     for op in &ops {
-        let me = &ids[&op.process];
-        let target = target(&op.op);
-        // At one instant, replies come before new requests (a reply arrives, then the next
-        // call goes out), but an op's own reply after its request.
+        op_events(
+            op,
+            &ids[&op.process],
+            marked.contains(&op.id),
+            label,
+            &mut events,
+        );
+    }
+    let first = processes.first().map_or(hosts::LEASE, |p| ids[p].as_str());
+    phase_notes(history, first, &mut events);
+    clock_notes(history, &ids, &mut events);
+    events.sort();
+    render_diagram(&processes, &ids, first, &events, max_messages, &marked)
+}
+
+/// The operations drawn: those of `session` (all when `None`), without the ledger appends a
+/// journal append made (the journal append stands for them).
+fn drawn_ops<'h>(history: &'h History, session: Option<&str>) -> Vec<&'h OpLine> {
+    let ops: Vec<&OpLine> = history
+        .ops()
+        .filter(|op| session.is_none_or(|s| op.session == s))
+        .collect();
+    let nested = journal_events(&ops);
+    ops.into_iter()
+        .filter(|op| !is_nested(op, &nested))
+        .collect()
+}
+
+/// An operation's request, its reply (if it completed) and, when `marked`, a note saying
+/// `label` after the reply. `me` is the caller's participant id.
+fn op_events(op: &OpLine, me: &str, marked: bool, label: &str, events: &mut Vec<Event>) {
+    let target = target(&op.op);
+    // At one instant, replies come before new requests (a reply arrives, then the next
+    // call goes out), but an op's own reply after its request.
+    events.push((
+        op.invoke_us,
+        2,
+        op.id,
+        format!(
+            "{me}->>{target}: {}",
+            escape(&format!("{} {}", seconds(op.invoke_us), request(op)))
+        ),
+        true,
+    ));
+    if let (Some(complete_us), Some(result)) = (op.complete_us, &op.result) {
         events.push((
-            op.invoke_us,
-            2,
+            complete_us,
+            if complete_us > op.invoke_us { 1 } else { 3 },
             op.id,
             format!(
-                "{me}->>{target}: {}",
-                escape(&format!("{} {}", seconds(op.invoke_us), request(op)))
+                "{target}-->>{me}: {}",
+                escape(&reply(op.outcome, result, op.id))
             ),
             true,
         ));
-        if let (Some(complete_us), Some(result)) = (op.complete_us, &op.result) {
-            events.push((
-                complete_us,
-                if complete_us > op.invoke_us { 1 } else { 3 },
-                op.id,
-                format!(
-                    "{target}-->>{me}: {}",
-                    escape(&reply(op.outcome, result, op.id))
-                ),
-                true,
-            ));
-        }
-        if marked.contains(&op.id) {
-            let at = op.complete_us.unwrap_or(op.invoke_us);
-            let text = if label.is_empty() {
-                format!("violation: op {}", op.id)
-            } else {
-                format!("{label}: op {}", op.id)
-            };
-            events.push((
-                at,
-                MARK,
-                op.id,
-                format!("Note over {me}: {}", escape(&text)),
-                false,
-            ));
-        }
     }
-    let first = processes.first().map_or("lease", |p| ids[p].as_str());
+    if marked {
+        let at = op.complete_us.unwrap_or(op.invoke_us);
+        let text = if label.is_empty() {
+            format!("violation: op {}", op.id)
+        } else {
+            format!("{label}: op {}", op.id)
+        };
+        events.push((
+            at,
+            MARK,
+            op.id,
+            format!("Note over {me}: {}", escape(&text)),
+            false,
+        ));
+    }
+}
+
+/// A note over every participant (from `first` to `ledger`) at each phase marker.
+fn phase_notes(history: &History, first: &str, events: &mut Vec<Event>) {
     for phase in history.phases() {
         let name = match phase.name {
             Phase::FaultsHealed => "faults healed",
@@ -120,16 +144,25 @@ pub fn sequence_diagram_marked(
             false,
         ));
     }
-    clock_notes(history, &ids, &mut events);
-    events.sort();
+}
 
+/// The diagram's text: participants, then the sorted `events` of the window kept (at most
+/// `max_messages` messages), with notes counting the messages left out before and after.
+fn render_diagram(
+    processes: &[&Process],
+    ids: &BTreeMap<&Process, String>,
+    first: &str,
+    events: &[Event],
+    max_messages: usize,
+    marked: &BTreeSet<u64>,
+) -> String {
     let messages = events.iter().filter(|e| e.4).count();
-    let (start, end) = window(&events, max_messages, &marked);
+    let (start, end) = window(events, max_messages, marked);
     let before = events[..start].iter().filter(|e| e.4).count();
     let after = messages - before - events[start..end].iter().filter(|e| e.4).count();
 
     let mut out = String::from("sequenceDiagram\n");
-    for process in &processes {
+    for process in processes {
         let _ = writeln!(
             out,
             "    participant {} as {}",
@@ -249,8 +282,8 @@ fn process_name(process: &Process) -> String {
 
 fn target(op: &Op) -> &'static str {
     match op {
-        Op::LeaseAcquire { .. } | Op::LeaseRenew { .. } | Op::LeaseRelease { .. } => "lease",
-        _ => "ledger",
+        Op::LeaseAcquire { .. } | Op::LeaseRenew { .. } | Op::LeaseRelease { .. } => hosts::LEASE,
+        _ => hosts::LEDGER,
     }
 }
 
@@ -353,7 +386,7 @@ fn clock_notes(history: &History, ids: &BTreeMap<&Process, String>, events: &mut
             (segment.boot, segment.suspended, segment.drift_ppm),
         );
         let participant = match segment.host.as_str() {
-            "lease" | "ledger" => Some(segment.host.clone()),
+            hosts::LEASE | hosts::LEDGER => Some(segment.host.clone()),
             host => ids
                 .iter()
                 .find(|(p, _)| p.replica == host && p.incarnation == segment.boot)
@@ -413,7 +446,7 @@ pub fn escape(text: &str) -> String {
 }
 
 /// The op ids named by a violation's evidence strings (`op 12`, as
-/// [`crate::campaign::record::ViolationRecord::evidence`] writes them).
+/// [`crate::results::record::ViolationRecord::evidence`] writes them).
 pub fn evidence_op_ids<'a>(evidence: impl IntoIterator<Item = &'a String>) -> Vec<u64> {
     let mut ids: Vec<u64> = evidence
         .into_iter()
@@ -451,120 +484,144 @@ mod tests {
         })
     }
 
-    fn history() -> History {
+    /// The history's operations: A's (before the takeover), then B's takeover, A's stale
+    /// append refused, and B's renew left without a reply.
+    fn ops() -> Vec<Line> {
         let a = Process::new("replica-1", 0);
-        let b = Process::new("replica-2", 0);
         let writer = HistWriterId {
             owner: a.clone(),
             journal: 1,
         };
-        History::from_lines(
-            "h",
-            vec![
-                op(
-                    1,
-                    "replica-1",
-                    (0, Some(1_000)),
-                    Op::LeaseAcquire { owner: a.clone() },
-                    Outcome::Ok,
-                    Some(OpResult::Granted {
-                        token: 1,
-                        expiry_authority_us: 10_000_000,
-                        ttl_us: 10_000_000,
-                    }),
-                ),
-                op(
-                    2,
-                    "replica-1",
-                    (2_000, Some(3_000)),
-                    Op::JournalAppend {
+        let mut lines = holder_ops(&a, &writer);
+        lines.extend(takeover_ops(writer));
+        lines
+    }
+
+    /// A's acquire and journal append, with the append's own ledger call.
+    fn holder_ops(a: &Process, writer: &HistWriterId) -> Vec<Line> {
+        vec![
+            op(
+                1,
+                "replica-1",
+                (0, Some(1_000)),
+                Op::LeaseAcquire { owner: a.clone() },
+                Outcome::Ok,
+                Some(OpResult::Granted {
+                    token: 1,
+                    expiry_authority_us: 10_000_000,
+                    ttl_us: 10_000_000,
+                }),
+            ),
+            op(
+                2,
+                "replica-1",
+                (2_000, Some(3_000)),
+                Op::JournalAppend {
+                    writer_id: writer.clone(),
+                    seq_in_writer: 1,
+                },
+                Outcome::Ok,
+                Some(OpResult::Appended { seq: 2 }),
+            ),
+            // The journal append's own ledger call: not drawn twice.
+            op(
+                3,
+                "replica-1",
+                (2_100, Some(2_900)),
+                Op::LedgerAppend {
+                    expected: 1,
+                    record: HistRecord::Event {
                         writer_id: writer.clone(),
                         seq_in_writer: 1,
+                        payload: Vec::new(),
                     },
-                    Outcome::Ok,
-                    Some(OpResult::Appended { seq: 2 }),
-                ),
-                // The journal append's own ledger call: not drawn twice.
-                op(
-                    3,
-                    "replica-1",
-                    (2_100, Some(2_900)),
-                    Op::LedgerAppend {
-                        expected: 1,
-                        record: HistRecord::Event {
-                            writer_id: writer.clone(),
-                            seq_in_writer: 1,
-                            payload: Vec::new(),
-                        },
+                },
+                Outcome::Ok,
+                Some(OpResult::Appended { seq: 2 }),
+            ),
+        ]
+    }
+
+    /// B's takeover, A's stale append refused, B's renew left without a reply.
+    fn takeover_ops(writer: HistWriterId) -> Vec<Line> {
+        let b = Process::new("replica-2", 0);
+        vec![
+            op(
+                4,
+                "replica-2",
+                (12_000_000, Some(12_001_000)),
+                Op::LeaseAcquire { owner: b.clone() },
+                Outcome::Ok,
+                Some(OpResult::Granted {
+                    token: 2,
+                    expiry_authority_us: 22_000_000,
+                    ttl_us: 10_000_000,
+                }),
+            ),
+            op(
+                5,
+                "replica-1",
+                (17_000_000, Some(17_001_000)),
+                Op::LedgerAppend {
+                    expected: 2,
+                    record: HistRecord::Event {
+                        writer_id: writer,
+                        seq_in_writer: 2,
+                        payload: Vec::new(),
                     },
-                    Outcome::Ok,
-                    Some(OpResult::Appended { seq: 2 }),
-                ),
-                op(
-                    4,
-                    "replica-2",
-                    (12_000_000, Some(12_001_000)),
-                    Op::LeaseAcquire { owner: b.clone() },
-                    Outcome::Ok,
-                    Some(OpResult::Granted {
-                        token: 2,
-                        expiry_authority_us: 22_000_000,
-                        ttl_us: 10_000_000,
-                    }),
-                ),
-                op(
-                    5,
-                    "replica-1",
-                    (17_000_000, Some(17_001_000)),
-                    Op::LedgerAppend {
-                        expected: 2,
-                        record: HistRecord::Event {
-                            writer_id: writer,
-                            seq_in_writer: 2,
-                            payload: Vec::new(),
-                        },
-                    },
-                    Outcome::Fail,
-                    Some(OpResult::Conflict { actual: 4 }),
-                ),
-                op(
-                    6,
-                    "replica-2",
-                    (18_000_000, None),
-                    Op::LeaseRenew { owner: b, token: 2 },
-                    Outcome::Info,
-                    None,
-                ),
-                Line::Clock(ClockLine {
-                    host: "replica-1".into(),
-                    boot: 0,
-                    from_us: 0,
-                    local_from_us: 0,
-                    drift_ppm: 0,
-                    suspended: false,
-                }),
-                Line::Clock(ClockLine {
-                    host: "replica-1".into(),
-                    boot: 0,
-                    from_us: 2_000_000,
-                    local_from_us: 2_000_000,
-                    drift_ppm: 0,
-                    suspended: true,
-                }),
-                Line::Clock(ClockLine {
-                    host: "replica-1".into(),
-                    boot: 0,
-                    from_us: 17_000_000,
-                    local_from_us: 2_000_000,
-                    drift_ppm: 0,
-                    suspended: false,
-                }),
-                Line::Phase(PhaseLine {
-                    name: Phase::FaultsHealed,
-                    at_us: 20_000_000,
-                }),
-            ],
-        )
+                },
+                Outcome::Fail,
+                Some(OpResult::Conflict { actual: 4 }),
+            ),
+            op(
+                6,
+                "replica-2",
+                (18_000_000, None),
+                Op::LeaseRenew { owner: b, token: 2 },
+                Outcome::Info,
+                None,
+            ),
+        ]
+    }
+
+    /// A's clock: running, suspended from 2 s to 17 s, running again.
+    fn clocks() -> Vec<Line> {
+        vec![
+            Line::Clock(ClockLine {
+                host: "replica-1".into(),
+                boot: 0,
+                from_us: 0,
+                local_from_us: 0,
+                drift_ppm: 0,
+                suspended: false,
+            }),
+            Line::Clock(ClockLine {
+                host: "replica-1".into(),
+                boot: 0,
+                from_us: 2_000_000,
+                local_from_us: 2_000_000,
+                drift_ppm: 0,
+                suspended: true,
+            }),
+            Line::Clock(ClockLine {
+                host: "replica-1".into(),
+                boot: 0,
+                from_us: 17_000_000,
+                local_from_us: 2_000_000,
+                drift_ppm: 0,
+                suspended: false,
+            }),
+        ]
+    }
+
+    fn history() -> History {
+        let mut lines = ops();
+        lines.extend(clocks());
+        lines.push(Line::Phase(PhaseLine {
+            name: Phase::FaultsHealed,
+            at_us: 20_000_000,
+        }));
+        History::from_lines("h", lines)
     }
 
     #[test]

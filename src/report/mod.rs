@@ -22,7 +22,8 @@
 //! 3 if any run was a harness error, else 1 if any run had an unexpected safety violation
 //! or a scenario's expected violation was never seen in any of its runs (the expectation is
 //! wrong, or the mutant was not caught), else 5 if any run failed LIVE only, else 4 if any
-//! run was inconclusive, else 0 (DESIGN.md, "Exit codes": 3, 2, 1, 5, 4).
+//! run was inconclusive, else 0 (DESIGN.md, "Exit codes": [`Exit::worst`]'s order). A check
+//! that judged nothing ("not judged") does not change it.
 
 mod junit;
 mod markdown;
@@ -38,7 +39,9 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::campaign::record::{CampaignMeta, Detection, RECORD_VERSION, RunRecord, ShrunkRun};
+use crate::check::Check;
+use crate::exit::Exit;
+use crate::results::record::{CampaignMeta, Detection, RECORD_VERSION, RunRecord, ShrunkRun};
 pub use summary::{
     CheckSummary, HarnessErrorSummary, SUMMARY_VERSION, ScenarioSummary, ShrunkSummary, Summary,
 };
@@ -62,12 +65,12 @@ pub struct ScenarioInfo {
     /// One line saying what it is about.
     pub about: String,
     /// Coverage events a campaign of it is expected to reach (names of
-    /// [`crate::campaign::coverage::EVENTS`]).
+    /// [`crate::results::CoverageEvent`]).
     #[serde(default)]
     pub coverage: Vec<String>,
     /// Checks its runs are expected to violate (a mutant's scenario), by check name.
     #[serde(default)]
-    pub violate: Vec<String>,
+    pub violate: Vec<Check>,
 }
 
 /// `campaign.json`.
@@ -227,7 +230,9 @@ impl ReportData {
         ReportData {
             campaign,
             results: canonical(results, |r| (r.scenario.clone(), r.seed, String::new())),
-            shrunk: canonical(shrunk, |s| (s.scenario.clone(), s.seed, s.check.clone())),
+            shrunk: canonical(shrunk, |s| {
+                (s.scenario.clone(), s.seed, s.check.name().to_owned())
+            }),
             mutants: Vec::new(),
         }
     }
@@ -301,13 +306,13 @@ fn write(path: &Path, text: &str) -> Result<(), ReportError> {
 ///
 /// # Errors
 /// [`ReportError`] for missing or malformed data files, or outputs that cannot be written.
-pub fn render(dir: &Path) -> Result<u8, ReportError> {
+pub fn render(dir: &Path) -> Result<Exit, ReportError> {
     let data = ReportData::read(dir)?;
     let summary = data.summary();
     write(&dir.join("report.md"), &markdown::render(&data, &summary))?;
     write(&dir.join("summary.json"), &pretty(&summary))?;
     write(&dir.join("junit.xml"), &junit::render(&data, &summary))?;
-    Ok(summary.exit_code)
+    Ok(summary.exit())
 }
 
 /// The three outputs as text, without writing them: `(report.md, summary.json, junit.xml)`.
@@ -330,7 +335,7 @@ pub fn render_text(data: &ReportData) -> (String, String, String) {
 /// # Errors
 /// [`ReportError::Mismatch`] for different campaigns without `force`; [`ReportError`] for
 /// bad input or unwritable output.
-pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<u8, ReportError> {
+pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportError> {
     let Some(first_dir) = dirs.first() else {
         return Err(ReportError::NoInput);
     };
@@ -338,103 +343,15 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<u8, ReportErro
     for dir in dirs {
         shards.push((dir, ReportData::read(dir)?));
     }
-    let first = &shards[0].1.campaign.meta;
     if !force {
-        for (dir, data) in &shards[1..] {
-            let meta = &data.campaign.meta;
-            for (what, left, right) in [
-                ("git commit", &first.git_commit, &meta.git_commit),
-                ("config hash", &first.config_hash, &meta.config_hash),
-                (
-                    "Cargo.lock hash",
-                    &first.cargo_lock_hash,
-                    &meta.cargo_lock_hash,
-                ),
-            ] {
-                if left != right {
-                    return Err(ReportError::Mismatch {
-                        first: first_dir.clone(),
-                        other: (*dir).clone(),
-                        what,
-                        left: left.clone(),
-                        right: right.clone(),
-                    });
-                }
-            }
-        }
+        same_campaign(first_dir, &shards)?;
     }
-
-    let metas: Vec<&CampaignMeta> = shards.iter().map(|(_, d)| &d.campaign.meta).collect();
-    let joined = |field: fn(&CampaignMeta) -> Option<String>| -> Option<String> {
-        let mut values: Vec<String> = Vec::new();
-        for meta in &metas {
-            if let Some(value) = field(meta)
-                && !values.contains(&value)
-            {
-                values.push(value);
-            }
-        }
-        (!values.is_empty()).then(|| values.join("+"))
-    };
-    let mut scenarios: Vec<ScenarioInfo> = Vec::new();
-    let mut names: Vec<String> = Vec::new();
-    for (_, data) in &shards {
-        for info in &data.campaign.scenarios {
-            if !scenarios.iter().any(|s| s.name == info.name) {
-                scenarios.push(info.clone());
-            }
-        }
-        for name in &data.campaign.meta.scenarios {
-            if !names.contains(name) {
-                names.push(name.clone());
-            }
-        }
-    }
-    let meta = CampaignMeta {
-        v: RECORD_VERSION,
-        seeds: joined(|m| Some(m.seeds.clone())).unwrap_or_default(),
-        sims: joined(|m| Some(m.sims.clone())).unwrap_or_default(),
-        scenarios: names,
-        shard: joined(|m| m.shard.clone()),
-        mutant: joined(|m| m.mutant.clone()),
-        git_commit: joined(|m| Some(m.git_commit.clone())).unwrap_or_default(),
-        config_hash: joined(|m| Some(m.config_hash.clone())).unwrap_or_default(),
-        cargo_lock_hash: joined(|m| Some(m.cargo_lock_hash.clone())).unwrap_or_default(),
-    };
-
-    // Results: the first shard (in the order given) with a (scenario, seed) wins.
-    let mut seen: BTreeSet<(String, u64)> = BTreeSet::new();
-    let mut results = Vec::new();
-    let mut seen_shrunk: BTreeSet<(String, u64, String)> = BTreeSet::new();
-    let mut shrunk = Vec::new();
-    let mut copies: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for (dir, data) in &shards {
-        for record in &data.results {
-            if seen.insert((record.scenario.clone(), record.seed)) {
-                results.push(record.clone());
-            }
-        }
-        for run in &data.shrunk {
-            if seen_shrunk.insert((run.scenario.clone(), run.seed, run.check.clone())) {
-                copies
-                    .entry(run.run_file.clone())
-                    .or_insert_with(|| dir.join(&run.run_file));
-                shrunk.push(run.clone());
-            }
-        }
-    }
+    let meta = merged_meta(&shards);
+    let scenarios = merged_scenarios(&shards);
+    let (results, shrunk, copies) = merged_records(&shards);
 
     fs::create_dir_all(out).map_err(io_error(out))?;
-    for (relative, source) in &copies {
-        let target = out.join(relative);
-        if same_file(source, &target) {
-            continue;
-        }
-        if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent).map_err(io_error(parent))?;
-        }
-        fs::copy(source, &target).map_err(io_error(source))?;
-    }
+    copy_run_files(&copies, out)?;
     let data = ReportData::new(
         CampaignFile {
             v: RECORD_VERSION,
@@ -448,6 +365,124 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<u8, ReportErro
     write_lines(&out.join(RESULTS_FILE), &data.results)?;
     write_lines(&out.join(SHRUNK_FILE), &data.shrunk)?;
     render(out)
+}
+
+/// Report folders as read, with the folder each came from.
+type Shards<'a> = [(&'a PathBuf, ReportData)];
+
+/// Every shard shares the first one's git commit, config hash and Cargo.lock hash.
+fn same_campaign(first_dir: &Path, shards: &Shards<'_>) -> Result<(), ReportError> {
+    let first = &shards[0].1.campaign.meta;
+    for (dir, data) in &shards[1..] {
+        let meta = &data.campaign.meta;
+        for (what, left, right) in [
+            ("git commit", &first.git_commit, &meta.git_commit),
+            ("config hash", &first.config_hash, &meta.config_hash),
+            (
+                "Cargo.lock hash",
+                &first.cargo_lock_hash,
+                &meta.cargo_lock_hash,
+            ),
+        ] {
+            if left != right {
+                return Err(ReportError::Mismatch {
+                    first: first_dir.to_path_buf(),
+                    other: (*dir).clone(),
+                    what,
+                    left: left.clone(),
+                    right: right.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The merged meta: each field's distinct values in shard order, joined by `+`.
+fn merged_meta(shards: &Shards<'_>) -> CampaignMeta {
+    let metas: Vec<&CampaignMeta> = shards.iter().map(|(_, d)| &d.campaign.meta).collect();
+    let joined = |field: fn(&CampaignMeta) -> Option<String>| -> Option<String> {
+        let mut values: Vec<String> = Vec::new();
+        for meta in &metas {
+            if let Some(value) = field(meta)
+                && !values.contains(&value)
+            {
+                values.push(value);
+            }
+        }
+        (!values.is_empty()).then(|| values.join("+"))
+    };
+    let mut names: Vec<String> = Vec::new();
+    for name in metas.iter().flat_map(|m| &m.scenarios) {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    CampaignMeta {
+        v: RECORD_VERSION,
+        seeds: joined(|m| Some(m.seeds.clone())).unwrap_or_default(),
+        sims: joined(|m| Some(m.sims.clone())).unwrap_or_default(),
+        scenarios: names,
+        shard: joined(|m| m.shard.clone()),
+        mutant: joined(|m| m.mutant.clone()),
+        git_commit: joined(|m| Some(m.git_commit.clone())).unwrap_or_default(),
+        config_hash: joined(|m| Some(m.config_hash.clone())).unwrap_or_default(),
+        cargo_lock_hash: joined(|m| Some(m.cargo_lock_hash.clone())).unwrap_or_default(),
+    }
+}
+
+/// Every shard's scenarios, the first of each name.
+fn merged_scenarios(shards: &Shards<'_>) -> Vec<ScenarioInfo> {
+    let mut scenarios: Vec<ScenarioInfo> = Vec::new();
+    for info in shards.iter().flat_map(|(_, d)| &d.campaign.scenarios) {
+        if !scenarios.iter().any(|s| s.name == info.name) {
+            scenarios.push(info.clone());
+        }
+    }
+    scenarios
+}
+
+/// Results and shrunk runs: the first shard (in the order given) with a (scenario, seed) —
+/// or (scenario, seed, check) — wins; and the run files to copy (relative path → source).
+fn merged_records(
+    shards: &Shards<'_>,
+) -> (Vec<RunRecord>, Vec<ShrunkRun>, BTreeMap<String, PathBuf>) {
+    let mut seen: BTreeSet<(String, u64)> = BTreeSet::new();
+    let mut results = Vec::new();
+    let mut seen_shrunk: BTreeSet<(String, u64, Check)> = BTreeSet::new();
+    let mut shrunk = Vec::new();
+    let mut copies: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for (dir, data) in shards {
+        for record in &data.results {
+            if seen.insert((record.scenario.clone(), record.seed)) {
+                results.push(record.clone());
+            }
+        }
+        for run in &data.shrunk {
+            if seen_shrunk.insert((run.scenario.clone(), run.seed, run.check)) {
+                copies
+                    .entry(run.run_file.clone())
+                    .or_insert_with(|| dir.join(&run.run_file));
+                shrunk.push(run.clone());
+            }
+        }
+    }
+    (results, shrunk, copies)
+}
+
+/// Copies each run file (relative path → source) into `out`, unless it is already there.
+fn copy_run_files(copies: &BTreeMap<String, PathBuf>, out: &Path) -> Result<(), ReportError> {
+    for (relative, source) in copies {
+        let target = out.join(relative);
+        if same_file(source, &target) {
+            continue;
+        }
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(io_error(parent))?;
+        }
+        fs::copy(source, &target).map_err(io_error(source))?;
+    }
+    Ok(())
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

@@ -6,24 +6,13 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::ReportData;
-use crate::campaign::coverage::EVENTS;
-use crate::campaign::record::{CampaignMeta, RunRecord, RunStatus};
+use crate::check::Check;
+use crate::exit::Exit;
+use crate::results::CoverageEvent;
+use crate::results::record::{CampaignMeta, CheckRecord, RunRecord, RunStatus};
 
 /// Schema version of `summary.json`.
 pub const SUMMARY_VERSION: u32 = 1;
-
-/// The order checks are shown in; other names follow, alphabetically.
-const CHECK_ORDER: [&str; 9] = [
-    "TOKEN",
-    "EXCL",
-    "EXPIRY",
-    "FENCE",
-    "LEDGER",
-    "STOP",
-    "LIVE",
-    "LIN-LEASE",
-    "LIN-LEDGER",
-];
 
 /// `summary.json`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -32,7 +21,7 @@ pub struct Summary {
     pub v: u32,
     /// What identifies the campaign.
     pub meta: CampaignMeta,
-    /// The campaign's exit code (0, 1, 3, 4 or 5; see the module page).
+    /// The campaign's exit code (0, 1, 3, 4 or 5; see the module page): an [`Exit::code`].
     pub exit_code: u8,
     /// The verdict in one line.
     pub verdict: String,
@@ -75,14 +64,14 @@ pub struct ScenarioSummary {
     /// Coverage events it expects that no run reached.
     pub unreached_coverage: Vec<String>,
     /// Checks it expects to be violated that no run violated (each makes the exit code 1).
-    pub unreached_violations: Vec<String>,
+    pub unreached_violations: Vec<Check>,
 }
 
 /// One check over one scenario's runs.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct CheckSummary {
-    /// `TOKEN` … `LIN-LEDGER`.
-    pub name: String,
+    /// The check (`TOKEN` … `LIN-LEDGER` in JSON).
+    pub name: Check,
     /// Runs that made this check.
     pub runs: u64,
     /// Individual checks made, over all runs.
@@ -93,10 +82,17 @@ pub struct CheckSummary {
     pub failed_runs: u64,
     /// Runs where it was inconclusive (budget ran out).
     pub inconclusive_runs: u64,
+    /// Runs where it judged nothing (the history had nothing for it; absent when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_judged_runs: u64,
+    /// Why it judged nothing, as the first such run says (absent when it always judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<String>,
     /// Whether the scenario expects it to be violated.
     pub expected_violation: bool,
     /// `pass`, `fail`, `inconclusive`, `caught` (an expected violation seen),
-    /// `not-caught` (an expected violation never seen) or `not-run`.
+    /// `not-caught` (an expected violation never seen), `not-judged` (no run had anything
+    /// for it to judge) or `not-run`.
     pub result: String,
 }
 
@@ -121,11 +117,15 @@ pub struct ShrunkSummary {
     /// The original seed.
     pub seed: u64,
     /// The check it violates.
-    pub check: String,
+    pub check: Check,
     /// The minimal run file, relative to the report folder.
     pub run_file: String,
     /// The command that replays it.
     pub replay: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Every status, by its JSON name, at 0.
@@ -153,65 +153,28 @@ pub(super) fn status_name(status: RunStatus) -> &'static str {
     }
 }
 
-/// Check names in report order.
-pub(super) fn order_checks(names: &mut [String]) {
-    names.sort_by_key(|name| {
-        (
-            CHECK_ORDER
-                .iter()
-                .position(|c| c == name)
-                .unwrap_or(CHECK_ORDER.len()),
-            name.clone(),
-        )
-    });
-}
-
-/// Event names in report order: [`EVENTS`], then any others alphabetically.
+/// Event names in report order: [`CoverageEvent::ALL`], then any others alphabetically.
 pub(super) fn order_events(names: &mut [String]) {
     names.sort_by_key(|name| {
         (
-            EVENTS
-                .iter()
-                .position(|(e, _)| e == name)
-                .unwrap_or(EVENTS.len()),
+            CoverageEvent::position(name).unwrap_or(CoverageEvent::ALL.len()),
             name.clone(),
         )
     });
 }
 
 impl Summary {
+    /// The campaign's exit ([`Summary::exit_code`] as an [`Exit`]; a code no campaign
+    /// writes reads as a harness error).
+    pub fn exit(&self) -> Exit {
+        Exit::from_code(self.exit_code).unwrap_or(Exit::HarnessError)
+    }
+
     pub(super) fn of(data: &ReportData) -> Summary {
-        let mut by_status = statuses();
-        for record in &data.results {
-            *by_status
-                .entry(status_name(record.status).into())
-                .or_default() += 1;
-        }
+        let by_status = count_statuses(&data.results);
         let scenarios: Vec<ScenarioSummary> = scenario_names(data)
             .into_iter()
             .map(|name| scenario(data, &name))
-            .collect();
-        let harness_errors = data
-            .results
-            .iter()
-            .filter(|r| r.status == RunStatus::HarnessError)
-            .map(|r| HarnessErrorSummary {
-                scenario: r.scenario.clone(),
-                seed: r.seed,
-                error: r.error.clone().unwrap_or_else(|| "(no message)".into()),
-                replay: r.replay.clone(),
-            })
-            .collect();
-        let shrunk = data
-            .shrunk
-            .iter()
-            .map(|s| ShrunkSummary {
-                scenario: s.scenario.clone(),
-                seed: s.seed,
-                check: s.check.clone(),
-                run_file: s.run_file.clone(),
-                replay: s.replay.clone(),
-            })
             .collect();
         let unreached = scenarios.iter().any(|s| !s.unreached_violations.is_empty());
         let surviving: Vec<String> = data
@@ -224,46 +187,98 @@ impl Summary {
             let killed = data.mutants.iter().filter(|d| d.killed).count() as u64;
             (killed, data.mutants.len() as u64)
         });
-        let count = |status: RunStatus| by_status[status_name(status)];
-        let (exit_code, verdict) = if count(RunStatus::HarnessError) > 0 {
-            (3, "harness error: some runs could not be judged")
-        } else if count(RunStatus::Violation) > 0 {
-            (1, "FAIL: unexpected safety violation")
-        } else if !surviving.is_empty() {
-            (
-                1,
-                "FAIL: a mutant survived (no check caught the planted bug)",
-            )
-        } else if unreached {
-            (
-                1,
-                "FAIL: an expected violation was never seen (the scenario's expectation is wrong, or its mutant survived)",
-            )
-        } else if count(RunStatus::Liveness) > 0 {
-            (5, "FAIL: liveness violation (LIVE)")
-        } else if count(RunStatus::Inconclusive) > 0 {
-            (
-                4,
-                "inconclusive: a check ran out of budget; no violation found",
-            )
-        } else {
-            (0, "clean")
-        };
+        let (exit, verdict) = verdict(&by_status, !surviving.is_empty(), unreached);
         Summary {
             v: SUMMARY_VERSION,
             meta: data.campaign.meta.clone(),
-            exit_code,
+            exit_code: exit.code(),
             verdict: verdict.to_owned(),
             runs: data.results.len() as u64,
             by_status,
             wall_ms: data.results.iter().map(|r| r.wall_ms).sum(),
             scenarios,
-            harness_errors,
-            shrunk,
+            harness_errors: harness_errors(data),
+            shrunk: shrunk_summaries(data),
             mutation_score,
             surviving_mutants: surviving,
         }
     }
+}
+
+/// Runs by status name, every status present.
+fn count_statuses<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> BTreeMap<String, u64> {
+    let mut by_status = statuses();
+    for record in records {
+        *by_status
+            .entry(status_name(record.status).into())
+            .or_default() += 1;
+    }
+    by_status
+}
+
+/// The campaign's exit and verdict line (see the module page of `report`): from the runs by
+/// status, whether a mutant survived and whether an expected violation was never seen.
+fn verdict(
+    by_status: &BTreeMap<String, u64>,
+    mutant_survived: bool,
+    unreached: bool,
+) -> (Exit, &'static str) {
+    let count = |status: RunStatus| by_status[status_name(status)];
+    if count(RunStatus::HarnessError) > 0 {
+        (
+            Exit::HarnessError,
+            "harness error: some runs could not be judged",
+        )
+    } else if count(RunStatus::Violation) > 0 {
+        (Exit::SafetyViolation, "FAIL: unexpected safety violation")
+    } else if mutant_survived {
+        (
+            Exit::SafetyViolation,
+            "FAIL: a mutant survived (no check caught the planted bug)",
+        )
+    } else if unreached {
+        (
+            Exit::SafetyViolation,
+            "FAIL: an expected violation was never seen (the scenario's expectation is wrong, or its mutant survived)",
+        )
+    } else if count(RunStatus::Liveness) > 0 {
+        (Exit::LivenessViolation, "FAIL: liveness violation (LIVE)")
+    } else if count(RunStatus::Inconclusive) > 0 {
+        (
+            Exit::Inconclusive,
+            "inconclusive: a check ran out of budget; no violation found",
+        )
+    } else {
+        (Exit::Clean, "clean")
+    }
+}
+
+/// Every harness error, by scenario and seed.
+fn harness_errors(data: &ReportData) -> Vec<HarnessErrorSummary> {
+    data.results
+        .iter()
+        .filter(|r| r.status == RunStatus::HarnessError)
+        .map(|r| HarnessErrorSummary {
+            scenario: r.scenario.clone(),
+            seed: r.seed,
+            error: r.error.clone().unwrap_or_else(|| "(no message)".into()),
+            replay: r.replay.clone(),
+        })
+        .collect()
+}
+
+/// Every shrunk failing run.
+fn shrunk_summaries(data: &ReportData) -> Vec<ShrunkSummary> {
+    data.shrunk
+        .iter()
+        .map(|s| ShrunkSummary {
+            scenario: s.scenario.clone(),
+            seed: s.seed,
+            check: s.check,
+            run_file: s.run_file.clone(),
+            replay: s.replay.clone(),
+        })
+        .collect()
 }
 
 /// Scenarios in campaign order (meta's list, then `campaign.json`'s infos), then any other
@@ -296,75 +311,10 @@ fn scenario_names(data: &ReportData) -> Vec<String> {
 fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
     let info = data.campaign.scenarios.iter().find(|s| s.name == name);
     let runs: Vec<&RunRecord> = data.results.iter().filter(|r| r.scenario == name).collect();
-    let mut by_status = statuses();
-    for record in &runs {
-        *by_status
-            .entry(status_name(record.status).into())
-            .or_default() += 1;
-    }
-
-    let mut checks: BTreeMap<String, CheckSummary> = BTreeMap::new();
-    let blank = |name: &str| CheckSummary {
-        name: name.to_owned(),
-        runs: 0,
-        checks: 0,
-        violations: 0,
-        failed_runs: 0,
-        inconclusive_runs: 0,
-        expected_violation: false,
-        result: String::new(),
-    };
-    for expected in info.map_or(&[][..], |i| &i.violate[..]) {
-        let mut check = blank(expected);
-        check.expected_violation = true;
-        checks.insert(expected.clone(), check);
-    }
-    for record in &runs {
-        for check in &record.checks {
-            let entry = checks
-                .entry(check.name.clone())
-                .or_insert_with(|| blank(&check.name));
-            entry.runs += 1;
-            entry.checks += check.checks;
-            entry.violations += check.violations.len() as u64;
-            entry.expected_violation |= check.expected_violation;
-            match check.verdict.as_str() {
-                "fail" => entry.failed_runs += 1,
-                "unknown" => entry.inconclusive_runs += 1,
-                _ => {}
-            }
-        }
-    }
-    let mut names: Vec<String> = checks.keys().cloned().collect();
-    order_checks(&mut names);
-    let checks: Vec<CheckSummary> = names
-        .into_iter()
-        .filter_map(|n| checks.remove(&n))
-        .map(|mut check| {
-            check.result = match (check.expected_violation, check.runs, check.failed_runs) {
-                (_, 0, _) => "not-run",
-                (true, _, 0) => "not-caught",
-                (true, _, _) => "caught",
-                (false, _, f) if f > 0 => "fail",
-                _ if check.inconclusive_runs > 0 => "inconclusive",
-                _ => "pass",
-            }
-            .to_owned();
-            check
-        })
-        .collect();
-
-    let mut coverage: BTreeMap<String, u64> =
-        EVENTS.iter().map(|(e, _)| ((*e).to_owned(), 0)).collect();
-    for record in &runs {
-        for (event, count) in &record.coverage {
-            *coverage.entry(event.clone()).or_default() += count;
-        }
-    }
+    let expected_violations = info.map_or(&[][..], |i| &i.violate[..]);
     let expected_coverage = info.map_or(&[][..], |i| &i.coverage[..]);
-    for event in expected_coverage {
-        coverage.entry(event.clone()).or_default();
-    }
+    let checks = check_summaries(expected_violations, &runs);
+    let coverage = coverage_counts(expected_coverage, &runs);
     let judged = runs.iter().any(|r| r.status != RunStatus::HarnessError);
     let mut unreached_coverage: Vec<String> = if judged {
         expected_coverage
@@ -380,16 +330,105 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
     let unreached_violations = checks
         .iter()
         .filter(|c| c.result == "not-caught" || (c.expected_violation && judged && c.runs == 0))
-        .map(|c| c.name.clone())
+        .map(|c| c.name)
         .collect();
     ScenarioSummary {
         name: name.to_owned(),
         about: info.map(|i| i.about.clone()).unwrap_or_default(),
         runs: runs.len() as u64,
-        by_status,
+        by_status: count_statuses(runs.iter().copied()),
         checks,
         coverage,
         unreached_coverage,
         unreached_violations,
     }
+}
+
+/// One check's totals before any run: nothing counted.
+fn blank(name: Check) -> CheckSummary {
+    CheckSummary {
+        name,
+        runs: 0,
+        checks: 0,
+        violations: 0,
+        failed_runs: 0,
+        inconclusive_runs: 0,
+        not_judged_runs: 0,
+        not_judged: None,
+        expected_violation: false,
+        result: String::new(),
+    }
+}
+
+/// Per check, in report order: its totals over `runs` and its result; every check in
+/// `expected` (to be violated) is listed even when no run made it.
+fn check_summaries(expected: &[Check], runs: &[&RunRecord]) -> Vec<CheckSummary> {
+    // Keyed by check: iterates in report order.
+    let mut checks: BTreeMap<Check, CheckSummary> = BTreeMap::new();
+    for expected in expected {
+        let mut check = blank(*expected);
+        check.expected_violation = true;
+        checks.insert(*expected, check);
+    }
+    for check in runs.iter().flat_map(|record| &record.checks) {
+        let entry = checks
+            .entry(check.name)
+            .or_insert_with(|| blank(check.name));
+        add_run(entry, check);
+    }
+    checks
+        .into_values()
+        .map(|mut check| {
+            check.result = result(&check).to_owned();
+            check
+        })
+        .collect()
+}
+
+/// Adds one run's record of the check to its totals.
+fn add_run(entry: &mut CheckSummary, check: &CheckRecord) {
+    entry.runs += 1;
+    entry.checks += check.checks;
+    entry.violations += check.violations.len() as u64;
+    entry.expected_violation |= check.expected_violation;
+    match check.verdict.as_str() {
+        "fail" => entry.failed_runs += 1,
+        "unknown" => entry.inconclusive_runs += 1,
+        "not-judged" => {
+            entry.not_judged_runs += 1;
+            if entry.not_judged.is_none() {
+                entry.not_judged.clone_from(&check.not_judged);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A check's result over its runs ([`CheckSummary::result`]).
+fn result(check: &CheckSummary) -> &'static str {
+    match (check.expected_violation, check.runs, check.failed_runs) {
+        (_, 0, _) => "not-run",
+        (true, _, 0) => "not-caught",
+        (true, _, _) => "caught",
+        (false, _, f) if f > 0 => "fail",
+        _ if check.inconclusive_runs > 0 => "inconclusive",
+        _ if check.not_judged_runs == check.runs => "not-judged",
+        _ => "pass",
+    }
+}
+
+/// Coverage events reached over `runs` (event → count): every known event and every
+/// `expected` one present.
+fn coverage_counts(expected: &[String], runs: &[&RunRecord]) -> BTreeMap<String, u64> {
+    let mut coverage: BTreeMap<String, u64> = CoverageEvent::ALL
+        .map(|e| (e.name().to_owned(), 0))
+        .into_iter()
+        .collect();
+    for (event, count) in runs.iter().flat_map(|record| &record.coverage) {
+        *coverage.entry(event.clone()).or_default() += count;
+    }
+    for event in expected {
+        coverage.entry(event.clone()).or_default();
+    }
+    coverage
 }

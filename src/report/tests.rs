@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use super::*;
-use crate::campaign::record::{CheckRecord, RunStatus, ViolationRecord};
+use crate::results::record::{CheckRecord, RunStatus, ViolationRecord};
 
 const CHECKS: [&str; 9] = [
     "TOKEN",
@@ -47,7 +47,7 @@ fn info(name: &str, about: &str, coverage: &[&str], violate: &[&str]) -> Scenari
         name: name.into(),
         about: about.into(),
         coverage: coverage.iter().map(|s| (*s).to_owned()).collect(),
-        violate: violate.iter().map(|s| (*s).to_owned()).collect(),
+        violate: violate.iter().map(|s| s.parse().unwrap()).collect(),
     }
 }
 
@@ -91,17 +91,18 @@ fn checks(expected: &[&str]) -> Vec<CheckRecord> {
     CHECKS
         .iter()
         .map(|name| CheckRecord {
-            name: (*name).into(),
+            name: name.parse().unwrap(),
             checks: 10,
             expected_violation: expected.contains(name),
             verdict: "pass".into(),
+            not_judged: None,
             violations: Vec::new(),
         })
         .collect()
 }
 
 fn fail(checks: &mut [CheckRecord], name: &str, message: &str, evidence: &[&str]) {
-    let check = checks.iter_mut().find(|c| c.name == name).unwrap();
+    let check = checks.iter_mut().find(|c| c.name.name() == name).unwrap();
     check.verdict = "fail".into();
     check.violations.push(ViolationRecord {
         message: message.into(),
@@ -118,7 +119,7 @@ fn run(scenario: &str, seed: u64, status: RunStatus, checks: Vec<CheckRecord>) -
         unexpected: checks
             .iter()
             .filter(|c| c.verdict == "fail" && !c.expected_violation)
-            .map(|c| c.name.clone())
+            .map(|c| c.name)
             .collect(),
         checks,
         coverage: BTreeMap::from([
@@ -165,7 +166,7 @@ fn shrunk() -> Vec<ShrunkRun> {
     vec![ShrunkRun {
         scenario: "f1-pause".into(),
         seed: 2,
-        check: "FENCE".into(),
+        check: Check::Fence,
         run_file: "shrunk/f1-pause-2-FENCE.json".into(),
         replay: "leasesim replay shrunk/f1-pause-2-FENCE.json".into(),
         faults: (3, 1),
@@ -201,7 +202,11 @@ fn read(dir: &Path, name: &str) -> String {
 fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     write_folder(dir.path(), &campaign("abc123", None), &results(), &shrunk());
-    assert_eq!(render(dir.path()).unwrap(), 3, "a harness error wins");
+    assert_eq!(
+        render(dir.path()).unwrap(),
+        Exit::HarnessError,
+        "a harness error wins"
+    );
 
     let md = read(dir.path(), "report.md");
     for line in [
@@ -262,9 +267,9 @@ fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
     let f1 = &summary.scenarios[1];
     assert_eq!(f1.name, "f1-pause");
     assert_eq!(f1.coverage["takeover-after-expiry"], 5);
-    let fence = f1.checks.iter().find(|c| c.name == "FENCE").unwrap();
+    let fence = f1.checks.iter().find(|c| c.name == Check::Fence).unwrap();
     assert_eq!((fence.runs, fence.checks, fence.violations), (2, 20, 1));
-    assert_eq!(summary.scenarios[5].unreached_violations, vec!["EXCL"]);
+    assert_eq!(summary.scenarios[5].unreached_violations, vec![Check::Excl]);
     assert_eq!(
         summary.scenarios[0].unreached_coverage,
         vec!["graceful-handover"]
@@ -337,7 +342,7 @@ fn merge_of_two_shards() {
     write_folder(&b, &campaign("abc123", Some("2/2")), &two, &shrunk_two);
 
     let code = merge(&[a.clone(), b.clone()], &out, false).unwrap();
-    assert_eq!(code, 3);
+    assert_eq!(code, Exit::HarnessError);
     let merged = ReportData::read(&out).unwrap();
     assert_eq!(
         merged.results.len(),
@@ -388,7 +393,7 @@ fn merge_refuses_shards_of_different_campaigns_unless_forced() {
     assert!(text.contains("abc123 vs def456"), "{text}");
     assert!(text.contains("--force"), "{text}");
     assert!(!out.exists(), "nothing written");
-    assert_eq!(merge(&[a, b], &out, true).unwrap(), 1);
+    assert_eq!(merge(&[a, b], &out, true).unwrap(), Exit::SafetyViolation);
     let md = read(&out, "report.md");
     assert!(md.contains("| git commit | `abc123+def456` |"), "{md}");
 }
@@ -462,7 +467,7 @@ fn an_empty_campaign_is_clean() {
     let dir = tempfile::tempdir().unwrap();
     write_folder(dir.path(), &campaign("abc123", None), &[], &[]);
     fs::remove_file(dir.path().join(SHRUNK_FILE)).unwrap();
-    assert_eq!(render(dir.path()).unwrap(), 0);
+    assert_eq!(render(dir.path()).unwrap(), Exit::Clean);
 }
 
 #[test]
@@ -471,4 +476,47 @@ fn xml_escaping() {
         junit::escape("a<b>&\"c'\u{1}\td"),
         "a&lt;b&gt;&amp;&quot;c&apos;\u{FFFD}\td"
     );
+}
+
+#[test]
+fn a_check_no_run_could_judge_is_not_judged_in_every_output() {
+    let mut unjudged = checks(&[]);
+    let excl = unjudged.iter_mut().find(|c| c.name == Check::Excl).unwrap();
+    excl.checks = 0;
+    excl.verdict = "not-judged".into();
+    excl.not_judged = Some("no grant, renew or release decision lines".into());
+    let json = serde_json::to_string(&*excl).unwrap();
+    assert!(
+        json.contains(
+            r#""verdict":"not-judged","not_judged":"no grant, renew or release decision lines""#
+        ),
+        "{json}"
+    );
+    let results = vec![run("clean", 0, RunStatus::Clean, unjudged)];
+    let data = ReportData::new(campaign("abc123", None), results, Vec::new());
+    let summary = data.summary();
+    assert_eq!(summary.exit_code, 0, "not judged alone is clean");
+    let excl = summary.scenarios[0]
+        .checks
+        .iter()
+        .find(|c| c.name == Check::Excl)
+        .unwrap();
+    assert_eq!(
+        (excl.result.as_str(), excl.not_judged_runs),
+        ("not-judged", 1)
+    );
+    let (md, _, junit) = render_text(&data);
+    assert!(
+        md.contains(
+            "| EXCL | 1 | 0 | 0 | 0 | 0 | not judged (no grant, renew or release decision lines) |"
+        ),
+        "{md}"
+    );
+    assert!(
+        junit.contains(
+            "<testcase classname=\"leasesim.clean\" name=\"EXCL\">\n      <skipped message=\"not judged: no grant, renew or release decision lines\"/>\n    </testcase>"
+        ),
+        "{junit}"
+    );
+    assert!(junit.contains("<testcase classname=\"leasesim.clean\" name=\"TOKEN\"/>"));
 }

@@ -18,6 +18,7 @@ use futures_util::FutureExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::hooks::Observation;
 use crate::journal::{Journal, JournalError, JournalLease, LossCause, Store};
 use crate::lease::{LeaseError, SessionId};
 use crate::mutant::Mutant;
@@ -235,9 +236,10 @@ impl Service {
                 tokio::select! {
                     biased;
                     cause = lease.lost() => {
-                        // A stable message: campaign coverage counts it
-                        // (`run-cancelled-on-loss`).
                         tracing::info!(session = %lease.session(), %cause, "run cancelled: lease lost");
+                        self.store.hooks().observe(|| Observation::RunCancelledOnLoss {
+                            session: lease.session(),
+                        });
                         Ok(Err(RunError::LeaseLost { cause }))
                     }
                     done = work.catch_unwind() => done.map(|r| r.map_err(RunError::from)),
@@ -261,6 +263,7 @@ impl Service {
             tracing::info!(
                 "lease backend does not support leasing; running without leases from now on"
             );
+            self.store.hooks().observe(|| Observation::StickyDisable);
         }
     }
 

@@ -23,7 +23,7 @@ use super::net::{turmoil_dialer, turmoil_incoming};
 use super::record::Recorder;
 use super::true_time::true_now;
 use crate::clock::{Clock, Instant};
-use crate::history::{Decision, DecisionLine, Refusal, Request, micros};
+use crate::history::{Decision, DecisionLine, Refusal, Request, hosts, micros};
 use crate::hooks::HookSlot;
 use crate::lease::{
     DurableLease, DurableLeaseConfig, Lease, LeaseError, LeaseServer, MemLease, Owner, RemoteLease,
@@ -310,8 +310,6 @@ impl ReplicaEnv {
     }
 }
 
-/// The authority host of the default backend.
-pub const LEASE_HOST: &str = "lease";
 /// Port of the lease service on its host.
 pub const LEASE_PORT: u16 = 7070;
 
@@ -328,7 +326,7 @@ impl WorldBackend for Grpc {
 
     fn view(&self) -> BackendView {
         BackendView {
-            host: LEASE_HOST.to_owned(),
+            host: hosts::LEASE.to_owned(),
             authority: AuthorityKind::Decides,
             record_deletion: true,
             restarts: true,
@@ -339,6 +337,7 @@ impl WorldBackend for Grpc {
         Box::pin(async move {
             let config = DurableLeaseConfig {
                 mutant: host.mutant(),
+                hooks: host.hooks(),
                 ..DurableLeaseConfig::with_ttl(host.ttl())
             };
             let authority = Arc::new(DurableLease::open(host.disk(), host.clock(), config).await?);

@@ -7,13 +7,11 @@ use std::time::Duration;
 use super::backend::Backend;
 use super::script::Script;
 use crate::clock::WallTime;
-use crate::history::{ConfigLine, micros};
+use crate::history::{ConfigLine, hosts, micros};
 use crate::journal::SkewMargin;
 use crate::mutant::Mutant;
 use crate::remote::ClientConfig;
 
-/// The ledger service's host.
-pub const LEDGER_HOST: &str = "ledger";
 /// Port of the ledger service on its host.
 pub const LEDGER_PORT: u16 = 7071;
 
@@ -107,7 +105,7 @@ impl WorldConfig {
     /// The host names: the backend's authority host (`lease` for the default backend),
     /// `ledger`, `replica-1` … `replica-N`.
     pub fn hosts(&self) -> Vec<String> {
-        let mut hosts = vec![self.backend.view().host, LEDGER_HOST.to_owned()];
+        let mut hosts = vec![self.backend.view().host, hosts::LEDGER.to_owned()];
         hosts.extend((1..=self.replicas).map(replica_name));
         hosts
     }
@@ -122,7 +120,7 @@ impl WorldConfig {
 
 /// The name of replica `n` (from 1).
 pub fn replica_name(n: u32) -> String {
-    format!("replica-{n}")
+    hosts::replica(n)
 }
 
 /// What the replicas do.

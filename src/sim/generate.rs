@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::config::{WorldConfig, replica_name};
 use super::schedule::{Fault, FaultSchedule};
 use super::seed::{Subsystem, between, rng};
+use crate::history::hosts;
 use crate::hooks::PausePoint;
 
 /// A kind of fault the drawing code can draw. The names are the scenario files' spellings
@@ -240,9 +241,9 @@ fn replica(rng: &mut ChaCha20Rng, config: &WorldConfig) -> String {
 
 fn service(rng: &mut ChaCha20Rng) -> String {
     if rng.next_u32().is_multiple_of(2) {
-        "lease"
+        hosts::LEASE
     } else {
-        "ledger"
+        hosts::LEDGER
     }
     .to_owned()
 }
@@ -346,7 +347,7 @@ fn draw_link_fault(
             ) as u32,
         },
         FaultKind::DelayReplies => Fault::DelayReplies {
-            from: "lease".into(),
+            from: hosts::LEASE.into(),
             to: replica(rng, config),
             delay_ms: range(rng, strength.delay_ms),
         },

@@ -10,6 +10,7 @@ use super::backend::{AuthorityFaults, FaultsSlot};
 use super::clock::HostClock;
 use super::config::{WALL_EPOCH, WorldConfig};
 use super::freeze::HostFreeze;
+use super::record::Recorder;
 use crate::storage::MemStorage;
 
 /// Every host of one world.
@@ -25,12 +26,14 @@ pub(crate) struct Hosts {
     pub(crate) authority_faults: FaultsSlot,
     /// Hosts the nemesis crashed and has not restarted yet.
     crashed: Mutex<BTreeSet<String>>,
+    /// The run's recorder, for what the nemesis does to a host (`event` lines).
+    pub(crate) recorder: Recorder,
 }
 
 impl Hosts {
     /// Fresh clocks (at [`WALL_EPOCH`]), freezes, disks and boot counters for every host of
-    /// `config`.
-    pub(crate) fn new(config: &WorldConfig) -> Self {
+    /// `config`, recording into `recorder`.
+    pub(crate) fn new(config: &WorldConfig, recorder: &Recorder) -> Self {
         let mut clocks = BTreeMap::new();
         let mut freezes = BTreeMap::new();
         let mut boots = BTreeMap::new();
@@ -49,6 +52,7 @@ impl Hosts {
             ledger_disk: MemStorage::new(),
             authority_faults: Arc::new(Mutex::new(None)),
             crashed: Mutex::new(BTreeSet::new()),
+            recorder: recorder.clone(),
         }
     }
 
@@ -81,7 +85,7 @@ impl Hosts {
                 .authority_faults
                 .lock()
                 .unwrap_or_else(|p| p.into_inner()) = None;
-        } else if host == super::config::LEDGER_HOST {
+        } else if host == crate::history::hosts::LEDGER {
             self.ledger_disk.crash();
         }
     }

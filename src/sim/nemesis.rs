@@ -8,6 +8,8 @@ use super::config::{WorldConfig, config_line};
 use super::gate::FreezeKind;
 use super::hosts::Hosts;
 use super::schedule::{Fault, FaultSchedule};
+use crate::history::HistEvent;
+use crate::history::hosts as host_names;
 use crate::lease::SessionId;
 
 /// What the nemesis does at a time: a scheduled fault, or a follow-up it scheduled itself.
@@ -111,6 +113,7 @@ fn apply(
     action: Action,
 ) -> Vec<(u64, Action)> {
     tracing::info!(target: "leasesim::nemesis", at = ?now, ?action, "nemesis");
+    hosts.recorder.set_harness_now(now);
     match action {
         Action::Apply(fault) => return apply_fault(sim, hosts, now, fault),
         Action::Deliver { a, b } => sim.release(a, b),
@@ -137,7 +140,7 @@ fn restart_stopped_replicas(
     now: Duration,
     stopped_since: &mut BTreeMap<String, Duration>,
 ) {
-    for host in hosts.clocks.keys().filter(|h| h.starts_with("replica-")) {
+    for host in hosts.clocks.keys().filter(|h| host_names::is_replica(h)) {
         if sim.is_host_running(host.as_str()) || hosts.is_crashed(host) {
             stopped_since.remove(host);
             continue;
@@ -279,7 +282,12 @@ fn apply_freeze_fault(hosts: &Hosts, now: Duration, fault: Fault) {
 fn apply_clock_fault(hosts: &Hosts, now: Duration, fault: Fault) {
     match fault {
         Fault::ClockDrift { host, ppm } => hosts.clocks[&host].set_drift_ppm(now, ppm),
-        Fault::WallJump { host, delta_ms } => hosts.clocks[&host].jump_wall(delta_ms * 1_000_000),
+        Fault::WallJump { host, delta_ms } => {
+            if delta_ms < 0 {
+                hosts.recorder.event(&host, HistEvent::BackwardWallJump);
+            }
+            hosts.clocks[&host].jump_wall(delta_ms * 1_000_000)
+        }
         Fault::WallOffset { host, offset_ms } => {
             hosts.clocks[&host].set_wall_offset(offset_ms * 1_000_000)
         }

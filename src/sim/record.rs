@@ -1,7 +1,7 @@
 //! Recording what happens in the world as history lines: client operations (through
 //! wrappers around the lease and ledger clients, and by the workload for journal calls),
-//! authority decisions (a wrapper around the authority) and validity checks (the hooks'
-//! observation sink).
+//! authority decisions (a wrapper around the authority), validity checks and reported events
+//! (the hooks' observation sink; the nemesis for what it does to a host).
 //!
 //! All hosts run on one thread in turmoil, so one shared recorder sees events in the order
 //! they happen; lines are emitted in a fixed order at the end (see [`Recorder::finish`]).
@@ -15,7 +15,8 @@ use super::clock::HostClock;
 use super::true_time::true_now;
 use crate::clock::Clock;
 use crate::history::{
-    DecisionLine, HistRecord, Line, Op, OpLine, OpResult, Outcome, Process, ValidityLine, micros,
+    DecisionLine, EventLine, HistEvent, HistRecord, Line, Op, OpLine, OpResult, Outcome, Process,
+    ValidityLine, micros,
 };
 use crate::hooks::Observation;
 use crate::journal::{Entry, Ledger, LedgerError, Record, Seq};
@@ -31,8 +32,11 @@ pub struct Recorder {
 struct State {
     next_op: u64,
     ops: BTreeMap<u64, OpLine>,
-    /// Decisions and validity checks, in the order they happened.
+    /// Decisions, validity checks and events, in the order they happened.
     events: Vec<Line>,
+    /// True time of the nemesis action being applied, µs: when the harness (outside every
+    /// host) makes the system under test report something, that is when it happened.
+    harness_now_us: u64,
 }
 
 /// Where and when an operation was invoked; completes it with [`Recorder::complete`].
@@ -100,8 +104,26 @@ impl Recorder {
         self.lock().events.push(Line::Validity(line));
     }
 
+    /// Records that `event` happened on `host`, now (true time inside a host; the nemesis
+    /// action's time outside every host, see [`Recorder::set_harness_now`]).
+    pub fn event(&self, host: &str, event: HistEvent) {
+        let at_us = turmoil::sim_elapsed().map_or(self.lock().harness_now_us, micros);
+        self.lock().events.push(Line::Event(EventLine {
+            at_us,
+            host: host.to_owned(),
+            event,
+        }));
+    }
+
+    /// The true time of the nemesis action about to be applied, for what it makes the
+    /// system under test report from outside every host.
+    pub fn set_harness_now(&self, now: std::time::Duration) {
+        self.lock().harness_now_us = micros(now);
+    }
+
     /// The recorded lines: operations (by id; those still pending completed as `info`,
-    /// cut off at `end_us`), then decisions and validity checks in the order they happened.
+    /// cut off at `end_us`), then decisions, validity checks and events in the order they
+    /// happened.
     pub fn finish(&self, end_us: u64) -> Vec<Line> {
         let state = self.lock();
         let ops = state.ops.values().cloned().map(|mut op| {
@@ -292,9 +314,38 @@ impl Ledger for RecordingLedger {
     }
 }
 
-/// The sink for a replica's observations: validity checks become history lines.
+/// The `event` line an observation stands for, if any.
+fn event_of(observation: &Observation) -> Option<HistEvent> {
+    match observation {
+        Observation::ValidityCheck { .. } => None,
+        Observation::RunCancelledOnLoss { .. } => Some(HistEvent::RunCancelledOnLoss),
+        Observation::StickyDisable => Some(HistEvent::StickyDisable),
+        Observation::RecordDeleted { .. } => Some(HistEvent::RecordDeleted),
+    }
+}
+
+/// The sink for a service host's observations (the authority's record deletions): `event`
+/// lines of `host`.
+pub fn event_sink(recorder: Recorder, host: &str) -> impl Fn(Observation) + Send + Sync + use<> {
+    let host = host.to_owned();
+    move |observation| {
+        if let Some(event) = event_of(&observation) {
+            recorder.event(&host, event);
+        }
+    }
+}
+
+/// The sink for a replica's observations: validity checks become `validity` lines; a run
+/// cancelled on loss and a sticky disable become `event` lines of the replica's host.
 pub fn validity_sink(recorder: Recorder, process: Process) -> impl Fn(Observation) + Send + Sync {
     move |observation| match observation {
+        other @ (Observation::RunCancelledOnLoss { .. }
+        | Observation::StickyDisable
+        | Observation::RecordDeleted { .. }) => {
+            if let Some(event) = event_of(&other) {
+                recorder.event(&process.replica, event);
+            }
+        }
         Observation::ValidityCheck {
             session,
             epoch,

@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::history::hosts;
 use crate::hooks::PausePoint;
 
 /// Schema version of schedule files.
@@ -366,7 +367,7 @@ impl Fault {
 
 /// Service hosts reach only [`PausePoint::ServiceHandlerStart`]; replicas reach every other.
 fn check_point(host: &str, point: PausePoint) -> Result<(), String> {
-    let service = host == "lease" || host == "ledger";
+    let service = host == hosts::LEASE || host == hosts::LEDGER;
     if service == (point == PausePoint::ServiceHandlerStart) {
         return Ok(());
     }

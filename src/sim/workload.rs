@@ -152,7 +152,7 @@ pub(crate) async fn run_script(replica: Replica, calls: Vec<ScriptedCall>) {
 pub(crate) async fn run_generated(replica: Replica) {
     let index = replica
         .name
-        .trim_start_matches("replica-")
+        .trim_start_matches(crate::history::hosts::REPLICA_PREFIX)
         .parse::<u64>()
         .unwrap_or(0);
     let seed = replica.config.seed ^ (index << 32) ^ replica.process.incarnation;

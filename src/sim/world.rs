@@ -29,18 +29,17 @@ use std::time::Duration;
 
 use super::backend::{AuthorityHost, Backend, ReplicaEnv};
 use super::clock::HostClock;
-use super::config::{
-    LEDGER_HOST, LEDGER_PORT, WALL_EPOCH, Workload, WorldConfig, config_line, replica_name,
-};
+use super::config::{LEDGER_PORT, WALL_EPOCH, Workload, WorldConfig, config_line, replica_name};
 use super::freeze::HostFreeze;
 use super::hosts::{Hosts, next_boot};
 use super::net::{turmoil_dialer, turmoil_incoming};
-use super::record::{Recorder, RecordingLease, RecordingLedger, validity_sink};
+use super::record::{Recorder, RecordingLease, RecordingLedger, event_sink, validity_sink};
 use super::schedule::{Fault, FaultSchedule, ScheduleError};
 use super::script::{Call, Script};
 use super::seed::{Subsystem, sub_seed};
 use super::workload;
 use crate::clock::Clock;
+use crate::history::hosts::LEDGER;
 use crate::history::{
     ClockLine, HistRecord, History, LedgerLine, Line, Phase, PhaseLine, Process, micros,
 };
@@ -129,8 +128,8 @@ impl World {
             return Err(WorldError::NotDeterministic);
         }
         let config = &self.config;
-        let hosts = Arc::new(Hosts::new(config));
         let recorder = Recorder::default();
+        let hosts = Arc::new(Hosts::new(config, &recorder));
         let mut sim = build_sim(config);
         host_authority(&mut sim, config, &hosts, &recorder);
         host_ledger_service(&mut sim, config, &hosts);
@@ -413,6 +412,10 @@ fn host_authority(
 ) {
     let name = hosts.authority_host.clone();
     let (backend, ttl, mutant) = (config.backend.clone(), config.ttl, config.mutant);
+    // What the authority reports through its hooks (record deletions) becomes `event` lines.
+    hosts
+        .freeze(&name)
+        .set_sink(Arc::new(event_sink(recorder.clone(), &name)));
     let (hosts, recorder) = (hosts.clone(), recorder.clone());
     sim.host(name.clone(), move || {
         let host = AuthorityHost {
@@ -430,9 +433,9 @@ fn host_authority(
 }
 
 fn host_ledger_service(sim: &mut turmoil::Sim<'static>, config: &WorldConfig, hosts: &Hosts) {
-    let (disk, freeze) = (hosts.ledger_disk.clone(), hosts.freeze(LEDGER_HOST));
+    let (disk, freeze) = (hosts.ledger_disk.clone(), hosts.freeze(LEDGER));
     let mutant = config.mutant;
-    sim.host(LEDGER_HOST, move || {
+    sim.host(LEDGER, move || {
         let (disk, freeze) = (disk.clone(), freeze.clone());
         async move {
             let ledger = DurableLedger::open(Arc::new(disk))
@@ -513,7 +516,7 @@ fn replica_store(
     };
     let lease = config.backend.inner().client(&env)?;
     let ledger = RemoteLedger::new(
-        &format!("{LEDGER_HOST}:{LEDGER_PORT}"),
+        &format!("{LEDGER}:{LEDGER_PORT}"),
         turmoil_dialer(),
         clock_arc.clone(),
         &client,

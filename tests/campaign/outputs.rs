@@ -51,19 +51,27 @@ fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
         assert_eq!(names, CHECKS, "{record}");
     }
 
-    // One passing testcase per scenario × check, and nothing else.
+    // One passing testcase per scenario × check, and nothing else, except LIVE in the
+    // scripted field case: it has no heal marker, so LIVE judges nothing there (skipped).
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     assert_eq!(junit.matches("<testcase ").count(), 18, "{junit}");
     for scenario in scenarios {
         for check in CHECKS {
-            let case = format!("<testcase classname=\"leasesim.{scenario}\" name=\"{check}\"/>");
+            let open = format!("<testcase classname=\"leasesim.{scenario}\" name=\"{check}\"");
+            let case = if scenario == "f1-pause-longer-than-ttl" && check == "LIVE" {
+                format!(
+                    "{open}>\n      <skipped message=\"not judged: no contended session to judge after the faults healed\"/>"
+                )
+            } else {
+                format!("{open}/>")
+            };
             assert!(junit.contains(&case), "{case} missing:\n{junit}");
         }
     }
     assert!(!junit.contains("<failure"), "{junit}");
     assert!(!junit.contains("<error"), "{junit}");
     assert!(
-        junit.contains("tests=\"18\" failures=\"0\" errors=\"0\" skipped=\"0\""),
+        junit.contains("tests=\"18\" failures=\"0\" errors=\"0\" skipped=\"1\""),
         "{junit}"
     );
 

@@ -2,7 +2,7 @@
 //! evidence, and a clean one that passes. Each history is built with [`super::build`].
 
 use leasesim::check::invariants::{
-    Evidence, Invariant, InvariantReport, check_all, excl, expiry, fence, ledger, live, stop, token,
+    Check, Evidence, InvariantReport, check_all, excl, expiry, fence, ledger, live, stop, token,
 };
 use leasesim::history::History;
 
@@ -51,7 +51,7 @@ fn token_takeover_without_a_higher_token_is_caught() {
         .build();
     let report = token::check(&h);
     let violation = one(&report);
-    assert_eq!(violation.invariant, Invariant::Token);
+    assert_eq!(violation.invariant, Check::Token);
     assert_eq!(
         violation.evidence,
         [
@@ -102,7 +102,7 @@ fn excl_grant_while_another_lease_is_unexpired_is_caught() {
         .build();
     let report = excl::check(&h);
     let violation = one(&report);
-    assert_eq!(violation.invariant, Invariant::Excl);
+    assert_eq!(violation.invariant, Check::Excl);
     assert_eq!(
         violation.evidence,
         [
@@ -227,7 +227,7 @@ fn expiry_takeover_before_the_renewed_bound_is_caught() {
         .build();
     let report = expiry::check(&h);
     let violation = one(&report);
-    assert_eq!(violation.invariant, Invariant::Expiry);
+    assert_eq!(violation.invariant, Check::Expiry);
     assert!(
         violation
             .message
@@ -405,7 +405,7 @@ fn expiry_carries_the_remaining_lifetime_over_authority_restarts_as_uptime() {
         .decides(at(8 * S), "replica-1", grant(1, 18 * S))
         .decides(reading(5 * S, 25 * S), "replica-2", grant(2, 15 * S))
         .build();
-    assert_eq!(one(&expiry::check(&h)).invariant, Invariant::Expiry);
+    assert_eq!(one(&expiry::check(&h)).invariant, Check::Expiry);
 }
 
 // FENCE
@@ -420,7 +420,7 @@ fn fence_record_of_a_fenced_writer_is_caught() {
         .build();
     let report = fence::check(&h);
     let violation = one(&report);
-    assert_eq!(violation.invariant, Invariant::Fence);
+    assert_eq!(violation.invariant, Check::Fence);
     assert_eq!(violation.evidence, [seq(1), seq(3), seq(4)]);
 }
 
@@ -476,7 +476,7 @@ fn ledger_acknowledged_append_overwritten_is_caught() {
         .build();
     let report = ledger::check(&h);
     let violation = one(&report);
-    assert_eq!(violation.invariant, Invariant::Ledger);
+    assert_eq!(violation.invariant, Check::Ledger);
     assert_eq!(violation.evidence, [Evidence::Op(2), seq(2)]);
 }
 
@@ -519,7 +519,7 @@ fn stop_check_after_valid_until_is_caught_whatever_the_replica_claims() {
         .build();
     let report = stop::check(&h);
     let violation = one(&report);
-    assert_eq!(violation.invariant, Invariant::Stop);
+    assert_eq!(violation.invariant, Check::Stop);
     assert_eq!(
         violation.evidence,
         [Evidence::Op(1), checked("replica-1", 9 * S + 500_000)]
@@ -586,9 +586,9 @@ fn check_all_reports_every_invariant_and_names_the_violated_one() {
         .decides(at(5 * S), "replica-2", grant(2, 15 * S))
         .build();
     let report = check_all(&h);
-    assert_eq!(report.invariants.len(), Invariant::ALL.len());
-    let violated: Vec<Invariant> = report.violations().map(|v| v.invariant).collect();
-    assert_eq!(violated, [Invariant::Excl, Invariant::Expiry]);
+    assert_eq!(report.invariants.len(), Check::INVARIANTS.len());
+    let violated: Vec<Check> = report.violations().map(|v| v.invariant).collect();
+    assert_eq!(violated, [Check::Excl, Check::Expiry]);
     let names: Vec<&str> = report
         .invariants
         .iter()
@@ -636,7 +636,7 @@ fn live_no_append_after_the_heal_within_the_bound_is_caught() {
     // replica-2 is still refused s1 at 45 s, after every lease from before the heal at 30 s
     // ran out (30 + 10 + 3.33 s): held by a token-1 holder that no longer writes.
     let report = live::check(&refused_then_appended(45 * S, 53 * S));
-    assert_eq!(one(&report).invariant, Invariant::Live);
+    assert_eq!(one(&report).invariant, Check::Live);
     assert!(one(&report).message.contains("s1"));
 }
 
@@ -671,7 +671,7 @@ fn live_passes_a_session_its_live_holder_hands_back_with_nobody_turned_away_afte
 fn live_catches_a_session_that_turns_acquirers_away_after_it_was_handed_back() {
     // A zombie took s1 again after the release: replica-3 is refused at 50 s.
     let report = live::check(&handed_back_at_46_s(Some(("replica-3", 2, 50 * S))));
-    assert_eq!(one(&report).invariant, Invariant::Live);
+    assert_eq!(one(&report).invariant, Check::Live);
     assert!(one(&report).message.contains("s1"));
 }
 
@@ -702,4 +702,74 @@ fn live_is_inconclusive_when_the_run_ends_before_the_bound() {
     let report = live::check(&h);
     assert!(report.passed(), "{:?}", report.violations);
     assert_eq!(report.checks, 0);
+}
+
+// NOT JUDGED
+
+/// A history of ledger calls only: a backend that records no authority decisions, no lease
+/// calls, no validity checks and no heal marker.
+fn ledger_only_history() -> History {
+    fence_then_event_acknowledged()
+        .config()
+        .ledger(1, fence_record(1, "replica-1"))
+        .ledger(2, event_record("replica-1", 1))
+        .build()
+}
+
+#[test]
+fn checks_with_nothing_to_judge_say_not_judged_never_pass() {
+    use leasesim::check::judge::{Status, judge};
+    use leasesim::check::linearizability::Budget;
+    let judgement = judge(&ledger_only_history(), Budget::default());
+    assert_eq!(
+        judgement.not_judged(),
+        [
+            Check::Token,
+            Check::Excl,
+            Check::Expiry,
+            Check::Stop,
+            Check::Live,
+            Check::LinLease
+        ]
+    );
+    let statuses = judgement.statuses();
+    let status = |check: Check| {
+        statuses
+            .iter()
+            .find(|(c, _)| *c == check)
+            .unwrap()
+            .1
+            .clone()
+    };
+    assert_eq!(
+        status(Check::Excl),
+        Status::NotJudged {
+            why: "no grant, renew or release decision lines".into()
+        }
+    );
+    assert_eq!(
+        status(Check::LinLease),
+        Status::NotJudged {
+            why: "no lease operations".into()
+        }
+    );
+    // What the history has is judged, and passes.
+    for check in [Check::Fence, Check::Ledger, Check::LinLedger] {
+        assert_eq!(status(check), Status::Pass, "{check}");
+    }
+    // Not judged does not change the exit code by itself.
+    assert_eq!(judgement.exit_code(), leasesim::exit::Exit::Clean);
+    let text = judgement.to_string();
+    for line in [
+        "EXCL: not judged (no grant, renew or release decision lines)",
+        "EXPIRY: not judged (no decision lines)",
+        "LIN-LEASE: not judged (no lease operations)",
+        "FENCE: 2 checks, 0 violations",
+        "LIN-LEDGER: linearizable",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in:\n{text}"
+        );
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use leasesim::check::invariants::{Invariant, check_all};
+use leasesim::check::invariants::{Check, check_all};
 use leasesim::history::History;
 use leasesim::sim::config::Workload;
 use leasesim::sim::schedule::{Fault, FaultSchedule};
@@ -28,7 +28,7 @@ fn field_config(seed: u64) -> WorldBuilder {
 fn assert_all_pass(what: &str, history: &History) {
     let report = check_all(history);
     assert!(report.passed(), "{what}:\n{report}");
-    for invariant in Invariant::ALL {
+    for invariant in Check::INVARIANTS {
         assert!(
             report.get(invariant).is_some(),
             "{what}: {invariant} missing"
@@ -48,13 +48,37 @@ fn field_case_passes(name: &str) {
     let report = check_all(&output.history);
     // The case exercises the safety checkers: decisions, ledger records and validity checks
     // (a scripted run has no heal marker, so LIVE does not judge it).
-    for invariant in Invariant::ALL.into_iter().filter(|i| *i != Invariant::Live) {
+    for invariant in Check::INVARIANTS.into_iter().filter(|i| *i != Check::Live) {
         assert!(
             report.get(invariant).unwrap().checks > 0,
             "{name}: {invariant} ran no checks\n{report}"
         );
     }
     assert_all_pass(name, &output.history);
+}
+
+#[test]
+fn a_run_of_the_world_leaves_only_what_it_lacks_not_judged() {
+    use leasesim::check::judge::judge;
+    use leasesim::check::linearizability::Budget;
+    let (schedule, script) = field_case("f1-pause-longer-than-ttl");
+    let output = field_config(1)
+        .schedule(schedule)
+        .workload(Workload::Scripted(script))
+        .build()
+        .unwrap()
+        .run()
+        .unwrap();
+    let judgement = judge(&output.history, Budget::default());
+    // A scripted run has no heal marker: LIVE alone has nothing to judge.
+    assert_eq!(judgement.not_judged(), [Check::Live], "{judgement}");
+    assert!(
+        judgement
+            .to_string()
+            .lines()
+            .any(|l| l.starts_with("LIVE: not judged (")),
+        "{judgement}"
+    );
 }
 
 #[test]
@@ -81,7 +105,7 @@ fn generated_seeds_1_to_20_pass_every_invariant() {
             .run()
             .unwrap();
         let report = check_all(&output.history);
-        live_checks += report.get(Invariant::Live).unwrap().checks;
+        live_checks += report.get(Check::Live).unwrap().checks;
         if !report.passed() {
             failures.push(format!("seed {seed}:\n{report}"));
         }
@@ -104,7 +128,7 @@ fn the_token_not_advanced_on_expiry_mutant_is_caught_by_token() {
         .run()
         .unwrap();
     let report = check_all(&output.history);
-    let token = report.get(Invariant::Token).unwrap();
+    let token = report.get(Check::Token).unwrap();
     assert!(!token.passed(), "{report}");
     let violation = &token.violations[0];
     assert!(violation.message.contains("takeover"), "{violation}");
@@ -127,7 +151,7 @@ fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
         .run()
         .unwrap();
     let report = check_all(&output.history);
-    let excl = report.get(Invariant::Excl).unwrap();
+    let excl = report.get(Check::Excl).unwrap();
     assert_eq!(excl.violations.len(), 1, "{report}");
     let violation = &excl.violations[0];
     assert!(
@@ -135,7 +159,7 @@ fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
         "{violation}"
     );
     assert_eq!(violation.evidence.len(), 3, "{violation}");
-    let expiry = report.get(Invariant::Expiry).unwrap();
+    let expiry = report.get(Check::Expiry).unwrap();
     assert!(!expiry.passed(), "{report}");
     assert!(
         expiry.violations[0]
@@ -182,10 +206,7 @@ fn wall_clock_steps_break_no_invariant() {
         .run()
         .unwrap();
     let report = check_all(&output.history);
-    assert!(
-        report.get(Invariant::Expiry).unwrap().checks > 0,
-        "{report}"
-    );
+    assert!(report.get(Check::Expiry).unwrap().checks > 0, "{report}");
     assert_all_pass("wall-clock steps", &output.history);
 }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasesim::campaign::scenario::Scenario;
+use leasesim::check::Check;
 use leasesim::check::judge::judge;
 use leasesim::check::linearizability::Budget;
 use leasesim::clock::ManualClock;
@@ -22,7 +23,7 @@ fn repo(path: &str) -> PathBuf {
 }
 
 /// The checks violated by `scenario` on `seed` with `mutant` planted.
-fn violated(scenario: &str, seed: u64, mutant: Option<Mutant>) -> Vec<&'static str> {
+fn violated(scenario: &str, seed: u64, mutant: Option<Mutant>) -> Vec<Check> {
     let scenario = Scenario::load(&repo(scenario)).expect("the kill's scenario loads");
     let mut run = scenario.resolve(seed).expect("the kill's run resolves");
     run.mutant = mutant.map(|m| m.name().to_owned());
@@ -120,7 +121,7 @@ fn names_round_trip_and_every_mutant_says_what_is_wrong() {
 fn append_ignores_expected_tip_is_also_killed_by_fence_on_f3() {
     let scenario = "sims/f3-slow-clock-cut-off-from-lease.toml";
     let with = violated(scenario, 1, Some(Mutant::AppendIgnoresExpectedTip));
-    assert!(with.contains(&"FENCE"), "F3 seed 1 violated {with:?}");
+    assert!(with.contains(&Check::Fence), "F3 seed 1 violated {with:?}");
     assert!(violated(scenario, 1, None).is_empty());
 }
 

@@ -11,10 +11,11 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use leasesim::check::invariants::Invariant;
+use leasesim::check::Check;
 use leasesim::check::judge::{Judgement, judge};
 use leasesim::check::linearizability::{Budget, Verdict};
 use leasesim::clock::{Clock, Instant};
+use leasesim::exit::Exit;
 use leasesim::lease::{Lease, LeaseError, MemLease, Owner, SessionId, SessionLease};
 use leasesim::sim::backend::{
     AuthorityHost, AuthorityKind, Backend, BackendView, HostResult, RecordableAuthority,
@@ -26,10 +27,12 @@ use leasesim::sim::world::World;
 const PORT: u16 = 9000;
 
 /// A `MemLease` served over JSON lines, one request per connection. With `steal`, a planted
-/// bug: an acquire of a held session takes it from its live holder.
-#[derive(Debug, Clone, Copy)]
+/// bug: an acquire of a held session takes it from its live holder. With `unrecorded`, its
+/// decisions are not recorded and it says so (as a backend without an authority clock does).
+#[derive(Debug, Clone, Copy, Default)]
 struct JsonLease {
     steal: bool,
+    unrecorded: bool,
 }
 
 impl WorldBackend for JsonLease {
@@ -40,17 +43,25 @@ impl WorldBackend for JsonLease {
     fn view(&self) -> BackendView {
         BackendView {
             host: "authority".into(),
-            authority: AuthorityKind::Decides,
+            authority: if self.unrecorded {
+                AuthorityKind::Holders
+            } else {
+                AuthorityKind::Decides
+            },
             record_deletion: false,
             restarts: false,
         }
     }
 
     fn serve(&self, host: AuthorityHost) -> std::pin::Pin<Box<dyn Future<Output = HostResult>>> {
-        let steal = self.steal;
+        let JsonLease { steal, unrecorded } = *self;
         Box::pin(async move {
             let mem = Arc::new(MemLease::new(host.clock(), host.ttl()));
-            let authority = host.record(Arc::new(Authority { mem, steal }));
+            let authority: Arc<dyn SessionLease> = if unrecorded {
+                Arc::new(Authority { mem, steal })
+            } else {
+                host.record(Arc::new(Authority { mem, steal }))
+            };
             let mut incoming = host.listen(PORT).await?;
             while let Some(conn) = incoming.next().await {
                 let authority = authority.clone();
@@ -314,19 +325,21 @@ fn judged(backend: JsonLease, seed: u64) -> Judgement {
         .run()
         .expect("the world runs")
         .history;
+    let authority = (!backend.unrecorded).then_some("authority");
     assert_eq!(
         history.authority_host(),
-        Some("authority"),
-        "the history names the backend's host"
+        authority,
+        "the history names the host whose decisions it records"
     );
     judge(&history, Budget::default())
 }
 
 #[test]
 fn a_backend_defined_in_a_test_plugs_in_and_its_decisions_are_judged() {
-    let judgement = judged(JsonLease { steal: false }, 1);
-    assert_eq!(judgement.exit_code(), 0, "{judgement}");
-    for invariant in [Invariant::Token, Invariant::Excl, Invariant::Expiry] {
+    let judgement = judged(JsonLease::default(), 1);
+    assert_eq!(judgement.exit_code(), Exit::Clean, "{judgement}");
+    assert_eq!(judgement.not_judged(), [], "{judgement}");
+    for invariant in [Check::Token, Check::Excl, Check::Expiry] {
         let report = judgement.invariants.get(invariant).unwrap();
         assert!(
             report.checks > 0,
@@ -345,9 +358,15 @@ fn a_backend_defined_in_a_test_plugs_in_and_its_decisions_are_judged() {
 
 #[test]
 fn a_bug_planted_in_the_test_backend_is_caught() {
-    let judgement = judged(JsonLease { steal: true }, 1);
+    let judgement = judged(
+        JsonLease {
+            steal: true,
+            ..JsonLease::default()
+        },
+        1,
+    );
     assert!(
-        judgement.violated().contains(&"EXCL"),
+        judgement.violated().contains(&Check::Excl),
         "the stealing backend passed EXCL:\n{judgement}"
     );
 }
@@ -362,7 +381,7 @@ fn faults_the_backend_does_not_support_are_refused() {
         },
     );
     let error = World::builder()
-        .backend(Backend::new(JsonLease { steal: false }))
+        .backend(Backend::new(JsonLease::default()))
         .schedule(schedule)
         .build()
         .unwrap_err();
@@ -371,4 +390,31 @@ fn faults_the_backend_does_not_support_are_refused() {
         "bad fault schedule: the json backend does not support delete_lease_record (fault at \
          1000 ms)"
     );
+}
+
+/// A backend whose decisions are not in the history is not passed on them: the checks that
+/// judge decisions say "not judged", the ones that judge holders and the ledger still judge.
+#[test]
+fn a_backend_without_recorded_decisions_is_not_judged_on_them() {
+    let judgement = judged(
+        JsonLease {
+            unrecorded: true,
+            ..JsonLease::default()
+        },
+        1,
+    );
+    let not_judged = judgement.not_judged();
+    for check in [Check::Excl, Check::Expiry] {
+        assert!(
+            not_judged.contains(&check),
+            "{check} passed on nothing:\n{judgement}"
+        );
+    }
+    for check in [Check::Fence, Check::Ledger, Check::Stop] {
+        assert!(
+            !not_judged.contains(&check),
+            "{check} judged nothing:\n{judgement}"
+        );
+    }
+    assert_eq!(judgement.exit_code(), Exit::Clean, "{judgement}");
 }

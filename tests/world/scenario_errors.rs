@@ -78,12 +78,12 @@ fn a_schedule_and_a_swarm_together_are_refused() {
 }
 
 #[test]
-fn an_unknown_invariant_lists_the_invariants() {
+fn an_unknown_check_lists_the_checks() {
     let text = format!("{HEAD}[expect]\nhold = [\"TOKEN\", \"TOKENS\"]\n");
     assert_eq!(
         error(&text),
-        "DIR/bad.toml:4:18: `expect.hold`: unknown invariant `TOKENS`; the invariants are \
-         TOKEN, EXCL, EXPIRY, FENCE, LEDGER, STOP, LIVE"
+        "DIR/bad.toml:4:18: `expect.hold`: unknown check `TOKENS`; the checks are \
+         TOKEN, EXCL, EXPIRY, FENCE, LEDGER, STOP, LIVE, LIN-LEASE, LIN-LEDGER"
     );
 }
 

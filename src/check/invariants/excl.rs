@@ -17,7 +17,7 @@
 //! segments (extrapolated at rate 1 past the end of its boot) and compared with the new
 //! decision's true time.
 
-use super::{AuthorityClock, Evidence, Invariant, InvariantReport, decisions_by_session, who};
+use super::{AuthorityClock, Check, Evidence, InvariantReport, decisions_by_session, who};
 use crate::history::{Decision, DecisionLine, History, Process, Refusal, Request};
 
 /// A session's current hold, as the decisions so far made it.
@@ -88,7 +88,7 @@ impl<'h> Hold<'h> {
 /// Checks EXCL over `history`: each session's decisions are followed in true-time order, each
 /// judged against the hold the decisions before it left.
 pub fn check(history: &History) -> InvariantReport {
-    let mut report = InvariantReport::new(Invariant::Excl);
+    let mut report = InvariantReport::new(Check::Excl);
     let clock = AuthorityClock::new(history);
     for (session, decisions) in decisions_by_session(history) {
         debug_assert!(

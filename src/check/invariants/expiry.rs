@@ -32,12 +32,12 @@
 //! reading is taken to be in one boot.
 
 use super::excl::Hold;
-use super::{AuthorityClock, Evidence, Invariant, InvariantReport, decisions_by_session, who};
+use super::{AuthorityClock, Check, Evidence, InvariantReport, decisions_by_session, who};
 use crate::history::{Decision, DecisionLine, History, Refusal, Request};
 
 /// Checks EXPIRY over `history`.
 pub fn check(history: &History) -> InvariantReport {
-    let mut report = InvariantReport::new(Invariant::Expiry);
+    let mut report = InvariantReport::new(Check::Expiry);
     let clock = AuthorityClock::new(history);
     for (session, decisions) in decisions_by_session(history) {
         let mut hold: Option<Hold> = None;

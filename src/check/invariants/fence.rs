@@ -7,12 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{Evidence, Invariant, InvariantReport, who};
+use super::{Check, Evidence, InvariantReport, who};
 use crate::history::{HistRecord, HistWriterId, History};
 
 /// Checks FENCE over `history`.
 pub fn check(history: &History) -> InvariantReport {
-    let mut report = InvariantReport::new(Invariant::Fence);
+    let mut report = InvariantReport::new(Check::Fence);
     for (session, mut records) in history.final_ledger() {
         records.sort_by_key(|(seq, _)| *seq);
         // writer → (epoch, seq of its fence)

@@ -7,7 +7,7 @@
 //! is there; an acknowledged `journal_append` has its event (writer id, `seq_in_writer`) there;
 //! an opened journal has its fence at `fence_seq`.
 
-use super::{Evidence, Invariant, InvariantReport};
+use super::{Check, Evidence, InvariantReport};
 use crate::history::{HistRecord, History, Op, OpLine, OpResult, Outcome};
 
 /// Whether a ledger record is the one an acknowledged op wrote.
@@ -16,7 +16,7 @@ type RecordTest<'a> = Box<dyn Fn(&HistRecord) -> bool + 'a>;
 /// Checks LEDGER over `history`: first each session's chain on its own (positions, no record
 /// twice), then every acknowledged write against it.
 pub fn check(history: &History) -> InvariantReport {
-    let mut report = InvariantReport::new(Invariant::Ledger);
+    let mut report = InvariantReport::new(Check::Ledger);
     let ledger = history.final_ledger();
     for (session, records) in &ledger {
         report.checks += 1;

@@ -16,7 +16,7 @@
 //! as a check (a plain `leasesim run` of 60 s heals at 40 s, before a 32 s bound can run out;
 //! scenario runs with a generated workload add a liveness phase so the bound always runs out).
 
-use super::{Invariant, InvariantReport};
+use super::{Check, InvariantReport};
 use crate::history::{Decision, History, Op, OpResult, Outcome, Phase, Request};
 
 /// Whether the session was handed back within the window and nobody was turned away after:
@@ -50,7 +50,7 @@ fn handed_back(history: &History, session: &str, from_us: u64, to_us: u64) -> bo
 
 /// Checks LIVE over `history`.
 pub fn check(history: &History) -> InvariantReport {
-    let mut report = InvariantReport::new(Invariant::Live);
+    let mut report = InvariantReport::new(Check::Live);
     let (Ok(config), Some(healed)) = (history.config(), history.phase_at_us(Phase::FaultsHealed))
     else {
         return report;

@@ -32,58 +32,8 @@ pub mod token;
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub use super::Check;
 use crate::history::{ClockMap, DecisionLine, History, Process};
-
-/// The invariants checked here.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub enum Invariant {
-    /// Tokens advance on takeover and are kept by renew and live re-acquire.
-    Token,
-    /// At most one unexpired lease per session.
-    Excl,
-    /// No lease ends early, other than by its holder's own release.
-    Expiry,
-    /// Fences strictly increase and stop lower-epoch writers.
-    Fence,
-    /// One CAS chain holding every acknowledged append once.
-    Ledger,
-    /// A replica stops using its lease once lost or past `valid_until`.
-    Stop,
-    /// After faults heal, each session is written again within a bound.
-    Live,
-}
-
-impl Invariant {
-    /// Every invariant, in report order.
-    pub const ALL: [Invariant; 7] = [
-        Invariant::Token,
-        Invariant::Excl,
-        Invariant::Expiry,
-        Invariant::Fence,
-        Invariant::Ledger,
-        Invariant::Stop,
-        Invariant::Live,
-    ];
-
-    /// The invariant's name as DESIGN.md spells it (`TOKEN`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Invariant::Token => "TOKEN",
-            Invariant::Excl => "EXCL",
-            Invariant::Expiry => "EXPIRY",
-            Invariant::Fence => "FENCE",
-            Invariant::Ledger => "LEDGER",
-            Invariant::Stop => "STOP",
-            Invariant::Live => "LIVE",
-        }
-    }
-}
-
-impl fmt::Display for Invariant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// One piece of evidence: something in the history a reviewer can find.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -174,7 +124,7 @@ impl fmt::Display for Evidence {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Violation {
     /// The invariant violated.
-    pub invariant: Invariant,
+    pub invariant: Check,
     /// What is wrong, in plain terms.
     pub message: String,
     /// The lines involved.
@@ -199,7 +149,7 @@ impl fmt::Display for Violation {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct InvariantReport {
     /// The invariant.
-    pub invariant: Invariant,
+    pub invariant: Check,
     /// How many individual checks ran (decisions, records, acknowledged appends, validity
     /// lines judged).
     pub checks: u64,
@@ -209,7 +159,7 @@ pub struct InvariantReport {
 
 impl InvariantReport {
     /// An empty report for `invariant`.
-    pub fn new(invariant: Invariant) -> Self {
+    pub fn new(invariant: Check) -> Self {
         InvariantReport {
             invariant,
             checks: 0,
@@ -230,12 +180,33 @@ impl InvariantReport {
     pub fn passed(&self) -> bool {
         self.violations.is_empty()
     }
+
+    /// Why the invariant judged nothing (`no validity lines`), when it made no check and
+    /// found nothing: such a result is "not judged", never "pass".
+    pub fn not_judged(&self) -> Option<String> {
+        (self.checks == 0 && self.violations.is_empty())
+            .then(|| format!("no {}", judged_lines(self.invariant)))
+    }
+}
+
+/// What an invariant counts its checks on, in the history.
+fn judged_lines(invariant: Check) -> &'static str {
+    match invariant {
+        Check::Token => "grant or renew decision lines",
+        Check::Excl => "grant, renew or release decision lines",
+        Check::Expiry => "decision lines",
+        Check::Fence => "records in the final ledger",
+        Check::Ledger => "final ledger and no acknowledged append",
+        Check::Stop => "validity lines",
+        Check::Live => "contended session to judge after the faults healed",
+        Check::LinLease | Check::LinLedger => "operations",
+    }
 }
 
 /// Every invariant's result over one history.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Report {
-    /// One entry per invariant, in [`Invariant::ALL`] order.
+    /// One entry per invariant, in [`Check::INVARIANTS`] order.
     pub invariants: Vec<InvariantReport>,
 }
 
@@ -251,7 +222,7 @@ impl Report {
     }
 
     /// The result for `invariant`.
-    pub fn get(&self, invariant: Invariant) -> Option<&InvariantReport> {
+    pub fn get(&self, invariant: Check) -> Option<&InvariantReport> {
         self.invariants.iter().find(|r| r.invariant == invariant)
     }
 }

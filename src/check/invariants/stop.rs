@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Evidence, Invariant, InvariantReport, who};
+use super::{Check, Evidence, InvariantReport, who};
 use crate::history::{
     HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, ValidityLine,
 };
@@ -22,7 +22,7 @@ use crate::history::{
 /// Checks STOP over `history`: collect each replica's grants and observed losses from the op
 /// lines, then judge every validity check against them.
 pub fn check(history: &History) -> InvariantReport {
-    let mut report = InvariantReport::new(Invariant::Stop);
+    let mut report = InvariantReport::new(Check::Stop);
     let skew_margin_us = match history.config() {
         Ok(config) => config.skew_margin_us,
         Err(error) => {

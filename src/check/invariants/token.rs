@@ -8,12 +8,12 @@
 //! renew must carry the token of the current hold of its owner.
 
 use super::excl::Hold;
-use super::{AuthorityClock, Evidence, Invariant, InvariantReport, decisions_by_session, who};
+use super::{AuthorityClock, Check, Evidence, InvariantReport, decisions_by_session, who};
 use crate::history::{Decision, DecisionLine, History};
 
 /// Checks TOKEN over `history`.
 pub fn check(history: &History) -> InvariantReport {
-    let mut report = InvariantReport::new(Invariant::Token);
+    let mut report = InvariantReport::new(Check::Token);
     let clock = AuthorityClock::new(history);
     for (session, decisions) in decisions_by_session(history) {
         let mut hold: Option<Hold> = None;

@@ -40,6 +40,7 @@ use serde::{Deserialize, Serialize};
 pub use drawn::Drawn;
 pub use spec::{BackendSpec, WorldSpec};
 
+use crate::check::Check;
 use crate::history::History;
 use crate::mutant::Mutant;
 use crate::sim::config::{Workload, WorkloadMix, WorldConfig};
@@ -68,14 +69,14 @@ pub enum RunWorkload {
 #[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
-    /// Invariants that must hold (names from [`crate::campaign::scenario::INVARIANTS`];
-    /// default: all not in `violate`).
-    pub hold: Vec<String>,
-    /// Invariants a run is expected to violate (a mutant's scenario; default none).
+    /// Checks that must hold, by name ([`Check`]; default: every invariant of
+    /// [`Check::INVARIANTS`] not in `violate`).
+    pub hold: Vec<Check>,
+    /// Checks a run is expected to violate (a mutant's scenario; default none).
     #[serde(default)]
-    pub violate: Vec<String>,
+    pub violate: Vec<Check>,
     /// Coverage events a campaign of the scenario is expected to reach (names from
-    /// [`crate::campaign::coverage::EVENTS`]; default none).
+    /// [`crate::results::CoverageEvent`]; default none).
     #[serde(default)]
     pub coverage: Vec<String>,
 }

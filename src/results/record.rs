@@ -6,6 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::check::Check;
+use crate::exit::Exit;
+
 /// Schema version of `results.jsonl` lines and `summary.json`.
 pub const RECORD_VERSION: u32 = 1;
 
@@ -27,13 +30,13 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// The exit code of DESIGN.md, "Exit codes", that this status stands for.
-    pub fn exit_code(self) -> u8 {
+    pub fn exit_code(self) -> Exit {
         match self {
-            RunStatus::Clean => 0,
-            RunStatus::Violation => 1,
-            RunStatus::Liveness => 5,
-            RunStatus::Inconclusive => 4,
-            RunStatus::HarnessError => 3,
+            RunStatus::Clean => Exit::Clean,
+            RunStatus::Violation => Exit::SafetyViolation,
+            RunStatus::Liveness => Exit::LivenessViolation,
+            RunStatus::Inconclusive => Exit::Inconclusive,
+            RunStatus::HarnessError => Exit::HarnessError,
         }
     }
 }
@@ -50,15 +53,18 @@ pub struct ViolationRecord {
 /// One check (an invariant or a linearizability check) over one run.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct CheckRecord {
-    /// `TOKEN` … `LIVE`, `LIN-LEASE`, `LIN-LEDGER`.
-    pub name: String,
+    /// The check (`TOKEN` … `LIVE`, `LIN-LEASE`, `LIN-LEDGER` in JSON).
+    pub name: Check,
     /// Individual checks made (decisions, records, validity lines…; operations for a
     /// linearizability check).
     pub checks: u64,
     /// Whether the scenario expects this check to be violated (a mutant's scenario).
     pub expected_violation: bool,
-    /// `pass`, `fail` or `unknown`.
+    /// `pass`, `fail`, `not-judged` (nothing in the history for it to judge) or `unknown`.
     pub verdict: String,
+    /// Why it judged nothing (`no decision lines`), when `verdict` is `not-judged`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<String>,
     /// The violations found (empty when it passed).
     pub violations: Vec<ViolationRecord>,
 }
@@ -74,8 +80,8 @@ pub struct RunRecord {
     pub seed: u64,
     /// How the run ended.
     pub status: RunStatus,
-    /// Names of the checks violated against the scenario's expectations, in report order.
-    pub unexpected: Vec<String>,
+    /// The checks violated against the scenario's expectations, in report order.
+    pub unexpected: Vec<Check>,
     /// Every check, in report order (empty after a harness error).
     pub checks: Vec<CheckRecord>,
     /// Coverage events reached and how often (event name → count).
@@ -102,7 +108,7 @@ pub struct ShrunkRun {
     /// The seed of the original failing run.
     pub seed: u64,
     /// The check it still violates (the one the shrinker kept failing).
-    pub check: String,
+    pub check: Check,
     /// The minimal run file, relative to the report folder.
     pub run_file: String,
     /// The command that replays the minimal run.

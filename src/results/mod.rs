@@ -1,0 +1,12 @@
+//! Results: what a campaign keeps of its runs and what a report renders (DESIGN.md,
+//! "Campaigns and reports"). `campaign/` writes them; `report/` reads them and never imports
+//! `campaign/` (DESIGN.md, "Dependency rules").
+//!
+//! - [`record`] — one run's record (`results.jsonl`), shrunk runs (`shrunk.jsonl`), the
+//!   campaign's identity, the mutant detection table (`mutants.jsonl`).
+//! - [`coverage`] — the catalogue of coverage events ("sometimes" a campaign must reach).
+
+pub mod coverage;
+pub mod record;
+
+pub use coverage::CoverageEvent;
