@@ -15,6 +15,7 @@ pub mod conformance;
 pub mod exit;
 pub mod history;
 pub mod hooks;
+pub mod input;
 pub mod journal;
 pub mod lease;
 pub mod mutant;
