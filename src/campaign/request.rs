@@ -11,8 +11,8 @@ use std::time::Duration;
 use super::scenario::Scenario;
 use crate::mutant::Mutant;
 use crate::sim::runfile::{
-    COMMAND_LINE, Expect, RUN_FILE_SCHEMA_VERSION, RunFile, RunFileError, RunWorkload, WorldSpec,
-    duration_token,
+    COMMAND_LINE, DURATION_S_MAX, Expect, RUN_FILE_SCHEMA_VERSION, RunFile, RunFileError,
+    RunWorkload, WorldSpec, duration_token,
 };
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::script::Script;
@@ -75,8 +75,8 @@ impl RunRequest {
     ///
     /// # Errors
     /// [`RunFileError`] naming the file or value at fault: an unreadable or malformed
-    /// scenario, schedule or script file, a duration that is not whole seconds, or a world
-    /// the values do not fit.
+    /// scenario, schedule or script file, a duration that is not whole seconds or over
+    /// [`DURATION_S_MAX`], or a run a run file would be refused for ([`RunFile::validate`]).
     pub fn resolve(&self) -> Result<RunFile, RunFileError> {
         let mut run = match &self.scenario {
             Some(path) => Scenario::load(path)
@@ -97,13 +97,25 @@ impl RunRequest {
                 duration_token(self.duration)
             )));
         }
+        if self.duration.as_secs() > DURATION_S_MAX {
+            return Err(RunFileError(format!(
+                "--duration {}: must be at most {DURATION_S_MAX}s (one simulated day, as a \
+                 scenario's duration_s)",
+                duration_token(self.duration)
+            )));
+        }
         let world = WorldSpec {
             replicas: self.replicas,
             duration_s: self.duration.as_secs(),
             ..WorldSpec::default()
         };
         if let Err((field, message)) = world.check() {
-            return Err(RunFileError(format!("--{field}: {message}")));
+            let flag = if field == "duration_s" {
+                "duration"
+            } else {
+                field
+            };
+            return Err(RunFileError(format!("--{flag}: {message}")));
         }
         let workload = match &self.script {
             Some(path) => RunWorkload::Script(
@@ -131,6 +143,15 @@ impl RunRequest {
             (None, true) => FaultSchedule::new(),
             (None, false) => crate::sim::generate::random_schedule(&run.world_config_unchecked()),
         };
+        run.validate().map_err(|e| {
+            let file = match e.field.split('.').next() {
+                Some("schedule") => self.schedule.as_ref(),
+                Some("workload") => self.script.as_ref(),
+                _ => None,
+            };
+            let file = file.map_or(String::new(), |path| format!("{}: ", path.display()));
+            RunFileError(format!("{file}{}", e.message))
+        })?;
         Ok(run)
     }
 
@@ -203,6 +224,6 @@ impl RunRequest {
 }
 
 fn read(path: &Path) -> Result<String, RunFileError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| RunFileError(format!("cannot read {}: {e}", path.display())))
+    crate::input::read_to_string(path, crate::input::DOCUMENT_LIMIT)
+        .map_err(|e| RunFileError(e.to_string()))
 }

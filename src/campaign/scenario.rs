@@ -4,10 +4,12 @@
 //! example of every section.
 //!
 //! Loading resolves everything a run needs: the script and schedule files named (paths are
-//! relative to the scenario file) are read and checked against the world. Every error names
-//! the file, the line and column, the field, and how to fix it; bad input never panics.
+//! relative to the scenario file and must stay inside its folder) are read and checked
+//! against the world, with the checks a run file gets ([`crate::sim::runfile::validate`]).
+//! Every error names the file, the line and column, the field, and how to fix it; bad input
+//! never panics.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -17,6 +19,8 @@ use crate::check::Check;
 use crate::mutant::Mutant;
 use crate::results::CoverageEvent;
 use crate::sim::config::{WorkloadMix, WorldConfig};
+use crate::sim::runfile::pair::Pair;
+use crate::sim::runfile::validate::check_mix;
 use crate::sim::runfile::{
     Expect, RUN_FILE_SCHEMA_VERSION, RunFile, RunFileError, RunWorkload, WorldSpec,
 };
@@ -127,9 +131,9 @@ struct RawScenario {
 #[serde(deny_unknown_fields)]
 struct RawWorkload {
     script: Option<Spanned<String>>,
-    appends: Option<Spanned<(u64, u64)>>,
-    think_ms: Option<Spanned<(u64, u64)>>,
-    shutdown_chance: Option<Spanned<(u32, u32)>>,
+    appends: Option<Spanned<Pair<u64>>>,
+    think_ms: Option<Spanned<Pair<u64>>>,
+    shutdown_chance: Option<Spanned<Pair<u32>>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -251,12 +255,15 @@ impl Scenario {
     /// schema version, a value out of range, both a script and a mix (or a schedule and a
     /// swarm), a missing or malformed script or schedule file, or one the world refuses.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            path: path.to_owned(),
-            at: None,
-            field: None,
-            message: format!("cannot read the scenario file: {e}"),
-        })?;
+        let text =
+            crate::input::read_to_string(path, crate::input::DOCUMENT_LIMIT).map_err(|e| {
+                ScenarioError {
+                    path: path.to_owned(),
+                    at: None,
+                    field: None,
+                    message: format!("cannot read the scenario file: {e}"),
+                }
+            })?;
         Scenario::parse(path, &text)
     }
 
@@ -280,6 +287,7 @@ impl Scenario {
             ));
         }
         let folder = path.parent().unwrap_or(Path::new("."));
+        let world_at = raw.world.as_ref().map_or(0, |world| world.span().start);
         let world = match raw.world {
             Some(world) => {
                 let span = world.span().start;
@@ -291,8 +299,10 @@ impl Scenario {
             }
             None => WorldSpec::default(),
         };
-        let config = world.config(0, WorkloadMix::default());
+        let mut config = world.config(0, WorkloadMix::default());
         let workload = resolve_workload(&errors, folder, &config, raw.workload)?;
+        config.liveness_phase = matches!(workload, ScenarioWorkload::Generated(_));
+        check_world_run_end(&errors, world_at, &config)?;
         let faults = resolve_faults(&errors, folder, &config, raw.faults)?;
         let expect = resolve_expect(&errors, raw.expect)?;
         let mutant = match raw.mutant {
@@ -371,9 +381,9 @@ impl Scenario {
                 run.drawn = Some(drawn);
             }
         }
-        run.schedule.validate(&config.hosts()).map_err(|e| {
+        run.validate().map_err(|e| {
             RunFileError(format!(
-                "scenario {} with seed {seed} drew a schedule the world refuses: {e}",
+                "scenario {} with seed {seed} resolved to a run the world refuses: {e}",
                 self.name()
             ))
         })?;
@@ -388,9 +398,13 @@ fn read_json<T>(
     file: &Spanned<String>,
     parse: impl Fn(&str) -> Result<T, String>,
 ) -> Result<(PathBuf, T), ScenarioError> {
-    let path = folder.join(file.get_ref());
     let at = file.span().start;
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    let path = inside(folder, file.get_ref()).map_err(|message| errors.at(at, field, message))?;
+    let text = crate::input::read_to_string(&path, crate::input::DOCUMENT_LIMIT).map_err(|e| {
+        let e = match e {
+            crate::input::InputError::Io { source, .. } => source.to_string(),
+            other => other.to_string(),
+        };
         errors.at(
             at,
             field,
@@ -403,6 +417,57 @@ fn read_json<T>(
     let value =
         parse(&text).map_err(|e| errors.at(at, field, format!("{}: {e}", path.display())))?;
     Ok((path, value))
+}
+
+/// Refuses a world whose runs, liveness phase included, cannot end within
+/// [`crate::sim::schedule::limits::RUN_MS_MAX`] even without faults (a TTL so long that the
+/// liveness phase outlasts the bound, or a duration that leaves it no room).
+fn check_world_run_end(
+    errors: &Errors<'_>,
+    at: usize,
+    config: &WorldConfig,
+) -> Result<(), ScenarioError> {
+    let duration_ms = config.duration.as_millis() as u64;
+    crate::sim::schedule::check_run_end(config, duration_ms, 0).map_err(|message| {
+        let field = if config.ttl.as_millis() as u64 * 3 > duration_ms {
+            "world.ttl_ms"
+        } else {
+            "world.duration_s"
+        };
+        errors.at(at, field, message)
+    })
+}
+
+/// `file` (as a scenario names it) joined to the scenario's `folder`, if it stays inside:
+/// relative, and no `..` leaving the folder (the path is judged as written; a symbolic link
+/// placed in the folder is how a scenario reaches a file elsewhere on purpose).
+fn inside(folder: &Path, file: &str) -> Result<PathBuf, String> {
+    let mut depth = 0usize;
+    for component in Path::new(file).components() {
+        match component {
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::ParentDir if depth > 0 => depth -= 1,
+            Component::ParentDir => {
+                return Err(format!(
+                    "`{file}` leaves the scenario's folder; name a file inside it (a symbolic \
+                     link placed there can point elsewhere)"
+                ));
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!(
+                    "`{file}` is an absolute path; name a file relative to the scenario's \
+                     folder (a symbolic link placed there can point elsewhere)"
+                ));
+            }
+        }
+    }
+    if depth == 0 {
+        return Err(format!(
+            "`{file}` names no file inside the scenario's folder"
+        ));
+    }
+    Ok(folder.join(file))
 }
 
 /// The `[workload]` section: a script (checked against the world) or a generated mix (with
@@ -459,11 +524,12 @@ fn resolve_script(
     Ok(ScenarioWorkload::Script { path, script })
 }
 
-/// A generated mix: each field given or its default, each range checked.
+/// A generated mix: each field given or its default, each range checked
+/// ([`check_mix`]).
 fn resolve_mix(errors: &Errors<'_>, raw: &RawWorkload) -> Result<WorkloadMix, ScenarioError> {
     let defaults = WorkloadMix::default();
-    let given = |field: &Option<Spanned<(u64, u64)>>, default| {
-        field.as_ref().map_or(default, |s| *s.get_ref())
+    let given = |field: &Option<Spanned<Pair<u64>>>, default| {
+        field.as_ref().map_or(default, |s| s.get_ref().tuple())
     };
     let mix = WorkloadMix {
         appends: given(&raw.appends, defaults.appends),
@@ -471,33 +537,16 @@ fn resolve_mix(errors: &Errors<'_>, raw: &RawWorkload) -> Result<WorkloadMix, Sc
         shutdown_chance: raw
             .shutdown_chance
             .as_ref()
-            .map_or(defaults.shutdown_chance, |s| *s.get_ref()),
+            .map_or(defaults.shutdown_chance, |s| s.get_ref().tuple()),
     };
-    let span = |field: &Option<Spanned<(u64, u64)>>| field.as_ref().map_or(0, |s| s.span().start);
-    let range = |field: &str, at: usize, (low, high): (u64, u64), max: u64| {
-        if low > high || high > max {
-            Err(errors.at(
-                at,
-                &format!("workload.{field}"),
-                format!("must be [least, most] with least <= most <= {max}, got [{low}, {high}]"),
-            ))
-        } else {
-            Ok(())
-        }
-    };
-    range("appends", span(&raw.appends), mix.appends, 1_000)?;
-    range("think_ms", span(&raw.think_ms), mix.think_ms, 3_600_000)?;
-    let (numerator, denominator) = mix.shutdown_chance;
-    if denominator == 0 || numerator > denominator {
-        return Err(errors.at(
-            raw.shutdown_chance.as_ref().map_or(0, |s| s.span().start),
-            "workload.shutdown_chance",
-            format!(
-                "odds are [numerator, denominator] with 0 <= numerator <= denominator and \
-                 denominator >= 1 (e.g. [1, 25]), got [{numerator}, {denominator}]"
-            ),
-        ));
-    }
+    check_mix(&mix).map_err(|(field, message)| {
+        let at = match field {
+            "appends" => raw.appends.as_ref().map(|s| s.span().start),
+            "think_ms" => raw.think_ms.as_ref().map(|s| s.span().start),
+            _ => raw.shutdown_chance.as_ref().map(|s| s.span().start),
+        };
+        errors.at(at.unwrap_or(0), &format!("workload.{field}"), message)
+    })?;
     Ok(mix)
 }
 
@@ -522,7 +571,7 @@ fn resolve_faults(
             let (path, schedule) = read_json(errors, folder, "faults.schedule", &file, |text| {
                 FaultSchedule::from_json(text)
             })?;
-            schedule.validate(&config.hosts()).map_err(|e| {
+            schedule.validate_in(config).map_err(|e| {
                 errors.at(
                     file.span().start,
                     "faults.schedule",
@@ -534,9 +583,12 @@ fn resolve_faults(
         (None, Some(swarm)) => {
             let at = swarm.span().start;
             let swarm = swarm.into_inner();
-            swarm.check().map_err(|(field, message)| {
-                errors.at(at, &format!("faults.swarm.{field}"), message)
-            })?;
+            swarm
+                .check()
+                .and_then(|()| swarm.check_in(config))
+                .map_err(|(field, message)| {
+                    errors.at(at, &format!("faults.swarm.{field}"), message)
+                })?;
             Ok(ScenarioFaults::Swarm(swarm))
         }
         (None, None) => Ok(ScenarioFaults::None),

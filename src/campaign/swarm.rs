@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::sim::config::WorldConfig;
 use crate::sim::generate::{FaultKind, Intensity};
 use crate::sim::runfile::Drawn;
+use crate::sim::schedule::{check_run_end, limits};
 use crate::sim::seed::{Subsystem, between, chance, rng};
 
 /// A swarm profile: a scenario's `[faults.swarm]` section.
@@ -22,6 +23,7 @@ pub struct SwarmProfile {
     /// The fault kinds a seed may turn on (each seed turns on a random non-empty subset).
     pub kinds: Vec<FaultKind>,
     /// Faults per run, `[least, most]` (at most 100).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact")]
     pub faults: (u64, u64),
     /// When everything heals, in percent of the run's duration (default 66); the rest of the
     /// run shows recovery (LIVE).
@@ -42,28 +44,40 @@ fn default_heal_at_percent() -> u8 {
 #[serde(default, deny_unknown_fields)]
 pub struct IntensityProfile {
     /// Pause and suspend length, percent of the TTL (default `[50, 200]`).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub freeze_ttl_percent: Option<(u64, u64)>,
     /// Stall length, ms (default `[100, ttl]`).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub stall_ms: Option<(u64, u64)>,
     /// Clock drift, ppm (default `[-400000, 400000]`).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub drift_ppm: Option<(i64, i64)>,
     /// Wall-clock steps, ms, negative back (default `[-3600000, 3600000]`).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub wall_jump_ms: Option<(i64, i64)>,
     /// Interval between lease service restarts, ms (default `[1000, ttl]`).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub restart_every_ms: Option<(u64, u64)>,
     /// Lease service restarts per fault (default `[1, 3]`).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub restarts: Option<(u32, u32)>,
     /// Least latency of a slowed link, ms (default `[1, 200]`).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub latency_ms: Option<(u64, u64)>,
     /// Jitter on a slowed link, ms (default `[0, 200]`).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub jitter_ms: Option<(u64, u64)>,
     /// Link failure rate of a flapping link, ppm per tick (default `[1, 2000]`).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub flap_ppm: Option<(u32, u32)>,
     /// Lease replies held back, percent of the TTL (default `[100, 200]`).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub delay_ttl_percent: Option<(u64, u64)>,
     /// Downtime of a crashed service before its restart, ms (default `[1000, ttl]`).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub downtime_ms: Option<(u64, u64)>,
     /// Sweeps of a record collector (`delete_record`), one a second (default `[1, 20]`).
+    #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub gc_sweeps: Option<(u64, u64)>,
 }
 
@@ -172,6 +186,82 @@ impl SwarmProfile {
         }
         self.intensity.check()
     }
+
+    /// Checks the profile against the world it draws for (`config`: its TTL, duration and
+    /// liveness phase), so that every seed draws a schedule the world takes: each range of a
+    /// kind in `kinds`, resolved for the TTL, within the schedule's limit
+    /// ([`limits::DURATION_MS_MAX`]), and the longest run it can draw within
+    /// [`limits::RUN_MS_MAX`]. `Err((field, message))` names the field (relative to
+    /// `[faults.swarm]`) and the limit.
+    pub fn check_in(&self, config: &WorldConfig) -> Result<(), (String, String)> {
+        let ttl_ms = config.ttl.as_millis() as u64;
+        let full = self.intensity.resolve(ttl_ms);
+        let on = |kinds: &[FaultKind]| kinds.iter().any(|k| self.kinds.contains(k));
+        let ranges = [
+            (
+                on(&[FaultKind::Pause, FaultKind::Suspend]),
+                "freeze_ttl_percent",
+                full.freeze_ms,
+            ),
+            (on(&[FaultKind::Stall]), "stall_ms", full.stall_ms),
+            (
+                on(&[FaultKind::DelayReplies]),
+                "delay_ttl_percent",
+                full.delay_ms,
+            ),
+            (
+                on(&[FaultKind::LeaseRestarts]),
+                "restart_every_ms",
+                full.restart_every_ms,
+            ),
+            (
+                on(&[FaultKind::CrashService]),
+                "downtime_ms",
+                full.downtime_ms,
+            ),
+            (
+                on(&[FaultKind::Latency]),
+                "latency_ms",
+                (0, full.latency_ms.1.saturating_add(full.jitter_ms.1)),
+            ),
+        ];
+        for (_, field, (_, most)) in ranges.iter().filter(|(on, ..)| *on) {
+            if *most > limits::DURATION_MS_MAX {
+                return Err((
+                    format!("intensity.{field}"),
+                    format!(
+                        "draws faults of up to {most} ms with ttl_ms = {ttl_ms}, over the \
+                         schedule's limit of {} ms per fault; lower the range (or the TTL)",
+                        limits::DURATION_MS_MAX
+                    ),
+                ));
+            }
+        }
+        let heal_ms = config.duration.as_millis() as u64 * u64::from(self.heal_at_percent) / 100;
+        let freeze_ms = ranges[..2]
+            .iter()
+            .filter(|(on, ..)| *on)
+            .map(|(_, _, (_, most))| *most)
+            .max()
+            .unwrap_or(0);
+        limits_check(config, heal_ms, heal_ms + freeze_ms)
+    }
+}
+
+/// [`check_run_end`] for a profile: a freeze drawn just before the heal holds it back.
+fn limits_check(
+    config: &WorldConfig,
+    heal_ms: u64,
+    freeze_end_ms: u64,
+) -> Result<(), (String, String)> {
+    check_run_end(config, heal_ms, freeze_end_ms).map_err(|message| {
+        let field = if freeze_end_ms > heal_ms {
+            "intensity.freeze_ttl_percent"
+        } else {
+            "heal_at_percent"
+        };
+        (field.to_owned(), message)
+    })
 }
 
 /// Draws a seed's options from `profile` for `config` (its seed, TTL and duration).

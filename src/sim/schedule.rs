@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::config::WorldConfig;
 use crate::history::hosts;
 use crate::hooks::PausePoint;
 
@@ -197,11 +198,12 @@ pub enum Fault {
 
 /// A schedule that cannot be applied to a world.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
-#[error("fault {index} (at {at_ms} ms): {reason}")]
+#[error("{}{reason}", index.map_or(String::new(), |i| format!("fault {i} (at {at_ms} ms): ")))]
 pub struct ScheduleError {
-    /// Position in the schedule, from 0.
-    pub index: usize,
-    /// Its time.
+    /// Position in the schedule, from 0; `None` for the schedule as a whole (its heal, the
+    /// length of the run).
+    pub index: Option<usize>,
+    /// The fault's time, or the heal's.
     pub at_ms: u64,
     /// What is wrong and how to fix it.
     pub reason: String,
@@ -266,7 +268,7 @@ impl FaultSchedule {
     pub fn validate(&self, hosts: &[String]) -> Result<(), ScheduleError> {
         for (index, scheduled) in self.faults.iter().enumerate() {
             let error = |reason: String| ScheduleError {
-                index,
+                index: Some(index),
                 at_ms: scheduled.at_ms,
                 reason,
             };
@@ -289,6 +291,103 @@ impl FaultSchedule {
         }
         Ok(())
     }
+
+    /// Checks the schedule against a whole world: as [`FaultSchedule::validate`] with its
+    /// hosts, every `delete_lease_record` names one of its sessions, `heal_at_ms` lies within
+    /// the run (at most its duration), and the run, liveness phase included, ends within
+    /// [`limits::RUN_MS_MAX`] ([`run_end_ms`]).
+    ///
+    /// # Errors
+    /// The first fault that cannot be applied, or (without an index) a heal or a run length
+    /// over its bound, saying which bound and what to change.
+    pub fn validate_in(&self, config: &WorldConfig) -> Result<(), ScheduleError> {
+        self.validate(&config.hosts())?;
+        for (index, scheduled) in self.faults.iter().enumerate() {
+            if let Fault::DeleteLeaseRecord { session } = &scheduled.fault
+                && !config.sessions.contains(session)
+            {
+                return Err(ScheduleError {
+                    index: Some(index),
+                    at_ms: scheduled.at_ms,
+                    reason: format!(
+                        "unknown session `{session}`; the world's sessions are {}",
+                        config.sessions.join(", ")
+                    ),
+                });
+            }
+        }
+        let whole = |reason: String| ScheduleError {
+            index: None,
+            at_ms: self.heal_at_ms.unwrap_or(0),
+            reason,
+        };
+        let duration_ms = config.duration.as_millis() as u64;
+        if let Some(heal_at_ms) = self.heal_at_ms
+            && heal_at_ms > duration_ms
+        {
+            return Err(whole(format!(
+                "heal_at_ms = {heal_at_ms} is after the end of the run ({duration_ms} ms); \
+                 the heal must come within the run"
+            )));
+        }
+        check_run_end(
+            config,
+            self.heal_at_ms.unwrap_or(duration_ms),
+            self.longest_freeze_end_ms(),
+        )
+        .map_err(whole)
+    }
+
+    /// When the last freeze (pause, suspend, stall) ends at the latest, ms; 0 without one.
+    fn longest_freeze_end_ms(&self) -> u64 {
+        self.faults
+            .iter()
+            .filter(|f| {
+                matches!(
+                    f.fault,
+                    Fault::Pause { .. } | Fault::Suspend { .. } | Fault::Stall { .. }
+                )
+            })
+            .filter_map(|f| f.fault.duration_ms().map(|d| f.at_ms.saturating_add(d)))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// The latest true simulated time a run of `config` can reach, ms, when it heals at
+/// `heal_ms` and its freezes end by `freeze_end_ms`: the end of its duration, or with the
+/// liveness phase the heal (which waits for frozen hosts) plus LIVE's bound after it (TTL +
+/// grace period + 3 renew intervals + the longest reconnect backoff, about 3 TTLs).
+pub fn run_end_ms(config: &WorldConfig, heal_ms: u64, freeze_end_ms: u64) -> u64 {
+    let duration_ms = config.duration.as_millis() as u64;
+    if !config.liveness_phase {
+        return duration_ms;
+    }
+    let live_ms = super::config::config_line(config)
+        .live_bound_us(true)
+        .div_ceil(1_000);
+    let healed = heal_ms.max(freeze_end_ms);
+    duration_ms.max(healed.saturating_add(live_ms).saturating_add(1))
+}
+
+/// Refuses a run that would go on past [`limits::RUN_MS_MAX`] (see [`run_end_ms`]).
+///
+/// # Errors
+/// A message naming the bound, the run's end and what to lower.
+pub fn check_run_end(config: &WorldConfig, heal_ms: u64, freeze_end_ms: u64) -> Result<(), String> {
+    let end_ms = run_end_ms(config, heal_ms, freeze_end_ms);
+    if end_ms <= limits::RUN_MS_MAX {
+        return Ok(());
+    }
+    Err(format!(
+        "the run would last until {end_ms} ms of simulated time (duration {} ms, heal at \
+         {heal_ms} ms, freezes over by {freeze_end_ms} ms, then the liveness phase of about 3 \
+         TTLs of {} ms); a whole run must end within {} ms (one simulated day): lower \
+         ttl_ms, duration_s, the heal or the freezes",
+        config.duration.as_millis(),
+        config.ttl.as_millis(),
+        limits::RUN_MS_MAX
+    ))
 }
 
 /// Ranges every fault's values must lie in (wider ranges are never useful and overflow the
@@ -302,6 +401,9 @@ pub mod limits {
     pub const WALL_MS_MAX: i64 = 3_155_760_000_000;
     /// Largest link failure rate, in ppm per tick (certain failure).
     pub const FAIL_PPM_MAX: u32 = 1_000_000;
+    /// Latest true simulated time a whole run may reach, liveness phase included, in ms
+    /// (1 day; see [`super::run_end_ms`]).
+    pub const RUN_MS_MAX: u64 = 86_400_000;
 }
 
 /// The value ranges [`FaultSchedule::validate`] enforces; see [`limits`].
@@ -344,7 +446,13 @@ impl Fault {
                     "a wall-clock step must be within ±{WALL_MS_MAX} ms, got {ms}"
                 ))
             }
-            Fault::Partition { a, b } | Fault::Hold { a, b } | Fault::Release { a, b }
+            Fault::Partition { a, b }
+            | Fault::Hold { a, b }
+            | Fault::Release { a, b }
+            | Fault::Latency { a, b, .. }
+            | Fault::LinkFlaps { a, b, .. }
+            | Fault::PartitionOneWay { from: a, to: b }
+            | Fault::DelayReplies { from: a, to: b, .. }
                 if a == b =>
             {
                 Err(format!("a link joins two different hosts, got `{a}` twice"))
@@ -483,7 +591,7 @@ mod tests {
             },
         );
         let error = host.validate(&hosts()).unwrap_err();
-        assert_eq!((error.index, error.at_ms), (0, 7));
+        assert_eq!((error.index, error.at_ms), (Some(0), 7));
         assert!(error.reason.contains("unknown host `replica-9`"), "{error}");
         let zero = FaultSchedule::new().at(
             0,

@@ -34,7 +34,7 @@ use super::freeze::HostFreeze;
 use super::hosts::{Hosts, next_boot};
 use super::net::{turmoil_dialer, turmoil_incoming};
 use super::record::{Recorder, RecordingLease, RecordingLedger, event_sink, validity_sink};
-use super::schedule::{Fault, FaultSchedule, ScheduleError};
+use super::schedule::{Fault, FaultSchedule, ScheduleError, limits};
 use super::script::{Call, Script};
 use super::seed::{Subsystem, sub_seed};
 use super::workload;
@@ -265,7 +265,7 @@ impl WorldBuilder {
         if self.random_faults {
             self.schedule = super::generate::random_schedule(&self.config);
         }
-        self.schedule.validate(&self.config.hosts())?;
+        self.schedule.validate_in(&self.config)?;
         check_backend_faults(&self.config.backend, &self.schedule)?;
         if let Workload::Scripted(script) = &self.workload {
             check_script(&self.config, script)?;
@@ -285,6 +285,20 @@ fn check_config(config: &WorldConfig) -> Result<(), WorldError> {
     }
     if config.sessions.is_empty() {
         return refuse("the world needs at least one session".into());
+    }
+    for (index, session) in config.sessions.iter().enumerate() {
+        if config.sessions[..index].contains(session) {
+            return refuse(format!(
+                "world.sessions: `{session}` is named twice; name each session once"
+            ));
+        }
+    }
+    if config.duration.is_zero() || config.duration > Duration::from_millis(limits::RUN_MS_MAX) {
+        return refuse(format!(
+            "the duration must be more than 0 and at most {} ms (one simulated day), got {} ms",
+            limits::RUN_MS_MAX,
+            config.duration.as_millis()
+        ));
     }
     if config.ttl.is_zero() {
         return refuse("the TTL must be more than 0".into());

@@ -30,7 +30,9 @@
 //! version to [`upgrade`], and keep `tests/world/run_files.rs` replaying every committed file.
 
 mod drawn;
+pub mod pair;
 mod spec;
+pub mod validate;
 
 use std::path::Path;
 use std::time::Duration;
@@ -38,7 +40,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use drawn::Drawn;
-pub use spec::{BackendSpec, WorldSpec};
+pub use spec::{BackendSpec, DURATION_S_MAX, TTL_MS_MAX, WorldSpec};
 
 use crate::check::Check;
 use crate::history::History;
@@ -162,19 +164,47 @@ impl RunFile {
     /// Reads a run file of any version this leasesim knows (see [`upgrade`]).
     ///
     /// # Errors
-    /// [`RunFileError`] naming the file: unreadable, malformed JSON (with line and column),
-    /// an unknown field, an unknown schema version, or world values out of range.
+    /// [`RunFileError`] naming the file: not a regular file, over
+    /// [`crate::input::DOCUMENT_LIMIT`], unreadable, malformed JSON (with line and column),
+    /// an unknown field, an unknown schema version, or a value a scenario file would be
+    /// refused for ([`RunFile::validate`]), naming its field.
     pub fn load(path: &Path) -> Result<RunFile, RunFileError> {
-        let at = |message: String| RunFileError(format!("{}: {message}", path.display()));
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| RunFileError(format!("cannot read {}: {e}", path.display())))?;
-        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| at(e.to_string()))?;
-        let run: RunFile =
-            serde_json::from_value(upgrade(json).map_err(at)?).map_err(|e| at(e.to_string()))?;
-        if let Err((field, message)) = run.world.check() {
-            return Err(at(format!("world.{field}: {message}")));
-        }
+        let text = crate::input::read_to_string(path, crate::input::DOCUMENT_LIMIT)
+            .map_err(|e| RunFileError(e.to_string()))?;
+        RunFile::parse(&text).map_err(|e| RunFileError(format!("{}: {}", path.display(), e.0)))
+    }
+
+    /// Reads and checks a run file's text, as [`RunFile::load`] does.
+    ///
+    /// # Errors
+    /// As [`RunFile::load`], without the file's name.
+    pub fn parse(text: &str) -> Result<RunFile, RunFileError> {
+        let error = |message: String| RunFileError(message);
+        let json: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| error(e.to_string()))?;
+        let run: RunFile = serde_json::from_value(upgrade(json).map_err(error)?)
+            .map_err(|e| error(e.to_string()))?;
+        run.validate().map_err(|e| error(e.to_string()))?;
         Ok(run)
+    }
+
+    /// Checks the run as a scenario load checks its scenario ([`validate::validate`]), and
+    /// its mutant's name.
+    ///
+    /// # Errors
+    /// The first value refused, naming its field.
+    pub fn validate(&self) -> Result<(), validate::Invalid> {
+        validate::validate(
+            &self.world,
+            &self.workload,
+            &self.schedule,
+            self.liveness_phase,
+            &self.expect,
+        )?;
+        self.mutant().map(|_| ()).map_err(|e| validate::Invalid {
+            field: "mutant".into(),
+            message: e.to_string(),
+        })
     }
 
     /// The run file as pretty JSON.

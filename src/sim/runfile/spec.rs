@@ -36,6 +36,14 @@ impl BackendSpec {
     }
 }
 
+/// Longest simulated duration of a run, s (one day; `duration_s` and `leasesim run
+/// --duration`).
+pub const DURATION_S_MAX: u64 = 86_400;
+
+/// Longest lease TTL, ms (one day; a run's liveness phase, about 3 TTLs after the heal, must
+/// also fit [`crate::sim::schedule::limits::RUN_MS_MAX`]).
+pub const TTL_MS_MAX: u64 = 86_400_000;
+
 /// The `[world]` section: the shape of the simulated world. Every field is optional in a
 /// scenario (the defaults are [`WorldConfig::default`]'s); a run file holds all of them.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -43,7 +51,7 @@ impl BackendSpec {
 pub struct WorldSpec {
     /// Replica hosts, 1..=64 (default 3).
     pub replicas: u32,
-    /// The contended sessions (default `["s1", "s2"]`).
+    /// The contended sessions, each named once (default `["s1", "s2"]`).
     pub sessions: Vec<String>,
     /// Lease TTL, ms (default 10000). Renewals come every third of it.
     pub ttl_ms: u64,
@@ -54,6 +62,7 @@ pub struct WorldSpec {
     /// Deadline of every client call, ms (default 2000).
     pub call_timeout_ms: u64,
     /// Network latency range, ms, `[least, most]` (default `[1, 5]`).
+    #[serde(deserialize_with = "super::pair::exact")]
     pub latency_ms: (u64, u64),
     /// The backend (default and only choice: `"grpc"`).
     pub backend: BackendSpec,
@@ -106,15 +115,21 @@ impl WorldSpec {
                 "give at least one session, e.g. [\"s1\"]".into(),
             ));
         }
-        for session in &self.sessions {
+        for (index, session) in self.sessions.iter().enumerate() {
             if SessionId::new(session.clone()).is_err() {
                 return Err(("sessions", format!("`{session}` is not a valid session id")));
             }
+            if self.sessions[..index].contains(session) {
+                return Err((
+                    "sessions",
+                    format!("`{session}` is named twice; name each session once"),
+                ));
+            }
         }
-        if !(1..=DAY_MS).contains(&self.ttl_ms) {
+        if !(1..=TTL_MS_MAX).contains(&self.ttl_ms) {
             return Err((
                 "ttl_ms",
-                format!("must be 1..={DAY_MS} ms, got {}", self.ttl_ms),
+                format!("must be 1..={TTL_MS_MAX} ms, got {}", self.ttl_ms),
             ));
         }
         if self.skew_margin_percent > 99 {
@@ -123,10 +138,10 @@ impl WorldSpec {
                 format!("must be 0..=99, got {}", self.skew_margin_percent),
             ));
         }
-        if !(1..=86_400).contains(&self.duration_s) {
+        if !(1..=DURATION_S_MAX).contains(&self.duration_s) {
             return Err((
                 "duration_s",
-                format!("must be 1..=86400 s, got {}", self.duration_s),
+                format!("must be 1..={DURATION_S_MAX} s, got {}", self.duration_s),
             ));
         }
         if !(1..=DAY_MS).contains(&self.call_timeout_ms) {
