@@ -379,11 +379,16 @@ pub fn check_run_end(config: &WorldConfig, heal_ms: u64, freeze_end_ms: u64) -> 
     if end_ms <= limits::RUN_MS_MAX {
         return Ok(());
     }
+    let freezes = if freeze_end_ms > heal_ms {
+        format!(", freezes over by {freeze_end_ms} ms")
+    } else {
+        String::new()
+    };
     Err(format!(
         "the run would last until {end_ms} ms of simulated time (duration {} ms, heal at \
-         {heal_ms} ms, freezes over by {freeze_end_ms} ms, then the liveness phase of about 3 \
-         TTLs of {} ms); a whole run must end within {} ms (one simulated day): lower \
-         ttl_ms, duration_s, the heal or the freezes",
+         {heal_ms} ms{freezes}, then the liveness phase of about 3 TTLs with ttl_ms = {}); a whole run \
+         must end within {} ms (one simulated day): lower ttl_ms, duration_s, the heal or the \
+         freezes",
         config.duration.as_millis(),
         config.ttl.as_millis(),
         limits::RUN_MS_MAX

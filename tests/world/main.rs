@@ -3,6 +3,7 @@
 //! seed, same bytes).
 
 mod backend;
+mod bad_input;
 mod cli;
 mod field_cases;
 mod run_files;
