@@ -6,6 +6,7 @@ mod backend;
 mod bad_input;
 mod cli;
 mod field_cases;
+mod fuzz;
 mod run_files;
 mod scenario_errors;
 mod scenarios;
