@@ -83,11 +83,9 @@ fn d3_a_duplicate_session_is_refused_naming_world_sessions() {
     let mut run = run_json("sims/swarm-freezes.toml");
     run["world"]["sessions"] = json!(["s1", "s2", "s1"]);
     replay_refused(&run, &named_twice);
-    let error = World::builder()
-        .sessions(["s1", "s1"])
-        .build()
-        .err()
-        .expect("the builder refuses a duplicate session");
+    let Err(error) = World::builder().sessions(["s1", "s1"]).build() else {
+        panic!("the builder should refuse a duplicate session");
+    };
     assert!(error.to_string().contains("world.sessions"), "{error}");
     assert!(error.to_string().contains("named twice"), "{error}");
 }

@@ -1,6 +1,6 @@
 //! The simulated world: field cases replayed as explicit schedules and scripts, scenario
-//! files, run files and their versions, a backend brought by the user, and determinism (same
-//! seed, same bytes).
+//! files, run files and their versions, bad input refused at load (and fuzzed readers), a
+//! backend brought by the user, and determinism (same seed, same bytes).
 
 mod backend;
 mod bad_input;
