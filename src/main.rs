@@ -213,14 +213,16 @@ struct RunArgs {
     /// The run: a seed and a scenario, or a seed and flags.
     #[command(flatten)]
     request: RunRequest,
-    /// Folder for run.json, history.jsonl, trace.jsonl, schedule.json and result.json.
+    /// Folder for run.json, history.jsonl, trace.jsonl, schedule.json, script.json (a
+    /// scripted run) and result.json; what an earlier run left there is replaced.
     #[arg(long, value_name = "DIR", default_value = "runs/latest")]
     out: PathBuf,
     /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3).
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     timeout: Duration,
     /// Replay the run file twice, each in a process of its own, and compare history and
-    /// trace byte for byte (exit 3 on any difference).
+    /// trace byte for byte: exit 0 when identical (no verdict is printed: the runs' own
+    /// checks are not what it asks), 3 on any difference.
     #[arg(long)]
     check_determinism: bool,
 }
@@ -230,7 +232,8 @@ struct ReplayArgs {
     /// The run file.
     #[arg(value_name = "RUN.json")]
     file: PathBuf,
-    /// Folder for run.json, history.jsonl, trace.jsonl and result.json.
+    /// Folder for run.json, history.jsonl, trace.jsonl, schedule.json, script.json (a
+    /// scripted run) and result.json; what an earlier run left there is replaced.
     #[arg(long, value_name = "DIR", default_value = "runs/latest")]
     out: PathBuf,
     /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3).
@@ -371,9 +374,14 @@ fn execute_run(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
     };
     match outcome {
         Ok(result) => {
+            let liveness = if result.ended_ms > result.duration_ms {
+                format!(" ({} s + the liveness phase)", run.world.duration_s)
+            } else {
+                String::new()
+            };
             println!(
-                "ran {} s of simulated time: {} operations, {} history lines in {}",
-                run.world.duration_s,
+                "ran {:.3} s of simulated time{liveness}: {} operations, {} history lines in {}",
+                result.ended_ms as f64 / 1_000.0,
                 result.operations,
                 result.history_lines,
                 out.display()
@@ -381,13 +389,15 @@ fn execute_run(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
             print_replay(&|line| println!("{line}"));
             judge_run(out, &run.expect.violate)
         }
+        Err(RunnerError::BadInput(error)) => {
+            eprintln!("error: {error}");
+            ExitCode::from(BAD_INPUT)
+        }
         Err(error) => {
+            // A hang or a panic: the run file is what reproduces it.
             eprintln!("error: {error}");
             print_replay(&|line| eprintln!("{line}"));
-            ExitCode::from(match error {
-                RunnerError::BadInput(_) => BAD_INPUT,
-                _ => HARNESS_ERROR,
-            })
+            ExitCode::from(HARNESS_ERROR)
         }
     }
 }

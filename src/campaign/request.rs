@@ -12,7 +12,7 @@ use super::scenario::Scenario;
 use crate::mutant::Mutant;
 use crate::sim::runfile::{
     COMMAND_LINE, DURATION_S_MAX, Expect, RUN_FILE_SCHEMA_VERSION, RunFile, RunFileError,
-    RunWorkload, WorldSpec, duration_token,
+    RunWorkload, WorldSpec, duration_token, shell_word,
 };
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::script::Script;
@@ -216,10 +216,10 @@ impl RunRequest {
         args
     }
 
-    /// `leasesim run` with [`RunRequest::args`], pasteable into a shell as long as no path
-    /// has blanks.
+    /// `leasesim run` with [`RunRequest::args`], each quoted for a shell where it must be.
     pub fn command(&self) -> String {
-        format!("leasesim run {}", self.args().join(" "))
+        let words: Vec<String> = self.args().iter().map(|a| shell_word(a)).collect();
+        format!("leasesim run {}", words.join(" "))
     }
 }
 

@@ -293,21 +293,37 @@ fn linearizability(history: &History, check: Check, budget: Budget) -> Lineariza
     }
 }
 
-/// Judges the history a run wrote into `out` (`out/history.jsonl`) and renders the verdict
-/// for a terminal: every check's line, the violations with their evidence, and a last line
-/// naming what was violated. Returns the exit code (violations of the checks in `expected`
-/// do not count) and the text.
+/// Judges the history in `out` (every check) as one run whose run file expects `expected`
+/// violated: the exit code and the text `leasesim run`/`replay` print, ending with a
+/// `verdict:` line. A violation it expects does not count against it, but one it expects and
+/// does not see does: that is exit 1, as a campaign treats an expected violation never seen.
 ///
 /// # Errors
-/// The history file cannot be read or is malformed (a [`HistoryError`] naming the line).
+/// [`HistoryError`] when `out/history.jsonl` cannot be read.
 pub fn judge_run_folder(out: &Path, expected: &[Check]) -> Result<(Exit, String), HistoryError> {
     let history = History::read_jsonl_path(out.join("history.jsonl"))?;
     let judgement = judge(&history, Budget::default());
-    let code = judgement.exit_code_expecting(expected);
-    let mut text = judgement.to_string();
     let violated = judgement.violated();
+    let unseen: Vec<Check> = expected
+        .iter()
+        .copied()
+        .filter(|check| !violated.contains(check))
+        .collect();
+    let mut code = judgement.exit_code_expecting(expected);
+    if !unseen.is_empty() {
+        code = Exit::worst([code, Exit::SafetyViolation]);
+    }
     let not_judged = judgement.not_judged();
+    let unexpected: Vec<Check> = violated
+        .iter()
+        .copied()
+        .filter(|check| !expected.contains(check))
+        .collect();
     let verdict = match code {
+        Exit::SafetyViolation if unexpected.is_empty() => format!(
+            "EXPECTED VIOLATION NOT SEEN: {} held, but the run file expects it violated",
+            Check::list(&unseen)
+        ),
         Exit::Clean if violated.is_empty() && not_judged.is_empty() => {
             "every check passed".to_owned()
         }
@@ -323,6 +339,6 @@ pub fn judge_run_folder(out: &Path, expected: &[Check]) -> Result<(Exit, String)
         Exit::LivenessViolation => "LIVENESS VIOLATION: LIVE".to_owned(),
         _ => format!("SAFETY VIOLATION: {}", Check::list(&violated)),
     };
-    text += &format!("verdict: {verdict}\n");
+    let text = format!("{judgement}verdict: {verdict}\n");
     Ok((code, text))
 }

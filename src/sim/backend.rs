@@ -7,8 +7,13 @@
 //!
 //! A backend also says how the checkers see it ([`BackendView`]): whether an authority on its
 //! host decides expiry on its own clock — then every decision becomes a `decision` line
-//! through [`AuthorityHost::record`] — or whether it has no authority clock and is judged on
-//! its holders; and which faults reach into it (record deletion, restarts).
+//! through [`AuthorityHost::record`] — or whether it has no authority clock (a Kubernetes API
+//! server): then the checks that judge decisions (TOKEN, EXCL, EXPIRY) report "not judged",
+//! and the holders' operations, the journal and the ledger are judged as for any backend
+//! (FENCE, LEDGER, STOP, LIVE, LIN-LEASE, LIN-LEDGER); and which faults reach into it (record
+//! deletion, restarts). A backend that is not built in runs from Rust only: run files,
+//! `leasesim replay`, shrinking and campaigns name the built-in backends
+//! ([`super::runfile::BackendSpec`]).
 
 use std::fmt;
 use std::future::Future;
@@ -71,7 +76,9 @@ pub struct BackendView {
     pub host: String,
     /// Whether an authority on `host` decides expiry on its own clock.
     pub authority: AuthorityKind,
-    /// Whether the nemesis can delete an expired lease record (`delete_lease_record`).
+    /// Whether the nemesis can delete an expired lease record (`delete_lease_record`); the
+    /// backend's server must then hand it the means with [`AuthorityHost::expose_faults`] at
+    /// every boot (until it does, a deletion does nothing).
     pub record_deletion: bool,
     /// Whether the host may crash and restart (`crash`/`restart` of `host`,
     /// `lease_service_restarts`).
@@ -100,7 +107,8 @@ pub enum AuthorityKind {
     Holders,
 }
 
-/// A backend as the world holds it: shared, compared and printed by its name.
+/// A backend as the world holds it: shared, compared and printed by its name (two backends
+/// with one name are one backend to the world: give each its own).
 #[derive(Clone)]
 pub struct Backend(Arc<dyn WorldBackend>);
 
@@ -149,6 +157,12 @@ impl fmt::Debug for Backend {
 /// An authority whose decisions the world can record: a [`SessionLease`] that can also say,
 /// without yielding, who holds a session now (so a release records whether it ended the
 /// caller's hold) and how much restart grace is left.
+///
+/// What the recording assumes: a call's decision is stamped when the call returns (on the
+/// host's clock), so an authority must not wait on its host after deciding — a pause
+/// between the two shows as a later decision; and [`RecordableAuthority::holder`], read just
+/// before a release, is the record that release acts on (the release does not yield before
+/// it acts), as [`DurableLease`] and [`MemLease`] guarantee.
 pub trait RecordableAuthority: SessionLease {
     /// The owner and token of the session's current record, if any.
     fn holder(&self, session: &SessionId) -> Option<(Owner, u64)>;

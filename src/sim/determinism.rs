@@ -117,11 +117,15 @@ fn replay_in_a_process(
     let status = command
         .status()
         .map_err(|e| Failure::Harness(format!("cannot run {}: {e}", exe.display())))?;
-    match status.code() {
-        Some(2 | 3) | None => Err(Failure::Harness(format!(
+    let failed = || {
+        format!(
             "`leasesim replay {}` failed ({status}); see its messages above",
             run_path.display()
-        ))),
+        )
+    };
+    match status.code() {
+        Some(2) => Err(Failure::BadInput(failed())),
+        Some(3) | None => Err(Failure::Harness(failed())),
         Some(_) => Ok(()),
     }
 }

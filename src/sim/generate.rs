@@ -8,6 +8,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 
+use super::backend::BackendView;
 use super::config::{WorldConfig, replica_name};
 use super::schedule::{Fault, FaultSchedule};
 use super::seed::{Subsystem, between, rng};
@@ -202,7 +203,29 @@ impl DrawOptions {
 /// same with and without faults), with the classic options.
 pub fn random_schedule(config: &WorldConfig) -> FaultSchedule {
     let mut rng = rng(config.seed, Subsystem::Faults);
-    draw_schedule(&DrawOptions::classic(config), config, &mut rng)
+    let schedule = draw_schedule(&DrawOptions::classic(config), config, &mut rng);
+    fit_to_backend(schedule, &config.backend.view())
+}
+
+/// `schedule` for a world whose lease backend is `view`: faults drawn for the lease service's
+/// host name the backend's host instead, and faults the backend does not support (record
+/// deletion; restarts of its host) are dropped. Drawing is unchanged, so the default gRPC
+/// backend (host `lease`, every fault supported) gets exactly the schedule it always had.
+pub fn fit_to_backend(mut schedule: FaultSchedule, view: &BackendView) -> FaultSchedule {
+    schedule.faults.retain(|scheduled| match &scheduled.fault {
+        Fault::DeleteLeaseRecord { .. } => view.record_deletion,
+        Fault::LeaseServiceRestarts { .. } => view.restarts,
+        Fault::Crash { host } | Fault::Restart { host } => view.restarts || host != hosts::LEASE,
+        _ => true,
+    });
+    for scheduled in &mut schedule.faults {
+        for host in scheduled.fault.hosts_mut() {
+            if host == hosts::LEASE {
+                view.host.clone_into(host);
+            }
+        }
+    }
+    schedule
 }
 
 /// Draws a schedule from `options` with `rng`: the number of faults, then for each its time

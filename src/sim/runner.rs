@@ -40,8 +40,11 @@ pub struct RunResult {
     pub seed: u64,
     /// Replicas in the world.
     pub replicas: u32,
-    /// Simulated duration, ms.
+    /// Simulated duration asked for, ms.
     pub duration_ms: u64,
+    /// Simulated time the run actually ended at, ms (past `duration_ms` by the liveness
+    /// phase, if the run has one).
+    pub ended_ms: u64,
     /// The schedule file, if any.
     pub schedule: Option<String>,
     /// The faults applied (also written as `schedule.json`).
@@ -70,6 +73,36 @@ pub fn create_out(out: &Path) -> Result<(), RunnerError> {
             out.display()
         ))
     })
+}
+
+/// The files a run writes into its folder (besides `run.json`).
+pub const RUN_FILES: [&str; 5] = [
+    "history.jsonl",
+    "trace.jsonl",
+    "schedule.json",
+    "script.json",
+    "result.json",
+];
+
+/// Removes what an earlier run left in `out` ([`RUN_FILES`]), so a run that fails midway never
+/// leaves its new `run.json` beside an old history.
+///
+/// # Errors
+/// [`RunnerError::Harness`] when a file is there and cannot be removed.
+pub fn clear_outputs(out: &Path) -> Result<(), RunnerError> {
+    for file in RUN_FILES {
+        let path = out.join(file);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(RunnerError::Harness(format!(
+                    "cannot remove {} left by an earlier run: {e}",
+                    path.display()
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Writes the run's inputs as files of their own into `out`: `schedule.json` (the faults

@@ -196,6 +196,34 @@ pub enum Fault {
     },
 }
 
+impl Fault {
+    /// The hosts the fault names, to rename them (e.g. the lease host to a backend's host).
+    pub fn hosts_mut(&mut self) -> Vec<&mut String> {
+        match self {
+            Fault::Partition { a, b }
+            | Fault::Hold { a, b }
+            | Fault::Release { a, b }
+            | Fault::Latency { a, b, .. }
+            | Fault::LinkFlaps { a, b, .. } => vec![a, b],
+            Fault::PartitionOneWay { from, to } | Fault::DelayReplies { from, to, .. } => {
+                vec![from, to]
+            }
+            Fault::Isolate { host }
+            | Fault::Pause { host, .. }
+            | Fault::Suspend { host, .. }
+            | Fault::Stall { host, .. }
+            | Fault::ClockDrift { host, .. }
+            | Fault::WallJump { host, .. }
+            | Fault::WallOffset { host, .. }
+            | Fault::Crash { host }
+            | Fault::Restart { host } => vec![host],
+            Fault::Heal | Fault::LeaseServiceRestarts { .. } | Fault::DeleteLeaseRecord { .. } => {
+                Vec::new()
+            }
+        }
+    }
+}
+
 /// A schedule that cannot be applied to a world.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[error("{}{reason}", index.map_or(String::new(), |i| format!("fault {i} (at {at_ms} ms): ")))]

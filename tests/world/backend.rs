@@ -418,3 +418,29 @@ fn a_backend_without_recorded_decisions_is_not_judged_on_them() {
     }
     assert_eq!(judgement.exit_code(), Exit::Clean, "{judgement}");
 }
+
+/// Faults drawn from the seed fit the backend: aimed at its host, never a kind it does not
+/// support, so every seed's world builds (the gRPC default's draws are unchanged).
+#[test]
+fn random_faults_fit_a_backend_of_your_own() {
+    for seed in 0..40 {
+        let world = World::builder()
+            .seed(seed)
+            .backend(Backend::new(JsonLease::default()))
+            .random_faults()
+            .build()
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let _ = world;
+    }
+    let history = World::builder()
+        .seed(3)
+        .backend(Backend::new(JsonLease::default()))
+        .random_faults()
+        .build()
+        .unwrap()
+        .run()
+        .unwrap()
+        .history;
+    let judgement = judge(&history, Budget::default());
+    assert_eq!(judgement.exit_code(), Exit::Clean, "{judgement}");
+}

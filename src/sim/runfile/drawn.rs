@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::sim::config::WorldConfig;
-use crate::sim::generate::{DrawOptions, FaultKind, Intensity, draw_schedule};
+use crate::sim::generate::{DrawOptions, FaultKind, Intensity, draw_schedule, fit_to_backend};
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::seed::{Subsystem, rng};
 
@@ -36,11 +36,12 @@ impl Drawn {
 
     /// The seed's schedule, drawn on its `Faults` stream.
     pub fn schedule(&self, config: &WorldConfig) -> FaultSchedule {
-        draw_schedule(
+        let schedule = draw_schedule(
             &self.options(),
             config,
             &mut rng(config.seed, Subsystem::Faults),
-        )
+        );
+        fit_to_backend(schedule, &config.backend.view())
     }
 
     /// One line: the kinds, the count, the heal and the strength of the kinds turned on.

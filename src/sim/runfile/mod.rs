@@ -129,6 +129,12 @@ pub struct RunFileError(pub String);
 /// A message for a version this leasesim does not know: 0 or none, or newer than it.
 pub fn upgrade(mut json: serde_json::Value) -> Result<serde_json::Value, String> {
     let version = json.get("v").and_then(serde_json::Value::as_u64);
+    if let (None, Some(given)) = (version, json.get("v")) {
+        return Err(format!(
+            "the schema version `v` must be a whole number from 1 to \
+             {RUN_FILE_SCHEMA_VERSION}, got {given}"
+        ));
+    }
     let mut v = match version {
         Some(v) if (1..=u64::from(RUN_FILE_SCHEMA_VERSION)).contains(&v) => v,
         Some(v) if v > u64::from(RUN_FILE_SCHEMA_VERSION) => {
@@ -182,8 +188,15 @@ impl RunFile {
         let error = |message: String| RunFileError(message);
         let json: serde_json::Value =
             serde_json::from_str(text).map_err(|e| error(e.to_string()))?;
-        let run: RunFile = serde_json::from_value(upgrade(json).map_err(error)?)
-            .map_err(|e| error(e.to_string()))?;
+        let upgraded = upgrade(json.clone()).map_err(error)?;
+        // A file of this version is read from its text, so a bad field is named with its line
+        // and column; an older one only after its upgrade.
+        let run: RunFile = if upgraded == json {
+            serde_json::from_str(text)
+        } else {
+            serde_json::from_value(upgraded)
+        }
+        .map_err(|e| error(e.to_string()))?;
         run.validate().map_err(|e| error(e.to_string()))?;
         Ok(run)
     }
@@ -268,7 +281,10 @@ impl RunFile {
 
     /// The command that replays this run once saved at `path`.
     pub fn replay_command(&self, path: &Path) -> String {
-        format!("leasesim replay {}", path.display())
+        format!(
+            "leasesim replay {}",
+            shell_word(&path.display().to_string())
+        )
     }
 
     /// The mutant, by name.
@@ -323,6 +339,17 @@ impl RunFile {
     }
 }
 
+/// `word` as one shell word: as it is when it holds only characters no shell treats
+/// specially, else in single quotes (a `'` inside written `'\''`).
+pub fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// A duration as one token a command line takes back: `90s`, `1500ms` (never `1m 30s`).
 pub fn duration_token(duration: Duration) -> String {
     if duration.subsec_millis() == 0 && duration.subsec_nanos() == 0 {
@@ -351,6 +378,7 @@ pub fn execute(run: &RunFile, timeout: Duration) -> Result<(History, Vec<u8>), R
 /// As [`execute`], and [`RunnerError::Harness`] when a file cannot be written.
 pub fn execute_to(run: &RunFile, out: &Path, timeout: Duration) -> Result<RunResult, RunnerError> {
     runner::create_out(out)?;
+    runner::clear_outputs(out)?;
     let run_path = out.join("run.json");
     run.save(&run_path)
         .map_err(|e| RunnerError::Harness(e.to_string()))?;
@@ -366,6 +394,9 @@ pub fn execute_to(run: &RunFile, out: &Path, timeout: Duration) -> Result<RunRes
         seed: run.seed,
         replicas: run.world.replicas,
         duration_ms: run.world.duration_s * 1_000,
+        ended_ms: history
+            .phase_at_us(crate::history::Phase::RunEnded)
+            .map_or(0, |us| us / 1_000),
         schedule: None,
         faults: run.schedule.faults.len(),
         script: None,
