@@ -531,7 +531,10 @@ fn a_merge_missing_a_shard_is_incomplete_and_names_it() {
         &clean_runs(|_| true),
         &[],
     );
-    assert_eq!(merge(&[a.clone()], &out, false).unwrap(), Exit::Incomplete);
+    assert_eq!(
+        merge(std::slice::from_ref(&a), &out, false).unwrap(),
+        Exit::Incomplete
+    );
     let md = read(&out, "report.md");
     assert!(md.contains("- shard 2/2 (not merged)"), "{md}");
     assert!(md.contains("20 of 24 planned runs have no record:"), "{md}");
