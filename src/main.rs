@@ -38,8 +38,9 @@ enum Command {
     /// run, and write report.md, summary.json, junit.xml and results.jsonl into --out. With
     /// no arguments: every scenario in sims/ for a budget of about a minute, into
     /// reports/latest/. Exit 0 clean, 1 an unexpected safety violation (or an expected one
-    /// never seen), 3 a harness error (hang or panic, naming its seed), 4 inconclusive, 5 a
-    /// liveness violation.
+    /// never seen), 2 bad input or usage, 3 a harness error (hang or panic, naming its seed),
+    /// 4 inconclusive, 5 a liveness violation, 6 incomplete (fewer runs than planned, or none
+    /// at all: never clean).
     Campaign(CampaignArgs),
     /// List the mutants (planted bugs) one per line: name, what is wrong, and what kills it
     /// (a scenario's check on a pinned seed, a conformance rule, or a loom suite).
@@ -71,7 +72,9 @@ enum Command {
     Check(CheckArgs),
     /// Render or merge campaign reports (report.md, summary.json, junit.xml) from a report
     /// folder's data files. Exits with the campaign's exit code; 2 on a missing or malformed
-    /// data file (named with its line) or shards of different campaigns.
+    /// data file (named with its line), records of runs the campaign never planned, or
+    /// folders that are not distinct shards of one campaign; 6 (incomplete) when planned runs
+    /// or shards are missing, or there are no runs, the report naming them.
     Report {
         #[command(subcommand)]
         command: ReportCommand,
@@ -87,25 +90,29 @@ struct CampaignArgs {
     #[arg(long, value_name = "A..B", conflicts_with = "budget")]
     seeds: Option<SeedPlan>,
     /// Wall-clock budget: seeds 0, 1, 2… against every scenario until it is spent (e.g. 10m).
-    /// The default when --seeds is not given: 50s.
+    /// The default when --seeds is not given: 50s. `0s` is refused (exit 2); a budget too
+    /// short for any run to finish makes an incomplete campaign (exit 6), never a clean one.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     budget: Option<Duration>,
     /// Runs at once (default: the number of cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: Option<u32>,
     /// Run only shard K of N (1-based): every N-th run from the K-th. Merge the shards'
-    /// folders with `leasesim report merge`.
+    /// folders with `leasesim report merge`. A shard that owns no run (K greater than the
+    /// campaign's runs) is refused (exit 2).
     #[arg(long, value_name = "K/N")]
     shard: Option<Shard>,
     /// The report folder.
     #[arg(long, value_name = "DIR", default_value = "reports/latest")]
     out: PathBuf,
     /// Wall-clock limit of one run; past it the run is a hang (a harness error naming its
-    /// seed).
+    /// seed). At least 100ms.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
     run_timeout: Duration,
     /// Keep the runs already in DIR/results.jsonl (an interrupted campaign) and run only the
-    /// missing ones. Refused when DIR holds another campaign's results.
+    /// missing ones. Refused (exit 2) when DIR has no campaign.json or holds another
+    /// campaign's results. A torn last line of results.jsonl (a write cut off by a kill) is
+    /// dropped, saying so, and its run is made again.
     #[arg(long)]
     resume: bool,
     /// Do not shrink failing runs.
@@ -125,7 +132,8 @@ struct CampaignArgs {
     /// survives fails the campaign (exit 1). `leasesim mutants` lists them.
     #[arg(long, value_name = "all|NAME,...", value_parser = parse_mutants)]
     mutants: Option<MutantList>,
-    /// Seeds tried per mutant (each against every scenario) before it counts as survived.
+    /// Seeds tried per mutant (each against every scenario) before it counts as survived:
+    /// 1 to 1000 (the mutant phase has no budget of its own, so this bounds it).
     #[arg(long, value_name = "N", default_value_t = 20)]
     mutant_seeds: u64,
 }

@@ -6,8 +6,8 @@
 //! sorts them.
 
 use std::collections::BTreeSet;
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::fs::OpenOptions;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +25,7 @@ use super::stopwatch::Stopwatch;
 use crate::check::Check;
 use crate::exit::Exit;
 use crate::mutant::Mutant;
+use crate::results::plan::CampaignPlan;
 use crate::results::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
 use crate::sim::runfile::RunFile;
 
@@ -96,7 +97,9 @@ struct Loaded {
 /// [`CampaignError::BadInput`] for a bad scenario file or option, and
 /// [`CampaignError::Harness`] when the report folder cannot be written.
 pub fn campaign(options: &CampaignOptions) -> Result<Exit, CampaignError> {
+    validate(options)?;
     let scenarios = load_scenarios(&options.sims)?;
+    owns_some_run(options, scenarios.len())?;
     let meta = meta(options, &scenarios)?;
     std::fs::create_dir_all(&options.out).map_err(|e| {
         CampaignError::BadInput(format!(
@@ -128,14 +131,69 @@ pub fn campaign(options: &CampaignOptions) -> Result<Exit, CampaignError> {
         },
         options.out.display()
     );
-    let failures = run_all(options, &scenarios, done, &results_path)?;
+    run_all(options, &scenarios, done, &results_path)?;
     if options.shrink {
+        let failures = unshrunk_failures(&options.out, &scenarios)?;
         shrink_failures(options, &scenarios, &failures)?;
     }
     if !options.detect.is_empty() {
         detect_mutants(options, &scenarios)?;
     }
-    crate::report::render(&options.out).map_err(|e| CampaignError::Harness(e.to_string()))
+    crate::report::render(&options.out).map_err(|e| {
+        if e.is_io() {
+            CampaignError::Harness(e.to_string())
+        } else {
+            CampaignError::BadInput(e.to_string())
+        }
+    })
+}
+
+/// The shortest `--run-timeout`: below it no world can even start, and every run would be
+/// reported as a hang.
+pub const MIN_RUN_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// The most `--mutant-seeds`: each seed is a run of every scenario per mutant, and the
+/// mutant phase has no budget of its own.
+pub const MAX_MUTANT_SEEDS: u64 = 1000;
+
+/// Refuses options that cannot make a meaningful campaign (usage errors, exit 2).
+fn validate(options: &CampaignOptions) -> Result<(), CampaignError> {
+    let bad = |message: String| Err(CampaignError::BadInput(message));
+    if options.run_timeout < MIN_RUN_TIMEOUT {
+        return bad(format!(
+            "--run-timeout {}: every run would be a hang; give at least {} (the default is 60s)",
+            humantime::format_duration(options.run_timeout),
+            humantime::format_duration(MIN_RUN_TIMEOUT)
+        ));
+    }
+    if options.seeds.budget().is_some_and(|b| b.is_zero()) {
+        return bad(
+            "--budget 0s: no run could start, and a campaign of no runs proves nothing; give a budget such as 50s"
+                .into(),
+        );
+    }
+    if !options.detect.is_empty() && !(1..=MAX_MUTANT_SEEDS).contains(&options.mutant_seeds) {
+        return bad(format!(
+            "--mutant-seeds {}: give 1 to {MAX_MUTANT_SEEDS} seeds per mutant (0 would try nothing and call every mutant survived)",
+            options.mutant_seeds
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a shard that owns no run of a seed range (`--shard 30/30` of 20 runs): it would
+/// report a campaign of no runs.
+fn owns_some_run(options: &CampaignOptions, scenarios: usize) -> Result<(), CampaignError> {
+    let (Some(shard), Some(seeds)) = (options.shard, options.seeds.len()) else {
+        return Ok(());
+    };
+    let total = u128::from(seeds) * scenarios as u128;
+    if crate::results::plan::owned_by(total, shard) == 0 {
+        return Err(CampaignError::BadInput(format!(
+            "--shard {shard}: this shard owns no run: the campaign has {total} runs ({seeds} seeds × {scenarios} scenarios), so use at most {total} shards"
+        )));
+    }
+    Ok(())
 }
 
 /// Every `*.toml` directly in `sims`, by file name.
@@ -188,6 +246,7 @@ fn meta(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<CampaignMeta,
         sims: options.sims.display().to_string(),
         scenarios: scenarios.iter().map(|l| l.scenario.name()).collect(),
         shard: options.shard.map(|s| s.to_string()),
+        merged: false,
         mutant: options.mutant.clone(),
         git_commit: git_commit(&options.sims),
         config_hash: hex(&config.finalize()[..8]),
@@ -229,61 +288,186 @@ pub fn git_commit(dir: &Path) -> String {
 }
 
 /// The runs a previous, interrupted campaign with the same identity already finished.
+/// `campaign.json` must be there and match; a torn last line of `results.jsonl` or
+/// `shrunk.jsonl` (a write cut off by a kill) is dropped, so its run is made again.
 fn finished_runs(
     out: &Path,
     meta: &CampaignMeta,
     scenarios: &[Loaded],
 ) -> Result<BTreeSet<(usize, u64)>, CampaignError> {
-    let previous = out.join("campaign.json");
-    if let Ok(text) = std::fs::read_to_string(&previous) {
-        let same = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|v| {
-                let meta_v = v.get("meta")?;
-                Some(
-                    meta_v.get("config_hash")?.as_str()? == meta.config_hash
-                        && meta_v.get("cargo_lock_hash")?.as_str()? == meta.cargo_lock_hash
-                        && meta_v.get("shard")
-                            == Some(&serde_json::to_value(&meta.shard).unwrap_or_default()),
-                )
-            })
-            .unwrap_or(false);
-        if !same {
-            return Err(CampaignError::BadInput(format!(
-                "--resume: {} was written by a different campaign (other scenarios, seeds, shard or Cargo.lock); \
-                 rerun without --resume to start afresh, or pick another --out",
-                previous.display()
-            )));
-        }
-    }
-    let path = out.join("results.jsonl");
-    let Ok(file) = File::open(&path) else {
-        return Ok(BTreeSet::new());
-    };
+    same_campaign_file(out, meta)?;
+    let path = out.join(crate::report::RESULTS_FILE);
+    let records: Vec<RunRecord> = read_repairing(&path)?;
+    read_repairing::<ShrunkRun>(&out.join(crate::report::SHRUNK_FILE))?;
+    let plan = CampaignPlan::of(meta).map_err(CampaignError::BadInput)?;
     let mut done = BTreeSet::new();
-    for (index, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| {
-            CampaignError::BadInput(format!("--resume: cannot read {}: {e}", path.display()))
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record: RunRecord = serde_json::from_str(&line).map_err(|e| {
-            CampaignError::BadInput(format!(
-                "--resume: {} line {}: not a run record ({e}); an interrupted write leaves at most \
-                 a torn last line: delete it and resume",
-                path.display(),
-                index + 1
-            ))
-        })?;
-        if let Some(position) = scenarios
+    for record in records {
+        let position = scenarios
             .iter()
             .position(|l| l.scenario.name() == record.scenario)
-        {
-            done.insert((position, record.seed));
-        }
+            .filter(|_| plan.owns(&record.scenario, record.seed));
+        let Some(position) = position else {
+            return Err(CampaignError::BadInput(format!(
+                "--resume: {} holds a record of {} seed {}, which is not a run of this campaign (seeds {}, shard {}); \
+                 the file was edited or comes from another campaign: rerun without --resume",
+                path.display(),
+                record.scenario,
+                record.seed,
+                meta.seeds,
+                meta.shard.as_deref().unwrap_or("none")
+            )));
+        };
+        done.insert((position, record.seed));
     }
     Ok(done)
+}
+
+/// `--resume` needs the `campaign.json` of a campaign with the same identity.
+fn same_campaign_file(out: &Path, meta: &CampaignMeta) -> Result<(), CampaignError> {
+    let previous = out.join(crate::report::CAMPAIGN_FILE);
+    let text = std::fs::read_to_string(&previous).map_err(|e| {
+        CampaignError::BadInput(format!(
+            "--resume: cannot read {} ({e}): without it nothing says whose runs {} holds, so there is \
+             no campaign here to resume; rerun without --resume to start afresh",
+            previous.display(),
+            out.join(crate::report::RESULTS_FILE).display()
+        ))
+    })?;
+    let same = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| {
+            let meta_v = v.get("meta")?;
+            Some(
+                meta_v.get("config_hash")?.as_str()? == meta.config_hash
+                    && meta_v.get("cargo_lock_hash")?.as_str()? == meta.cargo_lock_hash
+                    && meta_v.get("seeds")?.as_str()? == meta.seeds
+                    && meta_v.get("shard")
+                        == Some(&serde_json::to_value(&meta.shard).unwrap_or_default()),
+            )
+        })
+        .unwrap_or(false);
+    if same {
+        return Ok(());
+    }
+    Err(CampaignError::BadInput(format!(
+        "--resume: {} was written by a different campaign (other scenarios, seeds, shard or Cargo.lock); \
+         rerun without --resume to start afresh, or pick another --out",
+        previous.display()
+    )))
+}
+
+/// The lines of a JSON-lines file the campaign appends to (absent: none). A torn last line
+/// — without its newline, or not parsing — is what a kill during a write leaves: it is cut
+/// off the file (said on stderr). Any other line that does not parse is an error.
+fn read_repairing<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, CampaignError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(CampaignError::BadInput(format!(
+                "--resume: cannot read {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    let (items, good_len) = parse_lines(path, &bytes)?;
+    if good_len < bytes.len() {
+        cut_torn_line(path, &bytes, good_len)?;
+    }
+    Ok(items)
+}
+
+/// Parses `bytes` line by line; returns the items and the length of the good prefix (the
+/// whole file, or up to the torn last line).
+fn parse_lines<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(Vec<T>, usize), CampaignError> {
+    let mut items = Vec::new();
+    let mut at = 0;
+    let mut number = 0;
+    while at < bytes.len() {
+        number += 1;
+        let end = bytes[at..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map(|i| at + i + 1);
+        let line = &bytes[at..end.unwrap_or(bytes.len())];
+        let is_last = end.is_none_or(|end| bytes[end..].iter().all(u8::is_ascii_whitespace));
+        if line.iter().all(u8::is_ascii_whitespace) {
+            at = end.unwrap_or(bytes.len());
+            continue;
+        }
+        match (serde_json::from_slice::<T>(line), end) {
+            (Ok(item), Some(end)) => {
+                items.push(item);
+                at = end;
+            }
+            (_, None) => return Ok((items, at)),
+            (Err(_), Some(_)) if is_last => return Ok((items, at)),
+            (Err(e), Some(_)) => {
+                return Err(CampaignError::BadInput(format!(
+                    "--resume: {} line {number}: not a run record ({e}); only a torn last line is \
+                     repaired on resume: fix or remove line {number}, or rerun without --resume",
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok((items, bytes.len()))
+}
+
+/// Cuts `path` to its first `good_len` bytes, saying so.
+fn cut_torn_line(path: &Path, bytes: &[u8], good_len: usize) -> Result<(), CampaignError> {
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| cannot_write(e, path))?;
+    file.set_len(good_len as u64)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| cannot_write(e, path))?;
+    let line = bytes[..good_len].iter().filter(|b| **b == b'\n').count() + 1;
+    eprintln!(
+        "--resume: {} ended in a torn line (line {line}, {} bytes: a write cut off by an interruption); \
+         dropped it, and its run is made again",
+        path.display(),
+        bytes.len() - good_len
+    );
+    Ok(())
+}
+
+/// The first failure of each (scenario, first unexpected check) among every record in
+/// `results.jsonl` — this invocation's runs and an interrupted campaign's — that has no
+/// shrunk counterexample in `shrunk.jsonl` yet; by scenario, then seed.
+fn unshrunk_failures(out: &Path, scenarios: &[Loaded]) -> Result<Vec<Failure>, CampaignError> {
+    let mut records: Vec<(RunKey, RunRecord)> =
+        read_repairing::<RunRecord>(&out.join(crate::report::RESULTS_FILE))?
+            .into_iter()
+            .filter_map(|record| {
+                let scenario = scenarios
+                    .iter()
+                    .position(|l| l.scenario.name() == record.scenario)?;
+                let key = RunKey {
+                    seed: record.seed,
+                    scenario,
+                };
+                Some((key, record))
+            })
+            .collect();
+    records.sort_by_key(|(key, _)| (key.scenario, key.seed));
+    let shrunk: Vec<ShrunkRun> = read_repairing(&out.join(crate::report::SHRUNK_FILE))?;
+    let mut failures: Vec<Failure> = Vec::new();
+    for (key, record) in records {
+        let done = |check: &Check| {
+            shrunk
+                .iter()
+                .any(|s| s.scenario == record.scenario && s.check == *check)
+        };
+        if record.unexpected.first().is_some_and(|c| !done(c)) {
+            note_failure(&mut failures, key, &record);
+        }
+    }
+    Ok(failures)
 }
 
 fn clear_results(out: &Path) -> Result<(), CampaignError> {
@@ -330,13 +514,13 @@ pub(crate) struct Failure {
 }
 
 /// Runs every planned run on `options.jobs` threads, appending each record to
-/// `results.jsonl` as it finishes; returns the first failure of each (scenario, check).
+/// `results.jsonl` as it finishes, the record and its newline in one `write`.
 fn run_all(
     options: &CampaignOptions,
     scenarios: &[Loaded],
     done: BTreeSet<(usize, u64)>,
     results_path: &Path,
-) -> Result<Vec<Failure>, CampaignError> {
+) -> Result<(), CampaignError> {
     let mut results = OpenOptions::new()
         .create(true)
         .append(true)
@@ -353,7 +537,6 @@ fn run_all(
     let clock = Stopwatch::start();
     let stop = AtomicBool::new(false);
     let (sender, receiver) = mpsc::channel::<(RunKey, RunRecord)>();
-    let mut failures: Vec<Failure> = Vec::new();
     let mut write_error = None;
     std::thread::scope(|scope| {
         for _ in 0..options.jobs.max(1) {
@@ -364,11 +547,9 @@ fn run_all(
             scope.spawn(move || job(options, scenarios, queue, stop, clock, sender));
         }
         drop(sender);
-        for (key, record) in receiver {
+        for (_, record) in receiver {
             progress.finished(&record);
-            note_failure(&mut failures, key, &record);
-            let line = serde_json::to_string(&record).expect("a record always serialises");
-            if let Err(e) = writeln!(results, "{line}").and_then(|()| results.flush()) {
+            if let Err(e) = results.write_all(&json_line(&record)) {
                 write_error = Some(e);
                 stop.store(true, Ordering::Relaxed);
             }
@@ -381,8 +562,15 @@ fn run_all(
             results_path.display()
         )));
     }
-    failures.sort_by_key(|f| (f.key.scenario, f.key.seed));
-    Ok(failures)
+    Ok(())
+}
+
+/// `value` as one JSON line with its newline, to be written in one call: a kill can then
+/// leave at most a torn last line, never a record glued to the next.
+fn json_line<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut line = serde_json::to_vec(value).expect("our records always serialise");
+    line.push(b'\n');
+    line
 }
 
 /// One campaign job: takes runs from `queue` and sends their records until the queue is
@@ -492,8 +680,9 @@ fn shrink_failures(
         let Some((record, path)) = shrink_failure(options, loaded, failure, &dir)? else {
             continue;
         };
-        let line = serde_json::to_string(&record).expect("a shrunk run always serialises");
-        writeln!(lines, "{line}").map_err(|e| cannot_write(e, &shrunk_path))?;
+        lines
+            .write_all(&json_line(&record))
+            .map_err(|e| cannot_write(e, &shrunk_path))?;
         if options.save_regressions {
             save_regression(options, &path)?;
         }

@@ -43,6 +43,7 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
         summary.verdict, summary.exit_code
     );
 
+    missing(&mut out, summary);
     checks(&mut out, summary);
     coverage(&mut out, data, summary);
     expectations(&mut out, summary);
@@ -94,6 +95,30 @@ fn mutants(out: &mut String, data: &ReportData, summary: &Summary) {
         );
     }
     out.push('\n');
+}
+
+/// The runs an incomplete campaign lacks (nothing when it has every planned run).
+fn missing(out: &mut String, summary: &Summary) {
+    if summary.missing_runs == 0 && summary.runs > 0 {
+        return;
+    }
+    out.push_str("## Missing runs\n\n");
+    match summary.planned_runs {
+        Some(planned) => {
+            let _ = writeln!(
+                out,
+                "{} of {planned} planned runs have no record:\n",
+                summary.missing_runs
+            );
+        }
+        None => out.push_str("No run finished.\n\n"),
+    }
+    for line in &summary.missing {
+        let _ = writeln!(out, "- {}", cell(line));
+    }
+    if !summary.missing.is_empty() {
+        out.push('\n');
+    }
 }
 
 /// `1 run`, `2 runs`.

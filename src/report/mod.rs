@@ -41,6 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::Check;
 use crate::exit::Exit;
+use crate::results::plan::{CampaignPlan, MAX_MISSING_LISTED};
 use crate::results::record::{CampaignMeta, Detection, RECORD_VERSION, RunRecord, ShrunkRun};
 pub use summary::{
     CheckSummary, HarnessErrorSummary, SUMMARY_VERSION, ScenarioSummary, ShrunkSummary, Summary,
@@ -123,9 +124,128 @@ pub enum ReportError {
         /// The other's.
         right: String,
     },
+    /// Records of runs the campaign never planned (another seed range, scenario or shard).
+    #[error(
+        "{}: {count} records are not runs of this campaign ({plan}): {listed}; they belong to another campaign or the file was edited: remove them, or render the folder they came from",
+        file.display()
+    )]
+    Stray {
+        /// The results file.
+        file: PathBuf,
+        /// How many records.
+        count: usize,
+        /// The campaign's plan, as `campaign.json` says (seeds, scenarios, shard).
+        plan: String,
+        /// The first few, `scenario seed N`.
+        listed: String,
+    },
+    /// Folders that cannot be the shards of one campaign (different seeds or scenarios, a
+    /// shard given twice, shards of different N).
+    #[error("cannot merge {}: {message}", dir.display())]
+    NotShards {
+        /// The folder at fault.
+        dir: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// Nothing to merge.
     #[error("report merge: no report folders given")]
     NoInput,
+}
+
+impl ReportError {
+    /// Whether writing or reading failed (a harness error for a campaign) rather than the
+    /// data being wrong (bad input).
+    pub fn is_io(&self) -> bool {
+        matches!(self, ReportError::Io { .. })
+    }
+}
+
+/// How a folder's records cover its campaign's plan ([`CampaignPlan`]).
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Completeness {
+    /// Runs planned (`None` for a budget campaign, whose seeds are not known in advance).
+    pub planned: Option<u64>,
+    /// Planned runs without a record.
+    pub missing_runs: u64,
+    /// What is missing, for the report: `shard 3/3`, `f1-pause seed 4`, `… and 12 more`.
+    pub missing: Vec<String>,
+}
+
+impl Completeness {
+    /// Judges `results` (deduplicated) against the plan of `campaign`.
+    ///
+    /// # Errors
+    /// [`ReportError::Malformed`] when `campaign.json`'s seeds or shard cannot be a
+    /// campaign's; [`ReportError::Stray`] for records outside the plan.
+    fn judge(
+        dir: &Path,
+        campaign: &CampaignFile,
+        results: &[RunRecord],
+    ) -> Result<Self, ReportError> {
+        let plan = CampaignPlan::of(&campaign.meta).map_err(|message| ReportError::Malformed {
+            file: dir.join(CAMPAIGN_FILE),
+            line: 1,
+            message,
+        })?;
+        let strays: Vec<&RunRecord> = results
+            .iter()
+            .filter(|r| !plan.owns(&r.scenario, r.seed))
+            .collect();
+        if !strays.is_empty() {
+            return Err(stray_error(dir, &campaign.meta, &strays));
+        }
+        let Some(planned) = plan.planned() else {
+            return Ok(Completeness::default());
+        };
+        let planned = u64::try_from(planned).unwrap_or(u64::MAX);
+        let missing_runs = planned.saturating_sub(results.len() as u64);
+        let mut missing: Vec<String> = plan
+            .missing_shards()
+            .iter()
+            .map(|s| format!("shard {s} (not merged)"))
+            .collect();
+        if missing_runs > 0 {
+            let present = results
+                .iter()
+                .map(|r| (r.scenario.clone(), r.seed))
+                .collect();
+            let listed = plan.missing(&present);
+            let more = missing_runs.saturating_sub(listed.len() as u64);
+            missing.extend(listed.iter().map(|(s, seed)| format!("{s} seed {seed}")));
+            if more > 0 {
+                missing.push(format!("… and {more} more runs"));
+            }
+        }
+        debug_assert!(missing_runs > 0 || missing.is_empty());
+        Ok(Completeness {
+            planned: Some(planned),
+            missing_runs,
+            missing,
+        })
+    }
+}
+
+fn stray_error(dir: &Path, meta: &CampaignMeta, strays: &[&RunRecord]) -> ReportError {
+    let mut listed: Vec<String> = strays
+        .iter()
+        .take(MAX_MISSING_LISTED)
+        .map(|r| format!("{} seed {}", r.scenario, r.seed))
+        .collect();
+    if strays.len() > MAX_MISSING_LISTED {
+        listed.push(format!("… and {} more", strays.len() - MAX_MISSING_LISTED));
+    }
+    ReportError::Stray {
+        file: dir.join(RESULTS_FILE),
+        count: strays.len(),
+        plan: format!(
+            "seeds {}, scenarios {}, shard {}",
+            meta.seeds,
+            meta.scenarios.join(", "),
+            meta.shard.as_deref().unwrap_or("none")
+        ),
+        listed: listed.join(", "),
+    }
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
@@ -163,6 +283,9 @@ pub struct ReportData {
     pub shrunk: Vec<ShrunkRun>,
     /// `mutants.jsonl` (a `--mutants` campaign's detection table), in catalogue order.
     pub mutants: Vec<Detection>,
+    /// How the results cover the campaign's plan: judged by [`ReportData::read`] (`None`
+    /// for data built in memory).
+    pub completeness: Option<Completeness>,
 }
 
 impl ReportData {
@@ -170,7 +293,8 @@ impl ReportData {
     ///
     /// # Errors
     /// [`ReportError::Io`] when `campaign.json` or `results.jsonl` is missing or unreadable
-    /// (`shrunk.jsonl` may be absent); [`ReportError::Malformed`] naming the file and line.
+    /// (`shrunk.jsonl` may be absent); [`ReportError::Malformed`] naming the file and line;
+    /// [`ReportError::Stray`] for records of runs the campaign did not plan.
     pub fn read(dir: &Path) -> Result<Self, ReportError> {
         let path = dir.join(CAMPAIGN_FILE);
         let text = fs::read_to_string(&path).map_err(io_error(&path))?;
@@ -220,6 +344,7 @@ impl ReportData {
         let mutants: Vec<Detection> = read_lines(&dir.join(MUTANTS_FILE), true)?;
         let mut data = ReportData::new(campaign, results, shrunk);
         data.mutants = mutants;
+        data.completeness = Some(Completeness::judge(dir, &data.campaign, &data.results)?);
         Ok(data)
     }
 
@@ -234,6 +359,7 @@ impl ReportData {
                 (s.scenario.clone(), s.seed, s.check.name().to_owned())
             }),
             mutants: Vec::new(),
+            completeness: None,
         }
     }
 
@@ -345,6 +471,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportEr
     }
     if !force {
         same_campaign(first_dir, &shards)?;
+        distinct_shards(&shards)?;
     }
     let meta = merged_meta(&shards);
     let scenarios = merged_scenarios(&shards);
@@ -398,6 +525,53 @@ fn same_campaign(first_dir: &Path, shards: &Shards<'_>) -> Result<(), ReportErro
     Ok(())
 }
 
+/// Every folder holds the same seeds and scenarios, and different shards of one N (an
+/// unsharded folder merges only alone); shards not given make the merge incomplete, not an
+/// error.
+fn distinct_shards(shards: &Shards<'_>) -> Result<(), ReportError> {
+    let first = &shards[0].1.campaign.meta;
+    let mut seen: Vec<(crate::results::plan::Shard, &PathBuf)> = Vec::new();
+    for (dir, data) in shards {
+        let meta = &data.campaign.meta;
+        let not_shards = |message: String| ReportError::NotShards {
+            dir: (*dir).clone(),
+            message,
+        };
+        if meta.seeds != first.seeds || meta.scenarios != first.scenarios {
+            return Err(not_shards(format!(
+                "its seeds or scenarios ({}; {}) are not the first folder's ({}; {})",
+                meta.seeds,
+                meta.scenarios.join(", "),
+                first.seeds,
+                first.scenarios.join(", ")
+            )));
+        }
+        let plan = CampaignPlan::of(meta).map_err(not_shards)?;
+        if plan.shards.is_empty() && shards.len() > 1 {
+            return Err(not_shards(
+                "it is a whole campaign (run without --shard), not a shard: nothing to merge it with"
+                    .into(),
+            ));
+        }
+        for shard in plan.shards {
+            if let Some((other, other_dir)) =
+                seen.iter().find(|(s, _)| s.of != shard.of || *s == shard)
+            {
+                return Err(not_shards(if other.of == shard.of {
+                    format!("shard {shard} is also in {}", other_dir.display())
+                } else {
+                    format!(
+                        "shard {shard} and shard {other} ({}) are not shards of one campaign",
+                        other_dir.display()
+                    )
+                }));
+            }
+            seen.push((shard, dir));
+        }
+    }
+    Ok(())
+}
+
 /// The merged meta: each field's distinct values in shard order, joined by `+`.
 fn merged_meta(shards: &Shards<'_>) -> CampaignMeta {
     let metas: Vec<&CampaignMeta> = shards.iter().map(|(_, d)| &d.campaign.meta).collect();
@@ -424,6 +598,7 @@ fn merged_meta(shards: &Shards<'_>) -> CampaignMeta {
         sims: joined(|m| Some(m.sims.clone())).unwrap_or_default(),
         scenarios: names,
         shard: joined(|m| m.shard.clone()),
+        merged: true,
         mutant: joined(|m| m.mutant.clone()),
         git_commit: joined(|m| Some(m.git_commit.clone())).unwrap_or_default(),
         config_hash: joined(|m| Some(m.config_hash.clone())).unwrap_or_default(),

@@ -27,6 +27,15 @@ pub struct Summary {
     pub verdict: String,
     /// Runs in all.
     pub runs: u64,
+    /// Runs the campaign planned (absent for a budget campaign or data built in memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_runs: Option<u64>,
+    /// Planned runs without a record (any makes the campaign incomplete, exit 6).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub missing_runs: u64,
+    /// What is missing: shards not merged, then the first runs by (scenario, seed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
     /// Runs by status (`clean`, `violation`, `liveness`, `inconclusive`, `harness-error`),
     /// every status present.
     pub by_status: BTreeMap<String, u64>,
@@ -187,13 +196,18 @@ impl Summary {
             let killed = data.mutants.iter().filter(|d| d.killed).count() as u64;
             (killed, data.mutants.len() as u64)
         });
-        let (exit, verdict) = verdict(&by_status, !surviving.is_empty(), unreached);
+        let completeness = data.completeness.clone().unwrap_or_default();
+        let incomplete = completeness.missing_runs > 0 || data.results.is_empty();
+        let (exit, verdict) = verdict(&by_status, !surviving.is_empty(), unreached, incomplete);
         Summary {
             v: SUMMARY_VERSION,
             meta: data.campaign.meta.clone(),
             exit_code: exit.code(),
             verdict: verdict.to_owned(),
             runs: data.results.len() as u64,
+            planned_runs: completeness.planned,
+            missing_runs: completeness.missing_runs,
+            missing: completeness.missing,
             by_status,
             wall_ms: data.results.iter().map(|r| r.wall_ms).sum(),
             scenarios,
@@ -217,11 +231,13 @@ fn count_statuses<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> BTree
 }
 
 /// The campaign's exit and verdict line (see the module page of `report`): from the runs by
-/// status, whether a mutant survived and whether an expected violation was never seen.
+/// status, whether a mutant survived, whether an expected violation was never seen and
+/// whether planned runs are missing (or there are none).
 fn verdict(
     by_status: &BTreeMap<String, u64>,
     mutant_survived: bool,
     unreached: bool,
+    incomplete: bool,
 ) -> (Exit, &'static str) {
     let count = |status: RunStatus| by_status[status_name(status)];
     if count(RunStatus::HarnessError) > 0 {
@@ -243,6 +259,11 @@ fn verdict(
         )
     } else if count(RunStatus::Liveness) > 0 {
         (Exit::LivenessViolation, "FAIL: liveness violation (LIVE)")
+    } else if incomplete {
+        (
+            Exit::Incomplete,
+            "incomplete: fewer runs than planned (see Missing runs); not a clean campaign",
+        )
     } else if count(RunStatus::Inconclusive) > 0 {
         (
             Exit::Inconclusive,

@@ -35,6 +35,7 @@ fn meta(commit: &str, shard: Option<&str>) -> CampaignMeta {
             "mutant-missed".into(),
         ],
         shard: shard.map(str::to_owned),
+        merged: false,
         mutant: None,
         git_commit: commit.into(),
         config_hash: "c0ffee".into(),
@@ -329,10 +330,14 @@ fn merge_of_two_shards() {
         root.path().join("out"),
     );
     let all = results();
-    // Shard 1: even positions, shard 2: odd positions plus one duplicate of shard 1.
-    let one: Vec<RunRecord> = all.iter().step_by(2).cloned().collect();
-    let mut two: Vec<RunRecord> = all.iter().skip(1).step_by(2).cloned().collect();
-    two.push(all[0].clone());
+    // Shard 1: even positions of the run order (seed × 6 + scenario), shard 2: odd ones,
+    // plus a duplicate of one of its own.
+    let plan = crate::results::plan::CampaignPlan::of(&meta("abc123", Some("1/2"))).unwrap();
+    let (one, mut two): (Vec<RunRecord>, Vec<RunRecord>) = all
+        .iter()
+        .cloned()
+        .partition(|r| plan.owns(&r.scenario, r.seed));
+    two.push(two[0].clone());
     let (shrunk_one, shrunk_two) = if one.iter().any(|r| r.scenario == "f1-pause" && r.seed == 2) {
         (shrunk(), Vec::new())
     } else {
@@ -357,7 +362,7 @@ fn merge_of_two_shards() {
         "the minimal run file is copied"
     );
     // The merged report is the unsharded one, but for the shard line.
-    let whole = ReportData::new(
+    let mut whole = ReportData::new(
         CampaignFile {
             meta: merged.campaign.meta.clone(),
             ..campaign("abc123", None)
@@ -365,6 +370,7 @@ fn merge_of_two_shards() {
         all,
         shrunk(),
     );
+    whole.completeness.clone_from(&merged.completeness);
     assert_eq!(read(&out, "report.md"), render_text(&whole).0);
 }
 
@@ -463,11 +469,93 @@ fn missing_files_and_bad_paths_are_errors() {
 }
 
 #[test]
-fn an_empty_campaign_is_clean() {
+fn an_empty_campaign_is_incomplete_never_clean() {
     let dir = tempfile::tempdir().unwrap();
     write_folder(dir.path(), &campaign("abc123", None), &[], &[]);
     fs::remove_file(dir.path().join(SHRUNK_FILE)).unwrap();
-    assert_eq!(render(dir.path()).unwrap(), Exit::Clean);
+    assert_eq!(render(dir.path()).unwrap(), Exit::Incomplete);
+    let md = read(dir.path(), "report.md");
+    assert!(md.contains("(exit 6)**"), "{md}");
+    assert!(md.contains("24 of 24 planned runs have no record:"), "{md}");
+    assert!(md.contains("- clean seed 0\n"), "{md}");
+    // Built in memory, with no plan to judge against: no runs is still incomplete.
+    let data = ReportData::new(campaign("abc123", None), Vec::new(), Vec::new());
+    assert_eq!(data.summary().exit(), Exit::Incomplete);
+}
+
+/// Only `clean` records, one per seed 0..4: clean but for the 20 runs of the other
+/// scenarios.
+fn clean_runs(keep: impl Fn(u64) -> bool) -> Vec<RunRecord> {
+    (0..4)
+        .filter(|seed| keep(*seed))
+        .map(|seed| run("clean", seed, RunStatus::Clean, checks(&[])))
+        .collect()
+}
+
+#[test]
+fn records_outside_the_plan_are_an_error_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut records = clean_runs(|_| true);
+    records.push(run("clean", 9, RunStatus::Clean, checks(&[])));
+    records.push(run("nope", 0, RunStatus::Clean, checks(&[])));
+    write_folder(dir.path(), &campaign("abc123", None), &records, &[]);
+    let error = render(dir.path()).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        matches!(error, ReportError::Stray { count: 2, .. }),
+        "{text}"
+    );
+    assert!(text.contains("clean seed 9, nope seed 0"), "{text}");
+    assert!(text.contains("seeds 0..4"), "{text}");
+}
+
+#[test]
+fn a_tampered_shard_in_campaign_json_is_malformed() {
+    let dir = tempfile::tempdir().unwrap();
+    write_folder(dir.path(), &campaign("abc123", Some("7/3")), &[], &[]);
+    let text = render(dir.path()).unwrap_err().to_string();
+    assert!(
+        text.contains("campaign.json:1: shard: `7/3` is not a shard"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_merge_missing_a_shard_is_incomplete_and_names_it() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, out) = (root.path().join("a"), root.path().join("out"));
+    // Shard 1/2 owns the even positions: `clean` (position seed × 6) for every seed.
+    write_folder(
+        &a,
+        &campaign("abc123", Some("1/2")),
+        &clean_runs(|_| true),
+        &[],
+    );
+    assert_eq!(
+        merge(std::slice::from_ref(&a), &out, false).unwrap(),
+        Exit::Incomplete
+    );
+    let md = read(&out, "report.md");
+    assert!(md.contains("- shard 2/2 (not merged)"), "{md}");
+    assert!(md.contains("20 of 24 planned runs have no record:"), "{md}");
+    let summary: Summary = serde_json::from_str(&read(&out, "summary.json")).unwrap();
+    assert_eq!((summary.planned_runs, summary.missing_runs), (Some(24), 20));
+
+    // The same shard twice, or a shard of another split, is not a campaign's shards.
+    let error = merge(&[a.clone(), a.clone()], &out, false)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("shard 1/2 is also in"), "{error}");
+    let b = root.path().join("b");
+    write_folder(&b, &campaign("abc123", Some("2/3")), &[], &[]);
+    let error = merge(&[a.clone(), b], &out, false).unwrap_err().to_string();
+    assert!(error.contains("are not shards of one campaign"), "{error}");
+    let mut other = campaign("abc123", Some("2/2"));
+    other.meta.seeds = "0..8".into();
+    let c = root.path().join("c");
+    write_folder(&c, &other, &[], &[]);
+    let error = merge(&[a, c], &out, false).unwrap_err().to_string();
+    assert!(error.contains("seeds or scenarios (0..8;"), "{error}");
 }
 
 #[test]

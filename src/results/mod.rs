@@ -4,9 +4,12 @@
 //!
 //! - [`record`] — one run's record (`results.jsonl`), shrunk runs (`shrunk.jsonl`), the
 //!   campaign's identity, the mutant detection table (`mutants.jsonl`).
+//! - [`plan`] — which runs a campaign plans: seeds × scenarios, shards; whether a set of
+//!   records is exactly that plan.
 //! - [`coverage`] — the catalogue of coverage events ("sometimes" a campaign must reach).
 
 pub mod coverage;
+pub mod plan;
 pub mod record;
 
 pub use coverage::CoverageEvent;

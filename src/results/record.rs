@@ -138,6 +138,10 @@ pub struct CampaignMeta {
     pub scenarios: Vec<String>,
     /// `K/N` when this campaign is one shard of N.
     pub shard: Option<String>,
+    /// Whether this is a `report merge` of shards: the folder then stands for the whole
+    /// campaign, and a shard not merged is missing (absent in JSON when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub merged: bool,
     /// The mutant planted, if any.
     pub mutant: Option<String>,
     /// `git rev-parse HEAD` of the build's tree (`unknown` outside a git checkout).

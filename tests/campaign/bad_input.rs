@@ -83,3 +83,57 @@ fn a_shard_past_the_count_exits_2() {
         );
     }
 }
+
+/// Bad-input probe D7 and D18: options that would make a campaign of no runs, of hangs
+/// only, or a mutant phase without end are usage errors.
+#[test]
+fn options_that_cannot_make_a_campaign_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_sims(tmp.path(), "sims", &["f1-pause-longer-than-ttl"]);
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["--run-timeout", "0s"],
+            "--run-timeout 0s: every run would be a hang; give at least 100ms",
+        ),
+        (
+            &["--run-timeout", "1ns"],
+            "--run-timeout 1ns: every run would be a hang",
+        ),
+        (&["--budget", "0s"], "--budget 0s: no run could start"),
+        (
+            &["--mutants", "all", "--mutant-seeds", "0"],
+            "--mutant-seeds 0: give 1 to 1000 seeds per mutant",
+        ),
+        (
+            &["--mutants", "all", "--mutant-seeds", "18446744073709551615"],
+            "give 1 to 1000 seeds per mutant",
+        ),
+        (
+            &["--seeds", "0..1", "--shard", "2/2"],
+            "--shard 2/2: this shard owns no run",
+        ),
+    ];
+    for (extra, message) in cases {
+        let mut args = vec!["--sims", "sims"];
+        if !extra.contains(&"--budget") && !extra.contains(&"--seeds") {
+            args.extend(["--seeds", "0..1"]);
+        }
+        args.extend(extra);
+        let output = campaign(tmp.path(), &args);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{extra:?}: {}",
+            both(&output)
+        );
+        assert!(
+            stderr(&output).contains(message),
+            "{extra:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            !tmp.path().join("out").exists(),
+            "{extra:?}: an out folder was made"
+        );
+    }
+}

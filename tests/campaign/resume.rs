@@ -1,10 +1,15 @@
-//! `--resume`: finished runs are never run again; a folder of another campaign, or a
-//! results file damaged beyond a torn last line, is refused with exit 2.
+//! `--resume`: finished runs are never run again; a torn last line is dropped and its run
+//! made again; a folder of another campaign or without `campaign.json`, or a results file
+//! damaged beyond a torn last line, is refused with exit 2; failures found before the resume
+//! are shrunk.
 
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::{both, copy_sims, every, keys, leasesim, results, stderr, without_wall_time};
+use crate::support::{
+    MUTANT_SEEDS, both, copy_sims, every, keys, leasesim, mutant_sims, results, stderr,
+    without_wall_time,
+};
 
 const SCENARIOS: [&str; 2] = ["f1-pause-longer-than-ttl", "f6-late-release"];
 
@@ -103,24 +108,131 @@ fn resuming_into_the_folder_of_another_campaign_exits_2() {
     );
 }
 
+/// The state a kill between a record and its newline left before records were written in
+/// one call (bad-input probe D4): the last line lacks its last byte.
 #[test]
-fn a_torn_last_results_line_exits_2_naming_the_file_and_the_line() {
+fn a_torn_last_results_line_is_dropped_and_its_run_made_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_sims(tmp.path(), "sims", &SCENARIOS);
+    let first = campaign(tmp.path(), "0..2", &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", both(&first));
+    let out = tmp.path().join("out");
+    let complete = results(&out);
+    let path = out.join("results.jsonl");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() - 2); // the newline and the closing brace
+    std::fs::write(&path, &bytes).unwrap();
+
+    let resumed = campaign(tmp.path(), "0..2", &["--resume"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", both(&resumed));
+    let err = stderr(&resumed);
+    assert!(
+        err.contains("--resume: out/results.jsonl ended in a torn line (line 4,"),
+        "{err}"
+    );
+    assert!(
+        err.contains("dropped it, and its run is made again"),
+        "{err}"
+    );
+    assert!(err.contains("resuming after 3 finished runs"), "{err}");
+    assert!(err.contains("\n1 runs in "), "{err}");
+    // Every run exactly once, the three finished ones kept byte for byte.
+    let records = results(&out);
+    assert_eq!(keys(&records), every(&SCENARIOS, 0..2));
+    assert_eq!(without_wall_time(&records), without_wall_time(&complete));
+    let text = std::fs::read(&path).unwrap();
+    let kept = bytes.iter().rposition(|b| *b == b'\n').unwrap() + 1;
+    assert_eq!(text[..kept], bytes[..kept]);
+    let render = leasesim(tmp.path(), &["report", "render", "out"]);
+    assert_eq!(render.status.code(), Some(0), "{}", both(&render));
+}
+
+#[test]
+fn a_damaged_middle_results_line_exits_2_naming_the_file_and_the_line() {
     let tmp = tempfile::tempdir().unwrap();
     copy_sims(tmp.path(), "sims", &SCENARIOS);
     let first = campaign(tmp.path(), "0..2", &[]);
     assert_eq!(first.status.code(), Some(0), "{}", both(&first));
     let path = tmp.path().join("out/results.jsonl");
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    let last = text.lines().last().unwrap().to_owned();
-    text.push_str(&last[..last.len() / 2]);
-    std::fs::write(&path, text).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let half = &lines[1][..lines[1].len() / 2];
+    lines[1] = half;
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
 
     let resumed = campaign(tmp.path(), "0..2", &["--resume"]);
     assert_eq!(resumed.status.code(), Some(2), "{}", both(&resumed));
     let err = stderr(&resumed);
     assert!(
-        err.contains("--resume: out/results.jsonl line 5: not a run record"),
+        err.contains("--resume: out/results.jsonl line 2: not a run record"),
         "{err}"
     );
-    assert!(err.contains("delete it and resume"), "{err}");
+    assert!(err.contains("only a torn last line is repaired"), "{err}");
+}
+
+#[test]
+fn resuming_without_campaign_json_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_sims(tmp.path(), "sims", &SCENARIOS);
+    let first = campaign(tmp.path(), "0..1", &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", both(&first));
+    std::fs::remove_file(tmp.path().join("out/campaign.json")).unwrap();
+    let before = std::fs::read(tmp.path().join("out/results.jsonl")).unwrap();
+
+    let resumed = campaign(tmp.path(), "0..1", &["--resume"]);
+    assert_eq!(resumed.status.code(), Some(2), "{}", both(&resumed));
+    let err = stderr(&resumed);
+    assert!(
+        err.contains("--resume: cannot read out/campaign.json"),
+        "{err}"
+    );
+    assert!(err.contains("no campaign here to resume"), "{err}");
+    assert_eq!(
+        std::fs::read(tmp.path().join("out/results.jsonl")).unwrap(),
+        before
+    );
+}
+
+/// A `--no-shrink` campaign resumed without the flag shrinks the failures it found
+/// (bad-input probe D5); so does one killed during its shrink phase.
+#[test]
+fn failures_found_before_a_resume_are_shrunk_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    mutant_sims(tmp.path());
+    let args = |extra: &[&'static str]| {
+        let mut args = vec![
+            "campaign",
+            "--sims",
+            "sims",
+            "--seeds",
+            MUTANT_SEEDS,
+            "--jobs",
+            "1",
+            "--no-progress",
+            "--out",
+            "out",
+        ];
+        args.extend(extra);
+        args
+    };
+    let first = leasesim(tmp.path(), &args(&["--no-shrink"]));
+    assert_eq!(first.status.code(), Some(1), "{}", both(&first));
+    let shrunk_path = tmp.path().join("out/shrunk.jsonl");
+    assert!(!shrunk_path.exists() || std::fs::read_to_string(&shrunk_path).unwrap().is_empty());
+
+    let resumed = leasesim(tmp.path(), &args(&["--resume"]));
+    assert_eq!(resumed.status.code(), Some(1), "{}", both(&resumed));
+    let err = stderr(&resumed);
+    assert!(err.contains("\n0 runs in "), "{err}");
+    assert!(err.contains("shrinking swarm-freezes seed 1"), "{err}");
+    let shrunk = std::fs::read_to_string(&shrunk_path).unwrap();
+    assert_eq!(shrunk.lines().count(), 1, "{shrunk}");
+    let report = std::fs::read_to_string(tmp.path().join("out/report.md")).unwrap();
+    assert!(report.contains("## Violations (shrunk)"), "{report}");
+
+    // Resumed again: the failure has its counterexample, nothing is shrunk twice.
+    let again = leasesim(tmp.path(), &args(&["--resume"]));
+    assert_eq!(again.status.code(), Some(1), "{}", both(&again));
+    assert!(!stderr(&again).contains("shrinking"), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(&shrunk_path).unwrap(), shrunk);
 }
