@@ -341,10 +341,7 @@ fn decode_file(
     let frames = &recovered.frames;
     let corrupt_at = |index: usize, reason: String| StorageError::Corrupt {
         file: file.to_owned(),
-        offset: match index {
-            0 => log::FILE_HEADER_BYTES as u64,
-            i => recovered.positions[i - 1].bytes,
-        },
+        offset: recovered.frame_start(index),
         reason,
     };
     let corrupt = |reason: String| corrupt_at(0, reason);

@@ -192,7 +192,7 @@ impl DurableLease {
         let end = recovered.end();
         let positions = BTreeMap::from([(STATE_FILE.to_string(), end)]);
         checkpoint.rewrite(&*storage, positions).await?;
-        let (high_water, grace) = replay(&recovered.frames)?;
+        let (high_water, grace) = replay(&recovered)?;
         let inner = MemLease::new(clock.clone(), config.ttl)
             .with_mutant(config.mutant)
             .with_hooks(config.hooks.clone());
@@ -402,11 +402,14 @@ fn grace_frame(remaining: Duration) -> Vec<u8> {
 }
 
 /// The high-water marks and the last grace countdown in a recovered state file.
-fn replay(frames: &[Vec<u8>]) -> Result<(BTreeMap<SessionId, u64>, Duration), StorageError> {
+fn replay(
+    recovered: &log::Recovered,
+) -> Result<(BTreeMap<SessionId, u64>, Duration), StorageError> {
+    let frames = &recovered.frames;
     let corrupt = |index: usize, reason: String| StorageError::Corrupt {
         file: STATE_FILE.into(),
-        offset: index as u64,
-        reason: format!("frame {index}: {reason}"),
+        offset: recovered.frame_start(index),
+        reason: format!("frame seq {index}: {reason}"),
     };
     let header = proto::FileHeader::decode(frames[0].as_slice())
         .map_err(|e| corrupt(0, format!("bad header: {e}")))?;

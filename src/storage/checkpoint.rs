@@ -133,13 +133,9 @@ impl Checkpoint {
         if *at == acked {
             return Ok(());
         }
-        let start = match index {
-            0 => log::FILE_HEADER_BYTES as u64,
-            i => found.positions[i as usize - 1].bytes,
-        };
         Err(StorageError::Corrupt {
             file: file.to_string(),
-            offset: start,
+            offset: found.frame_start(index as usize),
             reason: format!(
                 "frame seq {index} is not the one acknowledged: checkpoint `{}` records it \
                  ending at byte {} with crc {:#010x}, the file has it ending at byte {} with \
@@ -233,10 +229,7 @@ fn decode_entry(entry: &[u8]) -> Option<(String, Position)> {
 fn decode(file: &str, recovered: &Recovered) -> Result<BTreeMap<String, Position>, StorageError> {
     let corrupt = |index: usize, reason: &str| StorageError::Corrupt {
         file: file.to_string(),
-        offset: match index {
-            0 => log::FILE_HEADER_BYTES as u64,
-            i => recovered.positions[i - 1].bytes,
-        },
+        offset: recovered.frame_start(index),
         reason: format!("frame seq {index}: {reason}"),
     };
     let mut acked = BTreeMap::new();

@@ -105,6 +105,14 @@ impl Recovered {
     pub fn end(&self) -> Position {
         self.positions.last().copied().unwrap_or(Position::EMPTY)
     }
+
+    /// Byte offset where frame `seq` (an index into `frames`) starts, for messages.
+    pub fn frame_start(&self, seq: usize) -> u64 {
+        match seq.checked_sub(1) {
+            None => FILE_HEADER_BYTES as u64,
+            Some(before) => self.positions.get(before).map_or(0, |p| p.bytes),
+        }
+    }
 }
 
 /// Appends one frame per payload to `file`, which must end at `at` (the [`Recovered::end`]

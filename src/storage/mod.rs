@@ -1,5 +1,7 @@
 //! Durable storage for the lease and ledger services: named append-only files behind the
-//! [`Storage`] trait, and the framed, checksummed [`log`] format both services write.
+//! [`Storage`] trait, the framed, checksummed and chained [`log`] format both services write
+//! (format version [`log::FORMAT_VERSION`]; older files are refused, not upgraded), and the
+//! [`checkpoint`] of how far each log was acknowledged, which catches a log cut below that.
 //!
 //! Two implementations: [`MemStorage`], deterministic and crashable, for simulation (a crash
 //! keeps what was synced and loses, or tears, what was not), and [`FileStorage`], a directory

@@ -269,6 +269,8 @@ fn lease_driver(process: &ServiceProcess) -> RemoteLease {
 
 /// Runs `leasesim ARGS`, which must exit 2 within 30 s (it is killed and reaped otherwise);
 /// returns its stderr.
+// A child process runs in real time: the deadline and the polling are real time too.
+#[allow(clippy::disallowed_types, clippy::disallowed_methods)]
 fn refused_within_30s(args: &[&str]) -> String {
     let mut child = leasesim()
         .args(args)
