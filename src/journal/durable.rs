@@ -139,8 +139,9 @@ impl DurableLedger {
     }
 
     /// Bytes of torn tail cut from the ends of the ledger files when this ledger opened, in
-    /// total (0 when every file was intact). Non-zero after a crash during an append — or
-    /// when a last frame was damaged on disk, which the log format cannot tell apart.
+    /// total (0 when every file was intact). Non-zero after a crash during an append, or a
+    /// last frame damaged on disk that was never acknowledged (a damaged acknowledged frame is
+    /// refused by the checkpoint instead).
     pub fn recovered_cut_bytes(&self) -> u64 {
         self.recovered_cut_bytes
     }
@@ -306,15 +307,15 @@ impl Ledger for DurableLedger {
     }
 }
 
-/// Tells the operator that recovery cut `bytes` from the end of `file`: usually an append
-/// torn by a crash (never acknowledged), but a frame damaged on disk looks the same, and then
-/// an acknowledged record is gone.
+/// Tells the operator that recovery cut `bytes` from the end of `file`: an append torn by
+/// a crash, never acknowledged (the checkpoint refuses a cut below what was acknowledged),
+/// unless the checkpoint itself was missing.
 fn warn_if_cut(file: &str, bytes: u64) {
     if bytes > 0 {
         tracing::warn!(
             "recovery cut {bytes} bytes from the end of ledger file `{file}`: an append torn \
-             by a crash, or a last record damaged on disk (the log format cannot tell them \
-             apart, and a damaged record may have been acknowledged); if the service did not \
+             by a crash or a last frame damaged on disk, in either case past the last \
+             acknowledged record (the checkpoint shows those intact); if the service did not \
              crash, check the disk"
         );
     }

@@ -245,8 +245,9 @@ impl DurableLease {
     }
 
     /// Bytes of torn tail cut from the end of [`STATE_FILE`] when this authority opened
-    /// (0 when the file was intact). Non-zero after a crash during a write — or when the last
-    /// frame was damaged on disk, which the log format cannot tell apart.
+    /// (0 when the file was intact). Non-zero after a crash during a write, or a last frame
+    /// damaged on disk that was never acknowledged (a damaged acknowledged frame is refused by
+    /// the checkpoint instead).
     pub fn recovered_cut_bytes(&self) -> u64 {
         self.recovered_cut_bytes
     }
@@ -374,15 +375,15 @@ fn saturating_add(at: Instant, d: Duration) -> Instant {
     Instant::from_origin(at.since_origin().saturating_add(d))
 }
 
-/// Tells the operator that recovery cut `bytes` from the end of `file`: usually a write torn
-/// by a crash, but a frame damaged on disk looks the same, and its records are gone.
+/// Tells the operator that recovery cut `bytes` from the end of `file`: a write torn by a
+/// crash, never acknowledged (the checkpoint refuses a cut below what was acknowledged),
+/// unless the checkpoint itself was missing.
 fn warn_if_cut(file: &str, bytes: u64) {
     if bytes > 0 {
         tracing::warn!(
-            "recovery cut {bytes} bytes from the end of `{file}`: a write torn by a crash, or a \
-             last frame damaged on disk (the log format cannot tell them apart, and a damaged \
-             frame may have held an acknowledged record); if the service did not crash, check \
-             the disk"
+            "recovery cut {bytes} bytes from the end of `{file}`: a write torn by a crash or a \
+             last frame damaged on disk, in either case past the last acknowledged write (the \
+             checkpoint shows those intact); if the service did not crash, check the disk"
         );
     }
 }
