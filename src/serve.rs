@@ -50,7 +50,10 @@ pub async fn lease(
     let clock = Arc::new(RealClock::new());
     let authority = DurableLease::open(storage, clock, config.clone())
         .await
-        .map_err(|e| ServeError::BadInput(format!("cannot recover the lease state: {e}")))?;
+        .map_err(|e| {
+            let data = options.data.display();
+            ServeError::BadInput(format!("cannot recover the lease state in {data}: {e}"))
+        })?;
     let authority = Arc::new(authority);
     let (addr, incoming) = bind(&options.listen).await?;
     println!(
@@ -78,9 +81,10 @@ pub async fn ledger(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
     let storage = open_storage(&options)?;
-    let ledger = DurableLedger::open(storage)
-        .await
-        .map_err(|e| ServeError::BadInput(format!("cannot recover the ledger: {e}")))?;
+    let ledger = DurableLedger::open(storage).await.map_err(|e| {
+        let data = options.data.display();
+        ServeError::BadInput(format!("cannot recover the ledger in {data}: {e}"))
+    })?;
     let (addr, incoming) = bind(&options.listen).await?;
     println!(
         "ledger service listening on {addr} (data {})",

@@ -1,5 +1,19 @@
 //! `DurableLedger`: the ledger service's store — one framed log file per session on a
 //! [`Storage`], each record durable before its append is acknowledged.
+//!
+//! # On disk
+//! - `<safe session name>.ledger`: a [`log`] file (format version [`log::FORMAT_VERSION`])
+//!   whose frame 0 is a `FileHeader` (kind `ledger`, version [`LEDGER_SCHEMA_VERSION`], the
+//!   session id) and whose frame `n` is the record at seq `n`: each frame carries its seq and
+//!   the checksum of the frame before, so a missing, duplicated or swapped record is
+//!   [`StorageError::Corrupt`] at its offset, never renumbered.
+//! - [`LEDGER_CHECKPOINT`]: a [checkpoint](crate::storage::checkpoint) of every ledger file's last acknowledged seq, byte
+//!   length and checksum, synced after the record and before the acknowledgement, so a ledger
+//!   file cut at a frame boundary, cut to its header or to 0 bytes, or deleted is refused
+//!   ([`StorageError::BehindCheckpoint`]) instead of losing acknowledged records.
+//!
+//! Files of format version 1 (before the chained frames) are refused with
+//! [`StorageError::Version`], not upgraded: see [`log`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,10 +26,15 @@ use super::{Entry, Ledger, LedgerError, Record, Seq};
 use crate::lease::SessionId;
 use crate::mutant::Mutant;
 use crate::remote::{proto, wire};
+use crate::storage::checkpoint::Checkpoint;
+use crate::storage::log::Position;
 use crate::storage::{Storage, StorageError, log, safe_name};
 
-/// Schema version of ledger files.
-pub const LEDGER_SCHEMA_VERSION: u32 = 1;
+/// Schema version of ledger files' `FileHeader` (2: the chained log format).
+pub const LEDGER_SCHEMA_VERSION: u32 = 2;
+
+/// The ledger's [checkpoint](crate::storage::checkpoint) file (it does not end in [`LEDGER_SUFFIX`]).
+pub const LEDGER_CHECKPOINT: &str = "ledger-checkpoint.log";
 
 /// Suffix of ledger file names (`<safe session name>.ledger`).
 pub const LEDGER_SUFFIX: &str = ".ledger";
@@ -33,54 +52,81 @@ pub struct DurableLedger {
     /// A planted bug ([`Mutant::AppendIgnoresExpectedTip`], [`Mutant::FenceWrittenBlind`]),
     /// or `None` for the correct code.
     mutant: Option<Mutant>,
-    logs: Mutex<BTreeMap<SessionId, SessionLog>>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    logs: BTreeMap<SessionId, SessionLog>,
+    checkpoint: Checkpoint,
 }
 
 #[derive(Debug)]
 struct SessionLog {
     file: String,
     records: Vec<Record>,
+    /// Where the file ends: the next record's frame goes there.
+    end: Position,
     /// Set when a write failed: the file may end in a partial frame, so nothing more is
     /// appended to it until a restart has recovered it.
     broken: Option<String>,
 }
 
 impl DurableLedger {
-    /// Recovers every ledger file on `storage` (cutting torn tails).
+    /// Recovers every ledger file on `storage` (cutting torn tails), checks each against the
+    /// checkpoint [`LEDGER_CHECKPOINT`], then rewrites the checkpoint with what was found.
     ///
     /// A damaged last frame is cut as a torn tail (the log cannot tell a torn write from a
     /// frame that rotted on disk): each cut is logged as a warning naming the file, and the
-    /// total is reported by [`DurableLedger::recovered_cut_bytes`].
+    /// total is reported by [`DurableLedger::recovered_cut_bytes`]. A cut below what was
+    /// acknowledged is refused by the checkpoint.
     ///
     /// # Errors
-    /// Storage errors; [`StorageError::Corrupt`] for a file this version cannot read, or
-    /// whose name does not match the session it holds.
+    /// Storage errors; [`StorageError::Version`] for a file of another format version;
+    /// [`StorageError::Corrupt`] for a damaged or misplaced frame, a file this version cannot
+    /// read, or whose name does not match the session it holds;
+    /// [`StorageError::BehindCheckpoint`] for a ledger file that ends before its
+    /// acknowledged seq (truncated or deleted). Nothing is changed on a refusal.
     pub async fn open(storage: Arc<dyn Storage>) -> Result<Self, StorageError> {
+        let mut checkpoint = Checkpoint::open(&*storage, LEDGER_CHECKPOINT).await?;
+        let mut files: Vec<String> = storage.list().await?;
+        files.retain(|f| f.ends_with(LEDGER_SUFFIX));
+        // A file the checkpoint knows but the directory lacks was deleted: recover it too,
+        // so the checkpoint refuses it.
+        files.extend(checkpoint.files().map(str::to_string));
+        files.sort();
+        files.dedup();
+        let mut recovered_files = Vec::new();
+        for file in files {
+            let recovered = checkpoint.recover(&*storage, &file).await?;
+            recovered_files.push((file, recovered));
+        }
+        warn_if_checkpoint_missing(&checkpoint, recovered_files.len());
         let mut logs = BTreeMap::new();
+        let mut positions = BTreeMap::new();
         let mut recovered_cut_bytes = 0;
-        for file in storage.list().await? {
-            if !file.ends_with(LEDGER_SUFFIX) {
-                continue;
-            }
-            let recovered = log::recover(&*storage, &file).await?;
+        for (file, recovered) in recovered_files {
             warn_if_cut(&file, recovered.truncated_bytes);
             recovered_cut_bytes += recovered.truncated_bytes;
             if recovered.frames.is_empty() {
                 continue; // a file whose header never became durable: nothing was acked
             }
-            let (session, records) = decode_file(&file, &recovered.frames)?;
+            let (session, records) = decode_file(&file, &recovered)?;
+            positions.insert(file.clone(), recovered.end());
             let log = SessionLog {
                 file,
                 records,
+                end: recovered.end(),
                 broken: None,
             };
             logs.insert(session, log);
         }
+        checkpoint.rewrite(&*storage, positions).await?;
         Ok(DurableLedger {
             storage,
             recovered_cut_bytes,
             mutant: None,
-            logs: Mutex::new(logs),
+            state: Mutex::new(State { logs, checkpoint }),
         })
     }
 
@@ -93,8 +139,9 @@ impl DurableLedger {
     }
 
     /// Bytes of torn tail cut from the ends of the ledger files when this ledger opened, in
-    /// total (0 when every file was intact). Non-zero after a crash during an append — or
-    /// when a last frame was damaged on disk, which the log format cannot tell apart.
+    /// total (0 when every file was intact). Non-zero after a crash during an append, or a
+    /// last frame damaged on disk that was never acknowledged (a damaged acknowledged frame is
+    /// refused by the checkpoint instead).
     pub fn recovered_cut_bytes(&self) -> u64 {
         self.recovered_cut_bytes
     }
@@ -107,14 +154,25 @@ impl DurableLedger {
             session: name.as_str().to_owned(),
         }
         .encode_to_vec();
-        log::recover_or_create(&*self.storage, &file, &header)
+        let recovered = log::recover_or_create(&*self.storage, &file, &header)
             .await
             .map_err(|e| LedgerError::Unavailable {
                 reason: format!("cannot create the ledger file of {name}: {e}"),
             })?;
+        if recovered.frames.len() != 1 {
+            // Only a file with no durable header was skipped at open (see `open`).
+            return Err(LedgerError::Unavailable {
+                reason: format!(
+                    "the ledger file {file} of {name} appeared with {} frames while the \
+                     service ran; restart the service",
+                    recovered.frames.len()
+                ),
+            });
+        }
         Ok(SessionLog {
             file,
             records: Vec::new(),
+            end: recovered.end(),
             broken: None,
         })
     }
@@ -125,6 +183,7 @@ impl DurableLedger {
     async fn put_at(
         &self,
         log: &mut SessionLog,
+        checkpoint: &mut Checkpoint,
         seq: Seq,
         record: Record,
     ) -> Result<Seq, LedgerError> {
@@ -136,34 +195,63 @@ impl DurableLedger {
             .map(|r| wire::record_to_wire(r).encode_to_vec())
             .collect();
         let written = async {
-            let bytes = self.storage.read(&log.file).await?;
+            let recovered = log::read_log(&*self.storage, &log.file).await?;
             // Frame 0 is the header, frame n the record at n: cut before frame `seq`.
-            let mut offset = 0usize;
-            for _ in 0..seq {
-                let len = bytes
-                    .get(offset..offset + 4)
-                    .map_or(0, |l| u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize);
-                offset += log::FRAME_HEADER_BYTES + len;
-            }
-            self.storage.truncate(&log.file, offset as u64).await?;
+            let at = recovered.positions[index];
+            self.storage.truncate(&log.file, at.bytes).await?;
             let payloads: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-            log::append_frames(&*self.storage, &log.file, &payloads).await
+            let end = log::append_frames(&*self.storage, &log.file, at, &payloads).await?;
+            checkpoint.record(&*self.storage, &log.file, end).await?;
+            Ok::<_, StorageError>(end)
         };
-        if let Err(error) = written.await {
-            let reason = format!("ledger write failed: {error}; restart the service");
-            log.broken = Some(reason.clone());
-            return Err(LedgerError::Unknown { reason });
+        match written.await {
+            Ok(end) => log.end = end,
+            Err(error) => {
+                let reason = format!("ledger write failed: {error}; restart the service");
+                log.broken = Some(reason.clone());
+                return Err(LedgerError::Unknown { reason });
+            }
         }
         log.records = records;
         Ok(seq)
+    }
+
+    /// Appends `record` to `log` durably and checkpoints it; on failure the log is broken.
+    async fn write(
+        &self,
+        log: &mut SessionLog,
+        checkpoint: &mut Checkpoint,
+        record: Record,
+    ) -> Result<(), LedgerError> {
+        let frame = wire::record_to_wire(&record).encode_to_vec();
+        let written = async {
+            let end = log::append_frames(&*self.storage, &log.file, log.end, &[&frame]).await?;
+            checkpoint.record(&*self.storage, &log.file, end).await?;
+            Ok::<_, StorageError>(end)
+        };
+        match written.await {
+            Ok(end) => {
+                log.end = end;
+                log.records.push(record);
+                Ok(())
+            }
+            Err(error) => {
+                let reason = format!("ledger write failed: {error}; restart the service");
+                log.broken = Some(reason.clone());
+                Err(LedgerError::Unknown { reason })
+            }
+        }
     }
 }
 
 #[async_trait]
 impl Ledger for DurableLedger {
     async fn tip(&self, name: &SessionId) -> Result<Seq, LedgerError> {
-        let logs = self.logs.lock().await;
-        Ok(logs.get(name).map_or(0, |log| log.records.len() as Seq))
+        let state = self.state.lock().await;
+        Ok(state
+            .logs
+            .get(name)
+            .map_or(0, |log| log.records.len() as Seq))
     }
 
     async fn append(
@@ -172,7 +260,8 @@ impl Ledger for DurableLedger {
         expected: Seq,
         record: Record,
     ) -> Result<Seq, LedgerError> {
-        let mut logs = self.logs.lock().await;
+        let mut state = self.state.lock().await;
+        let State { logs, checkpoint } = &mut *state;
         let blind = self.mutant == Some(Mutant::AppendIgnoresExpectedTip);
         if expected != 0 && !blind && !logs.contains_key(name) {
             return Err(LedgerError::Conflict { actual: 0 });
@@ -192,24 +281,18 @@ impl Ledger for DurableLedger {
             && self.mutant == Some(Mutant::FenceWrittenBlind)
             && matches!(record, Record::Fence { .. })
         {
-            return self.put_at(log, expected + 1, record).await;
+            return self.put_at(log, checkpoint, expected + 1, record).await;
         }
         if actual != expected && !blind {
             return Err(LedgerError::Conflict { actual });
         }
-        let frame = wire::record_to_wire(&record).encode_to_vec();
-        if let Err(error) = log::append_frames(&*self.storage, &log.file, &[&frame]).await {
-            let reason = format!("ledger write failed: {error}; restart the service");
-            log.broken = Some(reason.clone());
-            return Err(LedgerError::Unknown { reason });
-        }
-        log.records.push(record);
+        self.write(log, checkpoint, record).await?;
         Ok(actual + 1)
     }
 
     async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError> {
-        let logs = self.logs.lock().await;
-        let Some(log) = logs.get(name) else {
+        let state = self.state.lock().await;
+        let Some(log) = state.logs.get(name) else {
             return Ok(Vec::new());
         };
         let first = from.max(1);
@@ -224,27 +307,45 @@ impl Ledger for DurableLedger {
     }
 }
 
-/// Tells the operator that recovery cut `bytes` from the end of `file`: usually an append
-/// torn by a crash (never acknowledged), but a frame damaged on disk looks the same, and then
-/// an acknowledged record is gone.
+/// Tells the operator that recovery cut `bytes` from the end of `file`: an append torn by
+/// a crash, never acknowledged (the checkpoint refuses a cut below what was acknowledged),
+/// unless the checkpoint itself was missing.
 fn warn_if_cut(file: &str, bytes: u64) {
     if bytes > 0 {
         tracing::warn!(
             "recovery cut {bytes} bytes from the end of ledger file `{file}`: an append torn \
-             by a crash, or a last record damaged on disk (the log format cannot tell them \
-             apart, and a damaged record may have been acknowledged); if the service did not \
+             by a crash or a last frame damaged on disk, in either case past the last \
+             acknowledged record (the checkpoint shows those intact); if the service did not \
              crash, check the disk"
         );
     }
 }
 
+/// Warns when the checkpoint was missing although ledger files exist: it is rebuilt from
+/// them, so a damaged ledger file is not caught this once.
+fn warn_if_checkpoint_missing(checkpoint: &Checkpoint, files: usize) {
+    if checkpoint.was_missing() && files > 0 {
+        tracing::warn!(
+            "the ledger checkpoint `{}` is missing although {files} ledger files exist: \
+             rebuilding it from them as they are (if a ledger file was also truncated, its \
+             lost records cannot be detected this time)",
+            checkpoint.file()
+        );
+    }
+}
+
 /// The session and records of a recovered ledger file.
-fn decode_file(file: &str, frames: &[Vec<u8>]) -> Result<(SessionId, Vec<Record>), StorageError> {
-    let corrupt = |reason: String| StorageError::Corrupt {
+fn decode_file(
+    file: &str,
+    recovered: &log::Recovered,
+) -> Result<(SessionId, Vec<Record>), StorageError> {
+    let frames = &recovered.frames;
+    let corrupt_at = |index: usize, reason: String| StorageError::Corrupt {
         file: file.to_owned(),
-        offset: 0,
+        offset: recovered.frame_start(index),
         reason,
     };
+    let corrupt = |reason: String| corrupt_at(0, reason);
     let header = proto::FileHeader::decode(frames[0].as_slice())
         .map_err(|e| corrupt(format!("bad header: {e}")))?;
     if header.v != LEDGER_SCHEMA_VERSION || header.kind != LEDGER_KIND {
@@ -266,7 +367,7 @@ fn decode_file(file: &str, frames: &[Vec<u8>]) -> Result<(SessionId, Vec<Record>
             let record = proto::Record::decode(frame.as_slice()).map_err(|e| e.to_string());
             record
                 .and_then(|r| wire::record(Some(r)).map_err(|e| e.0))
-                .map_err(|e| corrupt(format!("record {}: {e}", index + 1)))
+                .map_err(|e| corrupt_at(index + 1, format!("record {}: {e}", index + 1)))
         })
         .collect::<Result<_, _>>()?;
     Ok((session, records))

@@ -19,7 +19,7 @@ use async_trait::async_trait;
 
 use crate::lease::{Owner, SessionId};
 
-pub use durable::{DurableLedger, LEDGER_SCHEMA_VERSION, LEDGER_SUFFIX};
+pub use durable::{DurableLedger, LEDGER_CHECKPOINT, LEDGER_SCHEMA_VERSION, LEDGER_SUFFIX};
 pub use lease::{JournalLease, LossCause, SkewMargin};
 pub use mem::MemLedger;
 pub use remote::{LedgerServer, RemoteLedger};

@@ -10,6 +10,19 @@
 //!   until that much uptime has passed. Downtime counts as zero (conservative), and each
 //!   incarnation's uptime is counted, so repeated restarts never extend the grace beyond
 //!   about one TTL of accumulated uptime.
+//!
+//! # On disk
+//! - [`STATE_FILE`]: a [`log`] file (format version [`log::FORMAT_VERSION`]: frames carry
+//!   their seq and a chained checksum) whose frame 0 is a `FileHeader` (kind `lease-state`,
+//!   version [`STATE_SCHEMA_VERSION`]) and whose later frames are high-water marks and grace
+//!   countdowns.
+//! - [`STATE_CHECKPOINT`]: a [checkpoint](crate::storage::checkpoint) of how many frames of
+//!   [`STATE_FILE`] were written (and its length and last checksum), synced after each write
+//!   and before the grant is acknowledged. A state file cut halfway, to its header or to 0
+//!   bytes, or deleted is refused at open ([`StorageError::BehindCheckpoint`]) instead of
+//!   reissuing tokens or shortening the grace period.
+//!
+//! Files of format version 1 are refused with [`StorageError::Version`], not upgraded.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,13 +36,18 @@ use super::{Lease, LeaseError, MemLease, Owner, SessionId, SessionLease};
 use crate::clock::{Clock, Instant};
 use crate::mutant::Mutant;
 use crate::remote::proto::{self, lease_state_record::Kind};
+use crate::storage::checkpoint::Checkpoint;
+use crate::storage::log::Position;
 use crate::storage::{Storage, StorageError, log};
 
 /// The file holding the authority's durable state.
 pub const STATE_FILE: &str = "lease-state.log";
 
-/// Schema version of [`STATE_FILE`].
-pub const STATE_SCHEMA_VERSION: u32 = 1;
+/// The checkpoint of [`STATE_FILE`]: how far it was acknowledged.
+pub const STATE_CHECKPOINT: &str = "lease-state-checkpoint.log";
+
+/// Schema version of [`STATE_FILE`]'s `FileHeader` (2: the chained log format).
+pub const STATE_SCHEMA_VERSION: u32 = 2;
 
 const STATE_KIND: &str = "lease-state";
 
@@ -127,6 +145,9 @@ struct Persisted {
     /// Set when a write failed: its outcome is unknown, so the authority stops granting
     /// until it is restarted and has recovered.
     broken: Option<String>,
+    /// Where [`STATE_FILE`] ends.
+    end: Position,
+    checkpoint: Checkpoint,
 }
 
 impl DurableLease {
@@ -158,9 +179,20 @@ impl DurableLease {
             session: String::new(),
         }
         .encode_to_vec();
-        let recovered = log::recover_or_create(&*storage, STATE_FILE, &header).await?;
+        let mut checkpoint = Checkpoint::open(&*storage, STATE_CHECKPOINT).await?;
+        let mut recovered = checkpoint.recover(&*storage, STATE_FILE).await?;
+        if checkpoint.was_missing() && !recovered.frames.is_empty() {
+            tracing::warn!(
+                "the lease state checkpoint `{STATE_CHECKPOINT}` is missing although \
+                 `{STATE_FILE}` exists: rebuilding it from the state file as it is"
+            );
+        }
         warn_if_cut(STATE_FILE, recovered.truncated_bytes);
-        let (high_water, grace) = replay(&recovered.frames)?;
+        log::create_if_empty(&*storage, STATE_FILE, &mut recovered, &header).await?;
+        let end = recovered.end();
+        let positions = BTreeMap::from([(STATE_FILE.to_string(), end)]);
+        checkpoint.rewrite(&*storage, positions).await?;
+        let (high_water, grace) = replay(&recovered)?;
         let inner = MemLease::new(clock.clone(), config.ttl)
             .with_mutant(config.mutant)
             .with_hooks(config.hooks.clone());
@@ -188,6 +220,8 @@ impl DurableLease {
                 grace_stored: grace,
                 latest_expiry: now,
                 broken: None,
+                end,
+                checkpoint,
             }),
             clock,
         })
@@ -211,8 +245,9 @@ impl DurableLease {
     }
 
     /// Bytes of torn tail cut from the end of [`STATE_FILE`] when this authority opened
-    /// (0 when the file was intact). Non-zero after a crash during a write — or when the last
-    /// frame was damaged on disk, which the log format cannot tell apart.
+    /// (0 when the file was intact). Non-zero after a crash during a write, or a last frame
+    /// damaged on disk that was never acknowledged (a damaged acknowledged frame is refused by
+    /// the checkpoint instead).
     pub fn recovered_cut_bytes(&self) -> u64 {
         self.recovered_cut_bytes
     }
@@ -282,12 +317,23 @@ impl DurableLease {
 
     async fn write(&self, state: &mut Persisted, frames: &[Vec<u8>]) -> Result<(), LeaseError> {
         let payloads: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-        let outcome = log::append_frames(&*self.storage, STATE_FILE, &payloads).await;
-        outcome.map_err(|error| {
-            let reason = format!("lease state write failed: {error}; restart the service");
-            state.broken = Some(reason.clone());
-            LeaseError::Unavailable { reason }
-        })
+        let storage = &*self.storage;
+        let outcome = async {
+            let end = log::append_frames(storage, STATE_FILE, state.end, &payloads).await?;
+            state.checkpoint.record(storage, STATE_FILE, end).await?;
+            Ok::<_, StorageError>(end)
+        };
+        match outcome.await {
+            Ok(end) => {
+                state.end = end;
+                Ok(())
+            }
+            Err(error) => {
+                let reason = format!("lease state write failed: {error}; restart the service");
+                state.broken = Some(reason.clone());
+                Err(LeaseError::Unavailable { reason })
+            }
+        }
     }
 
     async fn grant(
@@ -329,15 +375,15 @@ fn saturating_add(at: Instant, d: Duration) -> Instant {
     Instant::from_origin(at.since_origin().saturating_add(d))
 }
 
-/// Tells the operator that recovery cut `bytes` from the end of `file`: usually a write torn
-/// by a crash, but a frame damaged on disk looks the same, and its records are gone.
+/// Tells the operator that recovery cut `bytes` from the end of `file`: a write torn by a
+/// crash, never acknowledged (the checkpoint refuses a cut below what was acknowledged),
+/// unless the checkpoint itself was missing.
 fn warn_if_cut(file: &str, bytes: u64) {
     if bytes > 0 {
         tracing::warn!(
-            "recovery cut {bytes} bytes from the end of `{file}`: a write torn by a crash, or a \
-             last frame damaged on disk (the log format cannot tell them apart, and a damaged \
-             frame may have held an acknowledged record); if the service did not crash, check \
-             the disk"
+            "recovery cut {bytes} bytes from the end of `{file}`: a write torn by a crash or a \
+             last frame damaged on disk, in either case past the last acknowledged write (the \
+             checkpoint shows those intact); if the service did not crash, check the disk"
         );
     }
 }
@@ -357,11 +403,14 @@ fn grace_frame(remaining: Duration) -> Vec<u8> {
 }
 
 /// The high-water marks and the last grace countdown in a recovered state file.
-fn replay(frames: &[Vec<u8>]) -> Result<(BTreeMap<SessionId, u64>, Duration), StorageError> {
+fn replay(
+    recovered: &log::Recovered,
+) -> Result<(BTreeMap<SessionId, u64>, Duration), StorageError> {
+    let frames = &recovered.frames;
     let corrupt = |index: usize, reason: String| StorageError::Corrupt {
         file: STATE_FILE.into(),
-        offset: index as u64,
-        reason: format!("frame {index}: {reason}"),
+        offset: recovered.frame_start(index),
+        reason: format!("frame seq {index}: {reason}"),
     };
     let header = proto::FileHeader::decode(frames[0].as_slice())
         .map_err(|e| corrupt(0, format!("bad header: {e}")))?;

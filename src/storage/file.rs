@@ -240,15 +240,55 @@ impl Inner {
         let mut names = Vec::new();
         for entry in fs::read_dir(&self.dir).map_err(|e| err("list the data directory", e))? {
             let entry = entry.map_err(|e| err("list the data directory", e))?;
-            let is_file = entry.file_type().is_ok_and(|t| t.is_file());
-            // Anything else in the directory (probe, editor backups, subdirectories) is not ours.
-            match entry.file_name().into_string() {
-                Ok(name) if is_file && validate_name(&name).is_ok() => names.push(name),
-                _ => {}
+            // Names that are not storage names (probe, hidden files, backups) are not ours.
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            if validate_name(&name).is_ok() {
+                self.check_regular(&name)?;
+                names.push(name);
             }
         }
         names.sort();
         Ok(names)
+    }
+
+    /// Refuses a storage name that is not a regular file (a directory, a socket, a symlink
+    /// loop or a dangling symlink): the service would otherwise skip it and lose its records.
+    fn check_regular(&self, name: &str) -> Result<(), StorageError> {
+        let op = "check that the data file is a regular file";
+        let meta = fs::metadata(self.dir.join(name)).map_err(|e| {
+            let e = io::Error::new(
+                e.kind(),
+                format!("{e} (a symlink loop or a dangling link?)"),
+            );
+            io_error(self.path(name), op, e)
+        })?;
+        if meta.is_file() {
+            return Ok(());
+        }
+        let e = io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file (a directory?): the data directory holds only the \
+             service's own files; move it away, or restore the file it replaced",
+        );
+        Err(io_error(self.path(name), op, e))
+    }
+
+    /// Writes `bytes` to a hidden temporary file, syncs it, renames it over `name` and syncs
+    /// the directory; the open handle of `name`, if any, is dropped (it is the old file).
+    fn replace(&self, name: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        let mut files = lock(&self.files);
+        let tmp = self.dir.join(format!(".{name}.tmp"));
+        let err = |op: &str, e| io_error(self.path(name), op, e);
+        let written = File::create(&tmp).and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        });
+        written.map_err(|e| err("write the temporary file of a replace", e))?;
+        fs::rename(&tmp, self.dir.join(name)).map_err(|e| err("rename over", e))?;
+        files.remove(name);
+        sync_dir(&self.dir).map_err(|e| err("fsync the directory after a replace", e))
     }
 
     fn read(&self, name: &str) -> Result<Vec<u8>, StorageError> {
@@ -378,6 +418,13 @@ impl Storage for FileStorage {
         validate_name(file)?;
         let name = file.to_string();
         self.blocking(file, move |inner| inner.truncate(&name, len))
+            .await
+    }
+
+    async fn replace(&self, file: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        validate_name(file)?;
+        let (name, bytes) = (file.to_string(), bytes.to_vec());
+        self.blocking(file, move |inner| inner.replace(&name, &bytes))
             .await
     }
 }

@@ -135,6 +135,17 @@ impl Storage for MemStorage {
         }
         Ok(())
     }
+
+    async fn replace(&self, file: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        validate_name(file)?;
+        let replaced = MemFile {
+            synced: bytes.to_vec(),
+            unsynced: Vec::new(),
+            entry_synced: true,
+        };
+        self.disk().insert(file.to_string(), replaced);
+        Ok(())
+    }
 }
 
 /// Sizes only: the contents could be megabytes of a simulation's trace.

@@ -1,5 +1,7 @@
 //! Durable storage for the lease and ledger services: named append-only files behind the
-//! [`Storage`] trait, and the framed, checksummed [`log`] format both services write.
+//! [`Storage`] trait, the framed, checksummed and chained [`log`] format both services write
+//! (format version [`log::FORMAT_VERSION`]; older files are refused, not upgraded), and the
+//! [`checkpoint`] of how far each log was acknowledged, which catches a log cut below that.
 //!
 //! Two implementations: [`MemStorage`], deterministic and crashable, for simulation (a crash
 //! keeps what was synced and loses, or tears, what was not), and [`FileStorage`], a directory
@@ -8,6 +10,7 @@
 //! File names are checked by [`validate_name`] on every call, so no name can leave the
 //! storage's directory; ids that come from outside (session ids) go through [`safe_name`].
 
+pub mod checkpoint;
 mod file;
 pub mod log;
 mod mem;
@@ -66,6 +69,42 @@ pub enum StorageError {
         offset: u64,
         /// What is wrong with the frame.
         reason: String,
+    },
+    /// The log was written in a format version this code does not read (see [`log`]: version
+    /// 1 files, from leasesim before the chained format, are refused, not upgraded).
+    #[error(
+        "log `{file}` has format version {found}; this leasesim reads only version \
+         {supported}. Nothing was changed: run the leasesim that wrote it on this directory, \
+         or start this one on a new, empty data directory (a new service: its tokens and \
+         ledgers start over)"
+    )]
+    Version {
+        /// The storage file name.
+        file: String,
+        /// The version found in the file.
+        found: u32,
+        /// The version this code reads ([`log::FORMAT_VERSION`]).
+        supported: u32,
+    },
+    /// The log ends before the position its [`checkpoint`] says was acknowledged: whole
+    /// frames were cut from its end (truncated, deleted, or replaced by an older copy).
+    /// Starting from it would drop acknowledged records or reissue tokens, so recovery stops.
+    #[error(
+        "log `{file}` ends at {found}, but checkpoint `{checkpoint}` records that it was \
+         acknowledged up to {expected}: the file was truncated, deleted or replaced by an \
+         older copy. Nothing was changed. Restore `{file}` from a backup or replica; if \
+         losing its acknowledged records is acceptable, move the whole data directory away \
+         and start a new, empty service"
+    )]
+    BehindCheckpoint {
+        /// The storage file name.
+        file: String,
+        /// The checkpoint file's name.
+        checkpoint: String,
+        /// The acknowledged position ([`log::Position::describe`]).
+        expected: String,
+        /// Where the file's intact frames end ([`log::Position::describe`]).
+        found: String,
     },
     /// Another [`FileStorage`] holds the directory's lock: most likely a second service
     /// started with the same data directory. Two writers would each extend the files from
@@ -138,6 +177,15 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// [`StorageError::InvalidName`]; [`StorageError::Io`] with kind `InvalidInput` when `len`
     /// exceeds the file's length (truncate never extends), or on an OS error.
     async fn truncate(&self, file: &str, len: u64) -> Result<(), StorageError>;
+
+    /// Replaces the whole contents of `file` with `bytes`, atomically and durably: after a
+    /// crash the file holds either its old contents or `bytes` (a temporary file, fsync,
+    /// rename, fsync of the directory). Creates the file if missing.
+    ///
+    /// # Errors
+    /// [`StorageError::InvalidName`], [`StorageError::Io`] (then the file holds its old
+    /// contents or `bytes`).
+    async fn replace(&self, file: &str, bytes: &[u8]) -> Result<(), StorageError>;
 }
 
 /// Checks that `name` is a valid storage file name: 1 to [`NAME_MAX_BYTES`] bytes, only ASCII

@@ -118,6 +118,10 @@ impl Storage for HoldableDisk {
     async fn truncate(&self, file: &str, len: u64) -> Result<(), StorageError> {
         self.disk.truncate(file, len).await
     }
+
+    async fn replace(&self, file: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        self.disk.replace(file, bytes).await
+    }
 }
 
 /// One incarnation of the ledger service, on a runtime of its own: shutting that runtime down

@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod conformance;
+mod damage;
 mod journal;
 mod restart;
 mod serve;

@@ -109,11 +109,18 @@ async fn acknowledged_records_survive_kill_9_of_the_ledger_service() {
     let records: Vec<Record> = entries.into_iter().map(|e| e.record).collect();
     assert_eq!(records, (1..=20).map(event).collect::<Vec<_>>());
     assert_eq!(second.client.append(&s1, 20, event(21)).await, Ok(21));
-    let files: Vec<_> = std::fs::read_dir(data.path()).unwrap().collect();
+    let mut files: Vec<_> = std::fs::read_dir(data.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
     assert_eq!(
-        files.len(),
-        1,
-        "one file per session, inside the data directory"
+        files,
+        [
+            "ledger-checkpoint.log".to_string(),
+            leasesim::storage::safe_name(s1.as_str(), ".ledger")
+        ],
+        "one file per session and the checkpoint, inside the data directory"
     );
 }
 
@@ -225,32 +232,136 @@ fn a_second_service_on_a_data_directory_in_use_exits_2_until_the_first_dies() {
     }
 }
 
-/// A flipped bit in the last frame of `lease-state.log` is indistinguishable from a torn
-/// write and is cut; the restarted service must say so on stderr at the default log level.
+/// Bytes a crash leaves of an append torn after its first 10 bytes: a frame header whose
+/// length promises more than follows.
+const TORN_APPEND: [u8; 10] = [16, 0, 0, 0, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5];
+
+/// A torn last write of `lease-state.log` (never acknowledged) is cut; the restarted service
+/// must say so on stderr at the default log level.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_damaged_last_frame_cut_at_recovery_is_reported_on_stderr() {
+async fn a_torn_last_frame_cut_at_recovery_is_reported_on_stderr() {
     let data = tempfile::tempdir().unwrap();
     let first = ServiceProcess::start("lease", data.path());
-    let clock = Arc::new(RealClock::new());
-    let driver =
-        RemoteLease::new(&first.addr, tcp_dialer(), clock, &ClientConfig::default()).unwrap();
     let s1 = SessionId::new("s1").unwrap();
-    let lease = driver.acquire(&s1, &Owner::new("a", 0)).await.unwrap();
-    assert_eq!(lease.token(), 1);
+    let lease = lease_driver(&first).acquire(&s1, &Owner::new("a", 0)).await;
+    assert_eq!(lease.unwrap().token(), 1);
     let clean = first.kill_and_read_stderr();
     assert!(!clean.contains("recovery cut"), "{clean}");
 
     let state = data.path().join(STATE_FILE);
     let mut bytes = std::fs::read(&state).unwrap();
-    *bytes.last_mut().unwrap() ^= 0x01; // bit rot in the last frame's payload
+    bytes.extend_from_slice(&TORN_APPEND);
     std::fs::write(&state, &bytes).unwrap();
 
     let second = ServiceProcess::start("lease", data.path());
     let stderr = second.kill_and_read_stderr();
     assert!(
-        stderr.contains("recovery cut")
-            && stderr.contains("bytes from the end of `lease-state.log`"),
+        stderr.contains("recovery cut 10 bytes from the end of `lease-state.log`"),
         "{stderr}"
     );
     assert!(stderr.contains("WARN"), "{stderr}");
+}
+
+fn lease_driver(process: &ServiceProcess) -> RemoteLease {
+    let clock = Arc::new(RealClock::new());
+    RemoteLease::new(&process.addr, tcp_dialer(), clock, &ClientConfig::default()).unwrap()
+}
+
+/// Runs `leasesim ARGS`, which must exit 2 within 30 s (it is killed and reaped otherwise);
+/// returns its stderr.
+// A child process runs in real time: the deadline and the polling are real time too.
+#[allow(clippy::disallowed_types, clippy::disallowed_methods)]
+fn refused_within_30s(args: &[&str]) -> String {
+    let mut child = leasesim()
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} did not exit within 30 s: it started instead of refusing");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(2), "{args:?} should exit 2: {stderr}");
+    stderr
+}
+
+/// A bit flipped in the last, acknowledged frame of `lease-state.log` looks like a torn
+/// write, but the checkpoint knows it was acknowledged: the service refuses to start (exit 2)
+/// instead of reissuing the token, naming the file and both positions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_acknowledged_last_frame_or_a_truncated_state_file_exits_2() {
+    let data = tempfile::tempdir().unwrap();
+    let first = ServiceProcess::start("lease", data.path());
+    let s1 = SessionId::new("s1").unwrap();
+    let lease = lease_driver(&first).acquire(&s1, &Owner::new("a", 0)).await;
+    assert_eq!(lease.unwrap().token(), 1);
+    drop(first);
+
+    let state = data.path().join(STATE_FILE);
+    let good = std::fs::read(&state).unwrap();
+    let dir = data.path().to_str().unwrap();
+    let mut rotted = good.clone();
+    *rotted.last_mut().unwrap() ^= 0x01;
+    for damaged in [rotted, good[..good.len() / 2].to_vec(), Vec::new()] {
+        std::fs::write(&state, &damaged).unwrap();
+        let stderr = refused_within_30s(&serve_args("lease", dir, &[]));
+        assert!(stderr.contains("log `lease-state.log` ends at"), "{stderr}");
+        assert!(stderr.contains("acknowledged up to frame seq"), "{stderr}");
+        assert!(stderr.contains("lease-state-checkpoint.log"), "{stderr}");
+        assert_eq!(std::fs::read(&state).unwrap(), damaged, "left as it is");
+    }
+}
+
+/// The ledger service refuses a ledger file replaced by a directory (exit 2, naming it), and
+/// one cut to its header.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ledger_file_replaced_by_a_directory_or_cut_exits_2() {
+    let data = tempfile::tempdir().unwrap();
+    let s1 = SessionId::new("s1").unwrap();
+    let first = LedgerProcess::start(data.path());
+    for n in 1..=3 {
+        assert_eq!(first.client.append(&s1, n - 1, event(n)).await, Ok(n));
+    }
+    drop(first);
+    let file = data
+        .path()
+        .join(leasesim::storage::safe_name("s1", ".ledger"));
+    let good = std::fs::read(&file).unwrap();
+    let dir = data.path().to_str().unwrap();
+
+    std::fs::write(&file, &good[..good.len() - 1]).unwrap();
+    let stderr = refused_within_30s(&serve_args("ledger", dir, &[]));
+    assert!(
+        stderr.contains("acknowledged up to frame seq 3"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("ends at frame seq 2"), "{stderr}");
+
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    let stderr = refused_within_30s(&serve_args("ledger", dir, &[]));
+    assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+
+    std::fs::remove_dir(&file).unwrap();
+    std::fs::write(&file, &good).unwrap();
+    let restored = LedgerProcess::start(data.path());
+    assert_eq!(restored.client.tip(&s1).await, Ok(3));
 }

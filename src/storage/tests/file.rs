@@ -108,9 +108,29 @@ async fn list_ignores_what_is_not_a_storage_file() {
     let dir = root.path().join("data");
     std::fs::write(dir.join(".hidden"), b"").unwrap();
     std::fs::write(dir.join("with space"), b"").unwrap();
-    std::fs::create_dir(dir.join("subdir")).unwrap();
+    std::fs::create_dir(dir.join(".subdir")).unwrap();
     std::fs::write(dir.join("ok.log"), b"").unwrap();
     assert_eq!(storage.list().await.unwrap(), vec!["ok.log"]);
+}
+
+/// A directory or a symlink loop where a storage file could be would otherwise be skipped
+/// (and its records lost without a word): list refuses it, naming the path.
+#[cfg(unix)]
+#[tokio::test]
+async fn list_refuses_a_storage_name_that_is_not_a_regular_file() {
+    for make in ["directory", "symlink loop", "dangling symlink"] {
+        let root = tempfile::tempdir().unwrap();
+        let storage = open_in(&root);
+        let path = root.path().join("data").join("s.ledger");
+        match make {
+            "directory" => std::fs::create_dir(&path).unwrap(),
+            "symlink loop" => std::os::unix::fs::symlink(&path, &path).unwrap(),
+            _ => std::os::unix::fs::symlink("missing", &path).unwrap(),
+        }
+        let (file, _, message) = io_err(storage.list().await);
+        assert_eq!(file, path.display().to_string(), "{make}");
+        assert!(message.contains("regular file"), "{make}: {message}");
+    }
 }
 
 #[test]

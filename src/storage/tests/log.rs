@@ -1,7 +1,7 @@
 //! The framed log: format, round trip, torn tails and corruption.
 
-use super::frame;
-use crate::storage::log::{Hidden, find_hidden_frame};
+use super::{frame_after, frame_crc, frames_by_hand, log_by_hand};
+use crate::storage::log::{Hidden, Position, find_hidden_frame};
 use crate::storage::log::{MAX_FRAME_BYTES, Recovered, append_frames, recover, recover_or_create};
 use crate::storage::{FileStorage, MemStorage, Storage, StorageError};
 
@@ -10,21 +10,53 @@ const HEADER: &[u8] = b"leasesim-test v1";
 const SYNCED: [&[u8]; 2] = [b"first record", b"second"];
 const UNSYNCED: &[u8] = b"the unsynced record";
 const FRAME_HEADER: usize = crate::storage::log::FRAME_HEADER_BYTES;
+const FILE_HEADER: usize = crate::storage::log::FILE_HEADER_BYTES;
+
+/// Bytes of the frame holding `payload`.
+fn flen(payload: &[u8]) -> usize {
+    FRAME_HEADER + payload.len()
+}
 
 /// A disk holding the header and the `SYNCED` records, all durable.
 async fn synced_log() -> MemStorage {
     let disk = MemStorage::new();
-    append_frames(&disk, FILE, &[HEADER]).await.unwrap();
-    append_frames(&disk, FILE, &SYNCED).await.unwrap();
+    let end = append_frames(&disk, FILE, Position::EMPTY, &[HEADER])
+        .await
+        .unwrap();
+    append_frames(&disk, FILE, end, &SYNCED).await.unwrap();
     disk
+}
+
+/// The crc of the last frame of `synced_log`.
+fn synced_crc() -> u32 {
+    let payloads: Vec<&[u8]> = [HEADER].into_iter().chain(SYNCED).collect();
+    *frames_by_hand(&payloads).1.last().unwrap()
+}
+
+/// The frame (seq 3) an append after `synced_log` writes for `payload`.
+fn next_frame(payload: &[u8]) -> Vec<u8> {
+    frame_after(3, synced_crc(), payload).0
 }
 
 fn synced_frames() -> Vec<Vec<u8>> {
     [HEADER].iter().chain(&SYNCED).map(|p| p.to_vec()).collect()
 }
 
+/// What recovery of a log holding `frames` returns, positions computed by hand.
 fn recovered(frames: Vec<Vec<u8>>, truncated_bytes: u64) -> Recovered {
+    let payloads: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    let (bytes, crcs) = frames_by_hand(&payloads);
+    let mut at = FILE_HEADER as u64;
+    let positions = (1..).zip(bytes.iter().zip(crcs)).map(|(n, (frame, crc))| {
+        at += frame.len() as u64;
+        Position {
+            frames: n,
+            bytes: at,
+            crc,
+        }
+    });
     Recovered {
+        positions: positions.collect(),
         frames,
         truncated_bytes,
     }
@@ -44,15 +76,38 @@ fn corrupt(result: Result<Recovered, StorageError>) -> (String, u64, String) {
 
 #[tokio::test]
 async fn frames_are_laid_out_as_documented() {
-    // CRC-32 (IEEE): "abc" = 0x352441c2, "d" = 0x98dd4acc (as Python's zlib.crc32 gives).
+    // CRC-32 (IEEE) of len | seq | prev_crc | payload, as Python's zlib.crc32 gives.
     let disk = MemStorage::new();
-    append_frames(&disk, FILE, &[b"abc", b"d"]).await.unwrap();
+    let payloads: [&[u8]; 2] = [b"abc", b"d"];
+    let end = append_frames(&disk, FILE, Position::EMPTY, &payloads)
+        .await
+        .unwrap();
+    let crc0 = frame_crc(0, 0, b"abc");
+    let crc1 = frame_crc(1, crc0, b"d");
     let expected = [
-        [3, 0, 0, 0, 0xc2, 0x41, 0x24, 0x35, b'a', b'b', b'c'].as_slice(),
-        &[1, 0, 0, 0, 0xcc, 0x4a, 0xdd, 0x98, b'd'],
+        b"LSLG\x02\0\0\0".as_slice(),
+        &[3, 0, 0, 0],
+        &[0; 8],
+        &[0; 4],
+        &crc0.to_le_bytes(),
+        b"abc",
+        &[1, 0, 0, 0],
+        &[1, 0, 0, 0, 0, 0, 0, 0],
+        &crc0.to_le_bytes(),
+        &crc1.to_le_bytes(),
+        b"d",
     ]
     .concat();
     assert_eq!(disk.read(FILE).await.unwrap(), expected);
+    let bytes = expected.len() as u64;
+    assert_eq!(
+        end,
+        Position {
+            frames: 2,
+            bytes,
+            crc: crc1
+        }
+    );
 }
 
 #[tokio::test]
@@ -65,7 +120,7 @@ async fn frames_round_trip_and_are_durable_on_return() {
     );
     assert_eq!(
         disk.read(FILE).await.unwrap().len(),
-        3 * 8 + HEADER.len() + 12 + 6
+        FILE_HEADER + 3 * FRAME_HEADER + HEADER.len() + 12 + 6
     );
 }
 
@@ -82,7 +137,9 @@ async fn recover_or_create_writes_the_header_once() {
     let first = recover_or_create(&disk, FILE, HEADER).await.unwrap();
     assert_eq!(first, recovered(vec![HEADER.to_vec()], 0));
     disk.crash();
-    append_frames(&disk, FILE, &[b"r"]).await.unwrap();
+    append_frames(&disk, FILE, first.end(), &[b"r"])
+        .await
+        .unwrap();
     let again = recover_or_create(&disk, FILE, b"other header")
         .await
         .unwrap();
@@ -92,11 +149,15 @@ async fn recover_or_create_writes_the_header_once() {
 #[tokio::test]
 async fn recover_or_create_rewrites_a_torn_header() {
     let disk = MemStorage::new();
-    disk.append(FILE, &frame(HEADER)).await.unwrap();
-    disk.crash_tearing(5);
-    let got = recover_or_create(&disk, FILE, HEADER).await.unwrap();
-    assert_eq!(got, recovered(vec![HEADER.to_vec()], 5));
-    assert_eq!(disk.read(FILE).await.unwrap(), frame(HEADER));
+    disk.append(FILE, &log_by_hand(&[HEADER])).await.unwrap();
+    for keep in [5, 13] {
+        disk.crash_tearing(keep);
+        let got = recover_or_create(&disk, FILE, HEADER).await.unwrap();
+        assert_eq!(got, recovered(vec![HEADER.to_vec()], keep as u64));
+        assert_eq!(disk.read(FILE).await.unwrap(), log_by_hand(&[HEADER]));
+        disk.truncate(FILE, 0).await.unwrap();
+        disk.append(FILE, &log_by_hand(&[HEADER])).await.unwrap();
+    }
 }
 
 #[tokio::test]
@@ -116,7 +177,8 @@ async fn append_refuses_empty_and_oversized_payloads_and_writes_nothing() {
                 .to_string(),
         ),
     ] {
-        match append_frames(&disk, FILE, &payloads).await {
+        let end = recover(&disk, FILE).await.unwrap().end();
+        match append_frames(&disk, FILE, end, &payloads).await {
             Err(StorageError::InvalidFrame { file, reason: got }) => {
                 assert_eq!((file.as_str(), got), (FILE, reason));
             }
@@ -130,7 +192,9 @@ async fn append_refuses_empty_and_oversized_payloads_and_writes_nothing() {
 async fn a_frame_of_max_size_round_trips() {
     let disk = MemStorage::new();
     let big = vec![0xabu8; MAX_FRAME_BYTES];
-    append_frames(&disk, FILE, &[HEADER, &big]).await.unwrap();
+    append_frames(&disk, FILE, Position::EMPTY, &[HEADER, &big])
+        .await
+        .unwrap();
     let got = recover(&disk, FILE).await.unwrap();
     assert_eq!(got.frames.len(), 2);
     assert!(got.frames[1] == big);
@@ -140,7 +204,7 @@ async fn a_frame_of_max_size_round_trips() {
 #[tokio::test]
 async fn torn_frame_at_every_offset_is_cut_and_synced_frames_survive() {
     let synced_bytes = synced_log().await.read(FILE).await.unwrap();
-    let unsynced = frame(UNSYNCED);
+    let unsynced = next_frame(UNSYNCED);
     for keep in 0..unsynced.len() {
         let disk = synced_log().await;
         disk.append(FILE, &unsynced).await.unwrap();
@@ -164,7 +228,8 @@ async fn torn_frame_at_every_offset_is_cut_and_synced_frames_survive() {
 /// Tearing an append of two frames keeps the first once it is complete.
 #[tokio::test]
 async fn torn_two_frame_append_keeps_the_complete_frame() {
-    let (one, two) = (frame(b"one"), frame(b"two two"));
+    let (one, one_crc) = frame_after(3, synced_crc(), b"one");
+    let two = frame_after(4, one_crc, b"two two").0;
     for keep in 0..one.len() + two.len() {
         let disk = synced_log().await;
         disk.append(FILE, &[one.clone(), two.clone()].concat())
@@ -185,7 +250,7 @@ async fn torn_two_frame_append_keeps_the_complete_frame() {
 #[tokio::test]
 async fn an_untorn_unsynced_frame_is_kept() {
     let disk = synced_log().await;
-    disk.append(FILE, &frame(UNSYNCED)).await.unwrap();
+    disk.append(FILE, &next_frame(UNSYNCED)).await.unwrap();
     disk.crash_tearing(usize::MAX);
     let mut frames = synced_frames();
     frames.push(UNSYNCED.to_vec());
@@ -204,8 +269,8 @@ async fn disk_holding(bytes: &[u8]) -> MemStorage {
 #[tokio::test]
 async fn flipped_byte_in_a_middle_frame_is_corrupt_at_its_offset() {
     let log = synced_log().await.read(FILE).await.unwrap();
-    let start = frame(HEADER).len();
-    let end = start + frame(SYNCED[0]).len();
+    let start = FILE_HEADER + flen(HEADER);
+    let end = start + flen(SYNCED[0]);
     for at in start..end {
         for mask in [0x01, 0x80] {
             let mut bytes = log.clone();
@@ -225,21 +290,22 @@ async fn flipped_byte_in_a_middle_frame_is_corrupt_at_its_offset() {
 #[tokio::test]
 async fn corrupt_reason_and_display_are_exact() {
     let mut bytes = synced_log().await.read(FILE).await.unwrap();
-    let start = frame(HEADER).len();
-    bytes[start + 8] ^= 0x01;
+    let start = FILE_HEADER + flen(HEADER);
+    bytes[start + FRAME_HEADER] ^= 0x01;
     let disk = disk_holding(&bytes).await;
     let err = recover(&disk, FILE).await.unwrap_err();
-    let crc = crc32fast::hash(b"first record");
-    let bad = crc32fast::hash(b"girst record");
+    let header_crc = frame_crc(0, 0, HEADER);
+    let crc = frame_crc(1, header_crc, b"first record");
+    let bad = frame_crc(1, header_crc, b"girst record");
     let reason = format!(
-        "checksum mismatch (stored {crc:#010x}, computed {bad:#010x}), and 14 more bytes follow it"
+        "checksum mismatch (stored {crc:#010x}, computed {bad:#010x}), and 26 more bytes follow it"
     );
     assert_eq!(
         err.to_string(),
         format!(
-            "log `s.log` is corrupt at byte 24: {reason}; the frames before that offset are \
+            "log `s.log` is corrupt at byte 44: {reason}; the frames before that offset are \
              intact. Recovery refuses to drop data that may hold acknowledged records: keep a \
-             copy of the file, then restore it from a replica or backup, or cut it at byte 24 \
+             copy of the file, then restore it from a replica or backup, or cut it at byte 44 \
              by hand if losing the rest is acceptable"
         )
     );
@@ -249,7 +315,7 @@ async fn corrupt_reason_and_display_are_exact() {
 #[tokio::test]
 async fn flipped_byte_in_the_last_frame_is_a_torn_tail() {
     let log = synced_log().await.read(FILE).await.unwrap();
-    let last = frame(SYNCED[1]).len();
+    let last = flen(SYNCED[1]);
     let start = log.len() - last;
     for at in start + 4..log.len() {
         let mut bytes = log.clone();
@@ -270,11 +336,11 @@ async fn flipped_byte_in_the_last_frame_is_a_torn_tail() {
 #[tokio::test]
 async fn damaged_length_of_the_last_frame() {
     let log = synced_log().await.read(FILE).await.unwrap();
-    let start = log.len() - frame(SYNCED[1]).len();
+    let start = log.len() - flen(SYNCED[1]);
     let mut longer = log.clone();
     longer[start] += 1;
     let got = recover(&disk_holding(&longer).await, FILE).await.unwrap();
-    assert_eq!(got, recovered(synced_frames()[..2].to_vec(), 14));
+    assert_eq!(got, recovered(synced_frames()[..2].to_vec(), 26));
     let mut shorter = log.clone();
     shorter[start] -= 1;
     let (_, offset, _) = corrupt(recover(&disk_holding(&shorter).await, FILE).await);
@@ -310,10 +376,12 @@ async fn a_zeroed_tail_is_torn() {
 async fn garbage_after_a_bad_frame_is_corrupt() {
     let mut bytes = synced_log().await.read(FILE).await.unwrap();
     let start = bytes.len() as u64;
-    bytes.extend_from_slice(&[2, 0, 0, 0, 0, 0, 0, 0, b'x', b'y', 0xff]);
+    bytes.extend_from_slice(&[2, 0, 0, 0]);
+    bytes.extend_from_slice(&[0; 16]);
+    bytes.extend_from_slice(&[b'x', b'y', 0xff]);
     let (_, offset, reason) = corrupt(recover(&disk_holding(&bytes).await, FILE).await);
     assert_eq!(offset, start);
-    let computed = crc32fast::hash(b"xy");
+    let computed = frame_crc(0, 0, b"xy");
     assert_eq!(
         reason,
         format!(
@@ -327,11 +395,14 @@ async fn garbage_after_a_bad_frame_is_corrupt() {
 async fn file_storage_recovers_a_torn_tail_on_disk() {
     let root = tempfile::tempdir().unwrap();
     let storage = FileStorage::open(root.path()).unwrap();
-    append_frames(&storage, FILE, &[HEADER, b"r1"])
+    append_frames(&storage, FILE, Position::EMPTY, &[HEADER, b"r1"])
         .await
         .unwrap();
     let good = storage.read(FILE).await.unwrap();
-    storage.append(FILE, &frame(UNSYNCED)[..11]).await.unwrap();
+    storage
+        .append(FILE, &next_frame(UNSYNCED)[..11])
+        .await
+        .unwrap();
     drop(storage);
     let storage = FileStorage::open(root.path()).unwrap();
     let got = recover(&storage, FILE).await.unwrap();
@@ -343,13 +414,13 @@ async fn file_storage_recovers_a_torn_tail_on_disk() {
 #[tokio::test]
 async fn a_length_hiding_intact_frames_is_corrupt() {
     let mut bytes = synced_log().await.read(FILE).await.unwrap();
-    let start = frame(HEADER).len();
+    let start = FILE_HEADER + flen(HEADER);
     bytes[start + 1] ^= 0x80;
     let (_, offset, reason) = corrupt(recover(&disk_holding(&bytes).await, FILE).await);
     assert_eq!(offset, start as u64);
     assert_eq!(
         reason,
-        "the frame runs past the end of the file, yet an intact frame starts at byte 44: a \
+        "the frame runs past the end of the file, yet an intact frame starts at byte 76: a \
          damaged length field may be hiding acknowledged records"
     );
 }
@@ -361,16 +432,16 @@ async fn the_hidden_frame_search_is_bounded() {
     let payload_bytes = 8 * 1024 * 1024;
     let mut torn = Vec::with_capacity(FRAME_HEADER + payload_bytes);
     torn.extend_from_slice(&(10u32 * 1024 * 1024).to_le_bytes());
-    torn.extend_from_slice(&0u32.to_le_bytes());
+    torn.extend_from_slice(&[0; 16]);
     for k in (0..payload_bytes).step_by(4) {
-        let fits = u32::try_from(payload_bytes.saturating_sub(k + 12)).unwrap();
+        let fits = u32::try_from(payload_bytes.saturating_sub(k + 20)).unwrap();
         torn.extend_from_slice(&fits.to_le_bytes());
     }
     let spent = find_hidden_frame(&torn, 1);
     // Two small candidates inside the frame header (offsets 1 and 2: 40960 and 160 bytes), then
-    // seven of about 8 MiB at offsets 8..=32 fill the 64 MiB budget; the eighth does not fit.
+    // seven of about 8 MiB at offsets 20..=44 fill the 64 MiB budget; the eighth does not fit.
     assert_eq!(spent, Hidden::BudgetSpent(9));
-    let disk = disk_holding(&[frame(HEADER), torn.clone()].concat()).await;
+    let disk = disk_holding(&[log_by_hand(&[HEADER]), torn.clone()].concat()).await;
     let got = recover(&disk, FILE).await.unwrap();
     assert_eq!(got, recovered(vec![HEADER.to_vec()], torn.len() as u64));
 }

@@ -7,15 +7,54 @@ mod names;
 
 use super::StorageError;
 
-/// Bytes of one frame, built by hand from the documented format (not by the code under test).
-fn frame(payload: &[u8]) -> Vec<u8> {
+/// The checksum of a frame, computed by hand from the documented format (not by the code
+/// under test): CRC-32 of `len | seq | prev_crc | payload`.
+fn frame_crc(seq: u64, prev_crc: u32, payload: &[u8]) -> u32 {
     let len = u32::try_from(payload.len()).unwrap();
-    [
+    let fields = [
         len.to_le_bytes().as_slice(),
-        crc32fast::hash(payload).to_le_bytes().as_slice(),
+        &seq.to_le_bytes(),
+        &prev_crc.to_le_bytes(),
         payload,
     ]
-    .concat()
+    .concat();
+    crc32fast::hash(&fields)
+}
+
+/// Bytes of the frame at `seq` after a frame whose crc is `prev_crc`, built by hand from the
+/// documented format, and its crc.
+fn frame_after(seq: u64, prev_crc: u32, payload: &[u8]) -> (Vec<u8>, u32) {
+    let len = u32::try_from(payload.len()).unwrap();
+    let crc = frame_crc(seq, prev_crc, payload);
+    let bytes = [
+        len.to_le_bytes().as_slice(),
+        &seq.to_le_bytes(),
+        &prev_crc.to_le_bytes(),
+        &crc.to_le_bytes(),
+        payload,
+    ]
+    .concat();
+    (bytes, crc)
+}
+
+/// The frames of a log holding `payloads` from `seq` 0, built by hand, without the file
+/// header; and the crc of each.
+fn frames_by_hand(payloads: &[&[u8]]) -> (Vec<Vec<u8>>, Vec<u32>) {
+    let (mut frames, mut crcs) = (Vec::new(), Vec::new());
+    let mut prev = 0;
+    for (seq, payload) in (0u64..).zip(payloads) {
+        let (frame, crc) = frame_after(seq, prev, payload);
+        frames.push(frame);
+        crcs.push(crc);
+        prev = crc;
+    }
+    (frames, crcs)
+}
+
+/// The whole log file holding `payloads`, built by hand: magic, version 2, frames.
+fn log_by_hand(payloads: &[&[u8]]) -> Vec<u8> {
+    let header = [b"LSLG".as_slice(), &2u32.to_le_bytes()].concat();
+    [header, frames_by_hand(payloads).0.concat()].concat()
 }
 
 /// The `(name, reason)` of an `InvalidName`, or a panic naming what came instead.
