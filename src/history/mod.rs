@@ -497,24 +497,87 @@ impl History {
 /// The first `*_us` value of `line` (nested ones included, e.g. a result's
 /// `expiry_authority_us`) at or beyond [`MAX_TIME_US`].
 fn time_problem(line: &Line) -> Option<LineProblem> {
-    fn walk(value: &serde_json::Value) -> Option<LineProblem> {
-        match value {
-            serde_json::Value::Object(fields) => fields.iter().find_map(|(name, field)| {
-                match field.as_u64() {
-                    Some(us) if name.ends_with("_us") && us >= MAX_TIME_US => {
-                        Some(LineProblem::TimeOutOfRange {
-                            field: name.clone(),
-                            value: us,
-                        })
-                    }
-                    _ => walk(field),
+    times(line)
+        .into_iter()
+        .find(|&(_, us)| us >= MAX_TIME_US)
+        .map(|(field, value)| LineProblem::TimeOutOfRange {
+            field: field.to_string(),
+            value,
+        })
+}
+
+/// Every time and duration of `line` (its `*_us` fields, nested ones included), by name.
+fn times(line: &Line) -> Vec<(&'static str, u64)> {
+    match line {
+        Line::Config(c) => vec![
+            ("ttl_us", c.ttl_us),
+            ("skew_margin_us", c.skew_margin_us),
+            ("renew_interval_us", c.renew_interval_us),
+            ("longest_reconnect_backoff_us", c.longest_reconnect_backoff_us),
+            ("grace_period_us", c.grace_period_us),
+        ],
+        Line::Op(op) => op_times(op),
+        Line::Decision(d) => {
+            let mut times = vec![("at_authority_us", d.at_authority_us), ("at_us", d.at_us)];
+            match &d.decision {
+                Decision::Grant {
+                    expiry_authority_us,
+                    ttl_us,
+                    ..
                 }
-            }),
-            serde_json::Value::Array(items) => items.iter().find_map(walk),
-            _ => None,
+                | Decision::Renew {
+                    expiry_authority_us,
+                    ttl_us,
+                    ..
+                } => times.extend([
+                    ("expiry_authority_us", *expiry_authority_us),
+                    ("ttl_us", *ttl_us),
+                ]),
+                Decision::Refuse {
+                    reason:
+                        Refusal::GracePeriod {
+                            remaining_authority_us,
+                        },
+                    ..
+                } => times.push(("remaining_authority_us", *remaining_authority_us)),
+                _ => {}
+            }
+            times
         }
+        Line::Validity(v) => vec![
+            ("at_local_us", v.at_local_us),
+            ("at_us", v.at_us),
+            ("valid_until_local_us", v.valid_until_local_us),
+        ],
+        Line::Phase(p) => vec![("at_us", p.at_us)],
+        Line::Clock(c) => vec![("from_us", c.from_us), ("local_from_us", c.local_from_us)],
+        Line::Event(e) => vec![("at_us", e.at_us)],
+        Line::Ledger(_) => Vec::new(),
     }
-    walk(&serde_json::to_value(line).ok()?)
+}
+
+fn op_times(op: &OpLine) -> Vec<(&'static str, u64)> {
+    let mut times = vec![("invoke_us", op.invoke_us)];
+    times.extend(op.complete_us.map(|us| ("complete_us", us)));
+    times.push(("invoke_local_us", op.invoke_local_us));
+    times.extend(op.complete_local_us.map(|us| ("complete_local_us", us)));
+    match &op.result {
+        Some(OpResult::Granted {
+            expiry_authority_us,
+            ttl_us,
+            ..
+        }) => times.extend([
+            ("expiry_authority_us", *expiry_authority_us),
+            ("ttl_us", *ttl_us),
+        ]),
+        Some(OpResult::LeaseLost {
+            cause: HistLossCause::Deadline {
+                valid_until_local_us,
+            },
+        }) => times.push(("valid_until_local_us", *valid_until_local_us)),
+        _ => {}
+    }
+    times
 }
 
 /// An op that completes before it was invoked (the search would meet its return first).
