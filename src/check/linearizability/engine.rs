@@ -415,7 +415,7 @@ fn twins<I: Ord, O: Ord>(
         }
         stack.push((ret_b, b));
         debug_assert!(
-            stack.windows(2).all(|w| w[0].0 < w[1].0),
+            stack.len() < 2 || stack[stack.len() - 2].0 < ret_b,
             "a group's candidates have strictly increasing return times"
         );
         // A twin comes strictly earlier in (call, return) order, so waiting for twins never
