@@ -25,9 +25,7 @@ use leasesim::check::jepsen::{etcd, kv};
 use leasesim::check::linearizability::kv::KvStore;
 use leasesim::check::linearizability::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
 use leasesim::check::linearizability::register::{CasRegister, RegisterInput, RegisterOutput};
-use leasesim::check::linearizability::{
-    Budget, Model, Operation, Verdict, check, check_counted,
-};
+use leasesim::check::linearizability::{Budget, Model, Operation, Verdict, check, check_counted};
 
 /// Least repetitions per file.
 const ROUNDS: u32 = 5;
@@ -252,7 +250,11 @@ fn budget_rows() {
             ret: Some(10 * i + 5),
         })
         .collect();
-    budget_row("100k sequential appends, --budget 1000", &CasLedger, &appends);
+    budget_row(
+        "100k sequential appends, --budget 1000",
+        &CasLedger,
+        &appends,
+    );
     let reads: Vec<Operation<RegisterInput, RegisterOutput>> = (0..N)
         .map(|i| Operation {
             process: i % 4,

@@ -185,16 +185,16 @@ impl History {
     pub fn read_jsonl_path(path: impl AsRef<std::path::Path>) -> Result<History, HistoryError> {
         let path = path.as_ref();
         let name = path.display().to_string();
-        let bytes = crate::input::read_bytes(path, crate::input::HISTORY_LIMIT).map_err(|error| {
-            match error {
+        let bytes = crate::input::read_bytes(path, crate::input::HISTORY_LIMIT).map_err(
+            |error| match error {
                 crate::input::InputError::Io { source, .. } => HistoryError::Io {
                     file: name.clone(),
                     line: 1,
                     source,
                 },
                 refused => HistoryError::Input(refused),
-            }
-        })?;
+            },
+        )?;
         History::read_jsonl(&bytes[..], name)
     }
 }

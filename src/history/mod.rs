@@ -513,7 +513,10 @@ fn times(line: &Line) -> Vec<(&'static str, u64)> {
             ("ttl_us", c.ttl_us),
             ("skew_margin_us", c.skew_margin_us),
             ("renew_interval_us", c.renew_interval_us),
-            ("longest_reconnect_backoff_us", c.longest_reconnect_backoff_us),
+            (
+                "longest_reconnect_backoff_us",
+                c.longest_reconnect_backoff_us,
+            ),
             ("grace_period_us", c.grace_period_us),
         ],
         Line::Op(op) => op_times(op),

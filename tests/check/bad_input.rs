@@ -57,7 +57,9 @@ fn with_field(number: usize, field: &str, value: u64) -> Vec<String> {
 
 /// The lines as an in-memory history, not validated (as a caller of the library may build).
 fn in_memory(lines: &[String]) -> History {
-    let parsed = lines.iter().map(|l| Line::from_json(l).expect("a valid line"));
+    let parsed = lines
+        .iter()
+        .map(|l| Line::from_json(l).expect("a valid line"));
     History::from_lines("hand-built", parsed.collect())
 }
 
@@ -264,7 +266,11 @@ mod missing {
     #[test]
     fn a_jepsen_file_of_chatter_only_has_no_operations() {
         let dir = tempfile::tempdir().unwrap();
-        let file = write(dir.path(), "chatter.log", &["INFO  jepsen.core - hello".into()]);
+        let file = write(
+            dir.path(),
+            "chatter.log",
+            &["INFO  jepsen.core - hello".into()],
+        );
         assert_bad_input(
             &check_cli("etcd", &file),
             &format!(

@@ -280,13 +280,17 @@ fn the_history_reader_never_panics_on_arbitrary_bytes() {
 #[test]
 fn the_history_reader_never_panics_on_mutated_hand_built_histories() {
     let lines = base_lines();
-    run(512, mutations(), |m| read_and_check_history(&mutated(&lines, &m)));
+    run(512, mutations(), |m| {
+        read_and_check_history(&mutated(&lines, &m))
+    });
 }
 
 #[test]
 fn the_history_reader_never_panics_on_mutated_simulated_histories() {
     let lines = sim_lines();
-    run(48, mutations(), |m| read_and_check_history(&mutated(lines, &m)));
+    run(48, mutations(), |m| {
+        read_and_check_history(&mutated(lines, &m))
+    });
 }
 
 #[test]
