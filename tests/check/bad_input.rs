@@ -74,7 +74,9 @@ fn write(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
 }
 
 /// `leasesim check --model MODEL FILE`, killed (and the test failed) if it runs past a
-/// generous guard time: the point is that it must not hang.
+/// generous guard time: the point is that it must not hang. (Real time and sleeping are
+/// only this guard's, never what a test asserts.)
+#[allow(clippy::disallowed_methods)]
 fn check_cli(model: &str, file: &Path) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_leasesim"))
         .args(["check", "--model", model])

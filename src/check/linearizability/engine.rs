@@ -374,6 +374,10 @@ fn return_time<I, O>(op: &Operation<I, O>) -> u64 {
     }
 }
 
+/// One (input, output) group's candidate twins: (return time, local op), in (call, return)
+/// order, return times strictly increasing.
+type Candidates = Vec<(u64, usize)>;
+
 /// Pruning of equivalent operations: for each op `b`, the latest op `a` before it in (call,
 /// return) order with the same input and output whose interval `a` is dominated by `b`'s
 /// (`a.call <= b.call`, `a.ret <= b.ret`). Any linearization placing `b` before `a` stays valid
@@ -393,7 +397,7 @@ fn twins<I: Ord, O: Ord>(
     let mut order: Vec<usize> = (0..indices.len()).collect();
     let key = |l: usize| (ops[indices[l]].call, return_time(&ops[indices[l]]), l);
     order.sort_by_key(|&l| key(l));
-    let mut candidates: BTreeMap<(&I, Option<&O>), Vec<(u64, usize)>> = BTreeMap::new();
+    let mut candidates: BTreeMap<(&I, Option<&O>), Candidates> = BTreeMap::new();
     let mut twin_before = vec![None; indices.len()];
     let mut work = 0u64;
     for &b in &order {
