@@ -7,7 +7,10 @@
 //! - `FILE: unknown (budget of S steps per partition ran out, no violation found; N ops, X ms)`.
 //!
 //! A file that cannot be read or has a malformed line is reported on `err` as
-//! `error: FILE:LINE: what is wrong` (exit 2). With `--json`, `out` gets one [`FileReport`]
+//! `error: FILE:LINE: what is wrong` (exit 2); so are a file that is not a regular file (a
+//! FIFO, a device: refused before reading, [`crate::input`]), an empty or config-less history
+//! (`--model ledger|lease`) and a Jepsen file without operations (`--model etcd|kv`), which
+//! have nothing to judge and must not pass as linearizable. With `--json`, `out` gets one [`FileReport`]
 //! JSON object per line and per file instead (bad files included, with their error). Everything
 //! but the elapsed times is a function of the input alone. Exit codes follow DESIGN.md
 //! ("Exit codes"): see [`Exit::worst`].
