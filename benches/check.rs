@@ -10,7 +10,9 @@
 //! (the unanchored pattern selects `BenchmarkEtcdJepsen000` to `059`, which check
 //! `etcd_000.log` to `etcd_059.log`, and the kv benchmarks check `c01-ok`, `c01-bad`, `c10-ok`
 //! and `c10-bad`); Go's ns/op is a mean, so compare it with the sum of means. Every verdict is
-//! compared with `expected.csv` (porcupine's benchmarks assert the same verdicts). Run with
+//! compared with `expected.csv` (porcupine's benchmarks assert the same verdicts). The last
+//! two rows check generated 100k-op histories with `--budget 1000` (bad-input probe D6): the
+//! whole check, pruning included, must stop at the budget, quickly, with `unknown`. Run with
 //! `cargo bench --bench check`.
 
 // Measuring real time is the point of a benchmark (DESIGN.md lets checkers use real time).
@@ -21,8 +23,9 @@ use std::time::{Duration, Instant};
 
 use leasesim::check::jepsen::{etcd, kv};
 use leasesim::check::linearizability::kv::KvStore;
-use leasesim::check::linearizability::register::CasRegister;
-use leasesim::check::linearizability::{Budget, Model, Operation, Verdict, check};
+use leasesim::check::linearizability::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
+use leasesim::check::linearizability::register::{CasRegister, RegisterInput, RegisterOutput};
+use leasesim::check::linearizability::{Budget, Model, Operation, Verdict, check, check_counted};
 
 /// Least repetitions per file.
 const ROUNDS: u32 = 5;
@@ -155,6 +158,7 @@ fn main() {
             sums.fastest.as_secs_f64() * 1e6,
         );
     }
+    budget_rows();
     if wrong.is_empty() {
         println!("verdicts: every file as expected.csv says");
     } else {
@@ -224,4 +228,57 @@ fn keyed<I, O>(part: usize, op: Operation<I, O>) -> Operation<(usize, I), O> {
         call: op.call,
         ret: op.ret,
     }
+}
+
+/// The budget rows: a 100k-op history checked with a budget of 1000 steps, timed once (the
+/// point is that it ends at once, not how fast), with the work the check counted.
+fn budget_rows() {
+    const N: u64 = 100_000;
+    let appends: Vec<Operation<LedgerInput, LedgerOutput>> = (0..N)
+        .map(|i| Operation {
+            process: 0,
+            input: LedgerInput {
+                session: "s1".into(),
+                call: LedgerCall::Append {
+                    expected: i,
+                    record: format!("event {}", i + 1),
+                    may_commit: true,
+                },
+            },
+            output: Some(LedgerOutput::Appended(i + 1)),
+            call: 10 * i,
+            ret: Some(10 * i + 5),
+        })
+        .collect();
+    budget_row(
+        "100k sequential appends, --budget 1000",
+        &CasLedger,
+        &appends,
+    );
+    let reads: Vec<Operation<RegisterInput, RegisterOutput>> = (0..N)
+        .map(|i| Operation {
+            process: i % 4,
+            input: RegisterInput::Read,
+            output: Some(RegisterOutput::Read(None)),
+            call: 2 * i,
+            ret: Some(2 * i + 1),
+        })
+        .collect();
+    budget_row("100k equal reads, --budget 1000", &CasRegister, &reads);
+}
+
+fn budget_row<M: Model>(name: &str, model: &M, ops: &[Operation<M::Input, M::Output>]) {
+    let start = Instant::now();
+    let (verdict, work) = check_counted(model, ops, Budget::steps(1000));
+    let elapsed = start.elapsed();
+    println!(
+        "{name}: {} ops, {:.1} ms, counted work {work}, {}",
+        ops.len(),
+        elapsed.as_secs_f64() * 1e3,
+        match verdict {
+            Verdict::Unknown => "unknown",
+            Verdict::Linearizable => "linearizable",
+            Verdict::NotLinearizable(_) => "not linearizable",
+        }
+    );
 }

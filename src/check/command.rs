@@ -7,7 +7,10 @@
 //! - `FILE: unknown (budget of S steps per partition ran out, no violation found; N ops, X ms)`.
 //!
 //! A file that cannot be read or has a malformed line is reported on `err` as
-//! `error: FILE:LINE: what is wrong` (exit 2). With `--json`, `out` gets one [`FileReport`]
+//! `error: FILE:LINE: what is wrong` (exit 2); so are a file that is not a regular file (a
+//! FIFO, a device: refused before reading, [`crate::input`]), an empty or config-less history
+//! (`--model ledger|lease`) and a Jepsen file without operations (`--model etcd|kv`), which
+//! have nothing to judge and must not pass as linearizable. With `--json`, `out` gets one [`FileReport`]
 //! JSON object per line and per file instead (bad files included, with their error). Everything
 //! but the elapsed times is a function of the input alone. Exit codes follow DESIGN.md
 //! ("Exit codes"): see [`Exit::worst`].
@@ -147,18 +150,32 @@ fn judge(
         // As `check_ledger_history` / `check_lease_history`, with the extraction outside the
         // timing and its operation count reported.
         CheckModel::Ledger => {
-            let history = History::read_jsonl_path(file).map_err(|e| e.to_string())?;
+            let history = read_history(file)?;
             let ops = ledger_operations(&history).map_err(|e| e.to_string())?;
             let (verdict, elapsed) = timed(|| check(&ops.model, &ops.ops, budget));
             Ok((ops.ops.len(), verdict, elapsed))
         }
         CheckModel::Lease => {
-            let history = History::read_jsonl_path(file).map_err(|e| e.to_string())?;
+            let history = read_history(file)?;
             let ops = lease_operations(&history).map_err(|e| e.to_string())?;
             let (verdict, elapsed) = timed(|| check(&ops.model, &ops.ops, budget));
             Ok((ops.ops.len(), verdict, elapsed))
         }
     }
+}
+
+/// Reads and validates one of our history files, which must have its `config` line: an empty
+/// file, or one whose config line is gone, is bad input, never "linearizable (0 ops)".
+fn read_history(file: &Path) -> Result<History, String> {
+    let history = History::read_jsonl_path(file).map_err(|e| e.to_string())?;
+    if history.lines().is_empty() {
+        return Err(format!(
+            "{}: the file is empty; a history has a config line, then its operations",
+            file.display()
+        ));
+    }
+    history.config().map_err(|e| e.to_string())?;
+    Ok(history)
 }
 
 /// Runs `f` and measures it in real time: only to report how long a check took (checkers may

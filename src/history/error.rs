@@ -31,6 +31,10 @@ pub enum HistoryError {
         /// What is wrong with it.
         problem: LineProblem,
     },
+    /// The file is not one the reader may read (a FIFO, a device, a directory, or over the
+    /// size cap): [`crate::input::InputError`], which names it.
+    #[error("{0}")]
+    Input(crate::input::InputError),
     /// The history has no `config` line.
     #[error("{file}: no config line; a history has exactly one")]
     MissingConfig {
@@ -44,7 +48,7 @@ impl HistoryError {
     pub fn line(&self) -> Option<u64> {
         match self {
             HistoryError::Io { line, .. } | HistoryError::Line { line, .. } => Some(*line),
-            HistoryError::MissingConfig { .. } => None,
+            HistoryError::MissingConfig { .. } | HistoryError::Input(_) => None,
         }
     }
 
@@ -127,4 +131,29 @@ pub enum LineProblem {
     /// A clock segment that does not continue its host's clock map.
     #[error("{0}")]
     Clock(ClockMapError),
+    /// A time (a `*_us` field, wherever it is nested) at or beyond [`super::MAX_TIME_US`].
+    #[error(
+        "`{field}` = {value} µs is beyond the largest time a history may hold ({} µs = 2^62, \
+         about 146 000 years); a time this large is a damaged or hand-made value",
+        super::MAX_TIME_US
+    )]
+    TimeOutOfRange {
+        /// The field's name.
+        field: String,
+        /// Its value.
+        value: u64,
+    },
+    /// An operation that completes before it was invoked.
+    #[error(
+        "op {id} completes at {complete_us} µs, before it was invoked at {invoke_us} µs; \
+         complete_us must be at least invoke_us"
+    )]
+    CompletesBeforeInvoke {
+        /// The operation's id.
+        id: u64,
+        /// Its `invoke_us`.
+        invoke_us: u64,
+        /// Its `complete_us`.
+        complete_us: u64,
+    },
 }

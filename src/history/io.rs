@@ -175,18 +175,26 @@ impl History {
         Ok(history)
     }
 
-    /// Reads and validates the history file at `path`, named by its path in errors.
+    /// Reads and validates the history file at `path`, named by its path in errors. The file
+    /// is read through [`crate::input::read_bytes`]: a regular file of at most
+    /// [`crate::input::HISTORY_LIMIT`] bytes, so a FIFO or `/dev/zero` is refused at once.
     ///
     /// # Errors
-    /// As [`History::read_jsonl`]; an unreadable file is [`HistoryError::Io`] at line 1.
+    /// As [`History::read_jsonl`]; an unreadable file is [`HistoryError::Io`] at line 1, one
+    /// that is not a regular file or is over the cap [`HistoryError::Input`].
     pub fn read_jsonl_path(path: impl AsRef<std::path::Path>) -> Result<History, HistoryError> {
         let path = path.as_ref();
         let name = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|source| HistoryError::Io {
-            file: name.clone(),
-            line: 1,
-            source,
-        })?;
-        History::read_jsonl(io::BufReader::new(file), name)
+        let bytes = crate::input::read_bytes(path, crate::input::HISTORY_LIMIT).map_err(
+            |error| match error {
+                crate::input::InputError::Io { source, .. } => HistoryError::Io {
+                    file: name.clone(),
+                    line: 1,
+                    source,
+                },
+                refused => HistoryError::Input(refused),
+            },
+        )?;
+        History::read_jsonl(&bytes[..], name)
     }
 }

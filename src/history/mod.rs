@@ -27,7 +27,9 @@
 //!   the line is about (an operation's caller, a validity check's replica);
 //!   `*_authority_us` is the lease authority's monotonic clock. Readings taken at
 //!   nanosecond resolution are truncated to whole µs ([`micros`]). Durations (`ttl_us`,
-//!   `grace_period_us`, …) are µs too.
+//!   `grace_period_us`, …) are µs too. Every time and duration is below 2^62 µs
+//!   ([`MAX_TIME_US`], about 146 000 years), and an operation's `complete_us` is at least its
+//!   `invoke_us`: the reader refuses anything else.
 //! - **Integers only**, no floats anywhere. Integers are unsigned 64-bit except `drift_ppm`
 //!   (signed). Values above 2⁵³ (e.g. a seed) are exact here but not in tools that read JSON
 //!   numbers as doubles.
@@ -255,6 +257,11 @@ pub use record::{HistRecord, HistWriterId, Process};
 /// The schema version every line carries as `v`. Bump it on any change to the format.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// Every time and duration (`*_us`) in a history is below this: 2^62 µs, about 146 000
+/// years. [`History::validate`] refuses a larger one, so checkers can add to times without
+/// overflow (bad-input probe, D2).
+pub const MAX_TIME_US: u64 = 1 << 62;
+
 /// A whole history: its lines in order, and a name (the file it came from) for errors.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct History {
@@ -297,8 +304,9 @@ impl History {
         self.lines
     }
 
-    /// Checks what no single line can show (reading does this): at most one `config` line;
-    /// op ids unique; a pending op (`complete_us` null) has outcome `info`, no
+    /// Checks what serde cannot (reading does this): every `*_us` value below
+    /// [`MAX_TIME_US`]; an op's `complete_us` at least its `invoke_us`; at most one `config`
+    /// line; op ids unique; a pending op (`complete_us` null) has outcome `info`, no
     /// `complete_local_us` and no `result`; each host's clock segments form a [`ClockMap`].
     /// A missing config line is not an error here (see [`History::config`]).
     ///
@@ -309,7 +317,7 @@ impl History {
         let mut op_lines = BTreeMap::new();
         let mut first_bad = None;
         for (number, line) in (1u64..).zip(&self.lines) {
-            let problem = match line {
+            let problem = time_problem(line).or_else(|| match line {
                 Line::Config(_) => config_line
                     .replace(number)
                     .map(|first_line| LineProblem::DuplicateConfig { first_line }),
@@ -318,10 +326,10 @@ impl History {
                         id: op.id,
                         first_line,
                     }),
-                    None => pending_problem(op),
+                    None => pending_problem(op).or_else(|| order_problem(op)),
                 },
                 _ => None,
-            };
+            });
             if let Some(problem) = problem {
                 first_bad = Some(self.line_error(number, problem));
                 break;
@@ -484,6 +492,105 @@ impl History {
             problem,
         }
     }
+}
+
+/// The first `*_us` value of `line` (nested ones included, e.g. a result's
+/// `expiry_authority_us`) at or beyond [`MAX_TIME_US`].
+fn time_problem(line: &Line) -> Option<LineProblem> {
+    times(line)
+        .into_iter()
+        .find(|&(_, us)| us >= MAX_TIME_US)
+        .map(|(field, value)| LineProblem::TimeOutOfRange {
+            field: field.to_string(),
+            value,
+        })
+}
+
+/// Every time and duration of `line` (its `*_us` fields, nested ones included), by name.
+fn times(line: &Line) -> Vec<(&'static str, u64)> {
+    match line {
+        Line::Config(c) => vec![
+            ("ttl_us", c.ttl_us),
+            ("skew_margin_us", c.skew_margin_us),
+            ("renew_interval_us", c.renew_interval_us),
+            (
+                "longest_reconnect_backoff_us",
+                c.longest_reconnect_backoff_us,
+            ),
+            ("grace_period_us", c.grace_period_us),
+        ],
+        Line::Op(op) => op_times(op),
+        Line::Decision(d) => {
+            let mut times = vec![("at_authority_us", d.at_authority_us), ("at_us", d.at_us)];
+            match &d.decision {
+                Decision::Grant {
+                    expiry_authority_us,
+                    ttl_us,
+                    ..
+                }
+                | Decision::Renew {
+                    expiry_authority_us,
+                    ttl_us,
+                    ..
+                } => times.extend([
+                    ("expiry_authority_us", *expiry_authority_us),
+                    ("ttl_us", *ttl_us),
+                ]),
+                Decision::Refuse {
+                    reason:
+                        Refusal::GracePeriod {
+                            remaining_authority_us,
+                        },
+                    ..
+                } => times.push(("remaining_authority_us", *remaining_authority_us)),
+                _ => {}
+            }
+            times
+        }
+        Line::Validity(v) => vec![
+            ("at_local_us", v.at_local_us),
+            ("at_us", v.at_us),
+            ("valid_until_local_us", v.valid_until_local_us),
+        ],
+        Line::Phase(p) => vec![("at_us", p.at_us)],
+        Line::Clock(c) => vec![("from_us", c.from_us), ("local_from_us", c.local_from_us)],
+        Line::Event(e) => vec![("at_us", e.at_us)],
+        Line::Ledger(_) => Vec::new(),
+    }
+}
+
+fn op_times(op: &OpLine) -> Vec<(&'static str, u64)> {
+    let mut times = vec![("invoke_us", op.invoke_us)];
+    times.extend(op.complete_us.map(|us| ("complete_us", us)));
+    times.push(("invoke_local_us", op.invoke_local_us));
+    times.extend(op.complete_local_us.map(|us| ("complete_local_us", us)));
+    match &op.result {
+        Some(OpResult::Granted {
+            expiry_authority_us,
+            ttl_us,
+            ..
+        }) => times.extend([
+            ("expiry_authority_us", *expiry_authority_us),
+            ("ttl_us", *ttl_us),
+        ]),
+        Some(OpResult::LeaseLost {
+            cause: HistLossCause::Deadline {
+                valid_until_local_us,
+            },
+        }) => times.push(("valid_until_local_us", *valid_until_local_us)),
+        _ => {}
+    }
+    times
+}
+
+/// An op that completes before it was invoked (the search would meet its return first).
+fn order_problem(op: &OpLine) -> Option<LineProblem> {
+    let complete_us = op.complete_us?;
+    (complete_us < op.invoke_us).then_some(LineProblem::CompletesBeforeInvoke {
+        id: op.id,
+        invoke_us: op.invoke_us,
+        complete_us,
+    })
 }
 
 /// What a pending op says that a pending op cannot.

@@ -891,3 +891,71 @@ fn validation_reports_the_earliest_bad_line_of_any_sort() {
     assert_eq!(history.validate().unwrap_err().line(), Some(2));
     assert_eq!(history.clock_maps().unwrap_err().line(), Some(2));
 }
+
+// ---- Times (bad-input probe D1, D2). ----
+
+/// Every `*_us` value of `value`, nested ones included, by field name.
+fn json_times(value: &serde_json::Value, out: &mut Vec<(String, u64)>) {
+    match value {
+        serde_json::Value::Object(fields) => {
+            for (name, field) in fields {
+                match field.as_u64() {
+                    Some(us) if name.ends_with("_us") => out.push((name.clone(), us)),
+                    _ => json_times(field, out),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|item| json_times(item, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_time_bound_covers_every_us_field_of_every_kind() {
+    for line in everything().lines() {
+        let mut expected = Vec::new();
+        json_times(&serde_json::to_value(line).unwrap(), &mut expected);
+        let mut typed: Vec<(String, u64)> = super::times(line)
+            .into_iter()
+            .map(|(name, us)| (name.to_string(), us))
+            .collect();
+        expected.sort();
+        typed.sort();
+        assert_eq!(typed, expected, "{}", line.to_json());
+    }
+}
+
+#[test]
+fn an_op_completing_before_it_was_invoked_is_refused_with_its_line() {
+    let mut text = config_json();
+    text.push('\n');
+    text.push_str(
+        r#"{"v":1,"kind":"op","id":4,"process":{"replica":"replica-1","incarnation":0},"session":"s1","op":{"type":"ledger_tip"},"invoke_us":500,"complete_us":499,"invoke_local_us":500,"complete_local_us":501,"outcome":"ok","result":{"type":"tip","seq":0}}"#,
+    );
+    let error = History::read_jsonl(text.as_bytes(), "h.jsonl").unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "h.jsonl:2: op 4 completes at 499 µs, before it was invoked at 500 µs; complete_us must \
+         be at least invoke_us"
+    );
+}
+
+#[test]
+fn a_time_at_the_bound_is_refused_and_one_below_it_read() {
+    let phase = |at_us: u64| {
+        format!(
+            "{}\n{{\"v\":1,\"kind\":\"phase\",\"name\":\"run_ended\",\"at_us\":{at_us}}}\n",
+            config_json()
+        )
+    };
+    History::read_jsonl(phase(MAX_TIME_US - 1).as_bytes(), "h").expect("below the bound");
+    let error = History::read_jsonl(phase(MAX_TIME_US).as_bytes(), "h").unwrap_err();
+    assert_eq!(error.line(), Some(2));
+    assert_eq!(
+        error.problem(),
+        Some(&LineProblem::TimeOutOfRange {
+            field: "at_us".into(),
+            value: MAX_TIME_US
+        })
+    );
+}

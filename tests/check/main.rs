@@ -1,9 +1,11 @@
 //! Checkers: the linearizability engine on hand-built histories and on the Jepsen histories
 //! kept beside the clone (`../shared/cases/jepsen`).
 
+mod bad_input;
 mod cli;
 mod differential;
 mod engine;
+mod fuzz;
 mod history_lease;
 mod history_ledger;
 mod jepsen;

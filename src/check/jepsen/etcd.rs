@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{ReadError, read_text};
+use super::{ReadError, read_text, some_ops};
 use crate::check::linearizability::Operation;
 use crate::check::linearizability::register::{RegisterInput, RegisterOutput, Value};
 
@@ -19,9 +19,9 @@ pub type RegisterOp = Operation<RegisterInput, RegisterOutput>;
 
 const MARKER: &str = "jepsen.util - ";
 
-/// Reads an etcd log file.
+/// Reads an etcd log file; a file without a single operation is an error.
 pub fn read(file: &Path) -> Result<Vec<RegisterOp>, ReadError> {
-    parse(file, &read_text(file)?)
+    some_ops(file, parse(file, &read_text(file)?)?)
 }
 
 /// Parses the text of an etcd log; `file` only names it in errors.

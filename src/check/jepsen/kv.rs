@@ -10,16 +10,16 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::edn::{Edn, parse_map};
-use super::{ReadError, read_text};
+use super::{ReadError, read_text, some_ops};
 use crate::check::linearizability::Operation;
 use crate::check::linearizability::kv::{KvInput, KvOutput};
 
 /// A key-value operation as read from a history.
 pub type KvOp = Operation<KvInput, KvOutput>;
 
-/// Reads a key-value history file.
+/// Reads a key-value history file; a file without a single operation is an error.
 pub fn read(file: &Path) -> Result<Vec<KvOp>, ReadError> {
-    parse(file, &read_text(file)?)
+    some_ops(file, parse(file, &read_text(file)?)?)
 }
 
 /// Parses the text of a key-value history; `file` only names it in errors.

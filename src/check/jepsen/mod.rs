@@ -21,6 +21,16 @@ pub enum ReadError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// The path is not a regular file, or is over the size cap ([`crate::input::InputError`],
+    /// which names it).
+    #[error("{0}")]
+    Input(crate::input::InputError),
+    /// The file holds no operation at all.
+    #[error("{}: no operations; an empty history has nothing to judge", file.display())]
+    NoOperations {
+        /// The file.
+        file: PathBuf,
+    },
     /// A line is not in the expected format, or does not fit the history so far.
     #[error("{}:{line}: {message}", file.display())]
     BadLine {
@@ -43,9 +53,25 @@ impl ReadError {
     }
 }
 
+/// The file's text, read through [`crate::input::read_to_string`]: a regular file of at most
+/// [`crate::input::HISTORY_LIMIT`] bytes, so a FIFO or `/dev/zero` is refused at once.
 fn read_text(file: &Path) -> Result<String, ReadError> {
-    std::fs::read_to_string(file).map_err(|source| ReadError::Io {
-        file: file.to_path_buf(),
-        source,
+    crate::input::read_to_string(file, crate::input::HISTORY_LIMIT).map_err(|error| match error {
+        crate::input::InputError::Io { source, .. } => ReadError::Io {
+            file: file.to_path_buf(),
+            source,
+        },
+        refused => ReadError::Input(refused),
     })
+}
+
+/// `ops`, or [`ReadError::NoOperations`] when there are none: an empty file, or one of log
+/// chatter only, has nothing to judge and must not pass as linearizable.
+fn some_ops<T>(file: &Path, ops: Vec<T>) -> Result<Vec<T>, ReadError> {
+    if ops.is_empty() {
+        return Err(ReadError::NoOperations {
+            file: file.to_path_buf(),
+        });
+    }
+    Ok(ops)
 }

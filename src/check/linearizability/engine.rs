@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Model;
 use super::memo::Memo;
@@ -26,7 +27,9 @@ pub struct Operation<I, O> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Budget {
-    /// Search steps (one step = one try to place or to take back an operation) per partition.
+    /// Search steps (one step = one try to place or to take back an operation, or one
+    /// comparison of the equivalent-operation pruning that runs before the search) per
+    /// partition.
     pub max_steps_per_partition: u64,
 }
 
@@ -152,6 +155,30 @@ pub fn check<M: Model>(
     ops: &[Operation<M::Input, M::Output>],
     budget: Budget,
 ) -> Verdict {
+    check_counted(model, ops, budget).0
+}
+
+/// [`check`], and the work it counted against the budget: search steps and pruning
+/// comparisons, summed over the partitions searched (each at most
+/// `budget.max_steps_per_partition`). With several partitions on several threads, a partition
+/// abandoned after another failed counts what it spent, so only the verdict is deterministic
+/// then.
+pub fn check_counted<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    budget: Budget,
+) -> (Verdict, u64) {
+    let spent = AtomicU64::new(0);
+    let verdict = check_spending(model, ops, budget, &spent);
+    (verdict, spent.into_inner())
+}
+
+fn check_spending<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    budget: Budget,
+    spent: &AtomicU64,
+) -> Verdict {
     let mut by_key: BTreeMap<M::Key, Vec<usize>> = BTreeMap::new();
     for (i, op) in ops.iter().enumerate() {
         by_key.entry(model.key(&op.input)).or_default().push(i);
@@ -168,9 +195,9 @@ pub fn check<M: Model>(
         1
     };
     let results = if workers <= 1 {
-        check_in_order(model, ops, &partitions, budget)
+        check_in_order(model, ops, &partitions, budget, spent)
     } else {
-        check_in_parallel(model, ops, &partitions, budget, workers)
+        check_in_parallel(model, ops, &partitions, budget, workers, spent)
     };
     let mut out_of_budget = false;
     for (key, result) in keys.iter().zip(results) {
@@ -214,10 +241,11 @@ fn check_in_order<M: Model>(
     ops: &[Operation<M::Input, M::Output>],
     partitions: &[Vec<usize>],
     budget: Budget,
+    spent: &AtomicU64,
 ) -> Vec<Option<PartitionResult>> {
     let mut results: Vec<Option<PartitionResult>> = Vec::with_capacity(partitions.len());
     for indices in partitions {
-        let result = check_partition(model, ops, indices, budget, &|_| false);
+        let result = check_partition(model, ops, indices, budget, &|_| false, spent);
         let stuck = matches!(result, Some(PartitionResult::Stuck(_)));
         results.push(result);
         if stuck {
@@ -240,10 +268,11 @@ fn check_in_parallel<M: Model>(
     partitions: &[Vec<usize>],
     budget: Budget,
     workers: usize,
+    spent: &AtomicU64,
 ) -> Vec<Option<PartitionResult>> {
     use std::cell::Cell;
     use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
 
     let next = AtomicUsize::new(0);
     let first_failure = AtomicUsize::new(usize::MAX);
@@ -260,7 +289,7 @@ fn check_in_parallel<M: Model>(
                 on_steps(steps);
                 first_failure.load(Ordering::Relaxed) < at
             };
-            let result = check_partition(model, ops, &partitions[at], budget, &tick);
+            let result = check_partition(model, ops, &partitions[at], budget, &tick, spent);
             if matches!(result, Some(PartitionResult::Stuck(_))) {
                 first_failure.fetch_min(at, Ordering::Relaxed);
             }
@@ -299,20 +328,35 @@ fn check_in_parallel<M: Model>(
 const SPAWN_HELPERS_AFTER_STEPS: u64 = 16 * 1024;
 
 /// Searches one partition; `None` if `tick` asked to abandon it. `tick(n)` is told of every `n`
-/// steps spent (every [`TICK_EVERY`] steps and once at the end) and returns whether to abandon.
+/// steps spent (the pruning's once, then every [`TICK_EVERY`] search steps and once at the
+/// end) and returns whether to abandon. The pruning ([`twins`]) and the search share the
+/// budget; what they spent is added to `spent`.
 fn check_partition<M: Model>(
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
     indices: &[usize],
     budget: Budget,
     tick: &dyn Fn(u64) -> bool,
+    spent: &AtomicU64,
 ) -> Option<PartitionResult> {
-    let mut search = Search::new(model, ops, indices);
-    let outcome = search.run(budget.max_steps_per_partition, tick);
+    let max_steps = budget.max_steps_per_partition;
+    let Some((twin_before, pruning)) = twins(ops, indices, max_steps) else {
+        spent.fetch_add(max_steps, Ordering::Relaxed);
+        tick(max_steps);
+        return Some(PartitionResult::OutOfBudget);
+    };
+    debug_assert!(pruning <= max_steps, "the pruning stays within the budget");
+    spent.fetch_add(pruning, Ordering::Relaxed);
+    if tick(pruning) {
+        return None;
+    }
+    let mut search = Search::new(model, ops, indices, twin_before);
+    let outcome = search.run(max_steps - pruning, tick);
     debug_assert!(
-        search.steps <= budget.max_steps_per_partition,
-        "the search stays within its budget"
+        search.steps <= max_steps - pruning,
+        "the search stays within what the pruning left of the budget"
     );
+    spent.fetch_add(search.steps, Ordering::Relaxed);
     tick(search.steps % TICK_EVERY);
     Some(match outcome {
         Outcome::Linearizable => PartitionResult::Linearizable,
@@ -330,29 +374,62 @@ fn return_time<I, O>(op: &Operation<I, O>) -> u64 {
     }
 }
 
+/// One (input, output) group's candidate twins: (return time, local op), in (call, return)
+/// order, return times strictly increasing.
+type Candidates = Vec<(u64, usize)>;
+
 /// Pruning of equivalent operations: for each op `b`, the latest op `a` before it in (call,
 /// return) order with the same input and output whose interval `a` is dominated by `b`'s
 /// (`a.call <= b.call`, `a.ret <= b.ret`). Any linearization placing `b` before `a` stays valid
 /// with the two swapped, so the search only places `b` once `a` is placed.
-fn twins<I: PartialEq, O: PartialEq>(
+///
+/// Near-linear: the ops are grouped by (input, output), and each group keeps a stack of its
+/// candidates so far, in order, with strictly increasing return times (a candidate followed
+/// by one returning no later is never the latest that fits, so it is popped). `b`'s twin is the
+/// last candidate returning by `b`'s return, found by binary search. The work (one unit per
+/// comparison of return times) is returned with the twins, or `None` once it exceeds
+/// `max_work`.
+fn twins<I: Ord, O: Ord>(
     ops: &[Operation<I, O>],
     indices: &[usize],
-) -> Vec<Option<usize>> {
+    max_work: u64,
+) -> Option<(Vec<Option<usize>>, u64)> {
     let mut order: Vec<usize> = (0..indices.len()).collect();
     let key = |l: usize| (ops[indices[l]].call, return_time(&ops[indices[l]]), l);
     order.sort_by_key(|&l| key(l));
+    let mut candidates: BTreeMap<(&I, Option<&O>), Candidates> = BTreeMap::new();
     let mut twin_before = vec![None; indices.len()];
-    for (position, &b) in order.iter().enumerate() {
-        let (op_b, ret_b) = (&ops[indices[b]], return_time(&ops[indices[b]]));
-        twin_before[b] = order[..position].iter().rev().copied().find(|&a| {
-            let op_a = &ops[indices[a]];
-            return_time(op_a) <= ret_b && op_a.input == op_b.input && op_a.output == op_b.output
+    let mut work = 0u64;
+    for &b in &order {
+        let op_b = &ops[indices[b]];
+        let ret_b = return_time(op_b);
+        let stack = candidates
+            .entry((&op_b.input, op_b.output.as_ref()))
+            .or_default();
+        let fitting = stack.partition_point(|&(ret_a, _)| {
+            work += 1;
+            ret_a <= ret_b
         });
+        twin_before[b] = fitting.checked_sub(1).map(|top| stack[top].1);
+        while stack.last().is_some_and(|&(ret_a, _)| {
+            work += 1;
+            ret_a >= ret_b
+        }) {
+            stack.pop();
+        }
+        stack.push((ret_b, b));
+        debug_assert!(
+            stack.len() < 2 || stack[stack.len() - 2].0 < ret_b,
+            "a group's candidates have strictly increasing return times"
+        );
         // A twin comes strictly earlier in (call, return) order, so waiting for twins never
         // forms a cycle.
         debug_assert!(twin_before[b].is_none_or(|a| key(a) < key(b)));
+        if work > max_work {
+            return None;
+        }
     }
-    twin_before
+    Some((twin_before, work))
 }
 
 /// How one partition's search ended.
@@ -399,7 +476,12 @@ struct Stuck<S> {
 }
 
 impl<'a, M: Model> Search<'a, M> {
-    fn new(model: &'a M, ops: &'a [Operation<M::Input, M::Output>], indices: &'a [usize]) -> Self {
+    fn new(
+        model: &'a M,
+        ops: &'a [Operation<M::Input, M::Output>],
+        indices: &'a [usize],
+        twin_before: Vec<Option<usize>>,
+    ) -> Self {
         let events = Self::events(ops, indices);
         let nodes = events.len() + 1;
         let mut search = Search {
@@ -412,7 +494,7 @@ impl<'a, M: Model> Search<'a, M> {
                 .collect(),
             node_op: vec![NIL; nodes],
             matching: vec![NIL; nodes],
-            twin_before: twins(ops, indices),
+            twin_before,
             stuck: None,
             longest_prefix: Vec::new(),
             steps: 0,

@@ -304,7 +304,7 @@ fn ledger_fate<'h>(
             if may_commit && !finals.taken.contains(&key) {
                 finals.taken.push(key);
                 Fate::Resolved {
-                    output: LedgerOutput::Appended(expected + 1),
+                    output: LedgerOutput::Appended(expected.saturating_add(1)),
                     ret: end_us,
                 }
             } else {
@@ -377,8 +377,8 @@ fn add_final_reads(out: &mut LedgerOps, finals: &FinalLedger, sessions: Vec<Stri
                 call: LedgerCall::Tip,
             },
             output: Some(LedgerOutput::Tip(tip)),
-            call: end_us + 1,
-            ret: Some(end_us + 1),
+            call: end_us.saturating_add(1),
+            ret: Some(end_us.saturating_add(1)),
         };
         out.push(read, None);
     }

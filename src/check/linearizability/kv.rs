@@ -6,7 +6,7 @@
 use super::{Model, join_with_or};
 
 /// A call on the store.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum KvInput {
     /// Read a key.
     Get {
@@ -39,7 +39,7 @@ impl KvInput {
 }
 
 /// A completed call's response.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum KvOutput {
     /// A get's result.
     Got(String),

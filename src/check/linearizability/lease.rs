@@ -38,7 +38,7 @@ use super::Model;
 use crate::history::Process;
 
 /// A call on one session's lease, with its window on the authority's clock.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LeaseInput {
     /// The session; the partition key.
     pub session: String,
@@ -52,7 +52,7 @@ pub struct LeaseInput {
 }
 
 /// A lease call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LeaseCall {
     /// `SessionLease::acquire(session, owner)`.
     Acquire,
@@ -71,7 +71,7 @@ pub enum LeaseCall {
 /// An operation's window on the authority's monotonic clock, µs, both ends included, on the
 /// timeline of [`super::check_lease_history`] (the authority's boots laid end to end).
 /// `to_us` is `u64::MAX` when the operation may take effect at any later time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct AuthorityWindow {
     /// The earliest instant, µs.
     pub from_us: u64,
@@ -80,7 +80,7 @@ pub struct AuthorityWindow {
 }
 
 /// A completed lease call's response.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LeaseOutput {
     /// Acquire or renew granted.
     Granted {

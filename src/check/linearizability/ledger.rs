@@ -17,7 +17,7 @@
 use super::Model;
 
 /// A call on one session's ledger.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LedgerInput {
     /// The session (the ledger's name); the partition key.
     pub session: String,
@@ -26,7 +26,7 @@ pub struct LedgerInput {
 }
 
 /// The ledger calls the history records (`ledger_tip`, `ledger_append` op lines).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LedgerCall {
     /// `Ledger::tip`: read the tip.
     Tip,
@@ -44,7 +44,7 @@ pub enum LedgerCall {
 }
 
 /// A completed ledger call's response.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LedgerOutput {
     /// A tip read returned this sequence number (0: empty).
     Tip(u64),

@@ -22,7 +22,7 @@ pub mod ledger;
 mod memo;
 pub mod register;
 
-pub use engine::{Budget, Explanation, Operation, Verdict, check};
+pub use engine::{Budget, Explanation, Operation, Verdict, check, check_counted};
 pub use from_history::{
     Extracted, LeaseOps, LedgerOps, check_lease_history, check_ledger_history, lease_operations,
     ledger_operations,
@@ -38,10 +38,11 @@ pub trait Model: Sync {
     /// The model's state; hashable so that the search can memoise it, ordered so that
     /// explanations list states in a fixed order.
     type State: Clone + Ord + std::hash::Hash + Debug;
-    /// An operation's input (the call).
-    type Input: PartialEq + Debug + Sync;
-    /// An operation's output (the response).
-    type Output: PartialEq + Debug + Sync;
+    /// An operation's input (the call); ordered so that the pruning of equivalent operations
+    /// can group equal ones.
+    type Input: Ord + Debug + Sync;
+    /// An operation's output (the response); ordered as the input.
+    type Output: Ord + Debug + Sync;
     /// The partition an operation belongs to (P-compositionality); `()` for a single object.
     type Key: Ord + Clone + Debug;
 

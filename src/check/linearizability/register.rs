@@ -11,7 +11,7 @@ use super::{Model, join_with_or};
 pub type Value = Option<i64>;
 
 /// A call on the register.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RegisterInput {
     /// Read the value.
     Read,
@@ -27,7 +27,7 @@ pub enum RegisterInput {
 }
 
 /// A completed register call's response.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RegisterOutput {
     /// A read's result.
     Read(Value),
