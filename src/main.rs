@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use leasesim::campaign::driver::CampaignOptions;
-use leasesim::campaign::plan::{SeedPlan, Shard};
 use leasesim::campaign::request::RunRequest;
 use leasesim::exit::Exit;
 use leasesim::lease::DurableLeaseConfig;
 use leasesim::mutant::Mutant;
+use leasesim::results::plan::{SeedPlan, Shard};
 use leasesim::serve::{
     ServeError, ServeOptions, parse_duration, parse_grace_persist_interval, parse_ttl,
 };

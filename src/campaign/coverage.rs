@@ -24,7 +24,7 @@ use crate::history::{
     Decision, HistEvent, HistRecord, HistWriterId, History, LedgerLine, Line, Op, OpLine, OpResult,
     Outcome, Process, Refusal, Request,
 };
-pub use crate::results::CoverageEvent;
+use crate::results::CoverageEvent;
 
 /// Counts the coverage events of one run: event name → count, with every [`CoverageEvent`]
 /// present (0 when not reached).

@@ -18,7 +18,6 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha2::{Digest, Sha256};
 
 use super::execute::{Executed, execute};
-use super::plan::{RunKey, SeedPlan, Shard, runs};
 use super::scenario::Scenario;
 use super::shrink;
 use super::stopwatch::Stopwatch;
@@ -26,6 +25,7 @@ use crate::check::Check;
 use crate::exit::Exit;
 use crate::mutant::Mutant;
 use crate::results::plan::CampaignPlan;
+use crate::results::plan::{RunKey, SeedPlan, Shard, runs};
 use crate::results::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
 use crate::sim::runfile::RunFile;
 

@@ -6,7 +6,8 @@
 //! - [`coverage`] — coverage events: the "sometimes" a run reached.
 //! - [`request`] — what `leasesim run` asks for, resolved to a run file
 //!   ([`crate::sim::runfile`]).
-//! - [`plan`] — which runs: seeds (range or budget) × scenarios, shards, resume.
+//! - which runs (seeds × scenarios, shards, resume) is [`crate::results::plan`]: reports judge
+//!   a campaign's completeness against it.
 //! - [`execute`] — one run: world, judgement, coverage → a run record.
 //! - [`driver`] — `leasesim campaign`: jobs, progress, results, shrinking, report.
 //! - [`shrink`] and [`ddmin`] — reducing a failing run to a minimal one.
@@ -17,7 +18,6 @@ pub mod ddmin;
 pub mod driver;
 pub mod execute;
 pub mod mutants;
-pub mod plan;
 pub mod request;
 pub mod scenario;
 pub mod shrink;
