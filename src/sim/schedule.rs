@@ -197,7 +197,8 @@ pub enum Fault {
 }
 
 impl Fault {
-    /// The hosts the fault names, to rename them (e.g. the lease host to a backend's host).
+    /// The hosts the fault names (to check them, or to rename them: e.g. the lease host to a
+    /// backend's host).
     pub fn hosts_mut(&mut self) -> Vec<&mut String> {
         match self {
             Fault::Partition { a, b }
@@ -300,8 +301,8 @@ impl FaultSchedule {
                 at_ms: scheduled.at_ms,
                 reason,
             };
-            for host in scheduled.fault.hosts() {
-                if !hosts.iter().any(|h| h == host) {
+            for host in scheduled.fault.clone().hosts_mut() {
+                if !hosts.iter().any(|h| h == host.as_str()) {
                     return Err(error(format!(
                         "unknown host `{host}`; this world has {}",
                         hosts.join(", ")
@@ -523,32 +524,6 @@ fn check_point(host: &str, point: PausePoint) -> Result<(), String> {
 }
 
 impl Fault {
-    /// The hosts the fault names.
-    pub fn hosts(&self) -> Vec<&str> {
-        match self {
-            Fault::Partition { a, b }
-            | Fault::Hold { a, b }
-            | Fault::Release { a, b }
-            | Fault::Latency { a, b, .. }
-            | Fault::LinkFlaps { a, b, .. } => vec![a, b],
-            Fault::PartitionOneWay { from, to } | Fault::DelayReplies { from, to, .. } => {
-                vec![from, to]
-            }
-            Fault::Isolate { host }
-            | Fault::Pause { host, .. }
-            | Fault::Suspend { host, .. }
-            | Fault::Stall { host, .. }
-            | Fault::ClockDrift { host, .. }
-            | Fault::WallJump { host, .. }
-            | Fault::WallOffset { host, .. }
-            | Fault::Crash { host }
-            | Fault::Restart { host } => vec![host],
-            Fault::Heal | Fault::LeaseServiceRestarts { .. } | Fault::DeleteLeaseRecord { .. } => {
-                vec![]
-            }
-        }
-    }
-
     /// The fault's duration (or interval), for faults that have one.
     pub fn duration_ms(&self) -> Option<u64> {
         match self {
