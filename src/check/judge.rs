@@ -196,22 +196,7 @@ impl fmt::Display for Judgement {
     /// `EXCL: not judged (no grant, renew or release decision lines)`), each violation
     /// indented under its check with its evidence.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for result in &self.invariants.invariants {
-            if let Some(why) = result.not_judged() {
-                writeln!(f, "{}: not judged ({why})", result.invariant)?;
-                continue;
-            }
-            writeln!(
-                f,
-                "{}: {} checks, {} violations",
-                result.invariant,
-                result.checks,
-                result.violations.len()
-            )?;
-            for violation in &result.violations {
-                writeln!(f, "  {violation}")?;
-            }
-        }
+        write!(f, "{}", self.invariants)?;
         for (check, outcome) in &self.linearizability {
             match outcome {
                 LinearizabilityOutcome::Checked(Verdict::Linearizable) => {

@@ -228,8 +228,14 @@ impl Report {
 }
 
 impl fmt::Display for Report {
+    /// One line per invariant (`TOKEN: 12 checks, 0 violations`, or `EXCL: not judged (why)`),
+    /// each violation indented under it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for result in &self.invariants {
+            if let Some(why) = result.not_judged() {
+                writeln!(f, "{}: not judged ({why})", result.invariant)?;
+                continue;
+            }
             writeln!(
                 f,
                 "{}: {} checks, {} violations",
