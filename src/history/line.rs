@@ -30,12 +30,15 @@ pub enum Line {
     /// `"event"`: something a host reported happening (a run cancelled on loss, a record
     /// deleted, a wall clock stepped back…): coverage counts these; checkers ignore them.
     Event(EventLine),
+    /// `"write"`: one write a Kubernetes API server accepted. A backend with no authority
+    /// clock has no decisions; its accepted writes stand in for them (TOKEN, EXPIRY).
+    Write(WriteLine),
 }
 
 impl Line {
     /// Every `kind`, in declaration order.
-    pub const KINDS: [&'static str; 8] = [
-        "config", "op", "decision", "validity", "phase", "clock", "ledger", "event",
+    pub const KINDS: [&'static str; 9] = [
+        "config", "op", "decision", "validity", "phase", "clock", "ledger", "event", "write",
     ];
 
     /// This line's `kind`.
@@ -49,6 +52,7 @@ impl Line {
             Line::Clock(_) => "clock",
             Line::Ledger(_) => "ledger",
             Line::Event(_) => "event",
+            Line::Write(_) => "write",
         }
     }
 
@@ -97,6 +101,7 @@ line_from!(
     ClockLine => Clock,
     LedgerLine => Ledger,
     EventLine => Event,
+    WriteLine => Write,
 );
 
 /// The run's parameters: what the checkers need to recompute bounds. Exactly one per history.
@@ -348,4 +353,46 @@ pub enum HistEvent {
     RecordDeleted,
     /// `"backward_wall_jump"`: the nemesis stepped the host's wall clock backwards.
     BackwardWallJump,
+}
+
+/// One write a Kubernetes API server accepted, in the order it accepted them:
+/// `{"v":1,"kind":"write","host":"apiserver","session":"s1","object":"s1-3f2a…","verb":"update",
+/// "holder_identity":"replica-2#0","transitions":2,"resource_version":17,"at_us":…}`.
+///
+/// The server orders writes by `resourceVersion` but judges no expiry, so these lines are
+/// what TOKEN (on `leaseTransitions`) and EXPIRY (by observation) judge for such a backend
+/// (DESIGN.md, "Backends", KubeLease).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteLine {
+    /// The server's host (`apiserver`).
+    pub host: String,
+    /// The session the object leases (from the object's session annotation).
+    pub session: String,
+    /// The object's `metadata.name`.
+    pub object: String,
+    /// What was written.
+    pub verb: WriteVerb,
+    /// `spec.holderIdentity` after the write (an owner as `replica-N#incarnation`); `""` when
+    /// empty or absent (released, or deleted).
+    pub holder_identity: String,
+    /// `spec.leaseTransitions` after the write (0 when absent).
+    pub transitions: u64,
+    /// The `resourceVersion` the write produced (a delete: the deleted object's).
+    pub resource_version: u64,
+    /// True simulated time the server accepted it, µs.
+    pub at_us: u64,
+}
+
+/// The verb of an accepted [`WriteLine`].
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteVerb {
+    /// `"create"`: the object did not exist.
+    Create,
+    /// `"update"`: a replace of an existing object (with or without a `resourceVersion`
+    /// precondition).
+    Update,
+    /// `"delete"`: the object is gone (and with it its `leaseTransitions`).
+    Delete,
 }

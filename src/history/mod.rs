@@ -111,6 +111,10 @@
 //! | `ledger_append` | `expected` (the tip the CAS expects; commits at `expected + 1`), `record` |
 //! | `journal_open` | `epoch` (the lease token it fences with; the writer id comes in the result) |
 //! | `journal_append` | `writer_id`, `seq_in_writer` (unique, so the event is found in the final ledger by them) |
+//! | `kube_get` | — (KubeLease's read of the session's Lease object) |
+//! | `kube_create` | `holder_identity`, `transitions` |
+//! | `kube_update` | `expected_rv` (the `resourceVersion` precondition, `null`: none), `holder_identity`, `transitions` |
+//! | `kube_delete` | `expected_rv` |
 //!
 //! `result` ([`OpResult`]), with the outcome that usually goes with it:
 //!
@@ -134,6 +138,10 @@
 //! | `lease_lost` | `cause`: `{"type":"released"}`, `{"type":"overtaken","holder_token":4}` or `{"type":"deadline","valid_until_local_us":3700000}` | fail | journal open, append |
 //! | `poisoned` | `first` (the earlier failure, as text) | fail | journal append |
 //! | `cut_off` | `reason` (`"crash"`, `"run ended"`) | info | any |
+//! | `kube_object` | `resource_version`, `holder_identity`, `transitions` | ok | kube calls |
+//! | `kube_not_found` | — | ok for a get, fail otherwise | kube calls |
+//! | `kube_conflict` | — (409) | fail | kube create, update, delete |
+//! | `kube_status` | `code`, `reason` | info for a 5xx, fail for a 4xx | kube calls |
 //!
 //! More examples:
 //!
@@ -222,6 +230,18 @@
 //!
 //! Facts no other line shows, for coverage ("sometimes" events); the checkers ignore them.
 //!
+//! ## `write` — one write a Kubernetes API server accepted ([`WriteLine`])
+//!
+//! ```json
+//! {"v":1,"kind":"write","host":"apiserver","session":"s1","object":"s1-0f3a9c2e","verb":"update","holder_identity":"replica-2#0","transitions":2,"resource_version":17,"at_us":12000000}
+//! ```
+//!
+//! `host`; `session`; `object` (`metadata.name`); `verb` ([`WriteVerb`]: `create`, `update`,
+//! `delete`); `holder_identity` (`""`: none) and `transitions` (`leaseTransitions`) after the
+//! write; `resource_version` it produced; `at_us` (true time). In acceptance order. A backend
+//! with no authority clock (KubeLease) has no `decision` lines: its accepted writes are what
+//! TOKEN and EXPIRY judge, and its `kube_*` operations what LIN-LEASE judges.
+//!
 //! # Reading and writing
 //!
 //! [`HistoryWriter`] writes lines as they happen; [`History::write_jsonl`] writes a whole
@@ -230,7 +250,7 @@
 //! as described above, each host's clock segments a valid [`ClockMap`]. The accessors
 //! ([`History::config`], [`History::ops`], [`History::decisions`],
 //! [`History::validity_checks`], [`History::phase_at_us`], [`History::final_ledger`],
-//! [`History::clock_maps`], [`History::events`]) give the checkers typed views.
+//! [`History::clock_maps`], [`History::events`], [`History::writes`]) give the checkers typed views.
 
 mod clock_map;
 mod error;
@@ -249,7 +269,7 @@ pub use error::{HistoryError, LineProblem};
 pub use io::HistoryWriter;
 pub use line::{
     ClockLine, ConfigLine, Decision, DecisionLine, EventLine, HistEvent, LedgerLine, Line, Phase,
-    PhaseLine, Refusal, Request, ValidityLine,
+    PhaseLine, Refusal, Request, ValidityLine, WriteLine, WriteVerb,
 };
 pub use op::{HistLossCause, Op, OpLine, OpResult, Outcome, micros};
 pub use record::{HistRecord, HistWriterId, Process};
@@ -426,6 +446,14 @@ impl History {
         })
     }
 
+    /// The writes a Kubernetes API server accepted, in order (empty for other backends).
+    pub fn writes(&self) -> impl Iterator<Item = &WriteLine> {
+        self.lines.iter().filter_map(|line| match line {
+            Line::Write(write) => Some(write),
+            _ => None,
+        })
+    }
+
     /// The clock segment lines, in order.
     pub fn clock_segments(&self) -> impl Iterator<Item = &ClockLine> {
         self.lines.iter().filter_map(|line| match line {
@@ -555,6 +583,7 @@ fn times(line: &Line) -> Vec<(&'static str, u64)> {
         Line::Phase(p) => vec![("at_us", p.at_us)],
         Line::Clock(c) => vec![("from_us", c.from_us), ("local_from_us", c.local_from_us)],
         Line::Event(e) => vec![("at_us", e.at_us)],
+        Line::Write(w) => vec![("at_us", w.at_us)],
         Line::Ledger(_) => Vec::new(),
     }
 }

@@ -100,6 +100,35 @@ pub enum Op {
         /// The event's number within that journal, from 1.
         seq_in_writer: u64,
     },
+    /// A Kubernetes API call `KubeLease` made: a get of the session's Lease object,
+    /// `{"type":"kube_get"}`. LIN-LEASE judges these calls for that backend: the Lease
+    /// objects as a CAS register keyed by `resourceVersion`.
+    KubeGet {},
+    /// A create of the session's Lease object with this holder and `leaseTransitions`:
+    /// `{"type":"kube_create","holder_identity":"replica-1#0","transitions":1}`.
+    KubeCreate {
+        /// `spec.holderIdentity` written (`""`: none).
+        holder_identity: String,
+        /// `spec.leaseTransitions` written.
+        transitions: u64,
+    },
+    /// A replace of the session's Lease object, conditional on `expected_rv` when given:
+    /// `{"type":"kube_update","expected_rv":16,"holder_identity":"","transitions":2}`.
+    KubeUpdate {
+        /// The `resourceVersion` of the read the write was decided from; `null`: no
+        /// precondition (unconditional).
+        expected_rv: Option<u64>,
+        /// `spec.holderIdentity` written (`""`: none).
+        holder_identity: String,
+        /// `spec.leaseTransitions` written.
+        transitions: u64,
+    },
+    /// A delete of the session's Lease object, conditional on `expected_rv` when given:
+    /// `{"type":"kube_delete","expected_rv":16}`.
+    KubeDelete {
+        /// The `resourceVersion` precondition, if any.
+        expected_rv: Option<u64>,
+    },
 }
 
 impl Op {
@@ -113,6 +142,10 @@ impl Op {
             Op::LedgerAppend { .. } => "ledger_append",
             Op::JournalOpen { .. } => "journal_open",
             Op::JournalAppend { .. } => "journal_append",
+            Op::KubeGet {} => "kube_get",
+            Op::KubeCreate { .. } => "kube_create",
+            Op::KubeUpdate { .. } => "kube_update",
+            Op::KubeDelete { .. } => "kube_delete",
         }
     }
 }
@@ -234,6 +267,29 @@ pub enum OpResult {
     /// The operation never completed: its process crashed or the run ended first (`info`).
     CutOff {
         /// What cut it off, e.g. `crash` or `run ended`.
+        reason: String,
+    },
+    /// A Kubernetes call returned the Lease object (`ok`: a get, or the object a create or
+    /// update wrote; a delete returns the deleted object):
+    /// `{"type":"kube_object","resource_version":17,"holder_identity":"replica-2#0","transitions":2}`.
+    KubeObject {
+        /// Its `metadata.resourceVersion`.
+        resource_version: u64,
+        /// Its `spec.holderIdentity` (`""`: none).
+        holder_identity: String,
+        /// Its `spec.leaseTransitions`.
+        transitions: u64,
+    },
+    /// 404 Not Found: `ok` for a get (the object is absent), `fail` for an update or delete.
+    KubeNotFound {},
+    /// 409 Conflict: a create of an existing name, or a stale `resourceVersion` (`fail`).
+    KubeConflict {},
+    /// Any other HTTP status from the server: `info` for a 5xx (it may have been applied),
+    /// `fail` for a 4xx: `{"type":"kube_status","code":500,"reason":"InternalError"}`.
+    KubeStatus {
+        /// The HTTP status code.
+        code: u16,
+        /// The Kubernetes `Status.reason`, or the status text.
         reason: String,
     },
 }

@@ -315,6 +315,26 @@ fn request(op: &OpLine) -> String {
             writer_id,
             seq_in_writer,
         } => format!("journal append w{}.{seq_in_writer}", writer_id.journal),
+        Op::KubeGet {} => format!("get lease {session}"),
+        Op::KubeCreate {
+            holder_identity,
+            transitions,
+        } => format!("create lease {session} holder {holder_identity:?} transitions {transitions}"),
+        Op::KubeUpdate {
+            expected_rv,
+            holder_identity,
+            transitions,
+        } => {
+            let rv =
+                expected_rv.map_or_else(|| "unconditional".to_owned(), |rv| format!("rv {rv}"));
+            format!(
+                "update lease {session} ({rv}) holder {holder_identity:?} transitions {transitions}"
+            )
+        }
+        Op::KubeDelete { expected_rv } => match expected_rv {
+            Some(rv) => format!("delete lease {session} (rv {rv})"),
+            None => format!("delete lease {session} (unconditional)"),
+        },
     }
 }
 
@@ -358,6 +378,16 @@ fn reply(outcome: Outcome, result: &OpResult, id: u64) -> String {
         },
         OpResult::Poisoned { .. } => "Poisoned".to_owned(),
         OpResult::CutOff { .. } => "cut off".to_owned(),
+        OpResult::KubeObject {
+            resource_version,
+            holder_identity,
+            transitions,
+        } => format!(
+            "Lease rv {resource_version} holder {holder_identity:?} transitions {transitions}"
+        ),
+        OpResult::KubeNotFound {} => "404 Not Found".to_owned(),
+        OpResult::KubeConflict {} => "409 Conflict".to_owned(),
+        OpResult::KubeStatus { code, reason } => format!("{code} {}", short(reason)),
     };
     let outcome = match outcome {
         Outcome::Ok => "",

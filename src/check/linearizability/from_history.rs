@@ -126,6 +126,7 @@ fn end_of_history(history: &History) -> u64 {
             Line::Phase(p) => p.at_us,
             Line::Clock(c) => c.from_us,
             Line::Event(e) => e.at_us,
+            Line::Write(w) => w.at_us,
             Line::Config(_) | Line::Ledger(_) => 0,
         })
         .max()
