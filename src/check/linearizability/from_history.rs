@@ -49,9 +49,21 @@
 //! This matters at µs resolution: a renew refused and the release its caller sends next can
 //! show the same µs as completion and invocation, which would make them concurrent.
 
+//!
+//! # Kubernetes Lease objects ([`check_kube_history`], model [`KubeLeaseObjects`])
+//!
+//! For a backend without an authority clock (KubeLease: no decision lines), LIN-LEASE judges
+//! the Lease API calls instead of the lease calls: taken are the `kube_get`, `kube_create`,
+//! `kube_update` and `kube_delete` op lines, one partition per session. `ok` objects and
+//! not-founds and `fail` conflicts and not-founds are kept with their results; a `fail`
+//! `kube_status` (a 4xx other than 404/409) or any other `fail` had no effect and is dropped;
+//! `info` calls (a 5xx, a transport error, a cut-off call) stay unknown. The API server's
+//! `write` lines are not used to resolve them (left for later: a write line names the
+//! `resourceVersion` an unknown write produced).
 use std::collections::BTreeMap;
 
 use super::engine::{Budget, Operation, Verdict, check};
+use super::kube::{KubeCall, KubeInput, KubeLeaseObjects, KubeOutput, LeaseObject};
 use super::lease::{AuthorityWindow, LeaseCall, LeaseInput, LeaseOutput, TimedLease};
 use super::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
 use crate::history::{
@@ -80,6 +92,103 @@ pub struct Extracted<M, I, O> {
 pub type LedgerOps = Extracted<CasLedger, LedgerInput, LedgerOutput>;
 /// The lease history's operations, as [`check_lease_history`] checks them.
 pub type LeaseOps = Extracted<TimedLease, LeaseInput, LeaseOutput>;
+
+/// The Lease API calls of a kube history, as [`check_kube_history`] checks them.
+pub type KubeOps = Extracted<KubeLeaseObjects, KubeInput, KubeOutput>;
+
+/// Checks the Lease API calls (`kube_*` op lines) of `history` for linearizability against
+/// the CAS register keyed by `resourceVersion` ([`KubeLeaseObjects`], one partition per
+/// session; see the module documentation).
+///
+/// # Errors
+/// The history does not [`History::validate`].
+pub fn check_kube_history(history: &History, budget: Budget) -> Result<Verdict, HistoryError> {
+    let extracted = kube_operations(history)?;
+    Ok(check(&extracted.model, &extracted.ops, budget))
+}
+
+/// The [`KubeCall`] of a `kube_*` op line; `None` for any other op.
+fn kube_call(op: &Op) -> Option<KubeCall> {
+    Some(match op {
+        Op::KubeGet {} => KubeCall::Get,
+        Op::KubeCreate {
+            holder_identity,
+            transitions,
+        } => KubeCall::Create {
+            holder_identity: holder_identity.clone(),
+            transitions: *transitions,
+        },
+        Op::KubeUpdate {
+            expected_rv,
+            holder_identity,
+            transitions,
+        } => KubeCall::Update {
+            expected_rv: *expected_rv,
+            holder_identity: holder_identity.clone(),
+            transitions: *transitions,
+        },
+        Op::KubeDelete { expected_rv } => KubeCall::Delete {
+            expected_rv: *expected_rv,
+        },
+        _ => return None,
+    })
+}
+
+/// What becomes of a Lease API call (see the module documentation).
+fn kube_fate(op: &OpLine) -> Fate<KubeOutput> {
+    let output = match (&op.result, op.outcome) {
+        (_, Outcome::Info) => return Fate::Unknown,
+        (
+            Some(OpResult::KubeObject {
+                resource_version,
+                holder_identity,
+                transitions,
+            }),
+            Outcome::Ok,
+        ) => KubeOutput::Object(LeaseObject {
+            resource_version: *resource_version,
+            holder_identity: holder_identity.clone(),
+            transitions: *transitions,
+        }),
+        (Some(OpResult::KubeNotFound {}), _) => KubeOutput::NotFound,
+        (Some(OpResult::KubeConflict {}), Outcome::Fail) => KubeOutput::Conflict,
+        _ => return Fate::Dropped,
+    };
+    Fate::Recorded {
+        output,
+        ret: op.complete_us,
+    }
+}
+
+/// The Lease API calls of `history` as [`KubeLeaseObjects`] operations.
+///
+/// # Errors
+/// The history does not [`History::validate`].
+pub fn kube_operations(history: &History) -> Result<KubeOps, HistoryError> {
+    history.validate()?;
+    let mut processes = Processes::default();
+    let mut out = KubeOps::empty(KubeLeaseObjects);
+    for op in history.ops() {
+        let Some(call) = kube_call(&op.op) else {
+            continue;
+        };
+        let Some((output, ret)) = out.tally(kube_fate(op)) else {
+            continue;
+        };
+        let operation = Operation {
+            process: processes.id(&op.process),
+            input: KubeInput {
+                session: op.session.clone(),
+                call,
+            },
+            output,
+            call: op.invoke_us,
+            ret,
+        };
+        out.push(operation, Some(op.id));
+    }
+    Ok(out)
+}
 
 /// Checks the ledger calls of `history` for linearizability against the CAS chain model
 /// ([`CasLedger`], one partition per session), after resolving unknown outcomes (see the
