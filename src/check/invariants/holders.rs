@@ -71,7 +71,9 @@ impl Clocks {
     /// True time `process`'s boot ended (its host restarted with a later boot); `None` when it
     /// ran to the end of the history, or without segments.
     pub(crate) fn boot_end(&self, process: &Process) -> Option<u64> {
-        self.boot_segments(process)?.last().and_then(|(_, next)| *next)
+        self.boot_segments(process)?
+            .last()
+            .and_then(|(_, next)| *next)
     }
 
     /// True time `process`'s boot started; `None` without segments.
@@ -109,10 +111,11 @@ impl Clocks {
             .iter()
             .filter(|(s, next)| s.from_us <= to_us && next.is_none_or(|next| next > from_us))
             .map(|(s, _)| if s.suspended { -1_000_000 } else { s.drift_ppm });
-        rates.fold(None, |range: Option<(i64, i64)>, rate| {
-            Some(range.map_or((rate, rate), |(lo, hi)| (lo.min(rate), hi.max(rate))))
-        })
-        .unwrap_or((0, 0))
+        rates
+            .fold(None, |range: Option<(i64, i64)>, rate| {
+                Some(range.map_or((rate, rate), |(lo, hi)| (lo.min(rate), hi.max(rate))))
+            })
+            .unwrap_or((0, 0))
     }
 }
 
@@ -225,7 +228,9 @@ pub(crate) fn windows<'h>(
     }
     for op in history.ops() {
         let (at_us, cut) = match (&op.op, op.outcome, &op.result) {
-            (Op::LeaseRelease { token, .. }, _, _) => (Some(op.invoke_us), (*token, Cut::Release(op))),
+            (Op::LeaseRelease { token, .. }, _, _) => {
+                (Some(op.invoke_us), (*token, Cut::Release(op)))
+            }
             (Op::LeaseRenew { token, .. }, Outcome::Fail, Some(OpResult::Held { .. })) => {
                 (op.complete_us, (*token, Cut::HeldRenew(op)))
             }

@@ -185,8 +185,11 @@ fn judge_writes(report: &mut InvariantReport, session: &str, writes: &[&WriteLin
 /// A renew that returned ok returns the token it presented.
 fn judge_renews(report: &mut InvariantReport, history: &History) {
     for op in history.ops() {
-        if let (Op::LeaseRenew { token, .. }, Outcome::Ok, Some(OpResult::Granted { token: got, .. })) =
-            (&op.op, op.outcome, &op.result)
+        if let (
+            Op::LeaseRenew { token, .. },
+            Outcome::Ok,
+            Some(OpResult::Granted { token: got, .. }),
+        ) = (&op.op, op.outcome, &op.result)
         {
             report.checks += 1;
             if got != token {
@@ -232,7 +235,11 @@ fn judge_reacquires(report: &mut InvariantReport, history: &History) {
                     who(&op.process),
                     live.token
                 ),
-                vec![live.evidence(), Evidence::Op(live.op.id), Evidence::Op(op.id)],
+                vec![
+                    live.evidence(),
+                    Evidence::Op(live.op.id),
+                    Evidence::Op(op.id),
+                ],
             );
         }
     }
