@@ -217,12 +217,10 @@ fn judge_reacquires(report: &mut InvariantReport, history: &History) {
         else {
             continue;
         };
-        let live = windows
-            .get(&op.session)
-            .into_iter()
-            .flatten()
-            .filter(|w| w.op.id != op.id && w.process() == &op.process && w.contains(op.invoke_us))
-            .last();
+        let live =
+            windows.get(&op.session).into_iter().flatten().rfind(|w| {
+                w.op.id != op.id && w.process() == &op.process && w.contains(op.invoke_us)
+            });
         let Some(live) = live else {
             continue;
         };
