@@ -3,15 +3,17 @@
 //! evidence, and a clean one that passes (scenarios K1 and K2, and the kube mutants' races).
 
 use leasesim::check::Check as Named;
-use leasesim::check::invariants::{Evidence, InvariantReport, Violation, excl, expiry, token};
+use leasesim::check::invariants::{
+    Evidence, InvariantReport, Violation, excl, expiry, live, token,
+};
 use leasesim::check::judge::{Status, judge};
 use leasesim::check::linearizability::Budget;
 use leasesim::history::{Process, WriteVerb};
 
 use super::build::{
-    Builder, S, acquire, boot, created, deleted, granted, history, kube_conflict, kube_create,
-    kube_get, kube_object, kube_unavailable, kube_update, p, release_lease, released, renew_lease,
-    span, updated,
+    Builder, S, acquire, boot, created, deleted, granted, held, history, kube_conflict,
+    kube_create, kube_get, kube_object, kube_unavailable, kube_update, p, release_lease, released,
+    renew_lease, span, updated,
 };
 
 /// The one violation of `report`.
@@ -471,4 +473,46 @@ fn holder_identities_name_replica_and_incarnation() {
     assert_eq!(parse_holder("replica-2"), None);
     assert_eq!(parse_holder("node-2#1"), None);
     assert_eq!(parse_holder("replica-#1"), None);
+}
+
+/// Faults healed at 0 and the run ended at 30 s; the API server restarted at 5 s; replica-2's
+/// acquire is turned away at 20.5 s. The kube bound is 10 s TTL + 3 × 3.333333 s + 2 s =
+/// 21.999999 s, with no grace: a restarted API server judges no expiry.
+fn turned_away_late() -> Builder {
+    history()
+        .kube_config()
+        .clock("apiserver", boot(0))
+        .clock("apiserver", boot(1).from(5 * S))
+        .healed_at(0)
+        .op(
+            1,
+            "replica-2",
+            span(20_500_000, 20_510_000),
+            acquire(),
+            held(1),
+        )
+        .run_ended_at(30 * S)
+}
+
+#[test]
+fn live_catches_a_session_stuck_past_the_bound_without_a_grace_for_an_api_server_restart() {
+    let report = live::check(&turned_away_late().build());
+    let violation = one(&report);
+    assert!(
+        violation
+            .message
+            .contains("between the heal at 0us and 21999999us (bound 21999999us)"),
+        "{violation}"
+    );
+}
+
+#[test]
+fn live_passes_a_session_handed_back_by_a_release_write() {
+    let report = live::check(
+        &turned_away_late()
+            .accepted(21 * S, updated("", 1, 4))
+            .build(),
+    );
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
 }
