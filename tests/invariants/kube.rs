@@ -516,3 +516,73 @@ fn live_passes_a_session_handed_back_by_a_release_write() {
     assert!(report.passed(), "{report:?}");
     assert_eq!(report.checks, 1);
 }
+
+/// replica-1 acquires at 0 (window to 9 s); replica-2 acquires at 3 s; replica-1's host
+/// restarts (boot 1) at `restart_us`.
+fn crash_then_takeover(restart_us: u64) -> leasesim::history::History {
+    history()
+        .kube_config()
+        .clock("replica-1", boot(0))
+        .clock("replica-1", boot(1).from(restart_us).reads(restart_us))
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .op(
+            2,
+            "replica-2",
+            span(3 * S, 3 * S + 10_000),
+            acquire(),
+            granted(2, 10 * S),
+        )
+        .build()
+}
+
+#[test]
+fn excl_cuts_a_window_at_its_holders_crash() {
+    let report = excl::check(&crash_then_takeover(2 * S));
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
+    // Had replica-1 lived on to 4 s, its window would still be open at 3 s.
+    let report = excl::check(&crash_then_takeover(4 * S));
+    let violation = one(&report);
+    assert!(
+        violation.message.contains("cut by its crash"),
+        "{violation}"
+    );
+    assert_eq!(violation.evidence[0], window("replica-1", 1, 1, 0, 4 * S));
+}
+
+#[test]
+fn excl_cuts_a_window_at_a_renew_answered_held() {
+    let h = history()
+        .kube_config()
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .op(
+            2,
+            "replica-1",
+            span(2 * S, 2 * S + 10_000),
+            renew_lease(1),
+            held(2),
+        )
+        .op(
+            3,
+            "replica-2",
+            span(3 * S, 3 * S + 10_000),
+            acquire(),
+            granted(2, 10 * S),
+        )
+        .build();
+    let report = excl::check(&h);
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
+}
