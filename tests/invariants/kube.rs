@@ -586,3 +586,66 @@ fn excl_cuts_a_window_at_a_renew_answered_held() {
     assert!(report.passed(), "{report:?}");
     assert_eq!(report.checks, 1);
 }
+
+/// replica-1 creates s1 (rv 1); replica-2's update from rv 1 gets a 503 at [2 s, 3 s];
+/// replica-3 then reads the object as `read`. With `accepted`, the API server's write lines
+/// show the update applied (rv 2 at 2.5 s).
+fn unknown_update(read: (u64, &str, u64), accepted: bool) -> leasesim::history::History {
+    let mut h = kube_calls()
+        .accepted(500_000, created("replica-1#0", 1, 1))
+        .op(
+            2,
+            "replica-2",
+            span(2 * S, 3 * S),
+            kube_update(Some(1), "replica-2#0", 2),
+            kube_unavailable(),
+        )
+        .op(
+            3,
+            "replica-3",
+            span(4 * S, 5 * S),
+            kube_get(),
+            kube_object(read.0, read.1, read.2),
+        );
+    if accepted {
+        h = h.accepted(2_500_000, updated("replica-2#0", 2, 2));
+    }
+    h.build()
+}
+
+#[test]
+fn lin_lease_resolves_an_unknown_update_from_the_write_lines() {
+    use leasesim::check::linearizability::{Verdict, check_kube_history, kube_operations};
+    let h = unknown_update((2, "replica-2#0", 2), true);
+    let ops = kube_operations(&h).unwrap();
+    assert_eq!((ops.resolved, ops.dropped, ops.unknown), (1, 0, 0));
+    assert_eq!(
+        check_kube_history(&h, Budget::default()).unwrap(),
+        Verdict::Linearizable
+    );
+    // The write lines show it applied, so a later read of the old object is stale...
+    let stale = unknown_update((1, "replica-1#0", 1), true);
+    assert!(matches!(
+        check_kube_history(&stale, Budget::default()).unwrap(),
+        Verdict::NotLinearizable(_)
+    ));
+}
+
+#[test]
+fn lin_lease_drops_an_unknown_update_no_write_line_shows() {
+    use leasesim::check::linearizability::{Verdict, check_kube_history, kube_operations};
+    // The server accepted only the create: the update never took effect, so reading
+    // replica-2's object would be impossible, and reading the create's object is right.
+    let h = unknown_update((1, "replica-1#0", 1), false);
+    let ops = kube_operations(&h).unwrap();
+    assert_eq!((ops.resolved, ops.dropped, ops.unknown), (0, 1, 0));
+    assert_eq!(
+        check_kube_history(&h, Budget::default()).unwrap(),
+        Verdict::Linearizable
+    );
+    let impossible = unknown_update((2, "replica-2#0", 2), false);
+    assert!(matches!(
+        check_kube_history(&impossible, Budget::default()).unwrap(),
+        Verdict::NotLinearizable(_)
+    ));
+}

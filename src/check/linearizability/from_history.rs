@@ -57,9 +57,18 @@
 //! `kube_update` and `kube_delete` op lines, one partition per session. `ok` objects and
 //! not-founds and `fail` conflicts and not-founds are kept with their results; a `fail`
 //! `kube_status` (a 4xx other than 404/409) or any other `fail` had no effect and is dropped;
-//! `info` calls (a 5xx, a transport error, a cut-off call) stay unknown. The API server's
-//! `write` lines are not used to resolve them (left for later: a write line names the
-//! `resourceVersion` an unknown write produced).
+//! `info` calls (a 5xx, a transport error, a cut-off call) stay unknown, except creates and
+//! updates the API server's `write` lines resolve.
+//!
+//! When the history has `write` lines (the API server records every write it accepted), an
+//! `info` create or update is resolved before the search: the earliest write line of its
+//! session accepted at or after its invocation, with its verb, holder and transitions (and,
+//! for an update with a precondition, right after the write that produced `expected_rv`),
+//! that no `ok` call (by the `resourceVersion` it returned) nor an earlier resolved call
+//! accounts for, is its effect: it becomes `ok`, returning that object at the write's
+//! acceptance time. An `info` create or update no write line accounts for was never
+//! accepted and is dropped. `info` gets and deletes stay unknown (a read has no effect; a
+//! delete's write line no longer shows the object's holder).
 use std::collections::BTreeMap;
 
 use super::engine::{Budget, Operation, Verdict, check};
@@ -68,7 +77,7 @@ use super::lease::{AuthorityWindow, LeaseCall, LeaseInput, LeaseOutput, TimedLea
 use super::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
 use crate::history::{
     ClockMap, Decision, DecisionLine, HistRecord, History, HistoryError, Line, Op, OpLine,
-    OpResult, Outcome, Process, Refusal, Request,
+    OpResult, Outcome, Process, Refusal, Request, WriteLine, WriteVerb,
 };
 
 /// A history's operations for one model, with where each came from and what resolution did.
@@ -160,6 +169,103 @@ fn kube_fate(op: &OpLine) -> Fate<KubeOutput> {
     }
 }
 
+/// The API server's accepted writes, for resolving `info` creates and updates.
+struct AcceptedWrites<'h> {
+    /// Whether the history has write lines at all.
+    known: bool,
+    /// Each session's write lines in acceptance order, with whether a call accounts for it.
+    by_session: BTreeMap<&'h str, Vec<(&'h WriteLine, bool)>>,
+}
+
+impl<'h> AcceptedWrites<'h> {
+    /// The write lines of `history`, those an `ok` create or update returned (by session and
+    /// `resourceVersion`) already accounted for.
+    fn of(history: &'h History) -> Self {
+        let mut by_session: BTreeMap<&'h str, Vec<(&'h WriteLine, bool)>> = BTreeMap::new();
+        for write in history.writes() {
+            by_session
+                .entry(write.session.as_str())
+                .or_default()
+                .push((write, false));
+        }
+        for op in history.ops() {
+            if let (
+                Op::KubeCreate { .. } | Op::KubeUpdate { .. },
+                Outcome::Ok,
+                Some(OpResult::KubeObject {
+                    resource_version, ..
+                }),
+            ) = (&op.op, op.outcome, &op.result)
+            {
+                for (write, claimed) in by_session
+                    .get_mut(op.session.as_str())
+                    .into_iter()
+                    .flatten()
+                {
+                    if write.resource_version == *resource_version
+                        && write.verb != WriteVerb::Delete
+                    {
+                        *claimed = true;
+                    }
+                }
+            }
+        }
+        AcceptedWrites {
+            known: !by_session.is_empty(),
+            by_session,
+        }
+    }
+
+    /// The fate of the `info` call `op` (see the module documentation).
+    fn resolve(&mut self, op: &OpLine, call: &KubeCall) -> Fate<KubeOutput> {
+        let (verb, holder, transitions, expected_rv) = match call {
+            KubeCall::Create {
+                holder_identity,
+                transitions,
+            } => (WriteVerb::Create, holder_identity, *transitions, None),
+            KubeCall::Update {
+                expected_rv,
+                holder_identity,
+                transitions,
+            } => (
+                WriteVerb::Update,
+                holder_identity,
+                *transitions,
+                *expected_rv,
+            ),
+            KubeCall::Get | KubeCall::Delete { .. } => return Fate::Unknown,
+        };
+        let Some(writes) = self.by_session.get_mut(op.session.as_str()) else {
+            return Fate::Dropped;
+        };
+        let found = (0..writes.len()).find(|&i| {
+            let (write, claimed) = writes[i];
+            !claimed
+                && write.at_us >= op.invoke_us
+                && write.verb == verb
+                && write.holder_identity == *holder
+                && write.transitions == transitions
+                && expected_rv.is_none_or(|rv| {
+                    i.checked_sub(1)
+                        .is_some_and(|before| writes[before].0.resource_version == rv)
+                })
+        });
+        let Some(i) = found else {
+            return Fate::Dropped;
+        };
+        writes[i].1 = true;
+        let write = writes[i].0;
+        Fate::Resolved {
+            output: KubeOutput::Object(LeaseObject {
+                resource_version: write.resource_version,
+                holder_identity: write.holder_identity.clone(),
+                transitions: write.transitions,
+            }),
+            ret: write.at_us,
+        }
+    }
+}
+
 /// The Lease API calls of `history` as [`KubeLeaseObjects`] operations.
 ///
 /// # Errors
@@ -168,11 +274,16 @@ pub fn kube_operations(history: &History) -> Result<KubeOps, HistoryError> {
     history.validate()?;
     let mut processes = Processes::default();
     let mut out = KubeOps::empty(KubeLeaseObjects);
+    let mut writes = AcceptedWrites::of(history);
     for op in history.ops() {
         let Some(call) = kube_call(&op.op) else {
             continue;
         };
-        let Some((output, ret)) = out.tally(kube_fate(op)) else {
+        let fate = match kube_fate(op) {
+            Fate::Unknown if writes.known => writes.resolve(op, &call),
+            fate => fate,
+        };
+        let Some((output, ret)) = out.tally(fate) else {
             continue;
         };
         let operation = Operation {
