@@ -10,8 +10,11 @@
 //! mapped to true time through P's clock segments in P's boot (its incarnation)
 //! ([`ClockMap::true_at_in_boot`]). It is cut short at the first of, after it starts:
 //! the true invoke time of P's own release of that token; the completion of P's renew of that
-//! token answered `held` (P observed the loss); the end of P's boot (P crashed). Without clock
-//! segments for P's host, P's clock is taken to equal true time.
+//! token answered `held` (P observed the loss); the end of P's boot (P crashed). A release or
+//! held renew of a *higher* token of P's cuts it too: P holds the lease value its last grant
+//! returned, so when a renew returned another token (a bug TOKEN reports), the release of the
+//! new value ends P's use of the old one as well; a stale release of a lower token cuts
+//! nothing later. Without clock segments for P's host, P's clock is taken to equal true time.
 
 use std::collections::BTreeMap;
 
@@ -241,7 +244,7 @@ pub(crate) fn windows<'h>(
         };
         for window in by_session.get_mut(&op.session).into_iter().flatten() {
             if window.op.process == op.process
-                && window.token == token
+                && window.token <= token
                 && at_us >= window.from_us
                 && at_us < window.until_us
             {
