@@ -649,3 +649,73 @@ fn lin_lease_drops_an_unknown_update_no_write_line_shows() {
         Verdict::NotLinearizable(_)
     ));
 }
+
+#[test]
+fn excl_cuts_older_windows_at_a_release_of_a_higher_token_and_not_at_a_stale_one() {
+    // A renew that moved the token (TOKEN's business): releasing the new value ends the old
+    // one's window too.
+    let moved = history()
+        .kube_config()
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .op(
+            2,
+            "replica-1",
+            span(S, S + 10_000),
+            renew_lease(1),
+            granted(2, 10 * S),
+        )
+        .op(
+            3,
+            "replica-1",
+            span(2 * S, 2 * S + 10_000),
+            release_lease(2),
+            released(),
+        )
+        .op(
+            4,
+            "replica-2",
+            span(3 * S, 3 * S + 10_000),
+            acquire(),
+            granted(3, 10 * S),
+        )
+        .build();
+    let report = excl::check(&moved);
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
+    // A release of an older token ends nothing of the lease held now.
+    let stale = history()
+        .kube_config()
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(3, 10 * S),
+        )
+        .op(
+            2,
+            "replica-1",
+            span(S, S + 10_000),
+            release_lease(1),
+            released(),
+        )
+        .op(
+            3,
+            "replica-2",
+            span(3 * S, 3 * S + 10_000),
+            acquire(),
+            granted(4, 10 * S),
+        )
+        .build();
+    let report = excl::check(&stale);
+    assert_eq!(
+        one(&report).evidence[0],
+        window("replica-1", 3, 1, 0, 9 * S)
+    );
+}
