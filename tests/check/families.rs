@@ -101,7 +101,7 @@ struct Slot {
 }
 
 /// Timings for `shape.ops` operations of `shape.clients` clients: each client calls again a
-/// little after its previous operation returned; an operation lasts 1 to `2 · clients` ticks
+/// little after its previous operation returned (1 to 3 ticks); an operation lasts 1 to `2 · clients` ticks
 /// (so about `clients` run at once); an `:info` one replaces its client's process.
 fn timeline(shape: &Shape, rng: &mut ChaCha8Rng, may_be_info: impl Fn(usize) -> bool) -> Vec<Slot> {
     let clients = shape.clients.max(1);
@@ -114,7 +114,8 @@ fn timeline(shape: &Shape, rng: &mut ChaCha8Rng, may_be_info: impl Fn(usize) -> 
             .enumerate()
             .min_by_key(|&(c, &(at, _))| (at, c))
             .expect("at least one client");
-        let call = at + below(rng, 3);
+        // Strictly after the client's previous return, so that its events stay in order.
+        let call = at + 1 + below(rng, 3);
         let ret = call + 1 + below(rng, 2 * clients);
         let info = may_be_info(i) && chance(rng, shape.info_per_mille);
         let point = if info && chance(rng, 500) {
