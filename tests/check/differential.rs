@@ -328,13 +328,14 @@ fn small_shapes() -> impl Strategy<Value = families::Shape> {
         })
 }
 
+/// A family's generator (`families::register`, `kv`, `ledger`).
+type Generator<M> =
+    fn(&families::Shape) -> Vec<Operation<<M as Model>::Input, <M as Model>::Output>>;
+
 /// The engine and brute force agree on the small generated histories of one family, and a
 /// history without injected violation is linearizable (the generator's promise); returns how
 /// many were not linearizable.
-fn differential_family<M: Model>(
-    model: &M,
-    generate: fn(&families::Shape) -> Vec<Operation<M::Input, M::Output>>,
-) -> usize {
+fn differential_family<M: Model>(model: &M, generate: Generator<M>) -> usize {
     let violations = AtomicUsize::new(0);
     let mut runner = runner();
     let config = Config {
