@@ -12,13 +12,27 @@
 //! and `c10-bad`); Go's ns/op is a mean, so compare it with the sum of means. Every verdict is
 //! compared with `expected.csv` (porcupine's benchmarks assert the same verdicts). The last
 //! two rows check generated 100k-op histories with `--budget 1000` (bad-input probe D6): the
-//! whole check, pruning included, must stop at the budget, quickly, with `unknown`. Run with
+//! whole check, pruning included, must stop at the budget, quickly, with `unknown`.
+//!
+//! Then the generated worst-case families (issue 17; `tests/check/families.rs`): register, kv
+//! and ledger histories of 5, 20 and 50 clients with many `:info` operations, without and with
+//! one injected violation early, in the middle or at the end. Each row gives the fastest of a
+//! few checks with a budget of 5,000,000 steps per partition (a tenth of the default: many
+//! families are exponential) and its verdict, and one check with `--budget 100000` (which must
+//! end in bounded time, `unknown` where more is needed). With
+//! `CHECK_FAMILIES_DIR=<dir>` (or `--families-dir <dir>` after `--`), the register and kv
+//! families are also written there in the Jepsen text formats (`register-c05-ok.log`, an etcd
+//! log; `kv-c05-bad-early.txt`, porcupine's kv test data), with an `expected.csv`, for other
+//! checkers; `CHECK_FAMILIES_ONLY=1` skips the shared Jepsen files. Run with
 //! `cargo bench --bench check`.
 
 // Measuring real time is the point of a benchmark (DESIGN.md lets checkers use real time).
 #![allow(clippy::disallowed_types)]
 
-use std::path::Path;
+#[path = "../tests/check/families.rs"]
+mod families;
+
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use leasesim::check::jepsen::{etcd, kv};
@@ -75,6 +89,23 @@ struct Totals {
 }
 
 fn main() {
+    if std::env::var("CHECK_FAMILIES_ONLY").is_err() {
+        jepsen_files();
+    }
+    family_rows(families_dir().as_deref());
+}
+
+/// Where to write the generated families: `--families-dir <dir>` or `CHECK_FAMILIES_DIR`.
+fn families_dir() -> Option<PathBuf> {
+    let mut args = std::env::args().skip_while(|a| a != "--families-dir");
+    args.next();
+    args.next()
+        .or_else(|| std::env::var("CHECK_FAMILIES_DIR").ok())
+        .map(PathBuf::from)
+}
+
+/// The shared Jepsen files' rows, the etcd row, the totals and the budget rows.
+fn jepsen_files() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/jepsen");
     let csv = std::fs::read_to_string(dir.join("expected.csv")).unwrap_or_else(|e| {
         panic!(
@@ -281,4 +312,157 @@ fn budget_row<M: Model>(name: &str, model: &M, ops: &[Operation<M::Input, M::Out
             Verdict::NotLinearizable(_) => "not linearizable",
         }
     );
+}
+
+/// The client counts of the generated families.
+const FAMILY_CLIENTS: [u64; 3] = [5, 20, 50];
+
+/// `:info` operations per mille in the main families, and in the info-heavy ones.
+const INFO_PER_MILLE: u64 = 10;
+const HEAVY_INFO_PER_MILLE: u64 = 50;
+
+/// The budget (steps per partition) of the family rows: a tenth of the default, as many
+/// families are exponential, and the default budget takes up to a minute a row (ten kv
+/// partitions) to say `unknown`.
+const FAMILY_BUDGET: u64 = 5_000_000;
+
+/// One family's name: model, clients, violation, and `-heavy` for the info-heavy ones.
+fn family_name(
+    model: &str,
+    clients: u64,
+    violation: Option<families::Violation>,
+    heavy: bool,
+) -> String {
+    let heavy = if heavy { "-heavy" } else { "" };
+    format!(
+        "{model}-c{clients:02}-{}{heavy}",
+        families::Violation::name(violation)
+    )
+}
+
+/// The family rows: each family checked with [`FAMILY_BUDGET`] (fastest of [`ROUNDS`] rounds
+/// or of what fits in a second) and once with a budget of 100,000 steps; every history
+/// without injected violation must be linearizable (or unknown) and every other not
+/// linearizable (or unknown), or the row says `WRONG`. The register (1,000 ops, one partition),
+/// kv (10,000 ops, 10 keys) and ledger (2,000 ops, 4 sessions) families have 1% `:info` ops;
+/// then the info-heavy ones (5%, without violation and with one in the middle). Writes the register and kv families to `dir` if
+/// given.
+fn family_rows(dir: Option<&Path>) {
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).expect("can create the families directory");
+        std::fs::write(dir.join("expected.csv"), "file,expected_linearizable,ops\n")
+            .expect("can write expected.csv");
+    }
+    println!(
+        "{:<28} {:>6} {:>5} {:>12} {:>18} {:>12} {:>18}",
+        "family", "ops", "info", "time_ms", "verdict", "b1e5_ms", "verdict_b1e5"
+    );
+    let all: Vec<_> = std::iter::once(None)
+        .chain(families::Violation::ALL.map(Some))
+        .collect();
+    let heavy = [None, Some(families::Violation::Middle)];
+    for (info_per_mille, variants, budget) in [
+        (INFO_PER_MILLE, &all[..], Budget::steps(FAMILY_BUDGET)),
+        (
+            HEAVY_INFO_PER_MILLE,
+            &heavy[..],
+            Budget::steps(FAMILY_BUDGET),
+        ),
+    ] {
+        let is_heavy = info_per_mille == HEAVY_INFO_PER_MILLE;
+        for &clients in &FAMILY_CLIENTS {
+            for &violation in variants {
+                let shape = |ops| families::Shape {
+                    clients,
+                    ops,
+                    info_per_mille,
+                    violation,
+                    seed: 17_000 + clients * 10 + violation.map_or(0, |v| v as u64 + 1),
+                };
+                let name = |model| family_name(model, clients, violation, is_heavy);
+                let ok = violation.is_none();
+                let register = families::register(&shape(1000));
+                family_row(&name("register"), &CasRegister, &register, ok, budget);
+                let text = families::etcd_text(&register);
+                write_family(
+                    dir,
+                    &format!("{}.log", name("register")),
+                    &text,
+                    &register,
+                    ok,
+                );
+                let kv = families::kv(&shape(10_000));
+                family_row(&name("kv"), &KvStore, &kv, ok, budget);
+                let text = families::kv_text(&kv);
+                write_family(dir, &format!("{}.txt", name("kv")), &text, &kv, ok);
+                let ledger = families::ledger(&shape(2000));
+                family_row(&name("ledger"), &CasLedger, &ledger, ok, budget);
+            }
+        }
+    }
+}
+
+/// Writes one family's text and its `expected.csv` row, if there is a directory.
+fn write_family<I, O>(
+    dir: Option<&Path>,
+    file: &str,
+    text: &str,
+    ops: &[Operation<I, O>],
+    linearizable: bool,
+) {
+    let Some(dir) = dir else { return };
+    std::fs::write(dir.join(file), text).expect("can write a family file");
+    let row = format!("{file},{linearizable},{}\n", ops.len());
+    let csv = dir.join("expected.csv");
+    let mut all = std::fs::read_to_string(&csv).unwrap_or_default();
+    all.push_str(&row);
+    std::fs::write(csv, all).expect("can write expected.csv");
+}
+
+/// One family's row: `budget` (fastest of a few checks), then a budget of 100,000 steps.
+/// A row's time is the check's alone, without reading or generating.
+fn family_row<M: Model>(
+    name: &str,
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    linearizable: bool,
+    budget: Budget,
+) {
+    let info = ops.iter().filter(|op| op.output.is_none()).count();
+    let (mut best, mut spent, mut rounds) = (Duration::MAX, Duration::ZERO, 0);
+    let mut verdict = Verdict::Unknown;
+    while rounds < ROUNDS && spent < Duration::from_secs(1) {
+        let start = Instant::now();
+        verdict = check(model, ops, budget);
+        let elapsed = start.elapsed();
+        best = best.min(elapsed);
+        spent += elapsed;
+        rounds += 1;
+    }
+    let start = Instant::now();
+    let bounded = check(model, ops, Budget::steps(100_000));
+    let bounded_time = start.elapsed();
+    let words = |verdict: &Verdict| match (verdict, linearizable) {
+        (Verdict::Linearizable, true) | (Verdict::NotLinearizable(_), false) => {
+            verdict_name(verdict).to_string()
+        }
+        (Verdict::Unknown, _) => "unknown".to_string(),
+        _ => format!("WRONG: {}", verdict_name(verdict)),
+    };
+    println!(
+        "{name:<28} {:>6} {info:>5} {:>12.2} {:>18} {:>12.2} {:>18}",
+        ops.len(),
+        best.as_secs_f64() * 1e3,
+        words(&verdict),
+        bounded_time.as_secs_f64() * 1e3,
+        words(&bounded),
+    );
+}
+
+fn verdict_name(verdict: &Verdict) -> &'static str {
+    match verdict {
+        Verdict::Linearizable => "linearizable",
+        Verdict::NotLinearizable(_) => "not linearizable",
+        Verdict::Unknown => "unknown",
+    }
 }

@@ -4,7 +4,8 @@
 //!
 //! The runs are deterministic: a fixed ChaCha seed, no failure-persistence files. A failure
 //! shrinks to a minimal history and prints it. To explore other histories locally, set
-//! `DIFFERENTIAL_SEED=<u64>` (CI uses [`SEED`]).
+//! `DIFFERENTIAL_SEED=<u64>` (CI uses [`SEED`]). The generated worst-case families
+//! (`families.rs`) are compared with brute force the same way, at small sizes.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -13,8 +14,11 @@ use proptest::sample::Index;
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed, TestCaseError, TestError, TestRunner};
 
 use leasesim::check::linearizability::kv::{KvInput, KvOutput, KvStore};
+use leasesim::check::linearizability::ledger::CasLedger;
 use leasesim::check::linearizability::register::{CasRegister, RegisterInput, RegisterOutput};
 use leasesim::check::linearizability::{Budget, Model, Operation, Verdict, check};
+
+use super::families;
 
 const CASES: u32 = 10_000;
 
@@ -301,4 +305,96 @@ fn the_engine_agrees_with_brute_force_on_small_register_histories() {
 fn the_engine_agrees_with_brute_force_on_small_kv_histories() {
     let linearizable = differential(&KvStore, kv_histories());
     both_verdicts(linearizable);
+}
+
+/// Cases of each generated-family differential test (small: brute force is factorial).
+const FAMILY_CASES: u32 = 1_000;
+
+/// Small shapes of the generated worst-case families (`families.rs`): 1 to 4 clients, 1 to 6
+/// ops, one in five `:info`, and a violation a third of the time in each place.
+fn small_shapes() -> impl Strategy<Value = families::Shape> {
+    (
+        1..=4u64,
+        1..=6usize,
+        prop::option::of(prop::sample::select(families::Violation::ALL.to_vec())),
+        any::<u64>(),
+    )
+        .prop_map(|(clients, ops, violation, seed)| families::Shape {
+            clients,
+            ops,
+            info_per_mille: 200,
+            violation,
+            seed,
+        })
+}
+
+/// A family's generator (`families::register`, `kv`, `ledger`).
+type Generator<M> =
+    fn(&families::Shape) -> Vec<Operation<<M as Model>::Input, <M as Model>::Output>>;
+
+/// The engine and brute force agree on the small generated histories of one family, and a
+/// history without injected violation is linearizable (the generator's promise); returns how
+/// many were not linearizable.
+fn differential_family<M: Model>(model: &M, generate: Generator<M>) -> usize {
+    let violations = AtomicUsize::new(0);
+    let mut runner = runner();
+    let config = Config {
+        cases: FAMILY_CASES,
+        ..runner.config().clone()
+    };
+    runner = TestRunner::new(config);
+    let result = runner.run(&small_shapes(), |shape| {
+        let ops = generate(&shape);
+        let expected = brute_force(model, &ops);
+        prop_assert!(
+            expected || shape.violation.is_some(),
+            "{shape:?} generated a violation"
+        );
+        let verdict = check(model, &ops, Budget::default());
+        match (&verdict, expected) {
+            (Verdict::Linearizable, true) => Ok(()),
+            (Verdict::NotLinearizable(_), false) => {
+                violations.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            _ => Err(TestCaseError::fail(format!(
+                "the engine says {verdict:?}, brute force says linearizable={expected}"
+            ))),
+        }
+    });
+    match result {
+        Ok(()) => violations.into_inner(),
+        Err(TestError::Fail(reason, shape)) => {
+            panic!(
+                "{reason}\nminimal shape: {shape:?}\nhistory: {:#?}",
+                generate(&shape)
+            )
+        }
+        Err(TestError::Abort(reason)) => panic!("aborted: {reason}"),
+    }
+}
+
+/// Both verdicts are exercised: at least 10% of the cases not linearizable, and at least 10%
+/// linearizable.
+fn both_family_verdicts(violations: usize) {
+    let cases = FAMILY_CASES as usize;
+    assert!(
+        violations >= cases / 10 && cases - violations >= cases / 10,
+        "{violations} of {FAMILY_CASES} not linearizable"
+    );
+}
+
+#[test]
+fn the_engine_agrees_with_brute_force_on_small_generated_register_families() {
+    both_family_verdicts(differential_family(&CasRegister, families::register));
+}
+
+#[test]
+fn the_engine_agrees_with_brute_force_on_small_generated_kv_families() {
+    both_family_verdicts(differential_family(&KvStore, families::kv));
+}
+
+#[test]
+fn the_engine_agrees_with_brute_force_on_small_generated_ledger_families() {
+    both_family_verdicts(differential_family(&CasLedger, families::ledger));
 }

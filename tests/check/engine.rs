@@ -223,4 +223,59 @@ mod partitions {
         };
         assert_eq!(e.partition, "\"b\"");
     }
+
+    /// Key "a" is not linearizable, but proving it takes more than the first round's 65,536
+    /// steps (13 concurrent puts, then a get of a value never written: every order of the puts
+    /// is tried); key "b" fails at once.
+    fn slow_a_fast_b() -> (Vec<KvOp>, Vec<KvOp>) {
+        let mut slow: Vec<KvOp> = (0..13)
+            .map(|i| Operation {
+                ret: Some(100),
+                ..put(i, 0, "a", &i.to_string())
+            })
+            .collect();
+        slow.push(get(99, 101, "a", "never written"));
+        let mut both = slow.clone();
+        both.push(put(200, 0, "b", "x"));
+        both.push(get(201, 5, "b", "y"));
+        (slow, both)
+    }
+
+    #[test]
+    fn the_smallest_key_failing_in_the_first_round_with_a_failure_is_reported() {
+        let (slow, both) = slow_a_fast_b();
+        let (verdict, spent) =
+            leasesim::check::linearizability::check_counted(&KvStore, &slow, Budget::default());
+        assert!(
+            matches!(&verdict, Verdict::NotLinearizable(e) if e.partition == "\"a\""),
+            "{verdict:?}"
+        );
+        assert!(
+            spent > 65_536,
+            "key a fails only after the first round: {spent}"
+        );
+        let first = check(&KvStore, &both, Budget::default());
+        let Verdict::NotLinearizable(e) = &first else {
+            panic!("the violations are not found: {first:?}");
+        };
+        assert_eq!(e.partition, "\"b\"", "b fails in round 0, a only later");
+        for _ in 0..20 {
+            assert_eq!(check(&KvStore, &both, Budget::default()), first);
+        }
+    }
+
+    #[test]
+    fn with_one_round_of_budget_the_smallest_failing_key_is_still_found() {
+        // A budget below the first round's allowance is a single round: b fails in it, and a
+        // is out of budget, so b is reported; with a only, the verdict is unknown.
+        let (slow, both) = slow_a_fast_b();
+        assert_eq!(
+            check(&KvStore, &slow, Budget::steps(1000)),
+            Verdict::Unknown
+        );
+        let Verdict::NotLinearizable(e) = check(&KvStore, &both, Budget::steps(1000)) else {
+            panic!("b's violation must be reported");
+        };
+        assert_eq!(e.partition, "\"b\"");
+    }
 }

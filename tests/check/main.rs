@@ -5,6 +5,7 @@ mod bad_input;
 mod cli;
 mod differential;
 mod engine;
+mod families;
 mod fuzz;
 mod history_lease;
 mod history_ledger;

@@ -141,15 +141,25 @@ fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
 
 /// Checks `ops` against `model`, partition by partition ([`Model::key`]).
 ///
-/// Partitions are searched in parallel: at most [`std::thread::available_parallelism`] scoped
-/// threads (the calling thread among them) take partitions in key order from a shared queue; a
-/// history with a single partition is searched on the calling thread alone. The verdict does
-/// not depend on thread timing: a violation is reported from the first failing partition in key
-/// order (partitions after a failing one may be abandoned, as they cannot change the verdict),
-/// and [`Verdict::Unknown`] is returned only when no partition fails and one ran out of budget.
+/// The partitions are searched in rounds of counted work (see the module documentation, "Which
+/// partition is reported"): in round `r` every partition not yet decided may spend up to
+/// `FIRST_ALLOWANCE · 2^r` steps in all (capped at the budget), and a paused search resumes
+/// where it stopped, so no step is repeated. The first round in which some partition is proven
+/// not linearizable ends the check: the verdict is final, the other partitions are abandoned,
+/// and the failing partition of that round with the smallest key is reported. A partition that
+/// exhausts the whole budget is out of budget; [`Verdict::Unknown`] is returned only when no
+/// partition fails and one ran out of budget, never "linearizable".
 ///
-/// The model and the operations are shared between the threads, hence the `Sync` bounds of
-/// [`Model`].
+/// Within a round, at most [`std::thread::available_parallelism`] scoped threads (the calling
+/// thread among them) take partitions in key order from a shared queue; a history with a single
+/// partition is searched on the calling thread alone. The verdict and the reported partition do
+/// not depend on thread timing: a partition is abandoned only once a partition with a smaller
+/// key has failed in the same round, and every partition with a smaller key than the reported
+/// one has spent its whole allowance (the outcome of a search within a counted allowance is
+/// fixed).
+///
+/// The model and the operations are shared between the threads, and a paused search may resume
+/// on another thread, hence the `Sync` and `Send` bounds of [`Model`].
 pub fn check<M: Model>(
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
@@ -159,10 +169,10 @@ pub fn check<M: Model>(
 }
 
 /// [`check`], and the work it counted against the budget: search steps and pruning
-/// comparisons, summed over the partitions searched (each at most
-/// `budget.max_steps_per_partition`). With several partitions on several threads, a partition
-/// abandoned after another failed counts what it spent, so only the verdict is deterministic
-/// then.
+/// comparisons, summed over the partitions and the rounds (each partition at most
+/// `budget.max_steps_per_partition` in all). With several partitions on several threads, a
+/// partition abandoned after another failed counts what it spent, so only the verdict (and its
+/// explanation) is deterministic then.
 pub fn check_counted<M: Model>(
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
@@ -172,6 +182,12 @@ pub fn check_counted<M: Model>(
     let verdict = check_spending(model, ops, budget, &spent);
     (verdict, spent.into_inner())
 }
+
+/// The counted work (pruning and search steps) each partition may spend in the first round;
+/// each later round doubles it, up to the budget. Small enough that a violation found early
+/// is reported at once (a round of 64 Ki steps is about a millisecond per partition), large
+/// enough that most partitions are decided in the first round.
+pub(super) const FIRST_ALLOWANCE: u64 = 1 << 16;
 
 fn check_spending<M: Model>(
     model: &M,
@@ -194,26 +210,32 @@ fn check_spending<M: Model>(
     } else {
         1
     };
-    let results = if workers <= 1 {
-        check_in_order(model, ops, &partitions, budget, spent)
-    } else {
-        check_in_parallel(model, ops, &partitions, budget, workers, spent)
+    let round = Round {
+        model,
+        ops,
+        partitions: &partitions,
+        max_steps: budget.max_steps_per_partition,
+        workers,
+        spent,
     };
-    let mut out_of_budget = false;
-    for (key, result) in keys.iter().zip(results) {
-        match result {
-            Some(PartitionResult::Linearizable) => {}
-            Some(PartitionResult::OutOfBudget) => out_of_budget = true,
-            Some(PartitionResult::Stuck(mut explanation)) => {
-                explanation.partition = format!("{key:?}");
-                return Verdict::NotLinearizable(explanation);
-            }
-            // Abandoned because an earlier partition failed: unreachable here, as that
-            // partition's result comes first.
-            None => {}
+    let mut slots: Vec<Slot<'_, M>> = partitions.iter().map(|_| Slot::Fresh).collect();
+    let mut allowance = FIRST_ALLOWANCE.min(round.max_steps);
+    loop {
+        if let Some((at, mut explanation)) = round.run(&mut slots, allowance) {
+            explanation.partition = format!("{:?}", keys[at]);
+            return Verdict::NotLinearizable(explanation);
         }
+        let undecided = slots.iter().any(Slot::is_undecided);
+        debug_assert!(
+            !undecided || allowance < round.max_steps,
+            "a round with the whole budget decides every partition"
+        );
+        if !undecided {
+            break;
+        }
+        allowance = allowance.saturating_mul(2).min(round.max_steps);
     }
-    if out_of_budget {
+    if slots.iter().any(|slot| matches!(slot, Slot::OutOfBudget)) {
         Verdict::Unknown
     } else {
         Verdict::Linearizable
@@ -227,145 +249,236 @@ fn parallelism() -> usize {
     *PARALLELISM.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
-/// What one partition's search found; an explanation's `partition` is filled in by [`check`].
-enum PartitionResult {
+/// Where one partition's search stands between rounds.
+enum Slot<'a, M: Model> {
+    /// Not searched yet (not even pruned).
+    Fresh,
+    /// Paused at an earlier round's allowance; `pruning` is the work its pruning counted.
+    Paused {
+        search: Box<Search<'a, M>>,
+        pruning: u64,
+    },
     Linearizable,
-    Stuck(Box<Explanation>),
     OutOfBudget,
 }
 
-/// Searches the partitions one by one on the calling thread, stopping at the first failure;
-/// `None` for the partitions not searched.
-fn check_in_order<M: Model>(
-    model: &M,
-    ops: &[Operation<M::Input, M::Output>],
-    partitions: &[Vec<usize>],
-    budget: Budget,
-    spent: &AtomicU64,
-) -> Vec<Option<PartitionResult>> {
-    let mut results: Vec<Option<PartitionResult>> = Vec::with_capacity(partitions.len());
-    for indices in partitions {
-        let result = check_partition(model, ops, indices, budget, &|_| false, spent);
-        let stuck = matches!(result, Some(PartitionResult::Stuck(_)));
-        results.push(result);
-        if stuck {
-            break;
-        }
+impl<M: Model> Slot<'_, M> {
+    fn is_undecided(&self) -> bool {
+        matches!(self, Slot::Fresh | Slot::Paused { .. })
     }
-    results.resize_with(partitions.len(), || None);
-    results
 }
 
-/// Searches the partitions on up to `workers` threads pulling from a shared queue in key order.
-/// The calling thread starts alone and starts `workers - 1` scoped helpers only once it has
-/// spent [`SPAWN_HELPERS_AFTER_STEPS`] search steps, so that histories of many tiny partitions
-/// do not pay for threads. A partition after the first known failure is skipped or abandoned;
-/// every partition before it is searched to the end, so the first failing partition in key
-/// order is always found, whatever the threads do.
-fn check_in_parallel<M: Model>(
-    model: &M,
-    ops: &[Operation<M::Input, M::Output>],
-    partitions: &[Vec<usize>],
-    budget: Budget,
-    workers: usize,
-    spent: &AtomicU64,
-) -> Vec<Option<PartitionResult>> {
-    use std::cell::Cell;
-    use std::sync::Mutex;
-    use std::sync::atomic::AtomicUsize;
+/// What one partition's turn in a round ended with.
+enum Turn<'a, M: Model> {
+    /// Decided (linearizable, out of budget) or paused again.
+    Slot(Slot<'a, M>),
+    /// Not linearizable; the explanation's `partition` is filled in by [`check`].
+    Stuck(Box<Explanation>),
+    /// Given up because a partition with a smaller key failed in this round.
+    Abandoned,
+}
 
-    let next = AtomicUsize::new(0);
-    let first_failure = AtomicUsize::new(usize::MAX);
-    let results: Mutex<Vec<Option<PartitionResult>>> =
-        Mutex::new((0..partitions.len()).map(|_| None).collect());
-    // Takes partitions until the queue is empty; `on_steps` hears of every search step spent.
-    let work = |on_steps: &dyn Fn(u64)| {
-        loop {
-            let at = next.fetch_add(1, Ordering::Relaxed);
-            if at >= partitions.len() || at > first_failure.load(Ordering::Relaxed) {
-                return;
+/// What every round shares: the history, its partitions in key order, the budget.
+struct Round<'r, M: Model> {
+    model: &'r M,
+    ops: &'r [Operation<M::Input, M::Output>],
+    partitions: &'r [Vec<usize>],
+    max_steps: u64,
+    workers: usize,
+    spent: &'r AtomicU64,
+}
+
+impl<'r, M: Model> Round<'r, M> {
+    /// Gives every undecided partition in `slots` its turn, up to `allowance` counted work in
+    /// all, and stores what it ended with; returns the failing partition with the smallest key
+    /// (its position and explanation), if any failed.
+    fn run(&self, slots: &mut [Slot<'r, M>], allowance: u64) -> Option<(usize, Box<Explanation>)> {
+        let queue: Vec<(usize, Slot<'r, M>)> = slots
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, slot)| slot.is_undecided())
+            .map(|(at, slot)| (at, std::mem::replace(slot, Slot::Fresh)))
+            .collect();
+        let turns = if self.workers <= 1 || queue.len() <= 1 {
+            self.in_order(queue, allowance)
+        } else {
+            self.in_parallel(queue, allowance)
+        };
+        let mut failure = None;
+        for (at, turn) in turns {
+            match turn {
+                Turn::Slot(slot) => slots[at] = slot,
+                Turn::Stuck(explanation) => {
+                    if failure.is_none() {
+                        failure = Some((at, explanation));
+                    }
+                }
+                Turn::Abandoned => {}
             }
-            let tick = |steps: u64| {
-                on_steps(steps);
-                first_failure.load(Ordering::Relaxed) < at
-            };
-            let result = check_partition(model, ops, &partitions[at], budget, &tick, spent);
-            if matches!(result, Some(PartitionResult::Stuck(_))) {
-                first_failure.fetch_min(at, Ordering::Relaxed);
-            }
-            results.lock().unwrap_or_else(|e| e.into_inner())[at] = result;
         }
-    };
-    std::thread::scope(|scope| {
-        let (spent, spawned) = (Cell::new(0u64), Cell::new(false));
-        debug_assert!(
-            workers > 1,
-            "one worker searches in order, on the calling thread"
-        );
-        work(&|steps| {
-            spent.set(spent.get() + steps);
-            if !spawned.get() && spent.get() >= SPAWN_HELPERS_AFTER_STEPS {
+        failure
+    }
+
+    /// The turns one by one on the calling thread, stopping at the first failure (the later
+    /// partitions are not searched). In key order.
+    fn in_order(
+        &self,
+        queue: Vec<(usize, Slot<'r, M>)>,
+        allowance: u64,
+    ) -> Vec<(usize, Turn<'r, M>)> {
+        let mut turns = Vec::with_capacity(queue.len());
+        for (at, slot) in queue {
+            let turn = self.turn(at, slot, allowance, &|_| false);
+            let stuck = matches!(turn, Turn::Stuck(_));
+            turns.push((at, turn));
+            if stuck {
+                break;
+            }
+        }
+        turns
+    }
+
+    /// The turns on up to `workers` threads pulling from a shared queue in key order. The
+    /// calling thread starts alone and starts `workers - 1` scoped helpers only once the check
+    /// has spent [`SPAWN_HELPERS_AFTER_STEPS`] steps, so that histories of many tiny partitions
+    /// do not pay for threads. A turn after the first known failure of the round is skipped or
+    /// abandoned; every turn before it runs to its end, so the failing partition with the
+    /// smallest key is always found, whatever the threads do. In key order.
+    fn in_parallel(
+        &self,
+        queue: Vec<(usize, Slot<'r, M>)>,
+        allowance: u64,
+    ) -> Vec<(usize, Turn<'r, M>)> {
+        use std::cell::Cell;
+        use std::sync::Mutex;
+        use std::sync::atomic::AtomicUsize;
+
+        let next = AtomicUsize::new(0);
+        let first_failure = AtomicUsize::new(usize::MAX);
+        let at: Vec<usize> = queue.iter().map(|&(at, _)| at).collect();
+        let queue: Vec<Mutex<Option<Slot<'r, M>>>> = queue
+            .into_iter()
+            .map(|(_, slot)| Mutex::new(Some(slot)))
+            .collect();
+        let turns: Mutex<Vec<Option<Turn<'r, M>>>> =
+            Mutex::new((0..queue.len()).map(|_| None).collect());
+        // Takes turns until the queue is empty; `on_steps` hears of every search step spent.
+        let work = |on_steps: &dyn Fn(u64)| {
+            loop {
+                let job = next.fetch_add(1, Ordering::Relaxed);
+                if job >= queue.len() || job > first_failure.load(Ordering::Relaxed) {
+                    return;
+                }
+                let tick = |steps: u64| {
+                    on_steps(steps);
+                    first_failure.load(Ordering::Relaxed) < job
+                };
+                let slot = lock(&queue[job]).take().expect("each turn is taken once");
+                let turn = self.turn(at[job], slot, allowance, &tick);
+                if matches!(turn, Turn::Stuck(_)) {
+                    first_failure.fetch_min(job, Ordering::Relaxed);
+                }
+                lock(&turns)[job] = Some(turn);
+            }
+        };
+        std::thread::scope(|scope| {
+            let (alone, spawned) = (
+                Cell::new(self.spent.load(Ordering::Relaxed)),
+                Cell::new(false),
+            );
+            let spawn = || {
                 spawned.set(true);
-                for _ in 1..workers {
+                for _ in 1..self.workers {
                     scope.spawn(move || work(&|_| {}));
                 }
+            };
+            if alone.get() >= SPAWN_HELPERS_AFTER_STEPS {
+                spawn();
             }
+            work(&|steps| {
+                alone.set(alone.get() + steps);
+                if !spawned.get() && alone.get() >= SPAWN_HELPERS_AFTER_STEPS {
+                    spawn();
+                }
+            });
         });
-    });
-    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    let first_failure = first_failure.into_inner();
-    debug_assert!(
-        results[..first_failure.min(results.len())]
-            .iter()
-            .all(Option::is_some),
-        "every partition before the first failure was searched to the end"
-    );
-    results
-}
-
-/// Search steps the calling thread spends alone before it starts helper threads (about a
-/// millisecond: less than that is not worth a thread).
-const SPAWN_HELPERS_AFTER_STEPS: u64 = 16 * 1024;
-
-/// Searches one partition; `None` if `tick` asked to abandon it. `tick(n)` is told of every `n`
-/// steps spent (the pruning's once, then every [`TICK_EVERY`] search steps and once at the
-/// end) and returns whether to abandon. The pruning ([`twins`]) and the search share the
-/// budget; what they spent is added to `spent`.
-fn check_partition<M: Model>(
-    model: &M,
-    ops: &[Operation<M::Input, M::Output>],
-    indices: &[usize],
-    budget: Budget,
-    tick: &dyn Fn(u64) -> bool,
-    spent: &AtomicU64,
-) -> Option<PartitionResult> {
-    let max_steps = budget.max_steps_per_partition;
-    let Some((twin_before, pruning)) = twins(ops, indices, max_steps) else {
-        spent.fetch_add(max_steps, Ordering::Relaxed);
-        tick(max_steps);
-        return Some(PartitionResult::OutOfBudget);
-    };
-    debug_assert!(pruning <= max_steps, "the pruning stays within the budget");
-    spent.fetch_add(pruning, Ordering::Relaxed);
-    if tick(pruning) {
-        return None;
+        let turns = turns.into_inner().unwrap_or_else(|e| e.into_inner());
+        let first_failure = first_failure.into_inner();
+        debug_assert!(
+            turns[..first_failure.min(turns.len())]
+                .iter()
+                .all(Option::is_some),
+            "every turn before the first failure ran to its end"
+        );
+        at.into_iter()
+            .zip(turns)
+            .filter_map(|(at, turn)| Some((at, turn?)))
+            .collect()
     }
-    let mut search = Search::new(model, ops, indices, twin_before);
-    let outcome = search.run(max_steps - pruning, tick);
-    debug_assert!(
-        search.steps <= max_steps - pruning,
-        "the search stays within what the pruning left of the budget"
-    );
-    spent.fetch_add(search.steps, Ordering::Relaxed);
-    tick(search.steps % TICK_EVERY);
-    Some(match outcome {
-        Outcome::Linearizable => PartitionResult::Linearizable,
-        Outcome::OutOfBudget => PartitionResult::OutOfBudget,
-        Outcome::Abandoned => return None,
-        Outcome::Stuck => PartitionResult::Stuck(Box::new(search.explain())),
-    })
+
+    /// One partition's turn: pruned and searched if fresh, resumed if paused, until its counted
+    /// work reaches `allowance` (or the search ends). `tick(n)` is told of search steps spent
+    /// (every [`TICK_EVERY`]) and of the pruning's work, and returns whether to abandon. The
+    /// pruning ([`twins`]) and the search share the budget; what they spent is added to
+    /// `spent`.
+    fn turn(
+        &self,
+        at: usize,
+        slot: Slot<'r, M>,
+        allowance: u64,
+        tick: &dyn Fn(u64) -> bool,
+    ) -> Turn<'r, M> {
+        let (mut search, pruning) = match slot {
+            Slot::Fresh => {
+                let indices = &self.partitions[at];
+                let Some((twin_before, pruning)) = twins(self.ops, indices, self.max_steps) else {
+                    self.spent.fetch_add(self.max_steps, Ordering::Relaxed);
+                    tick(self.max_steps);
+                    return Turn::Slot(Slot::OutOfBudget);
+                };
+                debug_assert!(
+                    pruning <= self.max_steps,
+                    "the pruning stays within the budget"
+                );
+                self.spent.fetch_add(pruning, Ordering::Relaxed);
+                if tick(pruning) {
+                    return Turn::Abandoned;
+                }
+                let search = Search::new(self.model, self.ops, indices, twin_before);
+                (Box::new(search), pruning)
+            }
+            Slot::Paused { search, pruning } => (search, pruning),
+            decided => return Turn::Slot(decided),
+        };
+        let before = search.steps;
+        let outcome = search.run(allowance.saturating_sub(pruning), tick);
+        debug_assert!(
+            search.steps <= self.max_steps - pruning,
+            "the search stays within what the pruning left of the budget"
+        );
+        let spent = search.steps - before;
+        self.spent.fetch_add(spent, Ordering::Relaxed);
+        let ticked = search.steps / TICK_EVERY - before / TICK_EVERY;
+        tick(spent.saturating_sub(ticked * TICK_EVERY));
+        match outcome {
+            Outcome::Linearizable => Turn::Slot(Slot::Linearizable),
+            Outcome::Stuck => Turn::Stuck(Box::new(search.explain())),
+            Outcome::Paused if allowance >= self.max_steps => Turn::Slot(Slot::OutOfBudget),
+            Outcome::Paused => Turn::Slot(Slot::Paused { search, pruning }),
+            Outcome::Abandoned => Turn::Abandoned,
+        }
+    }
 }
 
+/// Locks a mutex, whether or not a thread panicked holding it (a panic propagates from the
+/// scope anyway).
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Counted work the check spends on the calling thread alone before it starts helper threads
+/// (about a millisecond: less than that is not worth a thread).
+const SPAWN_HELPERS_AFTER_STEPS: u64 = 16 * 1024;
 /// Effective return time: +∞ for an unknown outcome.
 fn return_time<I, O>(op: &Operation<I, O>) -> u64 {
     match (&op.output, op.ret) {
@@ -436,7 +549,8 @@ fn twins<I: Ord, O: Ord>(
 enum Outcome {
     Linearizable,
     Stuck,
-    OutOfBudget,
+    /// Stopped at the allowance given; the search may resume from there.
+    Paused,
     /// Stopped because the caller no longer needs the answer.
     Abandoned,
 }
@@ -464,8 +578,27 @@ struct Search<'a, M: Model> {
     twin_before: Vec<Option<usize>>,
     stuck: Option<Stuck<M::State>>,
     longest_prefix: Vec<usize>,
-    /// Search steps spent so far by [`Self::run`].
+    /// Search steps spent so far by [`Self::run`], over all its calls.
     steps: u64,
+    /// Where the search stands, kept between calls of [`Self::run`] so that it resumes.
+    at: Position<M::State>,
+}
+
+/// The search's position: what is placed, in which state, which entry is tried next.
+struct Position<S> {
+    /// The bit set of placed partition-local ops.
+    linearized: Vec<u64>,
+    /// The (placed ops, state) pairs already explored.
+    cache: Memo<S>,
+    /// The placed ops' call nodes, in linearization order, each with the state before it.
+    calls: Vec<(usize, S)>,
+    /// How many ops with a known outcome the partition has, and how many are unplaced.
+    known_total: usize,
+    known_left: usize,
+    /// The state after the placed ops.
+    state: S,
+    /// The next node to try.
+    entry: usize,
 }
 
 /// The deepest point where the search had to take an operation back.
@@ -484,6 +617,7 @@ impl<'a, M: Model> Search<'a, M> {
     ) -> Self {
         let events = Self::events(ops, indices);
         let nodes = events.len() + 1;
+        let words = indices.len().div_ceil(64);
         let mut search = Search {
             model,
             ops,
@@ -498,6 +632,15 @@ impl<'a, M: Model> Search<'a, M> {
             stuck: None,
             longest_prefix: Vec::new(),
             steps: 0,
+            at: Position {
+                linearized: vec![0u64; words],
+                cache: Memo::new(words),
+                calls: Vec::new(),
+                known_total: 0,
+                known_left: 0,
+                state: model.init(),
+                entry: NIL,
+            },
         };
         let mut call_node = vec![NIL; indices.len()];
         for (position, &(_, is_return, op)) in events.iter().enumerate() {
@@ -515,6 +658,9 @@ impl<'a, M: Model> Search<'a, M> {
             indices.len(),
             "every call node has its return node"
         );
+        search.at.known_total = search.known_ops();
+        search.at.known_left = search.at.known_total;
+        search.at.entry = search.next[HEAD];
         search
     }
 
@@ -567,77 +713,93 @@ impl<'a, M: Model> Search<'a, M> {
         self.relink(call);
     }
 
-    /// Searches; `tick(TICK_EVERY)` every [`TICK_EVERY`] steps, abandoning when it says so. The
-    /// steps spent are left in `self.steps`.
+    /// Searches on from where the last call stopped until the search ends or [`Self::steps`]
+    /// reaches `max_steps` ([`Outcome::Paused`]); `tick(TICK_EVERY)` every [`TICK_EVERY`]
+    /// steps (counted over all calls), abandoning when it says so. Pausing and resuming takes
+    /// the same steps as one call with the larger `max_steps`.
     fn run(&mut self, max_steps: u64, tick: &dyn Fn(u64) -> bool) -> Outcome {
-        let words = self.indices.len().div_ceil(64);
-        let mut linearized = vec![0u64; words];
-        let mut cache = Memo::new(words);
-        let mut calls: Vec<(usize, M::State)> = Vec::new();
-        let known_total = self.known_ops();
-        let mut known_left = known_total;
-        let mut state = self.model.init();
-        let mut entry = self.next[HEAD];
-        let mut steps = 0u64;
-        while known_left > 0 {
+        while self.at.known_left > 0 {
             // The search counters: at most every known op is left, at most every op placed.
-            debug_assert!(known_left <= known_total && calls.len() <= self.indices.len());
-            if steps >= max_steps {
-                return Outcome::OutOfBudget;
+            debug_assert!(
+                self.at.known_left <= self.at.known_total
+                    && self.at.calls.len() <= self.indices.len()
+            );
+            if self.steps >= max_steps {
+                return Outcome::Paused;
             }
-            steps += 1;
-            self.steps = steps;
-            if steps.is_multiple_of(TICK_EVERY) && tick(TICK_EVERY) {
+            self.steps += 1;
+            if self.steps.is_multiple_of(TICK_EVERY) && tick(TICK_EVERY) {
                 return Outcome::Abandoned;
             }
+            let entry = self.at.entry;
             if entry != NIL && self.matching[entry] != NIL {
-                let local = self.node_op[entry];
-                let op = self.op(local);
-                let twin_waits =
-                    self.twin_before[local].is_some_and(|twin| !placed(&linearized, twin));
-                let next = if twin_waits {
-                    None
-                } else {
-                    // An unknown-outcome op that would leave the state as it is can as well not
-                    // take effect at all, which the early stop already allows: skip it.
-                    self.model
-                        .step(&state, &op.input, op.output.as_ref())
-                        .filter(|next| op.output.is_some() || *next != state)
-                };
-                if let Some(next_state) = next {
-                    debug_assert!(!placed(&linearized, local), "an op in the list is unplaced");
-                    mark(&mut linearized, local, true);
-                    if cache.insert(&linearized, &next_state) {
-                        calls.push((entry, std::mem::replace(&mut state, next_state)));
-                        self.lift(entry);
-                        known_left -= usize::from(op.output.is_some());
-                        self.note_prefix(&calls);
-                        entry = self.next[HEAD];
-                        continue;
-                    }
-                    mark(&mut linearized, local, false);
-                }
-                entry = self.next[entry];
-            } else {
-                let Some((call, previous)) = calls.pop() else {
-                    self.note_stuck(entry, 0, &state);
-                    return Outcome::Stuck;
-                };
-                self.note_stuck(entry, calls.len() + 1, &state);
-                state = previous;
-                let local = self.node_op[call];
-                debug_assert!(placed(&linearized, local), "an op taken back was placed");
-                mark(&mut linearized, local, false);
-                self.unlift(call);
-                known_left += usize::from(self.op(local).output.is_some());
-                entry = self.next[call];
+                self.try_place(entry);
+            } else if !self.take_back(entry) {
+                return Outcome::Stuck;
             }
         }
         debug_assert!(
-            self.places_every_known_op(&linearized),
+            self.places_every_known_op(&self.at.linearized),
             "a linearization places every op whose outcome is known"
         );
         Outcome::Linearizable
+    }
+
+    /// Tries to place the op of call node `entry` next: on success it is lifted out of the list
+    /// and the search starts again from the head; otherwise it moves on to the next node.
+    fn try_place(&mut self, entry: usize) {
+        let local = self.node_op[entry];
+        let op = self.op(local);
+        let at = &mut self.at;
+        let twin_waits = self.twin_before[local].is_some_and(|twin| !placed(&at.linearized, twin));
+        let next = if twin_waits {
+            None
+        } else {
+            // An unknown-outcome op that would leave the state as it is can as well not take
+            // effect at all, which the early stop already allows: skip it.
+            self.model
+                .step(&at.state, &op.input, op.output.as_ref())
+                .filter(|next| op.output.is_some() || *next != at.state)
+        };
+        if let Some(next_state) = next {
+            debug_assert!(
+                !placed(&at.linearized, local),
+                "an op in the list is unplaced"
+            );
+            mark(&mut at.linearized, local, true);
+            if at.cache.insert(&at.linearized, &next_state) {
+                at.calls
+                    .push((entry, std::mem::replace(&mut at.state, next_state)));
+                at.known_left -= usize::from(op.output.is_some());
+                self.lift(entry);
+                self.note_prefix();
+                self.at.entry = self.next[HEAD];
+                return;
+            }
+            mark(&mut at.linearized, local, false);
+        }
+        self.at.entry = self.next[entry];
+    }
+
+    /// At return node `entry` (or the end of the list): takes the last placed op back and tries
+    /// the node after it; `false` when nothing is placed (the partition is not linearizable).
+    fn take_back(&mut self, entry: usize) -> bool {
+        let Some((call, previous)) = self.at.calls.pop() else {
+            self.note_stuck(entry, 0);
+            return false;
+        };
+        self.note_stuck(entry, self.at.calls.len() + 1);
+        self.at.state = previous;
+        let local = self.node_op[call];
+        debug_assert!(
+            placed(&self.at.linearized, local),
+            "an op taken back was placed"
+        );
+        mark(&mut self.at.linearized, local, false);
+        self.unlift(call);
+        self.at.known_left += usize::from(self.op(local).output.is_some());
+        self.at.entry = self.next[call];
+        true
     }
 
     /// How many of the partition's ops have a known outcome (the search ends when all are
@@ -655,17 +817,20 @@ impl<'a, M: Model> Search<'a, M> {
             .all(|local| self.op(local).output.is_none() || placed(linearized, local))
     }
 
-    fn note_prefix(&mut self, calls: &[(usize, M::State)]) {
+    fn note_prefix(&mut self) {
+        let calls = &self.at.calls;
         if calls.len() > self.longest_prefix.len() {
             self.longest_prefix = calls.iter().map(|&(node, _)| self.node_op[node]).collect();
         }
     }
 
-    /// Records that the return `node` was reached with `depth` operations placed in `state`.
-    fn note_stuck(&mut self, node: usize, depth: usize, state: &M::State) {
+    /// Records that the return `node` was reached with `depth` operations placed, in the
+    /// current state.
+    fn note_stuck(&mut self, node: usize, depth: usize) {
         if node == NIL {
             return;
         }
+        let state = &self.at.state;
         let op = self.node_op[node];
         match &mut self.stuck {
             Some(stuck) if stuck.depth > depth => {}

@@ -51,25 +51,34 @@ pub enum KvOutput {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KvStore;
 
+/// A key's value as the search holds it: shared, so that a state is cloned (memo entries, reads
+/// that leave it as it is) by a reference count, not by copying the whole value.
+pub type KvValue = std::sync::Arc<str>;
+
 impl Model for KvStore {
-    type State = String;
+    type State = KvValue;
     type Input = KvInput;
     type Output = KvOutput;
     type Key = String;
 
-    fn init(&self) -> String {
-        String::new()
+    fn init(&self) -> KvValue {
+        KvValue::from("")
     }
 
-    fn step(&self, state: &String, input: &KvInput, output: Option<&KvOutput>) -> Option<String> {
+    fn step(&self, state: &KvValue, input: &KvInput, output: Option<&KvOutput>) -> Option<KvValue> {
         match (input, output) {
             (KvInput::Get { .. }, Some(KvOutput::Got(seen))) => {
-                (seen == state).then(|| state.clone())
+                (seen.as_str() == &**state).then(|| state.clone())
             }
             (KvInput::Get { .. }, None) => Some(state.clone()),
-            (KvInput::Put { value, .. }, Some(KvOutput::Done) | None) => Some(value.clone()),
+            (KvInput::Put { value, .. }, Some(KvOutput::Done) | None) => {
+                Some(KvValue::from(value.as_str()))
+            }
             (KvInput::Append { value, .. }, Some(KvOutput::Done) | None) => {
-                Some(format!("{state}{value}"))
+                let mut appended = String::with_capacity(state.len() + value.len());
+                appended.push_str(state);
+                appended.push_str(value);
+                Some(KvValue::from(appended))
             }
             _ => None,
         }
@@ -79,7 +88,7 @@ impl Model for KvStore {
         input.key().to_string()
     }
 
-    fn describe_state(&self, state: &String) -> String {
+    fn describe_state(&self, state: &KvValue) -> String {
         format!("the key holds {state:?}")
     }
 
@@ -106,7 +115,7 @@ impl Model for KvStore {
 
     fn describe_rejection(
         &self,
-        state: &String,
+        state: &KvValue,
         input: &KvInput,
         output: Option<&KvOutput>,
     ) -> String {
@@ -118,7 +127,7 @@ impl Model for KvStore {
         }
     }
 
-    fn describe_possible_states(&self, states: &[&String]) -> String {
+    fn describe_possible_states(&self, states: &[&KvValue]) -> String {
         let values: Vec<String> = states.iter().map(|s| format!("{s:?}")).collect();
         format!("the key could only hold {}", join_with_or(&values))
     }

@@ -6,8 +6,26 @@
 //! porcupine (<https://github.com/anishathalye/porcupine>, MIT). The history is split into
 //! independent partitions with the model's [`Model::key`] (P-compositionality: Horn &
 //! Kroening, "Faster linearizability checking via P-compositionality", FORTE 2015), and the
-//! partitions are checked in parallel but reported in key order (the first failing partition),
-//! so the verdict and its explanation are deterministic.
+//! partitions are checked in parallel, in rounds of counted work, so that the verdict and its
+//! explanation are deterministic and a violation is reported as soon as one is found.
+//!
+//! # Which partition is reported
+//!
+//! Work is counted in search steps (and pruning comparisons), never in time. In round 0 every
+//! partition may spend 65,536 steps in all; each later round doubles that, up to the
+//! [`Budget`], and a partition still undecided resumes its search where it paused (no step is
+//! done twice). At the end of the first round in which some partition is proven not
+//! linearizable, the verdict is final: the other partitions are abandoned (a kill flag, as in
+//! porcupine), and the **failing partition with the smallest key among those that failed in
+//! that round** is reported. Which partitions fail within a given allowance does not depend on
+//! threads or time, and every partition with a smaller key has spent its allowance by then, so
+//! the reported partition is deterministic; the extra work a violation costs beyond finding it
+//! is at most one round's allowance for each partition with a smaller key. So a violation
+//! found in 10,000 steps is reported after about 10,000 steps per partition, however long the
+//! other partitions would take; the reported partition is not always the smallest failing key
+//! overall (a smaller key that fails only after more work is not waited for). A partition that
+//! spends its whole budget undecided is out of budget, which gives [`Verdict::Unknown`] unless
+//! another partition fails.
 //!
 //! Operations whose outcome is unknown (Jepsen's `:info`) may or may not take effect: their
 //! return time is +∞ (the request may still be in flight), and the search stops as soon as
@@ -34,11 +52,12 @@ use std::fmt::Debug;
 /// A sequential specification: the object the history is checked against.
 ///
 /// `Sync` (the model, its inputs and outputs) because [`check`] searches partitions on several
-/// threads; plain data is.
+/// threads, and `Send` (the state) because a paused search may resume on another thread; plain
+/// data is both.
 pub trait Model: Sync {
     /// The model's state; hashable so that the search can memoise it, ordered so that
     /// explanations list states in a fixed order.
-    type State: Clone + Ord + std::hash::Hash + Debug;
+    type State: Clone + Ord + std::hash::Hash + Debug + Send;
     /// An operation's input (the call); ordered so that the pruning of equivalent operations
     /// can group equal ones.
     type Input: Ord + Debug + Sync;
