@@ -112,6 +112,19 @@ fn event() -> EventLine {
     }
 }
 
+fn write() -> WriteLine {
+    WriteLine {
+        host: "apiserver".into(),
+        session: "s1".into(),
+        object: "s1-0f3a9c2e".into(),
+        verb: WriteVerb::Update,
+        holder_identity: "replica-2#0".into(),
+        transitions: 2,
+        resource_version: 17,
+        at_us: 12_000_000,
+    }
+}
+
 /// One line of each kind, with the exact JSON it must produce.
 fn golden() -> Vec<(Line, &'static str)> {
     vec![
@@ -146,6 +159,10 @@ fn golden() -> Vec<(Line, &'static str)> {
         (
             event().into(),
             r#"{"v":1,"kind":"event","at_us":12500000,"host":"replica-2","event":"run_cancelled_on_loss"}"#,
+        ),
+        (
+            write().into(),
+            r#"{"v":1,"kind":"write","host":"apiserver","session":"s1","object":"s1-0f3a9c2e","verb":"update","holder_identity":"replica-2#0","transitions":2,"resource_version":17,"at_us":12000000}"#,
         ),
     ]
 }
@@ -190,6 +207,9 @@ fn everything() -> History {
             ..event()
         });
     }
+    for verb in [WriteVerb::Create, WriteVerb::Update, WriteVerb::Delete] {
+        history.push(WriteLine { verb, ..write() });
+    }
     let fence = HistRecord::Fence {
         epoch: 3,
         owner: p("replica-2", 1),
@@ -213,6 +233,24 @@ fn everything() -> History {
             record: fence.clone(),
         },
         Op::JournalOpen { epoch: 3 },
+        Op::KubeGet {},
+        Op::KubeCreate {
+            holder_identity: "replica-2#1".into(),
+            transitions: 1,
+        },
+        Op::KubeUpdate {
+            expected_rv: Some(16),
+            holder_identity: String::new(),
+            transitions: 2,
+        },
+        Op::KubeUpdate {
+            expected_rv: None,
+            holder_identity: "replica-1#0".into(),
+            transitions: 3,
+        },
+        Op::KubeDelete {
+            expected_rv: Some(17),
+        },
     ];
     let results = [
         (
@@ -313,6 +351,23 @@ fn everything() -> History {
             Outcome::Info,
             OpResult::CutOff {
                 reason: "crash".into(),
+            },
+        ),
+        (
+            Outcome::Ok,
+            OpResult::KubeObject {
+                resource_version: 17,
+                holder_identity: "replica-2#1".into(),
+                transitions: 2,
+            },
+        ),
+        (Outcome::Ok, OpResult::KubeNotFound {}),
+        (Outcome::Fail, OpResult::KubeConflict {}),
+        (
+            Outcome::Info,
+            OpResult::KubeStatus {
+                code: 500,
+                reason: "InternalError".into(),
             },
         ),
     ];
@@ -648,7 +703,7 @@ fn unknown_kinds_and_unknown_fields_are_refused() {
     let kind = r#"{"v":1,"kind":"opp","id":1}"#;
     assert_eq!(
         read_error(kind).1,
-        r#"bad.jsonl:1: unknown kind "opp"; expected one of config, op, decision, validity, phase, clock, ledger, event"#
+        r#"bad.jsonl:1: unknown kind "opp"; expected one of config, op, decision, validity, phase, clock, ledger, event, write"#
     );
     assert!(
         read_error(r#"{"v":1}"#)
@@ -825,7 +880,7 @@ fn a_file_reads_back_under_its_path() {
 fn accessors_select_lines_by_kind_in_order() {
     let history = everything();
     assert_eq!(history.config().expect("one").seed, u64::MAX);
-    assert_eq!(history.ops().count(), 22);
+    assert_eq!(history.ops().count(), 26);
     assert_eq!(history.ops().next(), Some(&append_op()));
     assert_eq!(history.ops().filter(|op| op.is_pending()).count(), 1);
     assert_eq!(history.decisions().count(), 7);
@@ -833,6 +888,16 @@ fn accessors_select_lines_by_kind_in_order() {
     assert_eq!(history.phase_at_us(Phase::FaultsHealed), Some(30_000_000));
     assert_eq!(history.phase_at_us(Phase::RunEnded), Some(60_000_000));
     assert_eq!(history.clock_segments().count(), 3);
+    let verbs: Vec<WriteVerb> = history.writes().map(|write| write.verb).collect();
+    assert_eq!(
+        verbs,
+        [
+            WriteVerb::Update,
+            WriteVerb::Create,
+            WriteVerb::Update,
+            WriteVerb::Delete
+        ]
+    );
 }
 
 #[test]
