@@ -96,6 +96,7 @@ async fn handle(
     server: &ApiServer,
     request: Request<HttpBody>,
 ) -> Result<(StatusCode, String), ApiError> {
+    server.handler_start().await;
     let (parts, body) = request.into_parts();
     if parts
         .uri

@@ -57,6 +57,7 @@ pub use self::status::ApiError;
 pub use self::store::ObjectKey;
 use self::store::{Change, Store};
 use crate::history::WriteVerb;
+use crate::hooks::{HookSlot, PausePoint};
 use crate::net::Incoming;
 use crate::storage::{Storage, StorageError};
 
@@ -124,6 +125,9 @@ pub struct ApiServerConfig {
     pub on_write: Option<WriteSink>,
     /// The fault switch (a fresh, healed one by default).
     pub faults: ApiServerFaults,
+    /// Harness hooks: each request reaches [`PausePoint::ServiceHandlerStart`] before it is
+    /// handled (none by default).
+    pub hooks: HookSlot,
 }
 
 impl fmt::Debug for ApiServerConfig {
@@ -131,6 +135,7 @@ impl fmt::Debug for ApiServerConfig {
         f.debug_struct("ApiServerConfig")
             .field("on_write", &self.on_write.as_ref().map(|_| "…"))
             .field("faults", &self.faults)
+            .field("hooks", &self.hooks)
             .finish()
     }
 }
@@ -139,6 +144,12 @@ impl ApiServerConfig {
     /// Tells `sink` each accepted write.
     pub fn with_write_sink(mut self, sink: WriteSink) -> Self {
         self.on_write = Some(sink);
+        self
+    }
+
+    /// Calls `hooks` at the start of each request.
+    pub fn with_hooks(mut self, hooks: HookSlot) -> Self {
+        self.hooks = hooks;
         self
     }
 
@@ -191,6 +202,14 @@ impl ApiServer {
     /// The `resourceVersion` of the last accepted write (0 before the first).
     pub async fn resource_version(&self) -> u64 {
         self.store.lock().await.last_rv
+    }
+
+    /// Where every request starts: the handler's pause point.
+    pub(crate) async fn handler_start(&self) {
+        self.config
+            .hooks
+            .pause_point(PausePoint::ServiceHandlerStart)
+            .await;
     }
 
     fn check_faults(&self) -> Result<(), ApiError> {
