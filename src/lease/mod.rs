@@ -7,6 +7,7 @@
 //! ([`crate::conformance`]) checks a backend against every rule.
 
 mod durable;
+pub mod kube;
 mod mem;
 pub mod remote;
 
@@ -18,6 +19,9 @@ use async_trait::async_trait;
 use crate::clock::Instant;
 
 pub use durable::{DurableLease, DurableLeaseConfig, STATE_FILE, STATE_SCHEMA_VERSION};
+pub use kube::{
+    KubeCall, KubeCalls, KubeConfigError, KubeLease, KubeLeaseConfig, KubeReply, client_over,
+};
 pub use mem::MemLease;
 pub use remote::{LeaseServer, RemoteLease};
 
