@@ -325,6 +325,9 @@ fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Result<(
     for fault in &schedule.faults {
         let refused = match &fault.fault {
             Fault::DeleteLeaseRecord { .. } if !view.record_deletion => "delete_lease_record",
+            Fault::ApiserverErrors { .. } if view.host != crate::history::hosts::APISERVER => {
+                "apiserver_errors (only a backend on host `apiserver` has an API server)"
+            }
             Fault::LeaseServiceRestarts { .. } if !view.restarts => "lease_service_restarts",
             Fault::Crash { host } | Fault::Restart { host }
                 if !view.restarts && *host == view.host =>
@@ -441,6 +444,7 @@ fn host_authority(
             mutant,
             recorder: recorder.clone(),
             faults: hosts.authority_faults.clone(),
+            request_faults: hosts.request_faults.clone(),
         };
         backend.inner().serve(host)
     });

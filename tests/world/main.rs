@@ -2,6 +2,7 @@
 //! files, run files and their versions, bad input refused at load (and fuzzed readers), a
 //! backend brought by the user, and determinism (same seed, same bytes).
 
+mod apiserver;
 mod backend;
 mod bad_input;
 mod cli;

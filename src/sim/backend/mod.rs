@@ -23,12 +23,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::apiserver::{AcceptedWrite, ApiServerFaults, WriteSink};
 use super::clock::HostClock;
 use super::net::{turmoil_dialer, turmoil_incoming};
 use super::record::Recorder;
 use super::true_time::true_now;
 use crate::clock::{Clock, Instant};
-use crate::history::{Decision, DecisionLine, Refusal, Request, hosts, micros};
+use crate::history::{Decision, DecisionLine, Refusal, Request, WriteLine, hosts, micros};
 use crate::hooks::HookSlot;
 use crate::lease::{
     DurableLease, DurableLeaseConfig, Lease, LeaseError, LeaseServer, MemLease, Owner, RemoteLease,
@@ -222,6 +223,7 @@ pub struct AuthorityHost {
     pub(crate) mutant: Option<Mutant>,
     pub(crate) recorder: Recorder,
     pub(crate) faults: FaultsSlot,
+    pub(crate) request_faults: ApiServerFaults,
 }
 
 impl AuthorityHost {
@@ -274,6 +276,30 @@ impl AuthorityHost {
             self.recorder.clone(),
             self.clock.clone(),
         ))
+    }
+
+    /// The error window the nemesis opens with `apiserver_errors` (kept across restarts):
+    /// a backend that serves requests answers them with its code while it is set.
+    pub fn request_faults(&self) -> ApiServerFaults {
+        self.request_faults.clone()
+    }
+
+    /// The recorder's sink for the accepted writes of an API server on this host: each
+    /// becomes a history `write` line stamped with true time.
+    pub fn write_sink(&self) -> WriteSink {
+        let (recorder, host) = (self.recorder.clone(), self.name.clone());
+        Arc::new(move |write: AcceptedWrite| {
+            recorder.write(WriteLine {
+                host: host.clone(),
+                session: write.session,
+                object: write.object,
+                verb: write.verb,
+                holder_identity: write.holder_identity,
+                transitions: write.transitions,
+                resource_version: write.resource_version,
+                at_us: micros(true_now()),
+            });
+        })
     }
 
     /// Hands the nemesis the faults that reach into `authority` (for a backend whose
