@@ -204,6 +204,7 @@ macro_rules! __conformance_rules {
             owner_chain_a_b_a_is_monotone,
             sessions_are_independent,
             concurrent_acquirers_one_winner,
+            concurrent_takeover_after_expiry_one_winner,
         }
     };
 }
@@ -730,11 +731,42 @@ pub mod rules {
     /// naming the winner's token.
     pub async fn concurrent_acquirers_one_winner(t: Subject) -> RuleResult {
         const R: &str = "concurrent_acquirers_one_winner";
+        one_winner(R, &t, &t.session("s1")).await?;
+        Ok(())
+    }
+
+    /// Sixteen owners take one expired lease over at once: exactly one wins, with a token
+    /// above the expired one, and the rest get Held naming it. (A fresh session is won by a
+    /// create, which no two callers can both make; a takeover is an update, where a backend
+    /// must still compare-and-set — e.g. a Kubernetes update must carry its resourceVersion.)
+    pub async fn concurrent_takeover_after_expiry_one_winner(t: Subject) -> RuleResult {
+        const R: &str = "concurrent_takeover_after_expiry_one_winner";
+        let session = t.session("s1");
+        let first = ok(R, "acquire by a", t.lease.acquire(&session, &owner("a"))).await?;
+        t.advance(t.ttl).await;
+        let winner = one_winner(R, &t, &session).await?;
+        ensure!(
+            R,
+            winner.token() > first.token(),
+            "the expired lease had token {}, the takeover got {}",
+            first.token(),
+            winner.token()
+        );
+        Ok(())
+    }
+
+    /// Sixteen owners acquire `session` at once; exactly one may win, and every loser must be
+    /// refused with Held naming the winner's token. Returns the winner's lease.
+    async fn one_winner(
+        rule: &'static str,
+        t: &Subject,
+        session: &SessionId,
+    ) -> Result<Lease, RuleViolation> {
         const N: usize = 16;
         let barrier = Arc::new(tokio::sync::Barrier::new(N));
         let calls: Vec<_> = (0..N)
             .map(|i| {
-                let (lease, barrier, session) = (t.lease.clone(), barrier.clone(), t.session("s1"));
+                let (lease, barrier, session) = (t.lease.clone(), barrier.clone(), session.clone());
                 tokio::spawn(async move {
                     barrier.wait().await;
                     lease.acquire(&session, &owner(&format!("o{i}"))).await
@@ -744,28 +776,28 @@ pub mod rules {
         let mut results = Vec::with_capacity(N);
         for call in calls {
             results.push(call.await.map_err(|e| RuleViolation {
-                rule: R,
+                rule,
                 detail: format!("acquirer task failed: {e}"),
             })?);
         }
         let winners: Vec<&Lease> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
         ensure!(
-            R,
+            rule,
             winners.len() == 1,
             "{} winners: {winners:?}",
             winners.len()
         );
-        let token = winners[0].token();
+        let winner = winners[0].clone();
         let refused_right = results
             .iter()
-            .filter(|r| matches!(r, Err(LeaseError::Held { holder_token }) if *holder_token == Some(token)))
+            .filter(|r| matches!(r, Err(LeaseError::Held { holder_token }) if *holder_token == Some(winner.token())))
             .count();
         ensure!(
-            R,
+            rule,
             refused_right == N - 1,
             "only {refused_right} of {} losers got Held with the winner's token: {results:?}",
             N - 1
         );
-        Ok(())
+        Ok(winner)
     }
 }

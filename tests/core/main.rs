@@ -3,5 +3,6 @@
 
 mod conformance;
 mod journal;
+mod kube;
 mod service;
 mod support;

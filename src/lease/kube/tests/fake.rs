@@ -1,7 +1,8 @@
 //! A small stand-in for the Kubernetes API server's Lease endpoints, over tokio TCP on
 //! 127.0.0.1, for KubeLease's unit tests: exact resourceVersion semantics (a global counter,
-//! 409 Conflict on a stale precondition, unconditional PUT without one, 409 AlreadyExists,
-//! 404 NotFound `Status`), plus injected failures. The world's API server (src/sim/apiserver)
+//! 409 Conflict on a stale precondition, 422 for a PUT without one as the real Lease API,
+//! an unconditional merge PATCH, 409 AlreadyExists, 404 NotFound `Status` naming the object),
+//! plus injected failures. The world's API server (src/sim/apiserver)
 //! is the full one; this one only needs what the unit tests exercise.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -32,7 +33,7 @@ pub struct State {
     pub objects: BTreeMap<(String, String), LeaseObject>,
     /// Answers for the next requests, in order, before anything is applied.
     pub inject: VecDeque<Injected>,
-    /// Before the next PUT is applied, bump the stored object's resourceVersion (a write by
+    /// Before the next PUT or PATCH is applied, bump the stored object's resourceVersion (a write by
     /// someone else between the candidate's read and its write).
     pub bump_before_next_put: bool,
     /// Answer the next this many PUTs 409 Conflict without applying them.
@@ -134,6 +135,7 @@ fn respond(state: &mut State, method: Method, path: &str, body: &[u8]) -> Respon
         (Method::GET, Some(name)) => get(state, ns, name),
         (Method::POST, None) => create(state, ns, body),
         (Method::PUT, Some(name)) => replace(state, ns, name, body),
+        (Method::PATCH, Some(name)) => patch(state, ns, name, body),
         (Method::DELETE, Some(name)) => delete(state, ns, name, body),
         _ => status(405, "MethodNotAllowed"),
     }
@@ -162,9 +164,9 @@ fn parse_path(path: &str) -> Option<(String, Option<String>)> {
 }
 
 fn get(state: &State, ns: String, name: String) -> Response<String> {
-    match state.objects.get(&(ns, name)) {
+    match state.objects.get(&(ns, name.clone())) {
         Some(object) => json(200, object),
-        None => status(404, "NotFound"),
+        None => not_found(&name),
     }
 }
 
@@ -184,20 +186,40 @@ fn create(state: &mut State, ns: String, body: &[u8]) -> Response<String> {
 fn replace(state: &mut State, ns: String, name: String, body: &[u8]) -> Response<String> {
     let mut object: LeaseObject = serde_json::from_slice(body).unwrap();
     let key = (ns, name);
+    bump(state, &key);
+    let Some(stored) = state.objects.get(&key) else {
+        return not_found(&key.1);
+    };
+    let Some(expected) = &object.metadata.resource_version else {
+        return status(422, "Invalid");
+    };
+    if stored.metadata.resource_version.as_ref() != Some(expected) {
+        return status(409, "Conflict");
+    }
+    state.last_rv += 1;
+    object.metadata.resource_version = Some(state.last_rv.to_string());
+    state.objects.insert(key, object.clone());
+    json(200, &object)
+}
+
+/// A write by someone else just before this one, when asked for.
+fn bump(state: &mut State, key: &(String, String)) {
     if std::mem::take(&mut state.bump_before_next_put) {
         state.last_rv += 1;
         let rv = state.last_rv.to_string();
-        if let Some(stored) = state.objects.get_mut(&key) {
+        if let Some(stored) = state.objects.get_mut(key) {
             stored.metadata.resource_version = Some(rv);
         }
     }
-    let Some(stored) = state.objects.get(&key) else {
-        return status(404, "NotFound");
-    };
-    if let Some(expected) = &object.metadata.resource_version
-        && stored.metadata.resource_version.as_ref() != Some(expected)
-    {
-        return status(409, "Conflict");
+}
+
+/// A merge patch of the whole object (what KubeLease sends): applied unconditionally.
+fn patch(state: &mut State, ns: String, name: String, body: &[u8]) -> Response<String> {
+    let mut object: LeaseObject = serde_json::from_slice(body).unwrap();
+    let key = (ns, name);
+    bump(state, &key);
+    if !state.objects.contains_key(&key) {
+        return not_found(&key.1);
     }
     state.last_rv += 1;
     object.metadata.resource_version = Some(state.last_rv.to_string());
@@ -208,7 +230,7 @@ fn replace(state: &mut State, ns: String, name: String, body: &[u8]) -> Response
 fn delete(state: &mut State, ns: String, name: String, body: &[u8]) -> Response<String> {
     let key = (ns, name);
     let Some(stored) = state.objects.get(&key) else {
-        return status(404, "NotFound");
+        return not_found(&key.1);
     };
     let params: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
     let expected = params["preconditions"]["resourceVersion"].as_str();
@@ -234,6 +256,17 @@ fn status(code: u16, reason: &str) -> Response<String> {
         "message": format!("{reason} (fake API server)"), "reason": reason, "code": code,
     });
     json(code, &body)
+}
+
+/// A real server's 404 for a missing Lease: details name it.
+fn not_found(name: &str) -> Response<String> {
+    let body = serde_json::json!({
+        "kind": "Status", "apiVersion": "v1", "status": "Failure",
+        "message": format!("leases.coordination.k8s.io \"{name}\" not found"),
+        "reason": "NotFound", "code": 404,
+        "details": {"name": name, "group": "coordination.k8s.io", "kind": "leases"},
+    });
+    json(404, &body)
 }
 
 fn plain(code: u16, text: &str) -> Response<String> {
