@@ -171,7 +171,7 @@ impl KubeLease {
             Ok(read) => {
                 object::check_session(&read, call.session)?;
                 if self.observations.saw(call.session, &read, self.clock.now()) {
-                    Ok(Read::Object(read))
+                    Ok(Read::Object(Box::new(read)))
                 } else {
                     Ok(Read::Stale)
                 }
@@ -250,7 +250,7 @@ impl KubeLease {
         let read = match self.read(call).await? {
             Read::Stale => return Ok(None),
             Read::Missing => None,
-            Read::Object(read) => Some(read),
+            Read::Object(read) => Some(*read),
         };
         let owner = call.owner.to_string();
         let (token, takeover) = match &read {
@@ -276,7 +276,7 @@ impl KubeLease {
         let read = match self.read(call).await? {
             Read::Stale => return Ok(None),
             Read::Missing => return Err(Held::nobody()),
-            Read::Object(read) => read,
+            Read::Object(read) => *read,
         };
         let held = object::holder(&read);
         let expired = held.is_free() || self.expired(call.session, &read);
@@ -302,7 +302,7 @@ impl KubeLease {
         let read = match self.read(call).await? {
             Read::Stale => return Ok(false),
             Read::Missing => return Ok(true),
-            Read::Object(read) => read,
+            Read::Object(read) => *read,
         };
         let held = object::holder(&read);
         if held.identity != call.owner.to_string() || held.transitions != lease.token() {
@@ -333,7 +333,7 @@ enum Read {
     /// 404: no object.
     Missing,
     /// The object, at a version not older than any seen before.
-    Object(LeaseObject),
+    Object(Box<LeaseObject>),
     /// A reply older than what was already seen: decide nothing, read again.
     Stale,
 }
