@@ -63,6 +63,48 @@ mod kube_lease {
     leasesim::conformance_tests!(|| super::kube_lease(None));
 }
 
+/// What a shared cluster sees: every rule at once against one API server (each through its
+/// own `KubeLease`, as separate processes would be), under one run prefix, twice — a second
+/// run meets the first one's objects only if prefixes collide.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_rule_at_once_on_one_api_server_twice() {
+    let disk = Arc::new(MemStorage::new());
+    let server = ApiServer::open(disk, ApiServerConfig::default())
+        .await
+        .unwrap();
+    let (addr, incoming) = tcp_incoming("127.0.0.1:0").await.unwrap();
+    tokio::spawn(Arc::new(server).serve(incoming));
+    for run in ["run-1-", "run-2-"] {
+        let mut runs = Vec::new();
+        for rule in RULES {
+            let clock = ManualClock::new();
+            let client = client_over(
+                tcp_dialer(),
+                &addr.to_string(),
+                NAMESPACE,
+                Duration::from_secs(5),
+            );
+            let config = KubeLeaseConfig {
+                namespace: NAMESPACE.to_owned(),
+                ttl: TTL,
+                clock: Arc::new(clock.clone()),
+                mutant: None,
+                calls: None,
+            };
+            let lease = KubeLease::new(client, config).unwrap();
+            let subject = Subject::with_manual_clock(Arc::new(lease), clock, TTL)
+                .with_session_prefix(run)
+                .unwrap();
+            runs.push(tokio::spawn((rule.run)(subject)));
+        }
+        for outcome in runs {
+            if let Err(violation) = outcome.await.unwrap() {
+                panic!("{run}: {violation}");
+            }
+        }
+    }
+}
+
 /// The rules `mutant` breaks over `KubeLease`, in suite order.
 async fn broken_by(mutant: Mutant) -> Vec<&'static str> {
     let mut broken = Vec::new();

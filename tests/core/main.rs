@@ -4,5 +4,7 @@
 mod conformance;
 mod journal;
 mod kube;
+#[cfg(feature = "kube-cluster")]
+mod kube_cluster;
 mod service;
 mod support;
