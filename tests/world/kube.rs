@@ -181,3 +181,68 @@ fn a_kube_world_has_no_authority_and_records_lease_and_kube_calls() {
         assert!(names.contains(name), "no {name} op: {names:?}");
     }
 }
+
+#[test]
+fn every_swarm_profile_has_a_kube_twin_without_record_deletion() {
+    use leasesim::campaign::scenario::ScenarioFaults;
+    use leasesim::sim::generate::FaultKind;
+    use leasesim::sim::runfile::BackendSpec;
+    let mut twins = 0;
+    for entry in std::fs::read_dir(sims()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.starts_with("swarm-") && name.ends_with(".toml")) {
+            continue;
+        }
+        let grpc = Scenario::load(&path).unwrap();
+        let kube = Scenario::load(&sims().join(format!("kube-{name}")))
+            .unwrap_or_else(|e| panic!("{name} has no kube twin: {e}"));
+        assert_eq!(kube.world.backend, BackendSpec::Kube, "{name}");
+        let mut world = kube.world.clone();
+        world.backend = BackendSpec::Grpc;
+        assert_eq!(
+            world, grpc.world,
+            "kube-{name}: the same world but the backend"
+        );
+        let (ScenarioFaults::Swarm(grpc), ScenarioFaults::Swarm(kube)) =
+            (&grpc.faults, &kube.faults)
+        else {
+            panic!("{name}: both are swarm profiles");
+        };
+        let expected: Vec<FaultKind> = grpc
+            .kinds
+            .iter()
+            .copied()
+            .filter(|k| *k != FaultKind::DeleteRecord)
+            .collect();
+        assert_eq!(
+            kube.kinds, expected,
+            "kube-{name}: the same kinds but record deletion"
+        );
+        twins += 1;
+    }
+    assert_eq!(twins, 7);
+}
+
+#[test]
+fn kube_worlds_draw_drift_inside_half_the_skew_margin() {
+    let scenario = Scenario::load(&sims().join("kube-swarm-everything.toml")).unwrap();
+    let mut drifts = 0;
+    for seed in 0..40 {
+        let run = scenario.resolve(seed).unwrap();
+        for fault in &run.schedule.faults {
+            if let leasesim::sim::schedule::Fault::ClockDrift { ppm, .. } = fault.fault {
+                assert!(ppm.abs() <= 50_000, "seed {seed}: drift {ppm} ppm");
+                drifts += 1;
+            }
+            assert!(
+                !matches!(
+                    fault.fault,
+                    leasesim::sim::schedule::Fault::DeleteLeaseRecord { .. }
+                ),
+                "seed {seed}"
+            );
+        }
+    }
+    assert!(drifts > 0, "40 seeds drew no drift at all");
+}
