@@ -303,6 +303,9 @@ fn check_config(config: &WorldConfig) -> Result<(), WorldError> {
     if config.ttl.is_zero() {
         return refuse("the TTL must be more than 0".into());
     }
+    if let Err(message) = config.backend.inner().check_ttl(config.ttl) {
+        return refuse(message);
+    }
     if config.skew_margin_percent > 99 {
         return refuse(format!(
             "the skew margin must be 0..=99 % of the TTL, got {}",
@@ -531,6 +534,8 @@ fn replica_store(
         client: client.clone(),
         authority_host: config.backend.view().host,
         mutant: config.mutant,
+        ttl: config.ttl,
+        recorder: recorder.clone(),
     };
     let lease = config.backend.inner().client(&env)?;
     let ledger = RemoteLedger::new(

@@ -8,6 +8,7 @@ mod bad_input;
 mod cli;
 mod field_cases;
 mod fuzz;
+mod kube;
 mod run_files;
 mod scenario_errors;
 mod scenarios;

@@ -15,6 +15,10 @@
 //! `leasesim replay`, shrinking and campaigns name the built-in backends
 //! ([`super::runfile::BackendSpec`]).
 
+mod kube;
+
+pub use kube::{APISERVER_PORT, Kube, NAMESPACE, RecordedKubeCalls, check_whole_seconds};
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -55,6 +59,16 @@ pub trait WorldBackend: Send + Sync + fmt::Debug + 'static {
 
     /// How the checkers see this backend and which faults it supports.
     fn view(&self) -> BackendView;
+
+    /// Refuses a TTL this backend cannot grant (e.g. the kube backend's whole seconds);
+    /// every TTL is fine by default. Called when the world is built.
+    ///
+    /// # Errors
+    /// A message naming the TTL and what is accepted.
+    fn check_ttl(&self, ttl: Duration) -> Result<(), String> {
+        let _ = ttl;
+        Ok(())
+    }
 
     /// Serves the backend on its authority host until the host crashes.
     fn serve(&self, host: AuthorityHost) -> Pin<Box<dyn Future<Output = HostResult>>>;
@@ -316,6 +330,8 @@ pub struct ReplicaEnv {
     pub(crate) client: ClientConfig,
     pub(crate) authority_host: String,
     pub(crate) mutant: Option<Mutant>,
+    pub(crate) ttl: Duration,
+    pub(crate) recorder: Recorder,
 }
 
 impl ReplicaEnv {
@@ -347,6 +363,12 @@ impl ReplicaEnv {
     /// The planted bug of this world, if any.
     pub fn mutant(&self) -> Option<Mutant> {
         self.mutant
+    }
+
+    /// The TTL the world's leases are granted with (a client that writes it, as
+    /// `KubeLease` does, uses this one).
+    pub fn ttl(&self) -> Duration {
+        self.ttl
     }
 }
 
