@@ -17,6 +17,11 @@
 //!
 //! Rules can also be run one by one ([`RULES`]), e.g. to show that a wrong variant fails
 //! exactly the rules it breaks.
+//!
+//! Every rule uses session ids of its own, `{prefix}{rule}.{name}` ([`Subject::session`]), so
+//! all rules can run at once against one shared backend (a real cluster, one service); the
+//! prefix ([`Subject::with_session_prefix`], empty by default) separates runs of the suite
+//! against a backend that keeps its records forever, such as Kubernetes Lease objects.
 
 use std::fmt;
 use std::future::Future;

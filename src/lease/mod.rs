@@ -5,6 +5,10 @@
 //! takeover and is strictly increasing per session forever; renew never recreates a record;
 //! release only removes the caller's own hold. The conformance suite
 //! ([`crate::conformance`]) checks a backend against every rule.
+//!
+//! Backends: [`MemLease`] (the reference), [`DurableLease`] and [`RemoteLease`] (the lease
+//! service and its gRPC driver), and [`KubeLease`] (Kubernetes `coordination.k8s.io/v1` Lease
+//! objects, expiry judged by observation: [`kube`]).
 
 mod durable;
 pub mod kube;

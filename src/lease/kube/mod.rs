@@ -29,8 +29,16 @@
 //! time of the successful write + TTL.
 //!
 //! Errors: transport failures, timeouts, 5xx, 429, 401/403 → [`LeaseError::Unavailable`]
-//! (with the status text); a 404 that is not a Kubernetes `NotFound` (the API group is not
-//! served) → [`LeaseError::Unsupported`]; see [`calls`]'s `classify`.
+//! (with the status text: RBAC may be fixed while the process runs, and Held would be a false
+//! loss signal); a 404 whose `Status` does not name the object (the API group
+//! `coordination.k8s.io/v1` is not served) → [`LeaseError::Unsupported`]; a takeover that
+//! would pass `i32::MAX`, or an object whose [`SESSION_ANNOTATION`] names another session (a
+//! hash collision, a foreign object) → [`LeaseError::Unavailable`] saying so.
+//!
+//! Resource versions: opaque strings in Kubernetes, sent back verbatim. When they parse as
+//! integers (etcd-backed servers, the world's) a read reply older than one already seen is
+//! stale and read again, so concurrent calls of one `KubeLease` never restart a count from an
+//! old version.
 
 mod calls;
 #[cfg(feature = "kube-cluster")]
