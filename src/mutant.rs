@@ -121,8 +121,8 @@ pub enum Mutant {
     DeleteOnRelease,
     /// `KubeLease::renew` writes leaseTransitions + 1 and returns that token: a token that
     /// moves without a takeover. Killed by TOKEN (a renew returns another token than it
-    /// presented) on `sims/k2-delete-resets-token.toml`, and by the conformance rule
-    /// `renew_keeps_token_and_extends_expiry` over `KubeLease` (tests/core).
+    /// presented) on `sims/kube-swarm-clocks.toml` (K2's script never renews), and by the
+    /// conformance rule `renew_keeps_token_and_extends_expiry` over `KubeLease` (tests/core).
     TransitionsBumpedOnRenew,
 }
 
@@ -387,7 +387,7 @@ const KILLS: &[(Mutant, Kill)] = &[
     ),
     (
         Mutant::TransitionsBumpedOnRenew,
-        scenario("sims/k2-delete-resets-token.toml", Check::Token),
+        scenario("sims/kube-swarm-clocks.toml", Check::Token),
     ),
 ];
 
@@ -540,7 +540,7 @@ mod tests {
                 "expiry-from-renew-time: EXPIRY in sims/kube-swarm-clocks.toml (seed 1)",
                 "update-without-resource-version: EXCL in sims/k1-two-candidates-one-read.toml (seed 1)",
                 "delete-on-release: TOKEN in sims/k2-delete-resets-token.toml (seed 1)",
-                "transitions-bumped-on-renew: TOKEN in sims/k2-delete-resets-token.toml (seed 1)",
+                "transitions-bumped-on-renew: TOKEN in sims/kube-swarm-clocks.toml (seed 1)",
             ]
         );
     }
