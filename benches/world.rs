@@ -1,62 +1,98 @@
 //! Simulated seconds per wall second: the default world (3 replicas, 60 s, faults drawn from
-//! the seed) against a bare turmoil world with the same hosts exchanging the same number of
-//! request/reply messages over simulated TCP. Prints both and the ratio.
+//! the seed) on the gRPC backend and on the kube backend (the same hosts but the authority's,
+//! the same seeds, so the same workload), against a bare turmoil world with the gRPC world's
+//! hosts exchanging as many request/reply messages over simulated TCP. Prints the three and
+//! the ratios.
 //!
 //! `cargo bench --bench world` (release build). Figures, not assertions.
 
 use std::time::Duration;
 
+use leasesim::sim::backend::{Backend, Grpc, Kube};
 use leasesim::sim::world::World;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const SEEDS: u64 = 10;
 
+/// What the runs of one backend took.
+struct Measured {
+    wall: Duration,
+    simulated: Duration,
+    calls: u64,
+}
+
+impl Measured {
+    fn rate(&self) -> f64 {
+        self.simulated.as_secs_f64() / self.wall.as_secs_f64()
+    }
+}
+
+/// `SEEDS` default worlds (3 replicas, 60 s, faults drawn from the seed and fitted to the
+/// backend) on `backend`.
 // A benchmark measures real time by definition.
 #[allow(clippy::disallowed_types)]
-fn main() {
-    let mut world_wall = Duration::ZERO;
-    let mut simulated = Duration::ZERO;
-    let mut calls = 0u64;
+fn measure(backend: Backend) -> Measured {
+    let mut measured = Measured {
+        wall: Duration::ZERO,
+        simulated: Duration::ZERO,
+        calls: 0,
+    };
     for seed in 1..=SEEDS {
         let world = World::builder()
             .seed(seed)
+            .backend(backend.clone())
             .random_faults()
             .build()
             .expect("the default world is valid");
         let started = std::time::Instant::now();
         let output = world.run().expect("world runs");
-        world_wall += started.elapsed();
-        simulated += world.config().duration;
-        calls += output
+        measured.wall += started.elapsed();
+        measured.simulated += world.config().duration;
+        measured.calls += output
             .history
             .ops()
-            .filter(|op| is_rpc(op.op.name()))
+            .filter(|op| is_rpc(op.op.name(), backend.name() == "kube"))
             .count() as u64;
     }
-    let per_run = calls / SEEDS;
+    measured
+}
+
+// A benchmark measures real time by definition.
+#[allow(clippy::disallowed_types)]
+fn main() {
+    let grpc = measure(Backend::new(Grpc));
+    let kube = measure(Backend::new(Kube));
+    let per_run = grpc.calls / SEEDS;
     let started = std::time::Instant::now();
     for _ in 1..=SEEDS {
         bare_world(Duration::from_secs(60), per_run);
     }
     let bare_wall = started.elapsed();
-    let world_rate = simulated.as_secs_f64() / world_wall.as_secs_f64();
-    let bare_rate = simulated.as_secs_f64() / bare_wall.as_secs_f64();
-    println!(
-        "default world: {SEEDS} runs × 60 s, {per_run} RPCs per run, {world_wall:?} wall → {world_rate:.1} simulated s per wall s"
-    );
+    let bare_rate = grpc.simulated.as_secs_f64() / bare_wall.as_secs_f64();
+    for (name, m) in [("grpc world:", &grpc), ("kube world:", &kube)] {
+        println!(
+            "{name:<13} {SEEDS} runs × 60 s, {} RPCs per run, {:?} wall → {:.1} simulated s per wall s",
+            m.calls / SEEDS,
+            m.wall,
+            m.rate()
+        );
+    }
     println!(
         "bare turmoil:  {SEEDS} runs × 60 s, {per_run} request/reply pairs per run, {bare_wall:?} wall → {bare_rate:.1} simulated s per wall s"
     );
     println!(
-        "ratio: the world runs at {:.2}× the bare world's speed ({:.1}× slower)",
-        world_rate / bare_rate,
-        bare_rate / world_rate
+        "ratio: the grpc world runs at {:.2}× the bare world's speed ({:.1}× slower); the kube world at {:.2}× the grpc world's",
+        grpc.rate() / bare_rate,
+        bare_rate / grpc.rate(),
+        kube.rate() / grpc.rate()
     );
 }
 
-/// Client calls that cross the network (journal calls are made of ledger calls).
-fn is_rpc(name: &str) -> bool {
-    name.starts_with("lease_") || name.starts_with("ledger_")
+/// Client calls that cross the network (journal calls are made of ledger calls; a kube
+/// lease call is made of `kube_*` calls).
+fn is_rpc(name: &str, kube: bool) -> bool {
+    let lease = if kube { "kube_" } else { "lease_" };
+    name.starts_with("ledger_") || name.starts_with(lease)
 }
 
 /// Hosts `lease`, `ledger` echoing 64-byte messages; three replicas sending `messages` in

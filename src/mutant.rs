@@ -102,6 +102,28 @@ pub enum Mutant {
     /// during which a lease granted before the crash may still be live. Killed by EXCL on
     /// `sims/f5c-restart-while-held.toml`.
     NoGracePeriod,
+    /// A `KubeLease` candidate judges a held Lease expired when `renewTime +
+    /// leaseDurationSeconds` is before its own **wall** clock (the seed's k8slease rule),
+    /// instead of counting the duration on its monotonic clock from when it saw the object
+    /// change: a candidate whose wall clock runs ahead takes a live lease over. Killed by
+    /// EXPIRY (a takeover before the candidate's clock advanced a TTL) on
+    /// `sims/kube-swarm-clocks.toml` (per-host wall offsets).
+    ExpiryFromRenewTime,
+    /// `KubeLease` sends its updates without a `resourceVersion` precondition (an
+    /// unconditional update, as a merge patch is), so two candidates deciding from the same
+    /// read both "win" (field case K1). Killed by EXCL on
+    /// `sims/k1-two-candidates-one-read.toml`.
+    UpdateWithoutResourceVersion,
+    /// `KubeLease::release` deletes the Lease object instead of writing an empty holder, so
+    /// the next create starts again at leaseTransitions 1 (field case K2). Killed by TOKEN on
+    /// `sims/k2-delete-resets-token.toml` (the journal refuses the low epoch with
+    /// `StaleEpoch`).
+    DeleteOnRelease,
+    /// `KubeLease::renew` writes leaseTransitions + 1 and returns that token: a token that
+    /// moves without a takeover. Killed by TOKEN (a renew returns another token than it
+    /// presented) on `sims/kube-swarm-clocks.toml` (K2's script never renews), and by the
+    /// conformance rule `renew_keeps_token_and_extends_expiry` over `KubeLease` (tests/core).
+    TransitionsBumpedOnRenew,
 }
 
 impl Mutant {
@@ -127,6 +149,10 @@ impl Mutant {
         Mutant::ExpiryOffByOne,
         Mutant::ExpiryByWallClock,
         Mutant::NoGracePeriod,
+        Mutant::ExpiryFromRenewTime,
+        Mutant::UpdateWithoutResourceVersion,
+        Mutant::DeleteOnRelease,
+        Mutant::TransitionsBumpedOnRenew,
     ];
 
     /// The mutant named `name` ([`Mutant::name`]), if any.
@@ -199,6 +225,18 @@ impl Mutant {
             Mutant::ExpiryOffByOne => "a lease is live while now <= expiry (not now < expiry)",
             Mutant::ExpiryByWallClock => "the lease service judges expiry by its wall clock",
             Mutant::NoGracePeriod => "a restarted lease service grants without a grace period",
+            Mutant::ExpiryFromRenewTime => {
+                "a Kubernetes Lease is judged expired by renewTime + duration against the wall clock"
+            }
+            Mutant::UpdateWithoutResourceVersion => {
+                "Kubernetes Lease updates are sent without a resourceVersion precondition"
+            }
+            Mutant::DeleteOnRelease => {
+                "release deletes the Kubernetes Lease object, resetting leaseTransitions"
+            }
+            Mutant::TransitionsBumpedOnRenew => {
+                "a Kubernetes Lease renew bumps leaseTransitions and returns the new token"
+            }
         }
     }
 
@@ -234,6 +272,10 @@ impl Mutant {
             Mutant::ExpiryOffByOne => "expiry-off-by-one",
             Mutant::ExpiryByWallClock => "expiry-by-wall-clock",
             Mutant::NoGracePeriod => "no-grace-period",
+            Mutant::ExpiryFromRenewTime => "expiry-from-renew-time",
+            Mutant::UpdateWithoutResourceVersion => "update-without-resource-version",
+            Mutant::DeleteOnRelease => "delete-on-release",
+            Mutant::TransitionsBumpedOnRenew => "transitions-bumped-on-renew",
         }
     }
 }
@@ -330,6 +372,22 @@ const KILLS: &[(Mutant, Kill)] = &[
     (
         Mutant::NoGracePeriod,
         scenario("sims/f5c-restart-while-held.toml", Check::Excl),
+    ),
+    (
+        Mutant::ExpiryFromRenewTime,
+        scenario("sims/kube-swarm-clocks.toml", Check::Expiry),
+    ),
+    (
+        Mutant::UpdateWithoutResourceVersion,
+        scenario("sims/k1-two-candidates-one-read.toml", Check::Excl),
+    ),
+    (
+        Mutant::DeleteOnRelease,
+        scenario("sims/k2-delete-resets-token.toml", Check::Token),
+    ),
+    (
+        Mutant::TransitionsBumpedOnRenew,
+        scenario("sims/kube-swarm-clocks.toml", Check::Token),
     ),
 ];
 
@@ -479,6 +537,10 @@ mod tests {
                 "expiry-off-by-one: conformance rule now_equal_to_expiry_is_expired",
                 "expiry-by-wall-clock: EXCL in sims/wall-jump-at-the-authority.toml (seed 1)",
                 "no-grace-period: EXCL in sims/f5c-restart-while-held.toml (seed 1)",
+                "expiry-from-renew-time: EXPIRY in sims/kube-swarm-clocks.toml (seed 1)",
+                "update-without-resource-version: EXCL in sims/k1-two-candidates-one-read.toml (seed 1)",
+                "delete-on-release: TOKEN in sims/k2-delete-resets-token.toml (seed 1)",
+                "transitions-bumped-on-renew: TOKEN in sims/kube-swarm-clocks.toml (seed 1)",
             ]
         );
     }

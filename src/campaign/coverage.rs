@@ -13,7 +13,8 @@
 //! | `fence-retried`, `ambiguous-append-resolved` | `ledger_append` ops of a writer (and its `journal_append`s) |
 //! | `renew-lost` | `lease_renew` ops |
 //! | `stale-release-ignored`, `stale-renew-refused`, `grace-period-refusal` | `decision` lines |
-//! | `authority-restart` | `clock` lines of host `lease` |
+//! | `takeover-after-expiry`, `graceful-handover` (a backend without an authority, KubeLease) | `write` lines, per session in acceptance order: a write raising `leaseTransitions` for another holder, after an empty holder (handover) or not (takeover) |
+//! | `authority-restart` | `clock` lines of the authority's host (or of the host of the `write` lines) |
 //! | `run-cancelled-on-loss`, `sticky-disable` | `event` lines the service reports (`Observation`s through its hooks) |
 //! | `record-deleted` | `event` lines the lease authority reports (`MemLease::delete_record`, `collect_expired_record`) |
 //! | `backward-wall-jump-survived` | `event` lines the nemesis writes when it steps a wall clock back |
@@ -37,6 +38,7 @@ pub fn coverage(history: &History) -> BTreeMap<String, u64> {
         *counts.entry(event).or_default() += n;
     };
     handovers(history, &mut add);
+    write_handovers(history, &mut add);
     decisions(history, &mut add);
     ops(history, &mut add);
     writers(history, &mut add);
@@ -78,6 +80,39 @@ fn handovers(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
             }
             _ => {}
         }
+    }
+}
+
+/// Takeovers and handovers of a backend without an authority (a Kubernetes API server): per
+/// session, in acceptance order, each accepted write that raises `leaseTransitions` for a
+/// holder other than the last one — a graceful handover when the object was released (empty
+/// holder) before it, a takeover after expiry otherwise.
+fn write_handovers(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
+    // Per session: the last holder ("" once released) and the transitions of the last write.
+    let mut last: BTreeMap<&str, (&str, Option<&str>, u64)> = BTreeMap::new();
+    for write in history.writes() {
+        let holder = write.holder_identity.as_str();
+        let Some((current, previous_holder, transitions)) = last.get(write.session.as_str()) else {
+            last.insert(&write.session, (holder, None, write.transitions));
+            continue;
+        };
+        let took_over = write.transitions > *transitions && !holder.is_empty();
+        let previous = if current.is_empty() {
+            *previous_holder
+        } else {
+            Some(*current)
+        };
+        if took_over && previous.is_some_and(|p| p != holder) {
+            add(
+                if current.is_empty() {
+                    CoverageEvent::GracefulHandover
+                } else {
+                    CoverageEvent::TakeoverAfterExpiry
+                },
+                1,
+            );
+        }
+        last.insert(&write.session, (holder, previous, write.transitions));
     }
 }
 
@@ -278,9 +313,13 @@ fn writers(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
 
 /// Restarts of the lease authority: its clock segments with a boot above the one before.
 fn authority_restarts(history: &History) -> u64 {
+    // A backend without an authority (a Kubernetes API server): the host of its writes.
+    let host = history
+        .authority_host()
+        .or_else(|| history.writes().next().map(|w| w.host.as_str()));
     let mut boots: Vec<u64> = history
         .clock_segments()
-        .filter(|segment| Some(segment.host.as_str()) == history.authority_host())
+        .filter(|segment| Some(segment.host.as_str()) == host)
         .map(|segment| segment.boot)
         .collect();
     boots.dedup();
@@ -383,6 +422,35 @@ mod tests {
 
     fn count(lines: Vec<Line>) -> BTreeMap<String, u64> {
         coverage(&History::from_lines("t", lines))
+    }
+
+    #[test]
+    fn kube_takeovers_and_handovers_from_write_lines() {
+        use crate::history::{WriteLine, WriteVerb};
+        let write = |verb, holder: &str, transitions, rv| {
+            Line::Write(WriteLine {
+                host: "apiserver".into(),
+                session: "s1".into(),
+                object: "s1-x".into(),
+                verb,
+                holder_identity: holder.into(),
+                transitions,
+                resource_version: rv,
+                at_us: rv,
+            })
+        };
+        let counts = count(vec![
+            config(),
+            write(WriteVerb::Create, "replica-1#0", 1, 1),
+            write(WriteVerb::Update, "replica-1#0", 1, 2), // a renew
+            write(WriteVerb::Update, "replica-2#0", 2, 3), // taken over
+            write(WriteVerb::Update, "", 2, 4),            // released
+            write(WriteVerb::Update, "replica-1#0", 3, 5), // handed over
+            write(WriteVerb::Update, "", 3, 6),            // released
+            write(WriteVerb::Update, "replica-1#0", 4, 7), // the same owner again
+        ]);
+        assert_eq!(counts["takeover-after-expiry"], 1);
+        assert_eq!(counts["graceful-handover"], 1);
     }
 
     fn only(counts: &BTreeMap<String, u64>) -> BTreeMap<&str, u64> {

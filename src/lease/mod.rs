@@ -5,8 +5,13 @@
 //! takeover and is strictly increasing per session forever; renew never recreates a record;
 //! release only removes the caller's own hold. The conformance suite
 //! ([`crate::conformance`]) checks a backend against every rule.
+//!
+//! Backends: [`MemLease`] (the reference), [`DurableLease`] and [`RemoteLease`] (the lease
+//! service and its gRPC driver), and [`KubeLease`] (Kubernetes `coordination.k8s.io/v1` Lease
+//! objects, expiry judged by observation: [`kube`]).
 
 mod durable;
+pub mod kube;
 mod mem;
 pub mod remote;
 
@@ -18,6 +23,9 @@ use async_trait::async_trait;
 use crate::clock::Instant;
 
 pub use durable::{DurableLease, DurableLeaseConfig, STATE_FILE, STATE_SCHEMA_VERSION};
+pub use kube::{
+    KubeCall, KubeCalls, KubeConfigError, KubeLease, KubeLeaseConfig, KubeReply, client_over,
+};
 pub use mem::MemLease;
 pub use remote::{LeaseServer, RemoteLease};
 

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 
-use super::backend::BackendView;
+use super::backend::{AuthorityKind, BackendView};
 use super::config::{WorldConfig, replica_name};
 use super::schedule::{Fault, FaultSchedule};
 use super::seed::{Subsystem, between, rng};
@@ -204,28 +204,50 @@ impl DrawOptions {
 pub fn random_schedule(config: &WorldConfig) -> FaultSchedule {
     let mut rng = rng(config.seed, Subsystem::Faults);
     let schedule = draw_schedule(&DrawOptions::classic(config), config, &mut rng);
-    fit_to_backend(schedule, &config.backend.view())
+    fit_to_backend(schedule, &config.backend.view(), config.skew_margin_percent)
 }
 
-/// `schedule` for a world whose lease backend is `view`: faults drawn for the lease service's
-/// host name the backend's host instead, and faults the backend does not support (record
-/// deletion; restarts of its host) are dropped. Drawing is unchanged, so the default gRPC
+/// `schedule` for a world whose lease backend is `view`, with a skew margin of
+/// `skew_margin_percent` of the TTL: faults drawn for the lease service's host name the
+/// backend's host instead; faults the backend does not support (record deletion; restarts of
+/// its host; API server errors without an API server) are dropped; and for a backend judged
+/// on its holders (no authority clock: KubeLease) every drift is clamped to ±half the margin
+/// ([`holders_drift_bound_ppm`]), so a slow holder and a fast candidate together stay inside
+/// the margin (DESIGN.md, "Checkers", EXCL). Drawing is unchanged, so the default gRPC
 /// backend (host `lease`, every fault supported) gets exactly the schedule it always had.
-pub fn fit_to_backend(mut schedule: FaultSchedule, view: &BackendView) -> FaultSchedule {
+pub fn fit_to_backend(
+    mut schedule: FaultSchedule,
+    view: &BackendView,
+    skew_margin_percent: u8,
+) -> FaultSchedule {
     schedule.faults.retain(|scheduled| match &scheduled.fault {
         Fault::DeleteLeaseRecord { .. } => view.record_deletion,
         Fault::LeaseServiceRestarts { .. } => view.restarts,
         Fault::Crash { host } | Fault::Restart { host } => view.restarts || host != hosts::LEASE,
+        Fault::ApiserverErrors { .. } => view.host == hosts::APISERVER,
         _ => true,
     });
+    let bound = holders_drift_bound_ppm(skew_margin_percent);
     for scheduled in &mut schedule.faults {
         for host in scheduled.fault.hosts_mut() {
             if host == hosts::LEASE {
                 view.host.clone_into(host);
             }
         }
+        if let Fault::ClockDrift { ppm, .. } = &mut scheduled.fault
+            && view.authority == AuthorityKind::Holders
+        {
+            *ppm = (*ppm).clamp(-bound, bound);
+        }
     }
     schedule
+}
+
+/// The largest drift, ppm either way, drawn for a backend judged on its holders: half the
+/// skew margin (a 10% margin: ±50,000 ppm), so holder slowness plus candidate speed never
+/// exceeds the margin.
+pub fn holders_drift_bound_ppm(skew_margin_percent: u8) -> i64 {
+    i64::from(skew_margin_percent) * 10_000 / 2
 }
 
 /// Draws a schedule from `options` with `rng`: the number of faults, then for each its time

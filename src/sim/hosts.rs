@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::apiserver::ApiServerFaults;
 use super::backend::{AuthorityFaults, FaultsSlot};
 use super::clock::HostClock;
 use super::config::{WALL_EPOCH, WorldConfig};
@@ -24,6 +25,8 @@ pub(crate) struct Hosts {
     pub(crate) ledger_disk: MemStorage,
     /// The running authority's faults (record deletion), while it runs.
     pub(crate) authority_faults: FaultsSlot,
+    /// The API server's error window (`apiserver_errors`): kept across its restarts.
+    pub(crate) request_faults: ApiServerFaults,
     /// Hosts the nemesis crashed and has not restarted yet.
     crashed: Mutex<BTreeSet<String>>,
     /// The run's recorder, for what the nemesis does to a host (`event` lines).
@@ -51,6 +54,7 @@ impl Hosts {
             authority_disk: MemStorage::new(),
             ledger_disk: MemStorage::new(),
             authority_faults: Arc::new(Mutex::new(None)),
+            request_faults: ApiServerFaults::default(),
             crashed: Mutex::new(BTreeSet::new()),
             recorder: recorder.clone(),
         }

@@ -2,6 +2,7 @@
 //!
 //! - [`world`] — [`world::World::builder`]: hosts, services, replicas, the run itself.
 //! - [`config`] — the shape of a world and its workload, as plain data.
+//! - [`apiserver`] — a Kubernetes API server for Lease objects (the `apiserver` host).
 //! - [`backend`] — lease backends the world hosts (the gRPC services by default, or yours).
 //! - [`runfile`] — run files: every run, fully resolved; [`runner`] runs one under a timeout
 //!   and writes its folder; [`determinism`] replays one in two processes and compares.
@@ -15,6 +16,7 @@
 //! Modules depend one way: `world` → `nemesis`, `workload`, `backend`, `hosts` → `config`,
 //! `freeze` → `clock` → `gate`, `true_time`; none imports `world`.
 
+pub mod apiserver;
 pub mod backend;
 pub mod clock;
 pub mod config;

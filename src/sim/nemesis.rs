@@ -23,6 +23,8 @@ enum Action {
     },
     /// One of a series of lease service restarts.
     BounceLease,
+    /// End of an API server error window: serve requests again.
+    ServeRequests,
     /// The schedule's effects are over: heal everything.
     HealAll,
 }
@@ -117,6 +119,7 @@ fn apply(
     match action {
         Action::Apply(fault) => return apply_fault(sim, hosts, now, fault),
         Action::Deliver { a, b } => sim.release(a, b),
+        Action::ServeRequests => hosts.request_faults.heal(),
         Action::BounceLease => {
             let host = hosts.authority_host.clone();
             restart(sim, hosts, now, &host)
@@ -192,6 +195,10 @@ fn apply_fault(
         | Fault::Restart { .. }
         | Fault::LeaseServiceRestarts { .. }
         | Fault::DeleteLeaseRecord { .. } => return apply_host_fault(sim, hosts, now, fault),
+        Fault::ApiserverErrors { duration_ms, code } => {
+            hosts.request_faults.fail_requests(code);
+            return vec![(duration_ms, Action::ServeRequests)];
+        }
     }
     Vec::new()
 }
@@ -377,6 +384,7 @@ fn heal(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration) {
     for freeze in hosts.freezes.values() {
         freeze.clear(now);
     }
+    hosts.request_faults.heal();
     for host in hosts.clocks.keys() {
         if hosts.is_crashed(host) {
             restart(sim, hosts, now, host);

@@ -16,7 +16,7 @@ use super::true_time::true_now;
 use crate::clock::Clock;
 use crate::history::{
     DecisionLine, EventLine, HistEvent, HistRecord, Line, Op, OpLine, OpResult, Outcome, Process,
-    ValidityLine, micros,
+    ValidityLine, WriteLine, micros,
 };
 use crate::hooks::Observation;
 use crate::journal::{Entry, Ledger, LedgerError, Record, Seq};
@@ -97,6 +97,11 @@ impl Recorder {
     /// Records an authority decision.
     pub fn decision(&self, line: DecisionLine) {
         self.lock().events.push(Line::Decision(line));
+    }
+
+    /// Records a write the API server accepted (in acceptance order).
+    pub fn write(&self, line: WriteLine) {
+        self.lock().events.push(Line::Write(line));
     }
 
     /// Records a replica's validity check.

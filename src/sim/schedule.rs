@@ -194,6 +194,15 @@ pub enum Fault {
         /// How long.
         delay_ms: u64,
     },
+    /// The Kubernetes API server (host `apiserver`, the kube backend) answers every request
+    /// with HTTP `code` for `duration_ms` and applies nothing ("5xx for a while"). Only for a
+    /// world whose backend host is `apiserver`.
+    ApiserverErrors {
+        /// How long.
+        duration_ms: u64,
+        /// The status code, 500..=599 (500 InternalError, 503 ServiceUnavailable, …).
+        code: u16,
+    },
 }
 
 impl Fault {
@@ -218,9 +227,10 @@ impl Fault {
             | Fault::WallOffset { host, .. }
             | Fault::Crash { host }
             | Fault::Restart { host } => vec![host],
-            Fault::Heal | Fault::LeaseServiceRestarts { .. } | Fault::DeleteLeaseRecord { .. } => {
-                Vec::new()
-            }
+            Fault::Heal
+            | Fault::LeaseServiceRestarts { .. }
+            | Fault::DeleteLeaseRecord { .. }
+            | Fault::ApiserverErrors { .. } => Vec::new(),
         }
     }
 }
@@ -442,7 +452,8 @@ pub mod limits {
 
 /// The value ranges [`FaultSchedule::validate`] enforces; see [`limits`].
 pub const LIMITS: &str = "durations 1..=86400000 ms, drift -999999..=1000000 ppm, \
-    wall steps within ±3155760000000 ms, fail_ppm 0..=1000000, 1..=1000 restarts";
+    wall steps within ±3155760000000 ms, fail_ppm 0..=1000000, 1..=1000 restarts, API server \
+    error codes 500..=599";
 
 impl Fault {
     /// Checks the fault's own values; `Err` says what is wrong.
@@ -469,6 +480,9 @@ impl Fault {
                 ..
             } if latency_ms.saturating_add(*jitter_ms) > DURATION_MS_MAX => Err(format!(
                 "latency + jitter must be at most {DURATION_MS_MAX} ms"
+            )),
+            Fault::ApiserverErrors { code, .. } if !(500..=599).contains(code) => Err(format!(
+                "an API server error code must be a 5xx (500..=599), got {code}"
             )),
             Fault::LeaseServiceRestarts { count, .. } if !(1..=RESTARTS_MAX).contains(count) => {
                 Err(format!("count must be 1..={RESTARTS_MAX}, got {count}"))
@@ -509,7 +523,7 @@ impl Fault {
 
 /// Service hosts reach only [`PausePoint::ServiceHandlerStart`]; replicas reach every other.
 fn check_point(host: &str, point: PausePoint) -> Result<(), String> {
-    let service = host == hosts::LEASE || host == hosts::LEDGER;
+    let service = host == hosts::LEASE || host == hosts::LEDGER || host == hosts::APISERVER;
     if service == (point == PausePoint::ServiceHandlerStart) {
         return Ok(());
     }
@@ -529,7 +543,8 @@ impl Fault {
         match self {
             Fault::Pause { duration_ms, .. }
             | Fault::Suspend { duration_ms, .. }
-            | Fault::Stall { duration_ms, .. } => Some(*duration_ms),
+            | Fault::Stall { duration_ms, .. }
+            | Fault::ApiserverErrors { duration_ms, .. } => Some(*duration_ms),
             Fault::DelayReplies { delay_ms, .. } => Some(*delay_ms),
             Fault::LeaseServiceRestarts { every_ms, .. } => Some(*every_ms),
             _ => None,

@@ -303,6 +303,9 @@ fn check_config(config: &WorldConfig) -> Result<(), WorldError> {
     if config.ttl.is_zero() {
         return refuse("the TTL must be more than 0".into());
     }
+    if let Err(message) = config.backend.inner().check_ttl(config.ttl) {
+        return refuse(message);
+    }
     if config.skew_margin_percent > 99 {
         return refuse(format!(
             "the skew margin must be 0..=99 % of the TTL, got {}",
@@ -325,6 +328,9 @@ fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Result<(
     for fault in &schedule.faults {
         let refused = match &fault.fault {
             Fault::DeleteLeaseRecord { .. } if !view.record_deletion => "delete_lease_record",
+            Fault::ApiserverErrors { .. } if view.host != crate::history::hosts::APISERVER => {
+                "apiserver_errors (only a backend on host `apiserver` has an API server)"
+            }
             Fault::LeaseServiceRestarts { .. } if !view.restarts => "lease_service_restarts",
             Fault::Crash { host } | Fault::Restart { host }
                 if !view.restarts && *host == view.host =>
@@ -441,6 +447,7 @@ fn host_authority(
             mutant,
             recorder: recorder.clone(),
             faults: hosts.authority_faults.clone(),
+            request_faults: hosts.request_faults.clone(),
         };
         backend.inner().serve(host)
     });
@@ -527,6 +534,8 @@ fn replica_store(
         client: client.clone(),
         authority_host: config.backend.view().host,
         mutant: config.mutant,
+        ttl: config.ttl,
+        recorder: recorder.clone(),
     };
     let lease = config.backend.inner().client(&env)?;
     let ledger = RemoteLedger::new(

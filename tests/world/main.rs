@@ -2,11 +2,13 @@
 //! files, run files and their versions, bad input refused at load (and fuzzed readers), a
 //! backend brought by the user, and determinism (same seed, same bytes).
 
+mod apiserver;
 mod backend;
 mod bad_input;
 mod cli;
 mod field_cases;
 mod fuzz;
+mod kube;
 mod run_files;
 mod scenario_errors;
 mod scenarios;

@@ -41,7 +41,7 @@ impl Drawn {
             config,
             &mut rng(config.seed, Subsystem::Faults),
         );
-        fit_to_backend(schedule, &config.backend.view())
+        fit_to_backend(schedule, &config.backend.view(), config.skew_margin_percent)
     }
 
     /// One line: the kinds, the count, the heal and the strength of the kinds turned on.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::lease::SessionId;
-use crate::sim::backend::{Backend, Grpc};
+use crate::sim::backend::{Backend, Grpc, Kube, check_whole_seconds};
 use crate::sim::config::{WorkloadMix, WorldConfig};
 
 /// The lease backend a run file or scenario names: the backends built into leasesim (a
@@ -18,6 +18,9 @@ pub enum BackendSpec {
     /// ([`crate::sim::backend::Grpc`]).
     #[default]
     Grpc,
+    /// Kubernetes Lease objects on a simulated API server (host `apiserver`), reached by
+    /// `KubeLease` ([`crate::sim::backend::Kube`]); the TTL must be whole seconds.
+    Kube,
 }
 
 impl BackendSpec {
@@ -25,6 +28,7 @@ impl BackendSpec {
     pub fn backend(self) -> Backend {
         match self {
             BackendSpec::Grpc => Backend::new(Grpc),
+            BackendSpec::Kube => Backend::new(Kube),
         }
     }
 
@@ -32,8 +36,12 @@ impl BackendSpec {
     pub fn name(self) -> &'static str {
         match self {
             BackendSpec::Grpc => "grpc",
+            BackendSpec::Kube => "kube",
         }
     }
+
+    /// Every built-in backend, in the order campaigns run them.
+    pub const ALL: [BackendSpec; 2] = [BackendSpec::Grpc, BackendSpec::Kube];
 }
 
 /// Longest simulated duration of a run, s (one day; `duration_s` and `leasesim run
@@ -64,7 +72,7 @@ pub struct WorldSpec {
     /// Network latency range, ms, `[least, most]` (default `[1, 5]`).
     #[serde(deserialize_with = "super::pair::exact")]
     pub latency_ms: (u64, u64),
-    /// The backend (default and only choice: `"grpc"`).
+    /// The backend: `"grpc"` (default) or `"kube"` (whose `ttl_ms` must be whole seconds).
     pub backend: BackendSpec,
 }
 
@@ -131,6 +139,11 @@ impl WorldSpec {
                 "ttl_ms",
                 format!("must be 1..={TTL_MS_MAX} ms, got {}", self.ttl_ms),
             ));
+        }
+        if self.backend == BackendSpec::Kube
+            && let Err(message) = check_whole_seconds(Duration::from_millis(self.ttl_ms))
+        {
+            return Err(("ttl_ms", message));
         }
         if self.skew_margin_percent > 99 {
             return Err((

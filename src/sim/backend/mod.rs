@@ -15,6 +15,10 @@
 //! `leasesim replay`, shrinking and campaigns name the built-in backends
 //! ([`super::runfile::BackendSpec`]).
 
+mod kube;
+
+pub use kube::{APISERVER_PORT, Kube, NAMESPACE, RecordedKubeCalls, check_whole_seconds};
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -23,12 +27,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::apiserver::{AcceptedWrite, ApiServerFaults, WriteSink};
 use super::clock::HostClock;
 use super::net::{turmoil_dialer, turmoil_incoming};
 use super::record::Recorder;
 use super::true_time::true_now;
 use crate::clock::{Clock, Instant};
-use crate::history::{Decision, DecisionLine, Refusal, Request, hosts, micros};
+use crate::history::{Decision, DecisionLine, Refusal, Request, WriteLine, hosts, micros};
 use crate::hooks::HookSlot;
 use crate::lease::{
     DurableLease, DurableLeaseConfig, Lease, LeaseError, LeaseServer, MemLease, Owner, RemoteLease,
@@ -54,6 +59,16 @@ pub trait WorldBackend: Send + Sync + fmt::Debug + 'static {
 
     /// How the checkers see this backend and which faults it supports.
     fn view(&self) -> BackendView;
+
+    /// Refuses a TTL this backend cannot grant (e.g. the kube backend's whole seconds);
+    /// every TTL is fine by default. Called when the world is built.
+    ///
+    /// # Errors
+    /// A message naming the TTL and what is accepted.
+    fn check_ttl(&self, ttl: Duration) -> Result<(), String> {
+        let _ = ttl;
+        Ok(())
+    }
 
     /// Serves the backend on its authority host until the host crashes.
     fn serve(&self, host: AuthorityHost) -> Pin<Box<dyn Future<Output = HostResult>>>;
@@ -222,6 +237,7 @@ pub struct AuthorityHost {
     pub(crate) mutant: Option<Mutant>,
     pub(crate) recorder: Recorder,
     pub(crate) faults: FaultsSlot,
+    pub(crate) request_faults: ApiServerFaults,
 }
 
 impl AuthorityHost {
@@ -276,6 +292,30 @@ impl AuthorityHost {
         ))
     }
 
+    /// The error window the nemesis opens with `apiserver_errors` (kept across restarts):
+    /// a backend that serves requests answers them with its code while it is set.
+    pub fn request_faults(&self) -> ApiServerFaults {
+        self.request_faults.clone()
+    }
+
+    /// The recorder's sink for the accepted writes of an API server on this host: each
+    /// becomes a history `write` line stamped with true time.
+    pub fn write_sink(&self) -> WriteSink {
+        let (recorder, host) = (self.recorder.clone(), self.name.clone());
+        Arc::new(move |write: AcceptedWrite| {
+            recorder.write(WriteLine {
+                host: host.clone(),
+                session: write.session,
+                object: write.object,
+                verb: write.verb,
+                holder_identity: write.holder_identity,
+                transitions: write.transitions,
+                resource_version: write.resource_version,
+                at_us: micros(true_now()),
+            });
+        })
+    }
+
     /// Hands the nemesis the faults that reach into `authority` (for a backend whose
     /// [`BackendView::record_deletion`] is true).
     pub fn expose_faults(&self, authority: Arc<dyn AuthorityFaults>) {
@@ -290,6 +330,8 @@ pub struct ReplicaEnv {
     pub(crate) client: ClientConfig,
     pub(crate) authority_host: String,
     pub(crate) mutant: Option<Mutant>,
+    pub(crate) ttl: Duration,
+    pub(crate) recorder: Recorder,
 }
 
 impl ReplicaEnv {
@@ -321,6 +363,12 @@ impl ReplicaEnv {
     /// The planted bug of this world, if any.
     pub fn mutant(&self) -> Option<Mutant> {
         self.mutant
+    }
+
+    /// The TTL the world's leases are granted with (a client that writes it, as
+    /// `KubeLease` does, uses this one).
+    pub fn ttl(&self) -> Duration {
+        self.ttl
     }
 }
 

@@ -1,0 +1,211 @@
+//! HTTP/1.1 for the API server: one hyper connection per accepted stream, routing of the
+//! Lease paths, JSON in and out. hyper's `Date` header is off (it reads the real clock) and
+//! no server timer runs (an idle connection stays open until the peer closes it).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use hyper::body::{Body, Incoming as HttpBody};
+use hyper::{Method, Request, Response, StatusCode, header};
+use hyper_util::rt::TokioIo;
+use k8s_openapi::api::coordination::v1::Lease;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::status::{self, ApiError};
+use super::{ApiServer, ObjectKey, Preconditions};
+use crate::net::Incoming;
+
+/// Largest request body accepted, in bytes (a real API server takes 3 MiB).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+const PREFIX: &str = "/apis/coordination.k8s.io/v1/namespaces/";
+
+pub(super) async fn serve(server: Arc<ApiServer>, mut incoming: Incoming) -> std::io::Result<()> {
+    while let Some(conn) = incoming.next().await {
+        let conn = conn?;
+        let server = server.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let server = server.clone();
+                async move { Ok::<_, Infallible>(respond(&server, request).await) }
+            });
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder.auto_date_header(false).header_read_timeout(None);
+            if let Err(error) = builder.serve_connection(TokioIo::new(conn), service).await {
+                tracing::debug!(%error, "API server connection ended");
+            }
+        });
+    }
+    Ok(())
+}
+
+/// What a path names.
+enum Route {
+    Collection(String),
+    Object(ObjectKey),
+}
+
+fn route(path: &str) -> Result<Route, ApiError> {
+    let rest = path
+        .strip_prefix(PREFIX)
+        .ok_or_else(|| ApiError::no_route(path))?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts.as_slice() {
+        [namespace, "leases"] if !namespace.is_empty() => {
+            Ok(Route::Collection((*namespace).into()))
+        }
+        [namespace, "leases", name] if !namespace.is_empty() && !name.is_empty() => {
+            Ok(Route::Object(ObjectKey {
+                namespace: (*namespace).into(),
+                name: (*name).into(),
+            }))
+        }
+        _ => Err(ApiError::no_route(path)),
+    }
+}
+
+async fn respond(server: &ApiServer, request: Request<HttpBody>) -> Response<String> {
+    match handle(server, request).await {
+        Ok((code, body)) => json(code, body),
+        Err(error) => {
+            let code =
+                StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            json(code, to_json(&error.status()))
+        }
+    }
+}
+
+fn json(code: StatusCode, body: String) -> Response<String> {
+    let mut response = Response::new(body);
+    *response.status_mut() = code;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn to_json(value: &impl Serialize) -> String {
+    // Serialising these types (k8s-openapi objects, `Value`) cannot fail.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+async fn handle(
+    server: &ApiServer,
+    request: Request<HttpBody>,
+) -> Result<(StatusCode, String), ApiError> {
+    server.handler_start().await;
+    let (parts, body) = request.into_parts();
+    if parts
+        .uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p.starts_with("dryRun=")))
+    {
+        return Err(ApiError::bad_request(
+            "dryRun is not supported by this API server".into(),
+        ));
+    }
+    let route = route(parts.uri.path())?;
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let body = read_body(body).await?;
+    match (parts.method, route) {
+        (Method::GET, Route::Collection(namespace)) => {
+            let (items, rv) = server.list(&namespace).await?;
+            Ok((StatusCode::OK, list_json(&items, rv)))
+        }
+        (Method::POST, Route::Collection(namespace)) => {
+            let created = server.create(&namespace, parse(&body)?).await?;
+            Ok((StatusCode::CREATED, to_json(&created)))
+        }
+        (Method::GET, Route::Object(key)) => {
+            Ok((StatusCode::OK, to_json(&server.get(&key).await?)))
+        }
+        (Method::PUT, Route::Object(key)) => {
+            let (lease, created) = server.replace(&key, parse(&body)?).await?;
+            let code = if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            Ok((code, to_json(&lease)))
+        }
+        (Method::PATCH, Route::Object(key)) => {
+            let media = content_type.split(';').next().unwrap_or("").trim();
+            if !matches!(
+                media,
+                "application/merge-patch+json" | "application/strategic-merge-patch+json"
+            ) {
+                return Err(ApiError::unsupported_media_type(media));
+            }
+            let patch: Value = parse(&body)?;
+            Ok((StatusCode::OK, to_json(&server.patch(&key, &patch).await?)))
+        }
+        (Method::DELETE, Route::Object(key)) => {
+            let uid = server.delete(&key, &preconditions(&body)?).await?;
+            Ok((StatusCode::OK, to_json(&status::deleted(&key.name, uid))))
+        }
+        (method, _) => Err(ApiError::method_not_allowed(method.as_str())),
+    }
+}
+
+async fn read_body(mut body: HttpBody) -> Result<Vec<u8>, ApiError> {
+    let mut bytes = Vec::new();
+    while let Some(frame) =
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
+    {
+        let frame =
+            frame.map_err(|e| ApiError::bad_request(format!("cannot read the body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            bytes.extend_from_slice(&data);
+        }
+        if bytes.len() > MAX_BODY_BYTES {
+            return Err(ApiError::bad_request(format!(
+                "the request body is longer than {MAX_BODY_BYTES} bytes"
+            )));
+        }
+    }
+    Ok(bytes)
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not a valid object: {e}")))
+}
+
+/// `DeleteOptions.preconditions` from a DELETE's body (which may be empty).
+fn preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Preconditions::default());
+    }
+    let options: Value = parse(body)?;
+    let field = |name: &str| {
+        options
+            .pointer(&format!("/preconditions/{name}"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    Ok(Preconditions {
+        resource_version: field("resourceVersion"),
+        uid: field("uid"),
+    })
+}
+
+fn list_json(items: &[Lease], resource_version: u64) -> String {
+    let items: Vec<Value> = items
+        .iter()
+        .map(|lease| serde_json::to_value(lease).unwrap_or(Value::Null))
+        .collect();
+    to_json(&serde_json::json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "LeaseList",
+        "metadata": {"resourceVersion": resource_version.to_string()},
+        "items": items,
+    }))
+}

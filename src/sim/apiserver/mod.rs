@@ -1,0 +1,564 @@
+//! A Kubernetes API server for Lease objects (`coordination.k8s.io/v1`), small enough to run
+//! on a simulated host and exact where leases depend on it: the world's `apiserver` host
+//! (DESIGN.md, "Backends", KubeLease). It runs on any [`Incoming`] — turmoil TCP in the world,
+//! tokio TCP or an in-memory transport in tests — and keeps its objects on any [`Storage`].
+//!
+//! # What it serves
+//! HTTP/1.1, JSON bodies as k8s-openapi's `Lease` and `Status`, under
+//! `/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases`:
+//!
+//! | request | answer |
+//! |---|---|
+//! | `GET …/leases` | 200 `LeaseList` (every object of the namespace, by name) |
+//! | `POST …/leases` | 201 the created object · 409 `AlreadyExists` · 400 with a `resourceVersion` set |
+//! | `GET …/leases/{name}` | 200 the object · 404 `NotFound` |
+//! | `PUT …/leases/{name}` | 200 the replaced object · 409 `Conflict` when `metadata.resourceVersion` differs from the stored one · 422 `Invalid` without a `resourceVersion` (see below) · on a missing name: 201 created without a `resourceVersion`, 404 with one |
+//! | `PATCH …/leases/{name}` | merge patch (`application/merge-patch+json`, or the strategic one, the same for a Lease): 200 · 404 · 409 when the patch carries a `metadata.resourceVersion` that differs |
+//! | `DELETE …/leases/{name}` | 200 `Status` Success · 404 · 409 when `DeleteOptions.preconditions` (`resourceVersion`, `uid`) do not hold |
+//!
+//! Refusals carry a `Status` body (`kind: Status`, `status: Failure`, `reason`, `code`,
+//! `message`, `details`) with a real server's texts ([`ApiError`]).
+//!
+//! # resourceVersion
+//! One durable global counter: every accepted write (create, replace, patch, delete) takes the
+//! next value; an object's `metadata.resourceVersion` is the value of its last write. A
+//! replace of a Lease **must** carry one: the Lease registry strategy of the real API server
+//! has `AllowUnconditionalUpdate() == false` (k8s.io/kubernetes
+//! `pkg/registry/coordination/lease/strategy.go`), so a PUT without it is refused 422
+//! ("metadata.resourceVersion: must be specified for an update"), while `AllowCreateOnUpdate()
+//! == true` lets a PUT without it create a missing object. An update with no precondition is a
+//! merge patch (what some Rust lease crates send). Every write is synced before the reply
+//! ([`store`]), so objects and counter survive a crash; a restarted server reloads them.
+//!
+//! # Left out
+//! Watches, `generateName`, field and label selectors, server-side apply and JSON patch (415),
+//! `dryRun` (refused 400), `creationTimestamp` and `managedFields` (no clock is read: the
+//! server judges no time), a no-op update keeping its `resourceVersion` (every accepted write
+//! takes a new one), admission and RBAC.
+//!
+//! # The world's hooks
+//! [`ApiServerConfig::on_write`] is told each accepted write ([`AcceptedWrite`]) — the world
+//! turns it into a history `write` line; nothing is recorded without it.
+//! [`ApiServerFaults`] is a switch the nemesis flips: while it is set, every request is
+//! answered with its 5xx code and nothing is applied.
+
+mod http;
+mod patch;
+mod status;
+pub mod store;
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use serde_json::Value;
+
+pub use self::status::ApiError;
+pub use self::store::ObjectKey;
+use self::store::{Change, Store};
+use crate::history::WriteVerb;
+use crate::hooks::{HookSlot, PausePoint};
+use crate::net::Incoming;
+use crate::storage::{Storage, StorageError};
+
+/// The annotation naming the session a Lease object leases (the history's `session`); an
+/// object without it is recorded under its name.
+pub const SESSION_ANNOTATION: &str = "leasesim.dev/session";
+
+/// One write the server accepted, as [`ApiServerConfig::on_write`] is told it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct AcceptedWrite {
+    /// The object's namespace.
+    pub namespace: String,
+    /// `metadata.name`.
+    pub object: String,
+    /// The [`SESSION_ANNOTATION`] of the object (its name when absent).
+    pub session: String,
+    /// What was written.
+    pub verb: WriteVerb,
+    /// `spec.holderIdentity` after the write, `""` when empty or absent (and after a delete).
+    pub holder_identity: String,
+    /// `spec.leaseTransitions` after the write (0 when absent; a delete: the deleted
+    /// object's).
+    pub transitions: u64,
+    /// The `resourceVersion` the write produced (a delete: the deleted object's).
+    pub resource_version: u64,
+}
+
+/// Called with each accepted write, after it is durable and before the reply.
+pub type WriteSink = Arc<dyn Fn(AcceptedWrite) + Send + Sync>;
+
+/// The fault switch of one API server; `Clone` shares it (the world keeps one across
+/// restarts).
+#[derive(Clone, Debug, Default)]
+pub struct ApiServerFaults {
+    failing: Arc<Mutex<Option<u16>>>,
+}
+
+impl ApiServerFaults {
+    /// From now on, answer every request with HTTP `code` (500 or 503 in the world) and apply
+    /// nothing.
+    pub fn fail_requests(&self, code: u16) {
+        *self.lock() = Some(code);
+    }
+
+    /// Serve requests again.
+    pub fn heal(&self) {
+        *self.lock() = None;
+    }
+
+    /// The code requests are failed with, if any.
+    pub fn failing(&self) -> Option<u16> {
+        *self.lock()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<u16>> {
+        self.failing.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Settings of an [`ApiServer`].
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct ApiServerConfig {
+    /// Told each accepted write (none by default).
+    pub on_write: Option<WriteSink>,
+    /// The fault switch (a fresh, healed one by default).
+    pub faults: ApiServerFaults,
+    /// Harness hooks: each request reaches [`PausePoint::ServiceHandlerStart`] before it is
+    /// handled (none by default).
+    pub hooks: HookSlot,
+}
+
+impl fmt::Debug for ApiServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiServerConfig")
+            .field("on_write", &self.on_write.as_ref().map(|_| "…"))
+            .field("faults", &self.faults)
+            .field("hooks", &self.hooks)
+            .finish()
+    }
+}
+
+impl ApiServerConfig {
+    /// Tells `sink` each accepted write.
+    pub fn with_write_sink(mut self, sink: WriteSink) -> Self {
+        self.on_write = Some(sink);
+        self
+    }
+
+    /// Calls `hooks` at the start of each request.
+    pub fn with_hooks(mut self, hooks: HookSlot) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Uses `faults` as the fault switch.
+    pub fn with_faults(mut self, faults: ApiServerFaults) -> Self {
+        self.faults = faults;
+        self
+    }
+}
+
+/// The API server: durable Lease objects and the rules of the Lease API.
+#[derive(Debug)]
+pub struct ApiServer {
+    store: Store,
+    config: ApiServerConfig,
+}
+
+/// `DeleteOptions.preconditions`.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Preconditions {
+    /// The `resourceVersion` the object must have.
+    pub resource_version: Option<String>,
+    /// The `uid` the object must have.
+    pub uid: Option<String>,
+}
+
+impl ApiServer {
+    /// Opens the server's objects on `storage` (creating them when new).
+    ///
+    /// # Errors
+    /// Storage errors; [`StorageError::Corrupt`] for stored data this code did not write.
+    pub async fn open(
+        storage: Arc<dyn Storage>,
+        config: ApiServerConfig,
+    ) -> Result<Self, StorageError> {
+        Ok(ApiServer {
+            store: Store::open(storage).await?,
+            config,
+        })
+    }
+
+    /// Serves HTTP/1.1 on every connection of `incoming` until it ends.
+    ///
+    /// # Errors
+    /// When accepting a connection fails.
+    pub async fn serve(self: Arc<Self>, incoming: Incoming) -> std::io::Result<()> {
+        http::serve(self, incoming).await
+    }
+
+    /// The `resourceVersion` of the last accepted write (0 before the first).
+    pub async fn resource_version(&self) -> u64 {
+        self.store.lock().await.last_rv
+    }
+
+    /// Where every request starts: the handler's pause point.
+    pub(crate) async fn handler_start(&self) {
+        self.config
+            .hooks
+            .pause_point(PausePoint::ServiceHandlerStart)
+            .await;
+    }
+
+    fn check_faults(&self) -> Result<(), ApiError> {
+        match self.config.faults.failing() {
+            Some(code) => Err(ApiError::server_error(
+                code,
+                format!("the API server is failing every request with {code} (a fault window)"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The object `key`.
+    ///
+    /// # Errors
+    /// 404 when missing; a fault window's 5xx.
+    pub async fn get(&self, key: &ObjectKey) -> Result<Lease, ApiError> {
+        self.check_faults()?;
+        let state = self.store.lock().await;
+        state
+            .objects
+            .get(key)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(key))
+    }
+
+    /// Every object of `namespace`, by name, and the current `resourceVersion`.
+    ///
+    /// # Errors
+    /// A fault window's 5xx.
+    pub async fn list(&self, namespace: &str) -> Result<(Vec<Lease>, u64), ApiError> {
+        self.check_faults()?;
+        let state = self.store.lock().await;
+        let items = state
+            .objects
+            .iter()
+            .filter(|(key, _)| key.namespace == namespace)
+            .map(|(_, lease)| lease.clone())
+            .collect();
+        Ok((items, state.last_rv))
+    }
+
+    /// Creates `lease` in `namespace` (POST).
+    ///
+    /// # Errors
+    /// 400 with a `resourceVersion` set or another namespace in the body; 422 for an invalid
+    /// object; 409 `AlreadyExists`; 5xx.
+    pub async fn create(&self, namespace: &str, mut lease: Lease) -> Result<Lease, ApiError> {
+        self.check_faults()?;
+        let key = key_in(namespace, &lease)?;
+        if lease.metadata.resource_version.is_some() {
+            return Err(ApiError::bad_request(
+                "resourceVersion should not be set on objects to be created".into(),
+            ));
+        }
+        validate(&lease)?;
+        let mut state = self.store.lock().await;
+        if state.objects.contains_key(&key) {
+            return Err(ApiError::already_exists(&key));
+        }
+        let rv = state.last_rv + 1;
+        lease.metadata.uid = Some(uid_for(rv));
+        self.put(&mut state, &key, rv, lease, WriteVerb::Create)
+            .await
+    }
+
+    /// Replaces the object `key` with `lease` (PUT); returns it and whether it was created.
+    ///
+    /// # Errors
+    /// 400 when the body names another object; 422 invalid or without `resourceVersion`;
+    /// 409 `Conflict` when its `resourceVersion` (or `uid`) is not the stored one; 404 for a
+    /// missing object with a `resourceVersion`; 5xx.
+    pub async fn replace(
+        &self,
+        key: &ObjectKey,
+        mut lease: Lease,
+    ) -> Result<(Lease, bool), ApiError> {
+        self.check_faults()?;
+        if key_in(&key.namespace, &lease)? != *key {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({})",
+                lease.metadata.name.as_deref().unwrap_or(""),
+                key.name
+            )));
+        }
+        validate(&lease)?;
+        let mut state = self.store.lock().await;
+        let rv = state.last_rv + 1;
+        let Some(stored) = state.objects.get(key) else {
+            if lease.metadata.resource_version.is_some() {
+                return Err(ApiError::not_found(key));
+            }
+            lease.metadata.uid = Some(uid_for(rv));
+            let created = self
+                .put(&mut state, key, rv, lease, WriteVerb::Create)
+                .await?;
+            return Ok((created, true));
+        };
+        let Some(expected) = lease.metadata.resource_version.as_deref() else {
+            return Err(ApiError::invalid(
+                &key.name,
+                "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+            ));
+        };
+        check_resource_version(key, stored, expected)?;
+        if let Some(uid) = &lease.metadata.uid
+            && stored.metadata.uid.as_ref() != Some(uid)
+        {
+            return Err(ApiError::conflict(
+                key,
+                "the UID in the object does not match the stored one",
+            ));
+        }
+        lease.metadata.uid = stored.metadata.uid.clone();
+        let replaced = self
+            .put(&mut state, key, rv, lease, WriteVerb::Update)
+            .await?;
+        Ok((replaced, false))
+    }
+
+    /// Applies a JSON merge patch (RFC 7386) to the object `key` (PATCH). A
+    /// `metadata.resourceVersion` in the patch is a precondition; without one the patch is
+    /// unconditional.
+    ///
+    /// # Errors
+    /// 404 missing; 409 `Conflict` on a failed precondition; 400/422 when the result is not a
+    /// valid Lease of that name; 5xx.
+    pub async fn patch(&self, key: &ObjectKey, patch: &Value) -> Result<Lease, ApiError> {
+        self.check_faults()?;
+        let mut state = self.store.lock().await;
+        let stored = state
+            .objects
+            .get(key)
+            .ok_or_else(|| ApiError::not_found(key))?;
+        if let Some(expected) = patch
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+        {
+            check_resource_version(key, stored, expected)?;
+        }
+        let mut lease = patch::merge(stored, patch)?;
+        if key_in(&key.namespace, &lease)? != *key {
+            return Err(ApiError::bad_request(format!(
+                "a patch cannot rename the object {} (or move it to another namespace)",
+                key.name
+            )));
+        }
+        validate(&lease)?;
+        lease.metadata.uid = stored.metadata.uid.clone();
+        let rv = state.last_rv + 1;
+        self.put(&mut state, key, rv, lease, WriteVerb::Update)
+            .await
+    }
+
+    /// Deletes the object `key` (DELETE), if `preconditions` hold; returns the uid it had.
+    ///
+    /// # Errors
+    /// 404 missing; 409 `Conflict` on a failed precondition; 5xx.
+    pub async fn delete(
+        &self,
+        key: &ObjectKey,
+        preconditions: &Preconditions,
+    ) -> Result<Option<String>, ApiError> {
+        self.check_faults()?;
+        let mut state = self.store.lock().await;
+        let stored = state
+            .objects
+            .get(key)
+            .ok_or_else(|| ApiError::not_found(key))?;
+        check_preconditions(key, stored, preconditions)?;
+        let write = accepted(key, stored, WriteVerb::Delete);
+        let uid = stored.metadata.uid.clone();
+        let rv = state.last_rv + 1;
+        self.store
+            .apply(&mut state, key, rv, Change::Delete)
+            .await
+            .map_err(|why| ApiError::server_error(500, why))?;
+        self.record(AcceptedWrite {
+            holder_identity: String::new(),
+            ..write
+        });
+        Ok(uid)
+    }
+
+    async fn put(
+        &self,
+        state: &mut store::State,
+        key: &ObjectKey,
+        rv: u64,
+        mut lease: Lease,
+        verb: WriteVerb,
+    ) -> Result<Lease, ApiError> {
+        lease.metadata.namespace = Some(key.namespace.clone());
+        lease.metadata.resource_version = Some(rv.to_string());
+        self.store
+            .apply(state, key, rv, Change::Put(Box::new(lease.clone())))
+            .await
+            .map_err(|why| ApiError::server_error(500, why))?;
+        self.record(accepted(key, &lease, verb));
+        Ok(lease)
+    }
+
+    fn record(&self, write: AcceptedWrite) {
+        if let Some(sink) = &self.config.on_write {
+            sink(write);
+        }
+    }
+}
+
+/// The key of `lease` in `namespace`: its name, and a namespace in the body must match.
+fn key_in(namespace: &str, lease: &Lease) -> Result<ObjectKey, ApiError> {
+    if let Some(body_ns) = &lease.metadata.namespace
+        && body_ns != namespace
+    {
+        return Err(ApiError::bad_request(format!(
+            "the namespace of the provided object ({body_ns}) does not match the namespace sent \
+             on the request ({namespace})"
+        )));
+    }
+    let name = lease.metadata.name.clone().unwrap_or_default();
+    if name.is_empty() {
+        return Err(ApiError::invalid(
+            "",
+            "metadata.name: Required value: name is required",
+        ));
+    }
+    Ok(ObjectKey {
+        namespace: namespace.to_owned(),
+        name,
+    })
+}
+
+/// The Lease validation a real server applies that matters here: the name is a DNS-1123
+/// subdomain, `leaseDurationSeconds` is positive and `leaseTransitions` non-negative.
+fn validate(lease: &Lease) -> Result<(), ApiError> {
+    let name = lease.metadata.name.as_deref().unwrap_or("");
+    if !is_dns_subdomain(name) {
+        return Err(ApiError::invalid(
+            name,
+            "metadata.name: Invalid value: a lowercase RFC 1123 subdomain must consist of lower \
+             case alphanumeric characters, '-' or '.', and must start and end with an \
+             alphanumeric character (at most 253 characters)",
+        ));
+    }
+    let spec = lease.spec.as_ref();
+    if let Some(seconds) = spec.and_then(|s| s.lease_duration_seconds)
+        && seconds <= 0
+    {
+        return Err(ApiError::invalid(
+            name,
+            &format!("spec.leaseDurationSeconds: Invalid value: {seconds}: must be greater than 0"),
+        ));
+    }
+    if let Some(transitions) = spec.and_then(|s| s.lease_transitions)
+        && transitions < 0
+    {
+        return Err(ApiError::invalid(
+            name,
+            &format!(
+                "spec.leaseTransitions: Invalid value: {transitions}: must be greater than or \
+                 equal to 0"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn is_dns_subdomain(name: &str) -> bool {
+    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    !name.is_empty()
+        && name.len() <= 253
+        && name.chars().all(ok_char)
+        && alnum(name.chars().next())
+        && alnum(name.chars().last())
+}
+
+fn check_resource_version(key: &ObjectKey, stored: &Lease, expected: &str) -> Result<(), ApiError> {
+    if stored.metadata.resource_version.as_deref() == Some(expected) {
+        return Ok(());
+    }
+    Err(ApiError::conflict(
+        key,
+        "the object has been modified; please apply your changes to the latest version and try \
+         again",
+    ))
+}
+
+fn check_preconditions(
+    key: &ObjectKey,
+    stored: &Lease,
+    preconditions: &Preconditions,
+) -> Result<(), ApiError> {
+    let stored_rv = stored.metadata.resource_version.as_deref().unwrap_or("");
+    if let Some(rv) = &preconditions.resource_version
+        && rv != stored_rv
+    {
+        return Err(ApiError::conflict(
+            key,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in \
+                 object meta: {stored_rv}"
+            ),
+        ));
+    }
+    let stored_uid = stored.metadata.uid.as_deref().unwrap_or("");
+    if let Some(uid) = &preconditions.uid
+        && uid != stored_uid
+    {
+        return Err(ApiError::conflict(
+            key,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A deterministic uid (the server reads no randomness): derived from the object's first
+/// `resourceVersion`, which is unique.
+fn uid_for(rv: u64) -> String {
+    format!("00000000-0000-4000-8000-{rv:012x}")
+}
+
+fn accepted(key: &ObjectKey, lease: &Lease, verb: WriteVerb) -> AcceptedWrite {
+    let spec = lease.spec.as_ref();
+    let session = lease
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(SESSION_ANNOTATION).cloned())
+        .unwrap_or_else(|| key.name.clone());
+    AcceptedWrite {
+        namespace: key.namespace.clone(),
+        object: key.name.clone(),
+        session,
+        verb,
+        holder_identity: spec
+            .and_then(|s| s.holder_identity.clone())
+            .unwrap_or_default(),
+        transitions: spec
+            .and_then(|s| s.lease_transitions)
+            .map_or(0, |t| u64::try_from(t).unwrap_or(0)),
+        resource_version: lease
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse().ok())
+            .unwrap_or(0),
+    }
+}

@@ -1,0 +1,293 @@
+//! The Kubernetes Lease backend in the world: field cases K1 and K2 of
+//! `shared/cases/scenarios.md` run from their scenario files end in the right outcomes, and a
+//! kube world records what its checkers need (write lines, `kube_*` and `lease_*` operations,
+//! no authority).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use leasesim::campaign::scenario::Scenario;
+use leasesim::history::{HistRecord, History, Op, OpResult, Outcome, WriteVerb};
+use leasesim::sim::runfile::{self};
+
+fn sims() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("sims")
+}
+
+/// Runs `sims/<name>.toml` with `seed`.
+fn run(name: &str, seed: u64) -> History {
+    let scenario = Scenario::load(&sims().join(format!("{name}.toml"))).unwrap();
+    let run = scenario.resolve(seed).unwrap();
+    let (history, _trace) = runfile::execute(&run, Duration::from_secs(120)).unwrap();
+    if let Ok(dir) = std::env::var("LEASESIM_DUMP") {
+        std::fs::write(format!("{dir}/{name}-{seed}.jsonl"), history.to_jsonl()).unwrap();
+    }
+    history
+}
+
+/// The final ledger of s1 as `fence <epoch> <replica>` / `<payload> <replica>` lines.
+fn ledger(history: &History) -> Vec<String> {
+    let ledger = history.final_ledger();
+    let records = ledger.get("s1").cloned().unwrap_or_default();
+    records
+        .into_iter()
+        .map(|(_, record)| match record {
+            HistRecord::Fence { epoch, owner, .. } => format!("fence {epoch} {}", owner.replica),
+            HistRecord::Event {
+                writer_id, payload, ..
+            } => {
+                let payload = String::from_utf8(payload).unwrap();
+                format!("{payload} {}", writer_id.owner.replica)
+            }
+        })
+        .collect()
+}
+
+/// Every `kube_update` from 12 s on, as `(replica, expected_rv, outcome, result)`.
+fn updates_after(history: &History, from_us: u64) -> Vec<(String, Option<u64>, Outcome, OpResult)> {
+    history
+        .ops()
+        .filter(|op| op.invoke_us >= from_us)
+        .filter_map(|op| match &op.op {
+            Op::KubeUpdate { expected_rv, .. } => Some((
+                op.process.replica.clone(),
+                *expected_rv,
+                op.outcome,
+                op.result.clone().unwrap(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `lease_acquire` results from `from_us` on, by replica.
+fn acquires_after(history: &History, from_us: u64) -> Vec<(String, OpResult)> {
+    history
+        .ops()
+        .filter(|op| op.invoke_us >= from_us && matches!(op.op, Op::LeaseAcquire { .. }))
+        .map(|op| (op.process.replica.clone(), op.result.clone().unwrap()))
+        .collect()
+}
+
+/// The accepted writes as `(verb, holder_identity, transitions, resource_version)`.
+fn writes(history: &History) -> Vec<(WriteVerb, String, u64, u64)> {
+    history
+        .writes()
+        .map(|w| {
+            (
+                w.verb,
+                w.holder_identity.clone(),
+                w.transitions,
+                w.resource_version,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn k1_two_candidates_from_one_read_exactly_one_update_wins() {
+    for seed in [1, 2, 3] {
+        let history = run("k1-two-candidates-one-read", seed);
+        let updates = updates_after(&history, 12_000_000);
+        // Both Updates carry the resourceVersion of the same read (A's create, rv 1).
+        assert_eq!(updates.len(), 2, "seed {seed}: {updates:?}");
+        assert!(
+            updates.iter().all(|u| u.1 == Some(1)),
+            "seed {seed}: {updates:?}"
+        );
+        let won: Vec<_> = updates.iter().filter(|u| u.2 == Outcome::Ok).collect();
+        let lost: Vec<_> = updates.iter().filter(|u| u.2 == Outcome::Fail).collect();
+        assert_eq!((won.len(), lost.len()), (1, 1), "seed {seed}: {updates:?}");
+        assert_eq!(lost[0].3, OpResult::KubeConflict {});
+        let winner = won[0].0.clone();
+        // The loser re-read, saw the winner live, and reported Held.
+        let mut acquires = acquires_after(&history, 12_000_000);
+        acquires.sort_by_key(|(replica, _)| replica != &winner);
+        assert!(
+            matches!(acquires[0].1, OpResult::Granted { token: 2, .. }),
+            "seed {seed}: {acquires:?}"
+        );
+        assert_eq!(
+            acquires[1].1,
+            OpResult::Held {
+                holder_token: Some(2)
+            }
+        );
+        assert_eq!(
+            writes(&history),
+            [
+                (WriteVerb::Create, "replica-1#0".into(), 1, 1),
+                (WriteVerb::Update, format!("{winner}#0"), 2, 2),
+            ],
+            "seed {seed}"
+        );
+        let tail = ["fence 2", if winner == "replica-2" { "b1" } else { "c1" }];
+        let expected: Vec<String> = ["fence 1 replica-1", "a1 replica-1"]
+            .map(String::from)
+            .into_iter()
+            .chain(tail.map(|t| format!("{t} {winner}")))
+            .collect();
+        assert_eq!(ledger(&history), expected, "seed {seed}");
+    }
+}
+
+#[test]
+fn k2_release_keeps_the_object_so_the_next_token_is_four() {
+    for seed in [1, 2] {
+        let history = run("k2-delete-resets-token", seed);
+        let writes = writes(&history);
+        // Three takeovers by A, releases with an empty holder and transitions kept.
+        assert_eq!(
+            writes,
+            [
+                (WriteVerb::Create, "replica-1#0".into(), 1, 1),
+                (WriteVerb::Update, String::new(), 1, 2),
+                (WriteVerb::Update, "replica-1#0".into(), 2, 3),
+                (WriteVerb::Update, String::new(), 2, 4),
+                (WriteVerb::Update, "replica-1#0".into(), 3, 5),
+                (WriteVerb::Update, String::new(), 3, 6),
+                (WriteVerb::Update, "replica-2#0".into(), 4, 7),
+            ],
+            "seed {seed}"
+        );
+        assert!(history.writes().all(|w| w.verb != WriteVerb::Delete));
+        assert_eq!(
+            ledger(&history),
+            [
+                "fence 3 replica-1",
+                "a1 replica-1",
+                "fence 4 replica-2",
+                "b1 replica-2"
+            ],
+            "seed {seed}"
+        );
+    }
+}
+
+#[test]
+fn a_kube_world_has_no_authority_and_records_lease_and_kube_calls() {
+    let history = run("k2-delete-resets-token", 1);
+    let config = history.config().unwrap();
+    assert_eq!(config.authority, None);
+    assert_eq!(history.decisions().count(), 0);
+    let names: std::collections::BTreeSet<&str> = history.ops().map(|op| op.op.name()).collect();
+    for name in [
+        "lease_acquire",
+        "lease_release",
+        "kube_get",
+        "kube_create",
+        "kube_update",
+    ] {
+        assert!(names.contains(name), "no {name} op: {names:?}");
+    }
+}
+
+#[test]
+fn every_swarm_profile_has_a_kube_twin_without_record_deletion() {
+    use leasesim::campaign::scenario::ScenarioFaults;
+    use leasesim::sim::generate::FaultKind;
+    use leasesim::sim::runfile::BackendSpec;
+    let mut twins = 0;
+    for entry in std::fs::read_dir(sims()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.starts_with("swarm-") && name.ends_with(".toml")) {
+            continue;
+        }
+        let grpc = Scenario::load(&path).unwrap();
+        let kube = Scenario::load(&sims().join(format!("kube-{name}")))
+            .unwrap_or_else(|e| panic!("{name} has no kube twin: {e}"));
+        assert_eq!(kube.world.backend, BackendSpec::Kube, "{name}");
+        let mut world = kube.world.clone();
+        world.backend = BackendSpec::Grpc;
+        assert_eq!(
+            world, grpc.world,
+            "kube-{name}: the same world but the backend"
+        );
+        let (ScenarioFaults::Swarm(grpc), ScenarioFaults::Swarm(kube)) =
+            (&grpc.faults, &kube.faults)
+        else {
+            panic!("{name}: both are swarm profiles");
+        };
+        let expected: Vec<FaultKind> = grpc
+            .kinds
+            .iter()
+            .copied()
+            .filter(|k| *k != FaultKind::DeleteRecord)
+            .collect();
+        assert_eq!(
+            kube.kinds, expected,
+            "kube-{name}: the same kinds but record deletion"
+        );
+        twins += 1;
+    }
+    assert_eq!(twins, 7);
+}
+
+#[test]
+fn kube_worlds_draw_drift_inside_half_the_skew_margin() {
+    let scenario = Scenario::load(&sims().join("kube-swarm-everything.toml")).unwrap();
+    let mut drifts = 0;
+    for seed in 0..40 {
+        let run = scenario.resolve(seed).unwrap();
+        for fault in &run.schedule.faults {
+            if let leasesim::sim::schedule::Fault::ClockDrift { ppm, .. } = fault.fault {
+                assert!(ppm.abs() <= 50_000, "seed {seed}: drift {ppm} ppm");
+                drifts += 1;
+            }
+            assert!(
+                !matches!(
+                    fault.fault,
+                    leasesim::sim::schedule::Fault::DeleteLeaseRecord { .. }
+                ),
+                "seed {seed}"
+            );
+        }
+    }
+    assert!(drifts > 0, "40 seeds drew no drift at all");
+}
+
+/// A kube run replayed in two fresh processes writes the same history and trace bytes.
+#[test]
+fn kube_runs_give_identical_bytes_in_separate_processes() {
+    let out = tempfile::tempdir().unwrap();
+    let runs = [
+        ("kube-swarm-everything", 1),
+        ("kube-swarm-everything", 2),
+        ("kube-swarm-everything", 3),
+        ("kube-swarm-clocks", 4),
+        ("k1-two-candidates-one-read", 1),
+    ];
+    for (name, seed) in runs {
+        let dir = out.path().join(format!("{name}-{seed}"));
+        let scenario = sims().join(format!("{name}.toml"));
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_leasesim"))
+            .args([
+                "run",
+                "--seed",
+                &seed.to_string(),
+                "--check-determinism",
+                "--scenario",
+            ])
+            .arg(&scenario)
+            .arg("--out")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_ne!(
+            output.status.code(),
+            Some(3),
+            "{name} seed {seed}: {stderr}"
+        );
+        for file in ["history.jsonl", "trace.jsonl"] {
+            let first = std::fs::read(dir.join("first").join(file)).unwrap();
+            let second = std::fs::read(dir.join("second").join(file)).unwrap();
+            assert!(
+                first.len() > 1_000,
+                "{name} seed {seed} wrote almost no {file}"
+            );
+            assert!(first == second, "{name} seed {seed}: {file} differs");
+        }
+    }
+}
