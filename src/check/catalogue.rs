@@ -11,11 +11,14 @@ use std::str::FromStr;
 /// One named check.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum Check {
-    /// TOKEN: tokens advance on takeover and are kept by renew and live re-acquire.
+    /// TOKEN: tokens advance on takeover and are kept by renew and live re-acquire (for
+    /// KubeLease: on `leaseTransitions` over the API server's accepted writes).
     Token,
-    /// EXCL: at most one unexpired lease per session.
+    /// EXCL: at most one unexpired lease per session (without decision lines: no two owners'
+    /// validity windows overlap, within the drift bound).
     Excl,
-    /// EXPIRY: no lease ends early, other than by its holder's own release.
+    /// EXPIRY: no lease ends early, other than by its holder's own release (for KubeLease, by
+    /// observation: a takeover waits a TTL on the candidate's clock).
     Expiry,
     /// FENCE: fences strictly increase and stop lower-epoch writers.
     Fence,
@@ -25,7 +28,8 @@ pub enum Check {
     Stop,
     /// LIVE: after faults heal, each session is written again within a bound.
     Live,
-    /// LIN-LEASE: the lease service's history against the timed lease model.
+    /// LIN-LEASE: the lease service's history against the timed lease model (for KubeLease:
+    /// the Lease API calls against a CAS register keyed by `resourceVersion`).
     LinLease,
     /// LIN-LEDGER: the ledger's history against the CAS log model.
     LinLedger,

@@ -9,7 +9,9 @@ use std::path::Path;
 
 use super::Check;
 use super::invariants::{self, Report};
-use super::linearizability::{Budget, Verdict, check_lease_history, check_ledger_history};
+use super::linearizability::{
+    Budget, Verdict, check_kube_history, check_lease_history, check_ledger_history,
+};
 use crate::exit::Exit;
 use crate::history::{History, HistoryError, Op};
 
@@ -236,8 +238,25 @@ pub fn judge(history: &History, budget: Budget) -> Judgement {
     }
 }
 
-/// Operations of `check`'s model in `history`: lease calls for LIN-LEASE, ledger and
-/// journal calls for LIN-LEDGER (0 for an invariant).
+/// Whether `op` is a Lease API call (`kube_*`).
+fn is_kube(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::KubeGet {} | Op::KubeCreate { .. } | Op::KubeUpdate { .. } | Op::KubeDelete { .. }
+    )
+}
+
+/// Whether LIN-LEASE judges `history`'s Lease API calls (the Lease objects as a CAS register
+/// keyed by `resourceVersion`) instead of its lease calls: a backend without an authority
+/// clock (the config names none), or `kube_*` calls and no decision lines.
+pub fn judges_lease_objects(history: &History) -> bool {
+    history.authority_host().is_none()
+        || (history.decisions().next().is_none() && history.ops().any(|op| is_kube(&op.op)))
+}
+
+/// Operations of `check`'s model in `history`: lease calls for LIN-LEASE (Lease API calls for
+/// a kube history, [`judges_lease_objects`]), ledger and journal calls for LIN-LEDGER (0 for
+/// an invariant).
 pub fn operations(history: &History, check: Check) -> u64 {
     let lease = |op: &Op| {
         matches!(
@@ -245,15 +264,12 @@ pub fn operations(history: &History, check: Check) -> u64 {
             Op::LeaseAcquire { .. } | Op::LeaseRenew { .. } | Op::LeaseRelease { .. }
         )
     };
-    let count = |want_lease: bool| {
-        history
-            .ops()
-            .filter(|line| lease(&line.op) == want_lease)
-            .count() as u64
-    };
+    let kube = judges_lease_objects(history);
+    let count = |keep: &dyn Fn(&Op) -> bool| history.ops().filter(|l| keep(&l.op)).count() as u64;
     match check {
-        Check::LinLease => count(true),
-        Check::LinLedger => count(false),
+        Check::LinLease if kube => count(&is_kube),
+        Check::LinLease => count(&lease),
+        Check::LinLedger => count(&|op| !lease(op) && !is_kube(op)),
         _ => 0,
     }
 }
@@ -261,13 +277,16 @@ pub fn operations(history: &History, check: Check) -> u64 {
 /// One linearizability check over `history`; not judged when the history has none of its
 /// operations (a history that cannot be read is still unreadable).
 fn linearizability(history: &History, check: Check, budget: Budget) -> LinearizabilityOutcome {
+    let kube = judges_lease_objects(history);
     let verdict = match check {
+        Check::LinLease if kube => check_kube_history(history, budget),
         Check::LinLease => check_lease_history(history, budget),
         _ => check_ledger_history(history, budget),
     };
     match verdict {
         Ok(Verdict::Linearizable) if operations(history, check) == 0 => {
             let what = match check {
+                Check::LinLease if kube => "no kube operations",
                 Check::LinLease => "no lease operations",
                 _ => "no ledger or journal operations",
             };

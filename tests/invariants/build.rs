@@ -16,6 +16,7 @@
 use leasesim::history::{
     ClockLine, ConfigLine, Decision, DecisionLine, HistRecord, HistWriterId, History, LedgerLine,
     Line, Op, OpLine, OpResult, Outcome, Phase, PhaseLine, Process, Refusal, Request, ValidityLine,
+    WriteLine, WriteVerb,
 };
 
 /// One second, µs.
@@ -64,6 +65,74 @@ impl Builder {
             replicas: 2,
             sessions: vec![SESSION.to_string()],
             authority: Some("lease".into()),
+        })
+    }
+
+    /// As [`Builder::config`], for a backend without an authority clock (KubeLease:
+    /// `authority: null`) and 3 replicas.
+    pub fn kube_config(self) -> Self {
+        self.line(ConfigLine {
+            ttl_us: TTL_US,
+            skew_margin_us: S,
+            renew_interval_us: 3_333_333,
+            longest_reconnect_backoff_us: 2 * S,
+            grace_period_us: 10 * S,
+            mutant: None,
+            seed: 1,
+            replicas: 3,
+            sessions: vec![SESSION.to_string()],
+            authority: None,
+        })
+    }
+
+    /// The API server accepted `write` (on session s1's object `s1-obj`) at `at_us`.
+    pub fn accepted(self, at_us: u64, write: Write) -> Self {
+        self.line(WriteLine {
+            host: "apiserver".to_string(),
+            session: SESSION.to_string(),
+            object: "s1-obj".to_string(),
+            verb: write.verb,
+            holder_identity: write.holder_identity,
+            transitions: write.transitions,
+            resource_version: write.resource_version,
+            at_us,
+        })
+    }
+
+    /// A segment of `host`'s monotonic clock (a replica's boot is its incarnation).
+    pub fn clock(self, host: &str, segment: Segment) -> Self {
+        self.line(ClockLine {
+            host: host.to_string(),
+            boot: segment.boot,
+            from_us: segment.from_us,
+            local_from_us: segment.local_from_us,
+            drift_ppm: segment.drift_ppm,
+            suspended: segment.suspended,
+        })
+    }
+
+    /// As [`Builder::op`], but the caller's clock read `invoke_local_us` at the invoke (and
+    /// as much later at completion as true time).
+    pub fn op_reading(
+        self,
+        id: u64,
+        replica: &str,
+        span: Span,
+        invoke_local_us: u64,
+        call: Call,
+        answer: Answer,
+    ) -> Self {
+        self.line(OpLine {
+            id,
+            process: p(replica),
+            session: SESSION.to_string(),
+            op: call.by(replica),
+            invoke_us: span.invoke_us,
+            complete_us: Some(span.complete_us),
+            invoke_local_us,
+            complete_local_us: Some(invoke_local_us + (span.complete_us - span.invoke_us)),
+            outcome: answer.outcome,
+            result: Some(answer.result),
         })
     }
 
@@ -328,6 +397,69 @@ pub enum Call {
     LedgerAppend { expected: u64, record: HistRecord },
     /// `journal_append` of event `seq_in_writer` by journal 1.
     JournalAppend { seq_in_writer: u64 },
+    /// `lease_release` presenting `token`.
+    Release { token: u64 },
+    /// A Lease API call.
+    Kube(Op),
+}
+
+/// A release of the replica's lease with `token`.
+pub fn release_lease(token: u64) -> Call {
+    Call::Release { token }
+}
+
+/// `kube_get`.
+pub fn kube_get() -> Call {
+    Call::Kube(Op::KubeGet {})
+}
+
+/// `kube_create` of `holder` with `transitions`.
+pub fn kube_create(holder: &str, transitions: u64) -> Call {
+    Call::Kube(Op::KubeCreate {
+        holder_identity: holder.to_string(),
+        transitions,
+    })
+}
+
+/// `kube_update` at `expected_rv` (`None`: unconditional) to `holder` with `transitions`.
+pub fn kube_update(expected_rv: Option<u64>, holder: &str, transitions: u64) -> Call {
+    Call::Kube(Op::KubeUpdate {
+        expected_rv,
+        holder_identity: holder.to_string(),
+        transitions,
+    })
+}
+
+/// A write the API server accepted, as a `write` line shows it.
+pub struct Write {
+    verb: WriteVerb,
+    holder_identity: String,
+    transitions: u64,
+    resource_version: u64,
+}
+
+/// A create of the object, now held by `holder` (`""`: none) with `transitions`, at `rv`.
+pub fn created(holder: &str, transitions: u64, rv: u64) -> Write {
+    write(WriteVerb::Create, holder, transitions, rv)
+}
+
+/// An update of the object, now held by `holder` (`""`: released) with `transitions`, at `rv`.
+pub fn updated(holder: &str, transitions: u64, rv: u64) -> Write {
+    write(WriteVerb::Update, holder, transitions, rv)
+}
+
+/// A delete of the object at `rv` (it had `transitions`).
+pub fn deleted(transitions: u64, rv: u64) -> Write {
+    write(WriteVerb::Delete, "", transitions, rv)
+}
+
+fn write(verb: WriteVerb, holder: &str, transitions: u64, rv: u64) -> Write {
+    Write {
+        verb,
+        holder_identity: holder.to_string(),
+        transitions,
+        resource_version: rv,
+    }
 }
 
 /// An acquire.
@@ -363,6 +495,11 @@ impl Call {
                 writer_id: journal_of(replica),
                 seq_in_writer,
             },
+            Call::Release { token } => Op::LeaseRelease {
+                owner: p(replica),
+                token,
+            },
+            Call::Kube(op) => op,
         }
     }
 }
@@ -391,6 +528,45 @@ pub fn held(holder_token: u64) -> Answer {
         outcome: Outcome::Fail,
         result: OpResult::Held {
             holder_token: Some(holder_token),
+        },
+    }
+}
+
+/// `ok`: released.
+pub fn released() -> Answer {
+    Answer {
+        outcome: Outcome::Ok,
+        result: OpResult::Released {},
+    }
+}
+
+/// `ok`: the Lease object at `rv`, held by `holder` with `transitions`.
+pub fn kube_object(rv: u64, holder: &str, transitions: u64) -> Answer {
+    Answer {
+        outcome: Outcome::Ok,
+        result: OpResult::KubeObject {
+            resource_version: rv,
+            holder_identity: holder.to_string(),
+            transitions,
+        },
+    }
+}
+
+/// `fail`: 409 Conflict.
+pub fn kube_conflict() -> Answer {
+    Answer {
+        outcome: Outcome::Fail,
+        result: OpResult::KubeConflict {},
+    }
+}
+
+/// `info`: a 503 from the server (it may have been applied).
+pub fn kube_unavailable() -> Answer {
+    Answer {
+        outcome: Outcome::Info,
+        result: OpResult::KubeStatus {
+            code: 503,
+            reason: "ServiceUnavailable".to_string(),
         },
     }
 }

@@ -4,4 +4,5 @@
 
 mod build;
 mod hand;
+mod kube;
 mod sim;

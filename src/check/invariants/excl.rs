@@ -16,7 +16,29 @@
 //! again, so the old expiry is placed in true time through the `lease` host's clock
 //! segments (extrapolated at rate 1 past the end of its boot) and compared with the new
 //! decision's true time.
+//!
+//! # On the holders (no decision lines: KubeLease)
+//!
+//! Where no authority judges expiry (KubeLease: the API server only orders writes) — and for
+//! any history without decision lines — exclusivity is judged on the holders (DESIGN.md,
+//! "Checkers"): no two owners' validity windows for one session (recomputed from their send
+//! times, mapped to true time through the clock segments: [`super::holders`]) overlap. Each
+//! ok `lease_acquire` / `lease_renew` of process P gives a window from its `invoke_local_us` to
+//! `invoke_local_us + ttl_us − skew_margin_us` on P's clock, cut short at P's own release of
+//! that token, at the completion of a renew of it answered `held`, and at P's crash.
+//!
+//! This holds only while the holder's slowness plus the candidate's speed stays within the
+//! skew margin (±5% each at a 10% margin; a −9% holder and a +9% candidate overlap by design).
+//! So each overlapping pair (the holder: the window that starts first; the candidate: the
+//! other owner's) is judged only when the holder's worst slowness plus the candidate's worst
+//! speed over both windows, in ppm from the clock segments (a stopped clock is −1 000 000),
+//! is at most `skew_margin_us / ttl_us` (the holder's granted TTL) as ppm; within that bound
+//! the overlap is a violation, with both windows and their ops as evidence. An overlapping
+//! pair outside the bound is counted and not judged. Each window that follows another owner's
+//! window is one check when every overlap it has (none, or only judged ones) was judged; when
+//! nothing could be judged EXCL says "not judged (why)", never "pass".
 
+use super::holders::{Clocks, Window, windows};
 use super::{AuthorityClock, Check, Evidence, InvariantReport, decisions_by_session, who};
 use crate::history::{Decision, DecisionLine, History, Process, Refusal, Request};
 
@@ -88,6 +110,9 @@ impl<'h> Hold<'h> {
 /// Checks EXCL over `history`: each session's decisions are followed in true-time order, each
 /// judged against the hold the decisions before it left.
 pub fn check(history: &History) -> InvariantReport {
+    if history.decisions().next().is_none() {
+        return check_holders(history);
+    }
     let mut report = InvariantReport::new(Check::Excl);
     let clock = AuthorityClock::new(history);
     for (session, decisions) in decisions_by_session(history) {
@@ -313,4 +338,110 @@ fn shows_gone(held: &Hold, decision: &DecisionLine) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// EXCL on the holders' validity windows (see the module documentation).
+fn check_holders(history: &History) -> InvariantReport {
+    let mut report = InvariantReport::new(Check::Excl);
+    let Ok(config) = history.config() else {
+        report.why_not_judged =
+            Some("no decision lines, and no config line to recompute the holders' windows".into());
+        return report;
+    };
+    let clocks = Clocks::new(history);
+    let mut outside = 0u64;
+    let mut followers = 0u64;
+    for windows in windows(history, &clocks, config.skew_margin_us).values() {
+        for (j, candidate) in windows.iter().enumerate() {
+            let earlier = windows[..j]
+                .iter()
+                .filter(|held| held.process() != candidate.process());
+            let mut follows = false;
+            let mut judged = true;
+            for held in earlier {
+                follows = true;
+                if held.until_us <= candidate.from_us {
+                    continue;
+                }
+                match within_drift_bound(&clocks, held, candidate, config.skew_margin_us) {
+                    Err(_) => {
+                        outside += 1;
+                        judged = false;
+                    }
+                    Ok(bound) => overlap(&mut report, held, candidate, &bound),
+                }
+            }
+            if follows {
+                followers += 1;
+                if judged {
+                    report.checks += 1;
+                }
+            }
+        }
+    }
+    if report.checks == 0 && report.violations.is_empty() {
+        report.why_not_judged = Some(if outside > 0 {
+            format!(
+                "no decision lines; all {outside} overlapping pairs of holders' windows have drift outside the skew margin"
+            )
+        } else if history.authority_host().is_some() {
+            // A backend with an authority that recorded no decisions: nothing it decided.
+            return report;
+        } else {
+            debug_assert_eq!(followers, 0, "a judged follower is a check");
+            "no decision lines, and no two owners' validity windows for one session".to_string()
+        });
+    }
+    report
+}
+
+/// The pair's drift in words, when within the bound (`Ok`) or not (`Err`).
+fn within_drift_bound(
+    clocks: &Clocks,
+    held: &Window,
+    candidate: &Window,
+    skew_margin_us: u64,
+) -> Result<String, String> {
+    let from_us = held.from_us.min(candidate.from_us);
+    let to_us = held.until_us.max(candidate.until_us);
+    let (holder_slowest, _) = clocks.drift_range(held.process(), from_us, to_us);
+    let (_, candidate_fastest) = clocks.drift_range(candidate.process(), from_us, to_us);
+    let spread = i128::from((-holder_slowest).max(0)) + i128::from(candidate_fastest.max(0));
+    let bound = i128::from(skew_margin_us) * 1_000_000 / i128::from(held.ttl_us.max(1));
+    let words = format!(
+        "holder's slowness {}ppm + candidate's speed {}ppm, bound {bound}ppm (skew margin {skew_margin_us}us of TTL {}us)",
+        (-holder_slowest).max(0),
+        candidate_fastest.max(0),
+        held.ttl_us
+    );
+    if spread <= bound {
+        Ok(words)
+    } else {
+        Err(words)
+    }
+}
+
+/// Records the overlap of two owners' windows, judged within the drift bound.
+fn overlap(report: &mut InvariantReport, held: &Window, candidate: &Window, bound: &str) {
+    let from_us = held.from_us.max(candidate.from_us);
+    let until_us = held.until_us.min(candidate.until_us);
+    report.violation(
+        format!(
+            "{}: {}'s window (token {}{}) and {}'s window (token {}{}) overlap from {from_us}us to {until_us}us ({}us; {bound})",
+            held.op.session,
+            who(held.process()),
+            held.token,
+            held.cut_words(),
+            who(candidate.process()),
+            candidate.token,
+            candidate.cut_words(),
+            until_us - from_us
+        ),
+        vec![
+            held.evidence(),
+            Evidence::Op(held.op.id),
+            candidate.evidence(),
+            Evidence::Op(candidate.op.id),
+        ],
+    );
 }

@@ -30,13 +30,43 @@
 //! under-counted, never over-counted, so a correct authority is never blamed. One µs per
 //! restart is allowed for readings rounded to whole µs. Without clock segments every
 //! reading is taken to be in one boot.
+//!
+//! # By observation (a backend without an authority clock: KubeLease)
+//!
+//! Used when TOKEN is judged on `leaseTransitions` (the config names no authority, or the
+//! history has `write` lines). No authority judges expiry there: the API server only orders
+//! writes, and a candidate judges the holder's lease expired **by observation** (DESIGN.md,
+//! "Backends"): it counts the TTL (`leaseDurationSeconds`) on its own monotonic clock from the
+//! moment it last saw the object change. So "no lease ends before its last acquire or renew +
+//! TTL" becomes, for the only event that ends a lease early there — a takeover write:
+//!
+//! A write that moves a session from a non-empty holder A to a different holder B (not one
+//! after a release write, which leaves `holderIdentity` `""`, nor after a delete) is
+//! legitimate only if B's monotonic clock advanced by at least the config's `ttl_us` between
+//! the acceptance of the session's previous write (the last change B could have observed: A's
+//! last acquire or renew wrote it, and B cannot have seen it before it was accepted) and the
+//! acceptance of B's takeover write. Both `at_us` are read on B's clock in B's boot (its
+//! incarnation) through its clock segments; if B's process booted after the previous write,
+//! the count starts at its boot. B observed the change no earlier than its acceptance, and
+//! its own takeover write reaches the server no earlier than B sent it, so a correct
+//! candidate always passes, whatever the holder's clock or any wall clock does. A candidate
+//! that compares `renewTime` + duration with its own wall clock instead (the seed's k8slease
+//! rule, the `expiry-from-renew-time` mutant) takes over early when that wall clock runs
+//! ahead, and is caught here. B is parsed from `holderIdentity` (`replica-N#incarnation`); a
+//! takeover naming an unparseable identity is not judged (and said so when nothing else
+//! is). Without clock segments for B's host, its clock is taken to equal true time.
 
 use super::excl::Hold;
+use super::holders::{Clocks, parse_holder};
 use super::{AuthorityClock, Check, Evidence, InvariantReport, decisions_by_session, who};
-use crate::history::{Decision, DecisionLine, History, Refusal, Request};
+use crate::history::{Decision, DecisionLine, History, Refusal, Request, WriteLine, WriteVerb};
 
-/// Checks EXPIRY over `history`.
+/// Checks EXPIRY over `history`: on the decision lines, or by observation for a backend
+/// without an authority clock (see the module documentation).
 pub fn check(history: &History) -> InvariantReport {
+    if super::token::on_transitions(history) {
+        return check_observed(history);
+    }
     let mut report = InvariantReport::new(Check::Expiry);
     let clock = AuthorityClock::new(history);
     for (session, decisions) in decisions_by_session(history) {
@@ -173,4 +203,63 @@ impl Bound {
             )
         }
     }
+}
+
+/// EXPIRY by observation, over the write lines (see the module documentation).
+fn check_observed(history: &History) -> InvariantReport {
+    let mut report = InvariantReport::new(Check::Expiry);
+    let Ok(config) = history.config() else {
+        report.why_not_judged = Some("no config line (no TTL to judge takeovers by)".into());
+        return report;
+    };
+    let ttl_us = config.ttl_us;
+    let clocks = Clocks::new(history);
+    let mut unparsed = 0u64;
+    let mut previous: std::collections::BTreeMap<&str, &WriteLine> = Default::default();
+    for write in history.writes() {
+        let before = previous.insert(&write.session, write);
+        let Some(before) = before else { continue };
+        let takeover = write.verb != WriteVerb::Delete
+            && before.verb != WriteVerb::Delete
+            && !before.holder_identity.is_empty()
+            && !write.holder_identity.is_empty()
+            && before.holder_identity != write.holder_identity;
+        if !takeover {
+            continue;
+        }
+        let Some(candidate) = parse_holder(&write.holder_identity) else {
+            unparsed += 1;
+            continue;
+        };
+        report.checks += 1;
+        let booted = clocks.boot_start(&candidate).unwrap_or(0);
+        let from_us = before.at_us.max(booted);
+        let waited_us = clocks
+            .reading(&candidate, write.at_us)
+            .saturating_sub(clocks.reading(&candidate, from_us));
+        if waited_us < ttl_us {
+            report.violation(
+                format!(
+                    "{}: {} took the lease over from {:?} after its clock advanced only {waited_us}us since {} (TTL {ttl_us}us)",
+                    write.session,
+                    write.holder_identity,
+                    before.holder_identity,
+                    if from_us > before.at_us {
+                        format!("it booted at {from_us}us")
+                    } else {
+                        format!("the previous write at {}us", before.at_us)
+                    }
+                ),
+                vec![Evidence::write(before), Evidence::write(write)],
+            );
+        }
+    }
+    if report.checks == 0 {
+        report.why_not_judged = Some(if unparsed > 0 {
+            format!("{unparsed} takeover writes name a holder that is not replica-N#incarnation")
+        } else {
+            "no takeover of a held lease among the write lines".to_string()
+        });
+    }
+    report
 }

@@ -15,15 +15,29 @@
 //! before the bound ran out, a session without such an append is inconclusive and not counted
 //! as a check (a plain `leasesim run` of 60 s heals at 40 s, before a 32 s bound can run out;
 //! scenario runs with a generated workload add a liveness phase so the bound always runs out).
+//!
+//! # For a backend whose expiry is observed by candidates (`authority: null`: KubeLease)
+//!
+//! The bound is TTL + 3 renew intervals + the longest reconnect backoff, with a grace period
+//! of 0: the TTL term is the candidate's observation (it counts `leaseDurationSeconds` on its
+//! own clock from the last change it saw), and an API server restart adds no grace, since the
+//! holders, not the server, judge expiry ([`crate::history::ConfigLine::live_bound_us`] with no authority
+//! restart: the config names no authority host whose restarts could count). There are no
+//! decision lines, so a hand-back is read from the API server's accepted writes: a release
+//! write (an update leaving `holderIdentity` `""`, or a delete) in the window, after which no
+//! `lease_acquire` of the session was answered `held`.
 
 use super::{Check, InvariantReport};
-use crate::history::{Decision, History, Op, OpResult, Outcome, Phase, Request};
+use crate::history::{Decision, History, Op, OpResult, Outcome, Phase, Request, WriteVerb};
 
 /// Whether the session was handed back within the window and nobody was turned away after:
 /// a live holder that had nothing more to write released it (`ended`), and no acquire of it
 /// was refused later in the window. A session stuck with a holder that neither writes nor
 /// releases (a zombie) never passes this way.
 fn handed_back(history: &History, session: &str, from_us: u64, to_us: u64) -> bool {
+    if history.authority_host().is_none() {
+        return handed_back_by_write(history, session, from_us, to_us);
+    }
     let in_window = |at: u64| at >= from_us && at <= to_us;
     let Some(released_at) = history
         .decisions()
@@ -45,6 +59,28 @@ fn handed_back(history: &History, session: &str, from_us: u64, to_us: u64) -> bo
                     ..
                 }
             )
+    })
+}
+
+/// [`handed_back`] for a backend without an authority clock: the last release write of the
+/// session in the window (empty holder, or a delete), and no acquire answered `held` after it.
+fn handed_back_by_write(history: &History, session: &str, from_us: u64, to_us: u64) -> bool {
+    let in_window = |at: u64| at >= from_us && at <= to_us;
+    let Some(released_at) = history
+        .writes()
+        .filter(|w| w.session == session && in_window(w.at_us))
+        .filter(|w| w.verb == WriteVerb::Delete || w.holder_identity.is_empty())
+        .map(|w| w.at_us)
+        .last()
+    else {
+        return false;
+    };
+    !history.ops().any(|op| {
+        op.session == session
+            && matches!(op.op, Op::LeaseAcquire { .. })
+            && matches!(op.result, Some(OpResult::Held { .. }))
+            && op.invoke_us > released_at
+            && in_window(op.invoke_us)
     })
 }
 

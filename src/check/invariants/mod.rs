@@ -2,12 +2,16 @@
 //! [`History`] only (never the simulation).
 //!
 //! - [`token`] — TOKEN: per session, a takeover's token exceeds every earlier grant's; a renew
-//!   or a live same-owner re-acquire keeps its token (decision lines).
+//!   or a live same-owner re-acquire keeps its token (decision lines; for a backend without
+//!   an authority clock, `leaseTransitions` over the write lines and the holders' op lines).
 //! - [`excl`] — EXCL: at most one unexpired lease per session on the authority's clock; a stale
 //!   renew or release changes nothing (decision lines, clock segments across restarts).
+//!   Without decision lines, judged on the holders: no two owners' validity windows overlap
+//!   ([`holders`]).
 //! - [`expiry`] — EXPIRY: no lease ends, other than by its holder's own release, before the
 //!   expiry its last acknowledged grant or renew set on the authority's clock; across
-//!   restarts that clock counts uptime only (decision lines, clock segments).
+//!   restarts that clock counts uptime only (decision lines, clock segments). For KubeLease,
+//!   by observation: a takeover waits a TTL on the candidate's clock (write lines).
 //! - [`fence`] — FENCE: fence epochs strictly increase in each ledger; after `Fence{e}`
 //!   commits, no record of a writer with a lower epoch commits (final ledger).
 //! - [`ledger`] — LEDGER: each ledger is one CAS chain; every acknowledged append is in it
@@ -24,6 +28,7 @@
 pub mod excl;
 pub mod expiry;
 pub mod fence;
+pub mod holders;
 pub mod ledger;
 pub mod live;
 pub mod stop;
@@ -33,7 +38,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub use super::Check;
-use crate::history::{ClockMap, DecisionLine, History, Process};
+use crate::history::{ClockMap, DecisionLine, History, Process, WriteLine, WriteVerb};
 
 /// One piece of evidence: something in the history a reviewer can find.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -69,9 +74,51 @@ pub enum Evidence {
         /// True time when it judged, µs.
         at_us: u64,
     },
+    /// A `write` line: a write the API server accepted.
+    Write {
+        /// The session of the Lease object.
+        session: String,
+        /// The verb.
+        verb: WriteVerb,
+        /// `holderIdentity` after the write (`""`: none).
+        holder_identity: String,
+        /// `leaseTransitions` after the write.
+        transitions: u64,
+        /// The `resourceVersion` it produced.
+        resource_version: u64,
+        /// True time the server accepted it, µs.
+        at_us: u64,
+    },
+    /// A holder's validity window, recomputed from one of its `op` lines ([`holders`]).
+    Window {
+        /// The holder.
+        process: Process,
+        /// The session.
+        session: String,
+        /// The token (`leaseTransitions`) it holds.
+        token: u64,
+        /// The acquire or renew the window starts at, by its op id.
+        op: u64,
+        /// True time it starts, µs.
+        from_us: u64,
+        /// True time it ends (after any cut), µs.
+        until_us: u64,
+    },
 }
 
 impl Evidence {
+    /// The evidence naming `write`.
+    pub fn write(write: &WriteLine) -> Self {
+        Evidence::Write {
+            session: write.session.clone(),
+            verb: write.verb,
+            holder_identity: write.holder_identity.clone(),
+            transitions: write.transitions,
+            resource_version: write.resource_version,
+            at_us: write.at_us,
+        }
+    }
+
     /// The evidence naming `decision`.
     pub fn decision(decision: &DecisionLine) -> Self {
         Evidence::Decision {
@@ -116,7 +163,41 @@ impl fmt::Display for Evidence {
                 "validity {session} by {}#{} at {at_us}us (local {at_local_us}us)",
                 process.replica, process.incarnation
             ),
+            Evidence::Write {
+                session,
+                verb,
+                holder_identity,
+                transitions,
+                resource_version,
+                at_us,
+            } => write!(
+                f,
+                "write {} {session} rv {resource_version} holder {:?} transitions {transitions} at {at_us}us",
+                verb_name(*verb),
+                holder_identity
+            ),
+            Evidence::Window {
+                process,
+                session,
+                token,
+                op,
+                from_us,
+                until_us,
+            } => write!(
+                f,
+                "window {session} of {}#{} token {token} from op {op}: {from_us}us..{until_us}us",
+                process.replica, process.incarnation
+            ),
         }
+    }
+}
+
+/// `verb` as the history spells it.
+pub(crate) fn verb_name(verb: WriteVerb) -> &'static str {
+    match verb {
+        WriteVerb::Create => "create",
+        WriteVerb::Update => "update",
+        WriteVerb::Delete => "delete",
     }
 }
 
@@ -155,6 +236,10 @@ pub struct InvariantReport {
     pub checks: u64,
     /// The violations found, in history order.
     pub violations: Vec<Violation>,
+    /// Why nothing could be judged, when the checker knows better than "no such lines"
+    /// (`3 overlapping pairs outside the drift bound`); read through
+    /// [`InvariantReport::not_judged`].
+    pub why_not_judged: Option<String>,
 }
 
 impl InvariantReport {
@@ -164,6 +249,7 @@ impl InvariantReport {
             invariant,
             checks: 0,
             violations: Vec::new(),
+            why_not_judged: None,
         }
     }
 
@@ -184,8 +270,11 @@ impl InvariantReport {
     /// Why the invariant judged nothing (`no validity lines`), when it made no check and
     /// found nothing: such a result is "not judged", never "pass".
     pub fn not_judged(&self) -> Option<String> {
-        (self.checks == 0 && self.violations.is_empty())
-            .then(|| format!("no {}", judged_lines(self.invariant)))
+        (self.checks == 0 && self.violations.is_empty()).then(|| {
+            self.why_not_judged
+                .clone()
+                .unwrap_or_else(|| format!("no {}", judged_lines(self.invariant)))
+        })
     }
 }
 

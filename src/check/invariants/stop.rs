@@ -162,6 +162,14 @@ fn grants_epoch(op: &OpLine, epoch: u64) -> bool {
     matches!(op.result, Some(OpResult::Granted { token, .. }) if token == epoch)
 }
 
+/// The client-side `valid_until` a successful acquire or renew `grant` of `ttl_us` gives its
+/// caller, on the caller's own clock (DESIGN.md, "Client-side validity"): the local send time
+/// plus the granted TTL minus the skew margin, µs. EXCL on the holders ([`super::holders`])
+/// places the same deadline in true time.
+pub(crate) fn valid_until_local_us(grant: &OpLine, ttl_us: u64, skew_margin_us: u64) -> u64 {
+    (grant.invoke_local_us + ttl_us).saturating_sub(skew_margin_us)
+}
+
 /// Judges one validity check: it needs a grant of its epoch, must come before that grant's
 /// `valid_until`, and must not follow an observed loss.
 fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, skew_margin_us: u64) {
@@ -187,7 +195,7 @@ fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, sk
         grant.complete_us.is_some_and(|c| c <= check.at_us),
         "the grant a check relies on completed before it"
     );
-    let valid_until = (grant.invoke_local_us + ttl_us).saturating_sub(skew_margin_us);
+    let valid_until = valid_until_local_us(grant, ttl_us, skew_margin_us);
     if check.at_local_us >= valid_until {
         report.violation(
             format!(

@@ -49,14 +49,35 @@
 //! This matters at µs resolution: a renew refused and the release its caller sends next can
 //! show the same µs as completion and invocation, which would make them concurrent.
 
+//!
+//! # Kubernetes Lease objects ([`check_kube_history`], model [`KubeLeaseObjects`])
+//!
+//! For a backend without an authority clock (KubeLease: no decision lines), LIN-LEASE judges
+//! the Lease API calls instead of the lease calls: taken are the `kube_get`, `kube_create`,
+//! `kube_update` and `kube_delete` op lines, one partition per session. `ok` objects and
+//! not-founds and `fail` conflicts and not-founds are kept with their results; a `fail`
+//! `kube_status` (a 4xx other than 404/409) or any other `fail` had no effect and is dropped;
+//! `info` calls (a 5xx, a transport error, a cut-off call) stay unknown, except creates and
+//! updates the API server's `write` lines resolve.
+//!
+//! When the history has `write` lines (the API server records every write it accepted), an
+//! `info` create or update is resolved before the search: the earliest write line of its
+//! session accepted at or after its invocation, with its verb, holder and transitions (and,
+//! for an update with a precondition, right after the write that produced `expected_rv`),
+//! that no `ok` call (by the `resourceVersion` it returned) nor an earlier resolved call
+//! accounts for, is its effect: it becomes `ok`, returning that object at the write's
+//! acceptance time. An `info` create or update no write line accounts for was never
+//! accepted and is dropped. `info` gets and deletes stay unknown (a read has no effect; a
+//! delete's write line no longer shows the object's holder).
 use std::collections::BTreeMap;
 
 use super::engine::{Budget, Operation, Verdict, check};
+use super::kube::{KubeCall, KubeInput, KubeLeaseObjects, KubeOutput, LeaseObject};
 use super::lease::{AuthorityWindow, LeaseCall, LeaseInput, LeaseOutput, TimedLease};
 use super::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
 use crate::history::{
     ClockMap, Decision, DecisionLine, HistRecord, History, HistoryError, Line, Op, OpLine,
-    OpResult, Outcome, Process, Refusal, Request,
+    OpResult, Outcome, Process, Refusal, Request, WriteLine, WriteVerb,
 };
 
 /// A history's operations for one model, with where each came from and what resolution did.
@@ -80,6 +101,205 @@ pub struct Extracted<M, I, O> {
 pub type LedgerOps = Extracted<CasLedger, LedgerInput, LedgerOutput>;
 /// The lease history's operations, as [`check_lease_history`] checks them.
 pub type LeaseOps = Extracted<TimedLease, LeaseInput, LeaseOutput>;
+
+/// The Lease API calls of a kube history, as [`check_kube_history`] checks them.
+pub type KubeOps = Extracted<KubeLeaseObjects, KubeInput, KubeOutput>;
+
+/// Checks the Lease API calls (`kube_*` op lines) of `history` for linearizability against
+/// the CAS register keyed by `resourceVersion` ([`KubeLeaseObjects`], one partition per
+/// session; see the module documentation).
+///
+/// # Errors
+/// The history does not [`History::validate`].
+pub fn check_kube_history(history: &History, budget: Budget) -> Result<Verdict, HistoryError> {
+    let extracted = kube_operations(history)?;
+    Ok(check(&extracted.model, &extracted.ops, budget))
+}
+
+/// The [`KubeCall`] of a `kube_*` op line; `None` for any other op.
+fn kube_call(op: &Op) -> Option<KubeCall> {
+    Some(match op {
+        Op::KubeGet {} => KubeCall::Get,
+        Op::KubeCreate {
+            holder_identity,
+            transitions,
+        } => KubeCall::Create {
+            holder_identity: holder_identity.clone(),
+            transitions: *transitions,
+        },
+        Op::KubeUpdate {
+            expected_rv,
+            holder_identity,
+            transitions,
+        } => KubeCall::Update {
+            expected_rv: *expected_rv,
+            holder_identity: holder_identity.clone(),
+            transitions: *transitions,
+        },
+        Op::KubeDelete { expected_rv } => KubeCall::Delete {
+            expected_rv: *expected_rv,
+        },
+        _ => return None,
+    })
+}
+
+/// What becomes of a Lease API call (see the module documentation).
+fn kube_fate(op: &OpLine) -> Fate<KubeOutput> {
+    let output = match (&op.result, op.outcome) {
+        (_, Outcome::Info) => return Fate::Unknown,
+        (
+            Some(OpResult::KubeObject {
+                resource_version,
+                holder_identity,
+                transitions,
+            }),
+            Outcome::Ok,
+        ) => KubeOutput::Object(LeaseObject {
+            resource_version: *resource_version,
+            holder_identity: holder_identity.clone(),
+            transitions: *transitions,
+        }),
+        (Some(OpResult::KubeNotFound {}), _) => KubeOutput::NotFound,
+        (Some(OpResult::KubeConflict {}), Outcome::Fail) => KubeOutput::Conflict,
+        _ => return Fate::Dropped,
+    };
+    Fate::Recorded {
+        output,
+        ret: op.complete_us,
+    }
+}
+
+/// The API server's accepted writes, for resolving `info` creates and updates.
+struct AcceptedWrites<'h> {
+    /// Whether the history has write lines at all.
+    known: bool,
+    /// Each session's write lines in acceptance order, with whether a call accounts for it.
+    by_session: BTreeMap<&'h str, Vec<(&'h WriteLine, bool)>>,
+}
+
+impl<'h> AcceptedWrites<'h> {
+    /// The write lines of `history`, those an `ok` create or update returned (by session and
+    /// `resourceVersion`) already accounted for.
+    fn of(history: &'h History) -> Self {
+        let mut by_session: BTreeMap<&'h str, Vec<(&'h WriteLine, bool)>> = BTreeMap::new();
+        for write in history.writes() {
+            by_session
+                .entry(write.session.as_str())
+                .or_default()
+                .push((write, false));
+        }
+        for op in history.ops() {
+            if let (
+                Op::KubeCreate { .. } | Op::KubeUpdate { .. },
+                Outcome::Ok,
+                Some(OpResult::KubeObject {
+                    resource_version, ..
+                }),
+            ) = (&op.op, op.outcome, &op.result)
+            {
+                for (write, claimed) in by_session
+                    .get_mut(op.session.as_str())
+                    .into_iter()
+                    .flatten()
+                {
+                    if write.resource_version == *resource_version
+                        && write.verb != WriteVerb::Delete
+                    {
+                        *claimed = true;
+                    }
+                }
+            }
+        }
+        AcceptedWrites {
+            known: !by_session.is_empty(),
+            by_session,
+        }
+    }
+
+    /// The fate of the `info` call `op` (see the module documentation).
+    fn resolve(&mut self, op: &OpLine, call: &KubeCall) -> Fate<KubeOutput> {
+        let (verb, holder, transitions, expected_rv) = match call {
+            KubeCall::Create {
+                holder_identity,
+                transitions,
+            } => (WriteVerb::Create, holder_identity, *transitions, None),
+            KubeCall::Update {
+                expected_rv,
+                holder_identity,
+                transitions,
+            } => (
+                WriteVerb::Update,
+                holder_identity,
+                *transitions,
+                *expected_rv,
+            ),
+            KubeCall::Get | KubeCall::Delete { .. } => return Fate::Unknown,
+        };
+        let Some(writes) = self.by_session.get_mut(op.session.as_str()) else {
+            return Fate::Dropped;
+        };
+        let found = (0..writes.len()).find(|&i| {
+            let (write, claimed) = writes[i];
+            !claimed
+                && write.at_us >= op.invoke_us
+                && write.verb == verb
+                && write.holder_identity == *holder
+                && write.transitions == transitions
+                && expected_rv.is_none_or(|rv| {
+                    i.checked_sub(1)
+                        .is_some_and(|before| writes[before].0.resource_version == rv)
+                })
+        });
+        let Some(i) = found else {
+            return Fate::Dropped;
+        };
+        writes[i].1 = true;
+        let write = writes[i].0;
+        Fate::Resolved {
+            output: KubeOutput::Object(LeaseObject {
+                resource_version: write.resource_version,
+                holder_identity: write.holder_identity.clone(),
+                transitions: write.transitions,
+            }),
+            ret: write.at_us,
+        }
+    }
+}
+
+/// The Lease API calls of `history` as [`KubeLeaseObjects`] operations.
+///
+/// # Errors
+/// The history does not [`History::validate`].
+pub fn kube_operations(history: &History) -> Result<KubeOps, HistoryError> {
+    history.validate()?;
+    let mut processes = Processes::default();
+    let mut out = KubeOps::empty(KubeLeaseObjects);
+    let mut writes = AcceptedWrites::of(history);
+    for op in history.ops() {
+        let Some(call) = kube_call(&op.op) else {
+            continue;
+        };
+        let fate = match kube_fate(op) {
+            Fate::Unknown if writes.known => writes.resolve(op, &call),
+            fate => fate,
+        };
+        let Some((output, ret)) = out.tally(fate) else {
+            continue;
+        };
+        let operation = Operation {
+            process: processes.id(&op.process),
+            input: KubeInput {
+                session: op.session.clone(),
+                call,
+            },
+            output,
+            call: op.invoke_us,
+            ret,
+        };
+        out.push(operation, Some(op.id));
+    }
+    Ok(out)
+}
 
 /// Checks the ledger calls of `history` for linearizability against the CAS chain model
 /// ([`CasLedger`], one partition per session), after resolving unknown outcomes (see the

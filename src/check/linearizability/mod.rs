@@ -16,6 +16,7 @@
 
 mod engine;
 mod from_history;
+pub mod kube;
 pub mod kv;
 pub mod lease;
 pub mod ledger;
@@ -24,8 +25,8 @@ pub mod register;
 
 pub use engine::{Budget, Explanation, Operation, Verdict, check, check_counted};
 pub use from_history::{
-    Extracted, LeaseOps, LedgerOps, check_lease_history, check_ledger_history, lease_operations,
-    ledger_operations,
+    Extracted, KubeOps, LeaseOps, LedgerOps, check_kube_history, check_lease_history,
+    check_ledger_history, kube_operations, lease_operations, ledger_operations,
 };
 
 use std::fmt::Debug;

@@ -1,0 +1,721 @@
+//! Hand-built KubeLease histories (`authority: null`, no decision lines): for each rule of a
+//! backend without an authority clock one history that violates it, caught with the right
+//! evidence, and a clean one that passes (scenarios K1 and K2, and the kube mutants' races).
+
+use leasesim::check::Check as Named;
+use leasesim::check::invariants::{
+    Evidence, InvariantReport, Violation, excl, expiry, live, token,
+};
+use leasesim::check::judge::{Status, judge};
+use leasesim::check::linearizability::Budget;
+use leasesim::history::{Process, WriteVerb};
+
+use super::build::{
+    Builder, S, acquire, boot, created, deleted, granted, held, history, kube_conflict,
+    kube_create, kube_get, kube_object, kube_unavailable, kube_update, p, release_lease, released,
+    renew_lease, span, updated,
+};
+
+/// The one violation of `report`.
+fn one(report: &InvariantReport) -> &Violation {
+    assert_eq!(report.violations.len(), 1, "{:?}", report.violations);
+    &report.violations[0]
+}
+
+/// The evidence naming a write of s1's object.
+fn write(verb: WriteVerb, holder: &str, transitions: u64, rv: u64, at_us: u64) -> Evidence {
+    Evidence::Write {
+        session: "s1".into(),
+        verb,
+        holder_identity: holder.into(),
+        transitions,
+        resource_version: rv,
+        at_us,
+    }
+}
+
+/// K1's start: replica-1 creates s1 (transitions 1), renews at 3 s, and crashes.
+fn k1_start() -> Builder {
+    history()
+        .kube_config()
+        .accepted(0, created("replica-1#0", 1, 1))
+        .accepted(3 * S, updated("replica-1#0", 1, 2))
+}
+
+#[test]
+fn token_passes_k1_with_one_winner() {
+    let h = k1_start()
+        .accepted(13 * S, updated("replica-2#0", 2, 3))
+        .build();
+    let report = token::check(&h);
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 3);
+}
+
+#[test]
+fn token_catches_k1_unconditional_update_two_holders_one_transitions_value() {
+    let h = k1_start()
+        .accepted(13 * S, updated("replica-2#0", 2, 3))
+        .accepted(13 * S + 1_000, updated("replica-3#0", 2, 4))
+        .build();
+    let report = token::check(&h);
+    let violation = one(&report);
+    assert!(
+        violation.message.contains("kept leaseTransitions 2"),
+        "{violation}"
+    );
+    assert_eq!(
+        violation.evidence,
+        vec![
+            write(WriteVerb::Update, "replica-2#0", 2, 3, 13 * S),
+            write(WriteVerb::Update, "replica-3#0", 2, 4, 13 * S + 1_000),
+        ]
+    );
+}
+
+#[test]
+fn token_passes_k2_release_keeps_the_object() {
+    let h = history()
+        .kube_config()
+        .accepted(0, created("replica-1#0", 3, 1))
+        .accepted(5 * S, updated("", 3, 2))
+        .accepted(6 * S, updated("replica-2#0", 4, 3))
+        .build();
+    let report = token::check(&h);
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 3);
+}
+
+#[test]
+fn token_catches_k2_delete_on_release_resetting_transitions() {
+    let h = history()
+        .kube_config()
+        .accepted(0, created("replica-1#0", 3, 1))
+        .accepted(5 * S, deleted(3, 1))
+        .accepted(6 * S, created("replica-2#0", 1, 2))
+        .build();
+    let report = token::check(&h);
+    let violation = one(&report);
+    assert!(
+        violation.message.contains("went down from 3 to 1"),
+        "{violation}"
+    );
+    assert_eq!(
+        violation.evidence,
+        vec![
+            write(WriteVerb::Create, "replica-1#0", 3, 1, 0),
+            write(WriteVerb::Create, "replica-2#0", 1, 2, 6 * S),
+        ]
+    );
+}
+
+#[test]
+fn token_catches_a_renew_that_bumps_the_token() {
+    let h = history()
+        .kube_config()
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .op(
+            2,
+            "replica-1",
+            span(3 * S, 3 * S + 10_000),
+            renew_lease(1),
+            granted(2, 10 * S),
+        )
+        .build();
+    let report = token::check(&h);
+    let violation = one(&report);
+    assert!(
+        violation
+            .message
+            .contains("presented token 1 and was granted token 2")
+    );
+    assert_eq!(violation.evidence, vec![Evidence::Op(2)]);
+}
+
+#[test]
+fn token_passes_renews_and_a_live_reacquire_that_keep_the_token() {
+    let h = history()
+        .kube_config()
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .op(
+            2,
+            "replica-1",
+            span(3 * S, 3 * S + 10_000),
+            renew_lease(1),
+            granted(1, 10 * S),
+        )
+        .op(
+            3,
+            "replica-1",
+            span(5 * S, 5 * S + 10_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .build();
+    let report = token::check(&h);
+    assert!(report.passed(), "{report:?}");
+    // The renew, and the re-acquire inside the renew's window.
+    assert_eq!(report.checks, 2);
+}
+
+#[test]
+fn token_catches_a_live_reacquire_that_changes_the_token() {
+    let h = history()
+        .kube_config()
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .op(
+            2,
+            "replica-1",
+            span(5 * S, 5 * S + 10_000),
+            acquire(),
+            granted(2, 10 * S),
+        )
+        .build();
+    let report = token::check(&h);
+    let violation = one(&report);
+    assert!(
+        violation.message.contains("changed its token from 1 to 2"),
+        "{violation}"
+    );
+    assert!(
+        violation
+            .evidence
+            .ends_with(&[Evidence::Op(1), Evidence::Op(2)])
+    );
+}
+
+/// s1 held by replica-1 (writes at 0 and 3 s), replica-2 takes over at `takeover_us` on a clock
+/// running `drift_ppm` fast.
+fn takeover(takeover_us: u64, drift_ppm: i64) -> leasesim::history::History {
+    k1_start()
+        .clock("replica-2", boot(0).drift_ppm(drift_ppm))
+        .accepted(takeover_us, updated("replica-2#0", 2, 3))
+        .build()
+}
+
+#[test]
+fn expiry_catches_an_early_takeover_by_a_fast_wall_candidate() {
+    // The candidate's wall clock runs ahead, so renewTime + TTL looked past at 8 s: only 5 s
+    // of its monotonic clock since the renew it could have seen.
+    let report = expiry::check(&takeover(8 * S, 0));
+    let violation = one(&report);
+    assert!(
+        violation.message.contains("advanced only 5000000us"),
+        "{violation}"
+    );
+    assert_eq!(
+        violation.evidence,
+        vec![
+            write(WriteVerb::Update, "replica-1#0", 1, 2, 3 * S),
+            write(WriteVerb::Update, "replica-2#0", 2, 3, 8 * S),
+        ]
+    );
+}
+
+#[test]
+fn expiry_passes_a_takeover_a_ttl_after_the_last_change_on_the_candidates_clock() {
+    // 9.6 s of true time on a clock 5% fast is 10.08 s: a full TTL.
+    let report = expiry::check(&takeover(3 * S + 9_600_000, 50_000));
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
+    // On a clock 5% slow the same takeover came early.
+    assert_eq!(
+        expiry::check(&takeover(3 * S + 9_600_000, -50_000))
+            .violations
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn expiry_does_not_judge_a_takeover_after_a_release() {
+    let h = history()
+        .kube_config()
+        .accepted(0, created("replica-1#0", 1, 1))
+        .accepted(S, updated("", 1, 2))
+        .accepted(2 * S, updated("replica-2#0", 2, 3))
+        .build();
+    let report = expiry::check(&h);
+    assert!(report.passed());
+    assert_eq!(
+        report.not_judged().as_deref(),
+        Some("no takeover of a held lease among the write lines")
+    );
+}
+
+/// replica-1 (clock `holder_ppm`) acquires at 0; replica-2 (clock `candidate_ppm`) acquires at
+/// true `candidate_us`. TTL 10 s, skew margin 1 s: replica-1's window ends at local 9 s.
+fn windows(holder_ppm: i64, candidate_ppm: i64, candidate_us: u64) -> leasesim::history::History {
+    let candidate_local =
+        (i128::from(candidate_us) * (1_000_000 + i128::from(candidate_ppm)) / 1_000_000) as u64;
+    history()
+        .kube_config()
+        .clock("replica-1", boot(0).drift_ppm(holder_ppm))
+        .clock("replica-2", boot(0).drift_ppm(candidate_ppm))
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .op_reading(
+            2,
+            "replica-2",
+            span(candidate_us, candidate_us + 10_000),
+            candidate_local,
+            acquire(),
+            granted(2, 10 * S),
+        )
+        .build()
+}
+
+fn window(replica: &str, token: u64, op: u64, from_us: u64, until_us: u64) -> Evidence {
+    Evidence::Window {
+        process: p(replica),
+        session: "s1".into(),
+        token,
+        op,
+        from_us,
+        until_us,
+    }
+}
+
+#[test]
+fn excl_catches_overlapping_windows_within_the_drift_bound() {
+    // A −5% holder's 9 s of validity last 9.473685 s; the +5% candidate got in at 9 s.
+    let report = excl::check(&windows(-50_000, 50_000, 9 * S));
+    let violation = one(&report);
+    assert!(
+        violation
+            .message
+            .contains("overlap from 9000000us to 9473685us"),
+        "{violation}"
+    );
+    assert_eq!(
+        violation.evidence,
+        vec![
+            window("replica-1", 1, 1, 0, 9_473_685),
+            Evidence::Op(1),
+            window("replica-2", 2, 2, 9 * S, 17_571_429),
+            Evidence::Op(2),
+        ]
+    );
+}
+
+#[test]
+fn excl_passes_a_takeover_after_the_holders_window() {
+    let report = excl::check(&windows(-50_000, 50_000, 10 * S));
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
+}
+
+#[test]
+fn excl_does_not_judge_an_overlap_outside_the_drift_bound() {
+    // A −9% holder and a +9% candidate overlap by design: not judged, never pass.
+    let report = excl::check(&windows(-90_000, 90_000, 9 * S));
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 0);
+    let why = report.not_judged().expect("not judged");
+    assert!(why.contains("1 overlapping pairs"), "{why}");
+}
+
+#[test]
+fn excl_cuts_a_window_at_its_holders_release() {
+    let h = history()
+        .kube_config()
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .op(
+            2,
+            "replica-1",
+            span(2 * S, 2 * S + 10_000),
+            release_lease(1),
+            released(),
+        )
+        .op(
+            3,
+            "replica-2",
+            span(3 * S, 3 * S + 10_000),
+            acquire(),
+            granted(2, 10 * S),
+        )
+        .build();
+    let report = excl::check(&h);
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
+}
+
+/// The Lease API calls of three replicas on s1.
+fn kube_calls() -> Builder {
+    history().kube_config().op(
+        1,
+        "replica-1",
+        span(0, S),
+        kube_create("replica-1#0", 1),
+        kube_object(1, "replica-1#0", 1),
+    )
+}
+
+#[test]
+fn lin_lease_catches_a_stale_resource_version_update_that_returned_ok() {
+    let h = kube_calls()
+        .op(
+            2,
+            "replica-2",
+            span(2 * S, 3 * S),
+            kube_update(Some(1), "replica-2#0", 2),
+            kube_object(2, "replica-2#0", 2),
+        )
+        .op(
+            3,
+            "replica-3",
+            span(4 * S, 5 * S),
+            kube_update(Some(1), "replica-3#0", 2),
+            kube_object(3, "replica-3#0", 2),
+        )
+        .build();
+    let judgement = judge(&h, Budget::default());
+    let statuses = judgement.statuses();
+    assert!(
+        statuses.contains(&(Named::LinLease, Status::Fail)),
+        "{judgement}"
+    );
+    let text = judgement.to_string();
+    assert!(text.contains("LIN-LEASE: not linearizable"), "{text}");
+    assert!(
+        text.contains("updated s1 at rv 1 (holder \"replica-3#0\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn lin_lease_passes_a_correct_interleaving_with_unknown_outcomes() {
+    // replica-2's update gets a 503 but was applied: replica-3's update from the same read
+    // conflicts, and the final get shows replica-2's write.
+    let h = kube_calls()
+        .op(
+            2,
+            "replica-2",
+            span(2 * S, 3 * S),
+            kube_update(Some(1), "replica-2#0", 2),
+            kube_unavailable(),
+        )
+        .op(
+            3,
+            "replica-3",
+            span(4 * S, 5 * S),
+            kube_update(Some(1), "replica-3#0", 2),
+            kube_conflict(),
+        )
+        .op(
+            4,
+            "replica-3",
+            span(6 * S, 7 * S),
+            kube_get(),
+            kube_object(2, "replica-2#0", 2),
+        )
+        .build();
+    let judgement = judge(&h, Budget::default());
+    let text = judgement.to_string();
+    assert!(text.contains("LIN-LEASE: linearizable"), "{text}");
+    assert!(
+        text.contains("LIN-LEDGER: not judged (no ledger or journal operations)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_kube_history_without_anything_to_judge_says_not_judged_per_check() {
+    let h = history().kube_config().build();
+    let text = judge(&h, Budget::default()).to_string();
+    for line in [
+        "TOKEN: not judged (no write lines and no successful renew or re-acquire)",
+        "EXCL: not judged (no decision lines, and no two owners' validity windows for one session)",
+        "EXPIRY: not judged (no takeover of a held lease among the write lines)",
+        "LIN-LEASE: not judged (no kube operations)",
+    ] {
+        assert!(text.contains(line), "{line} in\n{text}");
+    }
+}
+
+#[test]
+fn holder_identities_name_replica_and_incarnation() {
+    use leasesim::check::invariants::holders::parse_holder;
+    assert_eq!(
+        parse_holder("replica-2#1"),
+        Some(Process::new("replica-2", 1))
+    );
+    assert_eq!(parse_holder(""), None);
+    assert_eq!(parse_holder("replica-2"), None);
+    assert_eq!(parse_holder("node-2#1"), None);
+    assert_eq!(parse_holder("replica-#1"), None);
+}
+
+/// Faults healed at 0 and the run ended at 30 s; the API server restarted at 5 s; replica-2's
+/// acquire is turned away at 20.5 s. The kube bound is 10 s TTL + 3 × 3.333333 s + 2 s =
+/// 21.999999 s, with no grace: a restarted API server judges no expiry.
+fn turned_away_late() -> Builder {
+    history()
+        .kube_config()
+        .clock("apiserver", boot(0))
+        .clock("apiserver", boot(1).from(5 * S))
+        .healed_at(0)
+        .op(
+            1,
+            "replica-2",
+            span(20_500_000, 20_510_000),
+            acquire(),
+            held(1),
+        )
+        .run_ended_at(30 * S)
+}
+
+#[test]
+fn live_catches_a_session_stuck_past_the_bound_without_a_grace_for_an_api_server_restart() {
+    let report = live::check(&turned_away_late().build());
+    let violation = one(&report);
+    assert!(
+        violation
+            .message
+            .contains("between the heal at 0us and 21999999us (bound 21999999us)"),
+        "{violation}"
+    );
+}
+
+#[test]
+fn live_passes_a_session_handed_back_by_a_release_write() {
+    let report = live::check(
+        &turned_away_late()
+            .accepted(21 * S, updated("", 1, 4))
+            .build(),
+    );
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
+}
+
+/// replica-1 acquires at 0 (window to 9 s); replica-2 acquires at 3 s; replica-1's host
+/// restarts (boot 1) at `restart_us`.
+fn crash_then_takeover(restart_us: u64) -> leasesim::history::History {
+    history()
+        .kube_config()
+        .clock("replica-1", boot(0))
+        .clock("replica-1", boot(1).from(restart_us).reads(restart_us))
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .op(
+            2,
+            "replica-2",
+            span(3 * S, 3 * S + 10_000),
+            acquire(),
+            granted(2, 10 * S),
+        )
+        .build()
+}
+
+#[test]
+fn excl_cuts_a_window_at_its_holders_crash() {
+    let report = excl::check(&crash_then_takeover(2 * S));
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
+    // Had replica-1 lived on to 4 s, its window would still be open at 3 s.
+    let report = excl::check(&crash_then_takeover(4 * S));
+    let violation = one(&report);
+    assert!(
+        violation.message.contains("cut by its crash"),
+        "{violation}"
+    );
+    assert_eq!(violation.evidence[0], window("replica-1", 1, 1, 0, 4 * S));
+}
+
+#[test]
+fn excl_cuts_a_window_at_a_renew_answered_held() {
+    let h = history()
+        .kube_config()
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .op(
+            2,
+            "replica-1",
+            span(2 * S, 2 * S + 10_000),
+            renew_lease(1),
+            held(2),
+        )
+        .op(
+            3,
+            "replica-2",
+            span(3 * S, 3 * S + 10_000),
+            acquire(),
+            granted(2, 10 * S),
+        )
+        .build();
+    let report = excl::check(&h);
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
+}
+
+/// replica-1 creates s1 (rv 1); replica-2's update from rv 1 gets a 503 at [2 s, 3 s];
+/// replica-3 then reads the object as `read`. With `accepted`, the API server's write lines
+/// show the update applied (rv 2 at 2.5 s).
+fn unknown_update(read: (u64, &str, u64), accepted: bool) -> leasesim::history::History {
+    let mut h = kube_calls()
+        .accepted(500_000, created("replica-1#0", 1, 1))
+        .op(
+            2,
+            "replica-2",
+            span(2 * S, 3 * S),
+            kube_update(Some(1), "replica-2#0", 2),
+            kube_unavailable(),
+        )
+        .op(
+            3,
+            "replica-3",
+            span(4 * S, 5 * S),
+            kube_get(),
+            kube_object(read.0, read.1, read.2),
+        );
+    if accepted {
+        h = h.accepted(2_500_000, updated("replica-2#0", 2, 2));
+    }
+    h.build()
+}
+
+#[test]
+fn lin_lease_resolves_an_unknown_update_from_the_write_lines() {
+    use leasesim::check::linearizability::{Verdict, check_kube_history, kube_operations};
+    let h = unknown_update((2, "replica-2#0", 2), true);
+    let ops = kube_operations(&h).unwrap();
+    assert_eq!((ops.resolved, ops.dropped, ops.unknown), (1, 0, 0));
+    assert_eq!(
+        check_kube_history(&h, Budget::default()).unwrap(),
+        Verdict::Linearizable
+    );
+    // The write lines show it applied, so a later read of the old object is stale...
+    let stale = unknown_update((1, "replica-1#0", 1), true);
+    assert!(matches!(
+        check_kube_history(&stale, Budget::default()).unwrap(),
+        Verdict::NotLinearizable(_)
+    ));
+}
+
+#[test]
+fn lin_lease_drops_an_unknown_update_no_write_line_shows() {
+    use leasesim::check::linearizability::{Verdict, check_kube_history, kube_operations};
+    // The server accepted only the create: the update never took effect, so reading
+    // replica-2's object would be impossible, and reading the create's object is right.
+    let h = unknown_update((1, "replica-1#0", 1), false);
+    let ops = kube_operations(&h).unwrap();
+    assert_eq!((ops.resolved, ops.dropped, ops.unknown), (0, 1, 0));
+    assert_eq!(
+        check_kube_history(&h, Budget::default()).unwrap(),
+        Verdict::Linearizable
+    );
+    let impossible = unknown_update((2, "replica-2#0", 2), false);
+    assert!(matches!(
+        check_kube_history(&impossible, Budget::default()).unwrap(),
+        Verdict::NotLinearizable(_)
+    ));
+}
+
+#[test]
+fn excl_cuts_older_windows_at_a_release_of_a_higher_token_and_not_at_a_stale_one() {
+    // A renew that moved the token (TOKEN's business): releasing the new value ends the old
+    // one's window too.
+    let moved = history()
+        .kube_config()
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .op(
+            2,
+            "replica-1",
+            span(S, S + 10_000),
+            renew_lease(1),
+            granted(2, 10 * S),
+        )
+        .op(
+            3,
+            "replica-1",
+            span(2 * S, 2 * S + 10_000),
+            release_lease(2),
+            released(),
+        )
+        .op(
+            4,
+            "replica-2",
+            span(3 * S, 3 * S + 10_000),
+            acquire(),
+            granted(3, 10 * S),
+        )
+        .build();
+    let report = excl::check(&moved);
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
+    // A release of an older token ends nothing of the lease held now.
+    let stale = history()
+        .kube_config()
+        .op(
+            1,
+            "replica-1",
+            span(0, 10_000),
+            acquire(),
+            granted(3, 10 * S),
+        )
+        .op(
+            2,
+            "replica-1",
+            span(S, S + 10_000),
+            release_lease(1),
+            released(),
+        )
+        .op(
+            3,
+            "replica-2",
+            span(3 * S, 3 * S + 10_000),
+            acquire(),
+            granted(4, 10 * S),
+        )
+        .build();
+    let report = excl::check(&stale);
+    assert_eq!(
+        one(&report).evidence[0],
+        window("replica-1", 3, 1, 0, 9 * S)
+    );
+}
