@@ -28,6 +28,11 @@ use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 
 pub use crate::BoxFuture;
 
+/// Longest prefix [`Subject::with_session_prefix`] accepts, in bytes: with the longest rule
+/// name and a short session name, every id stays within
+/// [`SESSION_ID_MAX_BYTES`](crate::lease::SESSION_ID_MAX_BYTES).
+pub const SESSION_PREFIX_MAX_BYTES: usize = 128;
+
 /// Moves the authority's time forward by the given duration.
 pub type Advance = Arc<dyn Fn(Duration) -> BoxFuture<()> + Send + Sync>;
 
@@ -41,6 +46,10 @@ pub struct Subject {
     pub ttl: Duration,
     /// Whatever must live as long as the backend (a server, a temporary directory).
     guards: Vec<Box<dyn std::any::Any + Send + Sync>>,
+    /// Prefix of every session id this run of the suite uses ([`Subject::with_session_prefix`]).
+    session_prefix: String,
+    /// The rule running, whose name is the second part of every session id it uses.
+    rule: &'static str,
 }
 
 impl Subject {
@@ -59,6 +68,8 @@ impl Subject {
             advance,
             ttl,
             guards: Vec::new(),
+            session_prefix: String::new(),
+            rule: "",
         }
     }
 
@@ -74,6 +85,8 @@ impl Subject {
             advance,
             ttl,
             guards: Vec::new(),
+            session_prefix: String::new(),
+            rule: "",
         }
     }
 
@@ -81,6 +94,44 @@ impl Subject {
     /// the rule has run.
     pub fn keep_alive(mut self, guard: impl std::any::Any + Send + Sync) -> Self {
         self.guards.push(Box::new(guard));
+        self
+    }
+
+    /// The same subject, prefixing every session id with `prefix`.
+    ///
+    /// Every rule already has its own namespace of session ids (`{rule}.{name}`), so rules
+    /// can run in parallel against one shared backend (a real cluster, one service). A backend
+    /// that keeps its records forever (Kubernetes Lease objects are never deleted) also needs
+    /// a prefix of its own per run of the suite, e.g. `run-<unix seconds>-`.
+    ///
+    /// # Errors
+    /// [`LeaseError::InvalidSession`] when the prefix makes a session id the suite uses
+    /// invalid (too long, a control character): at most [`SESSION_PREFIX_MAX_BYTES`] bytes.
+    pub fn with_session_prefix(mut self, prefix: impl Into<String>) -> Result<Self, LeaseError> {
+        let prefix = prefix.into();
+        if prefix.len() > SESSION_PREFIX_MAX_BYTES {
+            return Err(LeaseError::InvalidSession {
+                reason: format!(
+                    "session prefix is {} bytes long; the limit is {SESSION_PREFIX_MAX_BYTES}",
+                    prefix.len()
+                ),
+            });
+        }
+        SessionId::new(format!("{prefix}x"))?;
+        self.session_prefix = prefix;
+        Ok(self)
+    }
+
+    /// The session id `name` means in the running rule: `{prefix}{rule}.{name}`.
+    pub fn session(&self, name: &str) -> SessionId {
+        let id = format!("{}{}.{name}", self.session_prefix, self.rule);
+        SessionId::new(id).expect("prefix and rule names are checked to fit a session id")
+    }
+
+    /// The subject as rule `rule` sees it (its own namespace of session ids).
+    #[doc(hidden)]
+    pub fn for_rule(mut self, rule: &'static str) -> Self {
+        self.rule = rule;
         self
     }
 
@@ -153,6 +204,7 @@ macro_rules! __conformance_rules {
             owner_chain_a_b_a_is_monotone,
             sessions_are_independent,
             concurrent_acquirers_one_winner,
+            concurrent_takeover_after_expiry_one_winner,
         }
     };
 }
@@ -163,7 +215,7 @@ macro_rules! __conformance_table {
     (() $($rule:ident),* $(,)?) => {
         /// Every rule of the suite, in the order the contract lists them.
         pub const RULES: &[Rule] = &[
-            $(Rule { name: stringify!($rule), run: |s| Box::pin(rules::$rule(s)) }),*
+            $(Rule { name: stringify!($rule), run: |s| Box::pin(rules::$rule(s.for_rule(stringify!($rule)))) }),*
         ];
     };
 }
@@ -229,10 +281,6 @@ pub mod rules {
         };
     }
 
-    fn s(name: &str) -> SessionId {
-        SessionId::new(name).expect("a valid session id")
-    }
-
     fn owner(name: &str) -> Owner {
         Owner::new(name, 0)
     }
@@ -271,12 +319,12 @@ pub mod rules {
         let lease = ok(
             R,
             "acquire of a fresh session",
-            t.lease.acquire(&s("s1"), &owner("a")),
+            t.lease.acquire(&t.session("s1"), &owner("a")),
         )
         .await?;
         ensure!(
             R,
-            lease.session() == &s("s1"),
+            lease.session() == &t.session("s1"),
             "granted session {}",
             lease.session()
         );
@@ -299,7 +347,7 @@ pub mod rules {
     /// Renew keeps the token and moves the expiry later.
     pub async fn renew_keeps_token_and_extends_expiry(t: Subject) -> RuleResult {
         const R: &str = "renew_keeps_token_and_extends_expiry";
-        let first = ok(R, "acquire", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let first = ok(R, "acquire", t.lease.acquire(&t.session("s1"), &owner("a"))).await?;
         t.advance(t.ttl / 2).await;
         let renewed = ok(R, "renew of a live lease", t.lease.renew(&first)).await?;
         ensure!(
@@ -320,7 +368,7 @@ pub mod rules {
         held(
             R,
             "acquire by another owner after the old expiry but before the renewed one",
-            t.lease.acquire(&s("s1"), &owner("b")),
+            t.lease.acquire(&t.session("s1"), &owner("b")),
         )
         .await?;
         Ok(())
@@ -329,12 +377,17 @@ pub mod rules {
     /// After the holder releases, another owner is let in at once.
     pub async fn release_lets_another_owner_in(t: Subject) -> RuleResult {
         const R: &str = "release_lets_another_owner_in";
-        let a = ok(R, "acquire by a", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let a = ok(
+            R,
+            "acquire by a",
+            t.lease.acquire(&t.session("s1"), &owner("a")),
+        )
+        .await?;
         ok(R, "release by a", t.lease.release(&a)).await?;
         ok(
             R,
             "acquire by b after a released",
-            t.lease.acquire(&s("s1"), &owner("b")),
+            t.lease.acquire(&t.session("s1"), &owner("b")),
         )
         .await?;
         Ok(())
@@ -343,11 +396,16 @@ pub mod rules {
     /// A live lease refuses another owner with Held naming the holder's token.
     pub async fn competing_owner_gets_held(t: Subject) -> RuleResult {
         const R: &str = "competing_owner_gets_held";
-        let a = ok(R, "acquire by a", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let a = ok(
+            R,
+            "acquire by a",
+            t.lease.acquire(&t.session("s1"), &owner("a")),
+        )
+        .await?;
         let holder = held(
             R,
             "acquire by b while a holds",
-            t.lease.acquire(&s("s1"), &owner("b")),
+            t.lease.acquire(&t.session("s1"), &owner("b")),
         )
         .await?;
         ensure!(
@@ -362,12 +420,12 @@ pub mod rules {
     /// A live holder that acquires again keeps its token.
     pub async fn same_owner_reacquire_keeps_token(t: Subject) -> RuleResult {
         const R: &str = "same_owner_reacquire_keeps_token";
-        let first = ok(R, "acquire", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let first = ok(R, "acquire", t.lease.acquire(&t.session("s1"), &owner("a"))).await?;
         t.advance(t.ttl / 2).await;
         let again = ok(
             R,
             "re-acquire by the live holder",
-            t.lease.acquire(&s("s1"), &owner("a")),
+            t.lease.acquire(&t.session("s1"), &owner("a")),
         )
         .await?;
         ensure!(
@@ -383,12 +441,12 @@ pub mod rules {
     /// A takeover after release gets a strictly greater token, even by the same owner.
     pub async fn token_strictly_greater_after_release(t: Subject) -> RuleResult {
         const R: &str = "token_strictly_greater_after_release";
-        let first = ok(R, "acquire", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let first = ok(R, "acquire", t.lease.acquire(&t.session("s1"), &owner("a"))).await?;
         ok(R, "release", t.lease.release(&first)).await?;
         let again = ok(
             R,
             "acquire after release",
-            t.lease.acquire(&s("s1"), &owner("a")),
+            t.lease.acquire(&t.session("s1"), &owner("a")),
         )
         .await?;
         ensure!(
@@ -404,12 +462,17 @@ pub mod rules {
     /// A takeover after expiry gets a strictly greater token.
     pub async fn token_strictly_greater_after_expiry(t: Subject) -> RuleResult {
         const R: &str = "token_strictly_greater_after_expiry";
-        let a = ok(R, "acquire by a", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let a = ok(
+            R,
+            "acquire by a",
+            t.lease.acquire(&t.session("s1"), &owner("a")),
+        )
+        .await?;
         t.advance(t.ttl).await;
         let b = ok(
             R,
             "acquire by b after a expired",
-            t.lease.acquire(&s("s1"), &owner("b")),
+            t.lease.acquire(&t.session("s1"), &owner("b")),
         )
         .await?;
         ensure!(
@@ -425,12 +488,17 @@ pub mod rules {
     /// At exactly `expiry` the lease is expired: another owner gets it.
     pub async fn now_equal_to_expiry_is_expired(t: Subject) -> RuleResult {
         const R: &str = "now_equal_to_expiry_is_expired";
-        ok(R, "acquire by a", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        ok(
+            R,
+            "acquire by a",
+            t.lease.acquire(&t.session("s1"), &owner("a")),
+        )
+        .await?;
         t.advance(t.ttl).await;
         ok(
             R,
             "acquire by b at a's expiry",
-            t.lease.acquire(&s("s1"), &owner("b")),
+            t.lease.acquire(&t.session("s1"), &owner("b")),
         )
         .await?;
         Ok(())
@@ -439,12 +507,12 @@ pub mod rules {
     /// An owner whose own lease expired gets a new, greater token on re-acquire.
     pub async fn expired_same_owner_reacquire_gets_new_token(t: Subject) -> RuleResult {
         const R: &str = "expired_same_owner_reacquire_gets_new_token";
-        let first = ok(R, "acquire", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let first = ok(R, "acquire", t.lease.acquire(&t.session("s1"), &owner("a"))).await?;
         t.advance(t.ttl).await;
         let again = ok(
             R,
             "re-acquire after expiry",
-            t.lease.acquire(&s("s1"), &owner("a")),
+            t.lease.acquire(&t.session("s1"), &owner("a")),
         )
         .await?;
         ensure!(
@@ -460,7 +528,7 @@ pub mod rules {
     /// An expired lease cannot be renewed, even if nobody took over.
     pub async fn renew_after_expiry_is_held(t: Subject) -> RuleResult {
         const R: &str = "renew_after_expiry_is_held";
-        let a = ok(R, "acquire", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let a = ok(R, "acquire", t.lease.acquire(&t.session("s1"), &owner("a"))).await?;
         t.advance(t.ttl).await;
         held(R, "renew after expiry", t.lease.renew(&a)).await?;
         Ok(())
@@ -469,9 +537,19 @@ pub mod rules {
     /// The old holder's renew after a takeover is Held and leaves the new holder in place.
     pub async fn renew_after_expiry_and_takeover_is_held(t: Subject) -> RuleResult {
         const R: &str = "renew_after_expiry_and_takeover_is_held";
-        let a = ok(R, "acquire by a", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let a = ok(
+            R,
+            "acquire by a",
+            t.lease.acquire(&t.session("s1"), &owner("a")),
+        )
+        .await?;
         t.advance(t.ttl).await;
-        let b = ok(R, "acquire by b", t.lease.acquire(&s("s1"), &owner("b"))).await?;
+        let b = ok(
+            R,
+            "acquire by b",
+            t.lease.acquire(&t.session("s1"), &owner("b")),
+        )
+        .await?;
         let holder = held(R, "renew by a after b took over", t.lease.renew(&a)).await?;
         ensure!(
             R,
@@ -486,13 +564,13 @@ pub mod rules {
     /// A released lease cannot be renewed, and the renew recreates nothing.
     pub async fn renew_after_release_is_held(t: Subject) -> RuleResult {
         const R: &str = "renew_after_release_is_held";
-        let a = ok(R, "acquire", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let a = ok(R, "acquire", t.lease.acquire(&t.session("s1"), &owner("a"))).await?;
         ok(R, "release", t.lease.release(&a)).await?;
         held(R, "renew after release", t.lease.renew(&a)).await?;
         let b = ok(
             R,
             "acquire by b after a's renew",
-            t.lease.acquire(&s("s1"), &owner("b")),
+            t.lease.acquire(&t.session("s1"), &owner("b")),
         )
         .await?;
         ensure!(
@@ -508,14 +586,24 @@ pub mod rules {
     /// The expired holder's late release does not free the new holder's lease.
     pub async fn stale_release_after_takeover_frees_nothing(t: Subject) -> RuleResult {
         const R: &str = "stale_release_after_takeover_frees_nothing";
-        let a = ok(R, "acquire by a", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let a = ok(
+            R,
+            "acquire by a",
+            t.lease.acquire(&t.session("s1"), &owner("a")),
+        )
+        .await?;
         t.advance(t.ttl).await;
-        let b = ok(R, "acquire by b", t.lease.acquire(&s("s1"), &owner("b"))).await?;
+        let b = ok(
+            R,
+            "acquire by b",
+            t.lease.acquire(&t.session("s1"), &owner("b")),
+        )
+        .await?;
         ok(R, "stale release by a", t.lease.release(&a)).await?;
         let holder = held(
             R,
             "acquire by c after a's stale release",
-            t.lease.acquire(&s("s1"), &owner("c")),
+            t.lease.acquire(&t.session("s1"), &owner("c")),
         )
         .await?;
         ensure!(
@@ -531,9 +619,19 @@ pub mod rules {
     /// Releasing twice succeeds both times and frees nothing the second time.
     pub async fn release_is_idempotent(t: Subject) -> RuleResult {
         const R: &str = "release_is_idempotent";
-        let a = ok(R, "acquire by a", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let a = ok(
+            R,
+            "acquire by a",
+            t.lease.acquire(&t.session("s1"), &owner("a")),
+        )
+        .await?;
         ok(R, "first release", t.lease.release(&a)).await?;
-        let b = ok(R, "acquire by b", t.lease.acquire(&s("s1"), &owner("b"))).await?;
+        let b = ok(
+            R,
+            "acquire by b",
+            t.lease.acquire(&t.session("s1"), &owner("b")),
+        )
+        .await?;
         ok(R, "second release of a's lease", t.lease.release(&a)).await?;
         ok(R, "renew by b after a's second release", t.lease.renew(&b)).await?;
         Ok(())
@@ -542,15 +640,20 @@ pub mod rules {
     /// Releasing a lease the authority never granted succeeds and changes nothing.
     pub async fn unknown_release_is_a_noop(t: Subject) -> RuleResult {
         const R: &str = "unknown_release_is_a_noop";
-        let a = ok(R, "acquire by a", t.lease.acquire(&s("s1"), &owner("a"))).await?;
-        let forged = Lease::new(s("s1"), owner("z"), a.token(), a.expiry(), a.ttl());
+        let a = ok(
+            R,
+            "acquire by a",
+            t.lease.acquire(&t.session("s1"), &owner("a")),
+        )
+        .await?;
+        let forged = Lease::new(t.session("s1"), owner("z"), a.token(), a.expiry(), a.ttl());
         ok(
             R,
             "release of a forged lease on a held session",
             t.lease.release(&forged),
         )
         .await?;
-        let never = Lease::new(s("never-used"), owner("z"), 7, a.expiry(), a.ttl());
+        let never = Lease::new(t.session("never-used"), owner("z"), 7, a.expiry(), a.ttl());
         ok(
             R,
             "release on a session never leased",
@@ -569,14 +672,24 @@ pub mod rules {
     /// A → B → A over expiries: every takeover's token is above the one before.
     pub async fn owner_chain_a_b_a_is_monotone(t: Subject) -> RuleResult {
         const R: &str = "owner_chain_a_b_a_is_monotone";
-        let a1 = ok(R, "acquire by a", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let a1 = ok(
+            R,
+            "acquire by a",
+            t.lease.acquire(&t.session("s1"), &owner("a")),
+        )
+        .await?;
         t.advance(t.ttl).await;
-        let b = ok(R, "acquire by b", t.lease.acquire(&s("s1"), &owner("b"))).await?;
+        let b = ok(
+            R,
+            "acquire by b",
+            t.lease.acquire(&t.session("s1"), &owner("b")),
+        )
+        .await?;
         ok(R, "release by b", t.lease.release(&b)).await?;
         let a2 = ok(
             R,
             "acquire by a again",
-            t.lease.acquire(&s("s1"), &owner("a")),
+            t.lease.acquire(&t.session("s1"), &owner("a")),
         )
         .await?;
         let tokens = [a1.token(), b.token(), a2.token()];
@@ -591,16 +704,26 @@ pub mod rules {
     /// Holding, releasing or expiring one session does not touch another.
     pub async fn sessions_are_independent(t: Subject) -> RuleResult {
         const R: &str = "sessions_are_independent";
-        let a1 = ok(R, "acquire s1 by a", t.lease.acquire(&s("s1"), &owner("a"))).await?;
+        let a1 = ok(
+            R,
+            "acquire s1 by a",
+            t.lease.acquire(&t.session("s1"), &owner("a")),
+        )
+        .await?;
         let b2 = ok(
             R,
             "acquire s2 by b while a holds s1",
-            t.lease.acquire(&s("s2"), &owner("b")),
+            t.lease.acquire(&t.session("s2"), &owner("b")),
         )
         .await?;
         ok(R, "release s1", t.lease.release(&a1)).await?;
         ok(R, "renew s2 after s1 was released", t.lease.renew(&b2)).await?;
-        held(R, "acquire s2 by c", t.lease.acquire(&s("s2"), &owner("c"))).await?;
+        held(
+            R,
+            "acquire s2 by c",
+            t.lease.acquire(&t.session("s2"), &owner("c")),
+        )
+        .await?;
         Ok(())
     }
 
@@ -608,42 +731,73 @@ pub mod rules {
     /// naming the winner's token.
     pub async fn concurrent_acquirers_one_winner(t: Subject) -> RuleResult {
         const R: &str = "concurrent_acquirers_one_winner";
+        one_winner(R, &t, &t.session("s1")).await?;
+        Ok(())
+    }
+
+    /// Sixteen owners take one expired lease over at once: exactly one wins, with a token
+    /// above the expired one, and the rest get Held naming it. (A fresh session is won by a
+    /// create, which no two callers can both make; a takeover is an update, where a backend
+    /// must still compare-and-set — e.g. a Kubernetes update must carry its resourceVersion.)
+    pub async fn concurrent_takeover_after_expiry_one_winner(t: Subject) -> RuleResult {
+        const R: &str = "concurrent_takeover_after_expiry_one_winner";
+        let session = t.session("s1");
+        let first = ok(R, "acquire by a", t.lease.acquire(&session, &owner("a"))).await?;
+        t.advance(t.ttl).await;
+        let winner = one_winner(R, &t, &session).await?;
+        ensure!(
+            R,
+            winner.token() > first.token(),
+            "the expired lease had token {}, the takeover got {}",
+            first.token(),
+            winner.token()
+        );
+        Ok(())
+    }
+
+    /// Sixteen owners acquire `session` at once; exactly one may win, and every loser must be
+    /// refused with Held naming the winner's token. Returns the winner's lease.
+    async fn one_winner(
+        rule: &'static str,
+        t: &Subject,
+        session: &SessionId,
+    ) -> Result<Lease, RuleViolation> {
         const N: usize = 16;
         let barrier = Arc::new(tokio::sync::Barrier::new(N));
         let calls: Vec<_> = (0..N)
             .map(|i| {
-                let (lease, barrier) = (t.lease.clone(), barrier.clone());
+                let (lease, barrier, session) = (t.lease.clone(), barrier.clone(), session.clone());
                 tokio::spawn(async move {
                     barrier.wait().await;
-                    lease.acquire(&s("s1"), &owner(&format!("o{i}"))).await
+                    lease.acquire(&session, &owner(&format!("o{i}"))).await
                 })
             })
             .collect();
         let mut results = Vec::with_capacity(N);
         for call in calls {
             results.push(call.await.map_err(|e| RuleViolation {
-                rule: R,
+                rule,
                 detail: format!("acquirer task failed: {e}"),
             })?);
         }
         let winners: Vec<&Lease> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
         ensure!(
-            R,
+            rule,
             winners.len() == 1,
             "{} winners: {winners:?}",
             winners.len()
         );
-        let token = winners[0].token();
+        let winner = winners[0].clone();
         let refused_right = results
             .iter()
-            .filter(|r| matches!(r, Err(LeaseError::Held { holder_token }) if *holder_token == Some(token)))
+            .filter(|r| matches!(r, Err(LeaseError::Held { holder_token }) if *holder_token == Some(winner.token())))
             .count();
         ensure!(
-            R,
+            rule,
             refused_right == N - 1,
             "only {refused_right} of {} losers got Held with the winner's token: {results:?}",
             N - 1
         );
-        Ok(())
+        Ok(winner)
     }
 }

@@ -107,7 +107,7 @@ pub enum Mutant {
     /// instead of counting the duration on its monotonic clock from when it saw the object
     /// change: a candidate whose wall clock runs ahead takes a live lease over. Killed by
     /// EXPIRY (a takeover before the candidate's clock advanced a TTL) on
-    /// `sims/kube/swarm-clocks.toml` (per-host wall offsets).
+    /// `sims/kube-swarm-clocks.toml` (per-host wall offsets).
     ExpiryFromRenewTime,
     /// `KubeLease` sends its updates without a `resourceVersion` precondition (an
     /// unconditional update, as a merge patch is), so two candidates deciding from the same
@@ -375,7 +375,7 @@ const KILLS: &[(Mutant, Kill)] = &[
     ),
     (
         Mutant::ExpiryFromRenewTime,
-        scenario("sims/kube/swarm-clocks.toml", Check::Expiry),
+        scenario("sims/kube-swarm-clocks.toml", Check::Expiry),
     ),
     (
         Mutant::UpdateWithoutResourceVersion,
@@ -537,7 +537,7 @@ mod tests {
                 "expiry-off-by-one: conformance rule now_equal_to_expiry_is_expired",
                 "expiry-by-wall-clock: EXCL in sims/wall-jump-at-the-authority.toml (seed 1)",
                 "no-grace-period: EXCL in sims/f5c-restart-while-held.toml (seed 1)",
-                "expiry-from-renew-time: EXPIRY in sims/kube/swarm-clocks.toml (seed 1)",
+                "expiry-from-renew-time: EXPIRY in sims/kube-swarm-clocks.toml (seed 1)",
                 "update-without-resource-version: EXCL in sims/k1-two-candidates-one-read.toml (seed 1)",
                 "delete-on-release: TOKEN in sims/k2-delete-resets-token.toml (seed 1)",
                 "transitions-bumped-on-renew: TOKEN in sims/k2-delete-resets-token.toml (seed 1)",

@@ -3,5 +3,8 @@
 
 mod conformance;
 mod journal;
+mod kube;
+#[cfg(feature = "kube-cluster")]
+mod kube_cluster;
 mod service;
 mod support;

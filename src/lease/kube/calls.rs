@@ -4,7 +4,7 @@
 use std::fmt;
 
 use k8s_openapi::api::coordination::v1::Lease as LeaseObject;
-use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 
 use crate::lease::{LeaseError, Owner, SessionId};
 
@@ -36,7 +36,8 @@ pub enum KubeCall {
         /// The `leaseTransitions` written.
         transitions: u64,
     },
-    /// `PUT …/leases/{name}` (`Api::replace`).
+    /// `PUT …/leases/{name}` (`Api::replace`) carrying a resourceVersion; without one, a
+    /// merge `PATCH` (the API refuses an unconditional replace of a Lease with 422).
     Update {
         /// The `metadata.resourceVersion` precondition sent ([`UNPARSED_RESOURCE_VERSION`] for
         /// a non-numeric one); `None` when sent without one (an unconditional update, the
@@ -137,9 +138,11 @@ impl Caller<'_> {
         self.finish(id, result)
     }
 
-    /// Replaces the object with `object`, whose `metadata.resourceVersion` is the
-    /// precondition (none: unconditional).
-    pub async fn replace(&self, object: &LeaseObject) -> Result<LeaseObject, Failure> {
+    /// Updates the object to `object`: a replace on the precondition of its
+    /// `metadata.resourceVersion`, or, without one, a merge patch (an unconditional update:
+    /// the Lease API refuses a replace without a resourceVersion with 422, since its strategy
+    /// has `AllowUnconditionalUpdate() == false`).
+    pub async fn update(&self, object: &LeaseObject) -> Result<LeaseObject, Failure> {
         let (holder_identity, transitions) = spec_fields(object);
         let call = KubeCall::Update {
             expected_rv: object.metadata.resource_version.as_deref().map(parse_rv),
@@ -147,10 +150,15 @@ impl Caller<'_> {
             transitions,
         };
         let id = self.calls.invoke(self.owner, self.session, &call);
-        let result = self
-            .api
-            .replace(self.name, &PostParams::default(), object)
-            .await;
+        let result = if object.metadata.resource_version.is_some() {
+            let params = PostParams::default();
+            self.api.replace(self.name, &params, object).await
+        } else {
+            let params = PatchParams::default();
+            self.api
+                .patch(self.name, &params, &Patch::Merge(object))
+                .await
+        };
         self.finish(id, result)
     }
 
@@ -221,8 +229,9 @@ fn object_reply(object: &LeaseObject) -> KubeReply {
 
 /// What a kube error means: the reply to record and the failure to act on.
 ///
-/// - 404 with reason `NotFound` → the object does not exist. A 404 without it (a plain-text
-///   `404 page not found`: the API group `coordination.k8s.io/v1` is not served at all) →
+/// - 404 with reason `NotFound` and details naming the object → the object does not exist.
+///   Any other 404 (a plain-text `404 page not found`, or "the server could not find the
+///   requested resource" without a name: `coordination.k8s.io/v1` is not served at all) →
 ///   [`LeaseError::Unsupported`]: this backend cannot lease on that server.
 /// - 409 → conflict (stale resourceVersion, or the name exists).
 /// - 401 / 403 → [`LeaseError::Unavailable`] naming the status (RBAC is fixed by an operator,
@@ -230,7 +239,10 @@ fn object_reply(object: &LeaseObject) -> KubeReply {
 /// - 429, 5xx, any other status, transport errors and timeouts → [`LeaseError::Unavailable`].
 pub(super) fn classify(error: kube::Error) -> (KubeReply, Failure) {
     match error {
-        kube::Error::Api(status) => classify_status(status.code, &status.reason, &status.message),
+        kube::Error::Api(status) => {
+            let names_object = status.details.as_ref().is_some_and(|d| !d.name.is_empty());
+            classify_status(status.code, &status.reason, &status.message, names_object)
+        }
         other => {
             let reason = other.to_string();
             let failure = Failure::Lease(LeaseError::Unavailable {
@@ -241,9 +253,16 @@ pub(super) fn classify(error: kube::Error) -> (KubeReply, Failure) {
     }
 }
 
-fn classify_status(code: u16, reason: &str, message: &str) -> (KubeReply, Failure) {
+/// `names_object`: the `Status` details name an object (a real API server's 404 for a missing
+/// Lease always does; its 404 for a path it does not serve does not).
+fn classify_status(
+    code: u16,
+    reason: &str,
+    message: &str,
+    names_object: bool,
+) -> (KubeReply, Failure) {
     match (code, reason) {
-        (404, "NotFound") => (KubeReply::NotFound, Failure::NotFound),
+        (404, "NotFound") if names_object => (KubeReply::NotFound, Failure::NotFound),
         (409, _) => (KubeReply::Conflict, Failure::Conflict),
         _ => {
             let text = if reason.is_empty() { message } else { reason };
@@ -278,18 +297,30 @@ mod tests {
     #[test]
     fn statuses_map_to_the_lease_errors_the_contract_names() {
         assert!(matches!(
-            classify_status(404, "NotFound", "leases \"x\" not found"),
+            classify_status(404, "NotFound", "leases \"x\" not found", true),
             (KubeReply::NotFound, Failure::NotFound)
         ));
         assert!(matches!(
-            classify_status(404, "", "404 page not found"),
+            classify_status(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+                false
+            ),
             (
                 KubeReply::Status { code: 404, .. },
                 Failure::Lease(LeaseError::Unsupported)
             )
         ));
         assert!(matches!(
-            classify_status(409, "AlreadyExists", ""),
+            classify_status(404, "", "404 page not found", false),
+            (
+                KubeReply::Status { code: 404, .. },
+                Failure::Lease(LeaseError::Unsupported)
+            )
+        ));
+        assert!(matches!(
+            classify_status(409, "AlreadyExists", "", true),
             (KubeReply::Conflict, Failure::Conflict)
         ));
         for (code, reason) in [
@@ -299,7 +330,7 @@ mod tests {
             (500, "InternalError"),
             (503, "ServiceUnavailable"),
         ] {
-            let (reply, failure) = classify_status(code, reason, "details");
+            let (reply, failure) = classify_status(code, reason, "details", false);
             assert_eq!(
                 reply,
                 KubeReply::Status {

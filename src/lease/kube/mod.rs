@@ -164,15 +164,19 @@ impl KubeLease {
         }
     }
 
-    /// Reads the session's object and notes the observation; `None` when it does not exist.
-    async fn read(&self, call: &Caller<'_>) -> Result<Option<LeaseObject>, LeaseError> {
+    /// Reads the session's object and notes the observation: `Ok(Read::Stale)` when the reply
+    /// is older than what this candidate already saw (decide nothing from it; read again).
+    async fn read(&self, call: &Caller<'_>) -> Result<Read, LeaseError> {
         match call.get().await {
             Ok(read) => {
                 object::check_session(&read, call.session)?;
-                self.observations.saw(call.session, &read, self.clock.now());
-                Ok(Some(read))
+                if self.observations.saw(call.session, &read, self.clock.now()) {
+                    Ok(Read::Object(Box::new(read)))
+                } else {
+                    Ok(Read::Stale)
+                }
             }
-            Err(Failure::NotFound) => Ok(None),
+            Err(Failure::NotFound) => Ok(Read::Missing),
             Err(Failure::Conflict) => Err(LeaseError::Unavailable {
                 reason: "Kubernetes API answered 409 to a read".to_owned(),
             }),
@@ -202,7 +206,7 @@ impl KubeLease {
         let sent = self.clock.now();
         let written = match read {
             None => call.create(&write).await?,
-            Some(_) => call.replace(&write).await?,
+            Some(_) => call.update(&write).await?,
         };
         self.observations.saw(call.session, &written, sent);
         Ok(self.granted(call, token, sent))
@@ -243,7 +247,11 @@ impl KubeLease {
 
     /// One decision of acquire from one read: `Ok(Some)` granted, `Ok(None)` read again.
     async fn try_acquire(&self, call: &Caller<'_>) -> Result<Option<Lease>, LeaseError> {
-        let read = self.read(call).await?;
+        let read = match self.read(call).await? {
+            Read::Stale => return Ok(None),
+            Read::Missing => None,
+            Read::Object(read) => Some(*read),
+        };
         let owner = call.owner.to_string();
         let (token, takeover) = match &read {
             None => (1, true),
@@ -265,8 +273,10 @@ impl KubeLease {
         call: &Caller<'_>,
         lease: &Lease,
     ) -> Result<Option<Lease>, LeaseError> {
-        let Some(read) = self.read(call).await? else {
-            return Err(LeaseError::Held { holder_token: None });
+        let read = match self.read(call).await? {
+            Read::Stale => return Ok(None),
+            Read::Missing => return Err(Held::nobody()),
+            Read::Object(read) => *read,
         };
         let held = object::holder(&read);
         let expired = held.is_free() || self.expired(call.session, &read);
@@ -289,8 +299,10 @@ impl KubeLease {
 
     /// One decision of release from one read: `Ok(true)` done, `Ok(false)` read again.
     async fn try_release(&self, call: &Caller<'_>, lease: &Lease) -> Result<bool, LeaseError> {
-        let Some(read) = self.read(call).await? else {
-            return Ok(true);
+        let read = match self.read(call).await? {
+            Read::Stale => return Ok(false),
+            Read::Missing => return Ok(true),
+            Read::Object(read) => *read,
         };
         let held = object::holder(&read);
         if held.identity != call.owner.to_string() || held.transitions != lease.token() {
@@ -301,7 +313,7 @@ impl KubeLease {
             call.delete(&read).await.map(|()| None)
         } else {
             let write = self.object_for(call, Some(&read), "", held.transitions, false)?;
-            call.replace(&write).await.map(Some)
+            call.update(&write).await.map(Some)
         };
         match outcome {
             Ok(written) => {
@@ -314,6 +326,16 @@ impl KubeLease {
             Err(Failure::Lease(error)) => Err(error),
         }
     }
+}
+
+/// What one read found.
+enum Read {
+    /// 404: no object.
+    Missing,
+    /// The object, at a version not older than any seen before.
+    Object(Box<LeaseObject>),
+    /// A reply older than what was already seen: decide nothing, read again.
+    Stale,
 }
 
 /// A write's outcome as a decision step: granted, read again (409, or the object vanished),

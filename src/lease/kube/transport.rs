@@ -22,8 +22,9 @@ use crate::net::{Conn, Dialer};
 /// (DESIGN.md "Known pitfalls"); build it inside the host's runtime.
 ///
 /// `authority` is the API server's `host:port` (plain HTTP); `namespace_default` is the
-/// client's default namespace; every call (connect, request, response body) that takes longer
-/// than `call_timeout` on the runtime's clock fails as a transport error. An `authority` that
+/// client's default namespace; a call whose connection and response head take longer than
+/// `call_timeout` on the runtime's clock fails as a transport error (the connection it was
+/// on is dropped, so a later call starts on a fresh one). An `authority` that
 /// is not a valid URI authority gives a client whose every call fails with an error naming it.
 ///
 /// # Panics
