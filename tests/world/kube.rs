@@ -136,7 +136,7 @@ fn k2_release_keeps_the_object_so_the_next_token_is_four() {
     for seed in [1, 2] {
         let history = run("k2-delete-resets-token", seed);
         let writes = writes(&history);
-        // Three takeovers by A, releases with an empty holder and transitions kept.
+        // Three takeovers by A, a renew, releases with an empty holder and transitions kept.
         assert_eq!(
             writes,
             [
@@ -145,8 +145,10 @@ fn k2_release_keeps_the_object_so_the_next_token_is_four() {
                 (WriteVerb::Update, "replica-1#0".into(), 2, 3),
                 (WriteVerb::Update, String::new(), 2, 4),
                 (WriteVerb::Update, "replica-1#0".into(), 3, 5),
-                (WriteVerb::Update, String::new(), 3, 6),
-                (WriteVerb::Update, "replica-2#0".into(), 4, 7),
+                // A's renew keeps the token.
+                (WriteVerb::Update, "replica-1#0".into(), 3, 6),
+                (WriteVerb::Update, String::new(), 3, 7),
+                (WriteVerb::Update, "replica-2#0".into(), 4, 8),
             ],
             "seed {seed}"
         );
@@ -293,4 +295,91 @@ fn kube_runs_give_identical_bytes_in_separate_processes() {
             assert!(first == second, "{name} seed {seed}: {file} differs");
         }
     }
+}
+
+/// The checks violated by `scenario` (a path from the repository) on `seed` with `mutant`.
+fn violated(
+    scenario: &str,
+    seed: u64,
+    mutant: Option<leasesim::mutant::Mutant>,
+) -> (History, Vec<leasesim::check::Check>) {
+    use leasesim::check::judge::judge;
+    use leasesim::check::linearizability::Budget;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(scenario);
+    let mut run = Scenario::load(&path).unwrap().resolve(seed).unwrap();
+    run.mutant = mutant.map(|m| m.name().to_owned());
+    let (history, _) = runfile::execute(&run, Duration::from_secs(120)).unwrap();
+    let violated = judge(&history, Budget::default()).violated();
+    (history, violated)
+}
+
+/// `mutant` dies where the catalogue says (its scenario, pinned seed and check), and the
+/// correct implementation is clean on the same run.
+fn killed_where_the_catalogue_says(mutant: leasesim::mutant::Mutant) -> History {
+    let leasesim::mutant::Kill::Scenario {
+        scenario,
+        check,
+        seed,
+    } = mutant.kill()
+    else {
+        panic!("{mutant} is not killed by a scenario");
+    };
+    let (history, with) = violated(scenario, seed, Some(mutant));
+    assert!(
+        with.contains(&check),
+        "{mutant} survived {scenario} seed {seed}: violated {with:?}, not {check}"
+    );
+    let (_, without) = violated(scenario, seed, None);
+    assert!(
+        without.is_empty(),
+        "the correct implementation violates {without:?} on {scenario}"
+    );
+    history
+}
+
+#[test]
+fn mutant_update_without_resource_version_lets_both_k1_candidates_win() {
+    use leasesim::mutant::Mutant;
+    let history = killed_where_the_catalogue_says(Mutant::UpdateWithoutResourceVersion);
+    let granted: Vec<String> = acquires_after(&history, 12_000_000)
+        .into_iter()
+        .filter(|(_, result)| matches!(result, OpResult::Granted { .. }))
+        .map(|(replica, _)| replica)
+        .collect();
+    assert_eq!(granted, ["replica-2", "replica-3"], "both \"win\"");
+}
+
+#[test]
+fn mutant_delete_on_release_gives_b_token_one_again_on_k2() {
+    use leasesim::mutant::Mutant;
+    let history = killed_where_the_catalogue_says(Mutant::DeleteOnRelease);
+    assert!(history.writes().any(|w| w.verb == WriteVerb::Delete));
+    // Every release deleted the object, so every create started again at leaseTransitions 1:
+    // A fenced with 1, and B, granted token 1 again, is refused at open (StaleEpoch).
+    let opens: Vec<(String, OpResult)> = history
+        .ops()
+        .filter(|op| matches!(op.op, Op::JournalOpen { .. }))
+        .map(|op| (op.process.replica.clone(), op.result.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        opens[1],
+        (
+            "replica-2".into(),
+            OpResult::StaleEpoch {
+                epoch: 1,
+                highest_fence: 1
+            }
+        )
+    );
+    assert_eq!(ledger(&history), ["fence 1 replica-1", "a1 replica-1"]);
+}
+
+#[test]
+fn mutant_transitions_bumped_on_renew_moves_the_token_without_a_takeover() {
+    killed_where_the_catalogue_says(leasesim::mutant::Mutant::TransitionsBumpedOnRenew);
+}
+
+#[test]
+fn mutant_expiry_from_renew_time_is_caught_by_wall_offsets() {
+    killed_where_the_catalogue_says(leasesim::mutant::Mutant::ExpiryFromRenewTime);
 }
