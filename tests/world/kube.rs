@@ -383,3 +383,80 @@ fn mutant_transitions_bumped_on_renew_moves_the_token_without_a_takeover() {
 fn mutant_expiry_from_renew_time_is_caught_by_wall_offsets() {
     killed_where_the_catalogue_says(leasesim::mutant::Mutant::ExpiryFromRenewTime);
 }
+
+#[test]
+fn a_ttl_of_fractional_seconds_is_refused_for_kube_at_build_and_in_scenarios() {
+    use leasesim::sim::backend::{Backend, Kube};
+    use leasesim::sim::world::World;
+    let error = World::builder()
+        .backend(Backend::new(Kube))
+        .ttl(Duration::from_millis(2_500))
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("whole seconds") && error.contains("2500 ms"),
+        "{error}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kube-fraction.toml");
+    std::fs::write(
+        &path,
+        "v = 1\nabout = \"x\"\n\n[world]\nbackend = \"kube\"\nttl_ms = 2500\n",
+    )
+    .unwrap();
+    let error = Scenario::load(&path).unwrap_err();
+    assert_eq!(error.field.as_deref(), Some("world.ttl_ms"), "{error}");
+    assert!(error.message.contains("whole seconds"), "{error}");
+}
+
+#[test]
+fn apiserver_errors_answer_5xx_for_a_while_and_only_kube_takes_them() {
+    use leasesim::check::judge::judge;
+    use leasesim::check::linearizability::Budget;
+    use leasesim::sim::backend::{Backend, Kube};
+    use leasesim::sim::schedule::{Fault, FaultSchedule};
+    use leasesim::sim::world::World;
+    let errors = |code| {
+        FaultSchedule::new().at(
+            5_000,
+            Fault::ApiserverErrors {
+                duration_ms: 4_000,
+                code,
+            },
+        )
+    };
+    let grpc = World::builder().schedule(errors(503)).build().unwrap_err();
+    assert!(grpc.to_string().contains("apiserver_errors"), "{grpc}");
+    let bad_code = World::builder()
+        .backend(Backend::new(Kube))
+        .schedule(errors(404))
+        .build()
+        .unwrap_err();
+    assert!(bad_code.to_string().contains("500..=599"), "{bad_code}");
+    let world = World::builder()
+        .seed(3)
+        .backend(Backend::new(Kube))
+        .duration(Duration::from_secs(30))
+        .schedule(errors(503))
+        .build()
+        .unwrap();
+    let history = world.run().unwrap().history;
+    let refused: Vec<_> = history
+        .ops()
+        .filter(|op| matches!(op.result, Some(OpResult::KubeStatus { code: 503, .. })))
+        .collect();
+    assert!(!refused.is_empty(), "no call met the 503 window");
+    for op in &refused {
+        assert_eq!(op.outcome, Outcome::Info);
+        assert!((4_900_000..=9_000_000).contains(&op.invoke_us), "{op:?}");
+    }
+    // Nothing was applied inside the window, and the run is clean.
+    assert!(
+        history
+            .writes()
+            .all(|w| !(5_010_000..9_000_000).contains(&w.at_us)),
+        "a write was accepted inside the error window"
+    );
+    assert_eq!(judge(&history, Budget::default()).violated(), []);
+}
