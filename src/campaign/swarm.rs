@@ -215,7 +215,7 @@ impl SwarmProfile {
                 full.restart_every_ms,
             ),
             (
-                on(&[FaultKind::CrashService]),
+                on(&[FaultKind::CrashService, FaultKind::ApiserverErrors]),
                 "downtime_ms",
                 full.downtime_ms,
             ),

@@ -51,6 +51,10 @@ pub enum FaultKind {
     CrashService,
     /// A session's lease record deleted at the authority (garbage collection).
     DeleteRecord,
+    /// The Kubernetes API server answering every request with a 500 or a 503 for a while
+    /// (as long as a crashed service's downtime, `downtime_ms`); dropped for a backend
+    /// without an API server.
+    ApiserverErrors,
 }
 
 impl FaultKind {
@@ -72,7 +76,7 @@ impl FaultKind {
     ];
 
     /// Every kind: the classic ones, then the newer ones.
-    pub const ALL: [FaultKind; 15] = [
+    pub const ALL: [FaultKind; 16] = [
         FaultKind::Partition,
         FaultKind::Isolate,
         FaultKind::Pause,
@@ -88,6 +92,7 @@ impl FaultKind {
         FaultKind::PartitionOneWay,
         FaultKind::CrashService,
         FaultKind::DeleteRecord,
+        FaultKind::ApiserverErrors,
     ];
 
     /// The kind's name as scenario files spell it (`clock_drift`, …).
@@ -108,6 +113,7 @@ impl FaultKind {
             FaultKind::PartitionOneWay => "partition_one_way",
             FaultKind::CrashService => "crash_service",
             FaultKind::DeleteRecord => "delete_record",
+            FaultKind::ApiserverErrors => "apiserver_errors",
         }
     }
 }
@@ -358,6 +364,14 @@ fn draw(
         }),
         FaultKind::CrashService => draw_service_crash(rng, strength),
         FaultKind::DeleteRecord => draw_record_deletion(rng, strength, config),
+        FaultKind::ApiserverErrors => alone(Fault::ApiserverErrors {
+            duration_ms: range(rng, strength.downtime_ms),
+            code: if rng.next_u32().is_multiple_of(2) {
+                500
+            } else {
+                503
+            },
+        }),
     }
 }
 

@@ -392,8 +392,10 @@ fn faults_the_backend_does_not_support_are_refused() {
     );
 }
 
-/// A backend whose decisions are not in the history is not passed on them: the checks that
-/// judge decisions say "not judged", the ones that judge holders and the ledger still judge.
+/// A backend whose decisions are not in the history is not passed on them: EXPIRY, which
+/// judges decisions (or an API server's writes), says "not judged"; EXCL is judged on the
+/// holders' validity windows (DESIGN.md, "Checkers": a backend that records no authority
+/// decisions is judged on its holders), and the ledger checks judge as for any backend.
 #[test]
 fn a_backend_without_recorded_decisions_is_not_judged_on_them() {
     let judgement = judged(
@@ -404,13 +406,11 @@ fn a_backend_without_recorded_decisions_is_not_judged_on_them() {
         1,
     );
     let not_judged = judgement.not_judged();
-    for check in [Check::Excl, Check::Expiry] {
-        assert!(
-            not_judged.contains(&check),
-            "{check} passed on nothing:\n{judgement}"
-        );
-    }
-    for check in [Check::Fence, Check::Ledger, Check::Stop] {
+    assert!(
+        not_judged.contains(&Check::Expiry),
+        "EXPIRY passed on nothing:\n{judgement}"
+    );
+    for check in [Check::Excl, Check::Fence, Check::Ledger, Check::Stop] {
         assert!(
             !not_judged.contains(&check),
             "{check} judged nothing:\n{judgement}"

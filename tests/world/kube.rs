@@ -136,7 +136,7 @@ fn k2_release_keeps_the_object_so_the_next_token_is_four() {
     for seed in [1, 2] {
         let history = run("k2-delete-resets-token", seed);
         let writes = writes(&history);
-        // Three takeovers by A, releases with an empty holder and transitions kept.
+        // Three takeovers by A, a renew, releases with an empty holder and transitions kept.
         assert_eq!(
             writes,
             [
@@ -145,8 +145,10 @@ fn k2_release_keeps_the_object_so_the_next_token_is_four() {
                 (WriteVerb::Update, "replica-1#0".into(), 2, 3),
                 (WriteVerb::Update, String::new(), 2, 4),
                 (WriteVerb::Update, "replica-1#0".into(), 3, 5),
-                (WriteVerb::Update, String::new(), 3, 6),
-                (WriteVerb::Update, "replica-2#0".into(), 4, 7),
+                // A's renew keeps the token.
+                (WriteVerb::Update, "replica-1#0".into(), 3, 6),
+                (WriteVerb::Update, String::new(), 3, 7),
+                (WriteVerb::Update, "replica-2#0".into(), 4, 8),
             ],
             "seed {seed}"
         );
@@ -209,15 +211,18 @@ fn every_swarm_profile_has_a_kube_twin_without_record_deletion() {
         else {
             panic!("{name}: both are swarm profiles");
         };
-        let expected: Vec<FaultKind> = grpc
+        let mut expected: Vec<FaultKind> = grpc
             .kinds
             .iter()
             .copied()
             .filter(|k| *k != FaultKind::DeleteRecord)
             .collect();
+        if name == "swarm-everything.toml" {
+            expected.push(FaultKind::ApiserverErrors);
+        }
         assert_eq!(
             kube.kinds, expected,
-            "kube-{name}: the same kinds but record deletion"
+            "kube-{name}: the same kinds but record deletion (and API server errors)"
         );
         twins += 1;
     }
@@ -290,4 +295,168 @@ fn kube_runs_give_identical_bytes_in_separate_processes() {
             assert!(first == second, "{name} seed {seed}: {file} differs");
         }
     }
+}
+
+/// The checks violated by `scenario` (a path from the repository) on `seed` with `mutant`.
+fn violated(
+    scenario: &str,
+    seed: u64,
+    mutant: Option<leasesim::mutant::Mutant>,
+) -> (History, Vec<leasesim::check::Check>) {
+    use leasesim::check::judge::judge;
+    use leasesim::check::linearizability::Budget;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(scenario);
+    let mut run = Scenario::load(&path).unwrap().resolve(seed).unwrap();
+    run.mutant = mutant.map(|m| m.name().to_owned());
+    let (history, _) = runfile::execute(&run, Duration::from_secs(120)).unwrap();
+    let violated = judge(&history, Budget::default()).violated();
+    (history, violated)
+}
+
+/// `mutant` dies where the catalogue says (its scenario, pinned seed and check), and the
+/// correct implementation is clean on the same run.
+fn killed_where_the_catalogue_says(mutant: leasesim::mutant::Mutant) -> History {
+    let leasesim::mutant::Kill::Scenario {
+        scenario,
+        check,
+        seed,
+    } = mutant.kill()
+    else {
+        panic!("{mutant} is not killed by a scenario");
+    };
+    let (history, with) = violated(scenario, seed, Some(mutant));
+    assert!(
+        with.contains(&check),
+        "{mutant} survived {scenario} seed {seed}: violated {with:?}, not {check}"
+    );
+    let (_, without) = violated(scenario, seed, None);
+    assert!(
+        without.is_empty(),
+        "the correct implementation violates {without:?} on {scenario}"
+    );
+    history
+}
+
+#[test]
+fn mutant_update_without_resource_version_lets_both_k1_candidates_win() {
+    use leasesim::mutant::Mutant;
+    let history = killed_where_the_catalogue_says(Mutant::UpdateWithoutResourceVersion);
+    let granted: Vec<String> = acquires_after(&history, 12_000_000)
+        .into_iter()
+        .filter(|(_, result)| matches!(result, OpResult::Granted { .. }))
+        .map(|(replica, _)| replica)
+        .collect();
+    assert_eq!(granted, ["replica-2", "replica-3"], "both \"win\"");
+}
+
+#[test]
+fn mutant_delete_on_release_gives_b_token_one_again_on_k2() {
+    use leasesim::mutant::Mutant;
+    let history = killed_where_the_catalogue_says(Mutant::DeleteOnRelease);
+    assert!(history.writes().any(|w| w.verb == WriteVerb::Delete));
+    // Every release deleted the object, so every create started again at leaseTransitions 1:
+    // A fenced with 1, and B, granted token 1 again, is refused at open (StaleEpoch).
+    let opens: Vec<(String, OpResult)> = history
+        .ops()
+        .filter(|op| matches!(op.op, Op::JournalOpen { .. }))
+        .map(|op| (op.process.replica.clone(), op.result.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        opens[1],
+        (
+            "replica-2".into(),
+            OpResult::StaleEpoch {
+                epoch: 1,
+                highest_fence: 1
+            }
+        )
+    );
+    assert_eq!(ledger(&history), ["fence 1 replica-1", "a1 replica-1"]);
+}
+
+#[test]
+fn mutant_transitions_bumped_on_renew_moves_the_token_without_a_takeover() {
+    killed_where_the_catalogue_says(leasesim::mutant::Mutant::TransitionsBumpedOnRenew);
+}
+
+#[test]
+fn mutant_expiry_from_renew_time_is_caught_by_wall_offsets() {
+    killed_where_the_catalogue_says(leasesim::mutant::Mutant::ExpiryFromRenewTime);
+}
+
+#[test]
+fn a_ttl_of_fractional_seconds_is_refused_for_kube_at_build_and_in_scenarios() {
+    use leasesim::sim::backend::{Backend, Kube};
+    use leasesim::sim::world::World;
+    let error = World::builder()
+        .backend(Backend::new(Kube))
+        .ttl(Duration::from_millis(2_500))
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("whole seconds") && error.contains("2500 ms"),
+        "{error}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kube-fraction.toml");
+    std::fs::write(
+        &path,
+        "v = 1\nabout = \"x\"\n\n[world]\nbackend = \"kube\"\nttl_ms = 2500\n",
+    )
+    .unwrap();
+    let error = Scenario::load(&path).unwrap_err();
+    assert_eq!(error.field.as_deref(), Some("world.ttl_ms"), "{error}");
+    assert!(error.message.contains("whole seconds"), "{error}");
+}
+
+#[test]
+fn apiserver_errors_answer_5xx_for_a_while_and_only_kube_takes_them() {
+    use leasesim::check::judge::judge;
+    use leasesim::check::linearizability::Budget;
+    use leasesim::sim::backend::{Backend, Kube};
+    use leasesim::sim::schedule::{Fault, FaultSchedule};
+    use leasesim::sim::world::World;
+    let errors = |code| {
+        FaultSchedule::new().at(
+            5_000,
+            Fault::ApiserverErrors {
+                duration_ms: 4_000,
+                code,
+            },
+        )
+    };
+    let grpc = World::builder().schedule(errors(503)).build().unwrap_err();
+    assert!(grpc.to_string().contains("apiserver_errors"), "{grpc}");
+    let bad_code = World::builder()
+        .backend(Backend::new(Kube))
+        .schedule(errors(404))
+        .build()
+        .unwrap_err();
+    assert!(bad_code.to_string().contains("500..=599"), "{bad_code}");
+    let world = World::builder()
+        .seed(3)
+        .backend(Backend::new(Kube))
+        .duration(Duration::from_secs(30))
+        .schedule(errors(503))
+        .build()
+        .unwrap();
+    let history = world.run().unwrap().history;
+    let refused: Vec<_> = history
+        .ops()
+        .filter(|op| matches!(op.result, Some(OpResult::KubeStatus { code: 503, .. })))
+        .collect();
+    assert!(!refused.is_empty(), "no call met the 503 window");
+    for op in &refused {
+        assert_eq!(op.outcome, Outcome::Info);
+        assert!((4_900_000..=9_000_000).contains(&op.invoke_us), "{op:?}");
+    }
+    // Nothing was applied inside the window, and the run is clean.
+    assert!(
+        history
+            .writes()
+            .all(|w| !(5_010_000..9_000_000).contains(&w.at_us)),
+        "a write was accepted inside the error window"
+    );
+    assert_eq!(judge(&history, Budget::default()).violated(), []);
 }

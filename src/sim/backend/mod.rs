@@ -1,6 +1,8 @@
 //! Lease backends the world can host (DESIGN.md, "Backends"): a backend puts its server on the
 //! authority host and gives each replica a [`SessionLease`] client that talks to it over the
 //! world's transport, on the replica's own clock. The gRPC [`Grpc`] services are the default;
+//! [`Kube`] serves Kubernetes Lease objects from the simulated API server
+//! ([`super::apiserver`]) to `KubeLease` clients;
 //! a user's backend implements [`WorldBackend`] and plugs in with
 //! `World::builder().backend(Backend::new(MyBackend))` without touching `src/`
 //! (`tests/world/backend.rs` does exactly that).
@@ -8,10 +10,12 @@
 //! A backend also says how the checkers see it ([`BackendView`]): whether an authority on its
 //! host decides expiry on its own clock — then every decision becomes a `decision` line
 //! through [`AuthorityHost::record`] — or whether it has no authority clock (a Kubernetes API
-//! server): then the checks that judge decisions (TOKEN, EXCL, EXPIRY) report "not judged",
-//! and the holders' operations, the journal and the ledger are judged as for any backend
-//! (FENCE, LEDGER, STOP, LIVE, LIN-LEASE, LIN-LEDGER); and which faults reach into it (record
-//! deletion, restarts). A backend that is not built in runs from Rust only: run files,
+//! server): then no decision is recorded; EXCL is judged on the holders' validity windows,
+//! and a backend that records its accepted writes (the API server's `write` lines, through
+//! [`AuthorityHost::write_sink`]) has TOKEN and EXPIRY judged on them — without them those
+//! report "not judged"; the holders' operations, the journal and the ledger are judged as for
+//! any backend (FENCE, LEDGER, STOP, LIVE, LIN-LEASE, LIN-LEDGER); and which faults reach into
+//! it (record deletion, restarts). A backend that is not built in runs from Rust only: run files,
 //! `leasesim replay`, shrinking and campaigns name the built-in backends
 //! ([`super::runfile::BackendSpec`]).
 
@@ -117,8 +121,9 @@ pub enum AuthorityKind {
     /// through [`AuthorityHost::record`] (TOKEN, EXCL, EXPIRY and LIN-LEASE judge them).
     Decides,
     /// No authority clock (e.g. a Kubernetes API server, whose holders judge expiry by
-    /// observation): nothing is recorded on the host, and the checks that need decisions
-    /// report "not judged" (DESIGN.md, "Checkers", EXCL).
+    /// observation): no decision is recorded on the host; EXCL is judged on the holders, and
+    /// TOKEN and EXPIRY on the host's `write` lines if it records them (else "not judged";
+    /// DESIGN.md, "Checkers", EXCL).
     Holders,
 }
 
