@@ -3,11 +3,13 @@
 
 use std::time::Duration;
 
-use leasesim::history::{HistRecord, History, Op, OpResult, Outcome};
+use leasesim::history::{History, Op, OpResult, Outcome};
 use leasesim::sim::config::Workload;
 use leasesim::sim::schedule::FaultSchedule;
 use leasesim::sim::script::Script;
 use leasesim::sim::world::{World, WorldBuilder};
+
+use crate::support::ledger;
 
 const A: &str = "replica-1";
 
@@ -26,24 +28,6 @@ fn config(seed: u64) -> WorldBuilder {
         .seed(seed)
         .replicas(2)
         .duration(Duration::from_secs(30))
-}
-
-/// The final ledger of s1 as `fence <epoch> <replica>` / `<payload> <replica>` lines.
-fn ledger(history: &History) -> Vec<String> {
-    let ledger = history.final_ledger();
-    let records = ledger.get("s1").cloned().unwrap_or_default();
-    records
-        .into_iter()
-        .map(|(_, record)| match record {
-            HistRecord::Fence { epoch, owner, .. } => format!("fence {epoch} {}", owner.replica),
-            HistRecord::Event {
-                writer_id, payload, ..
-            } => {
-                let payload = String::from_utf8(payload).unwrap();
-                format!("{payload} {}", writer_id.owner.replica)
-            }
-        })
-        .collect()
 }
 
 /// The result of the journal append that carried `seq_in_writer` from `replica`.
@@ -70,7 +54,7 @@ fn f1_a_pause_longer_than_the_ttl_ends_in_a_fenced_stale_append() {
         std::fs::write(path, history.to_jsonl()).unwrap();
     }
     assert_eq!(
-        ledger(&history),
+        ledger(&history, "s1"),
         [
             "fence 1 replica-1",
             "a1 replica-1",
@@ -107,7 +91,7 @@ fn f3_a_slow_clock_cut_off_from_the_lease_service_is_stopped_by_the_fence() {
         std::fs::write(path, history.to_jsonl()).unwrap();
     }
     assert_eq!(
-        ledger(&history),
+        ledger(&history, "s1"),
         [
             "fence 1 replica-1",
             "a1 replica-1",

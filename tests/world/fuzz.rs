@@ -4,13 +4,13 @@
 //! scenario) or yields its world (a run file) without one. Deterministic: a fixed seed,
 //! ChaCha, no persistence files; each property runs in about a second.
 
-use std::path::{Path, PathBuf};
-
 use leasesim::campaign::scenario::Scenario;
 use leasesim::sim::runfile::RunFile;
 use proptest::prelude::*;
 use proptest::sample::{Index, select};
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed, TestRunner};
+
+use crate::support::sims;
 
 const SEED: [u8; 32] = *b"leasesim bad-input fuzz, seed 01";
 
@@ -22,10 +22,6 @@ fn runner(cases: u32) -> TestRunner {
         rng_seed: RngSeed::Fixed(u64::from_le_bytes(SEED[..8].try_into().unwrap())),
         ..Config::default()
     })
-}
-
-fn sims() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("sims")
 }
 
 /// Every committed scenario's text.

@@ -3,45 +3,13 @@
 //! kube world records what its checkers need (write lines, `kube_*` and `lease_*` operations,
 //! no authority).
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use leasesim::campaign::scenario::Scenario;
-use leasesim::history::{HistRecord, History, Op, OpResult, Outcome, WriteVerb};
+use leasesim::history::{History, Op, OpResult, Outcome, WriteVerb};
 use leasesim::sim::runfile::{self};
 
-fn sims() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("sims")
-}
-
-/// Runs `sims/<name>.toml` with `seed`.
-fn run(name: &str, seed: u64) -> History {
-    let scenario = Scenario::load(&sims().join(format!("{name}.toml"))).unwrap();
-    let run = scenario.resolve(seed).unwrap();
-    let (history, _trace) = runfile::execute(&run, Duration::from_secs(120)).unwrap();
-    if let Ok(dir) = std::env::var("LEASESIM_DUMP") {
-        std::fs::write(format!("{dir}/{name}-{seed}.jsonl"), history.to_jsonl()).unwrap();
-    }
-    history
-}
-
-/// The final ledger of s1 as `fence <epoch> <replica>` / `<payload> <replica>` lines.
-fn ledger(history: &History) -> Vec<String> {
-    let ledger = history.final_ledger();
-    let records = ledger.get("s1").cloned().unwrap_or_default();
-    records
-        .into_iter()
-        .map(|(_, record)| match record {
-            HistRecord::Fence { epoch, owner, .. } => format!("fence {epoch} {}", owner.replica),
-            HistRecord::Event {
-                writer_id, payload, ..
-            } => {
-                let payload = String::from_utf8(payload).unwrap();
-                format!("{payload} {}", writer_id.owner.replica)
-            }
-        })
-        .collect()
-}
+use crate::support::{ledger, run, sims};
 
 /// Every `kube_update` from 12 s on, as `(replica, expected_rv, outcome, result)`.
 fn updates_after(history: &History, from_us: u64) -> Vec<(String, Option<u64>, Outcome, OpResult)> {
@@ -127,7 +95,7 @@ fn k1_two_candidates_from_one_read_exactly_one_update_wins() {
             .into_iter()
             .chain(tail.map(|t| format!("{t} {winner}")))
             .collect();
-        assert_eq!(ledger(&history), expected, "seed {seed}");
+        assert_eq!(ledger(&history, "s1"), expected, "seed {seed}");
     }
 }
 
@@ -154,7 +122,7 @@ fn k2_release_keeps_the_object_so_the_next_token_is_four() {
         );
         assert!(history.writes().all(|w| w.verb != WriteVerb::Delete));
         assert_eq!(
-            ledger(&history),
+            ledger(&history, "s1"),
             [
                 "fence 3 replica-1",
                 "a1 replica-1",
@@ -305,7 +273,7 @@ fn violated(
 ) -> (History, Vec<leasesim::check::Check>) {
     use leasesim::check::judge::judge;
     use leasesim::check::linearizability::Budget;
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(scenario);
+    let path = sims().parent().unwrap().join(scenario);
     let mut run = Scenario::load(&path).unwrap().resolve(seed).unwrap();
     run.mutant = mutant.map(|m| m.name().to_owned());
     let (history, _) = runfile::execute(&run, Duration::from_secs(120)).unwrap();
@@ -371,7 +339,10 @@ fn mutant_delete_on_release_gives_b_token_one_again_on_k2() {
             }
         )
     );
-    assert_eq!(ledger(&history), ["fence 1 replica-1", "a1 replica-1"]);
+    assert_eq!(
+        ledger(&history, "s1"),
+        ["fence 1 replica-1", "a1 replica-1"]
+    );
 }
 
 #[test]

@@ -12,3 +12,4 @@ mod kube;
 mod run_files;
 mod scenario_errors;
 mod scenarios;
+mod support;

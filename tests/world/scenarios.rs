@@ -2,49 +2,17 @@
 //! `shared/cases/scenarios.md` run from its scenario file ends in the right outcome the case
 //! names, for more than one seed; a swarm run replays byte for byte from its run file.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use leasesim::campaign::scenario::{Scenario, ScenarioFaults};
-use leasesim::history::{Decision, HistLossCause, HistRecord, History, OpResult, Outcome};
+use leasesim::history::{Decision, HistLossCause, History, OpResult, Outcome};
 use leasesim::sim::runfile::{self, RunFile};
+
+use crate::support::{ledger, run, sims};
 
 const A: &str = "replica-1";
 const B: &str = "replica-2";
 const C: &str = "replica-3";
-
-fn sims() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("sims")
-}
-
-/// Runs `sims/<name>.toml` with `seed`.
-fn run(name: &str, seed: u64) -> History {
-    let scenario = Scenario::load(&sims().join(format!("{name}.toml"))).unwrap();
-    let run = scenario.resolve(seed).unwrap();
-    let (history, _trace) = runfile::execute(&run, Duration::from_secs(120)).unwrap();
-    if let Ok(dir) = std::env::var("LEASESIM_DUMP") {
-        std::fs::write(format!("{dir}/{name}-{seed}.jsonl"), history.to_jsonl()).unwrap();
-    }
-    history
-}
-
-/// The final ledger of `session` as `fence <epoch> <replica>` / `<payload> <replica>` lines.
-fn ledger(history: &History, session: &str) -> Vec<String> {
-    let ledger = history.final_ledger();
-    let records = ledger.get(session).cloned().unwrap_or_default();
-    records
-        .into_iter()
-        .map(|(_, record)| match record {
-            HistRecord::Fence { epoch, owner, .. } => format!("fence {epoch} {}", owner.replica),
-            HistRecord::Event {
-                writer_id, payload, ..
-            } => {
-                let payload = String::from_utf8(payload).unwrap();
-                format!("{payload} {}", writer_id.owner.replica)
-            }
-        })
-        .collect()
-}
 
 /// The outcome and result of every `op` (`lease_acquire`, `journal_append`, …) `replica` made.
 fn ops(history: &History, replica: &str, op: &str) -> Vec<(Outcome, OpResult)> {
