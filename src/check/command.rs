@@ -20,10 +20,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::check::jepsen::{etcd, kv};
+use crate::check::judge::judges_lease_objects;
 use crate::check::linearizability::kv::KvStore;
 use crate::check::linearizability::register::CasRegister;
 use crate::check::linearizability::{
-    Budget, Explanation, Verdict, check, lease_operations, ledger_operations,
+    Budget, Explanation, Verdict, check, kube_operations, lease_operations, ledger_operations,
 };
 use crate::exit::Exit;
 use crate::history::History;
@@ -42,7 +43,11 @@ pub enum CheckModel {
     /// ([`check_ledger_history`](crate::check::linearizability::check_ledger_history)).
     Ledger,
     /// Our `history.jsonl`: the lease calls against the timed lease model, per session
-    /// ([`check_lease_history`](crate::check::linearizability::check_lease_history)).
+    /// ([`check_lease_history`](crate::check::linearizability::check_lease_history)); for a
+    /// backend without an authority clock (KubeLease), its Lease API calls against the Lease
+    /// objects as a CAS register keyed by resourceVersion
+    /// ([`check_kube_history`](crate::check::linearizability::check_kube_history)), as
+    /// LIN-LEASE judges them.
     Lease,
 }
 
@@ -157,6 +162,11 @@ fn judge(
         }
         CheckModel::Lease => {
             let history = read_history(file)?;
+            if judges_lease_objects(&history) {
+                let ops = kube_operations(&history).map_err(|e| e.to_string())?;
+                let (verdict, elapsed) = timed(|| check(&ops.model, &ops.ops, budget));
+                return Ok((ops.ops.len(), verdict, elapsed));
+            }
             let ops = lease_operations(&history).map_err(|e| e.to_string())?;
             let (verdict, elapsed) = timed(|| check(&ops.model, &ops.ops, budget));
             Ok((ops.ops.len(), verdict, elapsed))

@@ -153,6 +153,24 @@ fn a_kube_world_has_no_authority_and_records_lease_and_kube_calls() {
 }
 
 #[test]
+fn check_model_lease_judges_a_kube_history_by_its_lease_api_calls() {
+    use leasesim::check::command::{CheckModel, check_file};
+    use leasesim::check::linearizability::Budget;
+    let history = run("k1-two-candidates-one-read", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.jsonl");
+    std::fs::write(&path, history.to_jsonl()).unwrap();
+    let report = check_file(CheckModel::Lease, &path, Budget::default());
+    assert_eq!(report.verdict, "linearizable", "{report:?}");
+    let kube_calls = history
+        .ops()
+        .filter(|op| op.op.name().starts_with("kube_"))
+        .count();
+    assert!(kube_calls > 0);
+    assert_eq!(report.ops, kube_calls, "every Lease API call, and only those");
+}
+
+#[test]
 fn every_swarm_profile_has_a_kube_twin_without_record_deletion() {
     use leasesim::campaign::scenario::ScenarioFaults;
     use leasesim::sim::generate::FaultKind;
