@@ -240,6 +240,44 @@ impl Mutant {
         }
     }
 
+    /// The one built-in backend whose code the mutant plants its bug in (`grpc`: the lease
+    /// authority behind the gRPC service; `kube`: `KubeLease`), or `None` for a bug in the
+    /// journal, the ledger or the service layer, which every backend runs. A mutant run on
+    /// another backend would change nothing and pass: run files refuse it.
+    pub fn backend(self) -> Option<&'static str> {
+        match self {
+            Mutant::TokenNotAdvancedOnExpiry
+            | Mutant::AcquireCheckThenAct
+            | Mutant::RenewIgnoresToken
+            | Mutant::ReleaseBySessionOnly
+            | Mutant::ClockReadBeforeLock
+            | Mutant::RenewRecreatesRecord
+            | Mutant::TokenCounterInMemory
+            | Mutant::TokenDroppedWithRecord
+            | Mutant::ExpiredReacquireKeepsToken
+            | Mutant::ExpiryOffByOne
+            | Mutant::ExpiryByWallClock
+            | Mutant::NoGracePeriod => Some("grpc"),
+            Mutant::ExpiryFromRenewTime
+            | Mutant::UpdateWithoutResourceVersion
+            | Mutant::DeleteOnRelease
+            | Mutant::TransitionsBumpedOnRenew => Some("kube"),
+            Mutant::AppendIgnoresExpectedTip
+            | Mutant::FenceWrittenBlind
+            | Mutant::OpenAcceptsStaleEpoch
+            | Mutant::NoLocalDeadline
+            | Mutant::ValidityFromAuthorityExpiry
+            | Mutant::RenewerOutlivesWorker
+            | Mutant::CleanupBeforeInvalidate
+            | Mutant::GateCheckThenEnter => None,
+        }
+    }
+
+    /// Whether the mutant plants its bug in code a world on `backend` runs.
+    pub fn applies_to(self, backend: &str) -> bool {
+        self.backend().is_none_or(|own| own == backend)
+    }
+
     /// Where the catalogue says the mutant is killed; the mutant tests assert it.
     pub fn kill(self) -> Kill {
         let (_, kill) = KILLS

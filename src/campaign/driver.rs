@@ -614,17 +614,29 @@ fn note_failure(failures: &mut Vec<Failure>, key: RunKey, record: &RunRecord) {
     }
 }
 
-/// The run file of `loaded` with `seed`, carrying the campaign's mutant if it has one.
+/// The run file of `loaded` with `seed`, carrying the campaign's mutant if it has one and it
+/// plants its bug in this scenario's backend (a scenario on another backend runs as written:
+/// the mutant could change nothing there).
 fn resolve(
     options: &CampaignOptions,
     loaded: &Loaded,
     seed: u64,
 ) -> Result<RunFile, crate::sim::runfile::RunFileError> {
     let mut run = loaded.scenario.resolve(seed)?;
-    if options.mutant.is_some() {
+    if planted(options, loaded) {
         run.mutant.clone_from(&options.mutant);
     }
     Ok(run)
+}
+
+/// Whether the campaign's mutant is planted in `loaded`'s runs.
+fn planted(options: &CampaignOptions, loaded: &Loaded) -> bool {
+    let backend = loaded.scenario.world.backend.name();
+    options
+        .mutant
+        .as_deref()
+        .and_then(crate::mutant::Mutant::from_name)
+        .is_some_and(|mutant| mutant.applies_to(backend))
 }
 
 fn run_one(options: &CampaignOptions, loaded: &Loaded, seed: u64) -> Executed {
@@ -634,7 +646,7 @@ fn run_one(options: &CampaignOptions, loaded: &Loaded, seed: u64) -> Executed {
                 "leasesim run --scenario {} --seed {seed}",
                 loaded.path.display()
             );
-            if let Some(mutant) = &options.mutant {
+            if let Some(mutant) = options.mutant.as_ref().filter(|_| planted(options, loaded)) {
                 replay += &format!(" --mutant {mutant}");
             }
             execute(&run, options.run_timeout, replay)

@@ -110,6 +110,10 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
     for n in 0..options.seeds {
         let seed = options.first_seed + n;
         for (path, scenario) in options.scenarios {
+            // A mutant planted in another backend's code cannot show on this scenario.
+            if !mutant.applies_to(scenario.world.backend.name()) {
+                continue;
+            }
             let Ok(mut run) = scenario.resolve(seed) else {
                 continue;
             };

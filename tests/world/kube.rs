@@ -167,7 +167,10 @@ fn check_model_lease_judges_a_kube_history_by_its_lease_api_calls() {
         .filter(|op| op.op.name().starts_with("kube_"))
         .count();
     assert!(kube_calls > 0);
-    assert_eq!(report.ops, kube_calls, "every Lease API call, and only those");
+    assert_eq!(
+        report.ops, kube_calls,
+        "every Lease API call, and only those"
+    );
 }
 
 #[test]
@@ -448,4 +451,30 @@ fn apiserver_errors_answer_5xx_for_a_while_and_only_kube_takes_them() {
         "a write was accepted inside the error window"
     );
     assert_eq!(judge(&history, Budget::default()).violated(), []);
+}
+
+#[test]
+fn a_mutant_planted_in_another_backends_code_is_refused_not_run_clean() {
+    let k1 = Scenario::load(&sims().join("k1-two-candidates-one-read.toml")).unwrap();
+    let mut run = k1.resolve(1).unwrap();
+    run.mutant = Some("token-not-advanced-on-expiry".into());
+    let refused = run.validate().unwrap_err().to_string();
+    assert!(
+        refused.contains("token-not-advanced-on-expiry")
+            && refused.contains("grpc")
+            && refused.contains("kube"),
+        "{refused}"
+    );
+    // A bug in the journal runs on every backend; a kube bug on its own backend.
+    for mutant in ["append-ignores-expected-tip", "delete-on-release"] {
+        run.mutant = Some(mutant.into());
+        assert!(run.validate().is_ok(), "{mutant}");
+    }
+    let f1 = Scenario::load(&sims().join("f1-pause-longer-than-ttl.toml")).unwrap();
+    let mut run = f1.resolve(1).unwrap();
+    run.mutant = Some("delete-on-release".into());
+    assert!(
+        run.validate().is_err(),
+        "a kube mutant on the gRPC authority"
+    );
 }

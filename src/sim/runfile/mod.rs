@@ -214,10 +214,24 @@ impl RunFile {
             self.liveness_phase,
             &self.expect,
         )?;
-        self.mutant().map(|_| ()).map_err(|e| validate::Invalid {
+        let mutant = self.mutant().map_err(|e| validate::Invalid {
             field: "mutant".into(),
             message: e.to_string(),
-        })
+        })?;
+        let backend = self.world.backend.name();
+        match mutant {
+            Some(mutant) if !mutant.applies_to(backend) => Err(validate::Invalid {
+                field: "mutant".into(),
+                message: format!(
+                    "mutant `{}` plants its bug in the {} backend, and this run is on {backend}: \
+                     it would change nothing; run it on a {} scenario",
+                    mutant.name(),
+                    mutant.backend().unwrap_or("any"),
+                    mutant.backend().unwrap_or("any"),
+                ),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// The run file as pretty JSON.
