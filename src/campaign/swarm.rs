@@ -194,6 +194,7 @@ impl SwarmProfile {
     /// [`limits::RUN_MS_MAX`]. `Err((field, message))` names the field (relative to
     /// `[faults.swarm]`) and the limit.
     pub fn check_in(&self, config: &WorldConfig) -> Result<(), (String, String)> {
+        self.check_backend(config)?;
         let ttl_ms = config.ttl.as_millis() as u64;
         let full = self.intensity.resolve(ttl_ms);
         let on = |kinds: &[FaultKind]| kinds.iter().any(|k| self.kinds.contains(k));
@@ -245,6 +246,31 @@ impl SwarmProfile {
             .max()
             .unwrap_or(0);
         limits_check(config, heal_ms, heal_ms + freeze_ms)
+    }
+}
+
+impl SwarmProfile {
+    /// A kind the world's backend cannot take would be dropped from every drawn schedule
+    /// while the banner says it was drawn: refused instead, naming the backend.
+    fn check_backend(&self, config: &WorldConfig) -> Result<(), (String, String)> {
+        let view = config.backend.view();
+        let unsupported = |kind: &FaultKind| match kind {
+            FaultKind::DeleteRecord => !view.record_deletion,
+            FaultKind::ApiserverErrors => view.host != crate::history::hosts::APISERVER,
+            _ => false,
+        };
+        match self.kinds.iter().find(|kind| unsupported(kind)) {
+            Some(kind) => Err((
+                "kinds".into(),
+                format!(
+                    "`{}` cannot happen on the {} backend (DESIGN.md, \"Backends\"); remove it \
+                     from this profile's kinds",
+                    kind.name(),
+                    config.backend.name()
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 }
 

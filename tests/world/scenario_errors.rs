@@ -154,3 +154,21 @@ fn garbage_never_panics() {
         assert!(Scenario::load(&path).is_err(), "{text:?}");
     }
 }
+
+#[test]
+fn a_fault_kind_the_backend_cannot_take_is_refused_not_dropped() {
+    let kube = format!(
+        "{HEAD}[world]\nbackend = \"kube\"\n[faults.swarm]\nkinds = [\"pause\", \"delete_record\"]\nfaults = [1, 2]\n"
+    );
+    let message = error(&kube);
+    assert!(
+        message.contains("`delete_record` cannot happen on the kube backend"),
+        "{message}"
+    );
+    let grpc = format!("{HEAD}[faults.swarm]\nkinds = [\"apiserver_errors\"]\nfaults = [1, 2]\n");
+    let message = error(&grpc);
+    assert!(
+        message.contains("`apiserver_errors` cannot happen on the grpc backend"),
+        "{message}"
+    );
+}
