@@ -124,6 +124,25 @@ pub enum Mutant {
     /// presented) on `sims/kube-swarm-clocks.toml` (K2's script never renews), and by the
     /// conformance rule `renew_keeps_token_and_extends_expiry` over `KubeLease` (tests/core).
     TransitionsBumpedOnRenew,
+    /// `FlockLease::release` unlinks the session's lock file before closing it (field case
+    /// F8): a process already waiting on the old inode and one that creates a fresh file both
+    /// get "the" lock and decide at once. Killed by the flock process test
+    /// `unlink_race_never_two_holders` (two holders at once).
+    UnlinkOnRelease,
+    /// `FlockLease` releases (unlocks the generation lock, clears the record) from whatever
+    /// process calls it, not only the one that acquired: a forked child sharing the parent's
+    /// open file description frees the parent's hold when it releases or exits. Killed by
+    /// the flock process test `forked_child_that_exits_keeps_parents_hold`.
+    UnlockFromAnyProcess,
+    /// `FlockLease::renew` matches owner and token but never compares the record's expiry
+    /// with `CLOCK_BOOTTIME`, so a holder suspended past its TTL renews as if nothing
+    /// happened. Killed by the conformance rule `renew_after_expiry_is_held` over
+    /// `FlockLease` (tests/flock).
+    RenewWithoutExpiryCheck,
+    /// `FlockLease` rewrites the record in place (truncate, write, fsync) instead of temp file
+    /// + rename: a crash mid-write leaves a torn record and the token high-water mark is lost.
+    /// Killed by the flock process test `crash_mid_record_write_keeps_the_high_water_mark`.
+    RecordWrittenInPlace,
 }
 
 impl Mutant {
@@ -153,6 +172,10 @@ impl Mutant {
         Mutant::UpdateWithoutResourceVersion,
         Mutant::DeleteOnRelease,
         Mutant::TransitionsBumpedOnRenew,
+        Mutant::UnlinkOnRelease,
+        Mutant::UnlockFromAnyProcess,
+        Mutant::RenewWithoutExpiryCheck,
+        Mutant::RecordWrittenInPlace,
     ];
 
     /// The mutant named `name` ([`Mutant::name`]), if any.
@@ -237,6 +260,16 @@ impl Mutant {
             Mutant::TransitionsBumpedOnRenew => {
                 "a Kubernetes Lease renew bumps leaseTransitions and returns the new token"
             }
+            Mutant::UnlinkOnRelease => "a flock release unlinks the session's lock file",
+            Mutant::UnlockFromAnyProcess => {
+                "a flock release unlocks from any process, a forked child included"
+            }
+            Mutant::RenewWithoutExpiryCheck => {
+                "a flock renew never compares the record's expiry with CLOCK_BOOTTIME"
+            }
+            Mutant::RecordWrittenInPlace => {
+                "the flock record is rewritten in place instead of temp file + rename"
+            }
         }
     }
 
@@ -262,6 +295,10 @@ impl Mutant {
             | Mutant::UpdateWithoutResourceVersion
             | Mutant::DeleteOnRelease
             | Mutant::TransitionsBumpedOnRenew => Some("kube"),
+            Mutant::UnlinkOnRelease
+            | Mutant::UnlockFromAnyProcess
+            | Mutant::RenewWithoutExpiryCheck
+            | Mutant::RecordWrittenInPlace => Some("flock"),
             Mutant::AppendIgnoresExpectedTip
             | Mutant::FenceWrittenBlind
             | Mutant::OpenAcceptsStaleEpoch
@@ -314,6 +351,10 @@ impl Mutant {
             Mutant::UpdateWithoutResourceVersion => "update-without-resource-version",
             Mutant::DeleteOnRelease => "delete-on-release",
             Mutant::TransitionsBumpedOnRenew => "transitions-bumped-on-renew",
+            Mutant::UnlinkOnRelease => "unlink-on-release",
+            Mutant::UnlockFromAnyProcess => "unlock-from-any-process",
+            Mutant::RenewWithoutExpiryCheck => "renew-without-expiry-check",
+            Mutant::RecordWrittenInPlace => "record-written-in-place",
         }
     }
 }
@@ -427,6 +468,30 @@ const KILLS: &[(Mutant, Kill)] = &[
         Mutant::TransitionsBumpedOnRenew,
         scenario("sims/kube-swarm-clocks.toml", Check::Token),
     ),
+    (
+        Mutant::UnlinkOnRelease,
+        Kill::Process {
+            test: "unlink_race_never_two_holders",
+        },
+    ),
+    (
+        Mutant::UnlockFromAnyProcess,
+        Kill::Process {
+            test: "forked_child_that_exits_keeps_parents_hold",
+        },
+    ),
+    (
+        Mutant::RenewWithoutExpiryCheck,
+        Kill::Conformance {
+            rule: "renew_after_expiry_is_held",
+        },
+    ),
+    (
+        Mutant::RecordWrittenInPlace,
+        Kill::Process {
+            test: "crash_mid_record_write_keeps_the_high_water_mark",
+        },
+    ),
 ];
 
 /// What kills a mutant: where the catalogue says it is detected (issue "Mutants",
@@ -448,6 +513,12 @@ pub enum Kill {
     Conformance {
         /// The rule's name.
         rule: &'static str,
+    },
+    /// A process test of the flock backend fails (`tests/flock/`: real processes, real
+    /// files), for a bug only real processes show (a fork, an unlinked inode, a crash).
+    Process {
+        /// The test's name in `tests/flock/`.
+        test: &'static str,
     },
     /// A loom model fails (`models/`), for a race no simulation schedule reaches reliably.
     Loom {
@@ -486,6 +557,7 @@ impl fmt::Display for Kill {
                 seed,
             } => write!(f, "{check} in {scenario} (seed {seed})"),
             Kill::Conformance { rule } => write!(f, "conformance rule {rule}"),
+            Kill::Process { test } => write!(f, "flock process test {test}"),
             Kill::Loom { suite } => write!(f, "loom suite {suite}"),
         }
     }
@@ -535,6 +607,7 @@ mod tests {
                     assert!(seed > 0, "{mutant}: seed {seed}");
                 }
                 Kill::Conformance { rule } => assert!(!rule.is_empty(), "{mutant}"),
+                Kill::Process { test } => assert!(!test.is_empty(), "{mutant}"),
                 Kill::Loom { suite } => {
                     assert!(
                         ["lease", "ledger", "journal", "gate"].contains(&suite),
@@ -579,6 +652,10 @@ mod tests {
                 "update-without-resource-version: EXCL in sims/k1-two-candidates-one-read.toml (seed 1)",
                 "delete-on-release: TOKEN in sims/k2-delete-resets-token.toml (seed 1)",
                 "transitions-bumped-on-renew: TOKEN in sims/kube-swarm-clocks.toml (seed 1)",
+                "unlink-on-release: flock process test unlink_race_never_two_holders",
+                "unlock-from-any-process: flock process test forked_child_that_exits_keeps_parents_hold",
+                "renew-without-expiry-check: conformance rule renew_after_expiry_is_held",
+                "record-written-in-place: flock process test crash_mid_record_write_keeps_the_high_water_mark",
             ]
         );
     }

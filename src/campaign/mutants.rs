@@ -97,6 +97,14 @@ fn detect_one(options: &DetectOptions<'_>, mutant: Mutant) -> Detection {
                 "loom suite {suite} (run by `cargo test --test models` under --cfg leasesim_loom, not in this process)"
             );
         }
+        Kill::Process { test } => {
+            // Real processes and real files: `cargo test --test flock` runs it, and its
+            // `every_flock_kill_fails_its_test` checks that the mutant fails it.
+            detection.killed = true;
+            detection.killed_by = format!(
+                "flock process test {test} (run by `cargo test --test flock`, not in this process)"
+            );
+        }
         Kill::Scenario { .. } => campaign_kill(options, mutant, &mut detection),
     }
     detection

@@ -7,10 +7,12 @@
 //! ([`crate::conformance`]) checks a backend against every rule.
 //!
 //! Backends: [`MemLease`] (the reference), [`DurableLease`] and [`RemoteLease`] (the lease
-//! service and its gRPC driver), and [`KubeLease`] (Kubernetes `coordination.k8s.io/v1` Lease
+//! service and its gRPC driver), [`FlockLease`] (`flock(2)` on per-session files: one host,
+//! real time only), and [`KubeLease`] (Kubernetes `coordination.k8s.io/v1` Lease
 //! objects, expiry judged by observation: [`kube`]).
 
 mod durable;
+pub mod flock;
 pub mod kube;
 mod mem;
 pub mod remote;
@@ -23,6 +25,7 @@ use async_trait::async_trait;
 use crate::clock::Instant;
 
 pub use durable::{DurableLease, DurableLeaseConfig, STATE_FILE, STATE_SCHEMA_VERSION};
+pub use flock::{FlockLease, FlockLeaseConfig};
 pub use kube::{
     KubeCall, KubeCalls, KubeConfigError, KubeLease, KubeLeaseConfig, KubeReply, client_over,
 };

@@ -1,0 +1,2 @@
+//! `FlockLease` in real time: the conformance suite, and real processes (`leasesim flock`)
+//! racing, crashing, forking and stopping over real files (issue 15, field case F8).
