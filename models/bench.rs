@@ -2,8 +2,7 @@
 //! and unbounded. Not a timed test — it asserts nothing about time, it prints a table:
 //!
 //! ```sh
-//! RUSTFLAGS="--cfg tokio_unstable --cfg leasesim_loom" CARGO_TARGET_DIR=target/loom \
-//!   cargo test --release --test models -- --ignored --nocapture benchmark
+//! cargo test --release --features loom --test models -- --ignored --nocapture benchmark
 //! ```
 //!
 //! An unbounded check that is still running after `UNBOUNDED_CAP` is stopped and reported

@@ -1,9 +1,9 @@
 //! loom model-checking suites over the in-process lease map, the mem ledger, the fenced
 //! journal and the service's run-entry gate and registry. Built only with
-//! `--cfg leasesim_loom` (README, "Model checking"); every suite honours
+//! the `loom` feature (README, "Model checking"); every suite honours
 //! `LOOM_MAX_PREEMPTIONS`, and each planted bug (`leasesim::mutant`) has a test proving its
 //! suite kills it.
-#![cfg(leasesim_loom)]
+#![cfg(feature = "loom")]
 
 mod bench;
 mod gate;

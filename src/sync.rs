@@ -1,16 +1,18 @@
 //! The synchronisation primitives of the system under test, in one place, so that the same
-//! code compiles against [loom](https://docs.rs/loom) under `--cfg leasesim_loom` (a project
-//! cfg: a global `--cfg loom` breaks hyper-util, see DESIGN.md "Known pitfalls").
+//! code compiles against [loom](https://docs.rs/loom) with the `loom` feature (a project
+//! feature, not the global `--cfg loom`, which breaks hyper-util: DESIGN.md "Known pitfalls";
+//! a feature also leaves every dependency's build as it is, so the loom suites reuse the
+//! release build of the tests).
 //!
 //! Only the primitives whose interleavings matter switch; `Arc` stays `std::sync::Arc` so
 //! public signatures do not change with the cfg.
 
-#[cfg(leasesim_loom)]
+#[cfg(feature = "loom")]
 pub(crate) use loom::sync::{
     Mutex, MutexGuard,
     atomic::{AtomicBool, AtomicU64, Ordering},
 };
-#[cfg(not(leasesim_loom))]
+#[cfg(not(feature = "loom"))]
 pub(crate) use std::sync::{
     Mutex, MutexGuard,
     atomic::{AtomicBool, AtomicU64, Ordering},

@@ -90,19 +90,19 @@ fn detect_one(options: &DetectOptions<'_>, mutant: Mutant) -> Detection {
             detection.killed_by = format!("conformance rule {rule}");
         }
         Kill::Loom { suite } => {
-            // A loom model needs its own build (`--cfg leasesim_loom`); CI runs it and
+            // A loom model needs its own build (the `loom` feature); CI runs it and
             // `tests/mutants` checks that the suite plants this mutant.
             detection.killed = true;
             detection.killed_by = format!(
-                "loom suite {suite} (run by `cargo test --test models` under --cfg leasesim_loom, not in this process)"
+                "loom suite {suite} (run by `cargo test --release --features loom --test models`, not in this process)"
             );
         }
         Kill::Process { test } => {
-            // Real processes and real files: `cargo test --test flock` runs it, and its
+            // Real processes and real files: `cargo test --release --test flock` runs it, and its
             // `every_flock_kill_fails_its_test` checks that the mutant fails it.
             detection.killed = true;
             detection.killed_by = format!(
-                "flock process test {test} (run by `cargo test --test flock`, not in this process)"
+                "flock process test {test} (run by `cargo test --release --test flock`, not in this process)"
             );
         }
         Kill::Scenario { .. } => campaign_kill(options, mutant, &mut detection),

@@ -1,7 +1,7 @@
 //! The run-entry gate: one run per session at a time within a process.
 //!
 //! Built on the `sync` shim (one mutex over a map and plain wakers) rather than an async
-//! mutex, so that under `--cfg leasesim_loom` the models in `models/gate.rs` check the gate's
+//! mutex, so that with the `loom` feature the models in `models/gate.rs` check the gate's
 //! own mutual exclusion and wake-ups, not a library's.
 
 use std::collections::BTreeMap;
@@ -60,7 +60,7 @@ pub struct GateGuard {
 impl Gate {
     /// The same gate running `mutant` (a planted bug), or the correct code for `None`. Only
     /// the loom models set it.
-    #[cfg(leasesim_loom)]
+    #[cfg(feature = "loom")]
     pub fn with_mutant(mut self, mutant: Option<Mutant>) -> Self {
         self.mutant = mutant;
         self
@@ -77,7 +77,7 @@ impl Gate {
     }
 
     /// How many sessions have a run inside (for the unit tests and the loom models).
-    #[cfg(any(test, leasesim_loom))]
+    #[cfg(any(test, feature = "loom"))]
     pub fn sessions_inside(&self) -> usize {
         lock(&self.state).inside.len()
     }

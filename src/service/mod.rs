@@ -30,8 +30,8 @@ pub use renewer::Backoff;
 pub(crate) use renewer::renew_until_lost;
 
 /// The run-entry gate and the held-lease registry, which are internal to [`Service`]: exposed
-/// only to the loom models (`models/gate.rs`) in a `--cfg leasesim_loom` build.
-#[cfg(leasesim_loom)]
+/// only to the loom models (`models/gate.rs`) in a build with the `loom` feature.
+#[cfg(feature = "loom")]
 #[doc(hidden)]
 pub mod model {
     pub use super::gate::{Enter, Gate, GateGuard};

@@ -85,7 +85,7 @@ async fn every_conformance_kill_breaks_its_rule_on_mem_lease() {
     }
 }
 
-/// Loom suites cannot run in this build (they need `--cfg leasesim_loom`; CI runs them); this
+/// Loom suites cannot run in this build (they need the `loom` feature; CI runs them); this
 /// checks that the named suite exists and has a test planting the mutant.
 #[test]
 fn every_loom_kill_names_a_suite_that_plants_the_mutant() {
