@@ -14,7 +14,7 @@ use super::shrink;
 use super::stopwatch::Stopwatch;
 use crate::clock::ManualClock;
 use crate::conformance::{RULES, Subject};
-use crate::lease::MemLease;
+use crate::lease::{FlockLease, FlockLeaseConfig, MemLease};
 use crate::mutant::{Kill, Mutant};
 use crate::results::record::Detection;
 
@@ -171,7 +171,9 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
     );
 }
 
-/// Whether conformance rule `rule` fails on a `MemLease` carrying `mutant`.
+/// Whether conformance rule `rule` fails on the backend `mutant` is planted in: a
+/// `FlockLease` in a fresh temporary directory in real time for a flock mutant, else a
+/// `MemLease` on a manual clock.
 fn conformance_breaks(mutant: Mutant, rule: &str) -> bool {
     let Some(found) = RULES.iter().find(|r| r.name == rule) else {
         return false;
@@ -183,11 +185,28 @@ fn conformance_breaks(mutant: Mutant, rule: &str) -> bool {
         return false;
     };
     runtime.block_on(async {
-        let clock = ManualClock::new();
-        let ttl = Duration::from_secs(10);
-        let lease = MemLease::new(Arc::new(clock.clone()), ttl).with_mutant(Some(mutant));
-        (found.run)(Subject::with_manual_clock(Arc::new(lease), clock, ttl))
-            .await
-            .is_err()
+        let Some(subject) = conformance_subject(mutant) else {
+            return false;
+        };
+        (found.run)(subject).await.is_err()
     })
+}
+
+/// A fresh subject carrying `mutant` on its own backend, or `None` when it cannot be made
+/// (no temporary directory).
+fn conformance_subject(mutant: Mutant) -> Option<Subject> {
+    if mutant.backend() == Some("flock") {
+        // Real time: flock leases judge expiry on CLOCK_BOOTTIME, which no fake clock moves;
+        // a small TTL keeps the rule short.
+        let ttl = Duration::from_millis(200);
+        let dir = tempfile::tempdir().ok()?;
+        let mut config = FlockLeaseConfig::new(dir.path(), ttl);
+        config.mutant = Some(mutant);
+        let lease = FlockLease::open(config).ok()?;
+        return Some(Subject::with_real_time(Arc::new(lease), ttl).keep_alive(dir));
+    }
+    let clock = ManualClock::new();
+    let ttl = Duration::from_secs(10);
+    let lease = MemLease::new(Arc::new(clock.clone()), ttl).with_mutant(Some(mutant));
+    Some(Subject::with_manual_clock(Arc::new(lease), clock, ttl))
 }
