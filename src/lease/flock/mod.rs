@@ -627,3 +627,6 @@ impl SessionLease for FlockLease {
         self.release_now(lease)
     }
 }
+
+#[cfg(test)]
+mod tests;
