@@ -210,3 +210,20 @@ fn conformance_subject(mutant: Mutant) -> Option<Subject> {
     let lease = MemLease::new(Arc::new(clock.clone()), ttl).with_mutant(Some(mutant));
     Some(Subject::with_manual_clock(Arc::new(lease), clock, ttl))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flock mutant's conformance kill runs over `FlockLease` (on `MemLease` the planted
+    /// bug does not exist, so the rule would pass), and only its own rule fails.
+    #[test]
+    fn a_flock_conformance_kill_runs_over_flock_lease() {
+        let mutant = Mutant::RenewWithoutExpiryCheck;
+        let Kill::Conformance { rule } = mutant.kill() else {
+            panic!("{mutant}: no longer a conformance kill")
+        };
+        assert!(conformance_breaks(mutant, rule), "{mutant} passed {rule}");
+        assert!(!conformance_breaks(mutant, "fresh_acquire"));
+    }
+}

@@ -15,6 +15,7 @@
 //! process of the host reads alike and which keeps counting across a suspend. Not in the
 //! simulated world (turmoil has no flock).
 
+mod decide;
 mod fs;
 mod lock;
 mod name;
@@ -32,9 +33,6 @@ use async_trait::async_trait;
 use crate::clock::Instant;
 use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use crate::mutant::Mutant;
-
-use lock::{Probe, SessionLock, Take, unavailable};
-use record::{Holder, RECORD_VERSION, Record};
 
 pub use name::PREFIX_MAX_BYTES;
 
@@ -191,13 +189,6 @@ impl SessionFiles {
     }
 }
 
-/// One decision in progress: the session lock held, the record read.
-struct Decision {
-    files: SessionFiles,
-    lock: SessionLock,
-    record: Option<Record>,
-}
-
 /// Longest TTL a record holds with room (about 136 years).
 const TTL_MAX: Duration = Duration::from_secs(u32::MAX as u64);
 
@@ -247,275 +238,6 @@ impl FlockLease {
         // Every critical section leaves the map consistent: a panic elsewhere does not spoil it.
         self.gens.lock().unwrap_or_else(|p| p.into_inner())
     }
-
-    /// Takes the session lock and reads the record ([`FlockPoint::LockBusy`] if the lock is
-    /// busy, [`FlockPoint::RecordRead`] once read).
-    fn begin(&self, session: &SessionId) -> Result<Decision, LeaseError> {
-        let files = self.files(session);
-        let take = Take {
-            path: &files.lock,
-            wait: self.config.lock_wait,
-            // The planted F8 bug is unlinking without this check: with it, the unlink is harmless.
-            verify_inode: !self.is(Mutant::UnlinkOnRelease),
-        };
-        let lock = SessionLock::take(&take, || self.hook(FlockPoint::LockBusy, session))?;
-        let record = read_record(&files, session)?;
-        self.hook(FlockPoint::RecordRead, session);
-        Ok(Decision {
-            files,
-            lock,
-            record,
-        })
-    }
-
-    /// Writes `record` over the session's record ([`FlockPoint::RecordHalfWritten`] halfway).
-    fn write_record(
-        &self,
-        files: &SessionFiles,
-        session: &SessionId,
-        record: &Record,
-    ) -> Result<(), LeaseError> {
-        let bytes = record::encode(record);
-        let half = || self.hook(FlockPoint::RecordHalfWritten, session);
-        let written = if self.is(Mutant::RecordWrittenInPlace) {
-            fs::write_in_place(&files.record, &bytes, half)
-        } else {
-            fs::write_replacing(&files.record, &bytes, half)
-        };
-        written.map_err(|(path, e)| unavailable(&path, "write lease record", e))
-    }
-
-    fn lease(&self, session: &SessionId, owner: &Owner, token: u64, expiry_us: u64) -> Lease {
-        let expiry = Instant::from_origin(Duration::from_micros(expiry_us));
-        Lease::new(
-            session.clone(),
-            owner.clone(),
-            token,
-            expiry,
-            self.config.ttl,
-        )
-    }
-
-    fn expiry_us(&self, now_us: u64) -> u64 {
-        let ttl_us = u64::try_from(self.config.ttl.as_micros()).unwrap_or(u64::MAX);
-        now_us.saturating_add(ttl_us)
-    }
-
-    fn acquire_now(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
-        let decision = self.begin(session)?;
-        let now = now_us();
-        let pid = (self.pid)();
-        if let Some(record) = &decision.record
-            && let Some(holder) = &record.holder
-            && holder.is_live(now)
-        {
-            if holder.is(owner, pid) {
-                return self.extend(&decision, session, record, holder, now);
-            }
-            match lock::probe_gen(&decision.files.generation(record.token))? {
-                Probe::Gone => {
-                    tracing::info!(%session, token = record.token, holder = %holder.owner(), "the holder's process is gone: taking over");
-                }
-                Probe::Alive | Probe::Missing => {
-                    return Err(LeaseError::Held {
-                        holder_token: Some(record.token),
-                    });
-                }
-            }
-        }
-        self.take_over(&decision, session, owner, now)
-    }
-
-    /// The live holder acquires again: same token, expiry extended, its generation lock kept.
-    fn extend(
-        &self,
-        decision: &Decision,
-        session: &SessionId,
-        record: &Record,
-        holder: &Holder,
-        now: u64,
-    ) -> Result<Lease, LeaseError> {
-        self.keep_generation(&decision.files, session, record.token);
-        let expiry_us = self.expiry_us(now);
-        let extended = Record {
-            holder: Some(Holder {
-                expiry_us,
-                ..holder.clone()
-            }),
-            ..record.clone()
-        };
-        self.write_record(&decision.files, session, &extended)?;
-        Ok(self.lease(session, &holder.owner(), record.token, expiry_us))
-    }
-
-    /// Makes sure this instance holds the generation lock of `token`: it may be another
-    /// instance in this process that does (then that one keeps it).
-    fn keep_generation(&self, files: &SessionFiles, session: &SessionId, token: u64) {
-        let mut gens = self.gens();
-        let key = (session.clone(), token);
-        if gens.contains_key(&key) {
-            return;
-        }
-        if let Ok(file) = File::open(files.generation(token))
-            && file.try_lock().is_ok()
-        {
-            gens.insert(
-                key,
-                GenHold {
-                    file,
-                    pid: (self.pid)(),
-                },
-            );
-        }
-    }
-
-    /// A takeover: the next token above the high-water mark, its generation lock taken
-    /// before the record naming it is written, older generation files cleaned up.
-    fn take_over(
-        &self,
-        decision: &Decision,
-        session: &SessionId,
-        owner: &Owner,
-        now: u64,
-    ) -> Result<Lease, LeaseError> {
-        let files = &decision.files;
-        let high_water = match &decision.record {
-            Some(record) => record.token,
-            // Record lost: the current token's generation file is never removed.
-            None => lock::gen_tokens(&files.dir, &files.stem)?
-                .last()
-                .copied()
-                .unwrap_or(0),
-        };
-        let (token, file) = lock::create_gen(&files.dir, &files.stem, high_water)?;
-        let pid = (self.pid)();
-        let hold = GenHold { file, pid };
-        let expiry_us = self.expiry_us(now);
-        let record = Record {
-            version: RECORD_VERSION,
-            session: session.as_str().to_owned(),
-            token,
-            holder: Some(Holder {
-                replica: owner.replica.clone(),
-                incarnation: owner.incarnation,
-                pid,
-                expiry_us,
-            }),
-        };
-        if let Err(e) = self.write_record(files, session, &record) {
-            self.let_go(hold);
-            return Err(e);
-        }
-        let lost = self.hold_only(session, token, hold);
-        lost.into_iter().for_each(|hold| self.let_go(hold));
-        lock::remove_stale_gens(&files.dir, &files.stem, token);
-        Ok(self.lease(session, owner, token, expiry_us))
-    }
-
-    /// Records `hold` as this instance's hold of `session` and returns the ones it had for
-    /// older tokens (lost: the record names `token` now).
-    fn hold_only(&self, session: &SessionId, token: u64, hold: GenHold) -> Vec<GenHold> {
-        let mut gens = self.gens();
-        let older: Vec<(SessionId, u64)> = gens
-            .range((session.clone(), 0)..(session.clone(), token))
-            .map(|(key, _)| key.clone())
-            .collect();
-        let lost = older.iter().filter_map(|key| gens.remove(key)).collect();
-        gens.insert((session.clone(), token), hold);
-        lost
-    }
-
-    /// Forgets this instance's generation lock of `lease` unless the record still names it as
-    /// a live hold (then someone else presented its token, or a forked child asked).
-    fn forget_if_lost(&self, record: Option<&Record>, lease: &Lease, now: u64) {
-        let live = record.is_some_and(|r| {
-            r.token == lease.token() && r.holder.as_ref().is_some_and(|h| h.is_live(now))
-        });
-        if live {
-            return;
-        }
-        let hold = self
-            .gens()
-            .remove(&(lease.session().clone(), lease.token()));
-        if let Some(hold) = hold {
-            self.let_go(hold);
-        }
-    }
-
-    /// Closes a generation lock: unlocked first in the process that took it (a forked child
-    /// that shares the open file description could otherwise keep it locked); only closed in
-    /// any other process (unlocking there would free the parent's hold), but under
-    /// [`Mutant::UnlockFromAnyProcess`].
-    fn let_go(&self, hold: GenHold) {
-        let owning = hold.pid == (self.pid)() || self.is(Mutant::UnlockFromAnyProcess);
-        if owning && let Err(e) = hold.file.unlock() {
-            tracing::warn!("unlock generation lock: {e}");
-        }
-        drop(hold.file);
-    }
-
-    fn renew_now(&self, lease: &Lease) -> Result<Lease, LeaseError> {
-        let session = lease.session();
-        let decision = self.begin(session)?;
-        let now = now_us();
-        let current = decision
-            .record
-            .as_ref()
-            .and_then(|r| r.holder.as_ref().map(|h| (r, h)));
-        if let Some((record, holder)) = current
-            && record.token == lease.token()
-            && holder.is(lease.owner(), (self.pid)())
-            && (holder.is_live(now) || self.is(Mutant::RenewWithoutExpiryCheck))
-        {
-            let expiry_us = self.expiry_us(now);
-            let renewed = Record {
-                holder: Some(Holder {
-                    expiry_us,
-                    ..holder.clone()
-                }),
-                ..record.clone()
-            };
-            self.write_record(&decision.files, session, &renewed)?;
-            return Ok(self.lease(session, lease.owner(), record.token, expiry_us));
-        }
-        self.forget_if_lost(decision.record.as_ref(), lease, now);
-        Err(LeaseError::Held {
-            holder_token: current
-                .filter(|(_, h)| h.is_live(now))
-                .map(|(r, _)| r.token),
-        })
-    }
-
-    fn release_now(&self, lease: &Lease) -> Result<(), LeaseError> {
-        let session = lease.session();
-        let decision = self.begin(session)?;
-        let now = now_us();
-        let any_process = self.is(Mutant::UnlockFromAnyProcess);
-        let ours = decision.record.as_ref().filter(|r| {
-            r.token == lease.token()
-                && r.holder.as_ref().is_some_and(|h| {
-                    h.is_owner(lease.owner()) && (h.pid == (self.pid)() || any_process)
-                })
-        });
-        let mut outcome = Ok(());
-        if let Some(record) = ours {
-            let released = Record {
-                holder: None,
-                ..record.clone()
-            };
-            outcome = self.write_record(&decision.files, session, &released);
-            if outcome.is_ok() {
-                let hold = self.gens().remove(&(session.clone(), lease.token()));
-                hold.into_iter().for_each(|hold| self.let_go(hold));
-            }
-        } else {
-            self.forget_if_lost(decision.record.as_ref(), lease, now);
-        }
-        if self.is(Mutant::UnlinkOnRelease) {
-            decision.lock.unlink_and_drop();
-        }
-        outcome
-    }
 }
 
 impl Drop for FlockLease {
@@ -523,33 +245,6 @@ impl Drop for FlockLease {
         let holds = std::mem::take(&mut *self.gens());
         holds.into_values().for_each(|hold| self.let_go(hold));
     }
-}
-
-/// The session's record, `None` when there is none.
-///
-/// # Errors
-/// [`LeaseError::Unavailable`] naming the file when it cannot be read or cannot be trusted.
-fn read_record(files: &SessionFiles, session: &SessionId) -> Result<Option<Record>, LeaseError> {
-    let bytes = fs::read_if_present(&files.record)
-        .map_err(|e| unavailable(&files.record, "read lease record", e))?;
-    let Some(bytes) = bytes else {
-        return Ok(None);
-    };
-    record::decode(&bytes, session.as_str())
-        .map(Some)
-        .map_err(|damage| {
-            unavailable(
-                &files.record,
-                "damaged lease record",
-                format_args!(
-                    "{damage}; the token high-water mark cannot be trusted, so nothing is \
-                     granted (no token is ever guessed or reissued). Once no process holds the \
-                     session, removing the file lets the next grant take its token from the \
-                     session's generation files ({}.gen.*)",
-                    files.stem
-                ),
-            )
-        })
 }
 
 fn check_ttl(ttl: Duration) -> Result<(), FlockError> {

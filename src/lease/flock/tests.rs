@@ -4,6 +4,9 @@
 use std::cell::Cell;
 use std::sync::Mutex;
 
+use super::decide::read_record;
+use super::lock::{self, SessionLock, Take};
+use super::record::Record;
 use super::*;
 
 thread_local! {
