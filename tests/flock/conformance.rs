@@ -31,7 +31,7 @@ mod flock_lease {
 /// Rules [`broken_by`] runs at once. With all nineteen at once, their record writes (two
 /// fsyncs each) queue behind each other: once in fifteen runs of this binary on a loaded
 /// machine the correct code broke a rule, its real-time margin lost. Six at once keep the
-/// queue short (no failure in the runs since) and each pass of the suite near 1.5 s.
+/// queue short (no failure in the runs since) and each pass of the suite near 1.2 s.
 const RULES_AT_ONCE: usize = 6;
 
 /// The rules `mutant` (or the correct code, for `None`) breaks over `FlockLease`, in suite
