@@ -17,6 +17,7 @@ use leasesim::serve::{
 };
 use leasesim::sim::runfile::RunFile;
 use leasesim::sim::runner::RunnerError;
+use leasesim::time::seconds_ms;
 use std::path::Path;
 
 /// Deterministic simulation and model checking for session leases with fencing tokens and
@@ -348,30 +349,12 @@ fn replay(args: ReplayArgs) -> ExitCode {
     }
 }
 
-/// Judges the history a run wrote into `out` (every invariant and both linearizability
-/// checks) and exits with the verdict's code, naming what was violated.
-fn judge_run(out: &Path, expected: &[leasesim::check::Check]) -> ExitCode {
-    match leasesim::check::judge::judge_run_folder(out, expected) {
-        Ok((code, text)) => {
-            print!("{text}");
-            ExitCode::from(code)
-        }
-        Err(error) => {
-            eprintln!(
-                "error: cannot judge {}: {error}",
-                out.join("history.jsonl").display()
-            );
-            ExitCode::from(HARNESS_ERROR)
-        }
-    }
-}
-
 /// Runs `run` into `out`: prints the seed and the options, writes the files, prints the
 /// replay line (and the equivalent `run` flags, if any), then the verdict.
 fn execute_run(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
     println!("SEED={}", run.seed);
     print!("{}", run.describe(out, timeout));
-    let outcome = leasesim::sim::runfile::execute_to(run, out, timeout);
+    let outcome = leasesim::campaign::single::run_into(run, out, timeout);
     let replay = run.replay_command(&out.join("run.json"));
     let flags = RunRequest::equivalent(run, out).map(|request| request.command());
     let print_replay = |print: &dyn Fn(String)| {
@@ -381,21 +364,24 @@ fn execute_run(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
         }
     };
     match outcome {
-        Ok(result) => {
+        Ok(judged) => {
+            let result = &judged.result.run;
             let liveness = if result.ended_ms > result.duration_ms {
-                format!(" ({} s + the liveness phase)", run.world.duration_s)
+                format!(" ({} + the liveness phase)", seconds_ms(result.duration_ms))
             } else {
                 String::new()
             };
             println!(
-                "ran {:.3} s of simulated time{liveness}: {} operations, {} history lines in {}",
-                result.ended_ms as f64 / 1_000.0,
+                "ran {} of simulated time{liveness}: {} operations, {} history lines in {}",
+                seconds_ms(result.ended_ms),
                 result.operations,
                 result.history_lines,
                 out.display()
             );
             print_replay(&|line| println!("{line}"));
-            judge_run(out, &run.expect.violate)
+            print!("{}", judged.verdict.text);
+            println!("{}", judged.verdict.final_line());
+            ExitCode::from(judged.verdict.exit)
         }
         Err(RunnerError::BadInput(error)) => {
             eprintln!("error: {error}");
@@ -435,9 +421,16 @@ fn campaign(args: CampaignArgs) -> ExitCode {
         mutant_seeds: args.mutant_seeds,
     };
     match leasesim::campaign::driver::campaign(&options) {
-        Ok(code) => {
-            println!("report: {}", options.out.join("report.md").display());
-            ExitCode::from(code)
+        Ok(summary) => {
+            // The last line, after the progress bar and every other message: the verdict,
+            // the exit code and where the report is.
+            println!(
+                "{} — exit {} — report: {}",
+                summary.verdict,
+                summary.exit_code,
+                options.out.join("report.md").display()
+            );
+            ExitCode::from(summary.exit())
         }
         Err(error) => {
             eprintln!("error: {error}");

@@ -55,6 +55,7 @@ fn info(name: &str, about: &str, coverage: &[&str], violate: &[&str]) -> Scenari
 fn campaign(commit: &str, shard: Option<&str>) -> CampaignFile {
     CampaignFile {
         v: RECORD_VERSION,
+        wall_ms: None,
         meta: meta(commit, shard),
         scenarios: vec![
             info(

@@ -31,11 +31,10 @@ pub enum RunnerError {
     Harness(String),
 }
 
-/// What `result.json` holds.
+/// What a run's world did, as `result.json` carries it (the verdict and every check's result
+/// are added by whoever judges the run: [`crate::campaign::single`]).
 #[derive(Clone, Debug, Serialize)]
 pub struct RunResult {
-    /// Schema version of `result.json` (1).
-    pub v: u32,
     /// The master seed.
     pub seed: u64,
     /// Replicas in the world.
@@ -45,11 +44,13 @@ pub struct RunResult {
     /// Simulated time the run actually ended at, ms (past `duration_ms` by the liveness
     /// phase, if the run has one).
     pub ended_ms: u64,
-    /// The schedule file, if any.
-    pub schedule: Option<String>,
-    /// The faults applied (also written as `schedule.json`).
+    /// The fault schedule the world ran, every fault explicit (drawn from the seed for a
+    /// swarm scenario, read from the scenario's or the run file's schedule otherwise; also
+    /// written as `schedule.json`).
+    pub schedule: FaultSchedule,
+    /// Faults in `schedule`.
     pub faults: usize,
-    /// The script file, if any.
+    /// `script.json` for a scripted run (the script it ran, in the run's folder), else none.
     pub script: Option<String>,
     /// History lines written.
     pub history_lines: usize,
@@ -57,7 +58,7 @@ pub struct RunResult {
     pub operations: usize,
     /// The command that replays the run.
     pub replay: String,
-    /// The scenario file the run came from, if any (then `run.json` describes the run).
+    /// The scenario the run came from, if any (then `run.json` describes the run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scenario: Option<String>,
 }
@@ -141,11 +142,11 @@ pub fn write_outputs(
     write(&out.join("trace.jsonl"), trace)
 }
 
-/// Writes `result.json` into `out`.
+/// Writes `result` as `result.json` into `out` (pretty JSON).
 ///
 /// # Errors
 /// [`RunnerError::Harness`] when it cannot be written.
-pub fn write_result(out: &Path, result: &RunResult) -> Result<(), RunnerError> {
+pub fn write_result<T: Serialize>(out: &Path, result: &T) -> Result<(), RunnerError> {
     let json = serde_json::to_string_pretty(result).expect("a result always serialises");
     write(&out.join("result.json"), json.as_bytes())
 }

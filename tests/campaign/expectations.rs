@@ -97,7 +97,7 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
     assert!(!token_line.ends_with(" 0 violations"), "{token_line}");
     let verdict = stdout.lines().last().unwrap();
     assert!(
-        verdict.starts_with("verdict: SAFETY VIOLATION: TOKEN"),
+        verdict.starts_with("verdict: FAIL: TOKEN") && verdict.ends_with("violated — exit 1"),
         "{verdict}"
     );
     // The minimal run carries the planted bug itself (a run file is self-contained).
