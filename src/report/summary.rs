@@ -290,9 +290,18 @@ fn verdict(
         });
     }
     if incomplete {
+        let completeness = data.completeness.clone().unwrap_or_default();
+        let text = match completeness.planned {
+            _ if data.results.is_empty() => "no run finished; not a clean campaign".to_owned(),
+            Some(planned) => format!(
+                "{} of {planned} planned runs missing (see Missing runs); not a clean campaign",
+                completeness.missing_runs
+            ),
+            None => "fewer runs than planned (see Missing runs); not a clean campaign".into(),
+        };
         findings.push(Finding {
             exit: Exit::Incomplete,
-            text: "fewer runs than planned (see Missing runs); not a clean campaign".into(),
+            text,
         });
     }
     findings.sort_by_key(|f| Exit::PRECEDENCE.iter().position(|e| *e == f.exit));
