@@ -242,12 +242,25 @@ fn trace_subscriber(writer: TraceBuffer) -> impl tracing::Subscriber + Send + Sy
         .finish()
 }
 
-/// Stamps events with true simulated time (`-` outside a host).
+thread_local! {
+    /// True simulated time of the step the harness is taking outside any host (the nemesis
+    /// applying a fault): turmoil only knows the time inside a host.
+    static HARNESS_NOW: std::cell::Cell<Option<Duration>> = const { std::cell::Cell::new(None) };
+}
+
+/// Stamps the trace events the harness logs from now on, outside any host, with true
+/// simulated time `now` (the nemesis calls it before each action it logs).
+pub(crate) fn set_trace_now(now: Duration) {
+    HARNESS_NOW.with(|cell| cell.set(Some(now)));
+}
+
+/// Stamps events with true simulated time, µs: inside a host turmoil's, outside one (the
+/// nemesis) the harness's step ([`set_trace_now`]); `-` before the world starts.
 struct SimTime;
 
 impl tracing_subscriber::fmt::time::FormatTime for SimTime {
     fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
-        match turmoil::sim_elapsed() {
+        match turmoil::sim_elapsed().or_else(|| HARNESS_NOW.with(std::cell::Cell::get)) {
             Some(elapsed) => write!(w, "{}us", elapsed.as_micros()),
             None => write!(w, "-"),
         }

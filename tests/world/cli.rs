@@ -482,4 +482,17 @@ fn a_check_that_judged_nothing_is_not_judged_in_result_json_and_the_verdict() {
         (&"TOKEN".into(), &"pass".into())
     );
     assert_eq!(result["schedule"]["faults"][0]["fault"], "pause");
+    // The nemesis's trace lines carry the simulated time they act at, as the hosts' do.
+    let trace = std::fs::read_to_string(out.path().join("trace.jsonl")).unwrap();
+    let nemesis: Vec<serde_json::Value> = trace
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|line| line["target"] == "leasesim::nemesis")
+        .collect();
+    assert_eq!(nemesis[0]["fields"]["at"], "1.5s", "{trace}");
+    assert_eq!(nemesis[0]["timestamp"], "1500000us", "{trace}");
+    assert!(
+        nemesis.iter().all(|line| line["timestamp"] != "-"),
+        "{trace}"
+    );
 }
