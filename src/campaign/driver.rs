@@ -892,9 +892,9 @@ impl Progress {
         let counts = self.finished.lock().unwrap_or_else(|p| p.into_inner());
         let secs = elapsed.as_secs_f64().max(1e-9);
         eprintln!(
-            "{} runs in {:.1} s ({:.1} runs/s): {} violations, {} harness errors",
+            "{} runs in {} ({:.1} runs/s): {} violations, {} harness errors",
             counts.0,
-            secs,
+            crate::time::seconds_ms(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)),
             counts.0 as f64 / secs,
             counts.1,
             counts.2

@@ -87,7 +87,7 @@ fn mutants(out: &mut String, data: &ReportData, summary: &Summary) {
             d.seeds_to_detection.map_or_else(dash, |n| n.to_string()),
             d.runs_to_detection.map_or_else(dash, |n| n.to_string()),
             d.wall_ms_to_detection
-                .map_or_else(dash, |ms| format!("{:.1} s", ms as f64 / 1000.0)),
+                .map_or_else(dash, crate::time::seconds_ms),
             match (&d.shrunk, &d.run_file) {
                 (Some((faults, ops)), Some(file)) => format!("{faults}, {ops} (`{file}`)"),
                 _ => dash(),

@@ -23,7 +23,9 @@
 //! or a scenario's expected violation was never seen in any of its runs (the expectation is
 //! wrong, or the mutant was not caught), else 5 if any run failed LIVE only, else 4 if any
 //! run was inconclusive, else 0 (DESIGN.md, "Exit codes": [`Exit::worst`]'s order). A check
-//! that judged nothing ("not judged") does not change it.
+//! that judged nothing ("not judged") does not change it, nor does an expected coverage event
+//! never reached: that is a warning, printed in the verdict line ([`Summary::verdict`],
+//! [`Summary::warnings`]; reports/README.md says why).
 
 mod junit;
 mod markdown;

@@ -155,7 +155,10 @@ fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
     assert_eq!(excl.violations.len(), 1, "{report}");
     let violation = &excl.violations[0];
     assert!(
-        violation.message.contains("stale release by replica-2#0"),
+        violation.message.contains("replica-2's release at ")
+            && violation
+                .message
+                .contains(", a stale release, changed something"),
         "{violation}"
     );
     assert_eq!(violation.evidence.len(), 3, "{violation}");
@@ -164,7 +167,7 @@ fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
     assert!(
         expiry.violations[0]
             .message
-            .contains("replica-3#0's lease (token 7)"),
+            .contains("replica-3's token-7 lease"),
         "{report}"
     );
 }
