@@ -345,9 +345,7 @@ fn expiry_is_judged_on_the_authority_monotonic_clock_not_true_time() {
         .build();
     let report = expiry::check(&early);
     assert!(
-        one(&report)
-            .message
-            .contains("before the bound 120000000us"),
+        one(&report).message.contains("before the bound 120.000 s"),
         "{:?}",
         report.violations
     );
@@ -380,9 +378,9 @@ fn expiry_carries_the_remaining_lifetime_over_authority_restarts_as_uptime() {
     let report = expiry::check(&with(reading(5 * S, 17 * S), 15 * S));
     let violation = one(&report);
     assert!(
-        violation
-            .message
-            .contains("read 5000000us in boot 2, before the bound 5999998us there (expiry 18000000us in boot 0"),
+        violation.message.contains(
+            "read 5.000 s in boot 2, before the bound 5.999998 s there (expiry 18.000 s in boot 0"
+        ),
         "{violation}"
     );
     assert_eq!(
