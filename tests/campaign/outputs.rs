@@ -98,7 +98,10 @@ fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
     assert_eq!(summary["runs"], 4, "{summary}");
 
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(report.contains("**Verdict: clean (exit 0)**"), "{report}");
+    assert!(
+        report.contains(&format!("**Verdict: {verdict} (exit 0)**")),
+        "{report}"
+    );
     assert!(
         report.contains(
             "| runs | 4 (4 clean, 0 violation, 0 liveness, 0 inconclusive, 0 harness-error) |"
