@@ -21,7 +21,7 @@ pub struct Summary {
     pub v: u32,
     /// What identifies the campaign.
     pub meta: CampaignMeta,
-    /// The campaign's exit code (0, 1, 3, 4 or 5; see the module page): an [`Exit::code`].
+    /// The campaign's exit code (0, 1, 3, 4, 5 or 6; see the module page): an [`Exit::code`].
     pub exit_code: u8,
     /// The verdict in one line, without the exit code: `clean`, `FAIL: …`, `incomplete: …`,
     /// `inconclusive: …` or `harness error: …`, then its warnings, if any (`, with 1
