@@ -131,9 +131,7 @@ fn save_regressions_copies_the_minimal_run_into_the_sims_regressions_folder() {
     assert_eq!(replayed.len(), 1);
     assert_eq!(replayed[0].1, Some(1), "{}", replayed[0].2);
     assert!(
-        replayed[0]
-            .2
-            .contains("verdict: FAIL: TOKEN"),
+        replayed[0].2.contains("verdict: FAIL: TOKEN"),
         "{}",
         replayed[0].2
     );

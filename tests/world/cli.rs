@@ -496,3 +496,26 @@ fn a_check_that_judged_nothing_is_not_judged_in_result_json_and_the_verdict() {
         "{trace}"
     );
 }
+
+/// `run --help` lists every exit code a run can end with and points to the mutant catalogue.
+#[test]
+fn run_help_lists_every_exit_code_and_points_to_the_mutants() {
+    let output = leasesim(&["run", "--help"]);
+    assert_eq!(output.status.code(), Some(0));
+    let help = text(&output.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for code in [
+        "0 clean",
+        "1 a safety violation",
+        "2 bad input or usage",
+        "3 a harness error",
+        "4 inconclusive",
+        "5 a liveness violation",
+        "(6, incomplete, is for campaigns and reports only.)",
+        "`leasesim mutants` lists the planted bugs",
+    ] {
+        assert!(help.contains(code), "run --help lacks {code:?}:\n{help}");
+    }
+}
