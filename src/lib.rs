@@ -28,6 +28,7 @@ pub mod service;
 pub mod sim;
 pub mod storage;
 mod sync;
+pub mod time;
 
 /// A boxed, sendable future: the shape of callbacks such as dialers and clock advances.
 pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;

@@ -17,13 +17,14 @@ use leasesim::serve::{
 };
 use leasesim::sim::runfile::RunFile;
 use leasesim::sim::runner::RunnerError;
+use leasesim::time::seconds_ms;
 use std::path::Path;
 
 /// Deterministic simulation and model checking for session leases with fencing tokens and
 /// fenced single-writer journals.
 ///
 /// Exit codes (every command): 0 clean · 1 safety violation · 2 bad input or usage ·
-/// 3 harness error · 4 inconclusive · 5 liveness violation.
+/// 3 harness error · 4 inconclusive · 5 liveness violation · 6 incomplete.
 #[derive(Parser, Debug)]
 #[command(name = "leasesim", version, about, long_about)]
 struct Cli {
@@ -37,10 +38,15 @@ enum Command {
     /// (every invariant and both linearizability checks), shrink each failure to a minimal
     /// run, and write report.md, summary.json, junit.xml and results.jsonl into --out. With
     /// no arguments: every scenario in sims/ for a budget of about a minute, into
-    /// reports/latest/. Exit 0 clean, 1 an unexpected safety violation (or an expected one
-    /// never seen), 2 bad input or usage, 3 a harness error (hang or panic, naming its seed),
-    /// 4 inconclusive, 5 a liveness violation, 6 incomplete (fewer runs than planned, or none
-    /// at all: never clean).
+    /// reports/latest/. The last line printed is the verdict, its exit code and the report
+    /// (`FAIL: 1 scenario violated EXCL — exit 1 — report: reports/latest/report.md`).
+    /// Exit 0 clean, 1 an unexpected safety violation (or an expected one never seen, or a
+    /// --mutants mutant that survived), 2 bad input or usage, 3 a harness error (hang or
+    /// panic, naming its seed), 4 inconclusive, 5 a liveness violation, 6 incomplete (fewer
+    /// runs than planned, or none at all: never clean). An expected coverage event that no
+    /// run of its scenario reached is a warning in the verdict line (`clean, with 1 warning:
+    /// coverage event X never reached in Y`), never a failure: it does not change the exit
+    /// code (reports/README.md says why).
     Campaign(CampaignArgs),
     /// List the mutants (planted bugs) one per line: name, what is wrong, and what kills it
     /// (a scenario's check on a pinned seed, a conformance rule, or a loom suite).
@@ -50,13 +56,24 @@ enum Command {
     /// first resolved to a run file, DIR/run.json; the seed and every option are printed from
     /// it, then the run writes DIR/history.jsonl, DIR/trace.jsonl and DIR/result.json, and
     /// prints the command that replays it (`leasesim replay DIR/run.json`, and the equivalent
-    /// flags when there are any) and the verdict of every check. Exit 0 clean, 1 a safety
-    /// violation, 2 bad input, 3 a hang, a panic or nondeterminism, 4 inconclusive, 5 a
-    /// liveness violation; `leasesim mutants` lists the bugs --mutant can plant.
+    /// flags when there are any), the result of every check (a check with nothing to judge
+    /// says `not judged` and why), and last the verdict with its exit code (`verdict: FAIL:
+    /// EXCL violated — exit 1`), which result.json holds too, with every check's result and
+    /// the fault schedule the world ran.
+    ///
+    /// Exit codes: 0 clean (only violations the run file expects, if any; checks not judged
+    /// do not count) · 1 a safety violation, or a violation the run file expects that did
+    /// not happen · 2 bad input or usage · 3 a harness error: a hang past --timeout, a panic,
+    /// nondeterminism (--check-determinism) · 4 inconclusive: a linearizability search ran
+    /// out of budget, nothing violated · 5 a liveness violation (LIVE) and no safety one.
+    /// (6, incomplete, is for campaigns and reports only.)
+    ///
+    /// `leasesim mutants` lists the planted bugs --mutant can plant.
     Run(RunArgs),
     /// Replay a run file (`run.json`, written by every `run` and by the shrinker) exactly:
     /// same world, seed, faults and workload, so the same history bytes. Writes the same
-    /// files as `run`; run files of older schema versions are read too.
+    /// files as `run`, prints the same verdict line and exits with the same codes (see `run
+    /// --help`); run files of older schema versions are read too.
     Replay(ReplayArgs),
     /// Run a remote service for real on TCP, with its durable state in a directory. Stops on
     /// SIGINT or SIGTERM.
@@ -348,30 +365,12 @@ fn replay(args: ReplayArgs) -> ExitCode {
     }
 }
 
-/// Judges the history a run wrote into `out` (every invariant and both linearizability
-/// checks) and exits with the verdict's code, naming what was violated.
-fn judge_run(out: &Path, expected: &[leasesim::check::Check]) -> ExitCode {
-    match leasesim::check::judge::judge_run_folder(out, expected) {
-        Ok((code, text)) => {
-            print!("{text}");
-            ExitCode::from(code)
-        }
-        Err(error) => {
-            eprintln!(
-                "error: cannot judge {}: {error}",
-                out.join("history.jsonl").display()
-            );
-            ExitCode::from(HARNESS_ERROR)
-        }
-    }
-}
-
 /// Runs `run` into `out`: prints the seed and the options, writes the files, prints the
 /// replay line (and the equivalent `run` flags, if any), then the verdict.
 fn execute_run(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
     println!("SEED={}", run.seed);
     print!("{}", run.describe(out, timeout));
-    let outcome = leasesim::sim::runfile::execute_to(run, out, timeout);
+    let outcome = leasesim::campaign::single::run_into(run, out, timeout);
     let replay = run.replay_command(&out.join("run.json"));
     let flags = RunRequest::equivalent(run, out).map(|request| request.command());
     let print_replay = |print: &dyn Fn(String)| {
@@ -381,21 +380,24 @@ fn execute_run(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
         }
     };
     match outcome {
-        Ok(result) => {
+        Ok(judged) => {
+            let result = &judged.result.run;
             let liveness = if result.ended_ms > result.duration_ms {
-                format!(" ({} s + the liveness phase)", run.world.duration_s)
+                format!(" ({} + the liveness phase)", seconds_ms(result.duration_ms))
             } else {
                 String::new()
             };
             println!(
-                "ran {:.3} s of simulated time{liveness}: {} operations, {} history lines in {}",
-                result.ended_ms as f64 / 1_000.0,
+                "ran {} of simulated time{liveness}: {} operations, {} history lines in {}",
+                seconds_ms(result.ended_ms),
                 result.operations,
                 result.history_lines,
                 out.display()
             );
             print_replay(&|line| println!("{line}"));
-            judge_run(out, &run.expect.violate)
+            print!("{}", judged.verdict.text);
+            println!("{}", judged.verdict.final_line());
+            ExitCode::from(judged.verdict.exit)
         }
         Err(RunnerError::BadInput(error)) => {
             eprintln!("error: {error}");
@@ -435,9 +437,16 @@ fn campaign(args: CampaignArgs) -> ExitCode {
         mutant_seeds: args.mutant_seeds,
     };
     match leasesim::campaign::driver::campaign(&options) {
-        Ok(code) => {
-            println!("report: {}", options.out.join("report.md").display());
-            ExitCode::from(code)
+        Ok(summary) => {
+            // The last line, after the progress bar and every other message: the verdict,
+            // the exit code and where the report is.
+            println!(
+                "{} — exit {} — report: {}",
+                summary.verdict,
+                summary.exit_code,
+                options.out.join("report.md").display()
+            );
+            ExitCode::from(summary.exit())
         }
         Err(error) => {
             eprintln!("error: {error}");

@@ -24,6 +24,7 @@ use super::stopwatch::Stopwatch;
 use crate::check::Check;
 use crate::exit::Exit;
 use crate::mutant::Mutant;
+use crate::report::Summary;
 use crate::results::plan::CampaignPlan;
 use crate::results::plan::{RunKey, SeedPlan, Shard, runs};
 use crate::results::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
@@ -89,14 +90,15 @@ struct Loaded {
     scenario: Scenario,
 }
 
-/// Runs the campaign and writes its report into `options.out`; returns the campaign's exit
-/// code (0 clean, 1 unexpected safety violation or an expected violation never seen, 3 a
-/// harness error, 4 inconclusive, 5 liveness).
+/// Runs the campaign and writes its report into `options.out`; returns the report's
+/// [`Summary`]: its exit code (0 clean, 1 unexpected safety violation or an expected
+/// violation never seen, 3 a harness error, 4 inconclusive, 5 liveness, 6 incomplete) and
+/// its verdict line.
 ///
 /// # Errors
 /// [`CampaignError::BadInput`] for a bad scenario file or option, and
 /// [`CampaignError::Harness`] when the report folder cannot be written.
-pub fn campaign(options: &CampaignOptions) -> Result<Exit, CampaignError> {
+pub fn campaign(options: &CampaignOptions) -> Result<Summary, CampaignError> {
     validate(options)?;
     let scenarios = load_scenarios(&options.sims)?;
     owns_some_run(options, scenarios.len())?;
@@ -114,7 +116,8 @@ pub fn campaign(options: &CampaignOptions) -> Result<Exit, CampaignError> {
         clear_results(&options.out)?;
         BTreeSet::new()
     };
-    write_campaign_file(&options.out, &meta, &scenarios)?;
+    let clock = Stopwatch::start();
+    write_campaign_file(&options.out, &meta, &scenarios, None)?;
     eprintln!(
         "campaign: {} scenarios from {}, seeds {}, {} jobs{}{} -> {}",
         scenarios.len(),
@@ -139,7 +142,8 @@ pub fn campaign(options: &CampaignOptions) -> Result<Exit, CampaignError> {
     if !options.detect.is_empty() {
         detect_mutants(options, &scenarios)?;
     }
-    crate::report::render(&options.out).map_err(|e| {
+    write_campaign_file(&options.out, &meta, &scenarios, Some(clock.elapsed_ms()))?;
+    crate::report::render_summary(&options.out).map_err(|e| {
         if e.is_io() {
             CampaignError::Harness(e.to_string())
         } else {
@@ -492,6 +496,7 @@ fn write_campaign_file(
     out: &Path,
     meta: &CampaignMeta,
     scenarios: &[Loaded],
+    wall_ms: Option<u64>,
 ) -> Result<(), CampaignError> {
     let info: Vec<crate::report::ScenarioInfo> = scenarios
         .iter()
@@ -502,7 +507,7 @@ fn write_campaign_file(
             violate: l.scenario.expect.violate.clone(),
         })
         .collect();
-    crate::report::write_campaign_file(out, meta, &info)
+    crate::report::write_campaign_file(out, meta, &info, wall_ms)
         .map_err(|e| CampaignError::Harness(e.to_string()))
 }
 
@@ -887,9 +892,9 @@ impl Progress {
         let counts = self.finished.lock().unwrap_or_else(|p| p.into_inner());
         let secs = elapsed.as_secs_f64().max(1e-9);
         eprintln!(
-            "{} runs in {:.1} s ({:.1} runs/s): {} violations, {} harness errors",
+            "{} runs in {} ({:.1} runs/s): {} violations, {} harness errors",
             counts.0,
-            secs,
+            crate::time::seconds_ms(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)),
             counts.0 as f64 / secs,
             counts.1,
             counts.2

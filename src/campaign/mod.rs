@@ -9,6 +9,7 @@
 //! - which runs (seeds × scenarios, shards, resume) is [`crate::results::plan`]: reports judge
 //!   a campaign's completeness against it.
 //! - [`execute`] — one run: world, judgement, coverage → a run record.
+//! - [`single`] — one run of `leasesim run`/`replay`: world, verdict, `result.json`.
 //! - [`driver`] — `leasesim campaign`: jobs, progress, results, shrinking, report.
 //! - [`shrink`] and [`ddmin`] — reducing a failing run to a minimal one.
 //! - [`mutants`] — the detection table of planted bugs (`--mutants`).
@@ -21,5 +22,6 @@ pub mod mutants;
 pub mod request;
 pub mod scenario;
 pub mod shrink;
+pub mod single;
 pub mod stopwatch;
 pub mod swarm;

@@ -5,7 +5,6 @@
 //! the history was recorded.
 
 use std::fmt;
-use std::path::Path;
 
 use super::Check;
 use super::invariants::{self, Report};
@@ -13,7 +12,7 @@ use super::linearizability::{
     Budget, Verdict, check_kube_history, check_lease_history, check_ledger_history,
 };
 use crate::exit::Exit;
-use crate::history::{History, HistoryError, Op};
+use crate::history::{History, Op};
 
 /// One linearizability check's outcome.
 #[derive(Clone, Debug)]
@@ -297,52 +296,89 @@ fn linearizability(history: &History, check: Check, budget: Budget) -> Lineariza
     }
 }
 
-/// Judges the history in `out` (every check) as one run whose run file expects `expected`
-/// violated: the exit code and the text `leasesim run`/`replay` print, ending with a
-/// `verdict:` line. A violation it expects does not count against it, but one it expects and
-/// does not see does: that is exit 1, as a campaign treats an expected violation never seen.
-///
-/// # Errors
-/// [`HistoryError`] when `out/history.jsonl` cannot be read.
-pub fn judge_run_folder(out: &Path, expected: &[Check]) -> Result<(Exit, String), HistoryError> {
-    let history = History::read_jsonl_path(out.join("history.jsonl"))?;
-    let judgement = judge(&history, Budget::default());
+/// One run's judgement against its run file's expectations: what `leasesim run`/`replay`
+/// print and `result.json` holds.
+#[derive(Clone, Debug)]
+pub struct RunVerdict {
+    /// The exit code (DESIGN.md, "Exit codes").
+    pub exit: Exit,
+    /// The verdict in one line, without the exit code: `clean`, `clean (not judged: LIVE)`,
+    /// `clean: violated as expected: LEDGER`, `FAIL: EXCL, TOKEN violated`, `FAIL: LEDGER
+    /// expected violated, but it held`, `FAIL: LIVE violated (liveness)` or `inconclusive:
+    /// LIN-LEASE ran out of budget; nothing violated`.
+    pub line: String,
+    /// Every check judged, one line each ([`Judgement`]'s `Display`).
+    pub text: String,
+    /// The judgement itself.
+    pub judgement: Judgement,
+}
+
+impl RunVerdict {
+    /// The last line `leasesim run`/`replay` print: `verdict: <line> — exit <code>`.
+    pub fn final_line(&self) -> String {
+        format!("verdict: {} — exit {}", self.line, self.exit)
+    }
+}
+
+/// Judges `history` (every check) as one run whose run file expects `expected` violated. A
+/// violation it expects does not count against it, but one it expects and does not see does:
+/// that is exit 1, as a campaign treats an expected violation never seen.
+pub fn judge_run(history: &History, expected: &[Check]) -> RunVerdict {
+    let judgement = judge(history, Budget::default());
     let violated = judgement.violated();
     let unseen: Vec<Check> = expected
         .iter()
         .copied()
         .filter(|check| !violated.contains(check))
         .collect();
-    let mut code = judgement.exit_code_expecting(expected);
+    let mut exit = judgement.exit_code_expecting(expected);
     if !unseen.is_empty() {
-        code = Exit::worst([code, Exit::SafetyViolation]);
+        exit = Exit::worst([exit, Exit::SafetyViolation]);
     }
-    let not_judged = judgement.not_judged();
     let unexpected: Vec<Check> = violated
         .iter()
         .copied()
         .filter(|check| !expected.contains(check))
         .collect();
-    let verdict = match code {
+    let line = verdict_line(&judgement, exit, &violated, &unexpected, &unseen);
+    RunVerdict {
+        exit,
+        line,
+        text: judgement.to_string(),
+        judgement,
+    }
+}
+
+/// [`RunVerdict::line`] for a run that exits with `exit`.
+fn verdict_line(
+    judgement: &Judgement,
+    exit: Exit,
+    violated: &[Check],
+    unexpected: &[Check],
+    unseen: &[Check],
+) -> String {
+    let not_judged = judgement.not_judged();
+    let not_judged = if not_judged.is_empty() {
+        String::new()
+    } else {
+        format!(" (not judged: {})", Check::list(&not_judged))
+    };
+    match exit {
         Exit::SafetyViolation if unexpected.is_empty() => format!(
-            "EXPECTED VIOLATION NOT SEEN: {} held, but the run file expects it violated",
-            Check::list(&unseen)
+            "FAIL: {} expected violated, but {} held",
+            Check::list(unseen),
+            if unseen.len() == 1 { "it" } else { "they" }
         ),
-        Exit::Clean if violated.is_empty() && not_judged.is_empty() => {
-            "every check passed".to_owned()
-        }
-        Exit::Clean if violated.is_empty() => format!(
-            "every check judged passed; not judged: {}",
-            Check::list(&not_judged)
+        Exit::Clean if violated.is_empty() => format!("clean{not_judged}"),
+        Exit::Clean => format!(
+            "clean: violated as expected: {}{not_judged}",
+            Check::list(violated)
         ),
-        Exit::Clean => format!("violated as expected: {}", Check::list(&violated)),
         Exit::Inconclusive => format!(
-            "inconclusive: {} ran out of budget; nothing violated",
+            "inconclusive: {} ran out of budget; nothing violated{not_judged}",
             Check::list(&judgement.inconclusive())
         ),
-        Exit::LivenessViolation => "LIVENESS VIOLATION: LIVE".to_owned(),
-        _ => format!("SAFETY VIOLATION: {}", Check::list(&violated)),
-    };
-    let text = format!("{judgement}verdict: {verdict}\n");
-    Ok((code, text))
+        Exit::LivenessViolation => "FAIL: LIVE violated (liveness)".to_owned(),
+        _ => format!("FAIL: {} violated", Check::list(unexpected)),
+    }
 }

@@ -30,6 +30,18 @@ impl Process {
     }
 }
 
+impl std::fmt::Display for Process {
+    /// The replica's name, as the world, scripts and reports spell it (`replica-1`), with
+    /// `#N` only when the incarnation is not the first (`replica-1#2`: after two restarts).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.replica)?;
+        if self.incarnation > 0 {
+            write!(f, "#{}", self.incarnation)?;
+        }
+        Ok(())
+    }
+}
+
 impl From<&Owner> for Process {
     fn from(owner: &Owner) -> Self {
         Process::new(owner.replica.clone(), owner.incarnation)

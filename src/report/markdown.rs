@@ -19,7 +19,7 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
     let _ = writeln!(out, "# leasesim campaign report\n");
     out.push_str("| | |\n|---|---|\n");
     let rows: [(&str, String); 8] = [
-        ("seeds", meta.seeds.clone()),
+        ("seeds", seeds_line(summary)),
         (
             "scenarios",
             format!("{} from `{}`", summary.scenarios.len(), meta.sims),
@@ -87,7 +87,7 @@ fn mutants(out: &mut String, data: &ReportData, summary: &Summary) {
             d.seeds_to_detection.map_or_else(dash, |n| n.to_string()),
             d.runs_to_detection.map_or_else(dash, |n| n.to_string()),
             d.wall_ms_to_detection
-                .map_or_else(dash, |ms| format!("{:.1} s", ms as f64 / 1000.0)),
+                .map_or_else(dash, crate::time::seconds_ms),
             match (&d.shrunk, &d.run_file) {
                 (Some((faults, ops)), Some(file)) => format!("{faults}, {ops} (`{file}`)"),
                 _ => dash(),
@@ -118,6 +118,17 @@ fn missing(out: &mut String, summary: &Summary) {
     }
     if !summary.missing.is_empty() {
         out.push('\n');
+    }
+}
+
+/// The seeds: as planned (`0..10`); for a budget campaign the budget and the seeds that ran
+/// (`budget 50s; ran 0..37`).
+fn seeds_line(summary: &Summary) -> String {
+    let planned = &summary.meta.seeds;
+    if planned.starts_with("budget") {
+        format!("{planned}; ran {}", summary.seeds_run)
+    } else {
+        planned.clone()
     }
 }
 

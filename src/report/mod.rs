@@ -23,7 +23,9 @@
 //! or a scenario's expected violation was never seen in any of its runs (the expectation is
 //! wrong, or the mutant was not caught), else 5 if any run failed LIVE only, else 4 if any
 //! run was inconclusive, else 0 (DESIGN.md, "Exit codes": [`Exit::worst`]'s order). A check
-//! that judged nothing ("not judged") does not change it.
+//! that judged nothing ("not judged") does not change it, nor does an expected coverage event
+//! never reached: that is a warning, printed in the verdict line ([`Summary::verdict`],
+//! [`Summary::warnings`]; reports/README.md says why).
 
 mod junit;
 mod markdown;
@@ -84,6 +86,12 @@ pub struct CampaignFile {
     pub meta: CampaignMeta,
     /// Its scenarios, in campaign order.
     pub scenarios: Vec<ScenarioInfo>,
+    /// Wall-clock time of the campaign from its start to its report (runs, shrinking,
+    /// mutants), ms, written when it ends (for a resumed campaign: its last invocation; for a
+    /// merge: the longest shard's). Absent while it runs, or when nothing measured it. Not
+    /// deterministic; in no hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_ms: Option<u64>,
 }
 
 /// Why a report could not be rendered or merged. Bad input (exit 2), never a panic.
@@ -263,11 +271,13 @@ pub fn write_campaign_file(
     out: &Path,
     meta: &CampaignMeta,
     scenarios: &[ScenarioInfo],
+    wall_ms: Option<u64>,
 ) -> Result<(), ReportError> {
     let file = CampaignFile {
         v: RECORD_VERSION,
         meta: meta.clone(),
         scenarios: scenarios.to_vec(),
+        wall_ms,
     };
     write(&out.join(CAMPAIGN_FILE), &pretty(&file))
 }
@@ -433,12 +443,20 @@ fn write(path: &Path, text: &str) -> Result<(), ReportError> {
 /// # Errors
 /// [`ReportError`] for missing or malformed data files, or outputs that cannot be written.
 pub fn render(dir: &Path) -> Result<Exit, ReportError> {
+    render_summary(dir).map(|summary| summary.exit())
+}
+
+/// As [`render`], returning the whole [`Summary`] (its verdict line included).
+///
+/// # Errors
+/// As [`render`].
+pub fn render_summary(dir: &Path) -> Result<Summary, ReportError> {
     let data = ReportData::read(dir)?;
     let summary = data.summary();
     write(&dir.join("report.md"), &markdown::render(&data, &summary))?;
     write(&dir.join("summary.json"), &pretty(&summary))?;
     write(&dir.join("junit.xml"), &junit::render(&data, &summary))?;
-    Ok(summary.exit())
+    Ok(summary)
 }
 
 /// The three outputs as text, without writing them: `(report.md, summary.json, junit.xml)`.
@@ -476,6 +494,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportEr
     let meta = merged_meta(&shards);
     let scenarios = merged_scenarios(&shards);
     let (results, shrunk, copies) = merged_records(&shards);
+    let wall_ms = shards.iter().filter_map(|(_, d)| d.campaign.wall_ms).max();
 
     fs::create_dir_all(out).map_err(io_error(out))?;
     copy_run_files(&copies, out)?;
@@ -484,6 +503,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportEr
             v: RECORD_VERSION,
             meta,
             scenarios,
+            wall_ms,
         },
         results,
         shrunk,

@@ -1,7 +1,7 @@
 //! `summary.json`: the campaign's totals, per scenario and check, for tooling; and the
 //! verdicts the Markdown and JUnit outputs print.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +12,7 @@ use crate::results::CoverageEvent;
 use crate::results::record::{CampaignMeta, CheckRecord, RunRecord, RunStatus};
 
 /// Schema version of `summary.json`.
-pub const SUMMARY_VERSION: u32 = 1;
+pub const SUMMARY_VERSION: u32 = 2;
 
 /// `summary.json`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -21,10 +21,19 @@ pub struct Summary {
     pub v: u32,
     /// What identifies the campaign.
     pub meta: CampaignMeta,
-    /// The campaign's exit code (0, 1, 3, 4 or 5; see the module page): an [`Exit::code`].
+    /// The campaign's exit code (0, 1, 3, 4, 5 or 6; see the module page): an [`Exit::code`].
     pub exit_code: u8,
-    /// The verdict in one line.
+    /// The verdict in one line, without the exit code: `clean`, `FAIL: …`, `incomplete: …`,
+    /// `inconclusive: …` or `harness error: …`, then its warnings, if any (`, with 1
+    /// warning: coverage event `x` never reached in y`).
     pub verdict: String,
+    /// Every warning: each coverage event a scenario expects and none of its runs reached.
+    /// Warnings never change the exit code (reports/README.md, "Coverage").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// The seeds that ran (any scenario), as ranges: `0..37`, or `0..12, 40..45` (a budget
+    /// campaign's are only known once it ran).
+    pub seeds_run: String,
     /// Runs in all.
     pub runs: u64,
     /// Runs the campaign planned (absent for a budget campaign or data built in memory).
@@ -39,8 +48,14 @@ pub struct Summary {
     /// Runs by status (`clean`, `violation`, `liveness`, `inconclusive`, `harness-error`),
     /// every status present.
     pub by_status: BTreeMap<String, u64>,
-    /// Wall-clock time of all runs and their checks, ms (the only non-deterministic number).
-    pub wall_ms: u64,
+    /// Wall-clock time of the whole campaign, start to report (runs in parallel, shrinking,
+    /// mutants), ms; absent when `campaign.json` does not say (a campaign still running, or
+    /// data built in memory). Not deterministic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_ms: Option<u64>,
+    /// The sum of every run's own wall-clock time (world and checks), ms: about `jobs`
+    /// times `wall_ms` spent in runs. Not deterministic.
+    pub runs_wall_ms_sum: u64,
     /// Per scenario, in campaign order.
     pub scenarios: Vec<ScenarioSummary>,
     /// Every harness error, by scenario and seed.
@@ -185,7 +200,6 @@ impl Summary {
             .into_iter()
             .map(|name| scenario(data, &name))
             .collect();
-        let unreached = scenarios.iter().any(|s| !s.unreached_violations.is_empty());
         let surviving: Vec<String> = data
             .mutants
             .iter()
@@ -198,18 +212,21 @@ impl Summary {
         });
         let completeness = data.completeness.clone().unwrap_or_default();
         let incomplete = completeness.missing_runs > 0 || data.results.is_empty();
-        let (exit, verdict) = verdict(&by_status, !surviving.is_empty(), unreached, incomplete);
+        let (exit, verdict) = verdict(data, &scenarios, &surviving, incomplete);
         Summary {
             v: SUMMARY_VERSION,
             meta: data.campaign.meta.clone(),
             exit_code: exit.code(),
-            verdict: verdict.to_owned(),
+            verdict,
+            warnings: coverage_warnings(&scenarios),
+            seeds_run: seed_ranges(data.results.iter().map(|r| r.seed)),
             runs: data.results.len() as u64,
             planned_runs: completeness.planned,
             missing_runs: completeness.missing_runs,
             missing: completeness.missing,
             by_status,
-            wall_ms: data.results.iter().map(|r| r.wall_ms).sum(),
+            wall_ms: data.campaign.wall_ms,
+            runs_wall_ms_sum: data.results.iter().map(|r| r.wall_ms).sum(),
             scenarios,
             harness_errors: harness_errors(data),
             shrunk: shrunk_summaries(data),
@@ -230,48 +247,212 @@ fn count_statuses<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> BTree
     by_status
 }
 
-/// The campaign's exit and verdict line (see the module page of `report`): from the runs by
-/// status, whether a mutant survived, whether an expected violation was never seen and
-/// whether planned runs are missing (or there are none).
+/// Coverage warnings listed at most in the verdict line (the report lists them all).
+const MAX_WARNINGS_LISTED: usize = 3;
+
+/// One reason for a campaign's exit: the exit it stands for and its words.
+struct Finding {
+    exit: Exit,
+    text: String,
+}
+
+/// The campaign's exit and verdict line (see the module page of `report`): `clean`, or
+/// `FAIL: 2 scenarios violated EXCL, TOKEN; 1 mutant survived (fence-written-blind)`, or
+/// `incomplete: …`, `inconclusive: …`, `harness error: …` — every finding, worst first in
+/// [`Exit::PRECEDENCE`] order — then the coverage warnings (`, with 1 warning: coverage
+/// event `x` never reached in y`), which never change the exit code.
 fn verdict(
-    by_status: &BTreeMap<String, u64>,
-    mutant_survived: bool,
-    unreached: bool,
+    data: &ReportData,
+    scenarios: &[ScenarioSummary],
+    surviving: &[String],
     incomplete: bool,
-) -> (Exit, &'static str) {
-    let count = |status: RunStatus| by_status[status_name(status)];
-    if count(RunStatus::HarnessError) > 0 {
-        (
-            Exit::HarnessError,
-            "harness error: some runs could not be judged",
-        )
-    } else if count(RunStatus::Violation) > 0 {
-        (Exit::SafetyViolation, "FAIL: unexpected safety violation")
-    } else if mutant_survived {
-        (
-            Exit::SafetyViolation,
-            "FAIL: a mutant survived (no check caught the planted bug)",
-        )
-    } else if unreached {
-        (
-            Exit::SafetyViolation,
-            "FAIL: an expected violation was never seen (the scenario's expectation is wrong, or its mutant survived)",
-        )
-    } else if count(RunStatus::Liveness) > 0 {
-        (Exit::LivenessViolation, "FAIL: liveness violation (LIVE)")
-    } else if incomplete {
-        (
-            Exit::Incomplete,
-            "incomplete: fewer runs than planned (see Missing runs); not a clean campaign",
-        )
-    } else if count(RunStatus::Inconclusive) > 0 {
-        (
-            Exit::Inconclusive,
-            "inconclusive: a check ran out of budget; no violation found",
-        )
-    } else {
-        (Exit::Clean, "clean")
+) -> (Exit, String) {
+    let mut findings = run_findings(data);
+    if !surviving.is_empty() {
+        findings.push(Finding {
+            exit: Exit::SafetyViolation,
+            text: format!(
+                "{} survived ({})",
+                plural(surviving.len(), "mutant", "mutants"),
+                surviving.join(", ")
+            ),
+        });
     }
+    let unseen: Vec<String> = scenarios
+        .iter()
+        .filter(|s| !s.unreached_violations.is_empty())
+        .map(|s| format!("{}: {}", s.name, Check::list(&s.unreached_violations)))
+        .collect();
+    if !unseen.is_empty() {
+        findings.push(Finding {
+            exit: Exit::SafetyViolation,
+            text: format!("expected violation never seen ({})", unseen.join("; ")),
+        });
+    }
+    if incomplete {
+        let completeness = data.completeness.clone().unwrap_or_default();
+        let text = match completeness.planned {
+            _ if data.results.is_empty() => "no run finished; not a clean campaign".to_owned(),
+            Some(planned) => format!(
+                "{} of {planned} planned runs missing (see Missing runs); not a clean campaign",
+                completeness.missing_runs
+            ),
+            None => "fewer runs than planned (see Missing runs); not a clean campaign".into(),
+        };
+        findings.push(Finding {
+            exit: Exit::Incomplete,
+            text,
+        });
+    }
+    findings.sort_by_key(|f| Exit::PRECEDENCE.iter().position(|e| *e == f.exit));
+    let exit = Exit::worst(findings.iter().map(|f| f.exit));
+    let mut line = verdict_label(exit).to_owned();
+    if !findings.is_empty() {
+        let texts: Vec<&str> = findings.iter().map(|f| f.text.as_str()).collect();
+        line += &format!(": {}", texts.join("; "));
+    }
+    line += &warnings_clause(&coverage_warnings(scenarios));
+    (exit, line)
+}
+
+/// The verdict's first word for `exit`: `clean`, `FAIL`, `incomplete`, `inconclusive` or
+/// `harness error`.
+fn verdict_label(exit: Exit) -> &'static str {
+    match exit {
+        Exit::Clean => "clean",
+        Exit::HarnessError | Exit::BadInput => "harness error",
+        Exit::Incomplete => "incomplete",
+        Exit::Inconclusive => "inconclusive",
+        Exit::SafetyViolation | Exit::LivenessViolation => "FAIL",
+    }
+}
+
+/// What the runs themselves found: harness errors, unexpected safety and liveness
+/// violations (how many scenarios, which checks), inconclusive runs.
+fn run_findings(data: &ReportData) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let errors: Vec<&RunRecord> = data
+        .results
+        .iter()
+        .filter(|r| r.status == RunStatus::HarnessError)
+        .collect();
+    if let Some(first) = errors.first() {
+        findings.push(Finding {
+            exit: Exit::HarnessError,
+            text: format!(
+                "{} could not be judged (first: {} seed {})",
+                plural(errors.len(), "run", "runs"),
+                first.scenario,
+                first.seed
+            ),
+        });
+    }
+    for (status, exit, what) in [
+        (RunStatus::Violation, Exit::SafetyViolation, "violated"),
+        (
+            RunStatus::Liveness,
+            Exit::LivenessViolation,
+            "violated (liveness)",
+        ),
+    ] {
+        if let Some(text) = violation_finding(data, status, what) {
+            findings.push(Finding { exit, text });
+        }
+    }
+    let inconclusive = data
+        .results
+        .iter()
+        .filter(|r| r.status == RunStatus::Inconclusive)
+        .count();
+    if inconclusive > 0 {
+        findings.push(Finding {
+            exit: Exit::Inconclusive,
+            text: format!(
+                "{} ran out of a check's budget; no violation found",
+                plural(inconclusive, "run", "runs")
+            ),
+        });
+    }
+    findings
+}
+
+/// `2 scenarios violated EXCL, TOKEN` over the runs of `status` (checks in report order);
+/// `None` when no run has it.
+fn violation_finding(data: &ReportData, status: RunStatus, what: &str) -> Option<String> {
+    let failing: Vec<&RunRecord> = data.results.iter().filter(|r| r.status == status).collect();
+    if failing.is_empty() {
+        return None;
+    }
+    let scenarios: BTreeSet<&str> = failing.iter().map(|r| r.scenario.as_str()).collect();
+    let checks: BTreeSet<Check> = failing
+        .iter()
+        .flat_map(|r| r.unexpected.iter().copied())
+        .filter(|c| status == RunStatus::Liveness || !c.is_liveness())
+        .collect();
+    let checks: Vec<Check> = checks.into_iter().collect();
+    Some(format!(
+        "{} {what} {}",
+        plural(scenarios.len(), "scenario", "scenarios"),
+        Check::list(&checks)
+    ))
+}
+
+/// `seeds` as sorted, merged ranges (end excluded): `0..12, 40..45`; `none` when empty.
+pub(super) fn seed_ranges(seeds: impl IntoIterator<Item = u64>) -> String {
+    let seeds: BTreeSet<u64> = seeds.into_iter().collect();
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for seed in seeds {
+        match ranges.last_mut() {
+            Some((_, end)) if *end == seed => *end = seed + 1,
+            _ => ranges.push((seed, seed + 1)),
+        }
+    }
+    if ranges.is_empty() {
+        return "none".to_owned();
+    }
+    let text: Vec<String> = ranges.iter().map(|(a, b)| format!("{a}..{b}")).collect();
+    text.join(", ")
+}
+
+/// `1 run`, `2 runs`.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// One warning per expected coverage event a scenario never reached: ``coverage event
+/// `stale-append-rejected` never reached in swarm-freezes``.
+pub(super) fn coverage_warnings(scenarios: &[ScenarioSummary]) -> Vec<String> {
+    scenarios
+        .iter()
+        .flat_map(|s| {
+            s.unreached_coverage
+                .iter()
+                .map(move |event| format!("coverage event `{event}` never reached in {}", s.name))
+        })
+        .collect()
+}
+
+/// `, with 1 warning: …` (the first [`MAX_WARNINGS_LISTED`], then `and N more`); empty
+/// without warnings.
+fn warnings_clause(warnings: &[String]) -> String {
+    if warnings.is_empty() {
+        return String::new();
+    }
+    let mut listed = warnings[..warnings.len().min(MAX_WARNINGS_LISTED)].join("; ");
+    if warnings.len() > MAX_WARNINGS_LISTED {
+        listed += &format!(
+            "; and {} more (see Expectations)",
+            warnings.len() - MAX_WARNINGS_LISTED
+        );
+    }
+    format!(
+        ", with {}: {listed}",
+        plural(warnings.len(), "warning", "warnings")
+    )
 }
 
 /// Every harness error, by scenario and seed.

@@ -55,6 +55,7 @@ fn info(name: &str, about: &str, coverage: &[&str], violate: &[&str]) -> Scenari
 fn campaign(commit: &str, shard: Option<&str>) -> CampaignFile {
     CampaignFile {
         v: RECORD_VERSION,
+        wall_ms: None,
         meta: meta(commit, shard),
         scenarios: vec![
             info(
@@ -218,7 +219,7 @@ fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
         "| shard | — |",
         "| mutant | none |",
         "| runs | 8 (5 clean, 1 violation, 0 liveness, 1 inconclusive, 1 harness-error) |",
-        "**Verdict: harness error: some runs could not be judged (exit 3)**",
+        "**Verdict: harness error: 1 run could not be judged (first: flaky seed 0); 1 scenario violated FENCE; expected violation never seen (mutant-missed: EXCL); 16 of 24 planned runs missing (see Missing runs); not a clean campaign; 1 run ran out of a check's budget; no violation found, with 2 warnings: coverage event `graceful-handover` never reached in clean; coverage event `stale-append-rejected` never reached in f1-pause (exit 3)**",
         "| FENCE | 2 | 20 | 1 | 1 | 0 | **FAIL** |",
         "| LIN-LEASE | 1 | 10 | 0 | 0 | 1 | inconclusive |",
         "| FENCE | 1 | 10 | 1 | 1 | 0 | caught (expected) |",
@@ -302,6 +303,86 @@ fn exit_codes_follow_the_design_order() {
     assert_eq!(data.summary().exit_code, 5);
     let clean = |r: &RunRecord| fixed_results(r) && r.scenario != "slow";
     assert_eq!(code(&clean, fixed), 0);
+}
+
+/// The verdict line names what failed (scenarios and checks, survived mutants, expected
+/// violations never seen), an incomplete campaign as such, and a clean one with its coverage
+/// warnings, which leave the exit code at 0.
+#[test]
+fn verdict_lines_say_what_failed_and_warn_of_unreached_coverage() {
+    let verdict = |keep: &dyn Fn(&RunRecord) -> bool, campaign: CampaignFile| {
+        let results: Vec<RunRecord> = results().into_iter().filter(|r| keep(r)).collect();
+        let summary = ReportData::new(campaign, results, Vec::new()).summary();
+        (summary.exit_code, summary.verdict)
+    };
+    let warning = ", with 1 warning: coverage event `graceful-handover` never reached in clean";
+    let warnings = ", with 2 warnings: coverage event `graceful-handover` never reached in \
+                    clean; coverage event `stale-append-rejected` never reached in f1-pause";
+    assert_eq!(
+        verdict(&|r| r.scenario != "flaky", campaign("c", None)),
+        (
+            1,
+            format!(
+                "FAIL: 1 scenario violated FENCE; expected violation never seen \
+                 (mutant-missed: EXCL); 1 run ran out of a check's budget; no violation \
+                 found{warnings}"
+            )
+        )
+    );
+    assert_eq!(
+        verdict(&|_| true, campaign("c", None)).1,
+        format!(
+            "harness error: 1 run could not be judged (first: flaky seed 0); 1 scenario \
+             violated FENCE; expected violation never seen (mutant-missed: EXCL); 1 run ran \
+             out of a check's budget; no violation found{warnings}"
+        )
+    );
+    let mut fixed = campaign("c", None);
+    fixed.scenarios[5].violate.clear();
+    let clean = |r: &RunRecord| {
+        !["flaky", "f1-pause", "mutant-missed", "slow"].contains(&r.scenario.as_str())
+    };
+    assert_eq!(
+        verdict(&clean, fixed.clone()),
+        (0, format!("clean{warning}"))
+    );
+    fixed.scenarios[0].coverage.clear();
+    assert_eq!(verdict(&clean, fixed.clone()), (0, "clean".to_owned()));
+    let mut data = ReportData::new(fixed, Vec::new(), Vec::new());
+    assert_eq!(
+        data.summary().verdict,
+        "incomplete: no run finished; not a clean campaign"
+    );
+    data.results = results().into_iter().filter(clean).collect();
+    data.mutants = vec![crate::results::record::Detection {
+        mutant: "fence-written-blind".into(),
+        about: "a journal's fence is written blind".into(),
+        killed: false,
+        killed_by: "survived".into(),
+        seeds_to_detection: None,
+        runs_to_detection: None,
+        wall_ms_to_detection: None,
+        shrunk: None,
+        run_file: None,
+    }];
+    assert_eq!(
+        (data.summary().exit_code, data.summary().verdict),
+        (
+            1,
+            "FAIL: 1 mutant survived (fence-written-blind)".to_owned()
+        )
+    );
+}
+
+#[test]
+fn seeds_that_ran_are_listed_as_ranges() {
+    use super::summary::seed_ranges;
+    assert_eq!(
+        seed_ranges([3, 0, 1, 2, 40, 41, 44, 2]),
+        "0..4, 40..42, 44..45"
+    );
+    assert_eq!(seed_ranges(0..37), "0..37");
+    assert_eq!(seed_ranges([]), "none");
 }
 
 #[test]

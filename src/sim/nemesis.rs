@@ -114,6 +114,7 @@ fn apply(
     now: Duration,
     action: Action,
 ) -> Vec<(u64, Action)> {
+    super::runner::set_trace_now(now);
     tracing::info!(target: "leasesim::nemesis", at = ?now, ?action, "nemesis");
     hosts.recorder.set_harness_now(now);
     match action {

@@ -31,11 +31,10 @@ pub enum RunnerError {
     Harness(String),
 }
 
-/// What `result.json` holds.
+/// What a run's world did, as `result.json` carries it (the verdict and every check's result
+/// are added by whoever judges the run: [`crate::campaign::single`]).
 #[derive(Clone, Debug, Serialize)]
 pub struct RunResult {
-    /// Schema version of `result.json` (1).
-    pub v: u32,
     /// The master seed.
     pub seed: u64,
     /// Replicas in the world.
@@ -45,11 +44,13 @@ pub struct RunResult {
     /// Simulated time the run actually ended at, ms (past `duration_ms` by the liveness
     /// phase, if the run has one).
     pub ended_ms: u64,
-    /// The schedule file, if any.
-    pub schedule: Option<String>,
-    /// The faults applied (also written as `schedule.json`).
+    /// The fault schedule the world ran, every fault explicit (drawn from the seed for a
+    /// swarm scenario, read from the scenario's or the run file's schedule otherwise; also
+    /// written as `schedule.json`).
+    pub schedule: FaultSchedule,
+    /// Faults in `schedule`.
     pub faults: usize,
-    /// The script file, if any.
+    /// `script.json` for a scripted run (the script it ran, in the run's folder), else none.
     pub script: Option<String>,
     /// History lines written.
     pub history_lines: usize,
@@ -57,7 +58,7 @@ pub struct RunResult {
     pub operations: usize,
     /// The command that replays the run.
     pub replay: String,
-    /// The scenario file the run came from, if any (then `run.json` describes the run).
+    /// The scenario the run came from, if any (then `run.json` describes the run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scenario: Option<String>,
 }
@@ -141,11 +142,11 @@ pub fn write_outputs(
     write(&out.join("trace.jsonl"), trace)
 }
 
-/// Writes `result.json` into `out`.
+/// Writes `result` as `result.json` into `out` (pretty JSON).
 ///
 /// # Errors
 /// [`RunnerError::Harness`] when it cannot be written.
-pub fn write_result(out: &Path, result: &RunResult) -> Result<(), RunnerError> {
+pub fn write_result<T: Serialize>(out: &Path, result: &T) -> Result<(), RunnerError> {
     let json = serde_json::to_string_pretty(result).expect("a result always serialises");
     write(&out.join("result.json"), json.as_bytes())
 }
@@ -241,12 +242,25 @@ fn trace_subscriber(writer: TraceBuffer) -> impl tracing::Subscriber + Send + Sy
         .finish()
 }
 
-/// Stamps events with true simulated time (`-` outside a host).
+thread_local! {
+    /// True simulated time of the step the harness is taking outside any host (the nemesis
+    /// applying a fault): turmoil only knows the time inside a host.
+    static HARNESS_NOW: std::cell::Cell<Option<Duration>> = const { std::cell::Cell::new(None) };
+}
+
+/// Stamps the trace events the harness logs from now on, outside any host, with true
+/// simulated time `now` (the nemesis calls it before each action it logs).
+pub(crate) fn set_trace_now(now: Duration) {
+    HARNESS_NOW.with(|cell| cell.set(Some(now)));
+}
+
+/// Stamps events with true simulated time, µs: inside a host turmoil's, outside one (the
+/// nemesis) the harness's step ([`set_trace_now`]); `-` before the world starts.
 struct SimTime;
 
 impl tracing_subscriber::fmt::time::FormatTime for SimTime {
     fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
-        match turmoil::sim_elapsed() {
+        match turmoil::sim_elapsed().or_else(|| HARNESS_NOW.with(std::cell::Cell::get)) {
             Some(elapsed) => write!(w, "{}us", elapsed.as_micros()),
             None => write!(w, "-"),
         }

@@ -42,9 +42,18 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
     // The report shows the minimal run, its replay command, the evidence and a diagram.
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("| mutant | none |"), "{report}");
+    let verdict = "FAIL: 1 scenario violated TOKEN, EXCL, EXPIRY, LIN-LEASE";
     assert!(
-        report.contains("**Verdict: FAIL: unexpected safety violation (exit 1)**"),
+        report.contains(&format!("**Verdict: {verdict}")),
         "{report}"
+    );
+    // The terminal's last line: the verdict, the exit code and the report.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap();
+    assert!(last.starts_with(verdict), "{last}");
+    assert!(
+        last.ends_with(" — exit 1 — report: out/report.md"),
+        "{last}"
     );
     let section = report
         .split("## Violations (shrunk)\n")
@@ -97,7 +106,7 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
     assert!(!token_line.ends_with(" 0 violations"), "{token_line}");
     let verdict = stdout.lines().last().unwrap();
     assert!(
-        verdict.starts_with("verdict: SAFETY VIOLATION: TOKEN"),
+        verdict.starts_with("verdict: FAIL: TOKEN") && verdict.ends_with("violated — exit 1"),
         "{verdict}"
     );
     // The minimal run carries the planted bug itself (a run file is self-contained).
@@ -136,9 +145,15 @@ fn an_expected_violation_never_seen_exits_1_and_the_report_says_the_expectation_
         assert_eq!(record["status"], "clean", "{record}");
     }
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let verdict = "FAIL: expected violation never seen (f1-pause-longer-than-ttl: EXCL)";
     assert!(
-        report.contains("**Verdict: FAIL: an expected violation was never seen"),
+        report.contains(&format!("**Verdict: {verdict}")),
         "{report}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.lines().last().unwrap().starts_with(verdict),
+        "{stdout}"
     );
     assert!(report.contains("## Expectations not met\n"), "{report}");
     assert!(

@@ -25,6 +25,23 @@ fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
     );
     assert_eq!(output.status.code(), Some(0), "{}", both(&output));
     let out = tmp.path().join("out");
+    // The last line on the terminal is the verdict (with its warnings), the exit code and
+    // the report, as summary.json says.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let verdict = summary["verdict"].as_str().unwrap();
+    assert!(verdict.starts_with("clean"), "{verdict}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        stdout.lines().last().unwrap(),
+        format!("{verdict} — exit 0 — report: out/report.md")
+    );
+    assert_eq!(summary["seeds_run"], "0..2");
+    let sum = summary["runs_wall_ms_sum"].as_u64().unwrap();
+    assert!(
+        sum > 0 && summary["wall_ms"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
     for file in [
         "report.md",
         "summary.json",
@@ -81,7 +98,10 @@ fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
     assert_eq!(summary["runs"], 4, "{summary}");
 
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(report.contains("**Verdict: clean (exit 0)**"), "{report}");
+    assert!(
+        report.contains(&format!("**Verdict: {verdict} (exit 0)**")),
+        "{report}"
+    );
     assert!(
         report.contains(
             "| runs | 4 (4 clean, 0 violation, 0 liveness, 0 inconclusive, 0 harness-error) |"
@@ -94,5 +114,36 @@ fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
         std::fs::read_to_string(out.join("shrunk.jsonl"))
             .unwrap_or_default()
             .is_empty()
+    );
+}
+
+/// A budget too short for any run: the last line says `incomplete` and exit 6, never clean.
+#[test]
+fn a_campaign_with_no_finished_run_ends_on_an_incomplete_verdict_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_sims(tmp.path(), "sims", &["f1-pause-longer-than-ttl"]);
+    let output = leasesim(
+        tmp.path(),
+        &[
+            "campaign",
+            "--sims",
+            "sims",
+            "--budget",
+            "1ns",
+            "--no-progress",
+            "--out",
+            "out",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(6), "{}", both(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        stdout.lines().last().unwrap(),
+        "incomplete: no run finished; not a clean campaign — exit 6 — report: out/report.md"
+    );
+    let report = std::fs::read_to_string(tmp.path().join("out/report.md")).unwrap();
+    assert!(
+        report.contains("| seeds | budget 1ns; ran none |"),
+        "{report}"
     );
 }

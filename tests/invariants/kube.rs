@@ -218,7 +218,7 @@ fn expiry_catches_an_early_takeover_by_a_fast_wall_candidate() {
     let report = expiry::check(&takeover(8 * S, 0));
     let violation = one(&report);
     assert!(
-        violation.message.contains("advanced only 5000000us"),
+        violation.message.contains("advanced only 5.000 s"),
         "{violation}"
     );
     assert_eq!(
@@ -307,7 +307,7 @@ fn excl_catches_overlapping_windows_within_the_drift_bound() {
     assert!(
         violation
             .message
-            .contains("overlap from 9000000us to 9473685us"),
+            .contains("overlap from 9.000 s to 9.473685 s"),
         "{violation}"
     );
     assert_eq!(
@@ -501,7 +501,7 @@ fn live_catches_a_session_stuck_past_the_bound_without_a_grace_for_an_api_server
     assert!(
         violation
             .message
-            .contains("between the heal at 0us and 21999999us (bound 21999999us)"),
+            .contains("between the heal at 0.000 s and 21.999999 s (bound 21.999999 s)"),
         "{violation}"
     );
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use leasesim::check::invariants::{Check, check_all};
+use leasesim::check::invariants::{Check, Evidence, check_all};
 use leasesim::history::History;
 use leasesim::sim::config::Workload;
 use leasesim::sim::schedule::{Fault, FaultSchedule};
@@ -131,8 +131,16 @@ fn the_token_not_advanced_on_expiry_mutant_is_caught_by_token() {
     let token = report.get(Check::Token).unwrap();
     assert!(!token.passed(), "{report}");
     let violation = &token.violations[0];
-    assert!(violation.message.contains("takeover"), "{violation}");
-    assert_eq!(violation.evidence.len(), 2, "{violation}");
+    assert!(
+        violation.message.contains("took the session over"),
+        "{violation}"
+    );
+    // Each decision comes with the op line of the call it answered.
+    assert_eq!(violation.evidence.len(), 4, "{violation}");
+    assert!(
+        matches!(violation.evidence[0], Evidence::Op(_)),
+        "{violation}"
+    );
 }
 
 /// A planted bug is caught: with `release-by-session-only`, seed 2's replica-2 releases its
@@ -155,16 +163,20 @@ fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
     assert_eq!(excl.violations.len(), 1, "{report}");
     let violation = &excl.violations[0];
     assert!(
-        violation.message.contains("stale release by replica-2#0"),
+        violation.message.contains("replica-2's release at ")
+            && violation
+                .message
+                .contains(", a stale release, changed something"),
         "{violation}"
     );
-    assert_eq!(violation.evidence.len(), 3, "{violation}");
+    // The hold, the stale release and the decision after it, each with its call's op line.
+    assert_eq!(violation.evidence.len(), 6, "{violation}");
     let expiry = report.get(Check::Expiry).unwrap();
     assert!(!expiry.passed(), "{report}");
     assert!(
         expiry.violations[0]
             .message
-            .contains("replica-3#0's lease (token 7)"),
+            .contains("replica-3's token-7 lease"),
         "{report}"
     );
 }

@@ -404,3 +404,118 @@ fn check_determinism_exits_3_when_the_second_process_differs() {
         "{stderr}"
     );
 }
+
+/// `result.json` of a swarm run holds the schedule the seed drew (as the run file has it,
+/// never `null`), the verdict with its exit code, and every check's result.
+#[test]
+fn result_json_holds_the_verdict_every_check_and_the_drawn_schedule() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().to_str().unwrap();
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/sims/swarm-freezes.toml");
+    let output = leasesim(&["run", "--scenario", scenario, "--seed", "3", "--out", dir]);
+    let stdout = text(&output.stdout);
+    let read = |file: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(out.path().join(file)).unwrap()).unwrap()
+    };
+    let (result, run) = (read("result.json"), read("run.json"));
+    assert_eq!(result["v"], 2);
+    assert_eq!(result["schedule"], run["schedule"]);
+    assert_eq!(result["drawn"], run["drawn"]);
+    let faults = result["schedule"]["faults"].as_array().unwrap();
+    assert!(!faults.is_empty(), "a swarm seed with no faults: {result}");
+    assert_eq!(result["faults"], faults.len());
+    assert_eq!(result["exit_code"], output.status.code().unwrap());
+    let verdict = result["verdict"].as_str().unwrap();
+    assert_eq!(
+        stdout.lines().last().unwrap(),
+        format!(
+            "verdict: {verdict} — exit {}",
+            output.status.code().unwrap()
+        )
+    );
+    let names: Vec<&str> = result["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|check| check["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, leasesim::check::Check::ALL.map(|c| c.name()));
+}
+
+/// A check with nothing to judge is `not-judged` with its reason in `result.json` and in the
+/// verdict line, never `pass`: a scripted run has no liveness phase, so LIVE judges nothing.
+#[test]
+fn a_check_that_judged_nothing_is_not_judged_in_result_json_and_the_verdict() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().to_str().unwrap();
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sims/f1-pause-longer-than-ttl.toml"
+    );
+    let output = leasesim(&["run", "--scenario", scenario, "--seed", "0", "--out", dir]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stdout));
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        stdout.lines().last().unwrap(),
+        "verdict: clean (not judged: LIVE) — exit 0"
+    );
+    assert!(
+        stdout.contains("LIVE: not judged (no contended session to judge after the faults healed)"),
+        "{stdout}"
+    );
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("result.json")).unwrap()).unwrap();
+    let live = result["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["name"] == "LIVE")
+        .unwrap();
+    assert_eq!(live["verdict"], "not-judged");
+    assert_eq!(
+        live["not_judged"],
+        "no contended session to judge after the faults healed"
+    );
+    let token = &result["checks"][0];
+    assert_eq!(
+        (&token["name"], &token["verdict"]),
+        (&"TOKEN".into(), &"pass".into())
+    );
+    assert_eq!(result["schedule"]["faults"][0]["fault"], "pause");
+    // The nemesis's trace lines carry the simulated time they act at, as the hosts' do.
+    let trace = std::fs::read_to_string(out.path().join("trace.jsonl")).unwrap();
+    let nemesis: Vec<serde_json::Value> = trace
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|line| line["target"] == "leasesim::nemesis")
+        .collect();
+    assert_eq!(nemesis[0]["fields"]["at"], "1.5s", "{trace}");
+    assert_eq!(nemesis[0]["timestamp"], "1500000us", "{trace}");
+    assert!(
+        nemesis.iter().all(|line| line["timestamp"] != "-"),
+        "{trace}"
+    );
+}
+
+/// `run --help` lists every exit code a run can end with and points to the mutant catalogue.
+#[test]
+fn run_help_lists_every_exit_code_and_points_to_the_mutants() {
+    let output = leasesim(&["run", "--help"]);
+    assert_eq!(output.status.code(), Some(0));
+    let help = text(&output.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for code in [
+        "0 clean",
+        "1 a safety violation",
+        "2 bad input or usage",
+        "3 a harness error",
+        "4 inconclusive",
+        "5 a liveness violation",
+        "(6, incomplete, is for campaigns and reports only.)",
+        "`leasesim mutants` lists the planted bugs",
+    ] {
+        assert!(help.contains(code), "run --help lacks {code:?}:\n{help}");
+    }
+}

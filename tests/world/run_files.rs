@@ -38,8 +38,9 @@ fn every_committed_run_file_loads() {
     }
 }
 
-/// The sample report's shrunk counterexamples are v1 files of planted bugs: each still
-/// replays to the violation it was shrunk for (exit 1, or 5 for LIVE).
+/// The sample report's shrunk counterexamples (planted bugs, and the sample campaign's own
+/// unexpected violations): each still replays to the violation it was shrunk for (exit 1,
+/// or 5 for LIVE).
 #[test]
 fn the_sample_reports_counterexamples_still_replay_to_their_violations() {
     for file in run_files("reports/sample/shrunk") {

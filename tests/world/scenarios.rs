@@ -413,7 +413,7 @@ fn a_swarm_run_replays_byte_for_byte_from_its_run_file() {
     runfile::execute_to(&run, &first, timeout).unwrap();
     let saved = RunFile::load(&first.join("run.json")).unwrap();
     assert_eq!(saved, run);
-    let result = runfile::execute_to(&saved, &second, timeout).unwrap();
+    let (result, _) = runfile::execute_to(&saved, &second, timeout).unwrap();
     assert_eq!(
         result.replay,
         format!("leasesim replay {}", second.join("run.json").display())

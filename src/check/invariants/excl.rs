@@ -39,8 +39,12 @@
 //! nothing could be judged EXCL says "not judged (why)", never "pass".
 
 use super::holders::{Clocks, Window, windows};
-use super::{AuthorityClock, Check, Evidence, InvariantReport, decisions_by_session, who};
+use super::{
+    AuthorityClock, Check, Evidence, InvariantReport, caller, decision_evidence,
+    decisions_by_session, who,
+};
 use crate::history::{Decision, DecisionLine, History, Process, Refusal, Request};
+use crate::time::seconds_us;
 
 /// A session's current hold, as the decisions so far made it.
 pub(crate) struct Hold<'h> {
@@ -121,6 +125,7 @@ pub fn check(history: &History) -> InvariantReport {
             "{session}: decisions are judged in true-time order"
         );
         let mut judge = SessionJudge {
+            history,
             session: &session,
             clock: &clock,
             hold: None,
@@ -135,6 +140,7 @@ pub fn check(history: &History) -> InvariantReport {
 
 /// One session's judge: the hold so far, and a pending stale release.
 struct SessionJudge<'h, 'a> {
+    history: &'h History,
     session: &'a str,
     clock: &'a AuthorityClock,
     hold: Option<Hold<'h>>,
@@ -191,20 +197,31 @@ impl<'h> SessionJudge<'h, '_> {
         };
         report.violation(
             format!(
-                "{}: a stale release by {} changed something: afterwards the authority {what} while {}'s lease (token {}, expiry {}us on the authority's clock) was unexpired and not released",
+                "{}: {}, a stale release, changed something: afterwards the authority {what} while {} was unexpired and not released",
                 self.session,
-                who(&stale.owner),
-                who(&held.owner),
-                held.token,
-                held.expiry_authority_us
+                caller(self.history, stale),
+                self.hold_words(held),
             ),
-            vec![
-                Evidence::decision(held.set_by),
-                Evidence::decision(stale),
-                Evidence::decision(decision),
-            ],
+            [
+                decision_evidence(self.history, held.set_by),
+                decision_evidence(self.history, stale),
+                decision_evidence(self.history, decision),
+            ]
+            .concat(),
         );
         self.stale_release = None;
+    }
+
+    /// `replica-1's token-2 hold (from its acquire at 1.000 s (op 3); expiry 11.000 s on the
+    /// authority's clock)`.
+    fn hold_words(&self, held: &Hold) -> String {
+        format!(
+            "{}'s token-{} hold (from {}; expiry {} on the authority's clock)",
+            who(&held.owner),
+            held.token,
+            caller(self.history, held.set_by),
+            seconds_us(held.expiry_authority_us)
+        )
     }
 
     /// A grant to another owner while the current hold is live breaks exclusivity.
@@ -215,14 +232,16 @@ impl<'h> SessionJudge<'h, '_> {
         {
             report.violation(
                 format!(
-                    "{}: granted to {} (token {token}) while {}'s lease (token {}, expiry {}us on the authority's clock) was unexpired and not released",
+                    "{}: {} was granted token {token} while {} was unexpired and not released",
                     self.session,
-                    who(&decision.owner),
-                    who(&held.owner),
-                    held.token,
-                    held.expiry_authority_us
+                    caller(self.history, decision),
+                    self.hold_words(held),
                 ),
-                vec![Evidence::decision(held.set_by), Evidence::decision(decision)],
+                [
+                    decision_evidence(self.history, held.set_by),
+                    decision_evidence(self.history, decision),
+                ]
+                .concat(),
             );
         }
     }
@@ -256,12 +275,12 @@ impl<'h> SessionJudge<'h, '_> {
                 )
             }
         };
-        evidence.push(Evidence::decision(decision));
+        evidence.extend(decision_evidence(self.history, decision));
         report.violation(
             format!(
-                "{}: a stale renew by {} of token {token} was granted: {why}",
+                "{}: {}, a stale renew of token {token}, was granted: {why}",
                 self.session,
-                who(&decision.owner)
+                caller(self.history, decision)
             ),
             evidence,
         );
@@ -295,12 +314,12 @@ impl<'h> SessionJudge<'h, '_> {
                 .iter()
                 .map(|h| Evidence::decision(h.set_by))
                 .collect();
-            evidence.push(Evidence::decision(decision));
+            evidence.extend(decision_evidence(self.history, decision));
             report.violation(
                 format!(
-                    "{}: a stale release by {} of token {token} reported that it ended a hold",
+                    "{}: {}, a stale release of token {token}, reported that it ended a hold",
                     self.session,
-                    who(&decision.owner)
+                    caller(self.history, decision)
                 ),
                 evidence,
             );
@@ -409,10 +428,11 @@ fn within_drift_bound(
     let spread = i128::from((-holder_slowest).max(0)) + i128::from(candidate_fastest.max(0));
     let bound = i128::from(skew_margin_us) * 1_000_000 / i128::from(held.ttl_us.max(1));
     let words = format!(
-        "holder's slowness {}ppm + candidate's speed {}ppm, bound {bound}ppm (skew margin {skew_margin_us}us of TTL {}us)",
+        "holder's slowness {}ppm + candidate's speed {}ppm, bound {bound}ppm (skew margin {} of TTL {})",
         (-holder_slowest).max(0),
         candidate_fastest.max(0),
-        held.ttl_us
+        seconds_us(skew_margin_us),
+        seconds_us(held.ttl_us)
     );
     if spread <= bound {
         Ok(words)
@@ -427,15 +447,23 @@ fn overlap(report: &mut InvariantReport, held: &Window, candidate: &Window, boun
     let until_us = held.until_us.min(candidate.until_us);
     report.violation(
         format!(
-            "{}: {}'s window (token {}{}) and {}'s window (token {}{}) overlap from {from_us}us to {until_us}us ({}us; {bound})",
+            "{}: {}'s window (token {}{}, from its {} at {} (op {})) and {}'s window (token {}{}, from its {} at {} (op {})) overlap from {} to {} ({}; {bound})",
             held.op.session,
             who(held.process()),
             held.token,
             held.cut_words(),
+            held.op.op.name().trim_start_matches("lease_"),
+            seconds_us(held.op.invoke_us),
+            held.op.id,
             who(candidate.process()),
             candidate.token,
             candidate.cut_words(),
-            until_us - from_us
+            candidate.op.op.name().trim_start_matches("lease_"),
+            seconds_us(candidate.op.invoke_us),
+            candidate.op.id,
+            seconds_us(from_us),
+            seconds_us(until_us),
+            seconds_us(until_us - from_us)
         ),
         vec![
             held.evidence(),

@@ -58,8 +58,12 @@
 
 use super::excl::Hold;
 use super::holders::{Clocks, parse_holder};
-use super::{AuthorityClock, Check, Evidence, InvariantReport, decisions_by_session, who};
+use super::{
+    AuthorityClock, Check, Evidence, InvariantReport, caller, decision_evidence,
+    decisions_by_session, who,
+};
 use crate::history::{Decision, DecisionLine, History, Refusal, Request, WriteLine, WriteVerb};
+use crate::time::seconds_us;
 
 /// Checks EXPIRY over `history`: on the decision lines, or by observation for a backend
 /// without an authority clock (see the module documentation).
@@ -76,15 +80,11 @@ pub fn check(history: &History) -> InvariantReport {
             let ends = match &decision.decision {
                 Decision::Grant { token, .. } => hold.as_ref().and_then(|held| {
                     (held.owner != decision.owner || held.token != *token)
-                        .then(|| format!("granted to {} with token {token}", who(&decision.owner)))
+                        .then(|| format!("{} was granted token {token}", caller(history, decision)))
                 }),
                 Decision::Renew { token, .. } => hold.as_ref().and_then(|held| {
-                    (held.owner != decision.owner || held.token != *token).then(|| {
-                        format!(
-                            "renewed {}'s lease with token {token}",
-                            who(&decision.owner)
-                        )
-                    })
+                    (held.owner != decision.owner || held.token != *token)
+                        .then(|| format!("{} renewed token {token}", caller(history, decision)))
                 }),
                 Decision::Refuse {
                     request,
@@ -97,9 +97,8 @@ pub fn check(history: &History) -> InvariantReport {
                     let gone = *holder_token != Some(held.token);
                     (own_renew || gone).then(|| {
                         format!(
-                            "refused {}'s {} saying the session is {}",
-                            who(&decision.owner),
-                            request_name(*request),
+                            "{} was refused, the session said to be {}",
+                            caller(history, decision),
                             match holder_token {
                                 None => "free".to_string(),
                                 Some(t) => format!("held with token {t}"),
@@ -115,29 +114,23 @@ pub fn check(history: &History) -> InvariantReport {
             {
                 report.violation(
                     format!(
-                        "{session}: {what} while {}'s lease (token {}) was unexpired: {}",
+                        "{session}: {what} while {}'s token-{} lease (last set by {}) was unexpired: {}",
                         who(&held.owner),
                         held.token,
+                        caller(history, held.set_by),
                         bound.explain(decision),
                     ),
-                    vec![
-                        Evidence::decision(held.set_by),
-                        Evidence::decision(decision),
-                    ],
+                    [
+                        decision_evidence(history, held.set_by),
+                        decision_evidence(history, decision),
+                    ]
+                    .concat(),
                 );
             }
             Hold::follow(&mut hold, decision);
         }
     }
     report
-}
-
-fn request_name(request: Request) -> &'static str {
-    match request {
-        Request::Acquire => "acquire",
-        Request::Renew => "renew",
-        Request::Release => "release",
-    }
 }
 
 /// A hold's bound as placed in the boot of a later decision, when it is still ahead there.
@@ -188,17 +181,18 @@ impl Bound {
     fn explain(&self, decision: &DecisionLine) -> String {
         if self.set_boot == self.boot {
             format!(
-                "the authority read {}us, before the bound {}us (last acknowledgement's expiry)",
-                decision.at_authority_us, self.expiry_us
+                "the authority read {}, before the bound {} (last acknowledgement's expiry)",
+                seconds_us(decision.at_authority_us),
+                seconds_us(self.expiry_us)
             )
         } else {
             format!(
-                "the authority read {}us in boot {}, before the bound {}us there (expiry {}us \
+                "the authority read {} in boot {}, before the bound {} there (expiry {} \
                  in boot {}, its remaining lifetime carried over the restart as uptime)",
-                decision.at_authority_us,
+                seconds_us(decision.at_authority_us),
                 self.boot,
-                self.deadline_us,
-                self.expiry_us,
+                seconds_us(self.deadline_us),
+                seconds_us(self.expiry_us),
                 self.set_boot
             )
         }
@@ -240,15 +234,19 @@ fn check_observed(history: &History) -> InvariantReport {
         if waited_us < ttl_us {
             report.violation(
                 format!(
-                    "{}: {} took the lease over from {:?} after its clock advanced only {waited_us}us since {} (TTL {ttl_us}us)",
+                    "{}: {} took the lease over from {:?} at {} (rv {}) after its clock advanced only {} since {} (TTL {})",
                     write.session,
                     write.holder_identity,
                     before.holder_identity,
+                    seconds_us(write.at_us),
+                    write.resource_version,
+                    seconds_us(waited_us),
                     if from_us > before.at_us {
-                        format!("it booted at {from_us}us")
+                        format!("it booted at {}", seconds_us(from_us))
                     } else {
-                        format!("the previous write at {}us", before.at_us)
-                    }
+                        format!("the previous write at {}", seconds_us(before.at_us))
+                    },
+                    seconds_us(ttl_us)
                 ),
                 vec![Evidence::write(before), Evidence::write(write)],
             );

@@ -29,6 +29,7 @@
 
 use super::{Check, InvariantReport};
 use crate::history::{Decision, History, Op, OpResult, Outcome, Phase, Request, WriteVerb};
+use crate::time::seconds_us;
 
 /// Whether the session was handed back within the window and nobody was turned away after:
 /// a live holder that had nothing more to write released it (`ended`), and no acquire of it
@@ -127,7 +128,10 @@ pub fn check(history: &History) -> InvariantReport {
             report.checks += 1;
             report.violation(
                 format!(
-                    "{session}: no acknowledged journal append between the heal at {healed}us and {deadline}us (bound {bound}us)"
+                    "{session}: no acknowledged journal append between the heal at {} and {} (bound {})",
+                    seconds_us(healed),
+                    seconds_us(deadline),
+                    seconds_us(bound)
                 ),
                 Vec::new(),
             );

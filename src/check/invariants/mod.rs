@@ -38,7 +38,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub use super::Check;
-use crate::history::{ClockMap, DecisionLine, History, Process, WriteLine, WriteVerb};
+use crate::history::{
+    ClockMap, Decision, DecisionLine, History, Op, OpLine, Process, Request, WriteLine, WriteVerb,
+};
+use crate::time::seconds_us;
 
 /// One piece of evidence: something in the history a reviewer can find.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -139,6 +142,9 @@ impl Evidence {
 }
 
 impl fmt::Display for Evidence {
+    /// Each kind as a reviewer looks it up in the history (`op 12`, `ledger s1 seq 4`,
+    /// `decision s1 by replica-2 at 12.004 s (authority 12.004 s)`), times as seconds with ms
+    /// ([`crate::time`]; the history's own fields are µs).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Evidence::Op(id) => write!(f, "op {id}"),
@@ -150,8 +156,9 @@ impl fmt::Display for Evidence {
                 at_us,
             } => write!(
                 f,
-                "decision {session} by {}#{} at {at_us}us (authority {at_authority_us}us)",
-                owner.replica, owner.incarnation
+                "decision {session} by {owner} at {} (authority {})",
+                seconds_us(*at_us),
+                seconds_us(*at_authority_us)
             ),
             Evidence::Validity {
                 process,
@@ -160,8 +167,9 @@ impl fmt::Display for Evidence {
                 at_us,
             } => write!(
                 f,
-                "validity {session} by {}#{} at {at_us}us (local {at_local_us}us)",
-                process.replica, process.incarnation
+                "validity {session} by {process} at {} (local {})",
+                seconds_us(*at_us),
+                seconds_us(*at_local_us)
             ),
             Evidence::Write {
                 session,
@@ -172,9 +180,10 @@ impl fmt::Display for Evidence {
                 at_us,
             } => write!(
                 f,
-                "write {} {session} rv {resource_version} holder {:?} transitions {transitions} at {at_us}us",
+                "write {} {session} rv {resource_version} holder {:?} transitions {transitions} at {}",
                 verb_name(*verb),
-                holder_identity
+                holder_identity,
+                seconds_us(*at_us)
             ),
             Evidence::Window {
                 process,
@@ -185,8 +194,9 @@ impl fmt::Display for Evidence {
                 until_us,
             } => write!(
                 f,
-                "window {session} of {}#{} token {token} from op {op}: {from_us}us..{until_us}us",
-                process.replica, process.incarnation
+                "window {session} of {process} token {token} from op {op}: {}..{}",
+                seconds_us(*from_us),
+                seconds_us(*until_us)
             ),
         }
     }
@@ -433,7 +443,76 @@ pub(crate) fn decisions_by_session(history: &History) -> BTreeMap<String, Vec<&D
     by_session
 }
 
-/// `process` as `replica-1#0`.
+/// `process` as every output names it: `replica-1`, or `replica-1#2` from its first restart
+/// on ([`Process`]'s `Display`).
 pub(crate) fn who(process: &Process) -> String {
-    format!("{}#{}", process.replica, process.incarnation)
+    process.to_string()
+}
+
+/// The lease call `decision` answered: an op line of its session whose call presents the
+/// decision's owner, of the decision's kind (an acquire for a grant, a renew for a renew, a
+/// release for a release, either for a refusal), invoked no later than the decision and not
+/// completed before it; the first by position in the history.
+pub(crate) fn cause_op<'h>(history: &'h History, decision: &DecisionLine) -> Option<&'h OpLine> {
+    history.ops().find(|op| {
+        op.session == decision.session
+            && answers(&op.op, &decision.decision, &decision.owner)
+            && op.invoke_us <= decision.at_us
+            && op.complete_us.is_none_or(|done| done >= decision.at_us)
+    })
+}
+
+/// Whether call `op` can be the request `decision` answered for `owner`.
+fn answers(op: &Op, decision: &Decision, owner: &Process) -> bool {
+    let kind = match decision {
+        Decision::Grant { .. } => Request::Acquire,
+        Decision::Renew { .. } => Request::Renew,
+        Decision::Release { .. } => Request::Release,
+        Decision::Refuse { request, .. } => *request,
+    };
+    match (op, kind) {
+        (Op::LeaseAcquire { owner: by }, Request::Acquire)
+        | (Op::LeaseRenew { owner: by, .. }, Request::Renew)
+        | (Op::LeaseRelease { owner: by, .. }, Request::Release) => by == owner,
+        _ => false,
+    }
+}
+
+/// The call `decision` answered, for a message: `replica-2's acquire at 12.004 s (op 57)` —
+/// its host, the call, when it was sent and its op id; without an op line for it (a
+/// history from elsewhere), `replica-2's acquire (decided at 12.004 s)`.
+pub(crate) fn caller(history: &History, decision: &DecisionLine) -> String {
+    let call = match &decision.decision {
+        Decision::Grant { .. } => "acquire",
+        Decision::Renew { .. } => "renew",
+        Decision::Release { .. } => "release",
+        Decision::Refuse { request, .. } => match request {
+            Request::Acquire => "acquire",
+            Request::Renew => "renew",
+            Request::Release => "release",
+        },
+    };
+    match cause_op(history, decision) {
+        Some(op) => format!(
+            "{}'s {call} at {} (op {})",
+            op.process,
+            seconds_us(op.invoke_us),
+            op.id
+        ),
+        None => format!(
+            "{}'s {call} (decided at {})",
+            decision.owner,
+            seconds_us(decision.at_us)
+        ),
+    }
+}
+
+/// The evidence of `decision`: the op line of the call it answered, when there is one, then
+/// the decision line.
+pub(crate) fn decision_evidence(history: &History, decision: &DecisionLine) -> Vec<Evidence> {
+    cause_op(history, decision)
+        .map(|op| Evidence::Op(op.id))
+        .into_iter()
+        .chain([Evidence::decision(decision)])
+        .collect()
 }

@@ -12,6 +12,7 @@
 //! counts from its completion (a check in the same µs is given the benefit of the doubt)
 //! until a successful acquire or renew granting the epoch again is invoked at or after it.
 
+use crate::time::seconds_us;
 use std::collections::BTreeMap;
 
 use super::{Check, Evidence, InvariantReport, who};
@@ -199,16 +200,18 @@ fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, sk
     if check.at_local_us >= valid_until {
         report.violation(
             format!(
-                "{}: {} judged its lease of epoch {} valid at local {}us, at or after valid_until {}us (op {} invoked at local {}us + ttl {}us - skew margin {}us)",
+                "{}: {} judged its lease of epoch {} valid at {} on its clock ({} true time), at or after valid_until {}: its {} (op {}) was sent at {} on its clock, + TTL {} - skew margin {}",
                 check.session,
                 who(&check.process),
                 check.epoch,
-                check.at_local_us,
-                valid_until,
+                seconds_us(check.at_local_us),
+                seconds_us(check.at_us),
+                seconds_us(valid_until),
+                grant.op.name().trim_start_matches("lease_"),
                 grant.id,
-                grant.invoke_local_us,
-                ttl_us,
-                skew_margin_us
+                seconds_us(grant.invoke_local_us),
+                seconds_us(ttl_us),
+                seconds_us(skew_margin_us)
             ),
             vec![Evidence::Op(grant.id), checked.clone()],
         );
@@ -216,14 +219,14 @@ fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, sk
     if let Some(loss) = leases.observed_loss(check) {
         report.violation(
             format!(
-                "{}: {} judged its lease of epoch {} valid at {}us after it observed its loss (op {} {}, completed at {}us)",
+                "{}: {} judged its lease of epoch {} valid at {} after it observed its loss: its {} (op {}) completed at {}",
                 check.session,
                 who(&check.process),
                 check.epoch,
-                check.at_us,
+                seconds_us(check.at_us),
+                loss.op.name().trim_start_matches("lease_"),
                 loss.id,
-                loss.op.name(),
-                loss.complete_us.unwrap_or_default()
+                seconds_us(loss.complete_us.unwrap_or_default())
             ),
             vec![Evidence::Op(loss.id), checked],
         );

@@ -33,10 +33,14 @@
 
 use super::excl::Hold;
 use super::holders::{Clocks, windows};
-use super::{AuthorityClock, Check, Evidence, InvariantReport, decisions_by_session, who};
+use super::{
+    AuthorityClock, Check, Evidence, InvariantReport, caller, decision_evidence,
+    decisions_by_session, who,
+};
 use crate::history::{
     Decision, DecisionLine, History, Op, OpResult, Outcome, WriteLine, WriteVerb,
 };
+use crate::time::seconds_us;
 
 /// Whether TOKEN (and EXPIRY) judge `history` on `leaseTransitions`: the config names no
 /// authority, or the history has write lines.
@@ -66,11 +70,16 @@ pub fn check(history: &History) -> InvariantReport {
                         if held.token != *token {
                             report.violation(
                                 format!(
-                                    "{session}: a live re-acquire by {} changed its token from {} to {token}",
-                                    who(&decision.owner),
-                                    held.token
+                                    "{session}: {}, a live re-acquire, changed its token from {} (granted to {}) to {token}",
+                                    caller(history, decision),
+                                    held.token,
+                                    caller(history, held.set_by)
                                 ),
-                                vec![Evidence::decision(held.set_by), Evidence::decision(decision)],
+                                [
+                                    decision_evidence(history, held.set_by),
+                                    decision_evidence(history, decision),
+                                ]
+                                .concat(),
                             );
                         }
                     } else if let Some((top, by)) = highest
@@ -78,10 +87,15 @@ pub fn check(history: &History) -> InvariantReport {
                     {
                         report.violation(
                             format!(
-                                "{session}: a takeover by {} got token {token}, not above the earlier grant's token {top}",
-                                who(&decision.owner)
+                                "{session}: {} took the session over with token {token}, not above token {top} granted earlier to {}",
+                                caller(history, decision),
+                                caller(history, by)
                             ),
-                            vec![Evidence::decision(by), Evidence::decision(decision)],
+                            [
+                                decision_evidence(history, by),
+                                decision_evidence(history, decision),
+                            ]
+                            .concat(),
                         );
                     }
                     if highest.is_none_or(|(top, _)| *token > top) {
@@ -95,11 +109,11 @@ pub fn check(history: &History) -> InvariantReport {
                         _ => {
                             let mut evidence: Vec<Evidence> =
                                 hold.iter().map(|h| Evidence::decision(h.set_by)).collect();
-                            evidence.push(Evidence::decision(decision));
+                            evidence.extend(decision_evidence(history, decision));
                             report.violation(
                                 format!(
-                                    "{session}: a renew by {} granted token {token}, not the token of its current hold{}",
-                                    who(&decision.owner),
+                                    "{session}: {} was granted token {token}, not the token of its current hold{}",
+                                    caller(history, decision),
                                     hold.as_ref()
                                         .map(|h| format!(" ({}'s token {})", who(&h.owner), h.token))
                                         .unwrap_or_default()
@@ -195,9 +209,11 @@ fn judge_renews(report: &mut InvariantReport, history: &History) {
             if got != token {
                 report.violation(
                     format!(
-                        "{}: a renew by {} presented token {token} and was granted token {got}",
+                        "{}: {}'s renew at {} (op {}) presented token {token} and was granted token {got}",
                         op.session,
-                        who(&op.process)
+                        who(&op.process),
+                        seconds_us(op.invoke_us),
+                        op.id
                     ),
                     vec![Evidence::Op(op.id)],
                 );
@@ -228,9 +244,12 @@ fn judge_reacquires(report: &mut InvariantReport, history: &History) {
         if live.token != *token {
             report.violation(
                 format!(
-                    "{}: a live re-acquire by {} changed its token from {} to {token}",
+                    "{}: {}'s acquire at {} (op {}), a live re-acquire inside its window from op {}, changed its token from {} to {token}",
                     op.session,
                     who(&op.process),
+                    seconds_us(op.invoke_us),
+                    op.id,
+                    live.op.id,
                     live.token
                 ),
                 vec![

@@ -855,7 +855,7 @@ impl<'a, M: Model> Search<'a, M> {
             "process {} {} at {}",
             op.process,
             self.model.describe_op(&op.input, op.output.as_ref()),
-            interval(op)
+            interval(self.model, op)
         )
     }
 
@@ -950,9 +950,10 @@ fn mark(linearized: &mut [u64], local: usize, placed: bool) {
 }
 
 /// `[call, return]`, or `[call, ∞)` for an operation whose outcome is unknown.
-fn interval<I, O>(op: &Operation<I, O>) -> String {
+fn interval<M: Model>(model: &M, op: &Operation<M::Input, M::Output>) -> String {
+    let call = model.describe_time(op.call);
     match (&op.output, op.ret) {
-        (Some(_), Some(ret)) => format!("[{}, {ret}]", op.call),
-        _ => format!("[{}, ∞)", op.call),
+        (Some(_), Some(ret)) => format!("[{call}, {}]", model.describe_time(ret)),
+        _ => format!("[{call}, ∞)"),
     }
 }

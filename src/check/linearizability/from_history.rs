@@ -354,9 +354,7 @@ fn end_of_history(history: &History) -> u64 {
 }
 
 fn describe_record(record: &HistRecord) -> String {
-    let writer = |w: &crate::history::HistWriterId| {
-        format!("{}#{}/j{}", w.owner.replica, w.owner.incarnation, w.journal)
-    };
+    let writer = |w: &crate::history::HistWriterId| format!("{}/j{}", w.owner, w.journal);
     match record {
         HistRecord::Fence {
             epoch, writer_id, ..

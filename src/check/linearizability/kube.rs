@@ -234,6 +234,11 @@ impl Model for KubeLeaseObjects {
         }
     }
 
+    /// Our histories' times are µs of true time: seconds with ms.
+    fn describe_time(&self, time: u64) -> String {
+        crate::time::seconds_us(time)
+    }
+
     fn key(&self, input: &KubeInput) -> String {
         input.session.clone()
     }
@@ -248,6 +253,102 @@ impl Model for KubeLeaseObjects {
                 s.holder_identity,
                 s.transitions
             ),
+        }
+    }
+
+    /// The rule of the API server's optimistic concurrency the response breaks.
+    fn describe_rejection(
+        &self,
+        state: &KubeState,
+        input: &KubeInput,
+        output: Option<&KubeOutput>,
+    ) -> String {
+        let Some(output) = output else {
+            return "an unknown outcome is accepted in every state".to_owned();
+        };
+        let rv = |s: &Stored| {
+            s.resource_version
+                .map_or("an rv not yet known".to_owned(), |rv| format!("rv {rv}"))
+        };
+        match (&state.0, &input.call, output) {
+            (None, KubeCall::Create { .. }, KubeOutput::Object(_)) => {
+                "a create returns the object it wrote: holder or transitions differ".to_owned()
+            }
+            (None, _, KubeOutput::NotFound) => "the object is absent, as not found says".into(),
+            (None, _, _) => "the object is absent: the call must answer 404 Not Found".to_owned(),
+            (Some(s), _, KubeOutput::NotFound) => {
+                format!("the object exists (at {}): not found is wrong", rv(s))
+            }
+            (Some(s), KubeCall::Get, KubeOutput::Object(object)) => format!(
+                "the get returned rv {} holder {:?} transitions {}, but the object is at {} \
+                 holder {:?} transitions {}",
+                object.resource_version,
+                object.holder_identity,
+                object.transitions,
+                rv(s),
+                s.holder_identity,
+                s.transitions
+            ),
+            (Some(_), KubeCall::Create { .. }, _) => {
+                "the object exists: a create must answer 409 Conflict".to_owned()
+            }
+            (
+                Some(s),
+                KubeCall::Update { expected_rv, .. } | KubeCall::Delete { expected_rv },
+                KubeOutput::Conflict,
+            ) => {
+                format!(
+                    "the write expected {}, and the object is at {}: it must succeed, not answer \
+                     409 Conflict",
+                    expected_rv.map_or("no rv".to_owned(), |rv| format!("rv {rv}")),
+                    rv(s)
+                )
+            }
+            (
+                Some(s),
+                KubeCall::Update {
+                    expected_rv,
+                    holder_identity,
+                    transitions,
+                },
+                KubeOutput::Object(object),
+            ) => {
+                if !s.may_match(*expected_rv) {
+                    format!(
+                        "CAS expected rv {}, object at {}: the update must answer 409 Conflict",
+                        expected_rv.unwrap_or_default(),
+                        rv(s)
+                    )
+                } else if object.holder_identity != *holder_identity
+                    || object.transitions != *transitions
+                {
+                    format!(
+                        "an update returns what it wrote (holder {holder_identity:?}, transitions \
+                         {transitions}), not holder {:?} transitions {}",
+                        object.holder_identity, object.transitions
+                    )
+                } else {
+                    format!(
+                        "an update gets a new resourceVersion, but returned rv {}, the one it \
+                         replaced",
+                        object.resource_version
+                    )
+                }
+            }
+            (Some(s), KubeCall::Delete { expected_rv }, KubeOutput::Object(_)) => {
+                if s.may_match(*expected_rv) {
+                    "a delete returns the object it deleted, and this is not it".to_owned()
+                } else {
+                    format!(
+                        "CAS expected rv {}, object at {}: the delete must answer 409 Conflict",
+                        expected_rv.unwrap_or_default(),
+                        rv(s)
+                    )
+                }
+            }
+            (Some(_), KubeCall::Get, KubeOutput::Conflict) => {
+                "a get never answers 409 Conflict".to_owned()
+            }
         }
     }
 

@@ -36,6 +36,7 @@
 
 use super::Model;
 use crate::history::Process;
+use crate::time::seconds_us;
 
 /// A call on one session's lease, with its window on the authority's clock.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -143,9 +144,10 @@ impl TimedLease {
         TimedLease { owners }
     }
 
-    fn who(&self, owner: u32) -> String {
+    /// Owner `owner` as every output names it (`replica-1`, `replica-1#2` after restarts).
+    pub(super) fn who(&self, owner: u32) -> String {
         match self.owners.get(owner as usize) {
-            Some(p) => format!("{}#{}", p.replica, p.incarnation),
+            Some(p) => p.to_string(),
             None => format!("owner {owner}"),
         }
     }
@@ -224,6 +226,11 @@ impl Model for TimedLease {
         }
     }
 
+    /// Our histories' times are µs of true time: seconds with ms.
+    fn describe_time(&self, time: u64) -> String {
+        crate::time::seconds_us(time)
+    }
+
     fn key(&self, input: &LeaseInput) -> String {
         input.session.clone()
     }
@@ -239,11 +246,15 @@ impl Model for TimedLease {
                 expiry_to_us,
             } => {
                 let expiry = if expiry_from_us == expiry_to_us {
-                    format!("{expiry_from_us}us")
+                    seconds_us(expiry_from_us)
                 } else if expiry_to_us == u64::MAX {
-                    format!("{expiry_from_us}us or later")
+                    format!("{} or later", seconds_us(expiry_from_us))
                 } else {
-                    format!("between {expiry_from_us}us and {expiry_to_us}us")
+                    format!(
+                        "between {} and {}",
+                        seconds_us(expiry_from_us),
+                        seconds_us(expiry_to_us)
+                    )
                 };
                 format!(
                     "held by {} with token {token}, expiring at {expiry} (authority clock)",
@@ -268,13 +279,16 @@ impl Model for TimedLease {
         let to = if input.window.to_us == u64::MAX {
             "∞".to_string()
         } else {
-            format!("{}us", input.window.to_us)
+            seconds_us(input.window.to_us)
         };
         let result = match output {
             None => "outcome unknown".to_string(),
             Some(LeaseOutput::Granted {
                 token, expiry_us, ..
-            }) => format!("granted token {token} expiring at {expiry_us}us"),
+            }) => format!(
+                "granted token {token} expiring at {}",
+                seconds_us(*expiry_us)
+            ),
             Some(LeaseOutput::Held {
                 holder_token: Some(t),
             }) => format!("held (holder token {t})"),
@@ -282,9 +296,22 @@ impl Model for TimedLease {
             Some(LeaseOutput::Released) => "released".to_string(),
         };
         format!(
-            "{call} in authority window [{}us, {to}], {result}",
-            input.window.from_us
+            "{call} in authority window [{}, {to}], {result}",
+            seconds_us(input.window.from_us)
         )
+    }
+
+    /// The lease contract's rule the response breaks ([`super::lease_rules`]).
+    fn describe_rejection(
+        &self,
+        state: &LeaseState,
+        input: &LeaseInput,
+        output: Option<&LeaseOutput>,
+    ) -> String {
+        match output {
+            Some(output) => super::lease_rules::rejection(self, state, input, output),
+            None => "an unknown outcome is accepted in every state".to_owned(),
+        }
     }
 }
 

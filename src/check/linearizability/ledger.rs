@@ -103,12 +103,69 @@ impl Model for CasLedger {
         }
     }
 
+    /// Our histories' times are µs of true time: seconds with ms.
+    fn describe_time(&self, time: u64) -> String {
+        crate::time::seconds_us(time)
+    }
+
     fn key(&self, input: &LedgerInput) -> String {
         input.session.clone()
     }
 
     fn describe_state(&self, tip: &u64) -> String {
         format!("tip {tip}")
+    }
+
+    /// Which rule of the CAS chain the call breaks in `tip`.
+    fn describe_rejection(
+        &self,
+        tip: &u64,
+        input: &LedgerInput,
+        output: Option<&LedgerOutput>,
+    ) -> String {
+        let tip = *tip;
+        match (&input.call, output) {
+            (LedgerCall::Tip, Some(LedgerOutput::Tip(seen))) => {
+                format!("the tip read returned {seen} but the ledger's tip is {tip}")
+            }
+            (
+                LedgerCall::Append {
+                    expected,
+                    may_commit,
+                    ..
+                },
+                Some(LedgerOutput::Appended(seq)),
+            ) => {
+                if !*may_commit {
+                    format!(
+                        "an acknowledged append commits for good, but the final ledger does not \
+                         hold this record at seq {}",
+                        expected + 1
+                    )
+                } else if tip != *expected {
+                    format!(
+                        "the append expected tip {expected}, but the ledger's tip is {tip}: a \
+                         CAS on another tip must conflict, not commit"
+                    )
+                } else {
+                    format!(
+                        "an append at expected tip {expected} commits at seq {}, not {seq}",
+                        expected + 1
+                    )
+                }
+            }
+            (LedgerCall::Append { expected, .. }, Some(LedgerOutput::Conflict { actual })) => {
+                if tip == *expected {
+                    format!(
+                        "the append expected tip {expected}, which is the ledger's tip: it must \
+                         commit, not conflict"
+                    )
+                } else {
+                    format!("the conflict reported tip {actual}, but the ledger's tip is {tip}")
+                }
+            }
+            _ => format!("a {} cannot return that", self.describe_op(input, None)),
+        }
     }
 
     fn describe_op(&self, input: &LedgerInput, output: Option<&LedgerOutput>) -> String {

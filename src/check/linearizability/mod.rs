@@ -37,9 +37,12 @@ mod from_history;
 pub mod kube;
 pub mod kv;
 pub mod lease;
+mod lease_rules;
 pub mod ledger;
 mod memo;
 pub mod register;
+#[cfg(test)]
+mod rejection_tests;
 
 pub use engine::{Budget, Explanation, Operation, Verdict, check, check_counted};
 pub use from_history::{
@@ -94,6 +97,12 @@ pub trait Model: Sync {
             Some(output) => format!("{input:?} -> {output:?}"),
             None => format!("{input:?} -> unknown"),
         }
+    }
+
+    /// An operation's call or return time, for explanations (as the history gives it, by
+    /// default; a model over our histories, whose times are µs, says `12.004 s`).
+    fn describe_time(&self, time: u64) -> String {
+        time.to_string()
     }
 
     /// Why `input` returning `output` cannot happen in `state`, in plain words; called only where

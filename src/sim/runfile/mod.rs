@@ -385,12 +385,17 @@ pub fn execute(run: &RunFile, timeout: Duration) -> Result<(History, Vec<u8>), R
 }
 
 /// Runs `run` and writes into `out`: `run.json`, `history.jsonl`, `trace.jsonl`,
-/// `schedule.json` (the faults applied), `script.json` for a scripted run, and `result.json`
-/// (whose `replay` is `leasesim replay <out>/run.json`).
+/// `schedule.json` (the faults applied) and `script.json` for a scripted run; returns what
+/// the world did (whose `replay` is `leasesim replay <out>/run.json`) and the history, for
+/// the caller to judge and write `result.json` from ([`crate::campaign::single`]).
 ///
 /// # Errors
 /// As [`execute`], and [`RunnerError::Harness`] when a file cannot be written.
-pub fn execute_to(run: &RunFile, out: &Path, timeout: Duration) -> Result<RunResult, RunnerError> {
+pub fn execute_to(
+    run: &RunFile,
+    out: &Path,
+    timeout: Duration,
+) -> Result<(RunResult, History), RunnerError> {
     runner::create_out(out)?;
     runner::clear_outputs(out)?;
     let run_path = out.join("run.json");
@@ -404,21 +409,19 @@ pub fn execute_to(run: &RunFile, out: &Path, timeout: Duration) -> Result<RunRes
     let (history, trace) = execute(run, timeout)?;
     runner::write_outputs(out, &history, &trace)?;
     let result = RunResult {
-        v: 1,
         seed: run.seed,
         replicas: run.world.replicas,
         duration_ms: run.world.duration_s * 1_000,
         ended_ms: history
             .phase_at_us(crate::history::Phase::RunEnded)
             .map_or(0, |us| us / 1_000),
-        schedule: None,
+        schedule: run.schedule.clone(),
         faults: run.schedule.faults.len(),
-        script: None,
+        script: script.map(|_| "script.json".to_owned()),
         history_lines: history.lines().len(),
         operations: history.ops().count(),
         replay: run.replay_command(&run_path),
         scenario: Some(run.scenario.clone()),
     };
-    runner::write_result(out, &result)?;
-    Ok(result)
+    Ok((result, history))
 }
