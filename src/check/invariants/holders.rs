@@ -4,10 +4,13 @@
 //! windows placed in true time.
 //!
 //! A **validity window** is what a successful `lease_acquire` / `lease_renew` of process P let
-//! P believe (DESIGN.md, "Client-side validity"): from its `invoke_local_us` to
-//! `valid_until` = `invoke_local_us` + the granted `ttl_us` − the config's `skew_margin_us` on
-//! P's own clock — the deadline STOP recomputes ([`super::stop::valid_until_local_us`]) —
-//! mapped to true time through P's clock segments in P's boot (its incarnation)
+//! P believe (DESIGN.md, "Client-side validity"): from the true time the call completed (P
+//! cannot act on a grant before it has it; a KubeLease acquire is a series of reads and
+//! updates that can take seconds under held replies, and its grant is written by the last of
+//! them) to `valid_until` = `invoke_local_us` + the granted `ttl_us` − the config's
+//! `skew_margin_us` on P's own clock — the deadline STOP recomputes
+//! ([`super::stop::valid_until_local_us`]), counted from the call's start, which only shortens
+//! it — mapped to true time through P's clock segments in P's boot (its incarnation)
 //! ([`ClockMap::true_at_in_boot`]). It is cut short at the first of, after it starts:
 //! the true invoke time of P's own release of that token; the completion of P's renew of that
 //! token answered `held` (P observed the loss); the end of P's boot (P crashed). A release or
@@ -142,7 +145,7 @@ pub(crate) struct Window<'h> {
     pub(crate) token: u64,
     /// The TTL it granted, µs.
     pub(crate) ttl_us: u64,
-    /// True time it starts (the op's invoke), µs.
+    /// True time it starts (the op's completion: when the holder has the grant), µs.
     pub(crate) from_us: u64,
     /// True time it ends, after any cut, µs (`u64::MAX`: never, a clock stopped for good).
     pub(crate) until_us: u64,
@@ -199,22 +202,23 @@ pub(crate) fn windows<'h>(
         let Some(OpResult::Granted { token, ttl_us, .. }) = op.result else {
             continue;
         };
-        if op.complete_us.is_none() {
+        let Some(granted_us) = op.complete_us else {
             continue;
-        }
+        };
         let valid_until = valid_until_local_us(op, ttl_us, skew_margin_us);
         // The deadline in true time; when P's boot ends before its clock gets there, the
-        // crash cuts the window (below).
+        // crash cuts the window (below). A deadline already past when the grant arrived
+        // leaves an empty window.
         let until_us = clocks
             .true_at(&op.process, valid_until)
-            .map(|true_us| true_us.max(op.invoke_us))
+            .map(|true_us| true_us.max(granted_us))
             .or_else(|| clocks.boot_end(&op.process))
             .unwrap_or(u64::MAX);
         let mut window = Window {
             op,
             token,
             ttl_us,
-            from_us: op.invoke_us,
+            from_us: granted_us,
             until_us,
             cut: None,
         };
