@@ -15,6 +15,8 @@
 //! process of the host reads alike and which keeps counting across a suspend. Not in the
 //! simulated world (turmoil has no flock).
 
+pub mod driver;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
