@@ -139,8 +139,8 @@ pub enum Mutant {
     /// happened. Killed by the conformance rule `renew_after_expiry_is_held` over
     /// `FlockLease` (tests/flock).
     RenewWithoutExpiryCheck,
-    /// `FlockLease` rewrites the record in place (truncate, write, fsync) instead of temp file
-    /// + rename: a crash mid-write leaves a torn record and the token high-water mark is lost.
+    /// `FlockLease` rewrites the record in place (truncate, write, fsync) instead of temp
+    /// file + rename: a crash mid-write leaves a torn record and the token high-water mark is lost.
     /// Killed by the flock process test `crash_mid_record_write_keeps_the_high_water_mark`.
     RecordWrittenInPlace,
 }

@@ -1,2 +1,13 @@
 //! `FlockLease` in real time: the conformance suite, and real processes (`leasesim flock`)
 //! racing, crashing, forking and stopping over real files (issue 15, field case F8).
+
+mod crash;
+mod fork;
+mod kill;
+mod kills;
+mod names;
+mod program;
+mod race;
+mod support;
+mod suspend;
+mod unlink;

@@ -283,11 +283,15 @@ pub struct ErrorLine {
 }
 
 impl ErrorLine {
-    fn new(error: &str, reason: impl Into<String>) -> Line {
-        Line::Error(ErrorLine {
+    fn new(error: &str, reason: impl Into<String>) -> ErrorLine {
+        ErrorLine {
             error: error.to_owned(),
             reason: reason.into(),
-        })
+        }
+    }
+
+    fn line(error: &str, reason: impl Into<String>) -> Line {
+        Line::Error(ErrorLine::new(error, reason))
     }
 }
 
@@ -417,7 +421,7 @@ impl Console {
             if line.trim() == "go" {
                 return;
             }
-            self.emit(&ErrorLine::new(
+            self.emit(&ErrorLine::line(
                 "paused",
                 format!(
                     "paused at {}: only `go` continues, `{line}` is ignored",
@@ -495,11 +499,9 @@ pub fn main(args: FlockArgs) -> Exit {
 pub fn run(args: FlockArgs, console: Arc<Console>) -> Exit {
     let mut driver = match Driver::open(args, console.clone()) {
         Ok(driver) => driver,
-        Err((exit, line)) => {
-            if let Line::Error(error) = &line {
-                eprintln!("error: {}", error.reason);
-            }
-            console.emit(&line);
+        Err((exit, error)) => {
+            eprintln!("error: {}", error.reason);
+            console.emit(&Line::Error(error));
             return exit;
         }
     };
@@ -525,7 +527,7 @@ pub fn run(args: FlockArgs, console: Arc<Console>) -> Exit {
                     unsafe { libc::_exit(0) }
                 }
             }
-            Err(reason) => console.emit(&ErrorLine::new("bad-command", reason)),
+            Err(reason) => console.emit(&ErrorLine::line("bad-command", reason)),
         }
     }
     driver.reap_lingering();
@@ -543,7 +545,7 @@ enum Step {
 
 impl Driver {
     /// The runtime and the lease authority of `args`.
-    fn open(args: FlockArgs, console: Arc<Console>) -> Result<Driver, (Exit, Line)> {
+    fn open(args: FlockArgs, console: Arc<Console>) -> Result<Driver, (Exit, ErrorLine)> {
         if let Some(mutant) = args.mutant
             && mutant.backend() != Some("flock")
         {
@@ -600,7 +602,7 @@ impl Driver {
                 None => return Step::ForkedChildDone,
             },
             Command::ForkLinger => Line::Reply(self.fork_linger()),
-            Command::Go => ErrorLine::new("not-paused", "`go` outside a pause: nothing waits"),
+            Command::Go => ErrorLine::line("not-paused", "`go` outside a pause: nothing waits"),
             Command::Quit => Line::Reply(Reply::ok(Verb::Quit, None)),
         };
         self.console.emit(&line);
@@ -828,7 +830,7 @@ mod tests {
                 point: "record-read".into(),
                 session: "s1".into(),
             }),
-            ErrorLine::new("bad-command", "unknown command `x`"),
+            ErrorLine::line("bad-command", "unknown command `x`"),
         ];
         for line in lines {
             let text = serde_json::to_string(&line).unwrap();
