@@ -187,6 +187,11 @@ impl Holder {
     /// SIGKILLs the process and reaps it.
     pub fn kill(&mut self) -> Result<ExitStatus, String> {
         self.signal(Signal::KILL)?;
+        self.reap()
+    }
+
+    /// Waits for the process to end (after a signal that ends it).
+    pub fn reap(&mut self) -> Result<ExitStatus, String> {
         self.child
             .wait()
             .map_err(|e| format!("wait for {}: {e}", self.name))
