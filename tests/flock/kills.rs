@@ -68,8 +68,10 @@ fn every_flock_kill_fails_its_test() {
                 "{name} fails on the correct implementation: {error}"
             ));
         }
-        if test(Some(mutant)).is_ok() {
-            failures.push(format!("{} survives {name}", mutant.name()));
+        match test(Some(mutant)) {
+            // The evidence, for `--nocapture`: the mutant must fail for the right reason.
+            Err(error) => eprintln!("{} fails {name}: {error}", mutant.name()),
+            Ok(()) => failures.push(format!("{} survives {name}", mutant.name())),
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
