@@ -8,7 +8,7 @@
 //! - `fork exit SESSION`: a forked child releases the inherited lease value, drops
 //!   everything as a careless child would and `_exit(0)`s; the parent waits for it;
 //! - `fork linger`: a forked child sleeps until killed (the parent kills and reaps it at
-//!   `quit`, at EOF, or when the child sees the parent die);
+//!   `quit` and at EOF; a parent that is SIGKILLed leaves it behind, as a real one would);
 //! - `go`: continue from a pause (`--pause-at`); `quit`: exit 0 (EOF does the same).
 //!
 //! The process stays single-threaded (a current-thread runtime, no blocking pool) because it
@@ -670,14 +670,13 @@ impl Driver {
         }
     }
 
-    /// `fork linger`: the child sleeps until it is killed (by this process at `quit` or EOF,
-    /// or by the kernel when this process dies: `PR_SET_PDEATHSIG`).
+    /// `fork linger`: the child sleeps until it is killed (by this process at `quit`, at EOF or
+    /// on drop; by whoever kills it otherwise).
     fn fork_linger(&mut self) -> Reply {
         // SAFETY: the process is single-threaded (see `fork_exit`).
-        let parent = unsafe { libc::getpid() };
         match unsafe { libc::fork() } {
             -1 => fork_failed(Verb::ForkLinger, None),
-            0 => linger(parent),
+            0 => linger(),
             child => {
                 self.lingering.push(child);
                 Reply {
@@ -706,18 +705,13 @@ impl Drop for Driver {
     }
 }
 
-/// The lingering child's whole life: sleep until killed.
-fn linger(parent: libc::pid_t) -> ! {
-    // SAFETY: plain syscalls in a single-threaded child.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        if libc::getppid() != parent {
-            // The parent died before the death signal was armed.
-            libc::_exit(0);
-        }
-        loop {
-            libc::pause();
-        }
+/// The lingering child's whole life: sleep until killed, holding every descriptor it
+/// inherited. Nothing ties it to its parent (no death signal): a careless child outlives a
+/// parent that is SIGKILLed, and so do its copies of the parent's open file descriptions.
+fn linger() -> ! {
+    loop {
+        // SAFETY: a plain syscall in a single-threaded child.
+        unsafe { libc::pause() };
     }
 }
 
