@@ -124,9 +124,10 @@ pub enum Mutant {
     /// presented) on `sims/kube-swarm-clocks.toml` (K2's script never renews), and by the
     /// conformance rule `renew_keeps_token_and_extends_expiry` over `KubeLease` (tests/core).
     TransitionsBumpedOnRenew,
-    /// `FlockLease::release` unlinks the session's lock file before closing it (field case
-    /// F8): a process already waiting on the old inode and one that creates a fresh file both
-    /// get "the" lock and decide at once. Killed by the flock process test
+    /// `FlockLease::release` unlinks the session's lock file before closing it, and nobody
+    /// checks after locking that the path still names the locked inode (field case F8; with
+    /// that check the unlink alone would be harmless): a process already waiting on the old
+    /// inode and one that creates a fresh file both get "the" lock and decide at once. Killed by the flock process test
     /// `unlink_race_never_two_holders` (two holders at once).
     UnlinkOnRelease,
     /// `FlockLease` releases (unlocks the generation lock, clears the record) from whatever
@@ -139,9 +140,10 @@ pub enum Mutant {
     /// happened. Killed by the conformance rule `renew_after_expiry_is_held` over
     /// `FlockLease` (tests/flock).
     RenewWithoutExpiryCheck,
-    /// `FlockLease` rewrites the record in place (truncate, write, fsync) instead of temp
-    /// file + rename: a crash mid-write leaves a torn record and the token high-water mark is lost.
-    /// Killed by the flock process test `crash_mid_record_write_keeps_the_high_water_mark`.
+    /// `FlockLease` rewrites the record in place (truncate, write, fsync) instead of writing a
+    /// temp file and renaming it: a crash mid-write leaves a torn record and the token
+    /// high-water mark is lost. Killed by the flock process test
+    /// `crash_mid_record_write_keeps_the_high_water_mark`.
     RecordWrittenInPlace,
 }
 

@@ -14,7 +14,7 @@ use super::shrink;
 use super::stopwatch::Stopwatch;
 use crate::clock::ManualClock;
 use crate::conformance::{RULES, Subject};
-use crate::lease::MemLease;
+use crate::lease::{FlockLease, FlockLeaseConfig, MemLease};
 use crate::mutant::{Kill, Mutant};
 use crate::results::record::Detection;
 
@@ -171,7 +171,9 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
     );
 }
 
-/// Whether conformance rule `rule` fails on a `MemLease` carrying `mutant`.
+/// Whether conformance rule `rule` fails on the backend `mutant` is planted in: a
+/// `FlockLease` in a fresh temporary directory in real time for a flock mutant, else a
+/// `MemLease` on a manual clock.
 fn conformance_breaks(mutant: Mutant, rule: &str) -> bool {
     let Some(found) = RULES.iter().find(|r| r.name == rule) else {
         return false;
@@ -183,11 +185,45 @@ fn conformance_breaks(mutant: Mutant, rule: &str) -> bool {
         return false;
     };
     runtime.block_on(async {
-        let clock = ManualClock::new();
-        let ttl = Duration::from_secs(10);
-        let lease = MemLease::new(Arc::new(clock.clone()), ttl).with_mutant(Some(mutant));
-        (found.run)(Subject::with_manual_clock(Arc::new(lease), clock, ttl))
-            .await
-            .is_err()
+        let Some(subject) = conformance_subject(mutant) else {
+            return false;
+        };
+        (found.run)(subject).await.is_err()
     })
+}
+
+/// A fresh subject carrying `mutant` on its own backend, or `None` when it cannot be made
+/// (no temporary directory).
+fn conformance_subject(mutant: Mutant) -> Option<Subject> {
+    if mutant.backend() == Some("flock") {
+        // Real time: flock leases judge expiry on CLOCK_BOOTTIME, which no fake clock moves;
+        // a small TTL keeps the rule short.
+        let ttl = Duration::from_millis(200);
+        let dir = tempfile::tempdir().ok()?;
+        let mut config = FlockLeaseConfig::new(dir.path(), ttl);
+        config.mutant = Some(mutant);
+        let lease = FlockLease::open(config).ok()?;
+        return Some(Subject::with_real_time(Arc::new(lease), ttl).keep_alive(dir));
+    }
+    let clock = ManualClock::new();
+    let ttl = Duration::from_secs(10);
+    let lease = MemLease::new(Arc::new(clock.clone()), ttl).with_mutant(Some(mutant));
+    Some(Subject::with_manual_clock(Arc::new(lease), clock, ttl))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flock mutant's conformance kill runs over `FlockLease` (on `MemLease` the planted
+    /// bug does not exist, so the rule would pass), and only its own rule fails.
+    #[test]
+    fn a_flock_conformance_kill_runs_over_flock_lease() {
+        let mutant = Mutant::RenewWithoutExpiryCheck;
+        let Kill::Conformance { rule } = mutant.kill() else {
+            panic!("{mutant}: no longer a conformance kill")
+        };
+        assert!(conformance_breaks(mutant, rule), "{mutant} passed {rule}");
+        assert!(!conformance_breaks(mutant, "fresh_acquire"));
+    }
 }

@@ -71,6 +71,11 @@ async fn every_conformance_kill_breaks_its_rule_on_mem_lease() {
         let Kill::Conformance { rule } = mutant.kill() else {
             continue;
         };
+        // A bug planted in another backend (flock: tests/flock runs its rule over
+        // FlockLease) leaves MemLease unchanged.
+        if !matches!(mutant.backend(), None | Some("grpc")) {
+            continue;
+        }
         let found = RULES
             .iter()
             .find(|r| r.name == rule)

@@ -15,11 +15,18 @@
 //! process of the host reads alike and which keeps counting across a suspend. Not in the
 //! simulated world (turmoil has no flock).
 
+mod decide;
 pub mod driver;
+mod fs;
+mod lock;
+mod name;
+mod record;
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -27,6 +34,8 @@ use async_trait::async_trait;
 use crate::clock::Instant;
 use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use crate::mutant::Mutant;
+
+pub use name::PREFIX_MAX_BYTES;
 
 /// How a [`FlockLease`] is set up.
 #[derive(Clone, Debug)]
@@ -120,56 +129,200 @@ pub enum FlockError {
 }
 
 /// Session leases through `flock(2)` on per-session files under one directory.
+///
+/// Every call is one decision under the session lock: read the record, judge it on
+/// `CLOCK_BOOTTIME`, write it (temp file + rename + fsync), unlock. The calls are
+/// synchronous inside their async bodies (each file call is short; a busy session lock is
+/// polled with a real 1 ms sleep): no threads, so a process using it can fork.
+///
+/// The generation locks this instance holds stay open in it until release or loss; they
+/// are unlocked only by the process that acquired them (a forked child's copies are closed
+/// without unlocking, which leaves the parent's hold in place), also on drop.
 #[derive(Debug)]
 pub struct FlockLease {
     config: FlockLeaseConfig,
+    /// The generation locks held, by session and token.
+    gens: Mutex<BTreeMap<(SessionId, u64), GenHold>>,
+    /// The calling process's id (`std::process::id`, a fake one in unit tests).
+    pid: fn() -> u32,
 }
+
+/// A generation lock held by this instance, and the process that took it.
+#[derive(Debug)]
+struct GenHold {
+    file: File,
+    pid: u32,
+}
+
+/// The files of one session under a lease directory ([`safe_name`] stems).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct SessionFiles {
+    /// The lease directory.
+    pub dir: PathBuf,
+    /// The stem, [`safe_name`] of the session.
+    pub stem: String,
+    /// `{stem}.lock`: the session lock.
+    pub lock: PathBuf,
+    /// `{stem}.record`: the record.
+    pub record: PathBuf,
+}
+
+impl SessionFiles {
+    /// The files of `session` under `dir`.
+    pub fn of(dir: &Path, session: &SessionId) -> Self {
+        let stem = safe_name(session);
+        SessionFiles {
+            dir: dir.to_path_buf(),
+            lock: dir.join(format!("{stem}.lock")),
+            record: dir.join(format!("{stem}.record")),
+            stem,
+        }
+    }
+
+    /// `{stem}.gen.{token}`: the generation lock of `token`.
+    pub fn generation(&self, token: u64) -> PathBuf {
+        lock::gen_path(&self.dir, &self.stem, token)
+    }
+
+    /// `{stem}.record.tmp`: where a record is written before it is renamed over the record.
+    pub fn record_tmp(&self) -> PathBuf {
+        fs::temp_path(&self.record)
+    }
+}
+
+/// Longest TTL a record holds with room (about 136 years).
+const TTL_MAX: Duration = Duration::from_secs(u32::MAX as u64);
 
 impl FlockLease {
     /// A lease authority over `config.dir`.
     ///
     /// # Errors
-    /// [`FlockError`] when the directory is missing, on a network file system, or the TTL
-    /// is zero.
+    /// [`FlockError`] when the directory is missing or not a directory, is on a network or
+    /// cluster file system (`statfs(2)` magic), or the TTL is zero, under 1 µs (the record's
+    /// unit) or over about 136 years.
     pub fn open(config: FlockLeaseConfig) -> Result<Self, FlockError> {
-        let _ = &config;
-        todo!("issue 15")
+        check_ttl(config.ttl)?;
+        check_dir(&config.dir)?;
+        Ok(FlockLease {
+            config,
+            gens: Mutex::new(BTreeMap::new()),
+            pid: std::process::id,
+        })
     }
 
     /// The lease directory.
     pub fn dir(&self) -> &Path {
         &self.config.dir
     }
+
+    /// The TTL every grant carries.
+    pub fn ttl(&self) -> Duration {
+        self.config.ttl
+    }
+
+    /// The files of `session` under this lease directory.
+    pub fn files(&self, session: &SessionId) -> SessionFiles {
+        SessionFiles::of(&self.config.dir, session)
+    }
+
+    fn is(&self, mutant: Mutant) -> bool {
+        self.config.mutant == Some(mutant)
+    }
+
+    fn hook(&self, point: FlockPoint, session: &SessionId) {
+        if let Some(hooks) = &self.config.hooks {
+            hooks.at(point, session);
+        }
+    }
+
+    fn gens(&self) -> MutexGuard<'_, BTreeMap<(SessionId, u64), GenHold>> {
+        // Every critical section leaves the map consistent: a panic elsewhere does not spoil it.
+        self.gens.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for FlockLease {
+    fn drop(&mut self) {
+        let holds = std::mem::take(&mut *self.gens());
+        holds.into_values().for_each(|hold| self.let_go(hold));
+    }
+}
+
+fn check_ttl(ttl: Duration) -> Result<(), FlockError> {
+    let reason = if ttl.is_zero() {
+        "a zero TTL would expire every lease the moment it is granted"
+    } else if ttl < Duration::from_micros(1) {
+        "the record counts in microseconds: use at least 1 µs"
+    } else if ttl > TTL_MAX {
+        "longer than the record can hold (about 136 years)"
+    } else {
+        return Ok(());
+    };
+    Err(FlockError::BadTtl { ttl, reason })
+}
+
+fn check_dir(dir: &Path) -> Result<(), FlockError> {
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(FlockError::NotADirectory { path: dir.into() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(FlockError::NotADirectory { path: dir.into() });
+        }
+        Err(source) => {
+            return Err(FlockError::Io {
+                path: dir.into(),
+                source,
+            });
+        }
+    }
+    let f_type = fs::fs_type(dir).map_err(|source| FlockError::Io {
+        path: dir.into(),
+        source,
+    })?;
+    match fs::network_fs(f_type) {
+        Some(fs) => Err(FlockError::NetworkFileSystem {
+            path: dir.into(),
+            fs,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The file-name stem of `session`: a sanitised prefix of the id (`[A-Za-z0-9_-]`, at most
 /// 40 bytes) and a hash of the whole id, so it never escapes the directory and two ids never
-/// share it.
+/// share it (see [`name::stem`] for the exact mapping).
 pub fn safe_name(session: &SessionId) -> String {
-    let _ = session;
-    todo!("issue 15")
+    name::stem(session.as_str())
 }
 
 /// A reading of `CLOCK_BOOTTIME`, the clock every process of the host shares and that keeps
 /// counting while the host is suspended: the authority's clock of a [`FlockLease`].
 pub fn boottime() -> Instant {
-    todo!("issue 15")
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    let secs = u64::try_from(now.tv_sec).unwrap_or(0);
+    let nanos = u32::try_from(now.tv_nsec).unwrap_or(0);
+    Instant::from_origin(Duration::new(secs, nanos))
+}
+
+/// [`boottime`] in whole µs, the record's unit.
+fn now_us() -> u64 {
+    u64::try_from(boottime().since_origin().as_micros()).unwrap_or(u64::MAX)
 }
 
 #[async_trait]
 impl SessionLease for FlockLease {
     async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
-        let _ = (session, owner);
-        todo!("issue 15")
+        self.acquire_now(session, owner)
     }
 
     async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
-        let _ = lease;
-        todo!("issue 15")
+        self.renew_now(lease)
     }
 
     async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
-        let _ = lease;
-        todo!("issue 15")
+        self.release_now(lease)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,204 @@
+//! `FlockLease`'s record in one process: a lost record never lowers the token (the
+//! generation files keep the high-water mark), a damaged one stops every grant with an error
+//! naming the file, and a holder whose generation lock is free (its process gone) is taken
+//! over at once.
+
+use std::path::Path;
+use std::time::Duration;
+
+use leasesim::lease::flock::SessionFiles;
+use leasesim::lease::{FlockLease, FlockLeaseConfig, LeaseError, Owner, SessionId, SessionLease};
+
+/// Long: nothing here waits for an expiry.
+const TTL: Duration = Duration::from_secs(30);
+
+fn open(dir: &Path) -> FlockLease {
+    FlockLease::open(FlockLeaseConfig::new(dir, TTL)).expect("a local temporary directory")
+}
+
+fn session() -> SessionId {
+    SessionId::new("s1").unwrap()
+}
+
+fn owner(name: &str) -> Owner {
+    Owner::new(name, 0)
+}
+
+/// The reason of an `Unavailable`, or a panic naming what came instead.
+fn unavailable<T: std::fmt::Debug>(outcome: Result<T, LeaseError>) -> String {
+    match outcome {
+        Err(LeaseError::Unavailable { reason }) => reason,
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_record_never_lowers_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = open(dir.path());
+    let files = lease.files(&session());
+    let a = lease.acquire(&session(), &owner("a")).await.unwrap();
+    lease.release(&a).await.unwrap();
+    let b = lease.acquire(&session(), &owner("b")).await.unwrap();
+    assert_eq!((a.token(), b.token()), (1, 2));
+    std::fs::remove_file(&files.record).unwrap();
+    assert!(
+        files.generation(2).exists(),
+        "the current token's gen file is kept"
+    );
+    let c = lease.acquire(&session(), &owner("c")).await.unwrap();
+    assert_eq!(c.token(), 3, "above b's, from the gen files");
+    assert!(
+        matches!(
+            lease.renew(&b).await,
+            Err(LeaseError::Held {
+                holder_token: Some(3)
+            })
+        ),
+        "b lost its hold with its record"
+    );
+    lease.release(&c).await.unwrap();
+    std::fs::remove_file(&files.record).unwrap();
+    let d = lease.acquire(&session(), &owner("d")).await.unwrap();
+    assert_eq!(d.token(), 4, "released, then the record lost: still above");
+}
+
+#[tokio::test]
+async fn renew_never_recreates_a_deleted_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = open(dir.path());
+    let files = lease.files(&session());
+    let a = lease.acquire(&session(), &owner("a")).await.unwrap();
+    std::fs::remove_file(&files.record).unwrap();
+    assert_eq!(
+        lease.renew(&a).await,
+        Err(LeaseError::Held { holder_token: None })
+    );
+    assert!(!files.record.exists());
+}
+
+/// Writes `bytes` over the record, then checks that acquire, renew and release all fail
+/// naming the record file, and that nothing was granted or rewritten meanwhile.
+async fn damaged_record_stops_every_grant(bytes: &[u8]) {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = open(dir.path());
+    let files = lease.files(&session());
+    let a = lease.acquire(&session(), &owner("a")).await.unwrap();
+    std::fs::write(&files.record, bytes).unwrap();
+    let record = files.record.display().to_string();
+    for reason in [
+        unavailable(lease.acquire(&session(), &owner("b")).await),
+        unavailable(lease.acquire(&session(), &owner("a")).await),
+        unavailable(lease.renew(&a).await),
+        unavailable(lease.release(&a).await),
+    ] {
+        assert!(reason.contains(&record), "{reason}");
+        assert!(
+            reason.contains("high-water mark cannot be trusted"),
+            "{reason}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(&files.record).unwrap(),
+        bytes,
+        "left as found"
+    );
+    assert!(!files.generation(2).exists(), "no token was issued");
+}
+
+#[tokio::test]
+async fn a_garbage_record_is_an_error_naming_the_file() {
+    damaged_record_stops_every_grant(b"garbage\n").await;
+}
+
+#[tokio::test]
+async fn an_empty_record_is_an_error_naming_the_file() {
+    damaged_record_stops_every_grant(b"").await;
+}
+
+#[tokio::test]
+async fn a_truncated_record_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = open(dir.path());
+    let files = lease.files(&session());
+    lease.acquire(&session(), &owner("a")).await.unwrap();
+    let whole = std::fs::read(&files.record).unwrap();
+    drop(lease);
+    damaged_record_stops_every_grant(&whole[..whole.len() / 2]).await;
+}
+
+#[tokio::test]
+async fn another_sessions_record_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = open(dir.path());
+    let other = SessionId::new("s2").unwrap();
+    lease.acquire(&other, &owner("a")).await.unwrap();
+    let foreign = std::fs::read(SessionFiles::of(dir.path(), &other).record).unwrap();
+    damaged_record_stops_every_grant(&foreign).await;
+}
+
+#[tokio::test]
+async fn a_removed_damaged_record_resumes_above_the_last_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = open(dir.path());
+    let files = lease.files(&session());
+    let a = lease.acquire(&session(), &owner("a")).await.unwrap();
+    lease.release(&a).await.unwrap();
+    std::fs::write(&files.record, b"{\"torn").unwrap();
+    unavailable(lease.acquire(&session(), &owner("b")).await);
+    std::fs::remove_file(&files.record).unwrap();
+    let b = lease.acquire(&session(), &owner("b")).await.unwrap();
+    assert_eq!(b.token(), a.token() + 1);
+}
+
+/// Dropping the holding `FlockLease` unlocks its generation lock, as the holder's process
+/// dying does: another authority takes over at once, long before the 30 s TTL, and cleans
+/// up the dead holder's generation file.
+#[tokio::test]
+async fn a_holder_whose_generation_lock_is_free_is_taken_over_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = open(dir.path());
+    let second = open(dir.path());
+    let a = first.acquire(&session(), &owner("a")).await.unwrap();
+    assert_eq!(
+        second.acquire(&session(), &owner("b")).await,
+        Err(LeaseError::Held {
+            holder_token: Some(a.token())
+        }),
+        "alive: its generation lock is held"
+    );
+    drop(first);
+    let b = second.acquire(&session(), &owner("b")).await.unwrap();
+    assert_eq!(b.token(), a.token() + 1);
+    let files = second.files(&session());
+    assert!(
+        !files.generation(a.token()).exists(),
+        "the dead holder's gen file is removed"
+    );
+    assert!(files.generation(b.token()).exists());
+}
+
+/// Every file a session id makes is directly inside the lease directory.
+#[tokio::test]
+async fn session_ids_never_escape_the_directory() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("leases");
+    std::fs::create_dir(&dir).unwrap();
+    let lease = open(&dir);
+    let long = "é".repeat(128);
+    for id in ["../x", "a/b", "..", "/etc/passwd", "sé/ß", &long] {
+        let session = SessionId::new(id).unwrap();
+        let granted = lease.acquire(&session, &owner("a")).await.unwrap();
+        lease.release(&granted).await.unwrap();
+    }
+    let outside: Vec<_> = std::fs::read_dir(parent.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(outside, ["leases"]);
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        6 * 3,
+        "lock, record, gen.1 each"
+    );
+}
