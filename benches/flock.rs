@@ -4,6 +4,11 @@
 //! reply (kill, reap, B's whole acquire) and of B's acquire call alone (send to reply).
 //!
 //! `cargo bench --bench flock` (release build). Figures, not assertions.
+//!
+//! Measured (release, ext4 on a virtual disk, 2 cores shared with other builds, load 4–6),
+//! three runs of 20: kill → ok median 8.1 / 11.2 / 8.3 ms, worst 52.1 / 12.5 / 15.2 ms; the
+//! acquire call alone median 7.7 / 10.5 / 7.8 ms. Kill and reap are under 1 ms of it: the
+//! takeover is one ordinary decision (the record's fsyncs), it never waits for the TTL.
 
 use std::time::Duration;
 

@@ -495,7 +495,8 @@ pub fn main(args: FlockArgs) -> Exit {
 /// Runs `leasesim flock` over `console`: opens the lease directory, emits `ready`, then runs
 /// commands until `quit` or EOF. Exit 0 then; 2 on a mutant of another backend or a
 /// directory or TTL [`FlockLease::open`] refuses; 3 when the runtime cannot start or the
-/// directory cannot be read.
+/// directory cannot be read. Call it only from a single-threaded process: the `fork`
+/// commands fork, and a fork copies only the calling thread.
 pub fn run(args: FlockArgs, console: Arc<Console>) -> Exit {
     let mut driver = match Driver::open(args, console.clone()) {
         Ok(driver) => driver,
@@ -550,9 +551,12 @@ impl Driver {
             && mutant.backend() != Some("flock")
         {
             let reason = format!(
-                "mutant `{}` is planted in the {} backend, not in flock: it would change nothing here; the flock mutants are {}",
+                "mutant `{}` is planted in {}, not in the flock backend: it would change nothing here; the flock mutants are {}",
                 mutant.name(),
-                mutant.backend().unwrap_or("gRPC"),
+                mutant.backend().map_or_else(
+                    || "the journal, ledger or service layer".to_owned(),
+                    |backend| format!("the {backend} backend")
+                ),
                 flock_mutants()
             );
             return Err((Exit::BadInput, ErrorLine::new("bad-input", reason)));
