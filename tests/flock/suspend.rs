@@ -67,3 +67,30 @@ mod correct {
         super::suspended_holder_nobody_took_over_renews_held(None).unwrap();
     }
 }
+
+/// A stopped inside its decision (paused at record-read, holding the session lock): B's
+/// acquire, with a lock wait of 300 ms, waits (`lock-busy`) and then fails `unavailable`
+/// naming the session's lock file — a transient error, not `held`, since nobody holds the
+/// session yet. Once A goes on and is granted, B's retry is `held` naming A's token.
+#[test]
+fn holder_stopped_inside_a_decision_makes_others_unavailable_not_held() {
+    use leasesim::lease::flock::driver::{Event, Failure};
+    let bound = Bound::new(Duration::from_secs(20));
+    let dir = tempfile::tempdir().unwrap();
+    let pause = ["--ttl", "30s", "--pause-at", "record-read"];
+    let mut a = Holder::start(dir.path(), "A", None, &pause, &bound).unwrap();
+    let short = ["--ttl", "30s", "--lock-wait", "300ms"];
+    let mut b = Holder::start(dir.path(), "B", None, &short, &bound).unwrap();
+    a.send("acquire s1").unwrap();
+    a.paused_at("record-read", &bound).unwrap();
+    b.send("acquire s1").unwrap();
+    assert!(matches!(b.event(&bound).unwrap(), Event::LockBusy { .. }));
+    let reply = b.reply(&bound).unwrap();
+    assert_eq!(reply.error, Some(Failure::Unavailable), "{reply:?}");
+    let reason = reply.reason.unwrap_or_default();
+    assert!(reason.contains(".lock"), "names the lock file: {reason}");
+    a.send("go").unwrap();
+    let token = granted(&a, &a.reply(&bound).unwrap()).unwrap();
+    let reply = b.call("acquire s1", Verb::Acquire, &bound).unwrap();
+    assert_eq!(held(&b, &reply).unwrap(), Some(token), "{reply:?}");
+}
