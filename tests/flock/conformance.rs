@@ -28,13 +28,29 @@ mod flock_lease {
     leasesim::conformance_tests!(|| async { super::flock_subject(None) });
 }
 
+/// Rules [`broken_by`] runs at once. With all nineteen at once, their record writes (two
+/// fsyncs each) queue behind each other: once in fifteen runs of this binary on a loaded
+/// machine the correct code broke a rule, its real-time margin lost. Six at once keep the
+/// queue short (no failure in the runs since) and each pass of the suite near 1.2 s.
+const RULES_AT_ONCE: usize = 6;
+
 /// The rules `mutant` (or the correct code, for `None`) breaks over `FlockLease`, in suite
-/// order. The rules run at once, one task each, so the whole suite takes about one rule's
-/// time; give the runtime a worker per rule, as a record write blocks its worker.
+/// order. The rules run [`RULES_AT_ONCE`] at a time, one task each; give the runtime a
+/// worker per task, as a record write blocks its worker.
 async fn broken_by(mutant: Option<Mutant>) -> Vec<&'static str> {
+    let slots = Arc::new(tokio::sync::Semaphore::new(RULES_AT_ONCE));
     let runs: Vec<_> = RULES
         .iter()
-        .map(|rule| tokio::spawn((rule.run)(flock_subject(mutant))))
+        .map(|rule| {
+            let slots = slots.clone();
+            tokio::spawn(async move {
+                let _slot = slots
+                    .acquire()
+                    .await
+                    .expect("the semaphore is never closed");
+                (rule.run)(flock_subject(mutant)).await
+            })
+        })
         .collect();
     let mut broken = Vec::new();
     for (rule, run) in RULES.iter().zip(runs) {
@@ -50,7 +66,7 @@ async fn broken_by(mutant: Option<Mutant>) -> Vec<&'static str> {
     broken
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 20)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 8)]
 async fn every_flock_conformance_kill_breaks_exactly_its_rule() {
     let mut planted = 0;
     for &mutant in Mutant::ALL {

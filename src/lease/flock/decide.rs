@@ -69,6 +69,7 @@ impl FlockLease {
         written.map_err(|(path, e)| unavailable(&path, "write lease record", e))
     }
 
+    /// The lease value of a grant expiring at `expiry_us`.
     fn lease(&self, session: &SessionId, owner: &Owner, token: u64, expiry_us: u64) -> Lease {
         let expiry = Instant::from_origin(Duration::from_micros(expiry_us));
         Lease::new(
@@ -80,11 +81,13 @@ impl FlockLease {
         )
     }
 
+    /// A TTL from `now_us`, in µs on `CLOCK_BOOTTIME`.
     fn expiry_us(&self, now_us: u64) -> u64 {
         let ttl_us = u64::try_from(self.config.ttl.as_micros()).unwrap_or(u64::MAX);
         now_us.saturating_add(ttl_us)
     }
 
+    /// [`SessionLease::acquire`](crate::lease::SessionLease::acquire), as the module says.
     pub(super) fn acquire_now(
         &self,
         session: &SessionId,
@@ -242,6 +245,8 @@ impl FlockLease {
         drop(hold.file);
     }
 
+    /// [`SessionLease::renew`](crate::lease::SessionLease::renew): the holder (owner, token,
+    /// pid) while live; a lost lease's generation lock is let go.
     pub(super) fn renew_now(&self, lease: &Lease) -> Result<Lease, LeaseError> {
         let session = lease.session();
         let decision = self.begin(session)?;
@@ -274,6 +279,9 @@ impl FlockLease {
         })
     }
 
+    /// [`SessionLease::release`](crate::lease::SessionLease::release): the holder in the
+    /// process that acquired writes the record released, then unlocks and closes its
+    /// generation lock; anything else is a no-op.
     pub(super) fn release_now(&self, lease: &Lease) -> Result<(), LeaseError> {
         let session = lease.session();
         let decision = self.begin(session)?;

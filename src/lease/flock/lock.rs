@@ -294,17 +294,38 @@ mod tests {
         SessionLock::take(&take(&path, 20), || panic!("not busy after drop")).unwrap();
     }
 
-    #[test]
-    fn a_lock_on_an_unlinked_file_is_dropped_and_taken_on_the_new_one() {
+    /// F8 in one thread: the holder unlinks the lock file and closes it while a waiter is
+    /// polling the old inode (done from the waiter's `on_busy`). The waiter's lock then lands
+    /// on the deleted inode; with the check it notices, and locks the file the path names now.
+    fn waiter_after_unlink(verify_inode: bool) -> (SessionLock, PathBuf, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.lock");
-        let lock = SessionLock::take(&take(&path, 100), || {}).unwrap();
-        std::fs::remove_file(&path).unwrap();
-        assert!(!same_inode(&lock.file, &path).unwrap());
-        drop(lock);
-        let again = SessionLock::take(&take(&path, 100), || {}).unwrap();
-        assert!(same_inode(&again.file, &path).unwrap());
-        assert!(path.exists(), "the lock file is created again");
+        let mut holder = Some(SessionLock::take(&take(&path, 100), || {}).unwrap());
+        let waiter = Take {
+            verify_inode,
+            ..take(&path, 1000)
+        };
+        let lock = SessionLock::take(&waiter, || {
+            holder.take().expect("busy once").unlink_and_drop();
+        })
+        .unwrap();
+        (lock, path, dir)
+    }
+
+    #[test]
+    fn a_lock_on_an_unlinked_file_is_dropped_and_taken_on_the_new_one() {
+        let (lock, path, _dir) = waiter_after_unlink(true);
+        assert!(same_inode(&lock.file, &path).unwrap());
+        let open = rustix::fs::fstat(&lock.file).unwrap();
+        assert_eq!(open.st_nlink, 1, "the lock is on a linked file");
+    }
+
+    #[test]
+    fn without_the_check_the_lock_lands_on_the_deleted_inode() {
+        let (lock, path, _dir) = waiter_after_unlink(false);
+        assert!(!path.exists(), "nobody created the file again");
+        let open = rustix::fs::fstat(&lock.file).unwrap();
+        assert_eq!(open.st_nlink, 0, "the lock is on an unlinked inode");
     }
 
     #[test]

@@ -288,9 +288,11 @@ fn check_dir(dir: &Path) -> Result<(), FlockError> {
     }
 }
 
-/// The file-name stem of `session`: a sanitised prefix of the id (`[A-Za-z0-9_-]`, at most
-/// 40 bytes) and a hash of the whole id, so it never escapes the directory and two ids never
-/// share it (see [`name::stem`] for the exact mapping).
+/// The file-name stem of `session`: `{prefix}-{hash}`, where `prefix` is the id's first 40
+/// bytes with every byte outside `[A-Za-z0-9_-]` replaced by `_`, and `hash` the first 16 hex
+/// digits of SHA-256 over the whole id. It has no `/`, `.` or NUL, so it never escapes the
+/// directory, and ids differing only in case, in a replaced byte or past the cut get
+/// different stems. Files already on disk are named by it: the mapping never changes.
 pub fn safe_name(session: &SessionId) -> String {
     name::stem(session.as_str())
 }
