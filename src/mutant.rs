@@ -127,8 +127,8 @@ pub enum Mutant {
     /// `FlockLease::release` unlinks the session's lock file before closing it, and nobody
     /// checks after locking that the path still names the locked inode (field case F8; with
     /// that check the unlink alone would be harmless): a process already waiting on the old
-    /// inode and one that creates a fresh file both get "the" lock and decide at once. Killed by the flock process test
-    /// `unlink_race_never_two_holders` (two holders at once).
+    /// inode and one that creates a fresh file both get "the" lock and decide at once. Killed
+    /// by the flock process test `unlink_race_never_two_holders` (two holders at once).
     UnlinkOnRelease,
     /// `FlockLease` releases (unlocks the generation lock, clears the record) from whatever
     /// process calls it, not only the one that acquired: a forked child sharing the parent's

@@ -105,7 +105,8 @@ impl FlockLease {
             }
             match lock::probe_gen(&decision.files.generation(record.token))? {
                 Probe::Gone => {
-                    tracing::info!(%session, token = record.token, holder = %holder.owner(), "the holder's process is gone: taking over");
+                    let (token, holder) = (record.token, holder.owner());
+                    tracing::info!(%session, token, %holder, "holder's process gone: taking over");
                 }
                 Probe::Alive | Probe::Missing => {
                     return Err(LeaseError::Held {

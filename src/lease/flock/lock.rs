@@ -84,7 +84,8 @@ impl SessionLock {
                     path: take.path.to_path_buf(),
                 });
             }
-            tracing::warn!(path = %take.path.display(), "session lock file replaced after open: locking again");
+            let path = take.path.display();
+            tracing::warn!(%path, "session lock file replaced after open: locking again");
             drop(file);
             if boottime() >= deadline {
                 return Err(unavailable(
