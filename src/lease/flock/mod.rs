@@ -137,7 +137,9 @@ pub enum FlockError {
 ///
 /// The generation locks this instance holds stay open in it until release or loss; they
 /// are unlocked only by the process that acquired them (a forked child's copies are closed
-/// without unlocking, which leaves the parent's hold in place), also on drop.
+/// without unlocking, which leaves the parent's hold in place), also on drop. Dropping the
+/// `FlockLease` in the acquiring process unlocks them: its holds can then be taken over at
+/// once, as after a crash (their records are left as they are).
 #[derive(Debug)]
 pub struct FlockLease {
     config: FlockLeaseConfig,
