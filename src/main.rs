@@ -96,6 +96,13 @@ enum Command {
         #[command(subcommand)]
         command: ReportCommand,
     },
+    /// One real process holding flock leases on command (the program the flock process
+    /// tests spawn): reads `acquire SESSION`, `renew SESSION`, `release SESSION`,
+    /// `fork exit SESSION`, `fork linger`, `go` and `quit` one per line on stdin and writes
+    /// one JSON line per reply or event on stdout. Exit 0 at `quit` or EOF, 2 on a bad
+    /// argument, a mutant of another backend or a directory FlockLease refuses (network file
+    /// system), 86 at a `--crash-at` point.
+    Flock(leasesim::lease::flock::driver::FlockArgs),
 }
 
 #[derive(Args, Debug)]
@@ -289,16 +296,6 @@ fn main() -> ExitCode {
         .with_env_filter(log_filter(&cli.command))
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
-            return ExitCode::from(HARNESS_ERROR);
-        }
-    };
     match cli.command {
         Command::Campaign(args) => campaign(args),
         Command::Mutants => {
@@ -307,9 +304,25 @@ fn main() -> ExitCode {
         }
         Command::Run(args) => run(args),
         Command::Replay(args) => replay(args),
-        Command::Serve { service } => runtime.block_on(serve(service)),
+        Command::Serve { service } => serve_on_runtime(service),
         Command::Check(args) => check(args),
         Command::Report { command } => report(command),
+        // Single-threaded on purpose (it forks): no multi-thread runtime is built for it.
+        Command::Flock(args) => ExitCode::from(leasesim::lease::flock::driver::main(args)),
+    }
+}
+
+/// `serve`, on a multi-thread runtime.
+fn serve_on_runtime(service: Service) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(serve(service)),
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            ExitCode::from(HARNESS_ERROR)
+        }
     }
 }
 

@@ -16,6 +16,7 @@
 //! simulated world (turmoil has no flock).
 
 mod decide;
+pub mod driver;
 mod fs;
 mod lock;
 mod name;
