@@ -372,7 +372,7 @@ fn excl_cuts_a_window_at_its_holders_release() {
 /// A KubeLease acquire is a series of reads and updates: under held replies it can start
 /// before the last holder's release and get its grant (the update that wins) after it. The
 /// window starts when the grant arrives, so this is one holder after the other, not an overlap
-/// (`sims/regressions/kube-swarm-delays-seed7-excl.run.json` is the run that showed it).
+/// (`sims/regressions/kube-swarm-delays-seed7.run.json` is the run that showed it).
 #[test]
 fn excl_starts_a_window_when_its_grant_arrives_not_when_the_acquire_began() {
     let h = history()
