@@ -101,7 +101,8 @@ enum Command {
     /// `fork exit SESSION`, `fork linger`, `go` and `quit` one per line on stdin and writes
     /// one JSON line per reply or event on stdout. Exit 0 at `quit` or EOF, 2 on a bad
     /// argument, a mutant of another backend or a directory FlockLease refuses (network file
-    /// system), 86 at a `--crash-at` point.
+    /// system), 86 at a `--crash-at` point or at EOF while paused (the decision is not
+    /// finished).
     Flock(leasesim::lease::flock::driver::FlockArgs),
 }
 

@@ -46,21 +46,116 @@ async fn a_deleted_record_never_lowers_the_token() {
         files.generation(2).exists(),
         "the current token's gen file is kept"
     );
+    assert_eq!(
+        lease.acquire(&session(), &owner("c")).await,
+        Err(LeaseError::Held {
+            holder_token: Some(2)
+        }),
+        "b's generation lock is held: b still believes it holds"
+    );
+    lease.release(&b).await.unwrap();
     let c = lease.acquire(&session(), &owner("c")).await.unwrap();
     assert_eq!(c.token(), 3, "above b's, from the gen files");
-    assert!(
-        matches!(
-            lease.renew(&b).await,
-            Err(LeaseError::Held {
-                holder_token: Some(3)
-            })
-        ),
-        "b lost its hold with its record"
-    );
     lease.release(&c).await.unwrap();
     std::fs::remove_file(&files.record).unwrap();
     let d = lease.acquire(&session(), &owner("d")).await.unwrap();
     assert_eq!(d.token(), 4, "released, then the record lost: still above");
+}
+
+#[tokio::test]
+async fn a_rolled_back_record_never_lowers_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = open(dir.path());
+    let files = lease.files(&session());
+    let first = lease.acquire(&session(), &owner("a")).await.unwrap();
+    lease.release(&first).await.unwrap();
+    let backup = std::fs::read(&files.record).unwrap();
+    for _ in 0..4 {
+        let again = lease.acquire(&session(), &owner("a")).await.unwrap();
+        lease.release(&again).await.unwrap();
+    }
+    std::fs::write(&files.record, backup).unwrap();
+    let b = lease.acquire(&session(), &owner("b")).await.unwrap();
+    assert_eq!(b.token(), 6, "the record says 1, generation 5 was issued");
+}
+
+/// Two instances with one owner name in one process stand for two processes whose pids are
+/// equal (two pid namespaces on one host): only the one holding the generation lock holds.
+#[tokio::test]
+async fn an_equal_owner_and_pid_without_the_generation_lock_is_another_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = open(dir.path());
+    let second = open(dir.path());
+    let held = first.acquire(&session(), &owner("a")).await.unwrap();
+    assert_eq!(
+        second.acquire(&session(), &owner("a")).await,
+        Err(LeaseError::Held {
+            holder_token: Some(1)
+        })
+    );
+    assert!(matches!(
+        second.renew(&held).await,
+        Err(LeaseError::Held { .. })
+    ));
+    second.release(&held).await.unwrap();
+    assert_eq!(
+        first.renew(&held).await.unwrap().token(),
+        1,
+        "a no-op release"
+    );
+}
+
+/// Links and special files planted in the lease directory are refused, never followed or
+/// read (a FIFO would block the decision forever).
+#[tokio::test]
+async fn planted_links_and_fifos_are_refused_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let lease = open(dir.path());
+    let files = lease.files(&session());
+    let target = outside.path().join("precious");
+    std::fs::write(&target, b"keep").unwrap();
+    std::os::unix::fs::symlink(&target, files.record_tmp()).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("made"), &files.lock).unwrap();
+    let err = lease.acquire(&session(), &owner("a")).await.unwrap_err();
+    assert!(matches!(err, LeaseError::Unavailable { .. }), "{err:?}");
+    assert!(!outside.path().join("made").exists(), "no file outside");
+    std::fs::remove_file(&files.lock).unwrap();
+    let a = lease.acquire(&session(), &owner("a")).await.unwrap();
+    assert_eq!(
+        std::fs::read(&target).unwrap(),
+        b"keep",
+        "the link was replaced, not followed"
+    );
+    lease.release(&a).await.unwrap();
+    std::fs::remove_file(&files.record).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&files.record)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
+    let LeaseError::Unavailable { reason } =
+        lease.acquire(&session(), &owner("b")).await.unwrap_err()
+    else {
+        panic!("a FIFO record is not a grant")
+    };
+    assert!(reason.contains("not a regular file"), "{reason}");
+}
+
+#[tokio::test]
+async fn a_lock_wait_too_long_to_add_waits_instead_of_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = FlockLeaseConfig::new(dir.path(), Duration::from_secs(30));
+    config.lock_wait = Duration::MAX;
+    let lease = FlockLease::open(config).unwrap();
+    assert_eq!(
+        lease
+            .acquire(&session(), &owner("a"))
+            .await
+            .unwrap()
+            .token(),
+        1
+    );
 }
 
 #[tokio::test]

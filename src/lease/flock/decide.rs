@@ -5,16 +5,17 @@
 //! - Acquire: a live record of another holder is Held unless that holder's generation lock
 //!   can be taken (its process is gone: taken over at once); a live record of the same owner
 //!   in the same process keeps its token; anything else (none, released, expired, dead
-//!   holder) is a takeover with the next token above the high-water mark (the record's
-//!   token, or the largest generation file's when the record is lost).
-//! - Renew: only the record's holder (owner, token and pid) while live; never recreates a
-//!   record.
+//!   holder) is a takeover with the next token above the high-water mark (the larger of the
+//!   record's token and the last generation file's, so a lost or rolled-back record never
+//!   lowers it). A lost record whose last generation lock is still held is Held.
+//! - The record's holder is this instance only when owner, token and pid match **and** this
+//!   instance holds that token's generation lock (a pid is not unique across pid namespaces).
+//! - Renew: only the record's holder while live; never recreates a record.
 //! - Release: only the record's holder in the process that acquired (a forked child's
 //!   release is a no-op); the token stays in the record as the high-water mark.
 //! - A damaged record stops every decision with [`LeaseError::Unavailable`]: no token is
 //!   guessed.
 
-use std::fs::File;
 use std::time::Duration;
 
 use super::lock::{self, Probe, SessionLock, Take, unavailable};
@@ -100,7 +101,9 @@ impl FlockLease {
             && let Some(holder) = &record.holder
             && holder.is_live(now)
         {
-            if holder.is(owner, pid) {
+            // The holder is this instance only if it also holds the generation lock: a pid
+            // alone is not unique (two pid namespaces on one host both have a pid 1).
+            if holder.is(owner, pid) && self.holds_generation(session, record.token) {
                 return self.extend(&decision, session, record, holder, now);
             }
             match lock::probe_gen(&decision.files.generation(record.token))? {
@@ -115,7 +118,25 @@ impl FlockLease {
                 }
             }
         }
+        if decision.record.is_none()
+            && let Some(&last) = lock::gen_tokens(&decision.files.dir, &decision.files.stem)?.last()
+            && lock::probe_gen(&decision.files.generation(last))? == Probe::Alive
+        {
+            // The record is gone but the last generation's holder is alive: it still believes
+            // it holds, so nobody may take over until it lets go.
+            return Err(LeaseError::Held {
+                holder_token: Some(last),
+            });
+        }
         self.take_over(&decision, session, owner, now)
+    }
+
+    /// Whether this instance, in this process, holds the generation lock of `token`.
+    fn holds_generation(&self, session: &SessionId, token: u64) -> bool {
+        let pid = (self.pid)();
+        self.gens()
+            .get(&(session.clone(), token))
+            .is_some_and(|hold| hold.pid == pid)
     }
 
     /// The live holder acquires again: same token, expiry extended, its generation lock kept.
@@ -127,7 +148,6 @@ impl FlockLease {
         holder: &Holder,
         now: u64,
     ) -> Result<Lease, LeaseError> {
-        self.keep_generation(&decision.files, session, record.token);
         let expiry_us = self.expiry_us(now);
         let extended = Record {
             holder: Some(Holder {
@@ -140,27 +160,6 @@ impl FlockLease {
         Ok(self.lease(session, &holder.owner(), record.token, expiry_us))
     }
 
-    /// Makes sure this instance holds the generation lock of `token`: it may be another
-    /// instance in this process that does (then that one keeps it).
-    fn keep_generation(&self, files: &SessionFiles, session: &SessionId, token: u64) {
-        let mut gens = self.gens();
-        let key = (session.clone(), token);
-        if gens.contains_key(&key) {
-            return;
-        }
-        if let Ok(file) = File::open(files.generation(token))
-            && file.try_lock().is_ok()
-        {
-            gens.insert(
-                key,
-                GenHold {
-                    file,
-                    pid: (self.pid)(),
-                },
-            );
-        }
-    }
-
     /// A takeover: the next token above the high-water mark, its generation lock taken
     /// before the record naming it is written, older generation files cleaned up.
     fn take_over(
@@ -171,14 +170,18 @@ impl FlockLease {
         now: u64,
     ) -> Result<Lease, LeaseError> {
         let files = &decision.files;
-        let high_water = match &decision.record {
-            Some(record) => record.token,
-            // Record lost: the current token's generation file is never removed.
-            None => lock::gen_tokens(&files.dir, &files.stem)?
-                .last()
-                .copied()
-                .unwrap_or(0),
-        };
+        // The larger of the record's token and the last generation file's: a record lost
+        // or rolled back (restored from a backup) never lowers the mark, because the current
+        // token's generation file is never removed.
+        let last_generation = lock::gen_tokens(&files.dir, &files.stem)?
+            .last()
+            .copied()
+            .unwrap_or(0);
+        let high_water = decision
+            .record
+            .as_ref()
+            .map_or(0, |record| record.token)
+            .max(last_generation);
         let (token, file) = lock::create_gen(&files.dir, &files.stem, high_water)?;
         let pid = (self.pid)();
         let hold = GenHold { file, pid };
@@ -259,6 +262,7 @@ impl FlockLease {
         if let Some((record, holder)) = current
             && record.token == lease.token()
             && holder.is(lease.owner(), (self.pid)())
+            && self.holds_generation(session, record.token)
             && (holder.is_live(now) || self.is(Mutant::RenewWithoutExpiryCheck))
         {
             let expiry_us = self.expiry_us(now);
@@ -291,7 +295,9 @@ impl FlockLease {
         let ours = decision.record.as_ref().filter(|r| {
             r.token == lease.token()
                 && r.holder.as_ref().is_some_and(|h| {
-                    h.is_owner(lease.owner()) && (h.pid == (self.pid)() || any_process)
+                    h.is_owner(lease.owner())
+                        && ((h.pid == (self.pid)() && self.holds_generation(session, r.token))
+                            || any_process)
                 })
         });
         let mut outcome = Ok(());

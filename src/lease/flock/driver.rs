@@ -400,24 +400,42 @@ impl Console {
     }
 
     /// The next line of stdin without its line end, `None` at EOF (or on a read error,
-    /// logged).
+    /// logged). A line that is not UTF-8 is answered with a `bad-command` error line and
+    /// skipped: one bad byte never ends the process (and its holds).
     pub fn read_line(&self) -> Option<String> {
-        let mut input = self.input.lock().unwrap_or_else(|e| e.into_inner());
-        let mut line = String::new();
-        match input.read_line(&mut line) {
-            Ok(0) => None,
-            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
-            Err(error) => {
-                eprintln!("leasesim flock: cannot read stdin: {error}");
-                None
+        loop {
+            let mut bytes = Vec::new();
+            let read = {
+                let mut input = self.input.lock().unwrap_or_else(|e| e.into_inner());
+                input.read_until(b'\n', &mut bytes)
+            };
+            match read {
+                Ok(0) => return None,
+                Ok(_) => match String::from_utf8(bytes) {
+                    Ok(line) => return Some(line.trim_end_matches(['\n', '\r']).to_owned()),
+                    Err(e) => self.emit(&ErrorLine::line(
+                        "bad-command",
+                        format!("a line of stdin is not UTF-8 ({e}); it is ignored"),
+                    )),
+                },
+                Err(error) => {
+                    eprintln!("leasesim flock: cannot read stdin: {error}");
+                    return None;
+                }
             }
         }
     }
 
-    /// Reads stdin until `go` (or EOF, after which the command loop sees EOF and exits);
-    /// every other line is answered with a `paused` error.
+    /// Reads stdin until `go`; every other line is answered with a `paused` error. EOF while
+    /// paused ends the process at once with [`CRASH_EXIT_CODE`], without finishing the
+    /// decision: closing stdin aborts, it never completes a grant.
     fn wait_for_go(&self, point: FlockPoint) {
-        while let Some(line) = self.read_line() {
+        loop {
+            let Some(line) = self.read_line() else {
+                eprintln!("leasesim flock: stdin closed while paused: exiting mid-decision");
+                // SAFETY: `_exit` ends the process at once, like `--crash-at`.
+                unsafe { libc::_exit(CRASH_EXIT_CODE) };
+            };
             if line.trim() == "go" {
                 return;
             }
@@ -761,6 +779,34 @@ fn flock_mutants() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Output shared with the test after the console is done with it.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_answered_and_skipped() {
+        let input: &[u8] = b"acquire \xff\xfe\nrenew s1\n";
+        let output = Shared::default();
+        let console = Console::new(Box::new(input), Box::new(output.clone()));
+        assert_eq!(console.read_line().as_deref(), Some("renew s1"));
+        assert_eq!(console.read_line(), None);
+        let written = String::from_utf8(output.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            written.contains("bad-command") && written.contains("not UTF-8"),
+            "{written}"
+        );
+    }
 
     #[test]
     fn commands_parse_and_sessions_keep_their_spaces() {

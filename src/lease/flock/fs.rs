@@ -2,7 +2,8 @@
 //! durably (temp file + rename + fsync of file and directory), reading it back.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The network or cluster file system a `statfs(2)` `f_type` magic names, if any: where
@@ -40,6 +41,30 @@ pub fn fs_type(dir: &Path) -> io::Result<u64> {
     Ok(stat.f_type as u64)
 }
 
+/// Longest record file read, in bytes: a record is under 1 KiB; anything larger is damage.
+pub const RECORD_MAX_BYTES: u64 = 64 * 1024;
+
+/// Opens `path` as `options` say, never through a symbolic link (`O_NOFOLLOW`: a link
+/// planted in the lease directory must not send a write elsewhere) and never blocking on a
+/// FIFO or device (`O_NONBLOCK`, which changes nothing for a regular file), and checks that it
+/// is a regular file.
+///
+/// # Errors
+/// The open error (`ELOOP` for a link), or `InvalidInput` naming what the path is instead.
+pub fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    let file = options
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not a regular file ({kind:?}): remove it; only leasesim writes here"),
+        ));
+    }
+    Ok(file)
+}
+
 /// Writes `bytes` to `path` durably: `{path}.tmp` is written (`half_written` is called after
 /// the first half of the bytes), fsynced, renamed over `path`, and the directory fsynced, so
 /// a crash leaves either the old file or the new one whole.
@@ -52,7 +77,15 @@ pub fn write_replacing(
     half_written: impl FnOnce(),
 ) -> Result<(), (PathBuf, io::Error)> {
     let tmp = temp_path(path);
-    let mut file = File::create(&tmp).map_err(at(&tmp))?;
+    // A leftover temp file (a crash mid-write) or anything planted there goes first: the
+    // temp file is always a new one of ours.
+    match std::fs::remove_file(&tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err((tmp, e)),
+    }
+    let mut file =
+        open_regular(OpenOptions::new().write(true).create_new(true), &tmp).map_err(at(&tmp))?;
     write_in_halves(&mut file, bytes, half_written).map_err(at(&tmp))?;
     file.sync_all().map_err(at(&tmp))?;
     drop(file);
@@ -71,12 +104,11 @@ pub fn write_in_place(
     bytes: &[u8],
     half_written: impl FnOnce(),
 ) -> Result<(), (PathBuf, io::Error)> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .map_err(at(path))?;
+    let mut file = open_regular(
+        OpenOptions::new().write(true).create(true).truncate(true),
+        path,
+    )
+    .map_err(at(path))?;
     write_in_halves(&mut file, bytes, half_written).map_err(at(path))?;
     file.sync_all().map_err(at(path))
 }
@@ -109,16 +141,25 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// The contents of `path`, or `None` when it does not exist.
+/// The contents of record file `path` ([`open_regular`]), or `None` when it does not exist.
 ///
 /// # Errors
-/// Any other read error.
+/// Any other open or read error; `InvalidData` for a file over [`RECORD_MAX_BYTES`].
 pub fn read_if_present(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+    let file = match open_regular(OpenOptions::new().read(true), path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut bytes = Vec::new();
+    file.take(RECORD_MAX_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > RECORD_MAX_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("over {RECORD_MAX_BYTES} bytes: not a lease record"),
+        ));
     }
+    Ok(Some(bytes))
 }
 
 #[cfg(test)]

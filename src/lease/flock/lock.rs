@@ -9,7 +9,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::boottime;
+use super::{boottime, fs};
+use crate::clock::Instant;
 use crate::lease::LeaseError;
 
 /// How often a busy session lock is tried again.
@@ -51,16 +52,22 @@ impl SessionLock {
     /// [`LeaseError::Unavailable`] naming the file: an I/O error, or the lock still busy
     /// after `take.wait`.
     pub fn take(take: &Take<'_>, mut on_busy: impl FnMut()) -> Result<SessionLock, LeaseError> {
-        let deadline = boottime() + take.wait;
+        // Saturating: a wait too long to add (`Duration::MAX`) means "until it is free".
+        let deadline = boottime()
+            .since_origin()
+            .checked_add(take.wait)
+            .map_or(Instant::from_origin(Duration::MAX), Instant::from_origin);
         let mut busy_seen = false;
         loop {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(take.path)
-                .map_err(|e| unavailable(take.path, "open session lock", e))?;
+            let file = fs::open_regular(
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false),
+                take.path,
+            )
+            .map_err(|e| unavailable(take.path, "open session lock", e))?;
             loop {
                 match file.try_lock() {
                     Ok(()) => break,
@@ -167,12 +174,10 @@ pub fn create_gen(dir: &Path, stem: &str, after: u64) -> Result<(u64, File), Lea
                 reason: format!("{}: session token space exhausted", dir.display()),
             })?;
         let path = gen_path(dir, stem, token);
-        let file = match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
+        let file = match fs::open_regular(
+            OpenOptions::new().read(true).write(true).create_new(true),
+            &path,
+        ) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(unavailable(&path, "create generation lock", e)),
@@ -201,7 +206,7 @@ pub enum Probe {
 /// # Errors
 /// [`LeaseError::Unavailable`] on an I/O error.
 pub fn probe_gen(path: &Path) -> Result<Probe, LeaseError> {
-    let file = match File::open(path) {
+    let file = match fs::open_regular(OpenOptions::new().read(true), path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Probe::Missing),
         Err(e) => return Err(unavailable(path, "open generation lock", e)),
@@ -253,7 +258,7 @@ pub fn remove_stale_gens(dir: &Path, stem: &str, below: u64) {
     };
     for token in tokens.into_iter().filter(|&t| t < below) {
         let path = gen_path(dir, stem, token);
-        let Ok(file) = File::open(&path) else {
+        let Ok(file) = fs::open_regular(OpenOptions::new().read(true), &path) else {
             continue;
         };
         if file.try_lock().is_ok()

@@ -127,8 +127,15 @@ fn the_same_owner_in_another_process_is_refused_while_the_holder_lives() {
         })
     );
     become_pid(100);
-    let again = second.acquire_now(&s1(), &Owner::new("a", 0)).unwrap();
-    assert_eq!(again.token(), a.token(), "same owner, same process: kept");
+    assert_eq!(
+        second.acquire_now(&s1(), &Owner::new("a", 0)),
+        Err(LeaseError::Held {
+            holder_token: Some(a.token())
+        }),
+        "an equal pid without the generation lock (another pid namespace) is another holder"
+    );
+    let again = first.acquire_now(&s1(), &Owner::new("a", 0)).unwrap();
+    assert_eq!(again.token(), a.token(), "the holder itself: kept");
 }
 
 #[test]
