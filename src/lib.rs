@@ -18,6 +18,7 @@ pub mod hooks;
 pub mod input;
 pub mod journal;
 pub mod lease;
+pub mod live;
 pub mod mutant;
 pub mod net;
 pub mod remote;
