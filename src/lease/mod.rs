@@ -12,6 +12,8 @@
 //! objects, expiry judged by observation: [`kube`]).
 
 mod durable;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod flock;
 pub mod kube;
 mod mem;
