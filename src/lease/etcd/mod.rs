@@ -351,21 +351,18 @@ impl SessionLease for EtcdLease {
             return Ok(());
         }
         let id = held.lease_id;
-        match self
-            .call("revoke the lease", |mut c| async move {
-                c.lease_revoke(id).await
-            })
-            .await
-        {
-            Ok(_) => Ok(()),
-            // Gone already (expired meanwhile): nothing of ours is left to end.
-            Err(LeaseError::Unavailable { reason })
-                if reason.contains("requested lease not found") =>
-            {
-                Ok(())
+        self.call("revoke the lease", |mut c| async move {
+            match c.lease_revoke(id).await {
+                // Gone already (expired meanwhile): nothing of ours is left to end.
+                Err(etcd_client::Error::GRpcStatus(status))
+                    if status.code() == tonic::Code::NotFound =>
+                {
+                    Ok(())
+                }
+                other => other.map(drop),
             }
-            Err(e) => Err(e),
-        }
+        })
+        .await
     }
 }
 
