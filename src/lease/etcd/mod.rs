@@ -33,7 +33,8 @@
 //!   seconds; etcd raises one below its minimum, and [`Lease::ttl`] is what etcd granted.
 //! - **Expiry is lazy**: the leader's lessor looks for expired leases every 500 ms and
 //!   revokes them through raft, so a holder key outlives its TTL by up to about 0.5 s plus
-//!   a commit. A contender sees [`LeaseError::Held`] during that time. Safe (the old holder
+//!   a commit (measured: a key put with a 2 s lease was gone 2.16 s after the grant once,
+//!   2.49–2.51 s five times). A contender sees [`LeaseError::Held`] during that time. Safe (the old holder
 //!   stopped by its own expiry already), only slower: the conformance run in real time
 //!   (`tests/etcd/`) gives the suite a TTL one [`EXPIRY_SLACK`] longer than etcd's.
 //! - **Leader changes extend leases**: without `--experimental-enable-lease-checkpoint`
