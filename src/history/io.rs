@@ -110,8 +110,9 @@ impl<W: Write> HistoryWriter<W> {
     }
 }
 
-/// Reads every line of `reader`, naming `file` in errors; no validation across lines.
-pub(super) fn read_lines(mut reader: impl BufRead, file: &str) -> Result<Vec<Line>, HistoryError> {
+/// Reads every line of `reader`, naming `file` in errors; no validation across lines (live
+/// mode reads its per-process files with it, `crate::live::lines`).
+pub(crate) fn read_lines(mut reader: impl BufRead, file: &str) -> Result<Vec<Line>, HistoryError> {
     let mut lines = Vec::new();
     let mut buf = Vec::new();
     for number in 1u64.. {

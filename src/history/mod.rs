@@ -267,6 +267,7 @@ use std::collections::BTreeMap;
 pub use clock_map::{ClockMap, ClockMapError};
 pub use error::{HistoryError, LineProblem};
 pub use io::HistoryWriter;
+pub(crate) use io::read_lines;
 pub use line::{
     ClockLine, ConfigLine, Decision, DecisionLine, EventLine, HistEvent, LedgerLine, Line, Phase,
     PhaseLine, Refusal, Request, ValidityLine, WriteLine, WriteVerb,

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use crate::history::{Line, LineProblem};
+use crate::history::{HistoryError, Line};
 
 /// How often the flusher thread syncs a [`LineFile`].
 pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
@@ -155,19 +155,14 @@ pub enum LineFileError {
         /// What went wrong.
         message: String,
     },
-    /// A whole line is not a history line: the file is damaged, not merely torn.
-    #[error("{path}:{line}: {problem}")]
-    BadLine {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-        /// What is wrong with it.
-        problem: LineProblem,
-    },
+    /// A whole line is not a history line (named with the file and its 1-based number): the
+    /// file is damaged, not merely torn.
+    #[error("{0}")]
+    BadLine(HistoryError),
 }
 
-/// Reads a per-process file written by [`LineFile`].
+/// Reads a per-process file written by [`LineFile`]: its whole lines through the history
+/// reader, which names the file and line of a bad one.
 ///
 /// # Errors
 /// [`LineFileError`]: unreadable, or a whole line that does not parse (damage a kill cannot
@@ -179,23 +174,15 @@ pub fn read_line_file(path: &Path) -> Result<LineFileContents, LineFileError> {
             message: e.to_string(),
         }
     })?;
-    let mut lines = Vec::new();
-    let mut rest = &bytes[..];
-    let mut number = 0;
-    while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-        number += 1;
-        let bad = |problem| LineFileError::BadLine {
-            path: path.to_owned(),
-            line: number,
-            problem,
-        };
-        let text = std::str::from_utf8(&rest[..end]).map_err(|_| bad(LineProblem::NotUtf8))?;
-        lines.push(Line::from_json(text).map_err(bad)?);
-        rest = &rest[end + 1..];
-    }
+    let whole = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |end| end + 1);
+    let lines = crate::history::read_lines(&bytes[..whole], &path.display().to_string())
+        .map_err(LineFileError::BadLine)?;
     Ok(LineFileContents {
         lines,
-        torn_tail_bytes: (!rest.is_empty()).then_some(rest.len()),
+        torn_tail_bytes: (whole < bytes.len()).then_some(bytes.len() - whole),
     })
 }
 

@@ -80,7 +80,8 @@ pub struct EtcdLeaseConfig {
     /// The longest any one etcd call may take before the lease call reports
     /// [`LeaseError::Unavailable`] (its outcome then unknown).
     pub call_timeout: Duration,
-    /// A planted bug, for mutation testing (`src/mutant.rs`); `None` in real use.
+    /// The run's planted bug, carried as every backend's config carries it; no mutant of
+    /// `src/mutant.rs` concerns EtcdLease yet, so it changes nothing today.
     pub mutant: Option<Mutant>,
 }
 
