@@ -104,6 +104,15 @@ enum Command {
     /// system), 86 at a `--crash-at` point or at EOF while paused (the decision is not
     /// finished).
     Flock(leasesim::lease::flock::driver::FlockArgs),
+    /// Live mode: the same run as `leasesim run` (the same flags), on real processes of this
+    /// machine — `serve lease`, `serve ledger` and N `replica` processes on 127.0.0.1, a
+    /// nemesis of signals (pause, crash), a TCP proxy per link (partitions, holds, latency,
+    /// resets) and libfaketime (clock drift and wall steps). Heals, runs the liveness phase,
+    /// stops everything, merges the processes' files into OUT/history.jsonl, judges it with
+    /// the same checkers and writes OUT/result.json. Prints a line per nemesis action and
+    /// last the verdict with its exit code; exit codes as `run`'s (a fault with no real
+    /// counterpart in a given schedule: 2).
+    Live(leasesim::live::orchestrate::LiveArgs),
 }
 
 #[derive(Args, Debug)]
@@ -310,6 +319,7 @@ fn main() -> ExitCode {
         Command::Report { command } => report(command),
         // Single-threaded on purpose (it forks): no multi-thread runtime is built for it.
         Command::Flock(args) => ExitCode::from(leasesim::lease::flock::driver::main(args)),
+        Command::Live(args) => ExitCode::from(leasesim::live::orchestrate::main(args)),
     }
 }
 

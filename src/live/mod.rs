@@ -59,3 +59,8 @@ pub mod etcd;
 pub mod lines;
 pub mod target;
 pub mod truth;
+pub mod proxy;
+pub mod spawn;
+pub mod merge;
+pub mod nemesis;
+pub mod orchestrate;
