@@ -15,6 +15,7 @@ use std::time::Duration;
 use super::lines::LineFile;
 use super::merge::{ProcessFile, merge_files};
 use super::nemesis::{Action, HostClock, LinkChange, Plan};
+use super::process::DRIFT_ENV;
 use super::proxy::{Link, LinkFaults};
 use super::spawn::{Proc, Spawner, wait_for_address};
 use super::target::LeaseTarget;
@@ -36,8 +37,6 @@ const STOP_BOUND: Duration = Duration::from_secs(5);
 const SELF_STOPPED_RESTART: Duration = Duration::from_secs(1);
 /// How often the orchestrator looks at its children between nemesis steps.
 const TICK: Duration = Duration::from_millis(20);
-/// The environment variable that tells a process started under libfaketime its drift.
-pub const DRIFT_ENV: &str = "LEASESIM_LIVE_DRIFT_PPM";
 
 /// The lease backend of a live run.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]

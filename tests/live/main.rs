@@ -4,3 +4,6 @@
 //! timing on 2 busy cores is flaky when live runs share them.
 
 mod support;
+mod replica;
+mod services;
+mod spawned;
