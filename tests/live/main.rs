@@ -3,7 +3,7 @@
 //! judged by the same checkers as the simulated world. Tests take [`support::serial`]: SIGSTOP
 //! timing on 2 busy cores is flaky when live runs share them.
 
-mod support;
 mod replica;
 mod services;
 mod spawned;
+mod support;
