@@ -136,8 +136,9 @@ async fn lease_client(
     let bad = ReplicaError::BadInput;
     match target {
         LeaseTarget::Grpc(addr) => {
-            let client = RemoteLease::new(addr, tcp_dialer(), clock.clone(), &config.client_config())
-                .map_err(|e| bad(format!("--lease {target}: {e}")))?;
+            let client =
+                RemoteLease::new(addr, tcp_dialer(), clock.clone(), &config.client_config())
+                    .map_err(|e| bad(format!("--lease {target}: {e}")))?;
             Ok(Arc::new(client))
         }
         LeaseTarget::Flock(dir) => {
@@ -202,7 +203,10 @@ fn store(
         ..StoreConfig::default()
     };
     let owner = Owner::new(process.replica.clone(), process.incarnation);
-    Ok(Store::new(owner, Arc::new(lease), Arc::new(ledger), clock.clone()).with_config(store_config))
+    Ok(
+        Store::new(owner, Arc::new(lease), Arc::new(ledger), clock.clone())
+            .with_config(store_config),
+    )
 }
 
 async fn replica(

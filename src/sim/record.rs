@@ -23,10 +23,10 @@ use crate::history::{
     OpResult, Outcome, Process, ValidityLine, WriteLine, micros,
 };
 use crate::hooks::{Hooks, Observation, PausePoint};
-use crate::live::lines::LineFile;
-use crate::live::truth::TrueClock;
 use crate::journal::{Entry, Ledger, LedgerError, Record, Seq};
 use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
+use crate::live::lines::LineFile;
+use crate::live::truth::TrueClock;
 
 /// The shared recorder of one run (the default: a simulation's, on turmoil's time) or of one
 /// live process ([`Recorder::live`]). Cloning gives another handle.

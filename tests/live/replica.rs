@@ -39,13 +39,27 @@ fn check_replica_file(lines: &[Line], replica: &str) -> Vec<OpLine> {
     assert_eq!(ops.keys().next(), Some(&1), "ids count from 1");
     let mut completed = Vec::new();
     for (id, lines) in ops {
-        assert_eq!(lines.len(), 2, "op {id}: one line at invocation, one at completion");
+        assert_eq!(
+            lines.len(),
+            2,
+            "op {id}: one line at invocation, one at completion"
+        );
         let (invoked, done) = (&lines[0], &lines[1]);
         assert!(invoked.is_pending(), "op {id}: the first line is pending");
         assert!(!done.is_pending(), "op {id}: the second line is completed");
         assert_eq!(
-            (&invoked.op, &invoked.session, invoked.invoke_us, invoked.invoke_local_us),
-            (&done.op, &done.session, done.invoke_us, done.invoke_local_us),
+            (
+                &invoked.op,
+                &invoked.session,
+                invoked.invoke_us,
+                invoked.invoke_local_us
+            ),
+            (
+                &done.op,
+                &done.session,
+                done.invoke_us,
+                done.invoke_local_us
+            ),
             "op {id}: the completion repeats the invocation"
         );
         assert!(done.complete_us.unwrap() >= done.invoke_us);
@@ -64,7 +78,11 @@ fn check_replica_file(lines: &[Line], replica: &str) -> Vec<OpLine> {
             let checked = lines[..at].iter().any(
                 |earlier| matches!(earlier, Line::Validity(v) if v.session == op.session && v.at_us <= op.invoke_us),
             );
-            assert!(checked, "op {}: an append with no validity check before it", op.id);
+            assert!(
+                checked,
+                "op {}: an append with no validity check before it",
+                op.id
+            );
         }
     }
     completed
@@ -104,16 +122,15 @@ fn a_replica_against_real_services_records_its_operations_and_releases_on_sigter
     let run = Run::new(1, &["s1"], 1_000, None);
     let (mut lease, lease_addr) = run.serve("lease", 0);
     let (mut ledger, ledger_addr) = run.serve("ledger", 0);
-    let mut replica = Spawned::start(run.replica_command(
-        1,
-        0,
-        &format!("grpc://{lease_addr}"),
-        &ledger_addr,
-    ));
+    let mut replica =
+        Spawned::start(run.replica_command(1, 0, &format!("grpc://{lease_addr}"), &ledger_addr));
     let history = run.path("replica-1-0.jsonl");
     assert_eq!(
         replica.banner.trim_end(),
-        format!("replica replica-1#0 running (history {})", history.display())
+        format!(
+            "replica replica-1#0 running (history {})",
+            history.display()
+        )
     );
     std::thread::sleep(RUNNING);
     assert!(replica.stop().success(), "SIGTERM: exit 0");
@@ -125,7 +142,10 @@ fn a_replica_against_real_services_records_its_operations_and_releases_on_sigter
             .any(|op| matches!(op.op, Op::JournalAppend { .. }) && op.outcome == Outcome::Ok),
         "the workload appended in {RUNNING:?}"
     );
-    assert!(released_ok(&ops), "the graceful shutdown released the lease");
+    assert!(
+        released_ok(&ops),
+        "the graceful shutdown released the lease"
+    );
     assert!(lease.stop().success());
     assert!(ledger.stop().success());
 
@@ -141,7 +161,9 @@ fn a_replica_against_real_services_records_its_operations_and_releases_on_sigter
         "every acknowledged append is in the final ledger: {seen:?} vs {kept:?}"
     );
     assert!(
-        ledger_lines.last().is_some_and(|l| matches!(l, Line::Ledger(_))),
+        ledger_lines
+            .last()
+            .is_some_and(|l| matches!(l, Line::Ledger(_))),
         "the file ends with the final ledger"
     );
 }
@@ -177,12 +199,19 @@ fn two_flock_replicas_share_one_lease_directory_and_both_stop_cleanly() {
         seen.extend(acknowledged(&ops));
     }
     let kept = final_ledger(&lines_of(&run.path("ledger-0.jsonl")));
-    assert!(seen.iter().all(|ack| kept.contains(ack)), "{seen:?} vs {kept:?}");
+    assert!(
+        seen.iter().all(|ack| kept.contains(ack)),
+        "{seen:?} vs {kept:?}"
+    );
     // One writer at a time on one session: no seq acknowledged twice.
     let mut seqs = seen.clone();
     seqs.sort();
     seqs.dedup();
-    assert_eq!(seqs.len(), seen.len(), "a seq acknowledged to two appends: {seen:?}");
+    assert_eq!(
+        seqs.len(),
+        seen.len(),
+        "a seq acknowledged to two appends: {seen:?}"
+    );
 }
 
 /// Runs `leasesim replica` with a mistake and returns its exit code and stderr.
@@ -231,7 +260,8 @@ fn an_incarnation_never_writes_over_an_earlier_file() {
     let _serial = serial();
     let run = Run::new(1, &["s1"], 1_000, None);
     std::fs::write(run.path("replica-1-0.jsonl"), "").unwrap();
-    let (code, stderr) = refused(&mut run.replica_command(1, 0, "grpc://127.0.0.1:1", "127.0.0.1:1"));
+    let (code, stderr) =
+        refused(&mut run.replica_command(1, 0, "grpc://127.0.0.1:1", "127.0.0.1:1"));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--history"), "{stderr}");
     assert_eq!(std::fs::read(run.path("replica-1-0.jsonl")).unwrap(), b"");
@@ -242,7 +272,8 @@ fn an_incarnation_never_writes_over_an_earlier_file() {
 fn an_etcd_target_without_the_etcd_feature_exits_2() {
     let _serial = serial();
     let run = Run::new(1, &["s1"], 1_000, None);
-    let (code, stderr) = refused(&mut run.replica_command(1, 0, "etcd://127.0.0.1:2379", "127.0.0.1:1"));
+    let (code, stderr) =
+        refused(&mut run.replica_command(1, 0, "etcd://127.0.0.1:2379", "127.0.0.1:1"));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("`etcd` feature"), "{stderr}");
 }

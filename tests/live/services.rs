@@ -58,7 +58,10 @@ fn the_lease_service_records_its_clock_line_then_each_decision() {
         )
         .unwrap();
         let s1 = SessionId::new("s1").unwrap();
-        let lease = client.acquire(&s1, &Owner::new("replica-1", 0)).await.unwrap();
+        let lease = client
+            .acquire(&s1, &Owner::new("replica-1", 0))
+            .await
+            .unwrap();
         assert_eq!(lease.ttl().as_millis(), 2_000, "the run file's TTL");
         let renewed = client.renew(&lease).await.unwrap();
         client.release(&renewed).await.unwrap();
@@ -74,7 +77,10 @@ fn the_lease_service_records_its_clock_line_then_each_decision() {
         .iter()
         .map(|line| match line {
             Line::Decision(d) => {
-                assert_eq!((d.session.as_str(), d.owner.replica.as_str()), ("s1", "replica-1"));
+                assert_eq!(
+                    (d.session.as_str(), d.owner.replica.as_str()),
+                    ("s1", "replica-1")
+                );
                 &d.decision
             }
             other => panic!("not a decision: {other:?}"),
@@ -151,7 +157,16 @@ fn the_live_flags_come_together_and_the_run_file_gives_the_ttl() {
     let data = run.path("data");
     let history = run.path("lease-0.jsonl");
     let attempts: [Vec<&str>; 3] = [
-        vec!["--run", "RUN", "--history", "H", "--boot", "0", "--ttl", "1s"],
+        vec![
+            "--run",
+            "RUN",
+            "--history",
+            "H",
+            "--boot",
+            "0",
+            "--ttl",
+            "1s",
+        ],
         vec!["--history", "H"],
         vec!["--run", "RUN", "--boot", "0"],
     ];

@@ -198,6 +198,11 @@ impl Run {
 /// gracefully).
 pub fn lines_of(path: &Path) -> Vec<Line> {
     let read = read_line_file(path).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(read.torn_tail_bytes, None, "{} has a torn tail", path.display());
+    assert_eq!(
+        read.torn_tail_bytes,
+        None,
+        "{} has a torn tail",
+        path.display()
+    );
     read.lines
 }
