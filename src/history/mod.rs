@@ -280,8 +280,8 @@ pub use clock_map::{ClockMap, ClockMapError};
 pub use error::{HistoryError, LineProblem};
 pub use io::HistoryWriter;
 pub use line::{
-    ClockLine, ConfigLine, Decision, DecisionLine, EventLine, HistEvent, LedgerLine, Line, NemesisLine,
-    Phase, PhaseLine, Refusal, Request, ValidityLine, WriteLine, WriteVerb,
+    ClockLine, ConfigLine, Decision, DecisionLine, EventLine, HistEvent, LedgerLine, Line,
+    NemesisLine, Phase, PhaseLine, Refusal, Request, ValidityLine, WriteLine, WriteVerb,
 };
 pub use op::{HistLossCause, Op, OpLine, OpResult, Outcome, micros};
 pub use record::{HistRecord, HistWriterId, Process};

@@ -99,7 +99,10 @@ pub fn merge_files(orchestrator: &Path, processes: &[ProcessFile]) -> Result<Mer
 /// The merge itself, on lines already read: the orchestrator's lines (config, phases,
 /// nemesis) and each process's, in file order. Returns the lines and how many operations
 /// were cut off.
-pub fn merge_lines(orchestrator: Vec<Line>, processes: Vec<(ProcessFile, Vec<Line>)>) -> (Vec<Line>, usize) {
+pub fn merge_lines(
+    orchestrator: Vec<Line>,
+    processes: Vec<(ProcessFile, Vec<Line>)>,
+) -> (Vec<Line>, usize) {
     let mut config = None;
     let mut phases = Vec::new();
     let mut timed = Vec::new();
@@ -259,15 +262,24 @@ mod tests {
             tip(1, "replica-1", 300, None),
             tip(1, "replica-1", 300, Some(400)),
         ];
-        let b = vec![clock("replica-2", 0, 5), tip(1, "replica-2", 100, Some(200))];
+        let b = vec![
+            clock("replica-2", 0, 5),
+            tip(1, "replica-2", 100, Some(200)),
+        ];
         let (lines, cut) = merge_lines(
             vec![config()],
-            vec![(process("replica-1", 900), a), (process("replica-2", 900), b)],
+            vec![
+                (process("replica-1", 900), a),
+                (process("replica-2", 900), b),
+            ],
         );
         assert_eq!(cut, 0);
         let ops = ops(&lines);
         assert_eq!(ops.len(), 2);
-        assert_eq!((ops[0].id, ops[0].process.replica.as_str()), (1, "replica-2"));
+        assert_eq!(
+            (ops[0].id, ops[0].process.replica.as_str()),
+            (1, "replica-2")
+        );
         assert_eq!((ops[1].id, ops[1].complete_us), (2, Some(400)));
         assert!(matches!(lines[0], Line::Config(_)));
         History::from_lines("merged", lines).validate().unwrap();
@@ -353,9 +365,16 @@ mod tests {
             .collect();
         assert_eq!(
             clocks,
-            [("lease".into(), 0), ("ledger".into(), 0), ("ledger".into(), 1)]
+            [
+                ("lease".into(), 0),
+                ("ledger".into(), 0),
+                ("ledger".into(), 1)
+            ]
         );
-        let ledgers = lines.iter().filter(|l| matches!(l, Line::Ledger(_))).count();
+        let ledgers = lines
+            .iter()
+            .filter(|l| matches!(l, Line::Ledger(_)))
+            .count();
         assert_eq!(ledgers, 2, "the final ledger of the last boot only");
         assert_eq!(lines[1], nemesis);
         assert_eq!(lines[2], phase);

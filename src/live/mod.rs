@@ -64,12 +64,12 @@
 
 pub mod etcd;
 pub mod lines;
-pub mod process;
-pub mod replica;
-pub mod target;
-pub mod truth;
-pub mod proxy;
-pub mod spawn;
 pub mod merge;
 pub mod nemesis;
 pub mod orchestrate;
+pub mod process;
+pub mod proxy;
+pub mod replica;
+pub mod spawn;
+pub mod target;
+pub mod truth;

@@ -4,7 +4,7 @@
 //! | fault | what live mode does |
 //! |---|---|
 //! | `pause` | SIGSTOP the host's process, SIGCONT after `duration_ms` |
-//! | `crash` / `restart` | SIGKILL / start again (a replica with the next incarnation, a service on the same `--data` with the next boot; its links follow the new port) |
+//! | `crash` / `restart` | SIGKILL / start again (SIGKILL first if it runs, as in the world) (a replica with the next incarnation, a service on the same `--data` with the next boot; its links follow the new port) |
 //! | `lease_service_restarts` | SIGKILL and start again the lease service `count` times, every `every_ms` |
 //! | `partition`, `isolate` | the links between the hosts are cut ([`super::proxy`]) |
 //! | `partition_one_way` | the link drops one direction |
@@ -165,15 +165,19 @@ pub fn plan(
                 step(at, Action::Stop(host.clone()));
                 step(at + duration_ms, Action::Cont(host.clone()));
             }
-            Fault::Pause { at_point: Some(_), .. } => {
-                no("a pause at a named point needs a hook into the process's tasks")
-            }
+            Fault::Pause {
+                at_point: Some(_), ..
+            } => no("a pause at a named point needs a hook into the process's tasks"),
             Fault::Suspend { .. } => {
                 no("a suspend stops CLOCK_MONOTONIC, which no unprivileged process can do")
             }
             Fault::Stall { .. } => no("a stall blocks one task, which needs a hook into it"),
             Fault::Crash { host } => step(at, Action::Kill(host.clone())),
-            Fault::Restart { host } => step(at, Action::Start(host.clone())),
+            // As in the world: a running host is crashed first.
+            Fault::Restart { host } => {
+                step(at, Action::Kill(host.clone()));
+                step(at, Action::Start(host.clone()));
+            }
             Fault::LeaseServiceRestarts { every_ms, count } => match lease_host {
                 Some(lease) => {
                     for i in 1..=u64::from(*count) {
@@ -376,8 +380,11 @@ mod tests {
             },
         )]);
         let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
-        let actions: Vec<(u64, Action)> =
-            plan.steps.iter().map(|s| (s.at_ms, s.action.clone())).collect();
+        let actions: Vec<(u64, Action)> = plan
+            .steps
+            .iter()
+            .map(|s| (s.at_ms, s.action.clone()))
+            .collect();
         assert_eq!(
             actions,
             [
@@ -407,10 +414,18 @@ mod tests {
                     duration_ms: 5,
                 },
             ),
-            (3_000, Fault::Crash { host: "replica-1".into() }),
+            (
+                3_000,
+                Fault::Crash {
+                    host: "replica-1".into(),
+                },
+            ),
         ]);
         let error = plan(&s, 10_000, 2, Some("lease"), false).unwrap_err();
-        assert!(error.contains("suspend") && error.contains("stall"), "{error}");
+        assert!(
+            error.contains("suspend") && error.contains("stall"),
+            "{error}"
+        );
         let drawn = plan(&s, 10_000, 2, Some("lease"), true).unwrap();
         assert_eq!(drawn.dropped.len(), 2);
         assert_eq!(drawn.steps.len(), 1);

@@ -301,7 +301,10 @@ fn one_run(
             path.display()
         );
     }
-    let history = History::from_lines(out.join("history.jsonl").display().to_string(), merged.lines);
+    let history = History::from_lines(
+        out.join("history.jsonl").display().to_string(),
+        merged.lines,
+    );
     std::fs::write(out.join("history.jsonl"), history.to_jsonl())
         .map_err(harness("history.jsonl"))?;
 
@@ -311,11 +314,7 @@ fn one_run(
         v: RESULT_VERSION,
         verdict: verdict.line.clone(),
         exit_code: verdict.exit.code(),
-        checks: crate::campaign::execute::check_records(
-            &verdict.judgement,
-            &run.expect,
-            &history,
-        ),
+        checks: crate::campaign::execute::check_records(&verdict.judgement, &run.expect, &history),
         drawn: run.drawn.clone(),
         run: RunResult {
             seed: run.seed,
@@ -331,7 +330,8 @@ fn one_run(
             scenario: run.scenario_path.clone(),
         },
     };
-    crate::sim::runner::write_result(out, &result).map_err(|e| LiveError::Harness(e.to_string()))?;
+    crate::sim::runner::write_result(out, &result)
+        .map_err(|e| LiveError::Harness(e.to_string()))?;
     println!(
         "ran {:.1} s of true time: {} operations ({} cut off), {} history lines in {}",
         ended_us as f64 / 1e6,
@@ -380,13 +380,17 @@ fn replay_command(request: &RunRequest, args: &LiveArgs, out: &Path) -> String {
 
 /// LIVE's bound after the heal, µs, as the world computes it for its liveness phase.
 fn live_bound(run: &RunFile, authority_restarted: bool) -> u64 {
-    crate::sim::config::config_line(&run.world_config_unchecked()).live_bound_us(authority_restarted)
+    crate::sim::config::config_line(&run.world_config_unchecked())
+        .live_bound_us(authority_restarted)
 }
 
 /// Makes `out`'s folders, removing what an earlier live run left there.
 fn prepare_out(out: &Path) -> Result<(), LiveError> {
     std::fs::create_dir_all(out).map_err(|e| {
-        LiveError::BadInput(format!("--out {}: cannot create that folder: {e}", out.display()))
+        LiveError::BadInput(format!(
+            "--out {}: cannot create that folder: {e}",
+            out.display()
+        ))
     })?;
     for dir in ["processes", "logs", "data", "leases"] {
         let path = out.join(dir);
@@ -412,7 +416,10 @@ pub fn faketime_library() -> Result<PathBuf, String> {
         return if path.is_file() {
             Ok(path)
         } else {
-            Err(format!("LEASESIM_LIBFAKETIME={}: no such file", path.display()))
+            Err(format!(
+                "LEASESIM_LIBFAKETIME={}: no such file",
+                path.display()
+            ))
         };
     }
     let mut candidates = vec![PathBuf::from(
@@ -450,7 +457,10 @@ impl Run<'_> {
     fn record(&self, host: &str, action: &str, peer: Option<&str>, detail: Option<String>) {
         let at = self.now();
         let peer_text = peer.map(|p| format!(" ↔ {p}")).unwrap_or_default();
-        let detail_text = detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
+        let detail_text = detail
+            .as_deref()
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default();
         println!(
             "  {:>8.3} s nemesis: {action} {host}{peer_text}{detail_text}",
             at.as_secs_f64()
@@ -517,12 +527,10 @@ impl Run<'_> {
         self.heal()?;
         self.phase(Phase::FaultsHealed)?;
         let healed = self.now();
-        let restarted = self
-            .hosts
-            .get(hosts::LEASE)
-            .is_some_and(|h| h.boots > 1);
+        let restarted = self.hosts.get(hosts::LEASE).is_some_and(|h| h.boots > 1);
         let bound = Duration::from_micros(live_bound(run, restarted));
-        let end = (healed + bound + Duration::from_millis(200)).max(run.world_config_unchecked().duration);
+        let end = (healed + bound + Duration::from_millis(200))
+            .max(run.world_config_unchecked().duration);
         println!(
             "  {:>8.3} s liveness phase until {:.3} s (LIVE's bound {} ms after the heal)",
             healed.as_secs_f64(),
@@ -617,10 +625,7 @@ impl Run<'_> {
                 command.env("FAKETIME", format!("+0 x{rate:.6}"));
             }
         }
-        let child = self
-            .spawner
-            .spawn(command, &log)
-            .map_err(harness(host))?;
+        let child = self.spawner.spawn(command, &log).map_err(harness(host))?;
         let mut proc = Proc::new(host, boot, history, log, child);
         let mut detail = format!("boot {boot}, pid {}", proc.pid());
         if self.services().iter().any(|s| s == host) {
@@ -653,9 +658,10 @@ impl Run<'_> {
 
     fn service_address(&self, host: &str, proc: &mut Proc) -> Result<SocketAddr, LiveError> {
         if host == "etcd" {
-            let addr = self.addresses.get("etcd-client").copied().ok_or_else(|| {
-                LiveError::Harness("etcd's client port was not picked".into())
-            })?;
+            let addr =
+                self.addresses.get("etcd-client").copied().ok_or_else(|| {
+                    LiveError::Harness("etcd's client port was not picked".into())
+                })?;
             wait_for_port(addr, proc, START_BOUND).map_err(LiveError::Harness)?;
             return Ok(addr);
         }
@@ -686,17 +692,23 @@ impl Run<'_> {
         } else if host == "etcd" {
             let client = free_port().map_err(harness("a free port for etcd"))?;
             let peer = free_port().map_err(harness("a free port for etcd"))?;
-            self.addresses
-                .insert("etcd-client".into(), SocketAddr::from(([127, 0, 0, 1], client)));
+            self.addresses.insert(
+                "etcd-client".into(),
+                SocketAddr::from(([127, 0, 0, 1], client)),
+            );
             command = super::etcd::etcd_command(&self.out.join("data/etcd"), client, peer);
         } else {
             let lease = match self.backend {
-                Backend::Grpc => {
-                    LeaseTarget::Grpc(self.links[&(host.to_owned(), hosts::LEASE.to_owned())].listen().to_string())
-                }
-                Backend::Etcd => {
-                    LeaseTarget::Etcd(self.links[&(host.to_owned(), "etcd".to_owned())].listen().to_string())
-                }
+                Backend::Grpc => LeaseTarget::Grpc(
+                    self.links[&(host.to_owned(), hosts::LEASE.to_owned())]
+                        .listen()
+                        .to_string(),
+                ),
+                Backend::Etcd => LeaseTarget::Etcd(
+                    self.links[&(host.to_owned(), "etcd".to_owned())]
+                        .listen()
+                        .to_string(),
+                ),
                 Backend::Flock => LeaseTarget::Flock(self.out.join("leases")),
             };
             if self.backend == Backend::Flock {
@@ -754,8 +766,9 @@ impl Run<'_> {
                 self.record(host, "sigcont", None, why);
             }
             Action::Kill(host) => {
-                self.kill(host, "crash");
-                self.record(host, "sigkill", None, why);
+                if self.kill(host, "crash") {
+                    self.record(host, "sigkill", None, why);
+                }
             }
             Action::Start(host) => self.start(host)?,
             Action::Link { a, b, change } => {
@@ -792,23 +805,32 @@ impl Run<'_> {
                 let sign = if *offset_ms < 0 { "-" } else { "+" };
                 let text = format!("{sign}{:.3}\n", offset_ms.unsigned_abs() as f64 / 1e3);
                 std::fs::write(&spec, text).map_err(harness("the faketime file"))?;
-                self.record(host, "clock", None, Some(format!("wall offset {offset_ms} ms")));
+                self.record(
+                    host,
+                    "clock",
+                    None,
+                    Some(format!("wall offset {offset_ms} ms")),
+                );
             }
             Action::HealAll => self.heal()?,
         }
         Ok(())
     }
 
-    fn kill(&mut self, host: &str, why: &str) {
+    /// SIGKILLs `host`'s process; `false` if none was running.
+    fn kill(&mut self, host: &str, why: &str) -> bool {
         let now = self.now();
-        if let Some(state) = self.hosts.get_mut(host) {
-            if let Some(mut proc) = state.proc.take() {
-                proc.kill();
-                self.ended.push(process_file(&proc, now, why));
-            }
-            state.crashed = true;
-            state.paused = false;
-        }
+        let Some(state) = self.hosts.get_mut(host) else {
+            return false;
+        };
+        state.crashed = true;
+        state.paused = false;
+        let Some(mut proc) = state.proc.take() else {
+            return false;
+        };
+        proc.kill();
+        self.ended.push(process_file(&proc, now, why));
+        true
     }
 
     /// Every link healed, every paused process continued, every crashed one started again.
@@ -916,7 +938,9 @@ fn process_file(proc: &Proc, now: Duration, end: &str) -> ProcessFile {
 }
 
 fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 fn wait_for_port(addr: SocketAddr, proc: &mut Proc, bound: Duration) -> Result<(), String> {

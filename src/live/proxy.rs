@@ -176,12 +176,7 @@ async fn accept_loop(
             continue;
         };
         let target = *upstream.lock().unwrap_or_else(|p| p.into_inner());
-        tokio::spawn(connection(
-            client,
-            target,
-            faults.clone(),
-            rng.clone(),
-        ));
+        tokio::spawn(connection(client, target, faults.clone(), rng.clone()));
     }
 }
 
@@ -304,9 +299,8 @@ async fn pump(
 ) {
     let mut buf = vec![0u8; 16 * 1024];
     let mut lost_bytes = false;
-    let must_reset = |f: &LinkFaults, lost: bool| {
-        f.cut || f.resets != resets || (lost && !direction.dropped(f))
-    };
+    let must_reset =
+        |f: &LinkFaults, lost: bool| f.cut || f.resets != resets || (lost && !direction.dropped(f));
     let end = 'pump: loop {
         // Held: read nothing (the bytes wait in the kernel) until the hold ends.
         loop {

@@ -276,7 +276,10 @@ mod tests {
         let spawner = Spawner::start().unwrap();
         let log = dir.path().join("logs/x-0.log");
         let mut command = Command::new("sh");
-        command.args(["-c", "echo service listening on 127.0.0.1:1234; echo oops >&2"]);
+        command.args([
+            "-c",
+            "echo service listening on 127.0.0.1:1234; echo oops >&2",
+        ]);
         let child = spawner.spawn(command, &log).unwrap();
         let mut proc = Proc::new("x", 0, dir.path().join("x-0.jsonl"), log.clone(), child);
         let addr = wait_for_address(&mut proc, Duration::from_secs(5)).unwrap();
