@@ -524,3 +524,65 @@ impl<F: Fn(Observation) + Send + Sync> Hooks for SinkHooks<F> {
         (self.sink)(observation);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::live::lines::read_line_file;
+
+    #[test]
+    fn a_live_recorder_writes_an_op_at_invocation_and_again_at_completion() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("replica-1-0.jsonl");
+        let recorder = Recorder::live(LineFile::create(&path).unwrap(), TrueClock::start());
+        let manual = ManualClock::new();
+        let clock: Arc<dyn Clock> = Arc::new(manual.clone());
+        recorder.clock_started("replica-1", 0, clock.now(), 250);
+        let session = SessionId::new("s1").unwrap();
+        let process = Process::new("replica-1", 0);
+        let first = recorder.invoke(process.clone(), &session, Op::LedgerTip {}, &clock);
+        manual.advance(Duration::from_millis(3));
+        recorder.event("replica-1", HistEvent::StickyDisable);
+        recorder.complete(first, Outcome::Ok, OpResult::Tip { seq: 4 });
+        let second = recorder.invoke(process, &session, Op::LedgerTip {}, &clock);
+        recorder.close().unwrap();
+        drop(second);
+
+        let lines = read_line_file(&path).unwrap().lines;
+        let [
+            Line::Clock(clock_line),
+            Line::Op(invoked),
+            Line::Event(_),
+            Line::Op(done),
+            Line::Op(pending),
+        ] = &lines[..]
+        else {
+            panic!("unexpected lines: {lines:?}");
+        };
+        assert_eq!(
+            (clock_line.host.as_str(), clock_line.drift_ppm),
+            ("replica-1", 250)
+        );
+        assert_eq!(
+            (invoked.id, done.id, pending.id),
+            (1, 1, 2),
+            "ids count from 1"
+        );
+        assert!(invoked.is_pending() && pending.is_pending());
+        assert_eq!(done.result, Some(OpResult::Tip { seq: 4 }));
+        assert_eq!(done.invoke_us, invoked.invoke_us);
+        assert_eq!(
+            done.complete_local_us,
+            Some(3_000),
+            "timed on the local clock"
+        );
+        assert_eq!(
+            recorder.finish(0).len(),
+            1,
+            "a live recorder keeps only its pending operation in memory"
+        );
+    }
+}

@@ -1,6 +1,8 @@
 //! Real processes of the replica and service tests: a kill-on-drop guard, bounded waits, the
 //! services on free loopback ports, a small run file.
 
+// Real processes on real time: a live test waits for them and reads the machine's clock.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
