@@ -796,8 +796,8 @@ impl Run<'_> {
             .collect()
     }
 
-    fn apply(&mut self, action: &Action, why: &str) -> Result<(), LiveError> {
-        let why = Some(why.to_owned());
+    fn apply(&mut self, action: &Action, reason: &str) -> Result<(), LiveError> {
+        let why = Some(reason.to_owned());
         match action {
             Action::Stop(host) => {
                 if let Some(state) = self.hosts.get_mut(host)
@@ -838,9 +838,9 @@ impl Run<'_> {
                     LinkChange::Flaps(_) => "link_flaps",
                 };
                 let detail = if links.is_empty() {
-                    format!("{} — no proxied link between them", why.unwrap_or_default())
+                    format!("{reason} — no proxied link between them")
                 } else {
-                    why.unwrap_or_default()
+                    reason.to_owned()
                 };
                 self.record(a, name, Some(b), Some(detail));
             }
@@ -995,6 +995,8 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
+// Live mode is real by design: a bounded wait for a real server's port.
+#[allow(clippy::disallowed_types)]
 fn wait_for_port(addr: SocketAddr, proc: &mut Proc, bound: Duration) -> Result<(), String> {
     let deadline = std::time::Instant::now() + bound;
     loop {
