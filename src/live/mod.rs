@@ -70,6 +70,7 @@ pub mod orchestrate;
 pub mod process;
 pub mod proxy;
 pub mod replica;
+pub mod report;
 pub mod spawn;
 pub mod target;
 pub mod truth;

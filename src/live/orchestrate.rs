@@ -93,6 +93,8 @@ pub fn main(args: LiveArgs) -> Exit {
     };
     let mut exits = Vec::new();
     let mut lines = Vec::new();
+    let mut records = Vec::new();
+    let mut scenarios: Vec<crate::report::ScenarioInfo> = Vec::new();
     for k in 0..args.runs {
         let mut request = args.request.clone();
         request.seed = args.request.seed.wrapping_add(k);
@@ -101,10 +103,34 @@ pub fn main(args: LiveArgs) -> Exit {
         } else {
             args.out.clone()
         };
+        let resolved = match request.resolve() {
+            Ok(run) => run,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return Exit::BadInput;
+            }
+        };
+        if !scenarios.iter().any(|s| s.name == resolved.scenario) {
+            scenarios.push(crate::report::ScenarioInfo {
+                name: resolved.scenario.clone(),
+                about: format!("live mode ({} backend)", backend_name(args.backend)),
+                coverage: Vec::new(),
+                violate: resolved.expect.violate.clone(),
+            });
+        }
+        let replay = replay_command(&request, args.backend, &out);
+        let wall = crate::campaign::stopwatch::Stopwatch::start();
         let exit = match one_run(&args, &request, &out, &spawner, &runtime) {
-            Ok((exit, line)) => {
-                lines.push(format!("seed {}: {line}", request.seed));
-                exit
+            Ok(judged) => {
+                lines.push(format!("seed {}: {}", request.seed, judged.verdict.line));
+                records.push(super::report::record(
+                    &judged.run,
+                    &judged.history,
+                    &judged.verdict,
+                    wall.elapsed_ms(),
+                    replay,
+                ));
+                judged.verdict.exit
             }
             Err(LiveError::BadInput(error)) => {
                 eprintln!("error: {error}");
@@ -113,24 +139,46 @@ pub fn main(args: LiveArgs) -> Exit {
             Err(LiveError::Harness(error)) => {
                 eprintln!("error: seed {}: {error}", request.seed);
                 lines.push(format!("seed {}: harness error: {error}", request.seed));
+                records.push(super::report::harness_error(
+                    &resolved.scenario,
+                    request.seed,
+                    error,
+                    replay,
+                ));
                 Exit::HarnessError
             }
         };
         exits.push(exit);
     }
     let worst = Exit::worst(exits.iter().copied());
+    let mutant = args.request.mutant.map(|m| m.name().to_owned());
+    let report = super::report::write(&args.out, records, scenarios, args.request.seed, mutant);
     if args.runs > 1 {
         for line in &lines {
             println!("{line}");
         }
-        let clean = exits.iter().filter(|e| **e == Exit::Clean).count();
-        println!(
-            "live: {clean} of {} runs clean — exit {worst} — runs in {}",
-            args.runs,
-            args.out.display()
-        );
+        match report {
+            Ok(verdict) => println!(
+                "{verdict} — exit {worst} — report: {}",
+                args.out.join("report.md").display()
+            ),
+            Err(error) => {
+                eprintln!("error: the report: {error}");
+                return Exit::worst([worst, Exit::HarnessError]);
+            }
+        }
+    } else if let Err(error) = report {
+        eprintln!("error: the report: {error}");
+        return Exit::worst([worst, Exit::HarnessError]);
     }
     worst
+}
+
+/// One run made and judged.
+struct Judged {
+    run: RunFile,
+    history: History,
+    verdict: judge::RunVerdict,
 }
 
 /// Why a run could not be made.
@@ -187,7 +235,7 @@ fn one_run(
     out: &Path,
     spawner: &Spawner,
     runtime: &tokio::runtime::Runtime,
-) -> Result<(Exit, String), LiveError> {
+) -> Result<Judged, LiveError> {
     let run = request
         .resolve()
         .map_err(|e| LiveError::BadInput(e.to_string()))?;
@@ -326,7 +374,7 @@ fn one_run(
             script: script_of(&run).map(|_| "script.json".to_owned()),
             history_lines: history.lines().len(),
             operations: history.ops().count(),
-            replay: replay_command(request, args, out),
+            replay: replay_command(request, args.backend, out),
             scenario: run.scenario_path.clone(),
         },
     };
@@ -343,7 +391,11 @@ fn one_run(
     println!("again: {}", result.run.replay);
     print!("{}", verdict.text);
     println!("{}", verdict.final_line());
-    Ok((verdict.exit, verdict.line))
+    Ok(Judged {
+        run,
+        history,
+        verdict,
+    })
 }
 
 fn backend_name(backend: Backend) -> &'static str {
@@ -362,14 +414,14 @@ fn script_of(run: &RunFile) -> Option<&crate::sim::script::Script> {
 }
 
 /// The command that makes this run again (a new live run: live runs are not deterministic).
-fn replay_command(request: &RunRequest, args: &LiveArgs, out: &Path) -> String {
+fn replay_command(request: &RunRequest, backend: Backend, out: &Path) -> String {
     let mut words: Vec<String> = request
         .args()
         .iter()
         .map(|a| crate::sim::runfile::shell_word(a))
         .collect();
-    if args.backend != Backend::Grpc {
-        words.push(format!("--backend {}", backend_name(args.backend)));
+    if backend != Backend::Grpc {
+        words.push(format!("--backend {}", backend_name(backend)));
     }
     words.push(format!(
         "--out {}",
@@ -744,8 +796,8 @@ impl Run<'_> {
             .collect()
     }
 
-    fn apply(&mut self, action: &Action, why: &str) -> Result<(), LiveError> {
-        let why = Some(why.to_owned());
+    fn apply(&mut self, action: &Action, reason: &str) -> Result<(), LiveError> {
+        let why = Some(reason.to_owned());
         match action {
             Action::Stop(host) => {
                 if let Some(state) = self.hosts.get_mut(host)
@@ -786,9 +838,9 @@ impl Run<'_> {
                     LinkChange::Flaps(_) => "link_flaps",
                 };
                 let detail = if links.is_empty() {
-                    format!("{} — no proxied link between them", why.unwrap_or_default())
+                    format!("{reason} — no proxied link between them")
                 } else {
-                    why.unwrap_or_default()
+                    reason.to_owned()
                 };
                 self.record(a, name, Some(b), Some(detail));
             }
@@ -943,6 +995,8 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
+// Live mode is real by design: a bounded wait for a real server's port.
+#[allow(clippy::disallowed_types)]
 fn wait_for_port(addr: SocketAddr, proc: &mut Proc, bound: Duration) -> Result<(), String> {
     let deadline = std::time::Instant::now() + bound;
     loop {

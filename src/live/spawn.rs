@@ -10,6 +10,8 @@
 //! so it refuses to exec. Dropping the [`Spawner`] ends its thread, and with it (through
 //! the same signal) any child still running: a last guard, never the way a run stops them.
 
+// Live mode is real by design (DESIGN.md, "Live mode"): bounded waits on real children; never on a simulated path.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::process::CommandExt;

@@ -1,5 +1,7 @@
 //! The proxy's faults in isolation, on a small echo server.
 
+// Real processes and real sockets: bounded waits in real time.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 use std::time::Duration;
 
 use leasesim::live::proxy::Link;

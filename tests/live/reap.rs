@@ -1,6 +1,8 @@
 //! No child outlives the orchestrator, even when it is SIGKILLed mid-run (PR_SET_PDEATHSIG,
 //! set from the spawner thread).
 
+// Real processes and real sockets: bounded waits in real time.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
