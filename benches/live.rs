@@ -193,7 +193,13 @@ fn read_result(dir: &Path, timed_out: bool) -> (Vec<String>, String, Vec<String>
     };
     let result: serde_json::Value = match serde_json::from_str(&text) {
         Ok(value) => value,
-        Err(e) => return (Vec::new(), format!("result.json unreadable ({e})"), Vec::new()),
+        Err(e) => {
+            return (
+                Vec::new(),
+                format!("result.json unreadable ({e})"),
+                Vec::new(),
+            );
+        }
     };
     let mut failed = Vec::new();
     let mut causes = Vec::new();
@@ -227,7 +233,14 @@ struct Detections {
     seed_1_run_file: Option<Vec<u8>>,
 }
 
-fn detect(bench: &Bench, mode: Mode, mutant: &str, check: &str, starts: u64, max: u64) -> Detections {
+fn detect(
+    bench: &Bench,
+    mode: Mode,
+    mutant: &str,
+    check: &str,
+    starts: u64,
+    max: u64,
+) -> Detections {
     let mut d = Detections {
         found: Vec::new(),
         missed: 0,
@@ -246,7 +259,9 @@ fn detect(bench: &Bench, mode: Mode, mutant: &str, check: &str, starts: u64, max
         let mut wall = Duration::ZERO;
         let mut hit = None;
         for n in 0..max {
-            let dir = bench.out.join(format!("{}/{mutant}/seed-{}", mode.name(), first + n));
+            let dir = bench
+                .out
+                .join(format!("{}/{mutant}/seed-{}", mode.name(), first + n));
             let outcome = bench.run(mode, &scenario, first + n, Some(mutant), &dir);
             d.runs += 1;
             wall += outcome.wall;
@@ -296,7 +311,9 @@ fn false_alarms(bench: &Bench, mode: Mode, runs: u64) -> (u64, u64, u64, Vec<Str
         }
         let scenario = CLEAN_SCENARIOS[(k % CLEAN_SCENARIOS.len() as u64) as usize];
         let seed = 1 + k;
-        let dir = bench.out.join(format!("{}/correct/{scenario}-seed-{seed}", mode.name()));
+        let dir = bench
+            .out
+            .join(format!("{}/correct/{scenario}-seed-{seed}", mode.name()));
         let outcome = bench.run(mode, scenario, seed, None, &dir);
         made += 1;
         if mode == Mode::Live {
@@ -414,8 +431,7 @@ fn main() {
             let d = detect(&bench, mode, mutant, check, starts, max);
             let mut counts: Vec<u64> = d.found.iter().map(|f| f.0).collect();
             let mut walls: Vec<Duration> = d.found.iter().map(|f| f.1).collect();
-            let runs = median_worst(&mut counts)
-                .map_or("-".into(), |(m, w)| format!("{m} / {w}"));
+            let runs = median_worst(&mut counts).map_or("-".into(), |(m, w)| format!("{m} / {w}"));
             let wall = median_worst(&mut walls).map_or("-".into(), |(m, w)| {
                 format!("{:.2} / {:.2}", m.as_secs_f64(), w.as_secs_f64())
             });
@@ -444,8 +460,10 @@ fn main() {
             medians.push(median_worst(&mut counts).zip(median_worst(&mut walls)));
             run_files.push(d.seed_1_run_file);
         }
-        if let [Some(((sim_runs, _), (sim_wall, _))), Some(((live_runs, _), (live_wall, _)))] =
-            medians[..]
+        if let [
+            Some(((sim_runs, _), (sim_wall, _))),
+            Some(((live_runs, _), (live_wall, _))),
+        ] = medians[..]
         {
             ratios.push(format!(
                 "{mutant}: live needs {:.1}× the runs and {:.0}× the wall time (medians)",
