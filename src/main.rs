@@ -13,7 +13,7 @@ use leasesim::lease::DurableLeaseConfig;
 use leasesim::mutant::Mutant;
 use leasesim::results::plan::{SeedPlan, Shard};
 use leasesim::serve::{
-    ServeError, ServeOptions, parse_duration, parse_grace_persist_interval, parse_ttl,
+    LiveOptions, ServeError, ServeOptions, parse_duration, parse_grace_persist_interval, parse_ttl,
 };
 use leasesim::sim::runfile::RunFile;
 use leasesim::sim::runner::RunnerError;
@@ -104,6 +104,23 @@ enum Command {
     /// system), 86 at a `--crash-at` point or at EOF while paused (the decision is not
     /// finished).
     Flock(leasesim::lease::flock::driver::FlockArgs),
+    /// Live mode: the same run as `leasesim run` (the same flags), on real processes of this
+    /// machine — `serve lease`, `serve ledger` and N `replica` processes on 127.0.0.1, a
+    /// nemesis of signals (pause, crash), a TCP proxy per link (partitions, holds, latency,
+    /// resets) and libfaketime (clock drift and wall steps). Heals, runs the liveness phase,
+    /// stops everything, merges the processes' files into OUT/history.jsonl, judges it with
+    /// the same checkers and writes OUT/result.json. Prints a line per nemesis action and
+    /// last the verdict with its exit code; exit codes as `run`'s (a fault with no real
+    /// counterpart in a given schedule: 2).
+    Live(leasesim::live::orchestrate::LiveArgs),
+    /// One replica incarnation of a live run (started by `leasesim live`): the service layer
+    /// running the run file's workload against a real lease backend (grpc://, flock:,
+    /// etcd://) and the ledger service, recorded into --history. Needs
+    /// LEASESIM_LIVE_EPOCH_NS (LEASESIM_LIVE_DRIFT_PPM optional). Prints `replica replica-K#I
+    /// running (history FILE)`; on SIGTERM or SIGINT shuts down gracefully (the run's
+    /// clean-up append, release) and exits 0. Exit 2 on a bad argument, run file or
+    /// environment; 3 when the history cannot be written or the shutdown hangs.
+    Replica(leasesim::live::replica::ReplicaArgs),
 }
 
 #[derive(Args, Debug)]
@@ -226,12 +243,14 @@ enum Service {
     Lease {
         #[command(flatten)]
         common: ServeArgs,
-        /// TTL of every lease granted (at most 1 day).
-        #[arg(long, default_value = "10s", value_parser = parse_ttl)]
-        ttl: Duration,
-        /// How often the restart grace countdown is written to disk (at most 1 hour).
-        #[arg(long, default_value = "1s", value_parser = parse_grace_persist_interval)]
-        grace_persist_interval: Duration,
+        /// TTL of every lease granted (at most 1 day; default 10s). Live mode takes the run
+        /// file's instead.
+        #[arg(long, value_parser = parse_ttl, conflicts_with = "run")]
+        ttl: Option<Duration>,
+        /// How often the restart grace countdown is written to disk (at most 1 hour; default
+        /// 1s). Live mode takes the world's instead.
+        #[arg(long, value_parser = parse_grace_persist_interval, conflicts_with = "run")]
+        grace_persist_interval: Option<Duration>,
     },
     /// The ledger service: append-only logs where every append is a CAS on the tip, synced
     /// to disk before it is acknowledged.
@@ -282,6 +301,16 @@ struct ServeArgs {
     /// Directory for the service's durable state (created if missing).
     #[arg(long, value_name = "DIR")]
     data: PathBuf,
+    /// Live mode (with --history and --boot): the run file giving the settings, mutant and
+    /// sessions the simulated world would give this service. Needs LEASESIM_LIVE_EPOCH_NS.
+    #[arg(long, value_name = "RUN.json", requires_all = ["history", "boot"])]
+    run: Option<PathBuf>,
+    /// Live mode: this boot's history file (it must not exist).
+    #[arg(long, value_name = "FILE", requires_all = ["run", "boot"])]
+    history: Option<PathBuf>,
+    /// Live mode: this boot of the service's host, from 0.
+    #[arg(long, value_name = "N", requires_all = ["run", "history"])]
+    boot: Option<u64>,
 }
 
 /// Exit code: everything as expected.
@@ -310,6 +339,8 @@ fn main() -> ExitCode {
         Command::Report { command } => report(command),
         // Single-threaded on purpose (it forks): no multi-thread runtime is built for it.
         Command::Flock(args) => ExitCode::from(leasesim::lease::flock::driver::main(args)),
+        Command::Live(args) => ExitCode::from(leasesim::live::orchestrate::main(args)),
+        Command::Replica(args) => ExitCode::from(leasesim::live::replica::main(args)),
     }
 }
 
@@ -510,6 +541,17 @@ async fn serve(service: Service) -> ExitCode {
     let options = |common: ServeArgs| ServeOptions {
         listen: common.listen,
         data: common.data,
+        live: match (common.run, common.history, common.boot) {
+            (Some(run), Some(history), Some(boot)) => Some(LiveOptions { run, history, boot }),
+            _ => None,
+        },
+    };
+    let stop = match leasesim::serve::stop_signal() {
+        Ok(stop) => stop,
+        Err(error) => {
+            eprintln!("error: cannot handle SIGTERM: {error}");
+            return ExitCode::from(HARNESS_ERROR);
+        }
     };
     let served = match service {
         Service::Lease {
@@ -517,11 +559,12 @@ async fn serve(service: Service) -> ExitCode {
             ttl,
             grace_persist_interval,
         } => {
-            let mut config = DurableLeaseConfig::with_ttl(ttl);
-            config.grace_persist_interval = grace_persist_interval;
-            leasesim::serve::lease(options(common), config, stop_signal()).await
+            let mut config = DurableLeaseConfig::with_ttl(ttl.unwrap_or(Duration::from_secs(10)));
+            config.grace_persist_interval =
+                grace_persist_interval.unwrap_or(Duration::from_secs(1));
+            leasesim::serve::lease(options(common), config, stop).await
         }
-        Service::Ledger { common } => leasesim::serve::ledger(options(common), stop_signal()).await,
+        Service::Ledger { common } => leasesim::serve::ledger(options(common), stop).await,
     };
     match served {
         Ok(()) => ExitCode::from(CLEAN),
@@ -532,22 +575,6 @@ async fn serve(service: Service) -> ExitCode {
         Err(error) => {
             eprintln!("error: {error}");
             ExitCode::from(HARNESS_ERROR)
-        }
-    }
-}
-
-/// Completes on SIGINT or SIGTERM.
-async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
         }
     }
 }

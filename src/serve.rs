@@ -1,15 +1,30 @@
 //! `leasesim serve lease|ledger`: the remote services run for real, on TCP, with their state
 //! in a directory.
+//!
+//! In live mode ([`LiveOptions`]: `--run`, `--history`, `--boot`) a service is one host of a
+//! live run ([`crate::live`]): it takes the settings and the mutant the simulated world would
+//! give it from the run file, and records into its own line file — the lease service its
+//! `clock` line then every decision (host `lease`), the ledger service its `clock` line and,
+//! when it stops on SIGTERM/SIGINT, the final ledger of every session of the run (host
+//! `ledger`).
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::RealClock;
-use crate::journal::{DurableLedger, LedgerServer};
-use crate::lease::{DurableLease, DurableLeaseConfig, LeaseServer};
+use crate::clock::{Clock, RealClock};
+use crate::history::hosts::{LEASE, LEDGER};
+use crate::history::{HistRecord, LedgerLine};
+use crate::hooks::HookSlot;
+use crate::journal::{DurableLedger, Ledger, LedgerServer};
+use crate::lease::{DurableLease, DurableLeaseConfig, LeaseServer, SessionId, SessionLease};
+use crate::live::process::LiveStart;
 use crate::net::tcp_incoming;
+use crate::sim::backend::RecordingAuthority;
+use crate::sim::config::WorldConfig;
+use crate::sim::record::{Recorder, SinkHooks, event_sink};
+use crate::sim::runfile::RunFile;
 use crate::storage::{FileStorage, Storage};
 
 /// Why a service could not start or stopped.
@@ -31,6 +46,67 @@ pub struct ServeOptions {
     pub listen: String,
     /// Directory holding the service's durable state (created if missing).
     pub data: PathBuf,
+    /// Live mode: the run file and the history file; `None` serves as before.
+    pub live: Option<LiveOptions>,
+}
+
+/// A service as one host of a live run (`--run`, `--history`, `--boot`, all three).
+#[derive(Clone, Debug)]
+pub struct LiveOptions {
+    /// The run file: the TTL, grace settings and mutant the world would give the service,
+    /// and the sessions whose final ledger the ledger service records.
+    pub run: PathBuf,
+    /// This boot's history file; it must not exist.
+    pub history: PathBuf,
+    /// This boot of the service's host, from 0 (the `clock` line's `boot`).
+    pub boot: u64,
+}
+
+/// A live service's run settings and recorder (its file already holds the `clock` line).
+struct LiveService {
+    config: WorldConfig,
+    recorder: Recorder,
+}
+
+impl LiveOptions {
+    /// Reads the run file and the environment and creates the history file, whose first
+    /// line is the `clock` line of `host` on `clock`.
+    fn start(&self, host: &str, clock: &Arc<dyn Clock>) -> Result<LiveService, ServeError> {
+        let bad = |e: String| ServeError::BadInput(e);
+        let run = RunFile::load(&self.run).map_err(|e| bad(format!("--run: {e}")))?;
+        let config = run.world_config().map_err(|e| bad(format!("--run: {e}")))?;
+        let start = LiveStart::from_env().map_err(bad)?;
+        let recorder = start
+            .recorder(&self.history, host, self.boot, clock)
+            .map_err(bad)?;
+        Ok(LiveService { config, recorder })
+    }
+}
+
+/// The authority's settings the simulated world gives it (the gRPC backend): the run's TTL
+/// and mutant, the default grace settings.
+fn live_lease_config(config: &WorldConfig) -> DurableLeaseConfig {
+    DurableLeaseConfig {
+        mutant: config.mutant,
+        ..DurableLeaseConfig::with_ttl(config.ttl)
+    }
+}
+
+/// Completes on SIGINT or SIGTERM, both handled from the moment this returns (so a signal
+/// that arrives before the future is first polled is not the default kill).
+///
+/// # Errors
+/// The signal handlers cannot be installed. Must be called inside a tokio runtime.
+pub fn stop_signal() -> std::io::Result<impl Future<Output = ()> + Send> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+    })
 }
 
 /// Runs the lease service until `shutdown` completes. Prints one line,
@@ -45,10 +121,25 @@ pub async fn lease(
     config: DurableLeaseConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
+    let clock: Arc<dyn Clock> = Arc::new(RealClock::new());
+    let live = match &options.live {
+        Some(live) => Some(live.start(LEASE, &clock)?),
+        None => None,
+    };
+    let config = match &live {
+        Some(live) => DurableLeaseConfig {
+            // What the authority reports (a record deleted) becomes `event` lines.
+            hooks: HookSlot::new(Arc::new(SinkHooks::new(event_sink(
+                live.recorder.clone(),
+                LEASE,
+            )))),
+            ..live_lease_config(&live.config)
+        },
+        None => config,
+    };
     config.check().map_err(ServeError::BadInput)?;
     let storage = open_storage(&options)?;
-    let clock = Arc::new(RealClock::new());
-    let authority = DurableLease::open(storage, clock, config.clone())
+    let authority = DurableLease::open(storage, clock.clone(), config.clone())
         .await
         .map_err(|e| {
             let data = options.data.display();
@@ -66,9 +157,27 @@ pub async fn lease(
         let authority = authority.clone();
         async move { authority.persist_grace().await }
     });
-    let served = LeaseServer::new(authority).serve(incoming, shutdown).await;
+    let served: Arc<dyn SessionLease> = match &live {
+        Some(live) => Arc::new(RecordingAuthority::new(
+            authority,
+            live.recorder.clone(),
+            clock,
+        )),
+        None => authority,
+    };
+    let served = LeaseServer::new(served).serve(incoming, shutdown).await;
     persist.abort();
-    served.map_err(|e| ServeError::Failed(format!("lease service failed: {e}")))
+    let closed = close(live.as_ref());
+    served.map_err(|e| ServeError::Failed(format!("lease service failed: {e}")))?;
+    closed
+}
+
+/// Closes a live service's history file.
+fn close(live: Option<&LiveService>) -> Result<(), ServeError> {
+    match live {
+        Some(live) => live.recorder.close().map_err(ServeError::Failed),
+        None => Ok(()),
+    }
 }
 
 /// Runs the ledger service until `shutdown` completes. Prints one line,
@@ -80,20 +189,58 @@ pub async fn ledger(
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
+    let clock: Arc<dyn Clock> = Arc::new(RealClock::new());
+    let live = match &options.live {
+        Some(live) => Some(live.start(LEDGER, &clock)?),
+        None => None,
+    };
     let storage = open_storage(&options)?;
     let ledger = DurableLedger::open(storage).await.map_err(|e| {
         let data = options.data.display();
         ServeError::BadInput(format!("cannot recover the ledger in {data}: {e}"))
     })?;
+    // The planted bug the world's ledger service runs (e.g. `append-ignores-expected-tip`).
+    let ledger = Arc::new(ledger.with_mutant(live.as_ref().and_then(|l| l.config.mutant)));
     let (addr, incoming) = bind(&options.listen).await?;
     println!(
         "ledger service listening on {addr} (data {})",
         options.data.display()
     );
-    LedgerServer::new(Arc::new(ledger))
+    let served = LedgerServer::new(ledger.clone())
         .serve(incoming, shutdown)
         .await
-        .map_err(|e| ServeError::Failed(format!("ledger service failed: {e}")))
+        .map_err(|e| ServeError::Failed(format!("ledger service failed: {e}")));
+    if let Some(live) = &live {
+        record_final_ledger(&live.recorder, &live.config, ledger.as_ref()).await?;
+    }
+    let closed = close(live.as_ref());
+    served?;
+    closed
+}
+
+/// Records every record `ledger` holds for each session of the run as `ledger` lines, in
+/// session order then `seq` order (the world's final ledger).
+async fn record_final_ledger(
+    recorder: &Recorder,
+    config: &WorldConfig,
+    ledger: &dyn Ledger,
+) -> Result<(), ServeError> {
+    for session in &config.sessions {
+        let Ok(id) = SessionId::new(session.clone()) else {
+            continue;
+        };
+        let entries = ledger.read(&id, 1).await.map_err(|e| {
+            ServeError::Failed(format!("cannot read the final ledger of {session}: {e}"))
+        })?;
+        for entry in entries {
+            recorder.ledger(LedgerLine {
+                session: session.clone(),
+                seq: entry.seq,
+                record: HistRecord::from(&entry.record),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn open_storage(options: &ServeOptions) -> Result<Arc<dyn Storage>, ServeError> {

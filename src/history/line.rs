@@ -33,12 +33,16 @@ pub enum Line {
     /// `"write"`: one write a Kubernetes API server accepted. A backend with no authority
     /// clock has no decisions; its accepted writes stand in for them (TOKEN, EXPIRY).
     Write(WriteLine),
+    /// `"nemesis"`: one action of live mode's nemesis (a signal, a restart, a proxy change).
+    /// The checkers ignore these; they are the evidence of what was done, and when.
+    Nemesis(NemesisLine),
 }
 
 impl Line {
     /// Every `kind`, in declaration order.
-    pub const KINDS: [&'static str; 9] = [
+    pub const KINDS: [&'static str; 10] = [
         "config", "op", "decision", "validity", "phase", "clock", "ledger", "event", "write",
+        "nemesis",
     ];
 
     /// This line's `kind`.
@@ -53,6 +57,7 @@ impl Line {
             Line::Ledger(_) => "ledger",
             Line::Event(_) => "event",
             Line::Write(_) => "write",
+            Line::Nemesis(_) => "nemesis",
         }
     }
 
@@ -102,6 +107,7 @@ line_from!(
     LedgerLine => Ledger,
     EventLine => Event,
     WriteLine => Write,
+    NemesisLine => Nemesis,
 );
 
 /// The run's parameters: what the checkers need to recompute bounds. Exactly one per history.
@@ -395,4 +401,26 @@ pub enum WriteVerb {
     Update,
     /// `"delete"`: the object is gone (and with it its `leaseTransitions`).
     Delete,
+}
+
+/// One action of live mode's nemesis (`leasesim live`, [`crate::live`]), in true time:
+/// `{"v":1,"kind":"nemesis","at_us":5000123,"host":"replica-1","action":"sigstop",
+/// "peer":null,"detail":"pause for 5000 ms"}`. A link action names both ends
+/// (`"host":"replica-2","peer":"lease","action":"partition"`). The checkers ignore these
+/// lines; they say what was done to the real processes, and when.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NemesisLine {
+    /// True time the action was applied, µs.
+    pub at_us: u64,
+    /// The host acted on (`lease`, `ledger`, `replica-1`, …; `all` for a heal).
+    pub host: String,
+    /// What was done: `sigstop`, `sigcont`, `sigkill`, `start`, `partition`,
+    /// `partition_one_way`, `hold`, `release`, `latency`, `link_flaps`, `reset`, `heal`,
+    /// `clock`, or `dropped` (a drawn fault with no real counterpart, not applied).
+    pub action: String,
+    /// The other end of a link action (the service, or the receiver of a one-way cut).
+    pub peer: Option<String>,
+    /// Human-readable particulars (`pause for 5000 ms`, `boot 1 on 127.0.0.1:40123`).
+    pub detail: Option<String>,
 }

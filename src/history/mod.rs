@@ -242,6 +242,18 @@
 //! with no authority clock (KubeLease) has no `decision` lines: its accepted writes are what
 //! TOKEN and EXPIRY judge, and its `kube_*` operations what LIN-LEASE judges.
 //!
+//! ## `nemesis` — one action of live mode's nemesis ([`NemesisLine`])
+//!
+//! ```json
+//! {"v":1,"kind":"nemesis","at_us":5000123,"host":"replica-1","action":"sigstop","peer":null,"detail":"pause for 5000 ms"}
+//! ```
+//!
+//! `at_us` (true time: the orchestrator's clock); `host` acted on (`all` for a heal); `action`
+//! (`sigstop`, `sigcont`, `sigkill`, `start`, `partition`, `partition_one_way`, `hold`,
+//! `release`, `latency`, `link_flaps`, `reset`, `heal`, `clock`, `dropped`); `peer`, the other
+//! end of a link action, else `null`; `detail`, free text or `null`. Written by `leasesim live`
+//! only; the checkers ignore them.
+//!
 //! # Reading and writing
 //!
 //! [`HistoryWriter`] writes lines as they happen; [`History::write_jsonl`] writes a whole
@@ -269,8 +281,8 @@ pub use error::{HistoryError, LineProblem};
 pub use io::HistoryWriter;
 pub(crate) use io::read_lines;
 pub use line::{
-    ClockLine, ConfigLine, Decision, DecisionLine, EventLine, HistEvent, LedgerLine, Line, Phase,
-    PhaseLine, Refusal, Request, ValidityLine, WriteLine, WriteVerb,
+    ClockLine, ConfigLine, Decision, DecisionLine, EventLine, HistEvent, LedgerLine, Line,
+    NemesisLine, Phase, PhaseLine, Refusal, Request, ValidityLine, WriteLine, WriteVerb,
 };
 pub use op::{HistLossCause, Op, OpLine, OpResult, Outcome, micros};
 pub use record::{HistRecord, HistWriterId, Process};
@@ -585,6 +597,7 @@ fn times(line: &Line) -> Vec<(&'static str, u64)> {
         Line::Clock(c) => vec![("from_us", c.from_us), ("local_from_us", c.local_from_us)],
         Line::Event(e) => vec![("at_us", e.at_us)],
         Line::Write(w) => vec![("at_us", w.at_us)],
+        Line::Nemesis(n) => vec![("at_us", n.at_us)],
         Line::Ledger(_) => Vec::new(),
     }
 }

@@ -164,6 +164,17 @@ fn golden() -> Vec<(Line, &'static str)> {
             write().into(),
             r#"{"v":1,"kind":"write","host":"apiserver","session":"s1","object":"s1-0f3a9c2e","verb":"update","holder_identity":"replica-2#0","transitions":2,"resource_version":17,"at_us":12000000}"#,
         ),
+        (
+            NemesisLine {
+                at_us: 5_000_123,
+                host: "replica-1".into(),
+                action: "sigstop".into(),
+                peer: None,
+                detail: Some("pause for 5000 ms".into()),
+            }
+            .into(),
+            r#"{"v":1,"kind":"nemesis","at_us":5000123,"host":"replica-1","action":"sigstop","peer":null,"detail":"pause for 5000 ms"}"#,
+        ),
     ]
 }
 
@@ -703,7 +714,7 @@ fn unknown_kinds_and_unknown_fields_are_refused() {
     let kind = r#"{"v":1,"kind":"opp","id":1}"#;
     assert_eq!(
         read_error(kind).1,
-        r#"bad.jsonl:1: unknown kind "opp"; expected one of config, op, decision, validity, phase, clock, ledger, event, write"#
+        r#"bad.jsonl:1: unknown kind "opp"; expected one of config, op, decision, validity, phase, clock, ledger, event, write, nemesis"#
     );
     assert!(
         read_error(r#"{"v":1}"#)

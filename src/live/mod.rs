@@ -20,6 +20,13 @@
 //! orchestrator itself is SIGKILLed (`PR_SET_PDEATHSIG`, set in the child by a spawner thread
 //! that lives as long as the run).
 //!
+//! # The same code as the simulated world
+//! A replica runs the world's workload (`crate::sim::workload`) and records through the
+//! world's recorder and wrappers ([`crate::sim::record`]: [`crate::sim::record::Recorder::live`]
+//! stamps lines with true time and appends them to the process's file); the lease service
+//! records through the world's `crate::sim::backend::RecordingAuthority`. They stay in
+//! `sim/` (the simulation's byte-identical runs depend on them); live mode imports them.
+//!
 //! # True time
 //! The orchestrator's `CLOCK_MONOTONIC`, read by every process through a call libfaketime
 //! cannot intercept ([`truth`]); each process also records its own clock (what the system
@@ -57,5 +64,13 @@
 
 pub mod etcd;
 pub mod lines;
+pub mod merge;
+pub mod nemesis;
+pub mod orchestrate;
+pub mod process;
+pub mod proxy;
+pub mod replica;
+pub mod report;
+pub mod spawn;
 pub mod target;
 pub mod truth;

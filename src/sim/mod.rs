@@ -34,5 +34,5 @@ pub mod schedule;
 pub mod script;
 pub mod seed;
 pub mod true_time;
-mod workload;
+pub(crate) mod workload;
 pub mod world;

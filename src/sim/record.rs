@@ -5,27 +5,42 @@
 //!
 //! All hosts run on one thread in turmoil, so one shared recorder sees events in the order
 //! they happen; lines are emitted in a fixed order at the end (see [`Recorder::finish`]).
+//!
+//! The recorder is harness-neutral: the same wrappers record a live process
+//! ([`Recorder::live`]), which stamps lines with the run's [`TrueClock`] instead of turmoil's
+//! elapsed time and appends each one to its process's [`LineFile`] the moment it is recorded
+//! (an `op` line at the invocation, and again, same id, at its completion).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use super::clock::HostClock;
-use super::true_time::true_now;
-use crate::clock::Clock;
+use super::true_time::{true_now, true_sleep};
+use crate::clock::{Clock, Instant};
 use crate::history::{
-    DecisionLine, EventLine, HistEvent, HistRecord, Line, Op, OpLine, OpResult, Outcome, Process,
-    ValidityLine, WriteLine, micros,
+    ClockLine, DecisionLine, EventLine, HistEvent, HistRecord, LedgerLine, Line, Op, OpLine,
+    OpResult, Outcome, Process, ValidityLine, WriteLine, micros,
 };
-use crate::hooks::Observation;
+use crate::hooks::{Hooks, Observation, PausePoint};
 use crate::journal::{Entry, Ledger, LedgerError, Record, Seq};
 use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
+use crate::live::lines::LineFile;
+use crate::live::truth::TrueClock;
 
-/// The shared recorder of one run. Cloning gives another handle.
+/// The shared recorder of one run (the default: a simulation's, on turmoil's time) or of one
+/// live process ([`Recorder::live`]). Cloning gives another handle.
 #[derive(Clone, Debug, Default)]
 pub struct Recorder {
     state: Arc<Mutex<State>>,
+    live: Option<Arc<Live>>,
+}
+
+/// A live process's true time and file.
+#[derive(Debug)]
+struct Live {
+    file: LineFile,
+    truth: TrueClock,
 }
 
 #[derive(Debug, Default)]
@@ -37,13 +52,15 @@ struct State {
     /// True time of the nemesis action being applied, µs: when the harness (outside every
     /// host) makes the system under test report something, that is when it happened.
     harness_now_us: u64,
+    /// The first failed append to a live file: reported by [`Recorder::close`], never lost.
+    write_error: Option<String>,
 }
 
 /// Where and when an operation was invoked; completes it with [`Recorder::complete`].
 #[derive(Debug)]
 pub struct Invocation {
     id: u64,
-    clock: HostClock,
+    clock: Arc<dyn Clock>,
 }
 
 impl Recorder {
@@ -51,32 +68,97 @@ impl Recorder {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Records the invocation of `op` by `process` on `session`, now.
+    /// A live process's recorder: lines are stamped with `truth` and appended to `file` as
+    /// they are recorded (op ids count from 1 in the file).
+    pub fn live(file: LineFile, truth: TrueClock) -> Self {
+        Recorder {
+            state: Arc::default(),
+            live: Some(Arc::new(Live { file, truth })),
+        }
+    }
+
+    /// True time now: turmoil's elapsed time in a simulation (inside a host or client), the
+    /// run's [`TrueClock`] in a live process.
+    ///
+    /// # Panics
+    /// In a simulation, outside a turmoil host or client (see [`true_now`]).
+    pub fn now(&self) -> std::time::Duration {
+        match &self.live {
+            Some(live) => live.truth.now(),
+            None => true_now(),
+        }
+    }
+
+    /// Waits until true time `at` (at once if it has passed).
+    pub async fn sleep_until(&self, at: std::time::Duration) {
+        let now = self.now();
+        if at <= now {
+            return;
+        }
+        true_sleep(at - now).await;
+        // Live, tokio's timer runs on the process's own clock (libfaketime may drift it):
+        // wait out what true time still lacks.
+        if self.live.is_some() {
+            loop {
+                let now = self.now();
+                if at <= now {
+                    return;
+                }
+                true_sleep(at - now).await;
+            }
+        }
+    }
+
+    /// Appends `line` to the live file (a simulation keeps lines in memory instead).
+    fn append(&self, state: &mut State, line: &Line) {
+        if let Some(live) = &self.live
+            && let Err(error) = live.file.append(line)
+            && state.write_error.is_none()
+        {
+            tracing::error!(file = %live.file.path().display(), %error, "history line lost");
+            state.write_error = Some(format!("{}: {error}", live.file.path().display()));
+        }
+    }
+
+    /// Records an event-like line: in the simulation's list, or straight to the live file.
+    fn push(&self, line: Line) {
+        let mut state = self.lock();
+        if self.live.is_some() {
+            self.append(&mut state, &line);
+        } else {
+            state.events.push(line);
+        }
+    }
+
+    /// Records the invocation of `op` by `process` on `session`, now, timed locally on
+    /// `clock` (the process's monotonic clock).
     pub fn invoke(
         &self,
         process: Process,
         session: &SessionId,
         op: Op,
-        clock: &HostClock,
+        clock: &Arc<dyn Clock>,
     ) -> Invocation {
+        let invoke_us = micros(self.now());
         let mut state = self.lock();
         state.next_op += 1;
         let id = state.next_op;
-        state.ops.insert(
+        let line = OpLine {
             id,
-            OpLine {
-                id,
-                process,
-                session: session.as_str().to_owned(),
-                op,
-                invoke_us: micros(true_now()),
-                complete_us: None,
-                invoke_local_us: micros(clock.now().since_origin()),
-                complete_local_us: None,
-                outcome: Outcome::Info,
-                result: None,
-            },
-        );
+            process,
+            session: session.as_str().to_owned(),
+            op,
+            invoke_us,
+            complete_us: None,
+            invoke_local_us: micros(clock.now().since_origin()),
+            complete_local_us: None,
+            outcome: Outcome::Info,
+            result: None,
+        };
+        if self.live.is_some() {
+            self.append(&mut state, &Line::Op(line.clone()));
+        }
+        state.ops.insert(id, line);
         Invocation {
             id,
             clock: clock.clone(),
@@ -85,39 +167,86 @@ impl Recorder {
 
     /// Records the completion of `invocation`, now.
     pub fn complete(&self, invocation: Invocation, outcome: Outcome, result: OpResult) {
+        let complete_us = micros(self.now());
         let mut state = self.lock();
         if let Some(op) = state.ops.get_mut(&invocation.id) {
-            op.complete_us = Some(micros(true_now()));
+            op.complete_us = Some(complete_us);
             op.complete_local_us = Some(micros(invocation.clock.now().since_origin()));
             op.outcome = outcome;
             op.result = Some(result);
+        }
+        if self.live.is_some()
+            && let Some(op) = state.ops.remove(&invocation.id)
+        {
+            // The file has it; a live process keeps only its pending operations.
+            self.append(&mut state, &Line::Op(op));
         }
     }
 
     /// Records an authority decision.
     pub fn decision(&self, line: DecisionLine) {
-        self.lock().events.push(Line::Decision(line));
+        self.push(Line::Decision(line));
     }
 
     /// Records a write the API server accepted (in acceptance order).
     pub fn write(&self, line: WriteLine) {
-        self.lock().events.push(Line::Write(line));
+        self.push(Line::Write(line));
     }
 
     /// Records a replica's validity check.
     pub fn validity(&self, line: ValidityLine) {
-        self.lock().events.push(Line::Validity(line));
+        self.push(Line::Validity(line));
     }
 
     /// Records that `event` happened on `host`, now (true time inside a host; the nemesis
-    /// action's time outside every host, see [`Recorder::set_harness_now`]).
+    /// action's time outside every host, see [`Recorder::set_harness_now`]; a live
+    /// process's true time).
     pub fn event(&self, host: &str, event: HistEvent) {
-        let at_us = turmoil::sim_elapsed().map_or(self.lock().harness_now_us, micros);
-        self.lock().events.push(Line::Event(EventLine {
+        let at_us = match &self.live {
+            Some(live) => micros(live.truth.now()),
+            None => turmoil::sim_elapsed().map_or(self.lock().harness_now_us, micros),
+        };
+        self.push(Line::Event(EventLine {
             at_us,
             host: host.to_owned(),
             event,
         }));
+    }
+
+    /// Records that `host`'s boot `boot` starts its clock now: a `clock` line whose
+    /// `from_us` is true time now and `local_from_us` the reading `local` of the process's
+    /// one monotonic clock, running at `drift_ppm` (live mode: the first line of a file).
+    pub fn clock_started(&self, host: &str, boot: u64, local: Instant, drift_ppm: i64) {
+        self.push(Line::Clock(ClockLine {
+            host: host.to_owned(),
+            boot,
+            from_us: micros(self.now()),
+            local_from_us: micros(local.since_origin()),
+            drift_ppm,
+            suspended: false,
+        }));
+    }
+
+    /// Records one record of the final ledger (the ledger service, as it stops).
+    pub fn ledger(&self, line: LedgerLine) {
+        self.push(Line::Ledger(line));
+    }
+
+    /// Closes a live recorder's file (synced); later lines fail and are reported here.
+    /// A simulation's recorder has nothing to close.
+    ///
+    /// # Errors
+    /// The first line that could not be appended, or the final sync failing.
+    pub fn close(&self) -> Result<(), String> {
+        let Some(live) = &self.live else {
+            return Ok(());
+        };
+        if let Some(error) = self.lock().write_error.clone() {
+            return Err(format!("history line lost: {error}"));
+        }
+        live.file
+            .close()
+            .map_err(|e| format!("{}: {e}", live.file.path().display()))
     }
 
     /// The true time of the nemesis action about to be applied, for what it makes the
@@ -172,7 +301,7 @@ pub struct RecordingLease {
     inner: Arc<dyn SessionLease>,
     recorder: Recorder,
     process: Process,
-    clock: HostClock,
+    clock: Arc<dyn Clock>,
 }
 
 impl RecordingLease {
@@ -181,7 +310,7 @@ impl RecordingLease {
         inner: Arc<dyn SessionLease>,
         recorder: Recorder,
         process: Process,
-        clock: HostClock,
+        clock: Arc<dyn Clock>,
     ) -> Self {
         RecordingLease {
             inner,
@@ -253,7 +382,7 @@ pub struct RecordingLedger {
     inner: Arc<dyn Ledger>,
     recorder: Recorder,
     process: Process,
-    clock: HostClock,
+    clock: Arc<dyn Clock>,
 }
 
 impl RecordingLedger {
@@ -262,7 +391,7 @@ impl RecordingLedger {
         inner: Arc<dyn Ledger>,
         recorder: Recorder,
         process: Process,
-        clock: HostClock,
+        clock: Arc<dyn Clock>,
     ) -> Self {
         RecordingLedger {
             inner,
@@ -361,8 +490,99 @@ pub fn validity_sink(recorder: Recorder, process: Process) -> impl Fn(Observatio
             session: session.as_str().to_owned(),
             epoch,
             at_local_us: micros(local.since_origin()),
-            at_us: micros(true_now()),
+            at_us: micros(recorder.now()),
             valid_until_local_us: micros(valid_until.since_origin()),
         }),
+    }
+}
+
+/// Hooks whose observations go to a sink ([`validity_sink`], [`event_sink`]) and whose pause
+/// points do nothing: a live process's (no harness holds its tasks; the nemesis stops whole
+/// processes).
+pub struct SinkHooks<F> {
+    sink: F,
+}
+
+impl<F: Fn(Observation) + Send + Sync> SinkHooks<F> {
+    /// Hooks reporting every observation to `sink`.
+    pub fn new(sink: F) -> Self {
+        SinkHooks { sink }
+    }
+}
+
+impl<F> std::fmt::Debug for SinkHooks<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SinkHooks")
+    }
+}
+
+#[async_trait]
+impl<F: Fn(Observation) + Send + Sync> Hooks for SinkHooks<F> {
+    async fn pause_point(&self, _point: PausePoint) {}
+
+    fn observe(&self, observation: Observation) {
+        (self.sink)(observation);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::live::lines::read_line_file;
+
+    #[test]
+    fn a_live_recorder_writes_an_op_at_invocation_and_again_at_completion() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("replica-1-0.jsonl");
+        let recorder = Recorder::live(LineFile::create(&path).unwrap(), TrueClock::start());
+        let manual = ManualClock::new();
+        let clock: Arc<dyn Clock> = Arc::new(manual.clone());
+        recorder.clock_started("replica-1", 0, clock.now(), 250);
+        let session = SessionId::new("s1").unwrap();
+        let process = Process::new("replica-1", 0);
+        let first = recorder.invoke(process.clone(), &session, Op::LedgerTip {}, &clock);
+        manual.advance(Duration::from_millis(3));
+        recorder.event("replica-1", HistEvent::StickyDisable);
+        recorder.complete(first, Outcome::Ok, OpResult::Tip { seq: 4 });
+        let second = recorder.invoke(process, &session, Op::LedgerTip {}, &clock);
+        recorder.close().unwrap();
+        drop(second);
+
+        let lines = read_line_file(&path).unwrap().lines;
+        let [
+            Line::Clock(clock_line),
+            Line::Op(invoked),
+            Line::Event(_),
+            Line::Op(done),
+            Line::Op(pending),
+        ] = &lines[..]
+        else {
+            panic!("unexpected lines: {lines:?}");
+        };
+        assert_eq!(
+            (clock_line.host.as_str(), clock_line.drift_ppm),
+            ("replica-1", 250)
+        );
+        assert_eq!(
+            (invoked.id, done.id, pending.id),
+            (1, 1, 2),
+            "ids count from 1"
+        );
+        assert!(invoked.is_pending() && pending.is_pending());
+        assert_eq!(done.result, Some(OpResult::Tip { seq: 4 }));
+        assert_eq!(done.invoke_us, invoked.invoke_us);
+        assert_eq!(
+            done.complete_local_us,
+            Some(3_000),
+            "timed on the local clock"
+        );
+        assert_eq!(
+            recorder.finish(0).len(),
+            1,
+            "a live recorder keeps only its pending operation in memory"
+        );
     }
 }

@@ -7,12 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::clock::HostClock;
 use super::config::WorldConfig;
 use super::record::Recorder;
 use super::script::{Call, ScriptedCall};
 use super::seed::{Subsystem, between, chance, rng};
-use super::true_time::{true_now, true_sleep};
 use crate::clock::Clock;
 use crate::history::{HistWriterId, Op, OpResult, Outcome, Process};
 use crate::journal::{Journal, JournalError, JournalLease, Store};
@@ -25,7 +23,8 @@ pub(crate) struct Replica {
     pub(crate) process: Process,
     pub(crate) store: Arc<Store>,
     pub(crate) recorder: Recorder,
-    pub(crate) clock: HostClock,
+    /// The process's one monotonic clock (a simulated host's, or live the process's own).
+    pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: WorldConfig,
 }
 
@@ -85,20 +84,16 @@ fn journal_outcome(error: &JournalError) -> Outcome {
     }
 }
 
-/// Waits until true simulated time `at`.
-async fn until(at: Duration) {
-    let now = true_now();
-    if at > now {
-        true_sleep(at - now).await;
-    }
-}
-
-/// Runs `calls` in order, each no earlier than its time.
+/// Runs `calls` in order, each no earlier than its time (true time: the simulation's, or
+/// live the run's since its epoch).
 pub(crate) async fn run_script(replica: Replica, calls: Vec<ScriptedCall>) {
     let mut leases: BTreeMap<String, JournalLease> = BTreeMap::new();
     let mut journals: BTreeMap<String, Arc<Journal>> = BTreeMap::new();
     for scripted in calls {
-        until(Duration::from_millis(scripted.at_ms)).await;
+        replica
+            .recorder
+            .sleep_until(Duration::from_millis(scripted.at_ms))
+            .await;
         tracing::info!(replica = %replica.name, call = ?scripted.call, "scripted call");
         match scripted.call {
             Call::Acquire { session, name } => {
@@ -150,6 +145,13 @@ pub(crate) async fn run_script(replica: Replica, calls: Vec<ScriptedCall>) {
 /// append while its lease is still valid, the service releases every lease, and the replica
 /// stops (the nemesis restarts it when it heals).
 pub(crate) async fn run_generated(replica: Replica) {
+    let service = Arc::new(Service::new(replica.store.clone()));
+    run_generated_on(replica, service).await;
+}
+
+/// [`run_generated`] through `service`, which the caller may also shut down (a live replica
+/// does on SIGTERM): the workload then returns once the run in progress has ended.
+pub(crate) async fn run_generated_on(replica: Replica, service: Arc<Service>) {
     let index = replica
         .name
         .trim_start_matches(crate::history::hosts::REPLICA_PREFIX)
@@ -157,7 +159,6 @@ pub(crate) async fn run_generated(replica: Replica) {
         .unwrap_or(0);
     let seed = replica.config.seed ^ (index << 32) ^ replica.process.incarnation;
     let mut rng = rng(seed, Subsystem::Workload);
-    let service = Arc::new(Service::new(replica.store.clone()));
     let sessions = replica.config.sessions.clone();
     loop {
         let pick = between(&mut rng, 0, sessions.len().saturating_sub(1) as u64) as usize;
@@ -181,7 +182,7 @@ pub(crate) async fn run_generated(replica: Replica) {
         if let Err(error) = &outcome {
             tracing::debug!(replica = %replica.name, %session, %error, "run ended");
         }
-        if shutting_down {
+        if shutting_down || matches!(outcome, Err(RunError::ShuttingDown)) {
             tracing::info!(replica = %replica.name, "shut down gracefully");
             return;
         }

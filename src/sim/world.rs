@@ -503,7 +503,7 @@ fn host_replica(
                 process,
                 store: Arc::new(store),
                 recorder,
-                clock,
+                clock: Arc::new(clock),
                 config: config.clone(),
             };
             match workload {
@@ -544,12 +544,12 @@ fn replica_store(
         clock_arc.clone(),
         &client,
     )?;
-    let lease = RecordingLease::new(lease, recorder.clone(), process.clone(), clock.clone());
+    let lease = RecordingLease::new(lease, recorder.clone(), process.clone(), clock_arc.clone());
     let ledger = RecordingLedger::new(
         Arc::new(ledger),
         recorder.clone(),
         process.clone(),
-        clock.clone(),
+        clock_arc.clone(),
     );
     freeze.set_sink(Arc::new(validity_sink(recorder.clone(), process.clone())));
     let store_config = StoreConfig {

@@ -3,4 +3,12 @@
 //! judged by the same checkers as the simulated world. Tests take [`support::serial`]: SIGSTOP
 //! timing on 2 busy cores is flaky when live runs share them.
 
+mod l1;
+mod mutants;
+mod proxy;
+mod reap;
+mod replica;
+mod run;
+mod services;
+mod spawned;
 mod support;

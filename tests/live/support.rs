@@ -16,3 +16,40 @@ pub fn serial() -> MutexGuard<'static, ()> {
 pub fn leasesim() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_leasesim"))
 }
+
+/// `leasesim live ARGS` run to its end (bounded by its own --timeout): exit code, stdout and
+/// stderr. The orchestrator reaps its children itself; a test that kills it checks that.
+pub fn live(args: &[&str]) -> (i32, String, String) {
+    let output = std::process::Command::new(leasesim())
+        .arg("live")
+        .args(args)
+        .output()
+        .expect("leasesim live runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The repository's `sims/live/NAME.toml`.
+pub fn live_scenario(name: &str) -> String {
+    format!("{}/sims/live/{name}.toml", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The `result.json` of a run folder.
+pub fn result(out: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("result.json")).expect("result.json");
+    serde_json::from_str(&text).expect("result.json is JSON")
+}
+
+/// The verdict of check `name` in a `result.json`.
+pub fn check_verdict(result: &serde_json::Value, name: &str) -> String {
+    result["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["name"] == name)
+        .map(|c| c["verdict"].as_str().unwrap_or("").to_owned())
+        .unwrap_or_else(|| panic!("no check {name} in {result}"))
+}

@@ -16,13 +16,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{AuthorityHost, AuthorityKind, BackendView, HostResult, ReplicaEnv, WorldBackend};
+use crate::clock::Clock;
 use crate::history::{Op, OpResult, Outcome, Process, hosts};
 use crate::lease::{
     KubeCall, KubeCalls, KubeLease, KubeLeaseConfig, KubeReply, Owner, SessionId, SessionLease,
     client_over,
 };
 use crate::sim::apiserver::{ApiServer, ApiServerConfig};
-use crate::sim::clock::HostClock;
 use crate::sim::record::{Invocation, Recorder};
 
 /// Port of the API server on its host (plain HTTP).
@@ -78,7 +78,7 @@ impl WorldBackend for Kube {
             NAMESPACE,
             replica.client_config().call_timeout,
         );
-        let calls = RecordedKubeCalls::new(replica.recorder.clone(), replica.clock.clone());
+        let calls = RecordedKubeCalls::new(replica.recorder.clone(), replica.clock());
         let config = KubeLeaseConfig {
             namespace: NAMESPACE.to_owned(),
             ttl: replica.ttl,
@@ -111,7 +111,7 @@ pub fn check_whole_seconds(ttl: Duration) -> Result<(), String> {
 #[derive(Debug)]
 pub struct RecordedKubeCalls {
     recorder: Recorder,
-    clock: HostClock,
+    clock: Arc<dyn Clock>,
     open: Mutex<Open>,
 }
 
@@ -124,7 +124,7 @@ struct Open {
 
 impl RecordedKubeCalls {
     /// Records into `recorder`, timed on `clock`.
-    pub fn new(recorder: Recorder, clock: HostClock) -> Self {
+    pub fn new(recorder: Recorder, clock: Arc<dyn Clock>) -> Self {
         RecordedKubeCalls {
             recorder,
             clock,

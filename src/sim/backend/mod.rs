@@ -35,7 +35,6 @@ use super::apiserver::{AcceptedWrite, ApiServerFaults, WriteSink};
 use super::clock::HostClock;
 use super::net::{turmoil_dialer, turmoil_incoming};
 use super::record::Recorder;
-use super::true_time::true_now;
 use crate::clock::{Clock, Instant};
 use crate::history::{Decision, DecisionLine, Refusal, Request, WriteLine, hosts, micros};
 use crate::hooks::HookSlot;
@@ -293,7 +292,7 @@ impl AuthorityHost {
         Arc::new(RecordingAuthority::new(
             authority,
             self.recorder.clone(),
-            self.clock.clone(),
+            self.clock(),
         ))
     }
 
@@ -316,7 +315,7 @@ impl AuthorityHost {
                 holder_identity: write.holder_identity,
                 transitions: write.transitions,
                 resource_version: write.resource_version,
-                at_us: micros(true_now()),
+                at_us: micros(recorder.now()),
             });
         })
     }
@@ -435,21 +434,22 @@ impl WorldBackend for Grpc {
     }
 }
 
-/// A lease authority, recording each decision with its own monotonic reading (made by
-/// [`super::backend::AuthorityHost::record`]).
+/// A lease authority, recording each decision with its own monotonic reading and true time
+/// from the recorder (made by [`super::backend::AuthorityHost::record`] in a simulation, by
+/// `leasesim serve lease --history` live).
 #[derive(Debug)]
-pub(crate) struct RecordingAuthority {
+pub struct RecordingAuthority {
     inner: Arc<dyn RecordableAuthority>,
     recorder: Recorder,
-    clock: HostClock,
+    clock: Arc<dyn Clock>,
 }
 
 impl RecordingAuthority {
     /// Records the decisions of `inner`, which judges time on `clock`.
-    pub(crate) fn new(
+    pub fn new(
         inner: Arc<dyn RecordableAuthority>,
         recorder: Recorder,
-        clock: HostClock,
+        clock: Arc<dyn Clock>,
     ) -> Self {
         RecordingAuthority {
             inner,
@@ -464,7 +464,7 @@ impl RecordingAuthority {
             owner: owner.into(),
             decision,
             at_authority_us: micros(self.clock.now().since_origin()),
-            at_us: micros(true_now()),
+            at_us: micros(self.recorder.now()),
         });
     }
 

@@ -1,0 +1,470 @@
+//! The nemesis of live mode: a fault schedule ([`crate::sim::schedule`]) turned into actions
+//! on real processes and proxy links, in true time ([`plan`]).
+//!
+//! | fault | what live mode does |
+//! |---|---|
+//! | `pause` | SIGSTOP the host's process, SIGCONT after `duration_ms` |
+//! | `crash` / `restart` | SIGKILL / start again (SIGKILL first if it runs, as in the world) (a replica with the next incarnation, a service on the same `--data` with the next boot; its links follow the new port) |
+//! | `lease_service_restarts` | SIGKILL and start again the lease service `count` times, every `every_ms` |
+//! | `partition`, `isolate` | the links between the hosts are cut ([`super::proxy`]) |
+//! | `partition_one_way` | the link drops one direction |
+//! | `hold` / `release` | the link holds both directions / delivers them |
+//! | `delay_replies` | the link holds the replies for `delay_ms`, then delivers them |
+//! | `latency`, `link_flaps` | the link's latency and jitter / random resets drawn from the seed |
+//! | `clock_drift` | the host's processes run under libfaketime at that rate **from their start** (the fault's time is not honoured: a rate is set when a process starts) |
+//! | `wall_jump`, `wall_offset` | the host's processes run under libfaketime with their monotonic clock untouched; at the fault's time the wall offset is rewritten (libfaketime re-reads it within 1 s) |
+//! | `heal` | every link healed, every paused process continued, every crashed one started again |
+//!
+//! Faults with no real counterpart here — `suspend` (no process can stop its own
+//! CLOCK_MONOTONIC), `stall` and a pause `at_point` (no hook into a real process's tasks),
+//! `delete_lease_record`, `apiserver_errors`, a host with both a drift and a wall step
+//! (libfaketime would step its monotonic clock too) — are refused up front when the schedule
+//! was given (a scenario's or `--schedule`), naming them; from a schedule drawn from the seed
+//! they are dropped, each with a `dropped` nemesis line and a printed line saying so.
+
+use std::collections::BTreeMap;
+
+use crate::history::hosts;
+use crate::sim::schedule::{Fault, FaultSchedule};
+
+/// What one step does.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Action {
+    /// SIGSTOP the host.
+    Stop(String),
+    /// SIGCONT the host.
+    Cont(String),
+    /// SIGKILL the host.
+    Kill(String),
+    /// Start the host again (if it is not running).
+    Start(String),
+    /// Change the links between `a` and `b` (either may be a client or a service).
+    Link {
+        /// One end.
+        a: String,
+        /// The other.
+        b: String,
+        /// The change.
+        change: LinkChange,
+    },
+    /// Cut every link of the host.
+    Isolate(String),
+    /// Set the wall offset of a host started under libfaketime, ms.
+    WallOffset {
+        /// The host.
+        host: String,
+        /// The offset from the true wall clock, ms.
+        offset_ms: i64,
+    },
+    /// Heal everything.
+    HealAll,
+}
+
+/// A change to a link.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum LinkChange {
+    /// Both directions cut.
+    Cut,
+    /// The bytes sent by `from` are dropped.
+    DropFrom(String),
+    /// Both directions held.
+    Hold,
+    /// Both directions delivered.
+    Release,
+    /// The bytes sent by `from` are held.
+    HoldFrom(String),
+    /// The bytes sent by `from` are delivered.
+    ReleaseFrom(String),
+    /// Latency and jitter, ms.
+    Latency(u64, u64),
+    /// Random resets, ppm per ms.
+    Flaps(u32),
+}
+
+/// One timed action.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Step {
+    /// True time, ms from the start.
+    pub at_ms: u64,
+    /// What to do.
+    pub action: Action,
+    /// The fault it comes from, for the progress line and the history.
+    pub why: String,
+}
+
+/// How a host's processes are started under libfaketime.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct HostClock {
+    /// Monotonic (and wall) rate error, ppm, from each process's start.
+    pub drift_ppm: i64,
+    /// Its wall clock is stepped during the run (monotonic untouched).
+    pub wall_steps: bool,
+}
+
+/// What the nemesis will do in one run.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Plan {
+    /// The steps, by time (ties in schedule order); the heal is not among them.
+    pub steps: Vec<Step>,
+    /// When everything is healed, ms.
+    pub heal_at_ms: u64,
+    /// Drawn faults with no real counterpart, dropped: one sentence each.
+    pub dropped: Vec<String>,
+    /// Hosts started under libfaketime.
+    pub clocks: BTreeMap<String, HostClock>,
+}
+
+/// Turns `schedule` into a plan for a run of `duration_ms` with `replicas` replicas and a
+/// lease host when `lease_host` (not for flock). `drawn`: the schedule was drawn from the
+/// seed (faults with no counterpart are dropped), else given (they are refused).
+///
+/// # Errors
+/// A given schedule with faults live mode cannot apply: one message naming each.
+pub fn plan(
+    schedule: &FaultSchedule,
+    duration_ms: u64,
+    replicas: u32,
+    lease_host: Option<&str>,
+    drawn: bool,
+) -> Result<Plan, String> {
+    let mut plan = Plan {
+        heal_at_ms: schedule.heal_at_ms.unwrap_or(duration_ms),
+        ..Plan::default()
+    };
+    let mut refused = Vec::new();
+    let known = |host: &str| {
+        host == hosts::LEDGER
+            || Some(host) == lease_host
+            || (1..=replicas).any(|n| hosts::replica(n) == host)
+    };
+    let mut wall_offsets: BTreeMap<String, i64> = BTreeMap::new();
+    for (index, scheduled) in schedule.faults.iter().enumerate() {
+        let at = scheduled.at_ms;
+        let why = format!("fault {} ({})", index + 1, describe(&scheduled.fault));
+        let mut no = |reason: &str| {
+            refused.push(format!("{why} at {at} ms: {reason}"));
+        };
+        let mut step = |at_ms: u64, action: Action| {
+            plan.steps.push(Step {
+                at_ms,
+                action,
+                why: why.clone(),
+            })
+        };
+        let hosts_known = fault_hosts(&scheduled.fault).iter().all(|h| known(h));
+        if !hosts_known {
+            no("names a host this live run does not have");
+            continue;
+        }
+        match &scheduled.fault {
+            Fault::Pause {
+                host,
+                duration_ms,
+                at_point: None,
+            } => {
+                step(at, Action::Stop(host.clone()));
+                step(at + duration_ms, Action::Cont(host.clone()));
+            }
+            Fault::Pause {
+                at_point: Some(_), ..
+            } => no("a pause at a named point needs a hook into the process's tasks"),
+            Fault::Suspend { .. } => {
+                no("a suspend stops CLOCK_MONOTONIC, which no unprivileged process can do")
+            }
+            Fault::Stall { .. } => no("a stall blocks one task, which needs a hook into it"),
+            Fault::Crash { host } => step(at, Action::Kill(host.clone())),
+            // As in the world: a running host is crashed first.
+            Fault::Restart { host } => {
+                step(at, Action::Kill(host.clone()));
+                step(at, Action::Start(host.clone()));
+            }
+            Fault::LeaseServiceRestarts { every_ms, count } => match lease_host {
+                Some(lease) => {
+                    for i in 1..=u64::from(*count) {
+                        step(at + i * every_ms, Action::Kill(lease.to_owned()));
+                        step(at + i * every_ms, Action::Start(lease.to_owned()));
+                    }
+                }
+                None => no("this backend has no lease service to restart"),
+            },
+            Fault::Partition { a, b } => step(
+                at,
+                Action::Link {
+                    a: a.clone(),
+                    b: b.clone(),
+                    change: LinkChange::Cut,
+                },
+            ),
+            Fault::PartitionOneWay { from, to } => step(
+                at,
+                Action::Link {
+                    a: from.clone(),
+                    b: to.clone(),
+                    change: LinkChange::DropFrom(from.clone()),
+                },
+            ),
+            Fault::Isolate { host } => step(at, Action::Isolate(host.clone())),
+            Fault::Heal => step(at, Action::HealAll),
+            Fault::Hold { a, b } => step(
+                at,
+                Action::Link {
+                    a: a.clone(),
+                    b: b.clone(),
+                    change: LinkChange::Hold,
+                },
+            ),
+            Fault::Release { a, b } => step(
+                at,
+                Action::Link {
+                    a: a.clone(),
+                    b: b.clone(),
+                    change: LinkChange::Release,
+                },
+            ),
+            Fault::Latency {
+                a,
+                b,
+                latency_ms,
+                jitter_ms,
+            } => step(
+                at,
+                Action::Link {
+                    a: a.clone(),
+                    b: b.clone(),
+                    change: LinkChange::Latency(*latency_ms, *jitter_ms),
+                },
+            ),
+            Fault::LinkFlaps { a, b, fail_ppm } => step(
+                at,
+                Action::Link {
+                    a: a.clone(),
+                    b: b.clone(),
+                    change: LinkChange::Flaps(*fail_ppm),
+                },
+            ),
+            Fault::DelayReplies { from, to, delay_ms } => {
+                let link = |change| Action::Link {
+                    a: from.clone(),
+                    b: to.clone(),
+                    change,
+                };
+                step(at, link(LinkChange::HoldFrom(from.clone())));
+                step(at + delay_ms, link(LinkChange::ReleaseFrom(from.clone())));
+            }
+            Fault::ClockDrift { host, ppm } => {
+                plan.clocks.entry(host.clone()).or_default().drift_ppm = *ppm;
+            }
+            Fault::WallJump { host, delta_ms } => {
+                let offset = wall_offsets.entry(host.clone()).or_default();
+                *offset += delta_ms;
+                let offset_ms = *offset;
+                plan.clocks.entry(host.clone()).or_default().wall_steps = true;
+                step(
+                    at,
+                    Action::WallOffset {
+                        host: host.clone(),
+                        offset_ms,
+                    },
+                );
+            }
+            Fault::WallOffset { host, offset_ms } => {
+                wall_offsets.insert(host.clone(), *offset_ms);
+                plan.clocks.entry(host.clone()).or_default().wall_steps = true;
+                step(
+                    at,
+                    Action::WallOffset {
+                        host: host.clone(),
+                        offset_ms: *offset_ms,
+                    },
+                );
+            }
+            Fault::DeleteLeaseRecord { .. } => {
+                no("deleting a lease record needs a hook into the lease service")
+            }
+            _ => no("it has no real counterpart in live mode"),
+        }
+    }
+    for (host, clock) in &mut plan.clocks {
+        if clock.drift_ppm != 0 && clock.wall_steps {
+            refused.push(format!(
+                "host {host} has both a clock drift and a wall step: under libfaketime a wall \
+                 step would step its monotonic clock too"
+            ));
+            clock.wall_steps = false;
+            plan.steps
+                .retain(|s| !matches!(&s.action, Action::WallOffset { host: h, .. } if h == host));
+        }
+    }
+    if !refused.is_empty() {
+        if !drawn {
+            return Err(format!(
+                "live mode cannot apply {} of this schedule's faults (DESIGN.md, \"Live mode\"; \
+                 src/live/nemesis.rs lists what it can): {}; remove them from the schedule",
+                refused.len(),
+                refused.join("; ")
+            ));
+        }
+        plan.dropped = refused;
+    }
+    plan.steps.retain(|s| s.at_ms < plan.heal_at_ms);
+    plan.steps.sort_by_key(|s| s.at_ms);
+    Ok(plan)
+}
+
+/// The hosts a fault names.
+fn fault_hosts(fault: &Fault) -> Vec<&str> {
+    match fault {
+        Fault::Partition { a, b }
+        | Fault::Hold { a, b }
+        | Fault::Release { a, b }
+        | Fault::Latency { a, b, .. }
+        | Fault::LinkFlaps { a, b, .. } => vec![a, b],
+        Fault::PartitionOneWay { from, to } | Fault::DelayReplies { from, to, .. } => {
+            vec![from, to]
+        }
+        Fault::Isolate { host }
+        | Fault::Pause { host, .. }
+        | Fault::Suspend { host, .. }
+        | Fault::Stall { host, .. }
+        | Fault::ClockDrift { host, .. }
+        | Fault::WallJump { host, .. }
+        | Fault::WallOffset { host, .. }
+        | Fault::Crash { host }
+        | Fault::Restart { host } => vec![host],
+        _ => Vec::new(),
+    }
+}
+
+/// A fault as its JSON tag and fields, short.
+fn describe(fault: &Fault) -> String {
+    serde_json::to_value(fault)
+        .ok()
+        .and_then(|v| {
+            let object = v.as_object()?;
+            let tag = object.get("fault")?.as_str()?.to_owned();
+            let rest: Vec<String> = object
+                .iter()
+                .filter(|(k, _)| *k != "fault")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            Some(format!("{tag} {}", rest.join(" ")).trim().to_owned())
+        })
+        .unwrap_or_else(|| format!("{fault:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::PausePoint;
+    use crate::sim::schedule::ScheduledFault;
+
+    fn schedule(faults: Vec<(u64, Fault)>) -> FaultSchedule {
+        FaultSchedule {
+            v: 1,
+            faults: faults
+                .into_iter()
+                .map(|(at_ms, fault)| ScheduledFault { at_ms, fault })
+                .collect(),
+            heal_at_ms: None,
+        }
+    }
+
+    #[test]
+    fn a_pause_is_a_sigstop_and_a_sigcont_after_its_duration() {
+        let s = schedule(vec![(
+            1_000,
+            Fault::Pause {
+                host: "replica-1".into(),
+                duration_ms: 5_000,
+                at_point: None,
+            },
+        )]);
+        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
+        let actions: Vec<(u64, Action)> = plan
+            .steps
+            .iter()
+            .map(|s| (s.at_ms, s.action.clone()))
+            .collect();
+        assert_eq!(
+            actions,
+            [
+                (1_000, Action::Stop("replica-1".into())),
+                (6_000, Action::Cont("replica-1".into()))
+            ]
+        );
+        assert_eq!(plan.heal_at_ms, 10_000);
+    }
+
+    #[test]
+    fn a_given_fault_with_no_real_counterpart_is_refused_naming_it_and_a_drawn_one_dropped() {
+        let s = schedule(vec![
+            (
+                1_000,
+                Fault::Suspend {
+                    host: "replica-1".into(),
+                    duration_ms: 5_000,
+                    at_point: None,
+                },
+            ),
+            (
+                2_000,
+                Fault::Stall {
+                    host: "replica-2".into(),
+                    point: PausePoint::BeforeAppendSend,
+                    duration_ms: 5,
+                },
+            ),
+            (
+                3_000,
+                Fault::Crash {
+                    host: "replica-1".into(),
+                },
+            ),
+        ]);
+        let error = plan(&s, 10_000, 2, Some("lease"), false).unwrap_err();
+        assert!(
+            error.contains("suspend") && error.contains("stall"),
+            "{error}"
+        );
+        let drawn = plan(&s, 10_000, 2, Some("lease"), true).unwrap();
+        assert_eq!(drawn.dropped.len(), 2);
+        assert_eq!(drawn.steps.len(), 1);
+    }
+
+    #[test]
+    fn a_drift_starts_the_host_under_libfaketime_and_wall_jumps_add_up() {
+        let s = schedule(vec![
+            (
+                0,
+                Fault::ClockDrift {
+                    host: "replica-2".into(),
+                    ppm: -50_000,
+                },
+            ),
+            (
+                1_000,
+                Fault::WallJump {
+                    host: "replica-1".into(),
+                    delta_ms: -3_000,
+                },
+            ),
+            (
+                2_000,
+                Fault::WallJump {
+                    host: "replica-1".into(),
+                    delta_ms: 1_000,
+                },
+            ),
+        ]);
+        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
+        assert_eq!(plan.clocks["replica-2"].drift_ppm, -50_000);
+        assert!(plan.clocks["replica-1"].wall_steps);
+        assert_eq!(
+            plan.steps.last().unwrap().action,
+            Action::WallOffset {
+                host: "replica-1".into(),
+                offset_ms: -2_000
+            }
+        );
+    }
+}

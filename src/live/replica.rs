@@ -1,0 +1,296 @@
+//! `leasesim replica`: one replica incarnation of a live run — the service layer running the
+//! run file's workload against a real lease backend and the real ledger service, recorded
+//! into the incarnation's own line file ([`super`], "What a process writes to its file").
+//!
+//! It builds one [`RealClock`] (every local reading of the process), the lease client of its
+//! [`LeaseTarget`], the [`RemoteLedger`], the recording wrappers and a [`Store`] with the run
+//! file's skew margin and mutant, exactly as the simulated world builds a replica host, then
+//! runs the workload until SIGTERM/SIGINT, when it shuts down gracefully through the service
+//! layer (the run's clean-up append, then release) and exits 0.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::process::LiveStart;
+use super::target::LeaseTarget;
+use crate::clock::{Clock, RealClock};
+use crate::exit::Exit;
+use crate::history::Process;
+use crate::history::hosts::REPLICA_PREFIX;
+use crate::hooks::HookSlot;
+use crate::journal::{RemoteLedger, SkewMargin, Store, StoreConfig};
+use crate::lease::{FlockLease, FlockLeaseConfig, Owner, RemoteLease, SessionLease};
+use crate::net::tcp_dialer;
+use crate::sim::config::{Workload, WorldConfig};
+use crate::sim::record::{Recorder, RecordingLease, RecordingLedger, SinkHooks, validity_sink};
+use crate::sim::runfile::RunFile;
+use crate::sim::workload::{self, Replica};
+
+/// Longest wait, after SIGTERM, for the graceful shutdown (the runs' clean-up appends and the
+/// releases) beyond two TTLs; past it the process exits anyway (3), its file closed.
+const SHUTDOWN_SLACK: Duration = Duration::from_secs(5);
+
+/// `leasesim replica`'s arguments. Also reads [`super::truth::EPOCH_ENV`] (required) and
+/// [`super::process::DRIFT_ENV`] (optional, default 0).
+#[derive(Args, Debug, Clone)]
+pub struct ReplicaArgs {
+    /// The run file (`OUT/run.json`, written by `leasesim live`): sessions, TTL, skew margin,
+    /// call deadline, mutant and workload.
+    #[arg(long, value_name = "RUN.json")]
+    pub run: PathBuf,
+    /// This replica's name, `replica-K` with K from 1 to the run's replicas.
+    #[arg(long, value_name = "replica-K")]
+    pub name: String,
+    /// This incarnation, from 0, bumped at every restart (the lease owner's incarnation).
+    #[arg(long, value_name = "I")]
+    pub incarnation: u64,
+    /// The lease backend: grpc://HOST:PORT, flock:DIR or etcd://HOST:PORT.
+    #[arg(long, value_name = "TARGET")]
+    pub lease: LeaseTarget,
+    /// The ledger service (`leasesim serve ledger`), HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub ledger: String,
+    /// This incarnation's history file; it must not exist.
+    #[arg(long, value_name = "FILE")]
+    pub history: PathBuf,
+}
+
+/// Why a replica stopped other than cleanly.
+#[derive(Debug, thiserror::Error)]
+enum ReplicaError {
+    /// Fix the arguments, the run file or the environment.
+    #[error("{0}")]
+    BadInput(String),
+    /// The replica failed while running.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl ReplicaError {
+    fn exit(&self) -> Exit {
+        match self {
+            ReplicaError::BadInput(_) => Exit::BadInput,
+            ReplicaError::Failed(_) => Exit::HarnessError,
+        }
+    }
+}
+
+/// Runs `leasesim replica` to its end: [`Exit::Clean`] after a graceful shutdown (SIGTERM,
+/// SIGINT, or a generated workload's own), [`Exit::BadInput`] for bad arguments, an
+/// unreadable run file or a bad environment (the message says what to fix),
+/// [`Exit::HarnessError`] when the history file cannot be written or the shutdown hangs.
+pub fn main(args: ReplicaArgs) -> Exit {
+    let outcome = prepare(&args).and_then(|(run, config, start)| {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| ReplicaError::Failed(format!("cannot start the async runtime: {e}")))?;
+        runtime.block_on(replica(args, run, config, start))
+    });
+    match outcome {
+        Ok(()) => Exit::Clean,
+        Err(error) => {
+            eprintln!("error: {error}");
+            error.exit()
+        }
+    }
+}
+
+/// Everything checked before anything starts.
+fn prepare(args: &ReplicaArgs) -> Result<(RunFile, WorldConfig, LiveStart), ReplicaError> {
+    let bad = ReplicaError::BadInput;
+    let run = RunFile::load(&args.run).map_err(|e| bad(format!("--run: {e}")))?;
+    let config = run.world_config().map_err(|e| bad(format!("--run: {e}")))?;
+    let index = args
+        .name
+        .strip_prefix(REPLICA_PREFIX)
+        .and_then(|k| k.parse::<u32>().ok())
+        .filter(|k| (1..=config.replicas).contains(k));
+    if index.is_none() {
+        return Err(bad(format!(
+            "--name `{}`: expected replica-K with K from 1 to {} (the run file's replicas)",
+            args.name, config.replicas
+        )));
+    }
+    if !cfg!(feature = "etcd") && matches!(args.lease, LeaseTarget::Etcd(_)) {
+        return Err(bad(format!(
+            "--lease {}: this leasesim was built without the `etcd` feature; rebuild with \
+             `cargo build --release --features etcd`, or use grpc:// or flock:",
+            args.lease
+        )));
+    }
+    let start = LiveStart::from_env().map_err(bad)?;
+    Ok((run, config, start))
+}
+
+/// The lease client of `target`, on `clock`.
+async fn lease_client(
+    target: &LeaseTarget,
+    config: &WorldConfig,
+    clock: &Arc<dyn Clock>,
+) -> Result<Arc<dyn SessionLease>, ReplicaError> {
+    let bad = ReplicaError::BadInput;
+    match target {
+        LeaseTarget::Grpc(addr) => {
+            let client =
+                RemoteLease::new(addr, tcp_dialer(), clock.clone(), &config.client_config())
+                    .map_err(|e| bad(format!("--lease {target}: {e}")))?;
+            Ok(Arc::new(client))
+        }
+        LeaseTarget::Flock(dir) => {
+            let flock = FlockLease::open(FlockLeaseConfig {
+                mutant: config.mutant,
+                ..FlockLeaseConfig::new(dir, config.ttl)
+            })
+            .map_err(|e| bad(format!("--lease {target}: {e}")))?;
+            Ok(Arc::new(flock))
+        }
+        #[cfg(feature = "etcd")]
+        LeaseTarget::Etcd(endpoint) => {
+            let etcd = crate::lease::etcd::EtcdLease::connect(
+                crate::lease::etcd::EtcdLeaseConfig {
+                    endpoint: endpoint.clone(),
+                    ttl: config.ttl,
+                    call_timeout: config.call_timeout,
+                    mutant: config.mutant,
+                },
+                clock.clone(),
+            )
+            .await
+            .map_err(|e| bad(format!("--lease {target}: {e}")))?;
+            Ok(Arc::new(etcd))
+        }
+        #[cfg(not(feature = "etcd"))]
+        LeaseTarget::Etcd(_) => Err(bad(format!(
+            "--lease {target}: this leasesim was built without the `etcd` feature"
+        ))),
+    }
+}
+
+/// The replica's store: the recorded lease and ledger clients, the run's skew margin and
+/// mutant, hooks whose observations go to the validity sink.
+fn store(
+    args: &ReplicaArgs,
+    config: &WorldConfig,
+    recorder: &Recorder,
+    process: &Process,
+    lease: Arc<dyn SessionLease>,
+    clock: &Arc<dyn Clock>,
+) -> Result<Store, ReplicaError> {
+    let ledger = RemoteLedger::new(
+        &args.ledger,
+        tcp_dialer(),
+        clock.clone(),
+        &config.client_config(),
+    )
+    .map_err(|e| ReplicaError::BadInput(format!("--ledger {}: {e}", args.ledger)))?;
+    let lease = RecordingLease::new(lease, recorder.clone(), process.clone(), clock.clone());
+    let ledger = RecordingLedger::new(
+        Arc::new(ledger),
+        recorder.clone(),
+        process.clone(),
+        clock.clone(),
+    );
+    let hooks = SinkHooks::new(validity_sink(recorder.clone(), process.clone()));
+    let store_config = StoreConfig {
+        skew_margin: SkewMargin::Percent(config.skew_margin_percent),
+        hooks: HookSlot::new(Arc::new(hooks)),
+        mutant: config.mutant,
+        ..StoreConfig::default()
+    };
+    let owner = Owner::new(process.replica.clone(), process.incarnation);
+    Ok(
+        Store::new(owner, Arc::new(lease), Arc::new(ledger), clock.clone())
+            .with_config(store_config),
+    )
+}
+
+async fn replica(
+    args: ReplicaArgs,
+    run: RunFile,
+    config: WorldConfig,
+    start: LiveStart,
+) -> Result<(), ReplicaError> {
+    // Registered before anything is announced, so a SIGTERM right after the banner is a
+    // graceful shutdown, never the default kill.
+    let stop = crate::serve::stop_signal()
+        .map_err(|e| ReplicaError::Failed(format!("cannot handle SIGTERM: {e}")))?;
+    let clock: Arc<dyn Clock> = Arc::new(RealClock::new());
+    let process = Process::new(args.name.clone(), args.incarnation);
+    let lease = lease_client(&args.lease, &config, &clock).await?;
+    let recorder = start
+        .recorder(&args.history, &args.name, args.incarnation, &clock)
+        .map_err(ReplicaError::BadInput)?;
+    let store = Arc::new(store(&args, &config, &recorder, &process, lease, &clock)?);
+    println!(
+        "replica {}#{} running (history {})",
+        args.name,
+        args.incarnation,
+        args.history.display()
+    );
+    let replica = Replica {
+        name: args.name.clone(),
+        process,
+        store: store.clone(),
+        recorder: recorder.clone(),
+        clock,
+        config: config.clone(),
+    };
+    let ran = match run.world_workload() {
+        Workload::Generated => generated(replica, store, &config, stop).await,
+        Workload::Scripted(script) => {
+            let calls = script.calls_of(&args.name);
+            let mut task = tokio::spawn(workload::run_script(replica, calls));
+            // A script's calls end at their last time; its renewers go on until the
+            // orchestrator stops the process.
+            tokio::pin!(stop);
+            let script_ended = tokio::select! {
+                _ = &mut task => true,
+                () = &mut stop => false,
+            };
+            if script_ended {
+                stop.await;
+            } else {
+                task.abort();
+            }
+            Ok(())
+        }
+    };
+    let closed = recorder.close().map_err(ReplicaError::Failed);
+    ran.and(closed)
+}
+
+/// A generated workload through one service, shut down gracefully on `stop`.
+async fn generated(
+    replica: Replica,
+    store: Arc<Store>,
+    config: &WorldConfig,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), ReplicaError> {
+    let service = Arc::new(crate::service::Service::new(store));
+    let mut task = tokio::spawn(workload::run_generated_on(replica, service.clone()));
+    tokio::select! {
+        joined = &mut task => return joined.map_err(|e| ReplicaError::Failed(format!("the workload failed: {e}"))),
+        () = stop => {}
+    }
+    tracing::info!("stop signal: shutting down gracefully");
+    let bound = config.ttl * 2 + SHUTDOWN_SLACK;
+    let graceful = async {
+        service.shutdown().await;
+        let _ = (&mut task).await;
+    };
+    // The real timer: a bound on the process's own life, not on anything judged.
+    #[allow(clippy::disallowed_methods)]
+    let timed = tokio::time::timeout(bound, graceful).await;
+    if timed.is_err() {
+        task.abort();
+        return Err(ReplicaError::Failed(format!(
+            "the graceful shutdown did not finish within {bound:?}"
+        )));
+    }
+    Ok(())
+}

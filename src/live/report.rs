@@ -1,0 +1,123 @@
+//! The report of a `leasesim live` invocation: its runs as a campaign's records
+//! (`results.jsonl`, `campaign.json`), rendered by [`crate::report`] into `report.md`,
+//! `summary.json` and `junit.xml` exactly as a campaign's (nothing is judged here: each record
+//! carries the judgement `leasesim run`'s judge made).
+
+use std::path::Path;
+
+use crate::check::judge::RunVerdict;
+use crate::history::History;
+use crate::report::{ReportData, ScenarioInfo};
+use crate::results::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus};
+use crate::sim::runfile::RunFile;
+
+/// The record of one judged live run.
+pub fn record(
+    run: &RunFile,
+    history: &History,
+    verdict: &RunVerdict,
+    wall_ms: u64,
+    replay: String,
+) -> RunRecord {
+    let expect = &run.expect;
+    let unexpected: Vec<_> = verdict
+        .judgement
+        .violated()
+        .into_iter()
+        .filter(|check| !expect.violate.contains(check))
+        .collect();
+    let status = if unexpected.iter().any(|check| !check.is_liveness()) {
+        RunStatus::Violation
+    } else if !unexpected.is_empty() {
+        RunStatus::Liveness
+    } else if !verdict.judgement.inconclusive().is_empty() {
+        RunStatus::Inconclusive
+    } else {
+        RunStatus::Clean
+    };
+    RunRecord {
+        v: RECORD_VERSION,
+        scenario: run.scenario.clone(),
+        seed: run.seed,
+        status,
+        unexpected,
+        checks: crate::campaign::execute::check_records(&verdict.judgement, expect, history),
+        coverage: crate::campaign::coverage::coverage(history),
+        drawn: run
+            .drawn
+            .as_ref()
+            .and_then(|d| serde_json::to_value(d).ok())
+            .unwrap_or(serde_json::Value::Null),
+        faults: run.schedule.faults.len(),
+        operations: history.ops().count(),
+        wall_ms,
+        error: None,
+        replay,
+    }
+}
+
+/// The record of a run that could not be made or judged (a harness error naming its seed).
+pub fn harness_error(scenario: &str, seed: u64, error: String, replay: String) -> RunRecord {
+    RunRecord {
+        v: RECORD_VERSION,
+        scenario: scenario.to_owned(),
+        seed,
+        status: RunStatus::HarnessError,
+        unexpected: Vec::new(),
+        checks: Vec::new(),
+        coverage: Default::default(),
+        drawn: serde_json::Value::Null,
+        faults: 0,
+        operations: 0,
+        wall_ms: 0,
+        error: Some(format!("seed {seed}: {error}")),
+        replay,
+    }
+}
+
+/// Writes `campaign.json`, `results.jsonl`, `report.md`, `summary.json` and `junit.xml` into
+/// `out` for `records` (seeds `first..first + records.len()`); returns the verdict line.
+///
+/// # Errors
+/// A file cannot be written.
+pub fn write(
+    out: &Path,
+    records: Vec<RunRecord>,
+    scenarios: Vec<ScenarioInfo>,
+    first_seed: u64,
+    mutant: Option<String>,
+) -> Result<String, String> {
+    let names: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
+    let meta = CampaignMeta {
+        v: RECORD_VERSION,
+        seeds: format!("{first_seed}..{}", first_seed + records.len() as u64),
+        sims: "leasesim live".to_owned(),
+        scenarios: names,
+        shard: None,
+        merged: false,
+        mutant,
+        git_commit: crate::campaign::driver::git_commit(Path::new(".")),
+        config_hash: "live".to_owned(),
+        cargo_lock_hash: crate::campaign::driver::cargo_lock_hash(),
+    };
+    crate::report::write_campaign_file(out, &meta, &scenarios, None).map_err(|e| e.to_string())?;
+    let mut jsonl = String::new();
+    for record in &records {
+        jsonl.push_str(&serde_json::to_string(record).map_err(|e| e.to_string())?);
+        jsonl.push('\n');
+    }
+    let io = |path: &Path, e: std::io::Error| format!("{}: {e}", path.display());
+    let results = out.join("results.jsonl");
+    std::fs::write(&results, jsonl).map_err(|e| io(&results, e))?;
+    let data = ReportData::read(out).map_err(|e| e.to_string())?;
+    let (markdown, summary, junit) = crate::report::render_text(&data);
+    for (name, text) in [
+        ("report.md", markdown),
+        ("summary.json", summary),
+        ("junit.xml", junit),
+    ] {
+        let path = out.join(name);
+        std::fs::write(&path, text).map_err(|e| io(&path, e))?;
+    }
+    Ok(data.summary().verdict)
+}

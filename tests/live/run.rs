@@ -1,0 +1,95 @@
+//! `leasesim live` end to end: a correct run with pauses, crashes and partitions is clean, and
+//! everything it did is in its files.
+
+use super::support;
+
+#[test]
+fn a_correct_run_with_pauses_crashes_and_partitions_is_judged_clean() {
+    let _serial = support::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("schedule.json");
+    std::fs::write(
+        &schedule,
+        r#"{"v":1,"faults":[
+          {"at_ms":1000,"fault":"pause","host":"replica-1","duration_ms":3000},
+          {"at_ms":1500,"fault":"partition","a":"replica-2","b":"lease"},
+          {"at_ms":2500,"fault":"crash","host":"replica-3"},
+          {"at_ms":3500,"fault":"restart","host":"replica-3"},
+          {"at_ms":4000,"fault":"pause","host":"ledger","duration_ms":500}
+        ],"heal_at_ms":5000}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = support::live(&[
+        "--seed",
+        "3",
+        "--duration",
+        "6s",
+        "--schedule",
+        schedule.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let last = stdout.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("verdict: clean") && last.ends_with("exit 0"),
+        "{last}"
+    );
+    for action in [
+        "sigstop replica-1",
+        "sigcont replica-1",
+        "partition replica-2",
+        "sigkill replica-3",
+        "start replica-3",
+        "heal all",
+    ] {
+        assert!(
+            stdout.contains(&format!("nemesis: {action}")),
+            "{action} missing:\n{stdout}"
+        );
+    }
+    let history = std::fs::read_to_string(out.join("history.jsonl")).unwrap();
+    assert!(
+        history
+            .lines()
+            .next()
+            .unwrap()
+            .contains(r#""kind":"config""#)
+    );
+    // 2 service starts, 2 for the pause, partition, sigkill, start, 2 for the ledger's
+    // pause, heal.
+    let nemesis = history.matches(r#""kind":"nemesis""#).count();
+    assert!(nemesis >= 10, "{nemesis} nemesis lines:\n{history}");
+    assert!(
+        out.join("processes/replica-3-1.jsonl").exists(),
+        "the restart is incarnation 1"
+    );
+    let result = support::result(&out);
+    assert_eq!(result["exit_code"], 0);
+    assert_eq!(support::check_verdict(&result, "FENCE"), "pass");
+}
+
+#[test]
+fn a_given_fault_with_no_real_counterpart_is_refused_naming_it() {
+    let _serial = support::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("schedule.json");
+    std::fs::write(
+        &schedule,
+        r#"{"v":1,"faults":[{"at_ms":1000,"fault":"suspend","host":"replica-1","duration_ms":3000}]}"#,
+    )
+    .unwrap();
+    let (code, stdout, stderr) = support::live(&[
+        "--seed",
+        "1",
+        "--duration",
+        "5s",
+        "--schedule",
+        schedule.to_str().unwrap(),
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(stderr.contains("suspend"), "{stderr}");
+}
