@@ -63,6 +63,7 @@
 //! error.
 
 pub mod etcd;
+pub mod faketime;
 pub mod lines;
 pub mod merge;
 pub mod nemesis;

@@ -76,7 +76,8 @@ pub fn harness_error(scenario: &str, seed: u64, error: String, replay: String) -
 }
 
 /// Writes `campaign.json`, `results.jsonl`, `report.md`, `summary.json` and `junit.xml` into
-/// `out` for `records` (seeds `first..first + records.len()`); returns the verdict line.
+/// `out` for `records` (seeds `first..first + records.len()`), `config_hash` naming their run
+/// files (16 hex digits, as a campaign's); returns the verdict line.
 ///
 /// # Errors
 /// A file cannot be written.
@@ -86,6 +87,7 @@ pub fn write(
     scenarios: Vec<ScenarioInfo>,
     first_seed: u64,
     mutant: Option<String>,
+    config_hash: String,
 ) -> Result<String, String> {
     let names: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
     let meta = CampaignMeta {
@@ -97,7 +99,7 @@ pub fn write(
         merged: false,
         mutant,
         git_commit: crate::campaign::driver::git_commit(Path::new(".")),
-        config_hash: "live".to_owned(),
+        config_hash,
         cargo_lock_hash: crate::campaign::driver::cargo_lock_hash(),
     };
     crate::report::write_campaign_file(out, &meta, &scenarios, None).map_err(|e| e.to_string())?;

@@ -1,0 +1,293 @@
+//! The run's processes: starting each boot of a host (its command line, its clock, its
+//! address), noticing one that exited by itself, the nemesis's SIGKILL, and the stop at the
+//! end (SIGTERM, then SIGKILL after a bound).
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use super::{Backend, HostState, LiveError, Run, harness};
+use crate::history::{Phase, hosts, micros};
+use crate::live::faketime;
+use crate::live::merge::ProcessFile;
+use crate::live::process::DRIFT_ENV;
+use crate::live::spawn::{Proc, wait_for_address};
+use crate::live::target::LeaseTarget;
+use crate::live::truth::EPOCH_ENV;
+
+/// How long a service may take to print its address.
+const START_BOUND: Duration = Duration::from_secs(10);
+/// How long a process may take to stop after SIGTERM before it is SIGKILLed.
+const STOP_BOUND: Duration = Duration::from_secs(5);
+/// How long a replica that exited by itself stays down before it is started again (as the
+/// world restarts a replica that shut down gracefully).
+const SELF_STOPPED_RESTART: Duration = Duration::from_secs(1);
+
+impl Run<'_> {
+    /// Notes children that exited by themselves; a replica is started again a second later.
+    pub(super) fn supervise(&mut self) -> Result<(), LiveError> {
+        let now = self.now();
+        let mut restart = Vec::new();
+        let mut ended = Vec::new();
+        for (host, state) in &mut self.hosts {
+            if let Some(proc) = state.proc.as_mut()
+                && let Some(status) = proc.exited()
+            {
+                println!(
+                    "  {:>8.3} s {host} (boot {}) exited by itself: {status}; log {}",
+                    now.as_secs_f64(),
+                    proc.boot,
+                    proc.log.display()
+                );
+                ended.push(process_file(proc, now, "exited"));
+                state.proc = None;
+                state.exited_at = Some(now);
+            }
+            if state.proc.is_none()
+                && !state.crashed
+                && host.starts_with(hosts::REPLICA_PREFIX)
+                && state
+                    .exited_at
+                    .is_some_and(|at| now >= at + SELF_STOPPED_RESTART)
+            {
+                restart.push(host.clone());
+            }
+        }
+        self.ended.extend(ended);
+        for host in restart {
+            self.start(&host)?;
+        }
+        Ok(())
+    }
+
+    /// Starts the next boot of `host`.
+    pub(super) fn start(&mut self, host: &str) -> Result<(), LiveError> {
+        if self.hosts.get(host).is_some_and(|h| h.proc.is_some()) {
+            return Ok(());
+        }
+        let boot = self.hosts.get(host).map_or(0, |h| h.boots);
+        let history = self.out.join(format!("processes/{host}-{boot}.jsonl"));
+        let log = self.out.join(format!("logs/{host}-{boot}.log"));
+        let mut command = self.command(host, boot, &history)?;
+        command.env(EPOCH_ENV, self.truth.epoch_text());
+        let clock = self.clocks.get(host).copied().unwrap_or_default();
+        command.env(DRIFT_ENV, clock.drift_ppm.to_string());
+        if let Some(library) = &self.faketime
+            && self.clocks.contains_key(host)
+        {
+            let spec = self.out.join(format!("data/{host}.faketime"));
+            faketime::start_under(&mut command, library, clock, &spec)
+                .map_err(harness("the faketime file"))?;
+        }
+        let child = self.spawner.spawn(command, &log).map_err(harness(host))?;
+        let mut proc = Proc::new(host, boot, history, log, child);
+        let mut detail = format!("boot {boot}, pid {}", proc.pid());
+        if self.services().iter().any(|s| s == host) {
+            let addr = self.service_address(host, &mut proc)?;
+            detail.push_str(&format!(", on {addr}"));
+            self.addresses.insert(host.to_owned(), addr);
+            for ((_, service), link) in &self.links {
+                if service == host {
+                    link.set_upstream(addr);
+                }
+            }
+        }
+        let state = self.hosts.entry(host.to_owned()).or_insert(HostState {
+            proc: None,
+            boots: 0,
+            paused: false,
+            crashed: false,
+            exited_at: None,
+        });
+        state.proc = Some(proc);
+        state.boots = boot + 1;
+        state.paused = false;
+        state.crashed = false;
+        state.exited_at = None;
+        if boot > 0 || !host.starts_with(hosts::REPLICA_PREFIX) {
+            self.record(host, "start", None, Some(detail));
+        }
+        Ok(())
+    }
+
+    pub(super) fn service_address(
+        &self,
+        host: &str,
+        proc: &mut Proc,
+    ) -> Result<SocketAddr, LiveError> {
+        if host == "etcd" {
+            let addr =
+                self.addresses.get("etcd-client").copied().ok_or_else(|| {
+                    LiveError::Harness("etcd's client port was not picked".into())
+                })?;
+            wait_for_port(addr, proc, START_BOUND).map_err(LiveError::Harness)?;
+            return Ok(addr);
+        }
+        let text = wait_for_address(proc, START_BOUND).map_err(LiveError::Harness)?;
+        text.parse()
+            .map_err(|_| LiveError::Harness(format!("{host} printed `{text}`, not HOST:PORT")))
+    }
+
+    /// The command line of `host`'s boot `boot`.
+    pub(super) fn command(
+        &mut self,
+        host: &str,
+        boot: u64,
+        history: &Path,
+    ) -> Result<Command, LiveError> {
+        let exe = std::env::current_exe().map_err(harness("this executable"))?;
+        let mut command = Command::new(&exe);
+        if host == hosts::LEASE || host == hosts::LEDGER {
+            let data = self.out.join("data").join(host);
+            command
+                .arg("serve")
+                .arg(host)
+                .arg("--listen")
+                .arg("127.0.0.1:0")
+                .arg("--data")
+                .arg(&data)
+                .arg("--run")
+                .arg(&self.run_file)
+                .arg("--history")
+                .arg(history)
+                .arg("--boot")
+                .arg(boot.to_string());
+        } else if host == "etcd" {
+            let client = free_port().map_err(harness("a free port for etcd"))?;
+            let peer = free_port().map_err(harness("a free port for etcd"))?;
+            self.addresses.insert(
+                "etcd-client".into(),
+                SocketAddr::from(([127, 0, 0, 1], client)),
+            );
+            command = crate::live::etcd::etcd_command(&self.out.join("data/etcd"), client, peer);
+        } else {
+            let lease = match self.backend {
+                Backend::Grpc => LeaseTarget::Grpc(
+                    self.links[&(host.to_owned(), hosts::LEASE.to_owned())]
+                        .listen()
+                        .to_string(),
+                ),
+                Backend::Etcd => LeaseTarget::Etcd(
+                    self.links[&(host.to_owned(), "etcd".to_owned())]
+                        .listen()
+                        .to_string(),
+                ),
+                Backend::Flock => LeaseTarget::Flock(self.out.join("leases")),
+            };
+            if self.backend == Backend::Flock {
+                std::fs::create_dir_all(self.out.join("leases")).map_err(harness("leases/"))?;
+            }
+            let ledger = self.links[&(host.to_owned(), hosts::LEDGER.to_owned())].listen();
+            command
+                .arg("replica")
+                .arg("--run")
+                .arg(&self.run_file)
+                .arg("--name")
+                .arg(host)
+                .arg("--incarnation")
+                .arg(boot.to_string())
+                .arg("--lease")
+                .arg(lease.to_string())
+                .arg("--ledger")
+                .arg(ledger.to_string())
+                .arg("--history")
+                .arg(history);
+        }
+        Ok(command)
+    }
+
+    /// SIGKILLs `host`'s process; `false` if none was running.
+    pub(super) fn kill(&mut self, host: &str, why: &str) -> bool {
+        let now = self.now();
+        let Some(state) = self.hosts.get_mut(host) else {
+            return false;
+        };
+        state.crashed = true;
+        state.paused = false;
+        let Some(mut proc) = state.proc.take() else {
+            return false;
+        };
+        proc.kill();
+        self.ended.push(process_file(&proc, now, why));
+        true
+    }
+
+    /// Stops everything: replicas first (SIGTERM: a graceful shutdown), then the run-ended
+    /// marker, then the services (the ledger writes its final ledger on SIGTERM).
+    pub(super) fn stop_all(&mut self) -> Result<(), LiveError> {
+        let replicas = self.replica_names();
+        let mut forced = Vec::new();
+        for host in &replicas {
+            if let Some(proc) = self.hosts.get_mut(host).and_then(|s| s.proc.as_mut()) {
+                proc.signal(libc::SIGCONT);
+                proc.signal(libc::SIGTERM);
+            }
+        }
+        for host in &replicas {
+            self.stop_one(host, &mut forced);
+        }
+        let phase = self.phase(Phase::RunEnded);
+        for host in self.services() {
+            self.stop_one(&host, &mut forced);
+        }
+        if !forced.is_empty() {
+            println!(
+                "live: SIGKILLed after {} s without stopping: {}",
+                STOP_BOUND.as_secs(),
+                forced.join(", ")
+            );
+        }
+        let _ = self.nemesis.close();
+        phase
+    }
+
+    pub(super) fn stop_one(&mut self, host: &str, forced: &mut Vec<String>) {
+        let Some(state) = self.hosts.get_mut(host) else {
+            return;
+        };
+        if let Some(mut proc) = state.proc.take() {
+            if !proc.stop(STOP_BOUND) {
+                forced.push(host.to_owned());
+            }
+            let now = self.truth.now();
+            self.ended.push(process_file(&proc, now, "run ended"));
+        }
+    }
+}
+
+fn process_file(proc: &Proc, now: Duration, end: &str) -> ProcessFile {
+    ProcessFile {
+        host: proc.host.clone(),
+        boot: proc.boot,
+        path: proc.history.clone(),
+        end_us: micros(now),
+        end: end.to_owned(),
+    }
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+// Live mode is real by design: a bounded wait for a real server's port.
+#[allow(clippy::disallowed_types)]
+fn wait_for_port(addr: SocketAddr, proc: &mut Proc, bound: Duration) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + bound;
+    loop {
+        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if proc.exited().is_some() || std::time::Instant::now() >= deadline {
+            return Err(format!(
+                "{} did not accept on {addr} within {bound:?}; {}",
+                proc.host,
+                proc.log.display()
+            ));
+        }
+        #[allow(clippy::disallowed_methods)]
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
