@@ -7,6 +7,10 @@ use std::process::Command;
 /// The etcd binary live mode starts (Debian's `etcd-server` installs it as `/usr/bin/etcd`).
 pub const ETCD_BINARY: &str = "etcd";
 
+/// The host name of the etcd server in a live run's history and files. etcd writes no
+/// history file of its own: EtcdLease records its calls on the replicas.
+pub const HOST: &str = "etcd";
+
 /// The command that starts a one-member etcd serving clients on `127.0.0.1:client_port` and
 /// its peer port on `127.0.0.1:peer_port`, with its data in `data_dir`. The caller picks free
 /// ports, spawns it (bounded, reaped) and waits until the client port answers.

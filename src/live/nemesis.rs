@@ -115,8 +115,10 @@ pub struct Plan {
 }
 
 /// Turns `schedule` into a plan for a run of `duration_ms` with `replicas` replicas and a
-/// lease host when `lease_host` (not for flock). `drawn`: the schedule was drawn from the
-/// seed (faults with no counterpart are dropped), else given (they are refused).
+/// lease host when `lease_host` (not for flock). The schedule's `lease` host is the lease
+/// backend's server, whatever it is called in the run (`etcd` for the etcd backend): its
+/// faults apply to `lease_host`. `drawn`: the schedule was drawn from the seed (faults with
+/// no counterpart are dropped), else given (they are refused).
 ///
 /// # Errors
 /// A given schedule with faults live mode cannot apply: one message naming each.
@@ -134,6 +136,7 @@ pub fn plan(
     let mut refused = Vec::new();
     let known = |host: &str| {
         host == hosts::LEDGER
+            || (lease_host.is_some() && host == hosts::LEASE)
             || Some(host) == lease_host
             || (1..=replicas).any(|n| hosts::replica(n) == host)
     };
@@ -308,7 +311,43 @@ pub fn plan(
     }
     plan.steps.retain(|s| s.at_ms < plan.heal_at_ms);
     plan.steps.sort_by_key(|s| s.at_ms);
+    if let Some(lease) = lease_host {
+        rename_host(&mut plan, hosts::LEASE, lease);
+    }
     Ok(plan)
+}
+
+/// Every mention of host `from` in `plan` made `to`.
+fn rename_host(plan: &mut Plan, from: &str, to: &str) {
+    let rename = |host: &mut String| {
+        if host == from {
+            *host = to.to_owned();
+        }
+    };
+    for step in &mut plan.steps {
+        match &mut step.action {
+            Action::Stop(host)
+            | Action::Cont(host)
+            | Action::Kill(host)
+            | Action::Start(host)
+            | Action::Isolate(host)
+            | Action::WallOffset { host, .. } => rename(host),
+            Action::Link { a, b, change } => {
+                rename(a);
+                rename(b);
+                match change {
+                    LinkChange::DropFrom(host)
+                    | LinkChange::HoldFrom(host)
+                    | LinkChange::ReleaseFrom(host) => rename(host),
+                    _ => {}
+                }
+            }
+            Action::HealAll => {}
+        }
+    }
+    if let Some(clock) = plan.clocks.remove(from) {
+        plan.clocks.insert(to.to_owned(), clock);
+    }
 }
 
 /// The hosts a fault names.
@@ -393,6 +432,46 @@ mod tests {
             ]
         );
         assert_eq!(plan.heal_at_ms, 10_000);
+    }
+
+    #[test]
+    fn the_schedules_lease_host_is_the_backends_server_and_flock_has_none() {
+        let s = schedule(vec![
+            (
+                1_000,
+                Fault::DelayReplies {
+                    from: "lease".into(),
+                    to: "replica-1".into(),
+                    delay_ms: 2_000,
+                },
+            ),
+            (
+                4_000,
+                Fault::Crash {
+                    host: "lease".into(),
+                },
+            ),
+        ]);
+        let plan = plan(&s, 10_000, 2, Some("etcd"), false).unwrap();
+        let actions: Vec<Action> = plan.steps.iter().map(|s| s.action.clone()).collect();
+        let held = |change| Action::Link {
+            a: "etcd".into(),
+            b: "replica-1".into(),
+            change,
+        };
+        assert_eq!(
+            actions,
+            [
+                held(LinkChange::HoldFrom("etcd".into())),
+                held(LinkChange::ReleaseFrom("etcd".into())),
+                Action::Kill("etcd".into()),
+            ]
+        );
+        let error = super::plan(&s, 10_000, 2, None, false).unwrap_err();
+        assert!(
+            error.contains("names a host this live run does not have"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -2,5 +2,6 @@
 //! per test binary): the conformance suite in real time, and the token's own rules.
 
 mod conformance;
+mod live;
 mod support;
 mod token;

@@ -93,3 +93,21 @@ fn a_given_fault_with_no_real_counterpart_is_refused_naming_it() {
     assert_eq!(code, 2, "{stdout}\n{stderr}");
     assert!(stderr.contains("suspend"), "{stderr}");
 }
+
+#[cfg(not(feature = "etcd"))]
+#[test]
+fn the_etcd_backend_in_a_build_without_the_etcd_feature_is_refused_saying_how_to_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = support::live(&[
+        "--backend",
+        "etcd",
+        "--seed",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(stderr.contains("--features etcd"), "{stderr}");
+    assert!(!out.join("processes").exists(), "nothing was started");
+}

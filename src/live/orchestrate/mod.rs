@@ -263,7 +263,7 @@ fn one_run(
     let lease_host = match args.backend {
         Backend::Grpc => Some(hosts::LEASE),
         Backend::Flock => None,
-        Backend::Etcd => Some("etcd"),
+        Backend::Etcd => Some(super::etcd::HOST),
     };
     let drawn = request.schedule.is_none() && (request.scenario.is_none() || run.drawn.is_some());
     let duration_ms = config.duration.as_millis() as u64;
@@ -280,6 +280,13 @@ fn one_run(
     } else {
         Some(super::faketime::library().map_err(LiveError::BadInput)?)
     };
+    if args.backend == Backend::Etcd && !cfg!(feature = "etcd") {
+        return Err(LiveError::BadInput(
+            "--backend etcd: this leasesim was built without the `etcd` feature; rebuild with \
+             `cargo build --release --features etcd` (or install with `--features etcd`)"
+                .into(),
+        ));
+    }
     if args.backend == Backend::Etcd && which(super::etcd::ETCD_BINARY).is_none() {
         return Err(LiveError::BadInput(
             "--backend etcd: no `etcd` on PATH (apt-get install etcd-server)".into(),
@@ -345,7 +352,13 @@ fn one_run(
     outcome?;
     stopped?;
 
-    let merged = merge_files(&out.join("processes/orchestrator.jsonl"), &live.ended)
+    let written: Vec<ProcessFile> = live
+        .ended
+        .iter()
+        .filter(|p| p.host != super::etcd::HOST)
+        .cloned()
+        .collect();
+    let merged = merge_files(&out.join("processes/orchestrator.jsonl"), &written)
         .map_err(|e| LiveError::Harness(e.to_string()))?;
     for (path, bytes) in &merged.torn {
         println!(
@@ -366,6 +379,14 @@ fn one_run(
     );
     std::fs::write(out.join("history.jsonl"), history.to_jsonl())
         .map_err(harness("history.jsonl"))?;
+    // Every replica invokes the lease at its start: a history without one operation is a
+    // run that never ran, never a clean one.
+    if history.ops().next().is_none() {
+        return Err(LiveError::Harness(format!(
+            "no replica recorded an operation: see the replicas' logs in {}",
+            out.join("logs").display()
+        )));
+    }
 
     let verdict = judge::judge_run(&history, &run.expect.violate);
     let ended_us = history.phase_at_us(Phase::RunEnded).unwrap_or(0);
@@ -521,7 +542,7 @@ impl Run<'_> {
         let mut services = Vec::new();
         match self.backend {
             Backend::Grpc => services.push(hosts::LEASE.to_owned()),
-            Backend::Etcd => services.push("etcd".to_owned()),
+            Backend::Etcd => services.push(super::etcd::HOST.to_owned()),
             Backend::Flock => {}
         }
         services.push(hosts::LEDGER.to_owned());

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use super::{Backend, HostState, LiveError, Run, harness};
 use crate::history::{Phase, hosts, micros};
-use crate::live::faketime;
 use crate::live::merge::ProcessFile;
 use crate::live::process::DRIFT_ENV;
 use crate::live::spawn::{Proc, wait_for_address};
 use crate::live::target::LeaseTarget;
 use crate::live::truth::EPOCH_ENV;
+use crate::live::{etcd, faketime};
 
 /// How long a service may take to print its address.
 const START_BOUND: Duration = Duration::from_secs(10);
@@ -30,6 +30,7 @@ impl Run<'_> {
         let now = self.now();
         let mut restart = Vec::new();
         let mut ended = Vec::new();
+        let mut refused = None;
         for (host, state) in &mut self.hosts {
             if let Some(proc) = state.proc.as_mut()
                 && let Some(status) = proc.exited()
@@ -41,6 +42,13 @@ impl Run<'_> {
                     proc.log.display()
                 );
                 ended.push(process_file(proc, now, "exited"));
+                // Exit 2 is a refusal of its arguments: every later boot would refuse too.
+                if status.code() == Some(crate::exit::Exit::BadInput.code().into()) {
+                    refused = Some(format!(
+                        "{host} refused to start (exit 2): see {}",
+                        proc.log.display()
+                    ));
+                }
                 state.proc = None;
                 state.exited_at = Some(now);
             }
@@ -55,6 +63,9 @@ impl Run<'_> {
             }
         }
         self.ended.extend(ended);
+        if let Some(refused) = refused {
+            return Err(LiveError::Harness(refused));
+        }
         for host in restart {
             self.start(&host)?;
         }
@@ -116,7 +127,7 @@ impl Run<'_> {
         host: &str,
         proc: &mut Proc,
     ) -> Result<SocketAddr, LiveError> {
-        if host == "etcd" {
+        if host == etcd::HOST {
             let addr =
                 self.addresses.get("etcd-client").copied().ok_or_else(|| {
                     LiveError::Harness("etcd's client port was not picked".into())
@@ -153,14 +164,14 @@ impl Run<'_> {
                 .arg(history)
                 .arg("--boot")
                 .arg(boot.to_string());
-        } else if host == "etcd" {
+        } else if host == etcd::HOST {
             let client = free_port().map_err(harness("a free port for etcd"))?;
             let peer = free_port().map_err(harness("a free port for etcd"))?;
             self.addresses.insert(
                 "etcd-client".into(),
                 SocketAddr::from(([127, 0, 0, 1], client)),
             );
-            command = crate::live::etcd::etcd_command(&self.out.join("data/etcd"), client, peer);
+            command = etcd::etcd_command(&self.out.join("data/etcd"), client, peer);
         } else {
             let lease = match self.backend {
                 Backend::Grpc => LeaseTarget::Grpc(
@@ -169,7 +180,7 @@ impl Run<'_> {
                         .to_string(),
                 ),
                 Backend::Etcd => LeaseTarget::Etcd(
-                    self.links[&(host.to_owned(), "etcd".to_owned())]
+                    self.links[&(host.to_owned(), etcd::HOST.to_owned())]
                         .listen()
                         .to_string(),
                 ),
