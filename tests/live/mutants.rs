@@ -1,25 +1,41 @@
 //! Planted bugs caught in live mode by the check that catches them in simulation
-//! (`leasesim mutants` names it), on live versions of their scenarios (`sims/live/m-*.toml`).
+//! (`leasesim mutants` names it), on live versions of their scenarios (`sims/live/m-*.toml`),
+//! where the correct implementation passes it.
 
 use super::support;
 
+/// `mutant` fails `check` on its live scenario, and the correct implementation passes it on
+/// the same scenario and seed (so the failure is the mutant's, not the scenario's).
 fn caught(mutant: &str, check: &str) {
     let _serial = support::serial();
     let dir = tempfile::tempdir().unwrap();
+    let scenario = support::live_scenario(&format!("m-{mutant}"));
+    let run = |out: &std::path::Path, mutant: Option<&str>| {
+        let mut args = vec!["--scenario", &scenario, "--seed", "1"];
+        if let Some(mutant) = mutant {
+            args.extend(["--mutant", mutant]);
+        }
+        args.extend(["--out", out.to_str().unwrap()]);
+        support::live(&args)
+    };
+
     let out = dir.path().join(mutant);
-    let (code, stdout, stderr) = support::live(&[
-        "--scenario",
-        &support::live_scenario(&format!("m-{mutant}")),
-        "--seed",
-        "1",
-        "--mutant",
-        mutant,
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr) = run(&out, Some(mutant));
     assert_eq!(code, 1, "{stdout}\n{stderr}");
-    let result = support::result(&out);
-    assert_eq!(support::check_verdict(&result, check), "fail", "{stdout}");
+    assert_eq!(
+        support::check_verdict(&support::result(&out), check),
+        "fail",
+        "{stdout}"
+    );
+
+    let twin = dir.path().join("correct");
+    let (code, stdout, stderr) = run(&twin, None);
+    assert_eq!(code, 0, "the correct implementation:\n{stdout}\n{stderr}");
+    assert_eq!(
+        support::check_verdict(&support::result(&twin), check),
+        "pass",
+        "{stdout}"
+    );
 }
 
 #[test]
