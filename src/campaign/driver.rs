@@ -657,21 +657,12 @@ fn run_one(options: &CampaignOptions, loaded: &Loaded, seed: u64) -> Executed {
             execute(&run, options.run_timeout, replay)
         }
         Err(error) => Executed {
-            record: RunRecord {
-                v: RECORD_VERSION,
-                scenario: loaded.scenario.name(),
+            record: RunRecord::harness_error(
+                &loaded.scenario.name(),
                 seed,
-                status: RunStatus::HarnessError,
-                unexpected: Vec::new(),
-                checks: Vec::new(),
-                coverage: Default::default(),
-                drawn: serde_json::Value::Null,
-                faults: 0,
-                operations: 0,
-                wall_ms: 0,
-                error: Some(format!("seed {seed}: cannot resolve the run: {error}")),
-                replay: String::new(),
-            },
+                &format!("cannot resolve the run: {error}"),
+                String::new(),
+            ),
             history: None,
             judgement: None,
         },

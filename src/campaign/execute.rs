@@ -8,7 +8,7 @@ use crate::check::Check;
 use crate::check::judge::{self, Judgement, LinearizabilityOutcome, Status};
 use crate::check::linearizability::{Budget, Verdict};
 use crate::history::History;
-use crate::results::record::{CheckRecord, RECORD_VERSION, RunRecord, RunStatus, ViolationRecord};
+use crate::results::record::{CheckRecord, RunRecord, RunStatus, ViolationRecord};
 use crate::sim::runfile::{Expect, RunFile};
 
 /// Whether `expect` says `check` is to be violated (a mutant's scenario); every other check
@@ -44,19 +44,10 @@ pub fn execute(run: &RunFile, timeout: Duration, replay: String) -> Executed {
         .map(|d| serde_json::to_value(d).unwrap_or(serde_json::Value::Null))
         .unwrap_or(serde_json::Value::Null);
     let mut record = RunRecord {
-        v: RECORD_VERSION,
-        scenario: run.scenario.clone(),
-        seed: run.seed,
-        status: RunStatus::HarnessError,
-        unexpected: Vec::new(),
-        checks: Vec::new(),
-        coverage: Default::default(),
         drawn,
         faults: run.schedule.faults.len(),
-        operations: 0,
-        wall_ms: 0,
         error: None,
-        replay,
+        ..RunRecord::harness_error(&run.scenario, run.seed, "", replay)
     };
     match crate::sim::runfile::execute(run, timeout) {
         Err(error) => {

@@ -154,7 +154,7 @@ pub fn plan(
                 why: why.clone(),
             })
         };
-        let hosts_known = fault_hosts(&scheduled.fault).iter().all(|h| known(h));
+        let hosts_known = scheduled.fault.clone().hosts_mut().iter().all(|h| known(h));
         if !hosts_known {
             no("names a host this live run does not have");
             continue;
@@ -347,30 +347,6 @@ fn rename_host(plan: &mut Plan, from: &str, to: &str) {
     }
     if let Some(clock) = plan.clocks.remove(from) {
         plan.clocks.insert(to.to_owned(), clock);
-    }
-}
-
-/// The hosts a fault names.
-fn fault_hosts(fault: &Fault) -> Vec<&str> {
-    match fault {
-        Fault::Partition { a, b }
-        | Fault::Hold { a, b }
-        | Fault::Release { a, b }
-        | Fault::Latency { a, b, .. }
-        | Fault::LinkFlaps { a, b, .. } => vec![a, b],
-        Fault::PartitionOneWay { from, to } | Fault::DelayReplies { from, to, .. } => {
-            vec![from, to]
-        }
-        Fault::Isolate { host }
-        | Fault::Pause { host, .. }
-        | Fault::Suspend { host, .. }
-        | Fault::Stall { host, .. }
-        | Fault::ClockDrift { host, .. }
-        | Fault::WallJump { host, .. }
-        | Fault::WallOffset { host, .. }
-        | Fault::Crash { host }
-        | Fault::Restart { host } => vec![host],
-        _ => Vec::new(),
     }
 }
 

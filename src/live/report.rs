@@ -56,25 +56,6 @@ pub fn record(
     }
 }
 
-/// The record of a run that could not be made or judged (a harness error naming its seed).
-pub fn harness_error(scenario: &str, seed: u64, error: String, replay: String) -> RunRecord {
-    RunRecord {
-        v: RECORD_VERSION,
-        scenario: scenario.to_owned(),
-        seed,
-        status: RunStatus::HarnessError,
-        unexpected: Vec::new(),
-        checks: Vec::new(),
-        coverage: Default::default(),
-        drawn: serde_json::Value::Null,
-        faults: 0,
-        operations: 0,
-        wall_ms: 0,
-        error: Some(format!("seed {seed}: {error}")),
-        replay,
-    }
-}
-
 /// Writes `campaign.json`, `results.jsonl`, `report.md`, `summary.json` and `junit.xml` into
 /// `out` for `records` (seeds `first..first + records.len()`), `config_hash` naming their run
 /// files (16 hex digits, as a campaign's); returns the verdict line.

@@ -100,6 +100,28 @@ pub struct RunRecord {
     pub replay: String,
 }
 
+impl RunRecord {
+    /// The record of a run that never got a verdict: `harness-error`, nothing judged, `error`
+    /// prefixed with the seed (`seed 7: …`).
+    pub fn harness_error(scenario: &str, seed: u64, error: &str, replay: String) -> Self {
+        RunRecord {
+            v: RECORD_VERSION,
+            scenario: scenario.to_owned(),
+            seed,
+            status: RunStatus::HarnessError,
+            unexpected: Vec::new(),
+            checks: Vec::new(),
+            coverage: BTreeMap::new(),
+            drawn: serde_json::Value::Null,
+            faults: 0,
+            operations: 0,
+            wall_ms: 0,
+            error: Some(format!("seed {seed}: {error}")),
+            replay,
+        }
+    }
+}
+
 /// A failing run reduced by the shrinker.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
 pub struct ShrunkRun {

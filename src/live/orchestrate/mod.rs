@@ -31,6 +31,7 @@ use crate::campaign::single::{RESULT_VERSION, ResultFile};
 use crate::check::judge;
 use crate::exit::Exit;
 use crate::history::{History, Line, NemesisLine, Phase, PhaseLine, hosts, micros};
+use crate::results::record::RunRecord;
 use crate::sim::runfile::RunFile;
 use crate::sim::runner::RunResult;
 
@@ -139,10 +140,10 @@ pub fn main(args: LiveArgs) -> Exit {
             Err(LiveError::Harness(error)) => {
                 eprintln!("error: seed {}: {error}", request.seed);
                 lines.push(format!("seed {}: harness error: {error}", request.seed));
-                records.push(super::report::harness_error(
+                records.push(RunRecord::harness_error(
                     &resolved.scenario,
                     request.seed,
-                    error,
+                    &error,
                     replay,
                 ));
                 Exit::HarnessError
