@@ -5,7 +5,7 @@
 use std::process::Command;
 
 #[test]
-fn a_live_run_on_the_etcd_backend_with_faults_is_judged_clean() {
+fn a_live_run_on_the_etcd_backend_with_pauses_and_kills_of_etcd_and_replicas_is_judged_clean() {
     let dir = tempfile::tempdir().unwrap();
     let schedule = dir.path().join("schedule.json");
     std::fs::write(
@@ -13,9 +13,12 @@ fn a_live_run_on_the_etcd_backend_with_faults_is_judged_clean() {
         r#"{"v":1,"faults":[
           {"at_ms":1000,"fault":"pause","host":"replica-1","duration_ms":3000},
           {"at_ms":1500,"fault":"partition","a":"replica-2","b":"lease"},
+          {"at_ms":2000,"fault":"pause","host":"lease","duration_ms":1000},
           {"at_ms":2500,"fault":"crash","host":"replica-3"},
-          {"at_ms":3500,"fault":"restart","host":"replica-3"}
-        ],"heal_at_ms":5000}"#,
+          {"at_ms":3500,"fault":"restart","host":"replica-3"},
+          {"at_ms":4000,"fault":"crash","host":"lease"},
+          {"at_ms":5000,"fault":"restart","host":"lease"}
+        ],"heal_at_ms":6000}"#,
     )
     .unwrap();
     let out = dir.path().join("out");
@@ -39,8 +42,15 @@ fn a_live_run_on_the_etcd_backend_with_faults_is_judged_clean() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(
-        stdout.contains("nemesis: start etcd")
-            && stdout.contains("nemesis: partition replica-2 ↔ etcd"),
+        [
+            "partition replica-2 ↔ etcd",
+            "sigstop etcd",
+            "sigcont etcd",
+            "sigkill etcd",
+            "start etcd (boot 1",
+        ]
+        .iter()
+        .all(|action| stdout.contains(&format!("nemesis: {action}"))),
         "{stdout}"
     );
     let last = stdout.lines().last().unwrap_or("");
