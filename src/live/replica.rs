@@ -128,6 +128,10 @@ fn prepare(args: &ReplicaArgs) -> Result<(RunFile, WorldConfig, LiveStart), Repl
 }
 
 /// The lease client of `target`, on `clock`.
+///
+/// # Errors
+/// `BadInput` for a target that cannot work (a bad address, an unusable flock directory);
+/// `Failed` when etcd cannot be reached now (the caller tries again).
 async fn lease_client(
     target: &LeaseTarget,
     config: &WorldConfig,
@@ -161,7 +165,7 @@ async fn lease_client(
                 clock.clone(),
             )
             .await
-            .map_err(|e| bad(format!("--lease {target}: {e}")))?;
+            .map_err(|e| ReplicaError::Failed(format!("--lease {target}: {e}")))?;
             Ok(Arc::new(etcd))
         }
         #[cfg(not(feature = "etcd"))]
@@ -221,7 +225,22 @@ async fn replica(
         .map_err(|e| ReplicaError::Failed(format!("cannot handle SIGTERM: {e}")))?;
     let clock: Arc<dyn Clock> = Arc::new(RealClock::new());
     let process = Process::new(args.name.clone(), args.incarnation);
-    let lease = lease_client(&args.lease, &config, &clock).await?;
+    tokio::pin!(stop);
+    let lease = loop {
+        match lease_client(&args.lease, &config, &clock).await {
+            Ok(lease) => break lease,
+            // etcd crashed or cut off by the run's nemesis: wait for it as a replica waits
+            // for its lease service, until the orchestrator's SIGTERM.
+            Err(ReplicaError::Failed(error)) => {
+                tracing::warn!("{error}; trying again in 250 ms");
+                tokio::select! {
+                    () = &mut stop => return Ok(()),
+                    () = clock.sleep(Duration::from_millis(250)) => {}
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    };
     let recorder = start
         .recorder(&args.history, &args.name, args.incarnation, &clock)
         .map_err(ReplicaError::BadInput)?;
@@ -241,13 +260,12 @@ async fn replica(
         config: config.clone(),
     };
     let ran = match run.world_workload() {
-        Workload::Generated => generated(replica, store, &config, stop).await,
+        Workload::Generated => generated(replica, store, &config, &mut stop).await,
         Workload::Scripted(script) => {
             let calls = script.calls_of(&args.name);
             let mut task = tokio::spawn(workload::run_script(replica, calls));
             // A script's calls end at their last time; its renewers go on until the
             // orchestrator stops the process.
-            tokio::pin!(stop);
             let script_ended = tokio::select! {
                 _ = &mut task => true,
                 () = &mut stop => false,
