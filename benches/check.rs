@@ -249,6 +249,10 @@ impl<M: Model> Model for PerFile<M> {
     fn key(&self, input: &(usize, M::Input)) -> usize {
         input.0
     }
+
+    fn is_read_only(&self, input: &(usize, M::Input), output: &M::Output) -> bool {
+        self.0.is_read_only(&input.1, output)
+    }
 }
 
 fn keyed<I, O>(part: usize, op: Operation<I, O>) -> Operation<(usize, I), O> {

@@ -1,7 +1,7 @@
 //! The engine on small hand-built histories.
 
 use leasesim::check::linearizability::register::{CasRegister, RegisterInput, RegisterOutput};
-use leasesim::check::linearizability::{Budget, Operation, Verdict, check};
+use leasesim::check::linearizability::{Budget, Operation, Verdict, check, check_counted};
 
 type Op = Operation<RegisterInput, RegisterOutput>;
 
@@ -131,6 +131,127 @@ fn an_exhausted_budget_is_unknown_never_linearizable() {
         Verdict::Unknown
     );
     assert_eq!(verdict(&with_read), Verdict::Linearizable);
+}
+
+/// Read-only operations first (the engine's rule): nested reads of one value fit in every
+/// order and no twin orders them, so without the rule the search tries every subset of them
+/// (2^40) before it can say that a read of a value never written cannot be placed.
+#[test]
+fn forty_nested_concurrent_reads_are_placed_in_linear_work() {
+    let mut ops = vec![write(0, 0, 1, 1)];
+    ops.extend((0..40).map(|i| read(1 + i, 2 + i, 200 - i, Some(1))));
+    let (verdict, work) = check_counted(&CasRegister, &ops, Budget::default());
+    assert_eq!(verdict, Verdict::Linearizable);
+    assert!(work < 10_000, "linear work, not 2^40: {work} steps");
+    ops.push(read(99, 50, 150, Some(7)));
+    let (verdict, work) = check_counted(&CasRegister, &ops, Budget::default());
+    let Verdict::NotLinearizable(explanation) = verdict else {
+        panic!("a read of a value never written is a violation: {verdict:?}");
+    };
+    assert_eq!(explanation.stuck_process, 99);
+    assert!(work < 10_000, "linear work, not 2^40: {work} steps");
+}
+
+/// A model's read-only claim holds in every state: the step leaves the state as it is or does
+/// not fit (the engine places such operations without trying other orders).
+#[test]
+fn every_read_only_claim_leaves_every_state_as_it_is() {
+    use leasesim::check::linearizability::Model;
+    use leasesim::check::linearizability::kv::{KvInput, KvOutput, KvStore, KvValue};
+    use leasesim::check::linearizability::ledger::{
+        CasLedger, LedgerCall, LedgerInput, LedgerOutput,
+    };
+
+    fn holds<M: Model>(model: &M, states: &[M::State], calls: &[(M::Input, M::Output)]) -> usize {
+        let mut claims = 0;
+        for (input, output) in calls {
+            if !model.is_read_only(input, output) {
+                continue;
+            }
+            claims += 1;
+            for state in states {
+                let next = model.step(state, input, Some(output));
+                assert!(
+                    next.as_ref().is_none_or(|next| next == state),
+                    "{input:?} -> {output:?} is read-only but changes {state:?} to {next:?}"
+                );
+            }
+        }
+        claims
+    }
+
+    let values: Vec<Option<i64>> = std::iter::once(None).chain((0..4).map(Some)).collect();
+    let mut calls = vec![(RegisterInput::Read, RegisterOutput::Written)];
+    for &v in &values {
+        calls.push((RegisterInput::Read, RegisterOutput::Read(v)));
+    }
+    for old in 0..4 {
+        calls.push((RegisterInput::Write(old), RegisterOutput::Written));
+        for new in 0..4 {
+            for swapped in [false, true] {
+                calls.push((
+                    RegisterInput::Cas { old, new },
+                    RegisterOutput::Cas(swapped),
+                ));
+            }
+        }
+    }
+    assert_eq!(holds(&CasRegister, &values, &calls), 5 + 16);
+
+    let strings = ["", "a", "ab", "b"];
+    let states: Vec<KvValue> = strings.iter().map(|&s| KvValue::from(s)).collect();
+    let key = || "k".to_string();
+    let mut calls = Vec::new();
+    for s in strings {
+        calls.push((KvInput::Get { key: key() }, KvOutput::Got(s.to_string())));
+        calls.push((
+            KvInput::Put {
+                key: key(),
+                value: s.into(),
+            },
+            KvOutput::Done,
+        ));
+        calls.push((
+            KvInput::Append {
+                key: key(),
+                value: s.into(),
+            },
+            KvOutput::Done,
+        ));
+    }
+    assert_eq!(holds(&KvStore, &states, &calls), strings.len());
+
+    let tips: Vec<u64> = (0..4).collect();
+    let session = || "s".to_string();
+    let mut calls = Vec::new();
+    for tip in 0..4 {
+        calls.push((
+            LedgerInput {
+                session: session(),
+                call: LedgerCall::Tip,
+            },
+            LedgerOutput::Tip(tip),
+        ));
+        for may_commit in [false, true] {
+            let call = LedgerCall::Append {
+                expected: tip,
+                record: "r".into(),
+                may_commit,
+            };
+            let input = LedgerInput {
+                session: session(),
+                call,
+            };
+            calls.push((input.clone(), LedgerOutput::Appended(tip + 1)));
+            calls.push((
+                input,
+                LedgerOutput::Conflict {
+                    actual: (tip + 1) % 4,
+                },
+            ));
+        }
+    }
+    assert_eq!(holds(&CasLedger, &tips, &calls), 4 + 8);
 }
 
 mod partitions {

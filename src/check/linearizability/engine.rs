@@ -27,7 +27,8 @@ pub struct Operation<I, O> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Budget {
-    /// Search steps (one step = one try to place or to take back an operation, or one
+    /// Search steps (one step = one try to place or to take back an operation, one scan of
+    /// the operations that may be placed next for a read-only one that fits, or one
     /// comparison of the equivalent-operation pruning that runs before the search) per
     /// partition.
     pub max_steps_per_partition: u64,
@@ -576,6 +577,8 @@ struct Search<'a, M: Model> {
     matching: Vec<usize>,
     /// Local op → an equivalent op that may be placed first without loss (see [`twins`]).
     twin_before: Vec<Option<usize>>,
+    /// Local op → whether it never changes the state ([`Model::is_read_only`]).
+    read_only: Vec<bool>,
     stuck: Option<Stuck<M::State>>,
     longest_prefix: Vec<usize>,
     /// Search steps spent so far by [`Self::run`], over all its calls.
@@ -588,10 +591,15 @@ struct Search<'a, M: Model> {
 struct Position<S> {
     /// The bit set of placed partition-local ops.
     linearized: Vec<u64>,
-    /// The (placed ops, state) pairs already explored.
+    /// The positions already explored (see [`Memo`]).
     cache: Memo<S>,
-    /// The placed ops' call nodes, in linearization order, each with the state before it.
-    calls: Vec<(usize, S)>,
+    /// The bit set of the partition-local ops whose outcome is unknown; empty if none is.
+    info_mask: Vec<u64>,
+    /// `linearized` split by `info_mask`, for the memo.
+    known_placed: Vec<u64>,
+    info_placed: Vec<u64>,
+    /// The placed ops, in linearization order.
+    calls: Vec<Placed<S>>,
     /// How many ops with a known outcome the partition has, and how many are unplaced.
     known_total: usize,
     known_left: usize,
@@ -599,6 +607,34 @@ struct Position<S> {
     state: S,
     /// The next node to try.
     entry: usize,
+    /// Whether the scan from `entry` looks only for read-only ops (see [`Search::run`]).
+    reads_first: bool,
+}
+
+impl<S: Clone + Eq + std::hash::Hash> Position<S> {
+    /// Records the position of `linearized` in `state` as explored; `false` if it was covered
+    /// already ([`Memo::insert`]).
+    fn explore(&mut self, state: &S) -> bool {
+        if self.info_mask.is_empty() {
+            return self.cache.insert(&self.linearized, &[], state);
+        }
+        for (w, &placed) in self.linearized.iter().enumerate() {
+            self.known_placed[w] = placed & !self.info_mask[w];
+            self.info_placed[w] = placed & self.info_mask[w];
+        }
+        self.cache
+            .insert(&self.known_placed, &self.info_placed, state)
+    }
+}
+
+/// One placed op of the search's stack.
+struct Placed<S> {
+    /// Its call node.
+    call: usize,
+    /// The state before it.
+    before: S,
+    /// Placed as a read-only op that fit: the position before it fails if this one does.
+    forced: bool,
 }
 
 /// The deepest point where the search had to take an operation back.
@@ -618,6 +654,16 @@ impl<'a, M: Model> Search<'a, M> {
         let events = Self::events(ops, indices);
         let nodes = events.len() + 1;
         let words = indices.len().div_ceil(64);
+        let mut info_mask = vec![0u64; words];
+        for (local, &i) in indices.iter().enumerate() {
+            if ops[i].output.is_none() {
+                mark(&mut info_mask, local, true);
+            }
+        }
+        if info_mask.iter().all(|&w| w == 0) {
+            info_mask.clear();
+        }
+        let info_words = info_mask.len();
         let mut search = Search {
             model,
             ops,
@@ -628,18 +674,31 @@ impl<'a, M: Model> Search<'a, M> {
                 .collect(),
             node_op: vec![NIL; nodes],
             matching: vec![NIL; nodes],
+            read_only: indices
+                .iter()
+                .map(|&i| {
+                    let op = &ops[i];
+                    op.output
+                        .as_ref()
+                        .is_some_and(|output| model.is_read_only(&op.input, output))
+                })
+                .collect(),
             twin_before,
             stuck: None,
             longest_prefix: Vec::new(),
             steps: 0,
             at: Position {
                 linearized: vec![0u64; words],
-                cache: Memo::new(words),
+                cache: Memo::new(words, info_words),
+                info_mask: info_mask.clone(),
+                known_placed: vec![0u64; words],
+                info_placed: info_mask,
                 calls: Vec::new(),
                 known_total: 0,
                 known_left: 0,
                 state: model.init(),
                 entry: NIL,
+                reads_first: true,
             },
         };
         let mut call_node = vec![NIL; indices.len()];
@@ -717,6 +776,20 @@ impl<'a, M: Model> Search<'a, M> {
     /// reaches `max_steps` ([`Outcome::Paused`]); `tick(TICK_EVERY)` every [`TICK_EVERY`]
     /// steps (counted over all calls), abandoning when it says so. Pausing and resuming takes
     /// the same steps as one call with the larger `max_steps`.
+    ///
+    /// # Read-only operations first
+    ///
+    /// At each new position the scan first looks for a read-only op ([`Model::is_read_only`])
+    /// that may be placed next, and places it *forced*: the orders that place it later are
+    /// never tried, and if the search fails from there it fails from the position before too.
+    /// This is sound: if a linearization `σ` extends the position and the read-only op `r`
+    /// fits now, then `r · (σ without r)` is one as well: `r` leaves the state as it is, so
+    /// every op of `σ` meets the state it met in `σ`; every op that must precede `r` in real
+    /// time returned before `r` was called and is placed already (that is what "may be placed
+    /// next" means), and moving `r` earlier only relaxes the order of the others; `r`'s twin
+    /// (see [`twins`]) is placed. Without it, `k` concurrent reads of one value are placed in
+    /// up to `2^k` subsets, each a distinct memo entry: the register families of 20 and 50
+    /// clients (issue 17) were exponential for this search and for porcupine alike.
     fn run(&mut self, max_steps: u64, tick: &dyn Fn(u64) -> bool) -> Outcome {
         while self.at.known_left > 0 {
             // The search counters: at most every known op is left, at most every op placed.
@@ -732,9 +805,19 @@ impl<'a, M: Model> Search<'a, M> {
                 return Outcome::Abandoned;
             }
             let entry = self.at.entry;
-            if entry != NIL && self.matching[entry] != NIL {
-                self.try_place(entry);
-            } else if !self.take_back(entry) {
+            let is_call = entry != NIL && self.matching[entry] != NIL;
+            if self.at.reads_first {
+                if !self.place_a_read() {
+                    return Outcome::Stuck;
+                }
+            } else if is_call {
+                if self.read_only[self.node_op[entry]] {
+                    // It did not fit in this state when the scan looked for reads first.
+                    self.at.entry = self.next[entry];
+                } else {
+                    self.try_place(entry, false);
+                }
+            } else if !self.take_back(Some(entry)) {
                 return Outcome::Stuck;
             }
         }
@@ -745,9 +828,37 @@ impl<'a, M: Model> Search<'a, M> {
         Outcome::Linearizable
     }
 
+    /// One step of the scan for a read-only op that fits (see [`Self::run`]): walks the ops
+    /// that may be placed next (the call nodes before the first return node) and tries the
+    /// read-only ones until one fits, which is placed forced; if none fits, the scan for every
+    /// op starts at the head. `false` when a forced op's position was covered already and
+    /// nothing is left to take back (see [`Self::try_place`]).
+    fn place_a_read(&mut self) -> bool {
+        let mut node = self.next[HEAD];
+        while node != NIL && self.matching[node] != NIL {
+            if self.read_only[self.node_op[node]] {
+                let placed = self.at.calls.len();
+                if !self.try_place(node, true) {
+                    return false;
+                }
+                if self.at.calls.len() != placed || !self.at.reads_first {
+                    // Placed, or its position was covered and the search took back.
+                    return true;
+                }
+            }
+            node = self.next[node];
+        }
+        self.at.reads_first = false;
+        self.at.entry = self.next[HEAD];
+        true
+    }
+
     /// Tries to place the op of call node `entry` next: on success it is lifted out of the list
-    /// and the search starts again from the head; otherwise it moves on to the next node.
-    fn try_place(&mut self, entry: usize) {
+    /// and the search starts again from the head, looking for read-only ops first; otherwise
+    /// it moves on to the next node. A `forced` op (a read-only one, see [`Self::run`]) whose
+    /// position was explored already means the position before it fails too: the search
+    /// takes back, and returns `false` when nothing is left to take back (not linearizable).
+    fn try_place(&mut self, entry: usize, forced: bool) -> bool {
         let local = self.node_op[entry];
         let op = self.op(local);
         let at = &mut self.at;
@@ -766,40 +877,66 @@ impl<'a, M: Model> Search<'a, M> {
                 !placed(&at.linearized, local),
                 "an op in the list is unplaced"
             );
+            debug_assert!(
+                !forced || next_state == at.state,
+                "a read-only op leaves the state as it is"
+            );
             mark(&mut at.linearized, local, true);
-            if at.cache.insert(&at.linearized, &next_state) {
-                at.calls
-                    .push((entry, std::mem::replace(&mut at.state, next_state)));
+            if at.explore(&next_state) {
+                let before = std::mem::replace(&mut at.state, next_state);
+                at.calls.push(Placed {
+                    call: entry,
+                    before,
+                    forced,
+                });
                 at.known_left -= usize::from(op.output.is_some());
+                at.reads_first = true;
                 self.lift(entry);
                 self.note_prefix();
                 self.at.entry = self.next[HEAD];
-                return;
+                return true;
             }
             mark(&mut at.linearized, local, false);
+            if forced {
+                return self.take_back(None);
+            }
         }
         self.at.entry = self.next[entry];
+        true
     }
 
-    /// At return node `entry` (or the end of the list): takes the last placed op back and tries
-    /// the node after it; `false` when nothing is placed (the partition is not linearizable).
-    fn take_back(&mut self, entry: usize) -> bool {
-        let Some((call, previous)) = self.at.calls.pop() else {
-            self.note_stuck(entry, 0);
-            return false;
-        };
-        self.note_stuck(entry, self.at.calls.len() + 1);
-        self.at.state = previous;
-        let local = self.node_op[call];
-        debug_assert!(
-            placed(&self.at.linearized, local),
-            "an op taken back was placed"
-        );
-        mark(&mut self.at.linearized, local, false);
-        self.unlift(call);
-        self.at.known_left += usize::from(self.op(local).output.is_some());
-        self.at.entry = self.next[call];
-        true
+    /// At return node `entry` (or where a forced op found its position explored, `None`):
+    /// takes the last placed op back, and every forced op before it, and tries the node after
+    /// the last one taken back; `false` when nothing is placed (the partition is not
+    /// linearizable).
+    fn take_back(&mut self, entry: Option<usize>) -> bool {
+        if let Some(entry) = entry {
+            self.note_stuck(entry, self.at.calls.len());
+        }
+        loop {
+            let Some(Placed {
+                call,
+                before,
+                forced,
+            }) = self.at.calls.pop()
+            else {
+                return false;
+            };
+            self.at.state = before;
+            let local = self.node_op[call];
+            debug_assert!(
+                placed(&self.at.linearized, local),
+                "an op taken back was placed"
+            );
+            mark(&mut self.at.linearized, local, false);
+            self.unlift(call);
+            self.at.known_left += usize::from(self.op(local).output.is_some());
+            self.at.entry = self.next[call];
+            self.at.reads_first = false;
+            if !forced {
+                return true;
+            }
+        }
     }
 
     /// How many of the partition's ops have a known outcome (the search ends when all are
@@ -820,7 +957,10 @@ impl<'a, M: Model> Search<'a, M> {
     fn note_prefix(&mut self) {
         let calls = &self.at.calls;
         if calls.len() > self.longest_prefix.len() {
-            self.longest_prefix = calls.iter().map(|&(node, _)| self.node_op[node]).collect();
+            self.longest_prefix = calls
+                .iter()
+                .map(|placed| self.node_op[placed.call])
+                .collect();
         }
     }
 

@@ -88,6 +88,11 @@ impl Model for KvStore {
         input.key().to_string()
     }
 
+    /// A get.
+    fn is_read_only(&self, input: &KvInput, output: &KvOutput) -> bool {
+        matches!((input, output), (KvInput::Get { .. }, KvOutput::Got(_)))
+    }
+
     fn describe_state(&self, state: &KvValue) -> String {
         format!("the key holds {state:?}")
     }

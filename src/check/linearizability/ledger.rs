@@ -112,6 +112,15 @@ impl Model for CasLedger {
         input.session.clone()
     }
 
+    /// A tip read, and an append refused with a conflict.
+    fn is_read_only(&self, input: &LedgerInput, output: &LedgerOutput) -> bool {
+        matches!(
+            (&input.call, output),
+            (LedgerCall::Tip, LedgerOutput::Tip(_))
+                | (LedgerCall::Append { .. }, LedgerOutput::Conflict { .. })
+        )
+    }
+
     fn describe_state(&self, tip: &u64) -> String {
         format!("tip {tip}")
     }

@@ -78,6 +78,15 @@ impl Model for CasRegister {
         }
     }
 
+    /// A read, and a cas that did not swap.
+    fn is_read_only(&self, input: &RegisterInput, output: &RegisterOutput) -> bool {
+        matches!(
+            (input, output),
+            (RegisterInput::Read, RegisterOutput::Read(_))
+                | (RegisterInput::Cas { .. }, RegisterOutput::Cas(false))
+        )
+    }
+
     fn key(&self, _input: &RegisterInput) {}
 
     fn describe_state(&self, state: &Value) -> String {
