@@ -1,6 +1,6 @@
 //! The run's processes: starting each boot of a host (its command line, its clock, its
 //! address), noticing one that exited by itself, the nemesis's SIGKILL, and the stop at the
-//! end (SIGTERM, then SIGKILL after a bound).
+//! end (SIGTERM, then SIGKILL after [`stop_bound`]).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -18,8 +18,14 @@ use crate::live::{etcd, faketime};
 
 /// How long a service may take to print its address.
 const START_BOUND: Duration = Duration::from_secs(10);
-/// How long a process may take to stop after SIGTERM before it is SIGKILLed.
-const STOP_BOUND: Duration = Duration::from_secs(5);
+/// How long a process may take to stop after SIGTERM before it is SIGKILLed, in a run of
+/// TTL `ttl`: the SIGTERM may find a replica mid-renewal, in a call as long as a TTL, and its
+/// graceful shutdown (the clean-up append, then the release) gives up by itself only after
+/// two TTLs and 5 s ([`crate::live::replica`]); one second more for it to exit. A fixed bound
+/// shorter than that SIGKILLed replicas of long-TTL runs in the middle of their shutdown.
+pub(super) fn stop_bound(ttl: Duration) -> Duration {
+    ttl * 2 + Duration::from_secs(6)
+}
 /// How long a replica that exited by itself stays down before it is started again (as the
 /// world restarts a replica that shut down gracefully).
 const SELF_STOPPED_RESTART: Duration = Duration::from_secs(1);
@@ -245,7 +251,7 @@ impl Run<'_> {
         if !forced.is_empty() {
             println!(
                 "live: SIGKILLed after {} s without stopping: {}",
-                STOP_BOUND.as_secs(),
+                self.stop_bound.as_secs(),
                 forced.join(", ")
             );
         }
@@ -258,7 +264,7 @@ impl Run<'_> {
             return;
         };
         if let Some(mut proc) = state.proc.take() {
-            if !proc.stop(STOP_BOUND) {
+            if !proc.stop(self.stop_bound) {
                 forced.push(host.to_owned());
             }
             let now = self.truth.now();
@@ -300,5 +306,22 @@ fn wait_for_port(addr: SocketAddr, proc: &mut Proc, bound: Duration) -> Result<(
         }
         #[allow(clippy::disallowed_methods)]
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stop_bound_is_two_ttls_and_six_seconds_past_a_replicas_own_shutdown_bound() {
+        assert_eq!(stop_bound(Duration::from_secs(2)), Duration::from_secs(10));
+        assert_eq!(
+            stop_bound(Duration::from_millis(500)),
+            Duration::from_secs(7)
+        );
+        for ttl in [Duration::from_millis(100), Duration::from_secs(30)] {
+            assert!(stop_bound(ttl) > ttl * 2 + crate::live::replica::SHUTDOWN_SLACK);
+        }
     }
 }
