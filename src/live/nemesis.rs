@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `pause` | SIGSTOP the host's process, SIGCONT after `duration_ms` |
 //! | `crash` / `restart` | SIGKILL / start again (SIGKILL first if it runs, as in the world) (a replica with the next incarnation, a service on the same `--data` with the next boot; its links follow the new port) |
-//! | `lease_service_restarts` | SIGKILL and start again the lease service `count` times, every `every_ms` |
+//! | `lease_service_restarts` | SIGKILL and start again the lease service `count` times, every `every_ms`, the first at the fault's time (as the world) |
 //! | `partition`, `isolate` | the links between the hosts are cut ([`super::proxy`]) |
 //! | `partition_one_way` | the link drops one direction |
 //! | `hold` / `release` | the link holds both directions / delivers them |
@@ -181,9 +181,11 @@ pub fn plan(
                 step(at, Action::Kill(host.clone()));
                 step(at, Action::Start(host.clone()));
             }
+            // As the world bounces it (`crate::sim::nemesis`): the first restart at the
+            // fault's time, `count` in all, `every_ms` apart.
             Fault::LeaseServiceRestarts { every_ms, count } => match lease_host {
                 Some(lease) => {
-                    for i in 1..=u64::from(*count) {
+                    for i in 0..u64::from(*count) {
                         step(at + i * every_ms, Action::Kill(lease.to_owned()));
                         step(at + i * every_ms, Action::Start(lease.to_owned()));
                     }
@@ -520,6 +522,33 @@ mod tests {
                 host: "replica-1".into(),
                 offset_ms: -2_000
             }
+        );
+    }
+
+    #[test]
+    fn lease_service_restarts_bounce_the_service_count_times_from_the_faults_time() {
+        let s = schedule(vec![(
+            2_000,
+            Fault::LeaseServiceRestarts {
+                every_ms: 1_000,
+                count: 3,
+            },
+        )]);
+        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
+        let actions: Vec<(u64, Action)> = plan
+            .steps
+            .iter()
+            .map(|s| (s.at_ms, s.action.clone()))
+            .collect();
+        let bounce = |at| {
+            [
+                (at, Action::Kill("lease".into())),
+                (at, Action::Start("lease".into())),
+            ]
+        };
+        assert_eq!(
+            actions,
+            [bounce(2_000), bounce(3_000), bounce(4_000)].concat()
         );
     }
 }
