@@ -311,7 +311,9 @@ pub fn plan(
         }
         plan.dropped = refused;
     }
-    plan.steps.retain(|s| s.at_ms < plan.heal_at_ms);
+    // A step at the heal's very time is kept (the heal comes after it, as in the world,
+    // whose faults at the heal time are applied before the heal).
+    plan.steps.retain(|s| s.at_ms <= plan.heal_at_ms);
     plan.steps.sort_by_key(|s| s.at_ms);
     if let Some(lease) = lease_host {
         rename_host(&mut plan, hosts::LEASE, lease);
@@ -550,5 +552,23 @@ mod tests {
             actions,
             [bounce(2_000), bounce(3_000), bounce(4_000)].concat()
         );
+    }
+
+    #[test]
+    fn a_step_at_the_heal_time_is_kept_and_one_after_it_is_cut() {
+        let crash = |host: &str| Fault::Crash { host: host.into() };
+        let mut s = schedule(vec![
+            (5_000, crash("replica-1")),
+            (5_001, crash("replica-2")),
+        ]);
+        s.heal_at_ms = Some(5_000);
+        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
+        let actions: Vec<(u64, Action)> = plan
+            .steps
+            .iter()
+            .map(|s| (s.at_ms, s.action.clone()))
+            .collect();
+        assert_eq!(actions, [(5_000, Action::Kill("replica-1".into()))]);
+        assert_eq!(plan.heal_at_ms, 5_000);
     }
 }
