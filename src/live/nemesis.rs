@@ -18,9 +18,11 @@
 //! Faults with no real counterpart here — `suspend` (no process can stop its own
 //! CLOCK_MONOTONIC), `stall` and a pause `at_point` (no hook into a real process's tasks),
 //! `delete_lease_record`, `apiserver_errors`, a host with both a drift and a wall step
-//! (libfaketime would step its monotonic clock too) — are refused up front when the schedule
-//! was given (a scenario's or `--schedule`), naming them; from a schedule drawn from the seed
-//! they are dropped, each with a `dropped` nemesis line and a printed line saying so.
+//! (libfaketime would step its monotonic clock too), a clock fault on the etcd server (not run
+//! under libfaketime: a Go program's clocks are out of its reach) — are refused up front when
+//! the schedule was given (a scenario's or `--schedule`), naming them; from a schedule drawn
+//! from the seed they are dropped, each with a `dropped` nemesis line and a printed line
+//! saying so.
 
 use std::collections::BTreeMap;
 
@@ -140,6 +142,11 @@ pub fn plan(
             || Some(host) == lease_host
             || (1..=replicas).any(|n| hosts::replica(n) == host)
     };
+    // The etcd server (the schedule's `lease` host, or named `etcd`) is not started under
+    // libfaketime: its clock cannot be faulted.
+    let unfaked = |host: &str| {
+        lease_host == Some(super::etcd::HOST) && (host == hosts::LEASE || host == super::etcd::HOST)
+    };
     let mut wall_offsets: BTreeMap<String, i64> = BTreeMap::new();
     for (index, scheduled) in schedule.faults.iter().enumerate() {
         let at = scheduled.at_ms;
@@ -255,6 +262,17 @@ pub fn plan(
                 };
                 step(at, link(LinkChange::HoldFrom(from.clone())));
                 step(at + delay_ms, link(LinkChange::ReleaseFrom(from.clone())));
+            }
+            Fault::ClockDrift { host, .. }
+            | Fault::WallJump { host, .. }
+            | Fault::WallOffset { host, .. }
+                if unfaked(host) =>
+            {
+                no(
+                    "etcd is not run under libfaketime (a Go program reads its clocks through \
+                    the vDSO, not libc, so the fault would silently not happen); put clock \
+                    faults on the replicas or the ledger",
+                )
             }
             Fault::ClockDrift { host, ppm } => {
                 plan.clocks.entry(host.clone()).or_default().drift_ppm = *ppm;
@@ -570,5 +588,46 @@ mod tests {
             .collect();
         assert_eq!(actions, [(5_000, Action::Kill("replica-1".into()))]);
         assert_eq!(plan.heal_at_ms, 5_000);
+    }
+
+    #[test]
+    fn a_clock_fault_on_the_etcd_server_is_refused_saying_it_is_not_under_libfaketime() {
+        for host in ["lease", "etcd"] {
+            let s = schedule(vec![
+                (
+                    0,
+                    Fault::ClockDrift {
+                        host: host.into(),
+                        ppm: 100_000,
+                    },
+                ),
+                (
+                    1_000,
+                    Fault::WallJump {
+                        host: host.into(),
+                        delta_ms: 5_000,
+                    },
+                ),
+            ]);
+            let error = plan(&s, 10_000, 2, Some("etcd"), false).unwrap_err();
+            assert!(
+                error.contains("2 of this schedule's faults")
+                    && error.contains("etcd is not run under libfaketime"),
+                "{error}"
+            );
+            let drawn = plan(&s, 10_000, 2, Some("etcd"), true).unwrap();
+            assert_eq!(drawn.dropped.len(), 2);
+            assert!(drawn.clocks.is_empty() && drawn.steps.is_empty());
+        }
+        // The gRPC lease service runs under libfaketime: its clock faults apply.
+        let s = schedule(vec![(
+            0,
+            Fault::ClockDrift {
+                host: "lease".into(),
+                ppm: 100_000,
+            },
+        )]);
+        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
+        assert_eq!(plan.clocks["lease"].drift_ppm, 100_000);
     }
 }
