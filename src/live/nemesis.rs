@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `pause` | SIGSTOP the host's process, SIGCONT after `duration_ms` |
 //! | `crash` / `restart` | SIGKILL / start again (SIGKILL first if it runs, as in the world) (a replica with the next incarnation, a service on the same `--data` with the next boot; its links follow the new port) |
-//! | `lease_service_restarts` | SIGKILL and start again the lease service `count` times, every `every_ms` |
+//! | `lease_service_restarts` | SIGKILL and start again the lease service `count` times, every `every_ms`, the first at the fault's time (as the world) |
 //! | `partition`, `isolate` | the links between the hosts are cut ([`super::proxy`]) |
 //! | `partition_one_way` | the link drops one direction |
 //! | `hold` / `release` | the link holds both directions / delivers them |
@@ -18,9 +18,11 @@
 //! Faults with no real counterpart here — `suspend` (no process can stop its own
 //! CLOCK_MONOTONIC), `stall` and a pause `at_point` (no hook into a real process's tasks),
 //! `delete_lease_record`, `apiserver_errors`, a host with both a drift and a wall step
-//! (libfaketime would step its monotonic clock too) — are refused up front when the schedule
-//! was given (a scenario's or `--schedule`), naming them; from a schedule drawn from the seed
-//! they are dropped, each with a `dropped` nemesis line and a printed line saying so.
+//! (libfaketime would step its monotonic clock too), a clock fault on the etcd server (not run
+//! under libfaketime: a Go program's clocks are out of its reach) — are refused up front when
+//! the schedule was given (a scenario's or `--schedule`), naming them; from a schedule drawn
+//! from the seed they are dropped, each with a `dropped` nemesis line and a printed line
+//! saying so.
 
 use std::collections::BTreeMap;
 
@@ -140,6 +142,11 @@ pub fn plan(
             || Some(host) == lease_host
             || (1..=replicas).any(|n| hosts::replica(n) == host)
     };
+    // The etcd server (the schedule's `lease` host, or named `etcd`) is not started under
+    // libfaketime: its clock cannot be faulted.
+    let unfaked = |host: &str| {
+        lease_host == Some(super::etcd::HOST) && (host == hosts::LEASE || host == super::etcd::HOST)
+    };
     let mut wall_offsets: BTreeMap<String, i64> = BTreeMap::new();
     for (index, scheduled) in schedule.faults.iter().enumerate() {
         let at = scheduled.at_ms;
@@ -181,9 +188,11 @@ pub fn plan(
                 step(at, Action::Kill(host.clone()));
                 step(at, Action::Start(host.clone()));
             }
+            // As the world bounces it (`crate::sim::nemesis`): the first restart at the
+            // fault's time, `count` in all, `every_ms` apart.
             Fault::LeaseServiceRestarts { every_ms, count } => match lease_host {
                 Some(lease) => {
-                    for i in 1..=u64::from(*count) {
+                    for i in 0..u64::from(*count) {
                         step(at + i * every_ms, Action::Kill(lease.to_owned()));
                         step(at + i * every_ms, Action::Start(lease.to_owned()));
                     }
@@ -254,6 +263,17 @@ pub fn plan(
                 step(at, link(LinkChange::HoldFrom(from.clone())));
                 step(at + delay_ms, link(LinkChange::ReleaseFrom(from.clone())));
             }
+            Fault::ClockDrift { host, .. }
+            | Fault::WallJump { host, .. }
+            | Fault::WallOffset { host, .. }
+                if unfaked(host) =>
+            {
+                no(
+                    "etcd is not run under libfaketime (a Go program reads its clocks through \
+                    the vDSO, not libc, so the fault would silently not happen); put clock \
+                    faults on the replicas or the ledger",
+                )
+            }
             Fault::ClockDrift { host, ppm } => {
                 plan.clocks.entry(host.clone()).or_default().drift_ppm = *ppm;
             }
@@ -309,7 +329,9 @@ pub fn plan(
         }
         plan.dropped = refused;
     }
-    plan.steps.retain(|s| s.at_ms < plan.heal_at_ms);
+    // A step at the heal's very time is kept (the heal comes after it, as in the world,
+    // whose faults at the heal time are applied before the heal).
+    plan.steps.retain(|s| s.at_ms <= plan.heal_at_ms);
     plan.steps.sort_by_key(|s| s.at_ms);
     if let Some(lease) = lease_host {
         rename_host(&mut plan, hosts::LEASE, lease);
@@ -521,5 +543,91 @@ mod tests {
                 offset_ms: -2_000
             }
         );
+    }
+
+    #[test]
+    fn lease_service_restarts_bounce_the_service_count_times_from_the_faults_time() {
+        let s = schedule(vec![(
+            2_000,
+            Fault::LeaseServiceRestarts {
+                every_ms: 1_000,
+                count: 3,
+            },
+        )]);
+        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
+        let actions: Vec<(u64, Action)> = plan
+            .steps
+            .iter()
+            .map(|s| (s.at_ms, s.action.clone()))
+            .collect();
+        let bounce = |at| {
+            [
+                (at, Action::Kill("lease".into())),
+                (at, Action::Start("lease".into())),
+            ]
+        };
+        assert_eq!(
+            actions,
+            [bounce(2_000), bounce(3_000), bounce(4_000)].concat()
+        );
+    }
+
+    #[test]
+    fn a_step_at_the_heal_time_is_kept_and_one_after_it_is_cut() {
+        let crash = |host: &str| Fault::Crash { host: host.into() };
+        let mut s = schedule(vec![
+            (5_000, crash("replica-1")),
+            (5_001, crash("replica-2")),
+        ]);
+        s.heal_at_ms = Some(5_000);
+        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
+        let actions: Vec<(u64, Action)> = plan
+            .steps
+            .iter()
+            .map(|s| (s.at_ms, s.action.clone()))
+            .collect();
+        assert_eq!(actions, [(5_000, Action::Kill("replica-1".into()))]);
+        assert_eq!(plan.heal_at_ms, 5_000);
+    }
+
+    #[test]
+    fn a_clock_fault_on_the_etcd_server_is_refused_saying_it_is_not_under_libfaketime() {
+        for host in ["lease", "etcd"] {
+            let s = schedule(vec![
+                (
+                    0,
+                    Fault::ClockDrift {
+                        host: host.into(),
+                        ppm: 100_000,
+                    },
+                ),
+                (
+                    1_000,
+                    Fault::WallJump {
+                        host: host.into(),
+                        delta_ms: 5_000,
+                    },
+                ),
+            ]);
+            let error = plan(&s, 10_000, 2, Some("etcd"), false).unwrap_err();
+            assert!(
+                error.contains("2 of this schedule's faults")
+                    && error.contains("etcd is not run under libfaketime"),
+                "{error}"
+            );
+            let drawn = plan(&s, 10_000, 2, Some("etcd"), true).unwrap();
+            assert_eq!(drawn.dropped.len(), 2);
+            assert!(drawn.clocks.is_empty() && drawn.steps.is_empty());
+        }
+        // The gRPC lease service runs under libfaketime: its clock faults apply.
+        let s = schedule(vec![(
+            0,
+            Fault::ClockDrift {
+                host: "lease".into(),
+                ppm: 100_000,
+            },
+        )]);
+        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
+        assert_eq!(plan.clocks["lease"].drift_ppm, 100_000);
     }
 }

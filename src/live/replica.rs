@@ -31,7 +31,7 @@ use crate::sim::workload::{self, Replica};
 
 /// Longest wait, after SIGTERM, for the graceful shutdown (the runs' clean-up appends and the
 /// releases) beyond two TTLs; past it the process exits anyway (3), its file closed.
-const SHUTDOWN_SLACK: Duration = Duration::from_secs(5);
+pub(crate) const SHUTDOWN_SLACK: Duration = Duration::from_secs(5);
 
 /// `leasesim replica`'s arguments. Also reads [`super::truth::EPOCH_ENV`] (required) and
 /// [`super::process::DRIFT_ENV`] (optional, default 0).

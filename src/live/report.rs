@@ -57,8 +57,9 @@ pub fn record(
 }
 
 /// Writes `campaign.json`, `results.jsonl`, `report.md`, `summary.json` and `junit.xml` into
-/// `out` for `records` (seeds `first..first + records.len()`), `config_hash` naming their run
-/// files (16 hex digits, as a campaign's); returns the verdict line.
+/// `out` for `records` (seeds from `first_seed` on, one per run, wrapping past `u64::MAX` as
+/// the runs' seeds do), `config_hash` naming their run files (16 hex digits, as a
+/// campaign's); returns the verdict line.
 ///
 /// # Errors
 /// A file cannot be written.
@@ -73,7 +74,7 @@ pub fn write(
     let names: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
     let meta = CampaignMeta {
         v: RECORD_VERSION,
-        seeds: format!("{first_seed}..{}", first_seed + records.len() as u64),
+        seeds: seeds(first_seed, records.len() as u64),
         sims: "leasesim live".to_owned(),
         scenarios: names,
         shard: None,
@@ -103,4 +104,57 @@ pub fn write(
         std::fs::write(&path, text).map_err(|e| io(&path, e))?;
     }
     Ok(data.summary().verdict)
+}
+
+/// The seeds of `runs` runs from `first` as `campaign.json` records them: `first..end`; when
+/// they wrap past `u64::MAX` (the runs' seeds are `first.wrapping_add(k)`), no `A..B` can say
+/// so, and they are written in the `a + b` form a report reads as seeds with no plan.
+fn seeds(first: u64, runs: u64) -> String {
+    match first.checked_add(runs) {
+        Some(end) => format!("{first}..{end}"),
+        None => format!("{first} + {runs} runs in all, wrapping to 0 past u64::MAX"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seeds_of_runs_that_wrap_past_u64_max_are_written_without_overflow() {
+        assert_eq!(seeds(7, 3), "7..10");
+        assert_eq!(
+            seeds(u64::MAX - 1, 1),
+            format!("{}..{}", u64::MAX - 1, u64::MAX)
+        );
+        let wrapped = seeds(u64::MAX, 2);
+        assert!(
+            wrapped.starts_with(&u64::MAX.to_string()) && wrapped.contains('+'),
+            "{wrapped}"
+        );
+    }
+
+    #[test]
+    fn a_report_of_a_run_at_seed_u64_max_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = [u64::MAX, 0]
+            .into_iter()
+            .map(|seed| RunRecord::harness_error("live", seed, "test", "again".into()))
+            .collect();
+        let scenarios = vec![ScenarioInfo {
+            name: "live".into(),
+            about: "live mode".into(),
+            coverage: Vec::new(),
+            violate: Vec::new(),
+        }];
+        let verdict = write(
+            dir.path(),
+            records,
+            scenarios,
+            u64::MAX,
+            None,
+            "0".repeat(16),
+        );
+        assert!(verdict.is_ok(), "{verdict:?}");
+    }
 }

@@ -16,7 +16,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -126,7 +126,11 @@ pub struct Proc {
     pub history: PathBuf,
     /// Its log (`logs/HOST-BOOT.log`).
     pub log: PathBuf,
+    /// The child until it is reaped, then `None`: its pid is free again and may already name
+    /// another process, so nothing may signal it after that.
     child: Option<Child>,
+    /// How it exited, once reaped.
+    status: Option<ExitStatus>,
 }
 
 impl Proc {
@@ -138,6 +142,7 @@ impl Proc {
             history,
             log,
             child: Some(child),
+            status: None,
         }
     }
 
@@ -158,13 +163,25 @@ impl Proc {
         }
     }
 
-    /// Whether it has exited (reaping it then), with its status.
-    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        let child = self.child.as_mut()?;
-        match child.try_wait() {
-            Ok(Some(status)) => Some(status),
-            _ => None,
+    /// Whether it has exited (reaping it then, and forgetting its pid), with its status.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        if let Some(child) = self.child.as_mut()
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            self.reaped(status);
         }
+        self.status
+    }
+
+    /// How it exited, if it has been reaped (without looking again).
+    pub fn status(&self) -> Option<ExitStatus> {
+        self.status
+    }
+
+    /// Forgets the reaped child, keeping how it exited.
+    fn reaped(&mut self, status: ExitStatus) {
+        self.child = None;
+        self.status = Some(status);
     }
 
     /// Waits up to `bound` for it to exit; `true` if it did.
@@ -197,11 +214,13 @@ impl Proc {
         graceful
     }
 
-    /// SIGKILL and reap.
+    /// SIGKILL and reap (a no-op once reaped).
     pub fn kill(&mut self) {
         if let Some(child) = self.child.as_mut() {
             let _ = child.kill();
-            let _ = child.wait();
+            if let Ok(status) = child.wait() {
+                self.reaped(status);
+            }
         }
     }
 }
@@ -288,6 +307,39 @@ mod tests {
         assert_eq!(addr, "127.0.0.1:1234");
         assert!(proc.wait_for(Duration::from_secs(5)));
         assert!(read_log(&log).contains("oops"));
+    }
+
+    #[test]
+    fn a_reaped_child_is_forgotten_and_its_exit_status_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let spawner = Spawner::start().unwrap();
+        let mut command = Command::new("sh");
+        command.args(["-c", "exit 7"]);
+        let child = spawner.spawn(command, &dir.path().join("e.log")).unwrap();
+        let mut proc = Proc::new("e", 0, PathBuf::new(), PathBuf::new(), child);
+        assert_ne!(proc.pid(), 0);
+        assert!(proc.wait_for(Duration::from_secs(5)));
+        assert_eq!(proc.pid(), 0, "its pid is forgotten once reaped");
+        assert_eq!(proc.status().and_then(|s| s.code()), Some(7));
+        // Nothing left to signal or kill: the status stays the exit's.
+        proc.signal(libc::SIGKILL);
+        proc.kill();
+        assert_eq!(proc.exited().and_then(|s| s.code()), Some(7));
+        assert!(proc.stop(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_killed_child_is_reaped_with_its_signal() {
+        use std::os::unix::process::ExitStatusExt;
+        let dir = tempfile::tempdir().unwrap();
+        let spawner = Spawner::start().unwrap();
+        let mut command = Command::new("sleep");
+        command.arg("30");
+        let child = spawner.spawn(command, &dir.path().join("k.log")).unwrap();
+        let mut proc = Proc::new("k", 0, PathBuf::new(), PathBuf::new(), child);
+        proc.kill();
+        assert_eq!(proc.pid(), 0);
+        assert_eq!(proc.status().and_then(|s| s.signal()), Some(libc::SIGKILL));
     }
 
     #[test]

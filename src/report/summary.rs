@@ -397,20 +397,29 @@ fn violation_finding(data: &ReportData, status: RunStatus, what: &str) -> Option
     ))
 }
 
-/// `seeds` as sorted, merged ranges (end excluded): `0..12, 40..45`; `none` when empty.
+/// `seeds` as sorted, merged ranges (end excluded): `0..12, 40..45`; `none` when empty. A
+/// range that holds `u64::MAX` (a live run's seed may be any u64) ends `..=18446744073709551615`:
+/// its excluded end would not be a u64.
 pub(super) fn seed_ranges(seeds: impl IntoIterator<Item = u64>) -> String {
     let seeds: BTreeSet<u64> = seeds.into_iter().collect();
+    // (first, last), both included.
     let mut ranges: Vec<(u64, u64)> = Vec::new();
     for seed in seeds {
         match ranges.last_mut() {
-            Some((_, end)) if *end == seed => *end = seed + 1,
-            _ => ranges.push((seed, seed + 1)),
+            Some((_, last)) if last.checked_add(1) == Some(seed) => *last = seed,
+            _ => ranges.push((seed, seed)),
         }
     }
     if ranges.is_empty() {
         return "none".to_owned();
     }
-    let text: Vec<String> = ranges.iter().map(|(a, b)| format!("{a}..{b}")).collect();
+    let text: Vec<String> = ranges
+        .iter()
+        .map(|&(a, b)| match b.checked_add(1) {
+            Some(end) => format!("{a}..{end}"),
+            None => format!("{a}..={b}"),
+        })
+        .collect();
     text.join(", ")
 }
 

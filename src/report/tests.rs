@@ -383,6 +383,11 @@ fn seeds_that_ran_are_listed_as_ranges() {
     );
     assert_eq!(seed_ranges(0..37), "0..37");
     assert_eq!(seed_ranges([]), "none");
+    let max = u64::MAX;
+    assert_eq!(
+        seed_ranges([max, 0, max - 1]),
+        format!("0..1, {}..={max}", max - 1)
+    );
 }
 
 #[test]

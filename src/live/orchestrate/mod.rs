@@ -239,6 +239,8 @@ struct Run<'a> {
     faketime: Option<PathBuf>,
     replicas: u32,
     seed: u64,
+    /// How long a child may take to stop after SIGTERM ([`processes::stop_bound`]).
+    stop_bound: Duration,
 }
 
 fn one_run(
@@ -343,6 +345,7 @@ fn one_run(
         faketime,
         replicas: run.world.replicas,
         seed: run.seed,
+        stop_bound: processes::stop_bound(config.ttl),
     };
     for dropped in &plan.dropped {
         println!("live: dropped (no real counterpart): {dropped}");

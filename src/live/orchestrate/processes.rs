@@ -1,10 +1,11 @@
 //! The run's processes: starting each boot of a host (its command line, its clock, its
-//! address), noticing one that exited by itself, the nemesis's SIGKILL, and the stop at the
-//! end (SIGTERM, then SIGKILL after a bound).
+//! address), noticing one that exited by itself (a harness error, but for a replica's exit 0),
+//! the nemesis's SIGKILL, and the stop at the end (SIGTERM, then SIGKILL after
+//! [`stop_bound`]).
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::time::Duration;
 
 use super::{Backend, HostState, LiveError, Run, harness};
@@ -18,19 +19,55 @@ use crate::live::{etcd, faketime};
 
 /// How long a service may take to print its address.
 const START_BOUND: Duration = Duration::from_secs(10);
-/// How long a process may take to stop after SIGTERM before it is SIGKILLed.
-const STOP_BOUND: Duration = Duration::from_secs(5);
+/// How long a process may take to stop after SIGTERM before it is SIGKILLed, in a run of
+/// TTL `ttl`: the SIGTERM may find a replica mid-renewal, in a call as long as a TTL, and its
+/// graceful shutdown (the clean-up append, then the release) gives up by itself only after
+/// two TTLs and 5 s ([`crate::live::replica`]); one second more for it to exit. A fixed bound
+/// shorter than that SIGKILLed replicas of long-TTL runs in the middle of their shutdown.
+pub(super) fn stop_bound(ttl: Duration) -> Duration {
+    ttl * 2 + Duration::from_secs(6)
+}
 /// How long a replica that exited by itself stays down before it is started again (as the
 /// world restarts a replica that shut down gracefully).
 const SELF_STOPPED_RESTART: Duration = Duration::from_secs(1);
 
 impl Run<'_> {
-    /// Notes children that exited by themselves; a replica is started again a second later.
+    /// Notes children that exited by themselves ([`Self::reap_exited`]); a replica that
+    /// exited 0 is started again a second later, as the world restarts it.
     pub(super) fn supervise(&mut self) -> Result<(), LiveError> {
+        if let Some(failed) = self.reap_exited() {
+            return Err(LiveError::Harness(failed));
+        }
         let now = self.now();
-        let mut restart = Vec::new();
+        let restart: Vec<String> = self
+            .hosts
+            .iter()
+            .filter(|(host, state)| {
+                state.proc.is_none()
+                    && !state.crashed
+                    && host.starts_with(hosts::REPLICA_PREFIX)
+                    && state
+                        .exited_at
+                        .is_some_and(|at| now >= at + SELF_STOPPED_RESTART)
+            })
+            .map(|(host, _)| host.clone())
+            .collect();
+        for host in restart {
+            self.start(&host)?;
+        }
+        Ok(())
+    }
+
+    /// Reaps the children that exited by themselves, each noted (a progress line, its file
+    /// for the merge, the time). Only a replica's exit 0 is one the run expects (a generated
+    /// workload's own graceful end). Any other — a service that ended, a replica that
+    /// failed, either killed by a signal the nemesis did not send — is returned, the first
+    /// one, as the harness error naming the host and its exit status: the run went on
+    /// without a process it believes is there, so its history can have no verdict.
+    fn reap_exited(&mut self) -> Option<String> {
+        let now = self.now();
         let mut ended = Vec::new();
-        let mut refused = None;
+        let mut failed = None;
         for (host, state) in &mut self.hosts {
             if let Some(proc) = state.proc.as_mut()
                 && let Some(status) = proc.exited()
@@ -42,34 +79,15 @@ impl Run<'_> {
                     proc.log.display()
                 );
                 ended.push(process_file(proc, now, "exited"));
-                // Exit 2 is a refusal of its arguments: every later boot would refuse too.
-                if status.code() == Some(crate::exit::Exit::BadInput.code().into()) {
-                    refused = Some(format!(
-                        "{host} refused to start (exit 2): see {}",
-                        proc.log.display()
-                    ));
+                if let Some(error) = unexpected_exit(host, proc.boot, &proc.log, status) {
+                    failed.get_or_insert(error);
                 }
                 state.proc = None;
                 state.exited_at = Some(now);
             }
-            if state.proc.is_none()
-                && !state.crashed
-                && host.starts_with(hosts::REPLICA_PREFIX)
-                && state
-                    .exited_at
-                    .is_some_and(|at| now >= at + SELF_STOPPED_RESTART)
-            {
-                restart.push(host.clone());
-            }
         }
         self.ended.extend(ended);
-        if let Some(refused) = refused {
-            return Err(LiveError::Harness(refused));
-        }
-        for host in restart {
-            self.start(&host)?;
-        }
-        Ok(())
+        failed
     }
 
     /// Starts the next boot of `host`.
@@ -225,8 +243,11 @@ impl Run<'_> {
     }
 
     /// Stops everything: replicas first (SIGTERM: a graceful shutdown), then the run-ended
-    /// marker, then the services (the ledger writes its final ledger on SIGTERM).
+    /// marker, then the services (the ledger writes its final ledger on SIGTERM). Whatever a
+    /// child's exit after its SIGTERM, it is the stop's; one that exited before it is judged
+    /// as [`Self::supervise`] judges it (an error then, once everything has stopped).
     pub(super) fn stop_all(&mut self) -> Result<(), LiveError> {
+        let mut exited = self.reap_exited();
         let replicas = self.replica_names();
         let mut forced = Vec::new();
         for host in &replicas {
@@ -238,6 +259,9 @@ impl Run<'_> {
         for host in &replicas {
             self.stop_one(host, &mut forced);
         }
+        // The services ran on alone while the replicas shut down.
+        let later = self.reap_exited();
+        exited = exited.or(later);
         let phase = self.phase(Phase::RunEnded);
         for host in self.services() {
             self.stop_one(&host, &mut forced);
@@ -245,12 +269,12 @@ impl Run<'_> {
         if !forced.is_empty() {
             println!(
                 "live: SIGKILLed after {} s without stopping: {}",
-                STOP_BOUND.as_secs(),
+                self.stop_bound.as_secs(),
                 forced.join(", ")
             );
         }
         let _ = self.nemesis.close();
-        phase
+        exited.map_or(phase, |failed| Err(LiveError::Harness(failed)))
     }
 
     pub(super) fn stop_one(&mut self, host: &str, forced: &mut Vec<String>) {
@@ -258,13 +282,34 @@ impl Run<'_> {
             return;
         };
         if let Some(mut proc) = state.proc.take() {
-            if !proc.stop(STOP_BOUND) {
+            if !proc.stop(self.stop_bound) {
                 forced.push(host.to_owned());
             }
             let now = self.truth.now();
             self.ended.push(process_file(&proc, now, "run ended"));
         }
     }
+}
+
+/// Why `host`'s exit by itself with `status` makes the run a harness error, or `None` for
+/// the one exit a run expects: a replica's exit 0 (its generated workload's graceful end).
+/// The nemesis's kills and the stop's signals never come here: they reap what they signal.
+fn unexpected_exit(host: &str, boot: u64, log: &Path, status: ExitStatus) -> Option<String> {
+    if host.starts_with(hosts::REPLICA_PREFIX) && status.success() {
+        return None;
+    }
+    let log = log.display();
+    // Exit 2 is a refusal of its arguments: every later boot would refuse too.
+    Some(
+        if status.code() == Some(crate::exit::Exit::BadInput.code().into()) {
+            format!("{host} (boot {boot}) refused to start (exit 2): see {log}")
+        } else {
+            format!(
+                "{host} (boot {boot}) exited by itself ({status}), which no nemesis action \
+                 did: the run cannot go on without it; see {log}"
+            )
+        },
+    )
 }
 
 fn process_file(proc: &Proc, now: Duration, end: &str) -> ProcessFile {
@@ -300,5 +345,47 @@ fn wait_for_port(addr: SocketAddr, proc: &mut Proc, bound: Duration) -> Result<(
         }
         #[allow(clippy::disallowed_methods)]
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    #[test]
+    fn the_stop_bound_is_two_ttls_and_six_seconds_past_a_replicas_own_shutdown_bound() {
+        assert_eq!(stop_bound(Duration::from_secs(2)), Duration::from_secs(10));
+        assert_eq!(
+            stop_bound(Duration::from_millis(500)),
+            Duration::from_secs(7)
+        );
+        for ttl in [Duration::from_millis(100), Duration::from_secs(30)] {
+            assert!(stop_bound(ttl) > ttl * 2 + crate::live::replica::SHUTDOWN_SLACK);
+        }
+    }
+
+    #[test]
+    fn only_a_replicas_exit_0_is_an_exit_by_itself_the_run_expects() {
+        let log = Path::new("logs/x.log");
+        let exit = |code: i32| ExitStatus::from_raw(code << 8);
+        let killed = ExitStatus::from_raw(libc::SIGKILL);
+        assert_eq!(unexpected_exit("replica-2", 1, log, exit(0)), None);
+        for (host, status, says) in [
+            ("ledger", exit(0), "exit status: 0"),
+            ("ledger", killed, "signal: 9"),
+            ("lease", exit(1), "exit status: 1"),
+            ("etcd", killed, "signal: 9"),
+            ("replica-1", exit(3), "exit status: 3"),
+            ("replica-1", killed, "signal: 9"),
+            ("replica-3", exit(2), "refused to start (exit 2)"),
+        ] {
+            let error = unexpected_exit(host, 0, log, status).expect("a harness error");
+            assert!(
+                error.starts_with(&format!("{host} (boot 0) ")) && error.contains(says),
+                "{error}"
+            );
+        }
     }
 }
