@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use leasesim::check::jepsen::{ReadError, etcd, kv};
 use leasesim::check::linearizability::kv::KvStore;
-use leasesim::check::linearizability::register::CasRegister;
+use leasesim::check::linearizability::register::{CasRegister, RegisterInput, RegisterOutput};
 use leasesim::check::linearizability::{Budget, Operation, Verdict, check};
 
 pub(crate) fn cases_dir() -> PathBuf {
@@ -111,6 +111,68 @@ fn every_jepsen_file_gets_its_expected_verdict() {
         }
     }
     assert!(wrong.is_empty(), "wrong verdicts:\n{}", wrong.join("\n"));
+}
+
+/// The same history as Jepsen may write it: fields separated by runs of spaces instead of tabs
+/// (porcupine's reader matches `\s+`), blanks padded around the logger's dash and at the ends
+/// of lines, and CRLF line endings.
+fn reformatted(text: &str, spaces: &str, line_end: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let line = line
+                .replace('\t', spaces)
+                .replace(" - ", &format!("{spaces}-{spaces}"))
+                .replace(", ", &format!(",{spaces}"));
+            format!("{line} \t{line_end}")
+        })
+        .collect()
+}
+
+#[test]
+fn every_jepsen_file_written_with_spaces_and_crlf_gets_the_same_verdict() {
+    let dir = cases_dir();
+    let mut wrong = Vec::new();
+    for case in cases() {
+        let (expected, counted) = verdict(&case, &dir);
+        let text = std::fs::read_to_string(dir.join(&case.file)).unwrap();
+        for (spaces, line_end) in [(" ", "\n"), ("   ", "\n"), (" \t ", "\r\n")] {
+            let variant = reformatted(&text, spaces, line_end);
+            assert_ne!(variant, text);
+            let path = Path::new(&case.file);
+            let (got, got_counts) = if case.file.starts_with("etcd/") {
+                let ops = etcd::parse(path, &variant)
+                    .unwrap_or_else(|e| panic!("{} with {spaces:?}: {e}", case.file));
+                (check(&CasRegister, &ops, Budget::default()), counts(&ops))
+            } else {
+                let ops = kv::parse(path, &variant)
+                    .unwrap_or_else(|e| panic!("{} with {spaces:?}: {e}", case.file));
+                (check(&KvStore, &ops, Budget::default()), counts(&ops))
+            };
+            if (got_counts, std::mem::discriminant(&got))
+                != (counted, std::mem::discriminant(&expected))
+            {
+                wrong.push(format!(
+                    "{} with {spaces:?} and {line_end:?}: {got_counts:?} ops, {got:?}",
+                    case.file
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "verdicts changed:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn etcd_fields_are_split_at_any_run_of_blanks_and_a_cas_value_may_hold_them() {
+    let text = "INFO jepsen.util -  1   :invoke :cas   [1    2]  \r\n\
+                INFO\tjepsen.util\t-\t1\t:ok\t:cas\t[1 2]\r\n\
+                INFO  jepsen.util-2 :invoke :read nil\n";
+    let ops = etcd::parse(Path::new("h.log"), text).unwrap();
+    assert_eq!(ops.len(), 1, "`jepsen.util-2` (no blanks) is not an event");
+    assert_eq!(ops[0].input, RegisterInput::Cas { old: 1, new: 2 });
+    assert_eq!(ops[0].output, Some(RegisterOutput::Cas(true)));
+    let err = etcd::parse(Path::new("h.log"), "INFO jepsen.util - 1 :invoke :read\n").unwrap_err();
+    assert!(err.to_string().starts_with("h.log:1: "), "{err}");
+    assert!(err.to_string().contains("no value"), "{err}");
 }
 
 #[test]

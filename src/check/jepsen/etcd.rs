@@ -1,5 +1,8 @@
 //! The Jepsen etcd log: one event per line,
 //! `INFO  jepsen.util - <process>\t<:invoke|:ok|:fail|:info>\t<:read|:write|:cas>\t<value>`.
+//! Jepsen separates the fields with tabs or runs of spaces, so any run of blanks separates
+//! them here (porcupine's reader matches `\s+`), trailing blanks are ignored, and lines may end
+//! in CRLF.
 //!
 //! Reading follows `../shared/cases/jepsen/README.md`: a read's invoke value is `nil`; a cas
 //! value is `[old new]`; `:fail :cas` completed without swapping; `:fail :read` timed out, so
@@ -17,7 +20,8 @@ use crate::check::linearizability::register::{RegisterInput, RegisterOutput, Val
 /// A register operation as read from an etcd log.
 pub type RegisterOp = Operation<RegisterInput, RegisterOutput>;
 
-const MARKER: &str = "jepsen.util - ";
+/// The logger's name; the event follows it after blanks, `-` and blanks.
+const LOGGER: &str = "jepsen.util";
 
 /// Reads an etcd log file; a file without a single operation is an error.
 pub fn read(file: &Path) -> Result<Vec<RegisterOp>, ReadError> {
@@ -29,11 +33,11 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<RegisterOp>, ReadError> {
     let mut history = History::default();
     for (index, line) in text.lines().enumerate() {
         let number = index + 1;
-        let Some(at) = line.find(MARKER) else {
+        let Some(rest) = event_text(line) else {
             continue;
         };
-        let event = Event::parse(&line[at + MARKER.len()..])
-            .map_err(|message| ReadError::bad_line(file, number, message))?;
+        let event =
+            Event::parse(rest).map_err(|message| ReadError::bad_line(file, number, message))?;
         if let Some(event) = event {
             history
                 .apply(event, number as u64)
@@ -41,6 +45,24 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<RegisterOp>, ReadError> {
         }
     }
     Ok(history.ops.into_iter().flatten().collect())
+}
+
+/// The text of a line's event: what follows `jepsen.util`, blanks, `-` and blanks; `None` for
+/// a line of another logger (log chatter).
+fn event_text(line: &str) -> Option<&str> {
+    let mut from = 0;
+    while let Some(at) = line[from..].find(LOGGER) {
+        let after = &line[from + at + LOGGER.len()..];
+        let dash = after.trim_start();
+        if dash.len() < after.len()
+            && let Some(rest) = dash.strip_prefix('-')
+            && rest.starts_with(char::is_whitespace)
+        {
+            return Some(rest.trim());
+        }
+        from += at + LOGGER.len();
+    }
+    None
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,15 +97,24 @@ struct Event {
 impl Event {
     /// Parses the part after the marker; `None` for events of a non-client process (`:nemesis`).
     fn parse(rest: &str) -> Result<Option<Event>, String> {
-        let fields: Vec<&str> = rest.split('\t').map(str::trim).collect();
-        let [process, kind, function, value] = fields[..] else {
+        // The value may hold blanks itself (a cas's `[old new]`): it is the rest of the line.
+        if rest.starts_with(':') {
+            return Ok(None);
+        }
+        let mut fields = rest.split_whitespace();
+        let (Some(process), Some(kind), Some(function)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
             return Err(format!(
-                "expected 4 tab-separated fields, found {}",
-                fields.len()
+                "expected `<process> <type> <f> <value>` after `jepsen.util -`, found {rest:?}"
             ));
         };
-        if process.starts_with(':') {
-            return Ok(None);
+        let value = fields.collect::<Vec<_>>().join(" ");
+        if value.is_empty() {
+            return Err(format!(
+                "expected `<process> <type> <f> <value>` after `jepsen.util -`, found {rest:?} \
+                 (no value)"
+            ));
         }
         let process = process
             .parse()
@@ -101,7 +132,7 @@ impl Event {
             ":cas" => Function::Cas,
             other => return Err(format!("unknown function {other:?}")),
         };
-        let value = parse_value(value)?;
+        let value = parse_value(&value)?;
         Ok(Some(Event {
             process,
             kind,

@@ -595,6 +595,9 @@ struct Position<S> {
     cache: Memo<S>,
     /// The bit set of the partition-local ops whose outcome is unknown; empty if none is.
     info_mask: Vec<u64>,
+    /// The Zobrist hash of the placed ops with a known outcome (see [`zobrist`]), kept as
+    /// ops are placed and taken back so that the memo need not hash the bit set.
+    known_hash: u64,
     /// `linearized` split by `info_mask`, for the memo.
     known_placed: Vec<u64>,
     info_placed: Vec<u64>,
@@ -616,15 +619,45 @@ impl<S: Clone + Eq + std::hash::Hash> Position<S> {
     /// already ([`Memo::insert`]).
     fn explore(&mut self, state: &S) -> bool {
         if self.info_mask.is_empty() {
-            return self.cache.insert(&self.linearized, &[], state);
+            return self
+                .cache
+                .insert(&self.linearized, self.known_hash, &[], state);
         }
         for (w, &placed) in self.linearized.iter().enumerate() {
             self.known_placed[w] = placed & !self.info_mask[w];
             self.info_placed[w] = placed & self.info_mask[w];
         }
-        self.cache
-            .insert(&self.known_placed, &self.info_placed, state)
+        self.cache.insert(
+            &self.known_placed,
+            self.known_hash,
+            &self.info_placed,
+            state,
+        )
     }
+
+    /// Marks partition-local op `local` placed or not, keeping [`Self::known_hash`].
+    fn set_placed(&mut self, local: usize, placed: bool) {
+        mark(&mut self.linearized, local, placed);
+        let is_info = self
+            .info_mask
+            .get(local / 64)
+            .is_some_and(|w| w & (1 << (local % 64)) != 0);
+        if !is_info {
+            self.known_hash ^= zobrist(local);
+        }
+    }
+}
+
+/// A fixed pseudo-random 64-bit key per op (splitmix64 of its local number): the hash of a
+/// set of ops is the XOR of their keys (Zobrist hashing), updated in O(1) per op placed or
+/// taken back.
+fn zobrist(local: usize) -> u64 {
+    let mut z = (local as u64)
+        .wrapping_add(1)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// One placed op of the search's stack.
@@ -691,6 +724,7 @@ impl<'a, M: Model> Search<'a, M> {
                 linearized: vec![0u64; words],
                 cache: Memo::new(words, info_words),
                 info_mask: info_mask.clone(),
+                known_hash: 0,
                 known_placed: vec![0u64; words],
                 info_placed: info_mask,
                 calls: Vec::new(),
@@ -881,7 +915,7 @@ impl<'a, M: Model> Search<'a, M> {
                 !forced || next_state == at.state,
                 "a read-only op leaves the state as it is"
             );
-            mark(&mut at.linearized, local, true);
+            at.set_placed(local, true);
             if at.explore(&next_state) {
                 let before = std::mem::replace(&mut at.state, next_state);
                 at.calls.push(Placed {
@@ -896,7 +930,7 @@ impl<'a, M: Model> Search<'a, M> {
                 self.at.entry = self.next[HEAD];
                 return true;
             }
-            mark(&mut at.linearized, local, false);
+            at.set_placed(local, false);
             if forced {
                 return self.take_back(None);
             }
@@ -928,7 +962,7 @@ impl<'a, M: Model> Search<'a, M> {
                 placed(&self.at.linearized, local),
                 "an op taken back was placed"
             );
-            mark(&mut self.at.linearized, local, false);
+            self.at.set_placed(local, false);
             self.unlift(call);
             self.at.known_left += usize::from(self.op(local).output.is_some());
             self.at.entry = self.next[call];

@@ -17,7 +17,9 @@ pub(super) struct Memo<S> {
     /// has no unknown-outcome ops: then each key holds one empty set, never compared).
     words: usize,
     info_words: usize,
-    /// Per key: its known-outcome bits, its state, the newest of its unknown-outcome sets.
+    /// Per key: its hash, its known-outcome bits, its state, the newest of its
+    /// unknown-outcome sets.
+    hashes: Vec<u64>,
     bits: Vec<u64>,
     states: Vec<S>,
     newest: Vec<u32>,
@@ -32,6 +34,7 @@ impl<S: Eq + Hash + Clone> Memo<S> {
         Self {
             words,
             info_words,
+            hashes: Vec::new(),
             bits: Vec::new(),
             states: Vec::new(),
             newest: Vec::new(),
@@ -51,16 +54,24 @@ impl<S: Eq + Hash + Clone> Memo<S> {
     /// op whose equivalent twin the covering position has not placed is swapped for that
     /// twin). Without it, a put that overwrites the effect of `k` unknown-outcome appends
     /// leaves the search `2^k` positions that differ only in which of them it placed.
-    pub(super) fn insert(&mut self, known: &[u64], info: &[u64], state: &S) -> bool {
+    /// `known_hash` is a hash of `known` alone (the engine keeps one as it places ops).
+    pub(super) fn insert(
+        &mut self,
+        known: &[u64],
+        known_hash: u64,
+        info: &[u64],
+        state: &S,
+    ) -> bool {
         debug_assert_eq!((known.len(), info.len()), (self.words, self.info_words));
         if (self.states.len() + 1) * 2 > self.slots.len() {
             self.grow();
         }
-        let mut slot = self.home(known, state);
+        let hash = Self::hash(known_hash, state);
+        let mut slot = self.home(hash);
         loop {
             match self.slots[slot] {
                 EMPTY => break,
-                key if self.is(key as usize, known, state) => {
+                key if self.is(key as usize, hash, known, state) => {
                     let key = key as usize;
                     if self.covers(self.newest[key], info) {
                         return false;
@@ -72,6 +83,7 @@ impl<S: Eq + Hash + Clone> Memo<S> {
             }
         }
         self.slots[slot] = self.states.len() as u32;
+        self.hashes.push(hash);
         self.bits.extend_from_slice(known);
         self.states.push(state.clone());
         let first = self.push_info(info, EMPTY);
@@ -98,22 +110,27 @@ impl<S: Eq + Hash + Clone> Memo<S> {
         (self.older.len() - 1) as u32
     }
 
-    fn is(&self, key: usize, known: &[u64], state: &S) -> bool {
-        &self.bits[key * self.words..(key + 1) * self.words] == known && self.states[key] == *state
+    fn is(&self, key: usize, hash: u64, known: &[u64], state: &S) -> bool {
+        self.hashes[key] == hash
+            && &self.bits[key * self.words..(key + 1) * self.words] == known
+            && self.states[key] == *state
     }
 
-    fn home(&self, known: &[u64], state: &S) -> usize {
-        let mut hasher = FxHasher(0);
-        known.hash(&mut hasher);
+    /// The hash of a key: its known-outcome bits' hash and its state's.
+    fn hash(known_hash: u64, state: &S) -> u64 {
+        let mut hasher = FxHasher(known_hash);
         state.hash(&mut hasher);
-        (hasher.finish() as usize) & (self.slots.len() - 1)
+        hasher.finish()
+    }
+
+    fn home(&self, hash: u64) -> usize {
+        (hash as usize) & (self.slots.len() - 1)
     }
 
     fn grow(&mut self) {
         self.slots = vec![EMPTY; self.slots.len() * 2];
         for key in 0..self.states.len() {
-            let known = &self.bits[key * self.words..(key + 1) * self.words];
-            let mut slot = self.home(known, &self.states[key]);
+            let mut slot = self.home(self.hashes[key]);
             while self.slots[slot] != EMPTY {
                 slot = (slot + 1) & (self.slots.len() - 1);
             }
@@ -153,30 +170,30 @@ mod tests {
     #[test]
     fn a_position_is_covered_by_itself_and_by_fewer_unknown_outcome_ops_in_the_same_state() {
         let mut memo = Memo::new(1, 1);
-        assert!(memo.insert(&[0b01], &[0b100], &7));
-        assert!(!memo.insert(&[0b01], &[0b100], &7), "itself");
+        assert!(memo.insert(&[0b01], 0b01, &[0b100], &7));
+        assert!(!memo.insert(&[0b01], 0b01, &[0b100], &7), "itself");
         assert!(
-            !memo.insert(&[0b01], &[0b110], &7),
+            !memo.insert(&[0b01], 0b01, &[0b110], &7),
             "a superset of its :info ops"
         );
-        assert!(memo.insert(&[0b01], &[0b010], &7), "not a superset");
-        assert!(memo.insert(&[0b01], &[0b000], &7), "fewer :info ops");
+        assert!(memo.insert(&[0b01], 0b01, &[0b010], &7), "not a superset");
+        assert!(memo.insert(&[0b01], 0b01, &[0b000], &7), "fewer :info ops");
         assert!(
-            !memo.insert(&[0b01], &[0b111], &7),
+            !memo.insert(&[0b01], 0b01, &[0b111], &7),
             "covered by the empty set now"
         );
-        assert!(memo.insert(&[0b01], &[0b100], &8), "another state");
-        assert!(memo.insert(&[0b11], &[0b100], &7), "other known ops");
+        assert!(memo.insert(&[0b01], 0b01, &[0b100], &8), "another state");
+        assert!(memo.insert(&[0b11], 0b11, &[0b100], &7), "other known ops");
     }
 
     #[test]
     fn many_positions_survive_growing_the_table() {
         let mut memo = Memo::new(1, 0);
         for i in 0..5000u64 {
-            assert!(memo.insert(&[i], &[], &(i % 3)));
+            assert!(memo.insert(&[i], i, &[], &(i % 3)));
         }
         for i in 0..5000u64 {
-            assert!(!memo.insert(&[i], &[], &(i % 3)));
+            assert!(!memo.insert(&[i], i, &[], &(i % 3)));
         }
     }
 }
