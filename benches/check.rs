@@ -18,8 +18,8 @@
 //! and ledger histories of 5, 20 and 50 clients with many `:info` operations, without and with
 //! one injected violation early, in the middle or at the end. Each row gives the fastest of a
 //! few checks with the default budget, as `leasesim check` has it (50,000,000 steps per
-//! partition: about 10 s on the exponential families, porcupine's timeout in the side-by-side
-//! run), and its verdict, and one check with `--budget 100000` (which must
+//! partition: 6–50 s a row on the exponential families, where porcupine gets a 10 s timeout
+//! in the side-by-side run), and its verdict, and one check with `--budget 100000` (which must
 //! end in bounded time, `unknown` where more is needed). With
 //! `CHECK_FAMILIES_DIR=<dir>` (or `--families-dir <dir>` after `--`), the register and kv
 //! families are also written there in the Jepsen text formats (`register-c05-ok.log`, an etcd

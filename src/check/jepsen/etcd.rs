@@ -1,5 +1,5 @@
 //! The Jepsen etcd log: one event per line,
-//! `INFO  jepsen.util - <process>\t<:invoke|:ok|:fail|:info>\t<:read|:write|:cas>\t<value>`.
+//! `INFO  jepsen.util - <process> <:invoke|:ok|:fail|:info> <:read|:write|:cas> <value>`.
 //! Jepsen separates the fields with tabs or runs of spaces, so any run of blanks separates
 //! them here (porcupine's reader matches `\s+`), trailing blanks are ignored, and lines may end
 //! in CRLF.
@@ -8,7 +8,8 @@
 //! value is `[old new]`; `:fail :cas` completed without swapping; `:fail :read` timed out, so
 //! its outcome is unknown and it ends there; `:info` leaves the operation open to the end with
 //! an unknown outcome; a `:fail :write` did not happen and is dropped; any line without
-//! `jepsen.util - ` is log chatter and is ignored. The time of an event is its line number.
+//! `jepsen.util`, blanks, `-` and blanks is log chatter and is ignored, and so is an event of a
+//! process that is not a client (`:nemesis`). The time of an event is its line number.
 
 use std::collections::BTreeMap;
 use std::path::Path;

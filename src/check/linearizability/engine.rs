@@ -44,7 +44,10 @@ impl Budget {
 }
 
 impl Default for Budget {
-    /// 50 million steps per partition: a few seconds at most.
+    /// 50 million steps per partition: measured, under 15 s a partition on the generated
+    /// families (`cargo bench --bench check`). A step's work is bounded by the partition's
+    /// size and the memo's sets of unknown-outcome ops, not by a constant, so this is a
+    /// measurement, not a bound.
     fn default() -> Self {
         Self::steps(50_000_000)
     }
@@ -823,7 +826,8 @@ impl<'a, M: Model> Search<'a, M> {
     /// next" means), and moving `r` earlier only relaxes the order of the others; `r`'s twin
     /// (see [`twins`]) is placed. Without it, `k` concurrent reads of one value are placed in
     /// up to `2^k` subsets, each a distinct memo entry: the register families of 20 and 50
-    /// clients (issue 17) were exponential for this search and for porcupine alike.
+    /// clients without a violation (issue 17) were exponential for this search and for
+    /// porcupine alike.
     fn run(&mut self, max_steps: u64, tick: &dyn Fn(u64) -> bool) -> Outcome {
         while self.at.known_left > 0 {
             // The search counters: at most every known op is left, at most every op placed.
@@ -890,8 +894,12 @@ impl<'a, M: Model> Search<'a, M> {
     /// Tries to place the op of call node `entry` next: on success it is lifted out of the list
     /// and the search starts again from the head, looking for read-only ops first; otherwise
     /// it moves on to the next node. A `forced` op (a read-only one, see [`Self::run`]) whose
-    /// position was explored already means the position before it fails too: the search
-    /// takes back, and returns `false` when nothing is left to take back (not linearizable).
+    /// position is covered ([`Memo::insert`]) means the position before it need not be
+    /// searched on: the search takes back, and returns `false` when nothing is left to take
+    /// back (not linearizable). Why no linearization is lost: were the partition
+    /// linearizable, the explored position with the shortest completion would have been
+    /// taken back, yet its next op on that completion (the forced read, if one fits) leads to
+    /// an explored or covering position with a shorter one.
     fn try_place(&mut self, entry: usize, forced: bool) -> bool {
         let local = self.node_op[entry];
         let op = self.op(local);

@@ -14,7 +14,7 @@ const EMPTY: u32 = u32::MAX;
 /// A set of explored positions; every bit set has the same number of words.
 pub(super) struct Memo<S> {
     /// Words of a known-outcome bit set, and of an unknown-outcome one (0 when the partition
-    /// has no unknown-outcome ops: then each key holds one empty set, never compared).
+    /// has no unknown-outcome ops: then each key holds one empty set, which covers itself).
     words: usize,
     info_words: usize,
     /// Per key: its hash, its known-outcome bits, its state, the newest of its
