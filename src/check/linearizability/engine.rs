@@ -1139,3 +1139,89 @@ fn interval<M: Model>(model: &M, op: &Operation<M::Input, M::Output>) -> String 
         _ => format!("[{call}, ∞)"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::{RngCore, SeedableRng};
+
+    use super::{Operation, Outcome, Search, twins};
+    use crate::check::linearizability::register::{CasRegister, RegisterInput, RegisterOutput};
+
+    type Op = Operation<RegisterInput, RegisterOutput>;
+
+    /// A random register history of `n` overlapping ops: reads, writes and cas of 0..3, some
+    /// with an unknown outcome, outputs drawn at random (so many histories are not
+    /// linearizable and the search backtracks, taking forced reads back).
+    fn history(rng: &mut ChaCha8Rng, n: u64) -> Vec<Op> {
+        (0..n)
+            .map(|p| {
+                let call = rng.next_u64() % 20;
+                let ret = call + 1 + rng.next_u64() % 10;
+                let v = (rng.next_u64() % 3) as i64;
+                let (input, output) = match rng.next_u64() % 4 {
+                    0 | 1 => (RegisterInput::Read, RegisterOutput::Read(Some(v))),
+                    2 => (RegisterInput::Write(v), RegisterOutput::Written),
+                    _ => (
+                        RegisterInput::Cas {
+                            old: v,
+                            new: (v + 1) % 3,
+                        },
+                        RegisterOutput::Cas(rng.next_u64().is_multiple_of(2)),
+                    ),
+                };
+                let unknown = rng.next_u64().is_multiple_of(8);
+                Operation {
+                    process: p,
+                    input,
+                    output: (!unknown).then_some(output),
+                    call,
+                    ret: Some(ret),
+                }
+            })
+            .collect()
+    }
+
+    fn outcome_name(outcome: &Outcome) -> &'static str {
+        match outcome {
+            Outcome::Linearizable => "linearizable",
+            Outcome::Stuck => "stuck",
+            Outcome::Paused => "paused",
+            Outcome::Abandoned => "abandoned",
+        }
+    }
+
+    /// Pausing is invisible: a search resumed every few steps (the rounds of counted work)
+    /// ends as one uninterrupted search does, after exactly as many steps, with forced reads
+    /// and covered positions in the histories.
+    #[test]
+    fn a_search_paused_every_few_steps_ends_as_one_that_never_paused() {
+        let mut rng = ChaCha8Rng::seed_from_u64(17);
+        let mut stuck = 0;
+        for round in 0..400 {
+            let ops = history(&mut rng, 4 + round % 9);
+            let indices: Vec<usize> = (0..ops.len()).collect();
+            let (twin_before, _) = twins(&ops, &indices, u64::MAX).expect("no budget to run out");
+            let mut whole = Search::new(&CasRegister, &ops, &indices, twin_before.clone());
+            let expected = whole.run(u64::MAX, &|_| false);
+            let mut paused = Search::new(&CasRegister, &ops, &indices, twin_before);
+            let every = 1 + round % 5;
+            let outcome = loop {
+                match paused.run(paused.steps + every, &|_| false) {
+                    Outcome::Paused => continue,
+                    outcome => break outcome,
+                }
+            };
+            assert_eq!(
+                (outcome_name(&outcome), paused.steps),
+                (outcome_name(&expected), whole.steps),
+                "history {round}: {ops:?}"
+            );
+            stuck += usize::from(matches!(expected, Outcome::Stuck));
+        }
+        assert!(
+            stuck > 50,
+            "the histories exercise failing searches: {stuck} of 400"
+        );
+    }
+}
