@@ -98,24 +98,24 @@ struct Event {
 impl Event {
     /// Parses the part after the marker; `None` for events of a non-client process (`:nemesis`).
     fn parse(rest: &str) -> Result<Option<Event>, String> {
-        // The value may hold blanks itself (a cas's `[old new]`): it is the rest of the line.
         if rest.starts_with(':') {
             return Ok(None);
         }
+        let malformed = |why: &str| {
+            format!(
+                "expected `<process> <type> <f> <value>` after `jepsen.util -`, found {rest:?}{why}"
+            )
+        };
         let mut fields = rest.split_whitespace();
         let (Some(process), Some(kind), Some(function)) =
             (fields.next(), fields.next(), fields.next())
         else {
-            return Err(format!(
-                "expected `<process> <type> <f> <value>` after `jepsen.util -`, found {rest:?}"
-            ));
+            return Err(malformed(""));
         };
+        // The value may hold blanks itself (a cas's `[old new]`): it is the rest of the line.
         let value = fields.collect::<Vec<_>>().join(" ");
         if value.is_empty() {
-            return Err(format!(
-                "expected `<process> <type> <f> <value>` after `jepsen.util -`, found {rest:?} \
-                 (no value)"
-            ));
+            return Err(malformed(" (no value)"));
         }
         let process = process
             .parse()

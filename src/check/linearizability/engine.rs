@@ -598,8 +598,12 @@ struct Position<S> {
     cache: Memo<S>,
     /// The bit set of the partition-local ops whose outcome is unknown; empty if none is.
     info_mask: Vec<u64>,
-    /// The Zobrist hash of the placed ops with a known outcome (see [`zobrist`]), kept as
-    /// ops are placed and taken back so that the memo need not hash the bit set.
+    /// Partition-local op → its [`zobrist`] key, 0 for an unknown-outcome op (which the
+    /// memo's key leaves out).
+    op_keys: Vec<u64>,
+    /// The XOR of the keys of the placed ops: the Zobrist hash of the placed ops with a known
+    /// outcome, kept as ops are placed and taken back so that the memo need not hash the bit
+    /// set.
     known_hash: u64,
     /// `linearized` split by `info_mask`, for the memo.
     known_placed: Vec<u64>,
@@ -641,13 +645,7 @@ impl<S: Clone + Eq + std::hash::Hash> Position<S> {
     /// Marks partition-local op `local` placed or not, keeping [`Self::known_hash`].
     fn set_placed(&mut self, local: usize, placed: bool) {
         mark(&mut self.linearized, local, placed);
-        let is_info = self
-            .info_mask
-            .get(local / 64)
-            .is_some_and(|w| w & (1 << (local % 64)) != 0);
-        if !is_info {
-            self.known_hash ^= zobrist(local);
-        }
+        self.known_hash ^= self.op_keys[local];
     }
 }
 
@@ -669,7 +667,8 @@ struct Placed<S> {
     call: usize,
     /// The state before it.
     before: S,
-    /// Placed as a read-only op that fit: the position before it fails if this one does.
+    /// Placed as a read-only op that fit: when the search takes it back, it takes back the
+    /// position before it too (see [`Search::run`]).
     forced: bool,
 }
 
@@ -727,6 +726,17 @@ impl<'a, M: Model> Search<'a, M> {
                 linearized: vec![0u64; words],
                 cache: Memo::new(words, info_words),
                 info_mask: info_mask.clone(),
+                op_keys: indices
+                    .iter()
+                    .enumerate()
+                    .map(|(local, &i)| {
+                        if ops[i].output.is_some() {
+                            zobrist(local)
+                        } else {
+                            0
+                        }
+                    })
+                    .collect(),
                 known_hash: 0,
                 known_placed: vec![0u64; words],
                 info_placed: info_mask,
@@ -879,7 +889,7 @@ impl<'a, M: Model> Search<'a, M> {
                 if !self.try_place(node, true) {
                     return false;
                 }
-                if self.at.calls.len() != placed || !self.at.reads_first {
+                if self.at.calls.len() != placed {
                     // Placed, or its position was covered and the search took back.
                     return true;
                 }
