@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Model;
-use super::memo::Memo;
+use super::memo::{Known, Memo};
 
 /// One operation of a concurrent history.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,7 +248,7 @@ fn check_spending<M: Model>(
 
 /// [`std::thread::available_parallelism`], read once per process (it reads cgroup files on
 /// Linux, tens of microseconds: as long as checking a small history).
-fn parallelism() -> usize {
+pub(crate) fn parallelism() -> usize {
     static PARALLELISM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *PARALLELISM.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
@@ -583,7 +583,11 @@ struct Search<'a, M: Model> {
     /// Local op → whether it never changes the state ([`Model::is_read_only`]).
     read_only: Vec<bool>,
     stuck: Option<Stuck<M::State>>,
+    /// The longest run of placed ops seen (local ops, in order), and how many of the placed
+    /// ops agree with its start: kept in amortised O(1) a step (copying the placed ops at
+    /// every new depth made a deep search quadratic, issue 21).
     longest_prefix: Vec<usize>,
+    prefix_agrees: usize,
     /// Search steps spent so far by [`Self::run`], over all its calls.
     steps: u64,
     /// Where the search stands, kept between calls of [`Self::run`] so that it resumes.
@@ -596,8 +600,20 @@ struct Position<S> {
     linearized: Vec<u64>,
     /// The positions already explored (see [`Memo`]).
     cache: Memo<S>,
-    /// The bit set of the partition-local ops whose outcome is unknown; empty if none is.
+    /// The placed ops with a known outcome, as a bit set of partition-local ops in which every
+    /// unknown-outcome op counts as placed (so a word is full when all its known-outcome ops
+    /// are placed); words `known_low..known_high` are the memo's [`Known`] window.
+    known: Vec<u64>,
+    /// The lowest word of `known` that is not full (`known.len()` when all are).
+    known_low: usize,
+    /// One past the last word of `known` with a placed known-outcome op (0: none).
+    known_high: usize,
+    /// The bit set of the partition-local ops whose outcome is unknown.
     info_mask: Vec<u64>,
+    /// Partition-local op → its number among the unknown-outcome ops, `None` for a known one.
+    info_number: Vec<Option<u32>>,
+    /// The placed unknown-outcome ops, by their number; empty if the partition has none.
+    info_placed: Vec<u64>,
     /// Partition-local op → its [`zobrist`] key, 0 for an unknown-outcome op (which the
     /// memo's key leaves out).
     op_keys: Vec<u64>,
@@ -605,9 +621,6 @@ struct Position<S> {
     /// outcome, kept as ops are placed and taken back so that the memo need not hash the bit
     /// set.
     known_hash: u64,
-    /// `linearized` split by `info_mask`, for the memo.
-    known_placed: Vec<u64>,
-    info_placed: Vec<u64>,
     /// The placed ops, in linearization order.
     calls: Vec<Placed<S>>,
     /// How many ops with a known outcome the partition has, and how many are unplaced.
@@ -623,29 +636,53 @@ struct Position<S> {
 
 impl<S: Clone + Eq + std::hash::Hash> Position<S> {
     /// Records the position of `linearized` in `state` as explored; `false` if it was covered
-    /// already ([`Memo::insert`]).
+    /// already ([`Memo::insert`]). Costs the [`Known`] window and the unknown-outcome set, not
+    /// the partition's size.
     fn explore(&mut self, state: &S) -> bool {
-        if self.info_mask.is_empty() {
-            return self
-                .cache
-                .insert(&self.linearized, self.known_hash, &[], state);
-        }
-        for (w, &placed) in self.linearized.iter().enumerate() {
-            self.known_placed[w] = placed & !self.info_mask[w];
-            self.info_placed[w] = placed & self.info_mask[w];
-        }
-        self.cache.insert(
-            &self.known_placed,
-            self.known_hash,
-            &self.info_placed,
-            state,
-        )
+        let (low, high) = (self.known_low, self.known_high.max(self.known_low));
+        let known = Known {
+            first: low,
+            words: &self.known[low..high],
+        };
+        self.cache
+            .insert(known, self.known_hash, &self.info_placed, state)
     }
 
-    /// Marks partition-local op `local` placed or not, keeping [`Self::known_hash`].
+    /// Marks partition-local op `local` placed or not, keeping [`Self::known_hash`], the
+    /// [`Known`] window's ends and the unknown-outcome set.
     fn set_placed(&mut self, local: usize, placed: bool) {
         mark(&mut self.linearized, local, placed);
         self.known_hash ^= self.op_keys[local];
+        if let Some(number) = self.info_number[local] {
+            mark(&mut self.info_placed, number as usize, placed);
+            return;
+        }
+        mark(&mut self.known, local, placed);
+        let word = local / 64;
+        if placed {
+            self.known_high = self.known_high.max(word + 1);
+            let (words, ops) = (self.known.len(), self.op_keys.len());
+            while self.known_low < words
+                && self.known[self.known_low] == full_word(self.known_low, words, ops)
+            {
+                self.known_low += 1;
+            }
+        } else {
+            self.known_low = self.known_low.min(word);
+            while self.known_high > 0
+                && self.known[self.known_high - 1] == self.info_mask[self.known_high - 1]
+            {
+                self.known_high -= 1;
+            }
+        }
+    }
+}
+
+/// Word `w` of a bit set of `ops` ops (in `words` words) with every op set.
+fn full_word(w: usize, words: usize, ops: usize) -> u64 {
+    match ops % 64 {
+        r if w + 1 == words && r != 0 => (1 << r) - 1,
+        _ => u64::MAX,
     }
 }
 
@@ -690,15 +727,20 @@ impl<'a, M: Model> Search<'a, M> {
         let nodes = events.len() + 1;
         let words = indices.len().div_ceil(64);
         let mut info_mask = vec![0u64; words];
+        let mut info_number = vec![None; indices.len()];
+        let mut infos = 0u32;
         for (local, &i) in indices.iter().enumerate() {
             if ops[i].output.is_none() {
                 mark(&mut info_mask, local, true);
+                info_number[local] = Some(infos);
+                infos += 1;
             }
         }
-        if info_mask.iter().all(|&w| w == 0) {
-            info_mask.clear();
-        }
-        let info_words = info_mask.len();
+        // Unknown-outcome ops count as placed in `known`, so a word of them alone is full.
+        let known = info_mask.clone();
+        let known_low = (0..words)
+            .find(|&w| known[w] != full_word(w, words, indices.len()))
+            .unwrap_or(words);
         let mut search = Search {
             model,
             ops,
@@ -721,11 +763,17 @@ impl<'a, M: Model> Search<'a, M> {
             twin_before,
             stuck: None,
             longest_prefix: Vec::new(),
+            prefix_agrees: 0,
             steps: 0,
             at: Position {
                 linearized: vec![0u64; words],
-                cache: Memo::new(words, info_words),
-                info_mask: info_mask.clone(),
+                cache: Memo::new((infos as usize).div_ceil(64)),
+                known,
+                known_low,
+                known_high: 0,
+                info_mask,
+                info_number,
+                info_placed: vec![0u64; (infos as usize).div_ceil(64)],
                 op_keys: indices
                     .iter()
                     .enumerate()
@@ -738,8 +786,6 @@ impl<'a, M: Model> Search<'a, M> {
                     })
                     .collect(),
                 known_hash: 0,
-                known_placed: vec![0u64; words],
-                info_placed: info_mask,
                 calls: Vec::new(),
                 known_total: 0,
                 known_left: 0,
@@ -974,6 +1020,7 @@ impl<'a, M: Model> Search<'a, M> {
             else {
                 return false;
             };
+            self.prefix_agrees = self.prefix_agrees.min(self.at.calls.len());
             self.at.state = before;
             let local = self.node_op[call];
             debug_assert!(
@@ -1006,13 +1053,19 @@ impl<'a, M: Model> Search<'a, M> {
             .all(|local| self.op(local).output.is_none() || placed(linearized, local))
     }
 
+    /// After an op is placed: extends [`Self::longest_prefix`] if the placed ops are now
+    /// longer, copying only the part that differs from it.
     fn note_prefix(&mut self) {
-        let calls = &self.at.calls;
-        if calls.len() > self.longest_prefix.len() {
-            self.longest_prefix = calls
-                .iter()
-                .map(|placed| self.node_op[placed.call])
-                .collect();
+        let depth = self.at.calls.len();
+        let newest = self.node_op[self.at.calls[depth - 1].call];
+        if self.prefix_agrees + 1 == depth && self.longest_prefix.get(depth - 1) == Some(&newest) {
+            self.prefix_agrees = depth;
+        } else if depth > self.longest_prefix.len() {
+            self.longest_prefix.truncate(self.prefix_agrees);
+            let placed = &self.at.calls[self.prefix_agrees..];
+            self.longest_prefix
+                .extend(placed.iter().map(|placed| self.node_op[placed.call]));
+            self.prefix_agrees = depth;
         }
     }
 

@@ -3,23 +3,44 @@
 //!
 //! A position is (placed ops, state). The placed ops are split in two: those with a known
 //! outcome, which key the table with the state, and those with an unknown outcome (Jepsen's
-//! `:info`), of which each key keeps every set seen. A position is *covered* when the table
-//! holds its key with a subset of its unknown-outcome ops: placing fewer of those ops in the
-//! same state leaves every continuation open (see [`Memo::insert`]).
+//! `:info`), of which each key keeps the minimal sets seen (a set that arrives drops the
+//! stored sets it is a subset of: they cover nothing it does not). A position is *covered*
+//! when the table holds its key with a subset of its unknown-outcome ops: placing fewer of
+//! those ops in the same state leaves every continuation open (see [`Memo::insert`]).
+//!
+//! A key's known-outcome ops are stored as the words of their bit set from its first word
+//! that is not full (every lower word has all its ops placed) to its last word with a placed
+//! op ([`Known`]): a search places ops roughly in call order, so that window spans the ops
+//! running at once, not the history, and a key costs the same at 1k ops as at 100k (with
+//! whole bit sets, a 100k-op history's search wrote 12 KiB per position: quadratic in time
+//! and memory, issue 21).
 
 use std::hash::{Hash, Hasher};
 
 const EMPTY: u32 = u32::MAX;
 
-/// A set of explored positions; every bit set has the same number of words.
+/// The placed known-outcome ops of a position: words `first..first + words.len()` of their bit
+/// set, every word below `first` full (all placed) and every word above none placed. The
+/// engine keeps it canonical (`first` the lowest word that is not full, `words` ending at the
+/// last word with a placed op, empty when there is none above `first`), so that equal sets
+/// give equal `Known`s.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Known<'a> {
+    pub(super) first: usize,
+    pub(super) words: &'a [u64],
+}
+
+/// A set of explored positions.
 pub(super) struct Memo<S> {
-    /// Words of a known-outcome bit set, and of an unknown-outcome one (0 when the partition
-    /// has no unknown-outcome ops: then each key holds one empty set, which covers itself).
-    words: usize,
+    /// Words of an unknown-outcome set (0 when the partition has no unknown-outcome ops:
+    /// then each key holds one empty set, which covers itself).
     info_words: usize,
-    /// Per key: its hash, its known-outcome bits, its state, the newest of its
-    /// unknown-outcome sets.
+    /// Per key: its hash, its known-outcome window (first word, where its words start in
+    /// `bits`, how many), its state, the newest of its unknown-outcome sets.
     hashes: Vec<u64>,
+    firsts: Vec<usize>,
+    starts: Vec<usize>,
+    lens: Vec<u32>,
     bits: Vec<u64>,
     states: Vec<S>,
     newest: Vec<u32>,
@@ -30,11 +51,13 @@ pub(super) struct Memo<S> {
 }
 
 impl<S: Eq + Hash + Clone> Memo<S> {
-    pub(super) fn new(words: usize, info_words: usize) -> Self {
+    pub(super) fn new(info_words: usize) -> Self {
         Self {
-            words,
             info_words,
             hashes: Vec::new(),
+            firsts: Vec::new(),
+            starts: Vec::new(),
+            lens: Vec::new(),
             bits: Vec::new(),
             states: Vec::new(),
             newest: Vec::new(),
@@ -57,12 +80,12 @@ impl<S: Eq + Hash + Clone> Memo<S> {
     /// `known_hash` is a hash of `known` alone (the engine keeps one as it places ops).
     pub(super) fn insert(
         &mut self,
-        known: &[u64],
+        known: Known<'_>,
         known_hash: u64,
         info: &[u64],
         state: &S,
     ) -> bool {
-        debug_assert_eq!((known.len(), info.len()), (self.words, self.info_words));
+        debug_assert_eq!(info.len(), self.info_words);
         if (self.states.len() + 1) * 2 > self.slots.len() {
             self.grow();
         }
@@ -73,10 +96,10 @@ impl<S: Eq + Hash + Clone> Memo<S> {
                 EMPTY => break,
                 key if self.is(key as usize, hash, known, state) => {
                     let key = key as usize;
-                    if self.covers(self.newest[key], info) {
+                    let Some(rest) = self.minimal_without_supersets(self.newest[key], info) else {
                         return false;
-                    }
-                    self.newest[key] = self.push_info(info, self.newest[key]);
+                    };
+                    self.newest[key] = self.push_info(info, rest);
                     return true;
                 }
                 _ => slot = (slot + 1) & (self.slots.len() - 1),
@@ -84,24 +107,40 @@ impl<S: Eq + Hash + Clone> Memo<S> {
         }
         self.slots[slot] = self.states.len() as u32;
         self.hashes.push(hash);
-        self.bits.extend_from_slice(known);
+        self.firsts.push(known.first);
+        self.starts.push(self.bits.len());
+        self.lens.push(known.words.len() as u32);
+        self.bits.extend_from_slice(known.words);
         self.states.push(state.clone());
-        let first = self.push_info(info, EMPTY);
-        self.newest.push(first);
+        let set = self.push_info(info, EMPTY);
+        self.newest.push(set);
         true
     }
 
-    /// Whether a set of the chain from `set` is a subset of `info`.
-    fn covers(&self, mut set: u32, info: &[u64]) -> bool {
+    /// The chain from `set` without the sets that are supersets of `info` (each is covered by
+    /// `info` from now on, so keeping only minimal sets loses nothing and keeps chains short),
+    /// or `None` if a set of the chain is a subset of `info` (the position is covered).
+    fn minimal_without_supersets(&mut self, head: u32, info: &[u64]) -> Option<u32> {
+        let w = self.info_words;
+        let (mut head, mut prev, mut set) = (head, EMPTY, head);
         while set != EMPTY {
-            let at = set as usize * self.info_words;
-            let stored = &self.info_bits[at..at + self.info_words];
+            let stored = &self.info_bits[set as usize * w..(set as usize + 1) * w];
             if stored.iter().zip(info).all(|(s, i)| s & !i == 0) {
-                return true;
+                return None;
             }
-            set = self.older[set as usize];
+            let next = self.older[set as usize];
+            if info.iter().zip(stored).all(|(i, s)| i & !s == 0) {
+                if prev == EMPTY {
+                    head = next;
+                } else {
+                    self.older[prev as usize] = next;
+                }
+            } else {
+                prev = set;
+            }
+            set = next;
         }
-        false
+        Some(head)
     }
 
     fn push_info(&mut self, info: &[u64], older: u32) -> u32 {
@@ -110,9 +149,12 @@ impl<S: Eq + Hash + Clone> Memo<S> {
         (self.older.len() - 1) as u32
     }
 
-    fn is(&self, key: usize, hash: u64, known: &[u64], state: &S) -> bool {
+    fn is(&self, key: usize, hash: u64, known: Known<'_>, state: &S) -> bool {
+        let start = self.starts[key];
         self.hashes[key] == hash
-            && &self.bits[key * self.words..(key + 1) * self.words] == known
+            && self.firsts[key] == known.first
+            && self.lens[key] as usize == known.words.len()
+            && self.bits[start..start + known.words.len()] == *known.words
             && self.states[key] == *state
     }
 
@@ -165,35 +207,120 @@ impl Hasher for FxHasher {
 
 #[cfg(test)]
 mod tests {
-    use super::Memo;
+    use super::{Known, Memo};
+
+    /// The known-outcome ops of a one-word bit set (with no full word below it).
+    fn one(word: &[u64; 1]) -> Known<'_> {
+        Known {
+            first: 0,
+            words: if word[0] == 0 { &[] } else { word },
+        }
+    }
 
     #[test]
     fn a_position_is_covered_by_itself_and_by_fewer_unknown_outcome_ops_in_the_same_state() {
-        let mut memo = Memo::new(1, 1);
-        assert!(memo.insert(&[0b01], 0b01, &[0b100], &7));
-        assert!(!memo.insert(&[0b01], 0b01, &[0b100], &7), "itself");
+        let mut memo = Memo::new(1);
+        assert!(memo.insert(one(&[0b01]), 0b01, &[0b100], &7));
+        assert!(!memo.insert(one(&[0b01]), 0b01, &[0b100], &7), "itself");
         assert!(
-            !memo.insert(&[0b01], 0b01, &[0b110], &7),
+            !memo.insert(one(&[0b01]), 0b01, &[0b110], &7),
             "a superset of its :info ops"
         );
-        assert!(memo.insert(&[0b01], 0b01, &[0b010], &7), "not a superset");
-        assert!(memo.insert(&[0b01], 0b01, &[0b000], &7), "fewer :info ops");
         assert!(
-            !memo.insert(&[0b01], 0b01, &[0b111], &7),
+            memo.insert(one(&[0b01]), 0b01, &[0b010], &7),
+            "not a superset"
+        );
+        assert!(
+            memo.insert(one(&[0b01]), 0b01, &[0b000], &7),
+            "fewer :info ops"
+        );
+        assert!(
+            !memo.insert(one(&[0b01]), 0b01, &[0b111], &7),
             "covered by the empty set now"
         );
-        assert!(memo.insert(&[0b01], 0b01, &[0b100], &8), "another state");
-        assert!(memo.insert(&[0b11], 0b11, &[0b100], &7), "other known ops");
+        assert!(
+            memo.insert(one(&[0b01]), 0b01, &[0b100], &8),
+            "another state"
+        );
+        assert!(
+            memo.insert(one(&[0b11]), 0b11, &[0b100], &7),
+            "other known ops"
+        );
+    }
+
+    #[test]
+    fn a_key_keeps_only_its_minimal_unknown_outcome_sets() {
+        let mut memo = Memo::new(1);
+        for info in [0b0110, 0b0011, 0b1100, 0b0101] {
+            assert!(memo.insert(one(&[0]), 0, &[info], &1));
+        }
+        assert_eq!(
+            memo.sets_of_first_key(),
+            vec![0b0101, 0b1100, 0b0011, 0b0110]
+        );
+        assert!(
+            memo.insert(one(&[0]), 0, &[0b0100], &1),
+            "a subset of three of them"
+        );
+        assert_eq!(memo.sets_of_first_key(), vec![0b0100, 0b0011]);
+        assert!(
+            !memo.insert(one(&[0]), 0, &[0b1110], &1),
+            "covered by 0b0100"
+        );
+        assert!(!memo.insert(one(&[0]), 0, &[0b0111], &1), "covered by both");
+        assert!(
+            memo.insert(one(&[0]), 0, &[0b1001], &1),
+            "covered by neither"
+        );
+        assert_eq!(memo.sets_of_first_key(), vec![0b1001, 0b0100, 0b0011]);
+    }
+
+    impl Memo<i32> {
+        /// The first key's unknown-outcome sets, newest first (one word each).
+        fn sets_of_first_key(&self) -> Vec<u64> {
+            let mut sets = Vec::new();
+            let mut set = self.newest[0];
+            while set != super::EMPTY {
+                sets.push(self.info_bits[set as usize]);
+                set = self.older[set as usize];
+            }
+            sets
+        }
+    }
+
+    #[test]
+    fn a_key_is_its_window_of_words_and_where_it_starts() {
+        let mut memo = Memo::new(0);
+        let at = |first, words| Known { first, words };
+        assert!(memo.insert(at(1, &[0b1]), 5, &[], &0));
+        assert!(
+            memo.insert(at(2, &[0b1]), 5, &[], &0),
+            "the same words higher up"
+        );
+        assert!(
+            memo.insert(at(1, &[0b1, 0b1]), 5, &[], &0),
+            "a longer window"
+        );
+        assert!(
+            memo.insert(at(1, &[]), 5, &[], &0),
+            "nothing placed above it"
+        );
+        for (first, words) in [(1, &[0b1][..]), (2, &[0b1]), (1, &[0b1, 0b1]), (1, &[])] {
+            assert!(
+                !memo.insert(at(first, words), 5, &[], &0),
+                "{first} {words:?}"
+            );
+        }
     }
 
     #[test]
     fn many_positions_survive_growing_the_table() {
-        let mut memo = Memo::new(1, 0);
+        let mut memo = Memo::new(0);
         for i in 0..5000u64 {
-            assert!(memo.insert(&[i], i, &[], &(i % 3)));
+            assert!(memo.insert(one(&[i]), i, &[], &(i % 3)));
         }
         for i in 0..5000u64 {
-            assert!(!memo.insert(&[i], i, &[], &(i % 3)));
+            assert!(!memo.insert(one(&[i]), i, &[], &(i % 3)));
         }
     }
 }

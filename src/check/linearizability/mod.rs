@@ -61,6 +61,7 @@ pub mod register;
 #[cfg(test)]
 mod rejection_tests;
 
+pub(crate) use engine::parallelism;
 pub use engine::{Budget, Explanation, Operation, Verdict, check, check_counted};
 pub use from_history::{
     Extracted, KubeOps, LeaseOps, LedgerOps, check_kube_history, check_lease_history,
