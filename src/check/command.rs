@@ -25,6 +25,7 @@ use crate::check::linearizability::kv::KvStore;
 use crate::check::linearizability::register::CasRegister;
 use crate::check::linearizability::{
     Budget, Explanation, Verdict, check, kube_operations, lease_operations, ledger_operations,
+    parallelism,
 };
 use crate::exit::Exit;
 use crate::history::History;
@@ -283,42 +284,130 @@ pub fn render_text(report: &FileReport, model: CheckModel) -> String {
     }
 }
 
-/// Runs `leasesim check`: every file in order, verdicts on `out`, errors (and progress, when
-/// `err` is a terminal and there are several files) on `err`. Returns the exit code.
+/// Runs `leasesim check`: the files are judged on up to [`parallelism`] threads (one file
+/// per thread at a time; a single file on the calling thread), and reported in the order given:
+/// verdicts on `out`, errors (and progress, when `err` is a terminal and there are several
+/// files) on `err`. What is reported does not depend on the threads, only the elapsed times
+/// do. Returns the exit code.
 pub fn run(options: &CheckOptions, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
-    let progress = options.files.len() > 1 && std::io::stderr().is_terminal();
-    let mut codes = Vec::with_capacity(options.files.len());
-    for (i, file) in options.files.iter().enumerate() {
-        if progress {
+    let files = &options.files;
+    let progress = files.len() > 1 && std::io::stderr().is_terminal();
+    let mut reporter = Reporter {
+        options,
+        out,
+        err,
+        progress,
+        codes: Vec::with_capacity(files.len()),
+    };
+    let threads = parallelism().min(files.len());
+    if threads <= 1 {
+        for (i, file) in files.iter().enumerate() {
+            reporter.show_progress(i, file);
+            let report = check_file(options.model, file, options.budget);
+            if reporter.report(&report).is_err() {
+                return Exit::HarnessError;
+            }
+        }
+    } else if judge_in_parallel(options, threads, &mut reporter).is_err() {
+        return Exit::HarnessError;
+    }
+    let _ = reporter.out.flush();
+    Exit::worst(reporter.codes)
+}
+
+/// Judges the files on `threads` scoped threads pulling the next file from a shared counter,
+/// and hands the reports to `reporter` in file order as they become available. `Err` when a
+/// report could not be written (the threads then take no new file).
+fn judge_in_parallel(
+    options: &CheckOptions,
+    threads: usize,
+    reporter: &mut Reporter<'_>,
+) -> Result<(), ()> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let files = &options.files;
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let (done, judged) = std::sync::mpsc::channel();
+        for _ in 0..threads {
+            let (done, next) = (done.clone(), &next);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(file) = files.get(i) else { break };
+                    let report = check_file(options.model, file, options.budget);
+                    if done.send((i, report)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(done);
+        // Reports that arrived before the ones ahead of them, by file index.
+        let mut waiting = std::collections::BTreeMap::new();
+        let mut written = 0;
+        for (i, report) in judged {
+            waiting.insert(i, report);
+            while let Some(report) = waiting.remove(&written) {
+                if reporter.report(&report).is_err() {
+                    next.store(files.len(), Ordering::Relaxed);
+                    return Err(());
+                }
+                written += 1;
+                if let Some(file) = files.get(written) {
+                    reporter.show_progress(written, file);
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Writes the reports of one `leasesim check`, in file order, and keeps their exit codes.
+struct Reporter<'a> {
+    options: &'a CheckOptions,
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+    progress: bool,
+    codes: Vec<Exit>,
+}
+
+impl Reporter<'_> {
+    /// `[i+1/n] file` on a terminal, overwritten by the next line.
+    fn show_progress(&mut self, i: usize, file: &Path) {
+        if self.progress {
             let _ = write!(
-                err,
+                self.err,
                 "\r[{}/{}] {}\x1b[K",
                 i + 1,
-                options.files.len(),
+                self.options.files.len(),
                 file.display()
             );
-            let _ = err.flush();
+            let _ = self.err.flush();
         }
-        let report = check_file(options.model, file, options.budget);
-        if progress {
-            let _ = write!(err, "\r\x1b[K");
+    }
+
+    /// The report's error on `err`, its verdict on `out`; `Err` (said on `err`) if `out`
+    /// cannot be written.
+    fn report(&mut self, report: &FileReport) -> Result<(), ()> {
+        if self.progress {
+            let _ = write!(self.err, "\r\x1b[K");
         }
         if let Some(error) = &report.error {
-            let _ = writeln!(err, "error: {error}");
+            let _ = writeln!(self.err, "error: {error}");
         }
-        let written = if options.json {
-            serde_json::to_string(&report)
+        let written = if self.options.json {
+            serde_json::to_string(report)
                 .map_err(std::io::Error::other)
-                .and_then(|line| writeln!(out, "{line}"))
+                .and_then(|line| writeln!(self.out, "{line}"))
         } else {
-            out.write_all(render_text(&report, options.model).as_bytes())
+            self.out
+                .write_all(render_text(report, self.options.model).as_bytes())
         };
         if let Err(error) = written {
-            let _ = writeln!(err, "error: cannot write the report: {error}");
-            return Exit::HarnessError;
+            let _ = writeln!(self.err, "error: cannot write the report: {error}");
+            return Err(());
         }
-        codes.push(report.exit_code());
+        self.codes.push(report.exit_code());
+        Ok(())
     }
-    let _ = out.flush();
-    Exit::worst(codes)
 }

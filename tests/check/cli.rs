@@ -169,6 +169,42 @@ fn bad_input_wins_over_a_violation_which_wins_over_unknown() {
 }
 
 #[test]
+fn many_files_report_in_the_order_given_as_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.log");
+    std::fs::write(&bad, "INFO  jepsen.util - 0\t:ok\t:read\t1\n").unwrap();
+    let mut files: Vec<PathBuf> = cases()
+        .into_iter()
+        .filter(|c| c.file.starts_with("etcd/"))
+        .map(|c| cases_dir().join(c.file))
+        .rev()
+        .collect();
+    assert!(files.len() >= 8, "the shared etcd cases: {}", files.len());
+    files.insert(files.len() / 2, bad);
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let together = leasesim(&["--model", "etcd"], &paths);
+    let mut one_by_one = (String::new(), String::new(), Vec::new());
+    for file in &paths {
+        let out = leasesim(&["--model", "etcd"], &[file]);
+        one_by_one.0.push_str(&text(&out.stdout));
+        one_by_one.1.push_str(&text(&out.stderr));
+        one_by_one
+            .2
+            .push(Exit::from_code(out.status.code().unwrap() as u8).unwrap());
+    }
+    assert_eq!(
+        without_times(&text(&together.stdout)),
+        without_times(&one_by_one.0)
+    );
+    assert_eq!(text(&together.stderr), one_by_one.1);
+    assert_eq!(
+        together.status.code(),
+        Some(Exit::worst(one_by_one.2).code().into())
+    );
+    assert_eq!(together.status.code(), Some(2));
+}
+
+#[test]
 fn json_prints_one_object_per_file() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.log");
