@@ -32,6 +32,8 @@
 
 #[path = "../tests/check/families.rs"]
 mod families;
+#[path = "../tests/check/generated.rs"]
+mod generated;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -40,7 +42,10 @@ use leasesim::check::jepsen::{etcd, kv};
 use leasesim::check::linearizability::kv::KvStore;
 use leasesim::check::linearizability::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
 use leasesim::check::linearizability::register::{CasRegister, RegisterInput, RegisterOutput};
-use leasesim::check::linearizability::{Budget, Model, Operation, Verdict, check, check_counted};
+use leasesim::check::linearizability::{
+    Budget, Model, Operation, Verdict, check, check_counted, lease_operations, ledger_operations,
+};
+use leasesim::history::History;
 
 /// Least repetitions per file.
 const ROUNDS: u32 = 5;
@@ -90,8 +95,12 @@ struct Totals {
 }
 
 fn main() {
+    if std::env::var("CHECK_GROWTH_ONLY").is_ok() {
+        return growth_rows();
+    }
     if std::env::var("CHECK_FAMILIES_ONLY").is_err() {
         jepsen_files();
+        growth_rows();
     }
     family_rows(families_dir().as_deref());
 }
@@ -461,4 +470,74 @@ fn verdict_name(verdict: &Verdict) -> &'static str {
         Verdict::NotLinearizable(_) => "not linearizable",
         Verdict::Unknown => "unknown",
     }
+}
+
+/// The growth rows (issue 21): generated lease and ledger histories (`generated.rs`: five
+/// replicas, one session) of 1k, 10k and 100k operations, read from our history format and
+/// checked whole, correct and with one wrong answer planted half way; then each with a budget
+/// of a tenth of its operations in steps, which must end `unknown` (never a false verdict).
+/// A row gives the extraction (validation, unknown-outcome resolution, windows) and the
+/// search time, the µs per operation of both, and the search steps counted.
+fn growth_rows() {
+    println!(
+        "{:<24} {:>7} {:>10} {:>10} {:>8} {:>10}  {:<17} {:>12}  verdict_b",
+        "generated", "ops", "extract_ms", "check_ms", "us_op", "steps", "verdict", "budget_ms"
+    );
+    for ops in [1_000, 10_000, 100_000] {
+        for planted in [false, true] {
+            let shape = |corruption| generated::Shape {
+                corruption: planted.then_some(corruption),
+                ..generated::Shape::new(ops, 21)
+            };
+            let lease = generated::lease_history(&shape(generated::Corruption::DoubleGrant {
+                after: ops / 2,
+            }));
+            growth_row("lease", &lease, !planted, |h| {
+                let e = lease_operations(h).expect("a valid history");
+                (e.model, e.ops)
+            });
+            let ledger = generated::ledger_history(&shape(generated::Corruption::StaleTip {
+                after: ops / 2,
+            }));
+            growth_row("ledger", &ledger, !planted, |h| {
+                let e = ledger_operations(h).expect("a valid history");
+                (e.model, e.ops)
+            });
+        }
+    }
+}
+
+fn growth_row<M: Model>(
+    name: &str,
+    history: &History,
+    linearizable: bool,
+    extract: impl Fn(&History) -> (M, Vec<Operation<M::Input, M::Output>>),
+) {
+    let start = Instant::now();
+    let (model, ops) = extract(history);
+    let extracted = start.elapsed();
+    let start = Instant::now();
+    let (verdict, steps) = check_counted(&model, &ops, Budget::default());
+    let searched = start.elapsed();
+    let budget = Budget::steps(ops.len() as u64 / 10);
+    let start = Instant::now();
+    let bounded = check(&model, &ops, budget);
+    let bounded_time = start.elapsed();
+    let words = |verdict: &Verdict| match (verdict, linearizable) {
+        (Verdict::Linearizable, true)
+        | (Verdict::NotLinearizable(_), false)
+        | (Verdict::Unknown, _) => verdict_name(verdict).to_string(),
+        _ => format!("WRONG: {}", verdict_name(verdict)),
+    };
+    let name = format!("{name}-{}", if linearizable { "ok" } else { "bad-middle" });
+    println!(
+        "{name:<24} {:>7} {:>10.2} {:>10.2} {:>8.2} {steps:>10}  {:<17} {:>12.2}  {}",
+        ops.len(),
+        extracted.as_secs_f64() * 1e3,
+        searched.as_secs_f64() * 1e3,
+        (extracted + searched).as_secs_f64() * 1e6 / ops.len() as f64,
+        words(&verdict),
+        bounded_time.as_secs_f64() * 1e3,
+        words(&bounded),
+    );
 }

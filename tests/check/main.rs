@@ -7,6 +7,8 @@ mod differential;
 mod engine;
 mod families;
 mod fuzz;
+mod generated;
+mod history_generated;
 mod history_lease;
 mod history_ledger;
 mod jepsen;

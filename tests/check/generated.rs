@@ -1,0 +1,375 @@
+//! Generated lease and ledger histories of any length, in our own history format (issue 21:
+//! the checker's growth rows). Shared by the check benchmark (`benches/check.rs`, which
+//! includes this file) and the tests below it in `tests/check/main.rs`.
+//!
+//! A small discrete-event simulation: `replicas` processes each run one call at a time, a
+//! think time after the previous one returned; a call reaches the authority (or ledger) one
+//! latency after it is invoked and returns one latency after that. A reference object applies
+//! the calls in the order they reach it, so a history without [`Corruption`] is linearizable
+//! by construction, and its operations are recorded with the windows and answers the real
+//! clients would see. Deterministic: one ChaCha8 stream from the seed.
+//!
+//! Times are µs of true time; the `lease` host's clock is true time (one clock line). Every
+//! decision instant is odd and the TTL is even, so an expiry is odd too but never equal to a
+//! decision instant other than its own grant's plus the TTL; the model's "equality both ways"
+//! rule then never decides a generated call.
+
+#![allow(dead_code)]
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use leasesim::history::{
+    ClockLine, HistRecord, HistWriterId, History, LedgerLine, Line, Op, OpLine, OpResult, Outcome,
+    Process,
+};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+
+/// The session every generated call is on.
+pub const SESSION: &str = "s1";
+
+/// The TTL of every grant, µs (1 s).
+pub const TTL_US: u64 = 1_000_000;
+
+/// One wrong answer planted in an otherwise correct history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Corruption {
+    /// Lease: the first acquire at or after this call index that finds another owner's lease
+    /// live for at least half a TTL more is granted anyway (a second holder, with a new token).
+    DoubleGrant {
+        /// Calls before the planted one.
+        after: usize,
+    },
+    /// Ledger: the first tip read at or after this call index, once the tip is at least 1
+    /// when it is invoked, answers one less than the tip had then (the read goes backwards).
+    StaleTip {
+        /// Calls before the planted one.
+        after: usize,
+    },
+}
+
+/// The shape of one generated history.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// Processes calling concurrently.
+    pub replicas: usize,
+    /// Calls recorded.
+    pub ops: usize,
+    /// The ChaCha8 seed.
+    pub seed: u64,
+    /// A planted wrong answer, if any.
+    pub corruption: Option<Corruption>,
+}
+
+impl Shape {
+    /// `ops` correct calls of five replicas from `seed`.
+    pub fn new(ops: usize, seed: u64) -> Shape {
+        Shape {
+            replicas: 5,
+            ops,
+            seed,
+            corruption: None,
+        }
+    }
+}
+
+/// Uniform in `lo..=hi`.
+fn between(rng: &mut ChaCha8Rng, lo: u64, hi: u64) -> u64 {
+    lo + rng.next_u64() % (hi - lo + 1)
+}
+
+/// Whether an event of `per_mille` chance happens.
+fn chance(rng: &mut ChaCha8Rng, per_mille: u64) -> bool {
+    rng.next_u64() % 1000 < per_mille
+}
+
+/// Replica `i`'s process (`replica-1`, …), first incarnation.
+fn process(i: usize) -> Process {
+    Process::new(format!("replica-{}", i + 1), 0)
+}
+
+/// A call scheduled to reach the reference object at `decide_us` (odd).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Pending {
+    decide_us: u64,
+    replica: usize,
+    invoke_us: u64,
+    complete_us: u64,
+}
+
+/// Schedules replica `replica`'s next call, invoked `think_us` after `free_us`: it reaches the
+/// object 50–2000 µs later (at an odd instant) and returns as long again.
+fn schedule(
+    queue: &mut BinaryHeap<Reverse<Pending>>,
+    rng: &mut ChaCha8Rng,
+    replica: usize,
+    free_us: u64,
+    think_us: u64,
+) {
+    let invoke_us = free_us + think_us;
+    let decide_us = (invoke_us + between(rng, 50, 2000)) | 1;
+    let complete_us = decide_us + between(rng, 50, 2000);
+    queue.push(Reverse(Pending {
+        decide_us,
+        replica,
+        invoke_us,
+        complete_us,
+    }));
+}
+
+fn op_line(call: &Pending, op: Op, outcome: Outcome, result: OpResult) -> OpLine {
+    OpLine {
+        id: 0,
+        process: process(call.replica),
+        session: SESSION.into(),
+        op,
+        invoke_us: call.invoke_us,
+        complete_us: Some(call.complete_us),
+        invoke_local_us: call.invoke_us,
+        complete_local_us: Some(call.complete_us),
+        outcome,
+        result: Some(result),
+    }
+}
+
+/// The history of `ops` in invocation order, ids from 1, after `prefix`.
+fn history(name: &str, prefix: Vec<Line>, mut ops: Vec<OpLine>, suffix: Vec<Line>) -> History {
+    ops.sort_by_key(|op| (op.invoke_us, op.process.to_string()));
+    let mut lines = prefix;
+    for (i, mut op) in ops.into_iter().enumerate() {
+        op.id = i as u64 + 1;
+        lines.push(Line::Op(op));
+    }
+    lines.extend(suffix);
+    History::from_lines(name, lines)
+}
+
+/// The lease record at the reference authority.
+#[derive(Clone, Copy, Debug)]
+struct Record {
+    owner: usize,
+    token: u64,
+    expiry_us: u64,
+}
+
+/// What a lease replica believes it holds.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    token: u64,
+}
+
+/// A lease history: replicas acquire when they hold nothing (again every 100–300 ms while
+/// refused), renew every 100–300 ms while they hold, and now and then release (3%) or pause for
+/// longer than the TTL (2%, so another replica takes over and the paused one is refused).
+/// Every call is answered (no `:info`).
+pub fn lease_history(shape: &Shape) -> History {
+    let mut rng = ChaCha8Rng::seed_from_u64(shape.seed);
+    let mut queue = BinaryHeap::new();
+    let mut held: Vec<Option<Held>> = vec![None; shape.replicas];
+    let mut record: Option<Record> = None;
+    let mut high_water = 0;
+    let mut ops = Vec::with_capacity(shape.ops);
+    let mut planted = false;
+    for replica in 0..shape.replicas {
+        let think = between(&mut rng, 0, 300_000);
+        schedule(&mut queue, &mut rng, replica, 0, think);
+    }
+    while ops.len() < shape.ops {
+        let Reverse(call) = queue.pop().expect("every replica always has a next call");
+        let (r, now) = (call.replica, call.decide_us);
+        let live = record.filter(|l| l.expiry_us > now);
+        let grant = |token| OpResult::Granted {
+            token,
+            expiry_authority_us: now + TTL_US,
+            ttl_us: TTL_US,
+        };
+        let (op, outcome, result) = match held[r] {
+            None => {
+                let op = Op::LeaseAcquire { owner: process(r) };
+                let plant = matches!(shape.corruption, Some(Corruption::DoubleGrant { after })
+                    if !planted && ops.len() >= after)
+                    && live.is_some_and(|l| {
+                        l.owner != r && l.expiry_us > call.complete_us + TTL_US / 2
+                    });
+                match live {
+                    Some(l) if l.owner == r => {
+                        record = Some(Record {
+                            expiry_us: now + TTL_US,
+                            ..l
+                        });
+                        (op, Outcome::Ok, grant(l.token))
+                    }
+                    Some(l) if !plant => (
+                        op,
+                        Outcome::Fail,
+                        OpResult::Held {
+                            holder_token: Some(l.token),
+                        },
+                    ),
+                    _ => {
+                        planted |= plant;
+                        high_water += 1;
+                        record = Some(Record {
+                            owner: r,
+                            token: high_water,
+                            expiry_us: now + TTL_US,
+                        });
+                        (op, Outcome::Ok, grant(high_water))
+                    }
+                }
+            }
+            Some(Held { token }) if chance(&mut rng, 30) => {
+                if record.is_some_and(|l| l.owner == r && l.token == token) {
+                    record = None;
+                }
+                let op = Op::LeaseRelease {
+                    owner: process(r),
+                    token,
+                };
+                (op, Outcome::Ok, OpResult::Released {})
+            }
+            Some(Held { token }) => {
+                let op = Op::LeaseRenew {
+                    owner: process(r),
+                    token,
+                };
+                match live {
+                    Some(l) if l.owner == r && l.token == token => {
+                        record = Some(Record {
+                            expiry_us: now + TTL_US,
+                            ..l
+                        });
+                        (op, Outcome::Ok, grant(token))
+                    }
+                    other => (
+                        op,
+                        Outcome::Fail,
+                        OpResult::Held {
+                            holder_token: other.map(|l| l.token),
+                        },
+                    ),
+                }
+            }
+        };
+        held[r] = match &result {
+            OpResult::Granted { token, .. } => Some(Held { token: *token }),
+            _ => None,
+        };
+        let think = if held[r].is_some() && chance(&mut rng, 20) {
+            TTL_US + between(&mut rng, 100_000, 500_000)
+        } else {
+            between(&mut rng, 100_000, 300_000)
+        };
+        ops.push(op_line(&call, op, outcome, result));
+        schedule(&mut queue, &mut rng, r, call.complete_us, think);
+    }
+    let clock = Line::Clock(ClockLine {
+        host: "lease".into(),
+        boot: 0,
+        from_us: 0,
+        local_from_us: 0,
+        drift_ppm: 0,
+        suspended: false,
+    });
+    history("generated-lease", vec![clock], ops, Vec::new())
+}
+
+/// What a ledger replica does next.
+#[derive(Clone, Copy, Debug)]
+enum Next {
+    /// Read the tip.
+    Tip,
+    /// Append at this tip.
+    Append { expected: u64 },
+}
+
+/// A ledger history: each replica reads the tip, then appends at it (1–20 ms apart) until a
+/// conflict, after which it appends at the tip the conflict reported, or, after an append with
+/// an unknown outcome (1%, which took effect half the time), reads the tip again. The final
+/// ledger is recorded (`ledger` lines), as the world records it, so unknown outcomes resolve.
+pub fn ledger_history(shape: &Shape) -> History {
+    let mut rng = ChaCha8Rng::seed_from_u64(shape.seed);
+    let mut queue = BinaryHeap::new();
+    let mut next = vec![Next::Tip; shape.replicas];
+    let mut written = vec![0u64; shape.replicas];
+    // The ledger's records, each with when the append that committed it returned, if it was
+    // answered (µs; `None` for an unknown outcome).
+    let mut ledger: Vec<(Option<u64>, HistRecord)> = Vec::new();
+    let mut ops = Vec::with_capacity(shape.ops);
+    let mut planted = false;
+    for replica in 0..shape.replicas {
+        let think = between(&mut rng, 0, 20_000);
+        schedule(&mut queue, &mut rng, replica, 0, think);
+    }
+    while ops.len() < shape.ops {
+        let Reverse(call) = queue.pop().expect("every replica always has a next call");
+        let r = call.replica;
+        let tip = ledger.len() as u64;
+        let (op, outcome, result) = match next[r] {
+            Next::Tip => {
+                let pending = matches!(shape.corruption, Some(Corruption::StaleTip { after })
+                    if !planted && ops.len() >= after);
+                // The records every linearization has before the read.
+                let certain = || {
+                    ledger
+                        .iter()
+                        .rposition(|(answered, _)| answered.is_some_and(|at| at < call.invoke_us))
+                        .map_or(0, |i| i as u64 + 1)
+                };
+                let stale = pending.then(certain).filter(|certain| *certain >= 1);
+                let plant = stale.is_some();
+                planted |= plant;
+                let seq = stale.map_or(tip, |certain| certain - 1);
+                next[r] = Next::Append { expected: seq };
+                (Op::LedgerTip {}, Outcome::Ok, OpResult::Tip { seq })
+            }
+            Next::Append { expected } => {
+                written[r] += 1;
+                let record = HistRecord::Event {
+                    writer_id: HistWriterId {
+                        owner: process(r),
+                        journal: 1,
+                    },
+                    seq_in_writer: written[r],
+                    payload: vec![written[r] as u8],
+                };
+                let op = Op::LedgerAppend {
+                    expected,
+                    record: record.clone(),
+                };
+                let commits = expected == tip;
+                if chance(&mut rng, 10) {
+                    if commits && chance(&mut rng, 500) {
+                        ledger.push((None, record));
+                    }
+                    next[r] = Next::Tip;
+                    let reason = "deadline exceeded".into();
+                    (op, Outcome::Info, OpResult::Unknown { reason })
+                } else if commits {
+                    ledger.push((Some(call.complete_us), record));
+                    next[r] = Next::Append { expected: tip + 1 };
+                    (op, Outcome::Ok, OpResult::Appended { seq: tip + 1 })
+                } else {
+                    next[r] = Next::Append { expected: tip };
+                    (op, Outcome::Fail, OpResult::Conflict { actual: tip })
+                }
+            }
+        };
+        ops.push(op_line(&call, op, outcome, result));
+        let think = between(&mut rng, 1_000, 20_000);
+        schedule(&mut queue, &mut rng, r, call.complete_us, think);
+    }
+    let final_ledger = ledger
+        .into_iter()
+        .enumerate()
+        .map(|(i, (_, record))| {
+            Line::Ledger(LedgerLine {
+                session: SESSION.into(),
+                seq: i as u64 + 1,
+                record,
+            })
+        })
+        .collect();
+    history("generated-ledger", Vec::new(), ops, final_ledger)
+}
