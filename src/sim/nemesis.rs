@@ -2,6 +2,7 @@
 //! everything once the schedule's effects have ended.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use super::config::{WorldConfig, config_line};
@@ -61,6 +62,7 @@ pub(crate) fn drive(
     push(&mut actions, heal_ms, Action::HealAll);
     let mut healed: Option<Duration> = None;
     let mut stopped_since: BTreeMap<String, Duration> = BTreeMap::new();
+    let replicas = replica_addrs(sim, hosts);
     loop {
         let now = sim.elapsed();
         let now_ms = now.as_millis() as u64;
@@ -80,7 +82,7 @@ pub(crate) fn drive(
             return Ok(healed.unwrap_or(config.duration).min(now));
         }
         if restart_stopped {
-            restart_stopped_replicas(sim, hosts, now, &mut stopped_since);
+            restart_stopped_replicas(sim, hosts, &replicas, now, &mut stopped_since);
         }
         sim.step()?;
     }
@@ -136,16 +138,29 @@ fn apply(
 /// started again, in a generated workload.
 const STOPPED_REPLICA_RESTART: Duration = Duration::from_secs(1);
 
+/// Every replica's name and turmoil address, in name order, resolved once: the nemesis looks at
+/// each replica at every step, and turmoil resolves a name by allocating a `String` and hashing
+/// it, which at 64 replicas was 1.4 % of a run's instructions (benches/world.rs).
+fn replica_addrs(sim: &turmoil::Sim<'static>, hosts: &Hosts) -> Vec<(String, IpAddr)> {
+    hosts
+        .clocks
+        .keys()
+        .filter(|h| host_names::is_replica(h))
+        .map(|h| (h.clone(), sim.lookup(h.as_str())))
+        .collect()
+}
+
 /// Starts again the replicas that stopped by themselves (not crashed by the nemesis), one
 /// second after they stopped, so long generated runs keep their contention.
 fn restart_stopped_replicas(
     sim: &mut turmoil::Sim<'static>,
     hosts: &Hosts,
+    replicas: &[(String, IpAddr)],
     now: Duration,
     stopped_since: &mut BTreeMap<String, Duration>,
 ) {
-    for host in hosts.clocks.keys().filter(|h| host_names::is_replica(h)) {
-        if sim.is_host_running(host.as_str()) || hosts.is_crashed(host) {
+    for (host, addr) in replicas {
+        if sim.is_host_running(*addr) || hosts.is_crashed(host) {
             stopped_since.remove(host);
             continue;
         }
