@@ -498,7 +498,8 @@ pub fn render_text(data: &ReportData) -> (String, String, String) {
 /// `leasesim report merge DIR... --out OUT`: merges the report folders of shards of one
 /// campaign into `out` (results deduplicated by (scenario, seed), shrunk runs by (scenario,
 /// seed, check), the detection tables of `--mutants` unioned in catalogue order, their run
-/// files copied) and renders it; returns the exit code.
+/// files copied, and a shrunk run's replay command naming its copy in `out`) and renders
+/// it; returns the exit code.
 ///
 /// Shards must share git commit, config hash and Cargo.lock hash, and each mutant must be
 /// in one shard's detection table only (shard K/N detects the mutants at positions
@@ -524,7 +525,12 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportEr
     }
     let meta = merged_meta(&shards);
     let scenarios = merged_scenarios(&shards);
-    let (results, shrunk, mut copies) = merged_records(&shards);
+    let (results, mut shrunk, mut copies) = merged_records(&shards);
+    for run in &mut shrunk {
+        // The run file is copied into `out`: replay it from there, as a whole campaign
+        // writing into `out` would say, not from the shard's folder.
+        run.replay = format!("leasesim replay {}", out.join(&run.run_file).display());
+    }
     let (mutants, mutant_copies) = merged_mutants(&shards, force)?;
     for (relative, source) in mutant_copies {
         copies.entry(relative).or_insert(source);

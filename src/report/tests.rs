@@ -441,7 +441,14 @@ fn merge_of_two_shards() {
         "deduplicated by (scenario, seed)"
     );
     assert_eq!(merged.campaign.meta.shard.as_deref(), Some("1/2+2/2"));
-    assert_eq!(merged.shrunk, shrunk());
+    // Replayed from its copy in the merged folder, as a whole campaign into `out` says.
+    let mut in_out = shrunk();
+    in_out[0].replay = format!(
+        "leasesim replay {}",
+        out.join("shrunk/f1-pause-2-FENCE.json").display()
+    );
+    assert_ne!(in_out, shrunk());
+    assert_eq!(merged.shrunk, in_out);
     assert_eq!(
         read(&out, "shrunk/f1-pause-2-FENCE.json"),
         "{\"seed\":2}\n",
@@ -454,7 +461,7 @@ fn merge_of_two_shards() {
             ..campaign("abc123", None)
         },
         all,
-        shrunk(),
+        in_out,
     );
     whole.completeness.clone_from(&merged.completeness);
     assert_eq!(read(&out, "report.md"), render_text(&whole).0);

@@ -154,7 +154,10 @@ fn render_refuses_stray_records_and_calls_empty_results_incomplete() {
 /// What may differ between a whole campaign's outputs and those of its four shards merged:
 /// (file, field, why). A field is a JSON pointer into the file (into every line of a
 /// `.jsonl`), `line order`, or for `report.md` a row (`| shard |`) or a column (`wall time`)
-/// of a table. Everything else must be byte for byte the same.
+/// of a table. Everything else must be byte for byte the same. (A shrunk run's replay
+/// command names the report folder it is in, `whole/` or `merged/`; these campaigns' runs
+/// are clean, so none is shrunk, and their mutants' minimal runs are named by relative
+/// paths.)
 const MAY_DIFFER: [(&str, &str, &str); 13] = [
     (
         "campaign.json",
