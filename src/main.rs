@@ -139,7 +139,10 @@ struct CampaignArgs {
     /// Runs at once (default: the number of cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: Option<u32>,
-    /// Run only shard K of N (1-based): every N-th run from the K-th. Merge the shards'
+    /// Run only shard K of N (1-based): every N-th run from the K-th. With --mutants, the
+    /// detection table is split the same way: the selected mutants in catalogue order
+    /// (`leasesim mutants`), shard K/N detecting those at 0-based positions i with
+    /// i % N == K-1 (each over every seed and scenario, as unsharded). Merge the shards'
     /// folders with `leasesim report merge`. A shard that owns no run (K greater than the
     /// campaign's runs) is refused (exit 2).
     #[arg(long, value_name = "K/N")]
@@ -170,8 +173,9 @@ struct CampaignArgs {
     #[arg(long, value_name = "NAME", value_parser = Mutant::parse, conflicts_with = "mutants")]
     mutant: Option<Mutant>,
     /// After the campaign, detect these planted bugs (`all`, or names separated by commas):
-    /// the report gains the detection table and the mutation score, and a mutant that
-    /// survives fails the campaign (exit 1). `leasesim mutants` lists them.
+    /// the report gains the detection table (in catalogue order, each mutant once) and the
+    /// mutation score, and a mutant that survives fails the campaign (exit 1). `leasesim
+    /// mutants` lists them. With --shard, each shard detects its share (see --shard).
     #[arg(long, value_name = "all|NAME,...", value_parser = parse_mutants)]
     mutants: Option<MutantList>,
     /// Seeds tried per mutant (each against every scenario) before it counts as survived:
@@ -198,14 +202,16 @@ fn parse_mutants(text: &str) -> Result<MutantList, String> {
 #[derive(Subcommand, Debug)]
 enum ReportCommand {
     /// Render DIR/report.md, DIR/summary.json and DIR/junit.xml from DIR/campaign.json,
-    /// DIR/results.jsonl and DIR/shrunk.jsonl (never re-runs anything).
+    /// DIR/results.jsonl, DIR/shrunk.jsonl and DIR/mutants.jsonl (never re-runs anything).
     Render {
         /// The report folder.
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
     /// Merge the report folders of a campaign's shards into one (runs deduplicated by
-    /// scenario and seed, minimal run files copied) and render it.
+    /// scenario and seed, detection tables of --mutants unioned in catalogue order, minimal
+    /// run files copied) and render it. A mutant detected by two shards is refused (exit 2)
+    /// unless --force, which keeps the first folder's row.
     Merge {
         /// The shards' report folders.
         #[arg(value_name = "DIR", required = true)]
@@ -213,7 +219,9 @@ enum ReportCommand {
         /// The merged report folder.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
-        /// Merge even folders whose git commit, config hash or Cargo.lock hash differ.
+        /// Merge even folders whose git commit, config hash or Cargo.lock hash differ, that
+        /// are not distinct shards, or whose detection tables share a mutant (the first
+        /// folder given with a run or a mutant keeps it).
         #[arg(long)]
         force: bool,
     },

@@ -180,6 +180,15 @@ impl Mutant {
         Mutant::RecordWrittenInPlace,
     ];
 
+    /// The mutant's place in [`Mutant::ALL`] (0-based): detection tables are in this order,
+    /// and `--shard` deals the mutants out by it.
+    pub fn position(self) -> usize {
+        Mutant::ALL
+            .iter()
+            .position(|m| *m == self)
+            .expect("Mutant::ALL lists every variant")
+    }
+
     /// The mutant named `name` ([`Mutant::name`]), if any.
     pub fn from_name(name: &str) -> Option<Mutant> {
         Mutant::ALL.iter().copied().find(|m| m.name() == name)

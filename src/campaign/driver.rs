@@ -57,7 +57,8 @@ pub struct CampaignOptions {
     /// A planted bug for every run, by name (replacing the scenarios' own).
     pub mutant: Option<String>,
     /// After the campaign, detect these mutants (`--mutants`): the detection table and the
-    /// mutation score go into the report.
+    /// mutation score go into the report. Detected in catalogue order, once each; a shard
+    /// detects only its share ([`super::mutants::owned_mutants`]).
     pub detect: Vec<Mutant>,
     /// Seeds tried per mutant before it counts as survived.
     pub mutant_seeds: u64,
@@ -765,7 +766,14 @@ fn save_regression(options: &CampaignOptions, path: &Path) -> Result<(), Campaig
     Ok(())
 }
 
-/// Runs the detection table over the campaign's scenarios and writes `mutants.jsonl`.
+/// Runs the detection table over the campaign's scenarios and writes `mutants.jsonl`, in
+/// catalogue order.
+///
+/// A shard runs only its part of the table ([`super::mutants::owned_mutants`]): shard K/N
+/// detects the selected mutants at 0-based positions i (in catalogue order) with
+/// `i % N == K - 1`, each over the whole seed range and every scenario, so `report merge`
+/// of the N shards holds each row once, as the whole campaign writes it. A shard that owns
+/// no mutant writes an empty table.
 fn detect_mutants(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<(), CampaignError> {
     let listed: Vec<(&Path, &Scenario)> = scenarios
         .iter()
@@ -775,9 +783,16 @@ fn detect_mutants(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<(),
         SeedPlan::Range { start, .. } => start,
         SeedPlan::Budget(_) => 0,
     };
+    let owned = super::mutants::owned_mutants(&options.detect, options.shard);
     eprintln!(
-        "detecting {} mutants: seeds {first_seed}..{} × {} scenarios each, until a check breaks",
-        options.detect.len(),
+        "detecting {} mutants{}: seeds {first_seed}..{} × {} scenarios each, until a check breaks",
+        owned.len(),
+        options.shard.map_or(String::new(), |s| format!(
+            " of {} (shard {s}: positions i % {} == {} in catalogue order)",
+            super::mutants::owned_mutants(&options.detect, None).len(),
+            s.of,
+            s.index - 1
+        )),
         first_seed + options.mutant_seeds,
         scenarios.len()
     );
@@ -791,7 +806,7 @@ fn detect_mutants(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<(),
             shrink: options.shrink,
             out: &options.out,
         },
-        &options.detect,
+        &owned,
     );
     let path = options.out.join(crate::report::MUTANTS_FILE);
     let mut text = String::new();

@@ -2,6 +2,15 @@
 //! planted bug, how it was killed — the campaign's own scenarios (seeds in order, every
 //! scenario per seed, until a run breaks a check), a conformance rule, or a loom suite — how
 //! many seeds and how long it took, and the size of the shrunk counterexample.
+//!
+//! # Sharding
+//!
+//! A campaign split by `--shard K/N` splits its detection table too ([`owned_mutants`]): the
+//! mutants `--mutants` selects, in catalogue order ([`Mutant::ALL`]) without repeats, are
+//! dealt out like runs, so shard K/N detects those at 0-based positions i with
+//! `i % N == K - 1` (for `--mutants all`, i is the catalogue index). Each mutant's detection
+//! itself is never split: it tries the same seeds and scenarios in every shard, so its row
+//! is the row a whole campaign writes, and `report merge` unions the shards' rows.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,7 +25,24 @@ use crate::clock::ManualClock;
 use crate::conformance::{RULES, Subject};
 use crate::lease::{FlockLease, FlockLeaseConfig, MemLease};
 use crate::mutant::{Kill, Mutant};
+use crate::results::plan::Shard;
 use crate::results::record::Detection;
+
+/// The mutants of `selected` that `shard` detects, in catalogue order: the selection sorted
+/// by [`Mutant::position`] with repeats dropped, then every N-th from the K-th (see the
+/// module page); all of them without a shard. N shards together detect each selected
+/// mutant exactly once.
+pub fn owned_mutants(selected: &[Mutant], shard: Option<Shard>) -> Vec<Mutant> {
+    let mut mutants = selected.to_vec();
+    mutants.sort_by_key(|m| m.position());
+    mutants.dedup();
+    mutants
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| shard.is_none_or(|s| s.owns(*i as u64)))
+        .map(|(_, mutant)| mutant)
+        .collect()
+}
 
 /// What a detection run needs from the campaign.
 pub struct DetectOptions<'a> {
@@ -214,6 +240,49 @@ fn conformance_subject(mutant: Mutant) -> Option<Subject> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Four shards detect every mutant of the catalogue exactly once, each in catalogue
+    /// order, shard K taking positions K-1, K-1+4, …
+    #[test]
+    fn four_shards_deal_out_the_catalogue_once() {
+        let shards: Vec<Vec<Mutant>> = (1..=4)
+            .map(|index| owned_mutants(Mutant::ALL, Some(Shard { index, of: 4 })))
+            .collect();
+        assert_eq!(
+            shards[1][..2],
+            [Mutant::ALL[1], Mutant::ALL[5]],
+            "shard 2/4 starts at position 1"
+        );
+        let mut all: Vec<Mutant> = shards.concat();
+        assert_eq!(all.len(), Mutant::ALL.len());
+        all.sort_by_key(|m| m.position());
+        assert_eq!(all, Mutant::ALL);
+        for shard in &shards {
+            assert!(shard.windows(2).all(|w| w[0].position() < w[1].position()));
+        }
+    }
+
+    /// A selection given out of order or with repeats is detected once per mutant, in
+    /// catalogue order, and dealt out by its own positions (not the catalogue's).
+    #[test]
+    fn a_selection_is_sorted_deduplicated_then_dealt_out() {
+        let selected = [
+            Mutant::ExpiryOffByOne,
+            Mutant::TokenNotAdvancedOnExpiry,
+            Mutant::ExpiryOffByOne,
+            Mutant::ReleaseBySessionOnly,
+        ];
+        let whole = [
+            Mutant::TokenNotAdvancedOnExpiry,
+            Mutant::ReleaseBySessionOnly,
+            Mutant::ExpiryOffByOne,
+        ];
+        assert_eq!(owned_mutants(&selected, None), whole);
+        let shard = |index| owned_mutants(&selected, Some(Shard { index, of: 2 }));
+        assert_eq!(shard(1), [whole[0], whole[2]]);
+        assert_eq!(shard(2), [whole[1]]);
+        assert!(owned_mutants(&selected, Some(Shard { index: 4, of: 4 })).is_empty());
+    }
 
     /// A flock mutant's conformance kill runs over `FlockLease` (on `MemLease` the planted
     /// bug does not exist, so the rule would pass), and only its own rule fails.

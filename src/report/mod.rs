@@ -8,7 +8,8 @@
 //!   campaign.json   written first by the campaign: {"v":1,"meta":CampaignMeta,"scenarios":[ScenarioInfo…]}
 //!   results.jsonl   one RunRecord per line, in completion order (appended as runs finish)
 //!   shrunk.jsonl    one ShrunkRun per line (absent or empty: nothing was shrunk)
-//!   shrunk/         the minimal run files the ShrunkRun lines name (`run_file`, relative)
+//!   shrunk/         the minimal run files the ShrunkRun and Detection lines name (`run_file`, relative)
+//!   mutants.jsonl   a `--mutants` campaign's detection table: one Detection per line, in catalogue order
 //!   report.md       rendered: for a reviewer (GitHub renders its mermaid diagrams)
 //!   summary.json    rendered: totals for tooling ([`Summary`], schema [`SUMMARY_VERSION`])
 //!   junit.xml       rendered: one testcase per scenario × check, for CI
@@ -43,6 +44,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::Check;
 use crate::exit::Exit;
+use crate::mutant::Mutant;
 use crate::results::plan::{CampaignPlan, MAX_MISSING_LISTED};
 use crate::results::record::{CampaignMeta, Detection, RECORD_VERSION, RunRecord, ShrunkRun};
 pub use summary::{
@@ -148,7 +150,7 @@ pub enum ReportError {
         listed: String,
     },
     /// Folders that cannot be the shards of one campaign (different seeds or scenarios, a
-    /// shard given twice, shards of different N).
+    /// shard given twice, shards of different N, a mutant in two detection tables).
     #[error("cannot merge {}: {message}", dir.display())]
     NotShards {
         /// The folder at fault.
@@ -351,7 +353,22 @@ impl ReportData {
                 });
             }
         }
-        let mutants: Vec<Detection> = read_lines(&dir.join(MUTANTS_FILE), true)?;
+        let mutants_path = dir.join(MUTANTS_FILE);
+        let mut mutants: Vec<Detection> = read_lines(&mutants_path, true)?;
+        let outside = (1..).zip(&mutants).find_map(|(line, d)| {
+            d.run_file
+                .as_ref()
+                .filter(|file| !is_relative_inside(file))
+                .map(|file| (line, file.clone()))
+        });
+        if let Some((line, file)) = outside {
+            return Err(ReportError::Malformed {
+                file: mutants_path,
+                line,
+                message: format!("run_file `{file}` is not a path inside the report folder"),
+            });
+        }
+        catalogue_order(&mut mutants);
         let mut data = ReportData::new(campaign, results, shrunk);
         data.mutants = mutants;
         data.completeness = Some(Completeness::judge(dir, &data.campaign, &data.results)?);
@@ -377,6 +394,15 @@ impl ReportData {
     pub fn summary(&self) -> Summary {
         Summary::of(self)
     }
+}
+
+/// Sorts a detection table into catalogue order ([`Mutant::position`]); a name this build
+/// does not know goes last, by name. Stable: rows of one mutant keep their order.
+fn catalogue_order(mutants: &mut [Detection]) {
+    mutants.sort_by_cached_key(|d| {
+        let position = Mutant::from_name(&d.mutant).map_or(usize::MAX, Mutant::position);
+        (position, d.mutant.clone())
+    });
 }
 
 /// Sorts by key then JSON text, keeps the first of each key.
@@ -471,14 +497,20 @@ pub fn render_text(data: &ReportData) -> (String, String, String) {
 
 /// `leasesim report merge DIR... --out OUT`: merges the report folders of shards of one
 /// campaign into `out` (results deduplicated by (scenario, seed), shrunk runs by (scenario,
-/// seed, check), their run files copied) and renders it; returns the exit code.
+/// seed, check), the detection tables of `--mutants` unioned in catalogue order, their run
+/// files copied, and a shrunk run's replay command naming its copy in `out`) and renders
+/// it; returns the exit code.
 ///
-/// Shards must share git commit, config hash and Cargo.lock hash; with `force`, folders
-/// that differ are merged anyway and the merged meta lists every value (`a+b`).
+/// Shards must share git commit, config hash and Cargo.lock hash, and each mutant must be
+/// in one shard's detection table only (shard K/N detects the mutants at positions
+/// `i % N == K - 1`: [`crate::campaign::mutants::owned_mutants`]); with `force`, folders
+/// that differ are merged anyway, the merged meta lists every value (`a+b`), and the first
+/// folder given with a run or a mutant keeps it.
 ///
 /// # Errors
-/// [`ReportError::Mismatch`] for different campaigns without `force`; [`ReportError`] for
-/// bad input or unwritable output.
+/// [`ReportError::Mismatch`] for different campaigns and [`ReportError::NotShards`] for
+/// folders that are not distinct shards (a mutant in two of them included), without
+/// `force`; [`ReportError`] for bad input or unwritable output.
 pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportError> {
     let Some(first_dir) = dirs.first() else {
         return Err(ReportError::NoInput);
@@ -493,7 +525,16 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportEr
     }
     let meta = merged_meta(&shards);
     let scenarios = merged_scenarios(&shards);
-    let (results, shrunk, copies) = merged_records(&shards);
+    let (results, mut shrunk, mut copies) = merged_records(&shards);
+    for run in &mut shrunk {
+        // The run file is copied into `out`: replay it from there, as a whole campaign
+        // writing into `out` would say, not from the shard's folder.
+        run.replay = format!("leasesim replay {}", out.join(&run.run_file).display());
+    }
+    let (mutants, mutant_copies) = merged_mutants(&shards, force)?;
+    for (relative, source) in mutant_copies {
+        copies.entry(relative).or_insert(source);
+    }
     let wall_ms = shards.iter().filter_map(|(_, d)| d.campaign.wall_ms).max();
 
     fs::create_dir_all(out).map_err(io_error(out))?;
@@ -511,6 +552,13 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportEr
     write(&out.join(CAMPAIGN_FILE), &pretty(&data.campaign))?;
     write_lines(&out.join(RESULTS_FILE), &data.results)?;
     write_lines(&out.join(SHRUNK_FILE), &data.shrunk)?;
+    let mutants_path = out.join(MUTANTS_FILE);
+    if !mutants.is_empty() {
+        write_lines(&mutants_path, &mutants)?;
+    } else if mutants_path.exists() {
+        // A stale table from an earlier merge into `out` would be rendered as this one's.
+        fs::remove_file(&mutants_path).map_err(io_error(&mutants_path))?;
+    }
     render(out)
 }
 
@@ -663,6 +711,43 @@ fn merged_records(
         }
     }
     (results, shrunk, copies)
+}
+
+/// The detection tables' rows in catalogue order, each mutant once, and the run files they
+/// name (relative path → source). A mutant in two folders' tables is an error naming both,
+/// unless `force`: then the first folder's row is kept.
+fn merged_mutants(
+    shards: &Shards<'_>,
+    force: bool,
+) -> Result<(Vec<Detection>, BTreeMap<String, PathBuf>), ReportError> {
+    let mut rows: Vec<(Detection, &PathBuf)> = Vec::new();
+    let mut copies: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for (dir, data) in shards {
+        for detection in &data.mutants {
+            if let Some((_, other)) = rows.iter().find(|(d, _)| d.mutant == detection.mutant) {
+                if force {
+                    continue;
+                }
+                return Err(ReportError::NotShards {
+                    dir: (*dir).clone(),
+                    message: format!(
+                        "mutant `{}` is in its detection table and in {}'s; shard K/N detects only the mutants at \
+                         positions i % N == K-1 (catalogue order), so each is in one shard (shards made before \
+                         detection was sharded each hold the whole table: pass --force to keep the first folder's row)",
+                        detection.mutant,
+                        other.display()
+                    ),
+                });
+            }
+            if let Some(file) = &detection.run_file {
+                copies.entry(file.clone()).or_insert_with(|| dir.join(file));
+            }
+            rows.push((detection.clone(), dir));
+        }
+    }
+    let mut mutants: Vec<Detection> = rows.into_iter().map(|(d, _)| d).collect();
+    catalogue_order(&mut mutants);
+    Ok((mutants, copies))
 }
 
 /// Copies each run file (relative path → source) into `out`, unless it is already there.

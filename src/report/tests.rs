@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use super::*;
-use crate::results::record::{CheckRecord, RunStatus, ViolationRecord};
+use crate::results::record::{CheckRecord, Detection, RunStatus, ViolationRecord};
 
 const CHECKS: [&str; 9] = [
     "TOKEN",
@@ -354,7 +354,7 @@ fn verdict_lines_say_what_failed_and_warn_of_unreached_coverage() {
         "incomplete: no run finished; not a clean campaign"
     );
     data.results = results().into_iter().filter(clean).collect();
-    data.mutants = vec![crate::results::record::Detection {
+    data.mutants = vec![Detection {
         mutant: "fence-written-blind".into(),
         about: "a journal's fence is written blind".into(),
         killed: false,
@@ -441,7 +441,14 @@ fn merge_of_two_shards() {
         "deduplicated by (scenario, seed)"
     );
     assert_eq!(merged.campaign.meta.shard.as_deref(), Some("1/2+2/2"));
-    assert_eq!(merged.shrunk, shrunk());
+    // Replayed from its copy in the merged folder, as a whole campaign into `out` says.
+    let mut in_out = shrunk();
+    in_out[0].replay = format!(
+        "leasesim replay {}",
+        out.join("shrunk/f1-pause-2-FENCE.json").display()
+    );
+    assert_ne!(in_out, shrunk());
+    assert_eq!(merged.shrunk, in_out);
     assert_eq!(
         read(&out, "shrunk/f1-pause-2-FENCE.json"),
         "{\"seed\":2}\n",
@@ -454,7 +461,7 @@ fn merge_of_two_shards() {
             ..campaign("abc123", None)
         },
         all,
-        shrunk(),
+        in_out,
     );
     whole.completeness.clone_from(&merged.completeness);
     assert_eq!(read(&out, "report.md"), render_text(&whole).0);
@@ -642,6 +649,144 @@ fn a_merge_missing_a_shard_is_incomplete_and_names_it() {
     write_folder(&c, &other, &[], &[]);
     let error = merge(&[a, c], &out, false).unwrap_err().to_string();
     assert!(error.contains("seeds or scenarios (0..8;"), "{error}");
+}
+
+/// A detection row of mutant `name`, killed by `killed_by`, with a minimal run file when
+/// `run_file` is given.
+fn detection(name: &str, killed_by: &str, run_file: Option<&str>) -> Detection {
+    Detection {
+        mutant: name.into(),
+        about: format!("{name} is planted"),
+        killed: true,
+        killed_by: killed_by.into(),
+        seeds_to_detection: run_file.map(|_| 2),
+        runs_to_detection: run_file.map(|_| 3),
+        wall_ms_to_detection: run_file.map(|_| 40),
+        shrunk: run_file.map(|_| (1, 6)),
+        run_file: run_file.map(Into::into),
+    }
+}
+
+fn write_mutants(dir: &Path, rows: &[Detection]) {
+    write_lines(&dir.join(MUTANTS_FILE), rows).unwrap();
+    for file in rows.iter().filter_map(|d| d.run_file.as_ref()) {
+        fs::write(dir.join(file), format!("{{\"file\":\"{file}\"}}\n")).unwrap();
+    }
+}
+
+#[test]
+fn merge_unions_detection_tables_in_catalogue_order() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, out) = (
+        root.path().join("a"),
+        root.path().join("b"),
+        root.path().join("out"),
+    );
+    let plan = crate::results::plan::CampaignPlan::of(&meta("abc123", Some("1/2"))).unwrap();
+    let (one, two): (Vec<RunRecord>, Vec<RunRecord>) = clean_runs(|_| true)
+        .into_iter()
+        .partition(|r| plan.owns(&r.scenario, r.seed));
+    write_folder(&a, &campaign("abc123", Some("1/2")), &one, &[]);
+    write_folder(&b, &campaign("abc123", Some("2/2")), &two, &[]);
+    // Out of catalogue order within a shard, and across shards.
+    let file = "shrunk/mutant-release-by-session-only-clean-seed1.run.json";
+    write_mutants(
+        &a,
+        &[
+            detection("expiry-off-by-one", "conformance rule a", None),
+            detection("token-not-advanced-on-expiry", "conformance rule b", None),
+        ],
+    );
+    write_mutants(
+        &b,
+        &[detection(
+            "release-by-session-only",
+            "EXCL in clean (seed 1)",
+            Some(file),
+        )],
+    );
+    merge(&[a.clone(), b.clone()], &out, false).unwrap();
+    let merged = ReportData::read(&out).unwrap();
+    let names: Vec<&str> = merged.mutants.iter().map(|d| d.mutant.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "token-not-advanced-on-expiry",
+            "release-by-session-only",
+            "expiry-off-by-one"
+        ]
+    );
+    assert_eq!(
+        merged.mutants[1],
+        detection(
+            "release-by-session-only",
+            "EXCL in clean (seed 1)",
+            Some(file)
+        )
+    );
+    assert_eq!(
+        read(&out, file),
+        format!("{{\"file\":\"{file}\"}}\n"),
+        "the mutant's minimal run file is copied"
+    );
+    let md = read(&out, "report.md");
+    assert!(md.contains("Mutation score: **3/3**"), "{md}");
+    let summary: Summary = serde_json::from_str(&read(&out, "summary.json")).unwrap();
+    assert_eq!(summary.mutation_score, Some((3, 3)));
+
+    // The same mutant in two shards (shards made before detection was sharded) is refused,
+    // naming both folders; --force keeps the first folder's row.
+    write_mutants(
+        &b,
+        &[detection(
+            "token-not-advanced-on-expiry",
+            "conformance rule c",
+            None,
+        )],
+    );
+    let error = merge(&[a.clone(), b.clone()], &out, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(&format!(
+            "cannot merge {}: mutant `token-not-advanced-on-expiry`",
+            b.display()
+        )) && error.contains(&format!("and in {}'s", a.display()))
+            && error.contains("--force"),
+        "{error}"
+    );
+    merge(&[a.clone(), b], &out, true).unwrap();
+    let forced = ReportData::read(&out).unwrap();
+    assert_eq!(forced.mutants.len(), 2);
+    assert_eq!(forced.mutants[0].killed_by, "conformance rule b");
+
+    // Merged again without any table, the old one is gone.
+    fs::remove_file(a.join(MUTANTS_FILE)).unwrap();
+    merge(std::slice::from_ref(&a), &out, false).unwrap();
+    assert!(!out.join(MUTANTS_FILE).exists());
+}
+
+#[test]
+fn a_mutant_run_file_outside_the_folder_is_malformed() {
+    let dir = tempfile::tempdir().unwrap();
+    write_folder(
+        dir.path(),
+        &campaign("abc123", None),
+        &clean_runs(|_| true),
+        &[],
+    );
+    let mut row = detection("release-by-session-only", "EXCL", Some("x"));
+    row.run_file = Some("../elsewhere.run.json".into());
+    write_lines(
+        &dir.path().join(MUTANTS_FILE),
+        &[detection("expiry-off-by-one", "rule", None), row],
+    )
+    .unwrap();
+    let text = render(dir.path()).unwrap_err().to_string();
+    assert!(
+        text.contains("mutants.jsonl:2: run_file `../elsewhere.run.json` is not a path inside"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! with a copy of a few scenarios from `sims/` and a small, pinned seed range.
 
 mod bad_input;
+mod deploy;
 mod expectations;
 mod outputs;
 mod regressions;
