@@ -15,7 +15,7 @@
 //! whole check, pruning included, must stop at the budget, quickly, with `unknown`. Then the
 //! growth rows (issue 21, [`growth_rows`]): generated lease and ledger histories of 1k, 10k and
 //! 100k operations in our history format, extracted and checked, whose µs per operation stays
-//! flat (1.0–1.8 µs on 2 cores, 2026-12-03); `CHECK_GROWTH_ONLY=1` prints only those.
+//! flat (0.9–2.3 µs on 2 cores, 2026-12-03); `CHECK_GROWTH_ONLY=1` prints only those.
 //!
 //! Then the generated worst-case families (issue 17; `tests/check/families.rs`): register, kv
 //! and ledger histories of 5, 20 and 50 clients with many `:info` operations, without and with

@@ -9,10 +9,9 @@
 //! by construction, and its operations are recorded with the windows and answers the real
 //! clients would see. Deterministic: one ChaCha8 stream from the seed.
 //!
-//! Times are µs of true time; the `lease` host's clock is true time (one clock line). Every
-//! decision instant is odd and the TTL is even, so an expiry is odd too but never equal to a
-//! decision instant other than its own grant's plus the TTL; the model's "equality both ways"
-//! rule then never decides a generated call.
+//! Times are µs of true time; the `lease` host's clock is true time (one clock line). The
+//! reference authority counts a lease live while `now < expiry`; the model accepts either
+//! side of an equal reading, so a tie cannot make a correct history fail.
 
 #![allow(dead_code)]
 
@@ -89,7 +88,7 @@ fn process(i: usize) -> Process {
     Process::new(format!("replica-{}", i + 1), 0)
 }
 
-/// A call scheduled to reach the reference object at `decide_us` (odd).
+/// A call scheduled to reach the reference object at `decide_us`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Pending {
     decide_us: u64,
@@ -99,7 +98,7 @@ struct Pending {
 }
 
 /// Schedules replica `replica`'s next call, invoked `think_us` after `free_us`: it reaches the
-/// object 50–2000 µs later (at an odd instant) and returns as long again.
+/// object 50–2000 µs later and returns 50–2000 µs after that.
 fn schedule(
     queue: &mut BinaryHeap<Reverse<Pending>>,
     rng: &mut ChaCha8Rng,
@@ -108,7 +107,7 @@ fn schedule(
     think_us: u64,
 ) {
     let invoke_us = free_us + think_us;
-    let decide_us = (invoke_us + between(rng, 50, 2000)) | 1;
+    let decide_us = invoke_us + between(rng, 50, 2000);
     let complete_us = decide_us + between(rng, 50, 2000);
     queue.push(Reverse(Pending {
         decide_us,
@@ -116,6 +115,19 @@ fn schedule(
         invoke_us,
         complete_us,
     }));
+}
+
+/// Schedules every replica's first call, invoked within `think_us` of the start.
+fn first_calls(
+    queue: &mut BinaryHeap<Reverse<Pending>>,
+    rng: &mut ChaCha8Rng,
+    replicas: usize,
+    think_us: u64,
+) {
+    for replica in 0..replicas {
+        let think = between(rng, 0, think_us);
+        schedule(queue, rng, replica, 0, think);
+    }
 }
 
 fn op_line(call: &Pending, op: Op, outcome: Outcome, result: OpResult) -> OpLine {
@@ -153,12 +165,6 @@ struct Record {
     expiry_us: u64,
 }
 
-/// What a lease replica believes it holds.
-#[derive(Clone, Copy, Debug)]
-struct Held {
-    token: u64,
-}
-
 /// A lease history: replicas acquire when they hold nothing (again every 100–300 ms while
 /// refused), renew every 100–300 ms while they hold, and now and then release (3%) or pause for
 /// longer than the TTL (2%, so another replica takes over and the paused one is refused).
@@ -166,15 +172,13 @@ struct Held {
 pub fn lease_history(shape: &Shape) -> History {
     let mut rng = ChaCha8Rng::seed_from_u64(shape.seed);
     let mut queue = BinaryHeap::new();
-    let mut held: Vec<Option<Held>> = vec![None; shape.replicas];
+    // Per replica: the token of the lease it believes it holds.
+    let mut held: Vec<Option<u64>> = vec![None; shape.replicas];
     let mut record: Option<Record> = None;
     let mut high_water = 0;
     let mut ops = Vec::with_capacity(shape.ops);
     let mut planted = false;
-    for replica in 0..shape.replicas {
-        let think = between(&mut rng, 0, 300_000);
-        schedule(&mut queue, &mut rng, replica, 0, think);
-    }
+    first_calls(&mut queue, &mut rng, shape.replicas, 300_000);
     while ops.len() < shape.ops {
         let Reverse(call) = queue.pop().expect("every replica always has a next call");
         let (r, now) = (call.replica, call.decide_us);
@@ -219,7 +223,7 @@ pub fn lease_history(shape: &Shape) -> History {
                     }
                 }
             }
-            Some(Held { token }) if chance(&mut rng, 30) => {
+            Some(token) if chance(&mut rng, 30) => {
                 if record.is_some_and(|l| l.owner == r && l.token == token) {
                     record = None;
                 }
@@ -229,7 +233,7 @@ pub fn lease_history(shape: &Shape) -> History {
                 };
                 (op, Outcome::Ok, OpResult::Released {})
             }
-            Some(Held { token }) => {
+            Some(token) => {
                 let op = Op::LeaseRenew {
                     owner: process(r),
                     token,
@@ -253,7 +257,7 @@ pub fn lease_history(shape: &Shape) -> History {
             }
         };
         held[r] = match &result {
-            OpResult::Granted { token, .. } => Some(Held { token: *token }),
+            OpResult::Granted { token, .. } => Some(*token),
             _ => None,
         };
         let think = if held[r].is_some() && chance(&mut rng, 20) {
@@ -298,10 +302,7 @@ pub fn ledger_history(shape: &Shape) -> History {
     let mut ledger: Vec<(Option<u64>, HistRecord)> = Vec::new();
     let mut ops = Vec::with_capacity(shape.ops);
     let mut planted = false;
-    for replica in 0..shape.replicas {
-        let think = between(&mut rng, 0, 20_000);
-        schedule(&mut queue, &mut rng, replica, 0, think);
-    }
+    first_calls(&mut queue, &mut rng, shape.replicas, 20_000);
     while ops.len() < shape.ops {
         let Reverse(call) = queue.pop().expect("every replica always has a next call");
         let r = call.replica;
