@@ -9,13 +9,15 @@
 //! `go test -run '^$' -bench 'BenchmarkEtcdJepsen0[0-5]|BenchmarkKv(1Client|10Clients)(Ok|Bad)$'`
 //! (the unanchored pattern selects `BenchmarkEtcdJepsen000` to `059`, which check
 //! `etcd_000.log` to `etcd_059.log`, and the kv benchmarks check `c01-ok`, `c01-bad`, `c10-ok`
-//! and `c10-bad`); Go's ns/op is a mean, so compare it with the sum of means. Every verdict is
+//! and `c10-bad`); Go's ns/op is a mean, so compare it with the sum of means, and with the
+//! whole-process row: the binary run on those files, start-up, reading and parsing included. Every verdict is
 //! compared with `expected.csv` (porcupine's benchmarks assert the same verdicts). The last
 //! two rows check generated 100k-op histories with `--budget 1000` (bad-input probe D6): the
 //! whole check, pruning included, must stop at the budget, quickly, with `unknown`. Then the
 //! growth rows (issue 21, [`growth_rows`]): generated lease and ledger histories of 1k, 10k and
 //! 100k operations in our history format, extracted and checked, whose µs per operation stays
-//! flat (0.9–2.3 µs on 2 cores, 2026-12-03); `CHECK_GROWTH_ONLY=1` prints only those.
+//! flat (0.9–2.3 µs on 2 cores, 2026-12-03); `CHECK_GROWTH_ONLY=1` prints only those, and
+//! `CHECK_JEPSEN_ONLY=1` stops before them.
 //!
 //! Then the generated worst-case families (issue 17; `tests/check/families.rs`): register, kv
 //! and ledger histories of 5, 20 and 50 clients with many `:info` operations, without and with
@@ -52,6 +54,8 @@ use leasesim::history::History;
 
 /// Least repetitions per file.
 const ROUNDS: u32 = 5;
+/// Runs of the whole-process row ([`whole_process_row`]).
+const PROCESS_RUNS: usize = 30;
 
 /// Least time spent repeating one file's check.
 const MIN_TIME: Duration = Duration::from_millis(20);
@@ -103,6 +107,9 @@ fn main() {
     }
     if std::env::var("CHECK_FAMILIES_ONLY").is_err() {
         jepsen_files();
+        if std::env::var("CHECK_JEPSEN_ONLY").is_ok() {
+            return;
+        }
         growth_rows();
     }
     family_rows(families_dir().as_deref());
@@ -130,6 +137,7 @@ fn jepsen_files() {
     let (mut etcd_total, mut all_etcd) = (Duration::ZERO, Vec::new());
     let mut porcupine: [Totals; 2] = Default::default();
     let mut wrong = Vec::new();
+    let mut porcupine_files = Vec::new();
     println!(
         "{:<22} {:>6} {:>12} {:>12} {:>12}  verdict",
         "file", "ops", "time_us", "ops_per_s", "mean_us"
@@ -155,6 +163,9 @@ fn jepsen_files() {
         };
         total += elapsed;
         total_ops += ops;
+        if PORCUPINE.iter().any(|(_, member)| member(file)) {
+            porcupine_files.push(path.clone());
+        }
         for ((_, member), sums) in PORCUPINE.iter().zip(&mut porcupine) {
             if member(file) {
                 sums.files += 1;
@@ -202,6 +213,7 @@ fn jepsen_files() {
             sums.fastest.as_secs_f64() * 1e6,
         );
     }
+    whole_process_row(&porcupine_files);
     budget_rows();
     if wrong.is_empty() {
         println!("verdicts: every file as expected.csv says");
@@ -211,6 +223,37 @@ fn jepsen_files() {
             wrong.join(", ")
         );
     }
+}
+
+/// `leasesim check` (no `--model`: each file's own) on porcupine's file set as a user runs it,
+/// one process start to exit, [`PROCESS_RUNS`] times: compare the mean with the sum of porcupine's
+/// means (issue 21's "whole process" ratio).
+fn whole_process_row(files: &[PathBuf]) {
+    let mut times = Vec::with_capacity(PROCESS_RUNS);
+    for _ in 0..PROCESS_RUNS {
+        let start = Instant::now();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_leasesim"))
+            .arg("check")
+            .args(files)
+            .output()
+            .expect("run leasesim check");
+        times.push(start.elapsed());
+        // Some of porcupine's files are not linearizable: exit 1, never 2 or 3.
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mean = times.iter().sum::<Duration>() / times.len() as u32;
+    println!(
+        "whole process, leasesim check on those {} files: mean {:.2} ms, fastest {:.2} ms ({} runs)",
+        files.len(),
+        mean.as_secs_f64() * 1e3,
+        times.iter().min().unwrap_or(&Duration::ZERO).as_secs_f64() * 1e3,
+        times.len(),
+    );
 }
 
 /// The fastest and the mean check time, the op count and the verdict.

@@ -84,7 +84,9 @@ pub fn read_bytes(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
         });
     }
     let file = std::fs::File::open(path).map_err(io)?;
-    let mut bytes = Vec::new();
+    // Sized from the metadata (`take` hides the file's size from `read_to_end`), plus the
+    // byte that tells the end.
+    let mut bytes = Vec::with_capacity(metadata.len().min(limit).saturating_add(1) as usize);
     // One byte past the cap tells a file that grew past it since the metadata was read.
     file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)

@@ -83,8 +83,9 @@ enum Command {
     },
     /// Check history files for linearizability, one verdict per file; a violation comes with
     /// an explanation (the operation that cannot be placed, the states possible before it, the
-    /// longest valid prefix). etcd and kv read the Jepsen histories, ledger and lease our
-    /// history.jsonl. Exit 0 all linearizable, 1 some not, 2 a file unreadable or
+    /// longest valid prefix). etcd and kv read the Jepsen histories (without --model, each
+    /// file's own is told from its first event line), ledger and lease our history.jsonl.
+    /// Exit 0 all linearizable, 1 some not, 2 a file unreadable or
     /// malformed (named with its line), 4 a budget ran out with no violation found.
     Check(CheckArgs),
     /// Render or merge campaign reports (report.md, summary.json, junit.xml) from a report
@@ -229,9 +230,11 @@ enum ReportCommand {
 
 #[derive(Args, Debug)]
 struct CheckArgs {
-    /// Reader and sequential model for the files.
+    /// Reader and sequential model for every file. Without it each file's own is told from
+    /// its first event line: a Jepsen etcd log is etcd, an EDN op map kv; our history.jsonl
+    /// needs ledger or lease.
     #[arg(long, value_enum)]
-    model: leasesim::check::command::CheckModel,
+    model: Option<leasesim::check::command::CheckModel>,
     /// One JSON object per file (file, model, verdict, ops, elapsed_ms, explanation).
     #[arg(long)]
     json: bool,

@@ -1,5 +1,11 @@
-//! `leasesim check --model etcd|kv|ledger|lease [--json] [--budget STEPS] FILE...`: judges
+//! `leasesim check [--model etcd|kv|ledger|lease] [--json] [--budget STEPS] FILE...`: judges
 //! history files for linearizability and prints one verdict per file.
+//!
+//! Without `--model`, each file's model is told from its first event line ([`detect`]): a
+//! Jepsen etcd log line (`… jepsen.util - 0 :invoke :read nil`) is `etcd`, an EDN op map
+//! (`{:process 0, …}`) is `kv`; one of our `history.jsonl` files holds both ledger and lease
+//! calls, so it needs `--model ledger|lease` (bad input otherwise). So one process judges a
+//! folder of mixed Jepsen files: `leasesim check ../shared/cases/jepsen/*/*.{log,txt}`.
 //!
 //! Text output, one block per file on `out`:
 //! - `FILE: linearizable (N ops, X ms)`
@@ -19,7 +25,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::check::jepsen::{etcd, kv};
+use crate::check::jepsen::{etcd, kv, read_text, some_ops};
 use crate::check::judge::judges_lease_objects;
 use crate::check::linearizability::kv::KvStore;
 use crate::check::linearizability::register::CasRegister;
@@ -31,7 +37,8 @@ use crate::exit::Exit;
 use crate::history::History;
 
 /// Which reader and sequential model judge the files.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum CheckModel {
     /// Jepsen etcd logs (`../shared/cases/jepsen/etcd/*.log`) against a compare-and-set
@@ -76,8 +83,8 @@ impl CheckModel {
 /// What `leasesim check` was asked to do.
 #[derive(Clone, Debug)]
 pub struct CheckOptions {
-    /// The model (and reader) for every file.
-    pub model: CheckModel,
+    /// The model (and reader) for every file; `None`: each file's own, told by [`detect`].
+    pub model: Option<CheckModel>,
     /// One JSON object per file instead of text.
     pub json: bool,
     /// The search budget per partition.
@@ -102,8 +109,10 @@ pub enum FileOutcome {
 pub struct FileReport {
     /// The file as given on the command line.
     pub file: String,
-    /// [`CheckModel::name`].
-    pub model: &'static str,
+    /// The model that judged the file ([`CheckModel::name`] in JSON); `None` when it was not
+    /// given and could not be told from the file ([`detect`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<CheckModel>,
     /// `linearizable`, `not_linearizable`, `unknown`, `bad_input` or `harness_error`.
     pub verdict: &'static str,
     /// Operations read from the file (0 when it could not be read).
@@ -140,16 +149,27 @@ impl FileReport {
 fn judge(
     model: CheckModel,
     file: &Path,
+    text: Option<&str>,
     budget: Budget,
 ) -> Result<(usize, Verdict, Duration), String> {
+    let jepsen_text = || match text {
+        Some(text) => Ok(std::borrow::Cow::Borrowed(text)),
+        None => read_text(file)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|e| e.to_string()),
+    };
     match model {
         CheckModel::Etcd => {
-            let ops = etcd::read(file).map_err(|e| e.to_string())?;
+            let ops = etcd::parse(file, &jepsen_text()?)
+                .and_then(|ops| some_ops(file, ops))
+                .map_err(|e| e.to_string())?;
             let (verdict, elapsed) = timed(|| check(&CasRegister, &ops, budget));
             Ok((ops.len(), verdict, elapsed))
         }
         CheckModel::Kv => {
-            let ops = kv::read(file).map_err(|e| e.to_string())?;
+            let ops = kv::parse(file, &jepsen_text()?)
+                .and_then(|ops| some_ops(file, ops))
+                .map_err(|e| e.to_string())?;
             let (verdict, elapsed) = timed(|| check(&KvStore, &ops, budget));
             Ok((ops.len(), verdict, elapsed))
         }
@@ -189,6 +209,40 @@ fn read_history(file: &Path) -> Result<History, String> {
     Ok(history)
 }
 
+/// The model of a file's text when `--model` is not given: told by its first line that is
+/// not blank and not log chatter. `Err` says why it cannot be told and how to say it.
+///
+/// - A Jepsen etcd log event (`jepsen.util`, blanks, `-`, blanks, then the event: the line
+///   [`etcd::parse`] reads) is [`CheckModel::Etcd`]; other lines of an etcd log (Jepsen's
+///   chatter) are skipped, as the reader skips them.
+/// - An EDN map (`{:`) is [`CheckModel::Kv`].
+/// - A JSON object (`{"`) is one of our history files: ledger or lease, which `--model` must
+///   choose.
+pub fn detect(text: &str) -> Result<CheckModel, String> {
+    const SAY: &str = "say which with --model etcd|kv|ledger|lease";
+    for line in text.lines().take(DETECT_LINES) {
+        let line = line.trim_start();
+        if line.starts_with("{:") {
+            return Ok(CheckModel::Kv);
+        }
+        if line.starts_with("{\"") {
+            return Err(format!(
+                "a leasesim history (JSON lines) holds both ledger and lease calls: {SAY}"
+            ));
+        }
+        if etcd::is_event(line) {
+            return Ok(CheckModel::Etcd);
+        }
+    }
+    Err(format!(
+        "neither a Jepsen etcd log nor an EDN history in its first {DETECT_LINES} lines: {SAY}"
+    ))
+}
+
+/// How many lines [`detect`] reads before it gives up: a Jepsen etcd log starts with a few
+/// lines of set-up chatter.
+const DETECT_LINES: usize = 1000;
+
 /// Runs `f` and measures it in real time: only to report how long a check took (checkers may
 /// read real time: DESIGN.md, "Determinism rules"); it never influences a verdict.
 #[allow(clippy::disallowed_types)]
@@ -200,9 +254,22 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 
 /// Checks one file: reads it, runs the engine, and times the check. A panic in the checker
 /// becomes a `harness_error` report.
-pub fn check_file(model: CheckModel, file: &Path, budget: Budget) -> FileReport {
-    let judged =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| judge(model, file, budget)));
+pub fn check_file(model: Option<CheckModel>, file: &Path, budget: Budget) -> FileReport {
+    let (model, text) = match model {
+        Some(model) => (Ok(model), None),
+        None => match read_text(file) {
+            Ok(text) => (
+                detect(&text).map_err(|why| {
+                    format!("{}: cannot tell the file's model: {why}", file.display())
+                }),
+                Some(text),
+            ),
+            Err(error) => (Err(error.to_string()), None),
+        },
+    };
+    let judged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        judge(model.clone()?, file, text.as_deref(), budget)
+    }));
     let (outcome, ops, elapsed) = match judged {
         Ok(Ok((ops, verdict, elapsed))) => (FileOutcome::Verdict(verdict), ops, elapsed),
         Ok(Err(error)) => (FileOutcome::BadInput(error), 0, Duration::ZERO),
@@ -224,7 +291,7 @@ pub fn check_file(model: CheckModel, file: &Path, budget: Budget) -> FileReport 
     };
     let mut report = FileReport {
         file: file.display().to_string(),
-        model: model.name(),
+        model: model.ok(),
         verdict: "",
         ops,
         elapsed_ms: (elapsed.as_secs_f64() * 1e6).round() / 1e3,
@@ -256,7 +323,7 @@ pub fn check_file(model: CheckModel, file: &Path, budget: Budget) -> FileReport 
 
 /// The text block for one report (several lines for a violation), without the `error:` line
 /// that bad input gets on the error stream.
-pub fn render_text(report: &FileReport, model: CheckModel) -> String {
+pub fn render_text(report: &FileReport) -> String {
     let stats = format!("{} ops, {:.1} ms", report.ops, report.elapsed_ms);
     match report.verdict {
         "linearizable" => format!("{}: linearizable ({stats})\n", report.file),
@@ -264,7 +331,7 @@ pub fn render_text(report: &FileReport, model: CheckModel) -> String {
             let mut text = format!(
                 "{}: not linearizable ({stats}; times are {})\n",
                 report.file,
-                model.time_unit()
+                report.model.map_or("?", CheckModel::time_unit)
             );
             if let Some(explanation) = &report.explanation {
                 for line in explanation.to_string().lines() {
@@ -400,8 +467,7 @@ impl Reporter<'_> {
                 .map_err(std::io::Error::other)
                 .and_then(|line| writeln!(self.out, "{line}"))
         } else {
-            self.out
-                .write_all(render_text(report, self.options.model).as_bytes())
+            self.out.write_all(render_text(report).as_bytes())
         };
         if let Err(error) = written {
             let _ = writeln!(self.err, "error: cannot write the report: {error}");

@@ -243,6 +243,64 @@ fn json_prints_one_object_per_file() {
     );
 }
 
+/// Without `--model`, one process judges etcd logs and kv histories together, each with its
+/// own model, exactly as `--model etcd` and `--model kv` judge them apart; a history.jsonl
+/// and a file of neither format are bad input that says to give `--model`.
+#[test]
+fn without_a_model_each_jepsen_file_is_judged_by_its_own() {
+    let files: Vec<PathBuf> = cases()
+        .into_iter()
+        .map(|c| cases_dir().join(c.file))
+        .collect();
+    let (etcd_files, kv_files): (Vec<&Path>, Vec<&Path>) = files
+        .iter()
+        .map(PathBuf::as_path)
+        .partition(|f| f.extension().is_some_and(|e| e == "log"));
+    assert!(!etcd_files.is_empty() && !kv_files.is_empty());
+    let mixed: Vec<&Path> = etcd_files.iter().chain(&kv_files).copied().collect();
+    let together = leasesim(&[], &mixed);
+    let etcd = leasesim(&["--model", "etcd"], &etcd_files);
+    let kv = leasesim(&["--model", "kv"], &kv_files);
+    assert_eq!(
+        without_times(&text(&together.stdout)),
+        without_times(&format!("{}{}", text(&etcd.stdout), text(&kv.stdout)))
+    );
+    assert_eq!(
+        together.status.code(),
+        Some(1),
+        "{}",
+        text(&together.stderr)
+    );
+    let json = leasesim(&["--json"], &[etcd_files[0], kv_files[0]]);
+    let models: Vec<serde_json::Value> = text(&json.stdout)
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["model"].clone())
+        .collect();
+    assert_eq!(models, ["etcd", "kv"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.jsonl");
+    std::fs::write(&history, "{\"config\":{}}\n").unwrap();
+    let chatter = dir.path().join("chatter.log");
+    std::fs::write(&chatter, "INFO  jepsen.core - Running test\n").unwrap();
+    for (file, why) in [
+        (&history, "holds both ledger and lease calls"),
+        (&chatter, "neither a Jepsen etcd log nor an EDN history"),
+    ] {
+        let out = leasesim(&[], &[file]);
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "{}: cannot tell the file's model: ",
+                file.display()
+            )) && stderr.contains(why)
+                && stderr.contains("--model etcd|kv|ledger|lease"),
+            "{stderr}"
+        );
+    }
+}
+
 #[test]
 fn unknown_models_are_refused_as_usage_errors() {
     let out = leasesim(&["--model", "paxos"], &[&etcd_file(true)]);

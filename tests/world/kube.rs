@@ -160,7 +160,7 @@ fn check_model_lease_judges_a_kube_history_by_its_lease_api_calls() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("history.jsonl");
     std::fs::write(&path, history.to_jsonl()).unwrap();
-    let report = check_file(CheckModel::Lease, &path, Budget::default());
+    let report = check_file(Some(CheckModel::Lease), &path, Budget::default());
     assert_eq!(report.verdict, "linearizable", "{report:?}");
     let kube_calls = history
         .ops()

@@ -1,29 +1,44 @@
 //! Just enough EDN for Jepsen op maps: one flat map per line, such as
 //! `{:process 0, :type :invoke, :f :get, :key "5", :value nil}`.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
-/// A scalar EDN value.
+/// A scalar EDN value, borrowed from the line where it can be.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Edn {
+pub enum Edn<'a> {
     /// `nil`.
     Nil,
     /// An integer.
     Int(i64),
-    /// A string, unescaped.
-    Str(String),
+    /// A string, unescaped (borrowed unless it held an escape).
+    Str(Cow<'a, str>),
     /// A keyword, without its colon.
-    Keyword(String),
+    Keyword(&'a str),
 }
 
-/// Parses one flat map of keyword keys to scalar values.
-pub fn parse_map(text: &str) -> Result<BTreeMap<String, Edn>, String> {
+/// A flat map of keyword keys to scalar values, in the order written; keys are distinct.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EdnMap<'a>(Vec<(&'a str, Edn<'a>)>);
+
+impl<'a> EdnMap<'a> {
+    /// The value of key `:name`.
+    pub fn get(&self, name: &str) -> Option<&Edn<'a>> {
+        self.0
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value)
+    }
+}
+
+/// Parses one flat map of keyword keys to scalar values; `Err` says what is wrong and at
+/// which column (in characters, from 1).
+pub fn parse_map(text: &str) -> Result<EdnMap<'_>, String> {
     let mut cursor = Cursor {
-        chars: text.trim().chars().collect(),
+        text: text.trim(),
         at: 0,
     };
     cursor.expect('{')?;
-    let mut map = BTreeMap::new();
+    let mut map = Vec::with_capacity(5);
     loop {
         cursor.skip_space();
         if cursor.eat('}') {
@@ -35,30 +50,44 @@ pub fn parse_map(text: &str) -> Result<BTreeMap<String, Edn>, String> {
         };
         cursor.skip_space();
         let value = cursor.value()?;
-        if map.insert(key.clone(), value).is_some() {
+        if map.iter().any(|(k, _)| *k == key) {
             return Err(format!("key :{key} appears twice"));
         }
+        map.push((key, value));
     }
     cursor.skip_space();
-    if cursor.at < cursor.chars.len() {
+    if cursor.at < cursor.text.len() {
         return Err("text after the closing '}'".to_string());
     }
-    Ok(map)
+    Ok(EdnMap(map))
 }
 
-struct Cursor {
-    chars: Vec<char>,
+/// A position in one line, in bytes; only ever on a char boundary.
+struct Cursor<'a> {
+    text: &'a str,
     at: usize,
 }
 
-impl Cursor {
+impl<'a> Cursor<'a> {
     fn peek(&self) -> Option<char> {
-        self.chars.get(self.at).copied()
+        self.text[self.at..].chars().next()
+    }
+
+    /// Moves past `c`, which [`Cursor::peek`] returned.
+    fn advance(&mut self, c: char) {
+        self.at += c.len_utf8();
+    }
+
+    /// The column of the cursor, in characters from 1 (for messages).
+    fn column(&self) -> usize {
+        self.text[..self.at].chars().count() + 1
     }
 
     fn eat(&mut self, c: char) -> bool {
         let found = self.peek() == Some(c);
-        self.at += usize::from(found);
+        if found {
+            self.advance(c);
+        }
         found
     }
 
@@ -66,29 +95,29 @@ impl Cursor {
         if self.eat(c) {
             Ok(())
         } else {
-            Err(format!("expected '{c}' at column {}", self.at + 1))
+            Err(format!("expected '{c}' at column {}", self.column()))
         }
     }
 
     /// Skips whitespace and commas (commas are whitespace in EDN).
     fn skip_space(&mut self) {
-        while self.peek().is_some_and(|c| c.is_whitespace() || c == ',') {
-            self.at += 1;
+        while let Some(c) = self.peek().filter(|&c| c.is_whitespace() || c == ',') {
+            self.advance(c);
         }
     }
 
-    fn token(&mut self) -> String {
+    fn token(&mut self) -> &'a str {
         let start = self.at;
-        while self
+        while let Some(c) = self
             .peek()
-            .is_some_and(|c| !c.is_whitespace() && c != ',' && c != '}')
+            .filter(|&c| !c.is_whitespace() && c != ',' && c != '}')
         {
-            self.at += 1;
+            self.advance(c);
         }
-        self.chars[start..self.at].iter().collect()
+        &self.text[start..self.at]
     }
 
-    fn value(&mut self) -> Result<Edn, String> {
+    fn value(&mut self) -> Result<Edn<'a>, String> {
         match self.peek() {
             None => Err("unexpected end of line (missing '}'?)".to_string()),
             Some('"') => self.string(),
@@ -96,12 +125,12 @@ impl Cursor {
                 self.at += 1;
                 let name = self.token();
                 if name.is_empty() {
-                    return Err(format!("empty keyword at column {}", self.at));
+                    return Err(format!("empty keyword at column {}", self.column() - 1));
                 }
                 Ok(Edn::Keyword(name))
             }
             Some(_) => {
-                let column = self.at + 1;
+                let column = self.column();
                 let token = self.token();
                 if token == "nil" {
                     return Ok(Edn::Nil);
@@ -114,28 +143,42 @@ impl Cursor {
         }
     }
 
-    fn string(&mut self) -> Result<Edn, String> {
-        let column = self.at + 1;
+    fn string(&mut self) -> Result<Edn<'a>, String> {
+        let column = self.column();
         self.at += 1;
-        let mut out = String::new();
+        let start = self.at;
+        // Borrowed until the first escape; owned from there.
+        let mut owned: Option<String> = None;
         loop {
             let Some(c) = self.peek() else {
                 return Err(format!("string starting at column {column} never ends"));
             };
-            self.at += 1;
+            let before = self.at;
+            self.advance(c);
             match c {
-                '"' => return Ok(Edn::Str(out)),
+                '"' => {
+                    return Ok(Edn::Str(match owned {
+                        Some(out) => Cow::Owned(out),
+                        None => Cow::Borrowed(&self.text[start..before]),
+                    }));
+                }
                 '\\' => {
                     let escaped = self.peek().ok_or("string ends in a backslash")?;
-                    self.at += 1;
-                    out.push(match escaped {
-                        'n' => '\n',
-                        't' => '\t',
-                        'r' => '\r',
-                        other => other,
-                    });
+                    self.advance(escaped);
+                    owned
+                        .get_or_insert_with(|| self.text[start..before].to_string())
+                        .push(match escaped {
+                            'n' => '\n',
+                            't' => '\t',
+                            'r' => '\r',
+                            other => other,
+                        });
                 }
-                c => out.push(c),
+                c => {
+                    if let Some(out) = &mut owned {
+                        out.push(c);
+                    }
+                }
             }
         }
     }
@@ -149,9 +192,10 @@ mod tests {
     fn parses_an_op_map() {
         let map =
             parse_map(r#"{:process 3, :type :ok, :f :get, :key "5", :value "a \"b\""}"#).unwrap();
-        assert_eq!(map["process"], Edn::Int(3));
-        assert_eq!(map["type"], Edn::Keyword("ok".into()));
-        assert_eq!(map["value"], Edn::Str("a \"b\"".into()));
+        assert_eq!(map.get("process"), Some(&Edn::Int(3)));
+        assert_eq!(map.get("type"), Some(&Edn::Keyword("ok")));
+        assert_eq!(map.get("key"), Some(&Edn::Str(Cow::Borrowed("5"))));
+        assert_eq!(map.get("value"), Some(&Edn::Str("a \"b\"".into())));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::edn::{Edn, parse_map};
+use super::edn::{Edn, EdnMap, parse_map};
 use super::{ReadError, read_text, some_ops};
 use crate::check::linearizability::Operation;
 use crate::check::linearizability::kv::{KvInput, KvOutput};
@@ -58,7 +58,7 @@ fn apply(
         open.insert(process, ops.len());
         ops.push(Some(Operation {
             process,
-            input: input(&map)?,
+            input: input(&map, None)?,
             output: None,
             call: time,
             ret: None,
@@ -90,11 +90,11 @@ fn apply(
     Ok(())
 }
 
-fn field<'m>(map: &'m BTreeMap<String, Edn>, name: &str) -> Result<&'m Edn, String> {
+fn field<'m, 'a>(map: &'m EdnMap<'a>, name: &str) -> Result<&'m Edn<'a>, String> {
     map.get(name).ok_or_else(|| format!("missing :{name}"))
 }
 
-fn keyword<'m>(map: &'m BTreeMap<String, Edn>, name: &str) -> Result<&'m str, String> {
+fn keyword<'a>(map: &EdnMap<'a>, name: &str) -> Result<&'a str, String> {
     match field(map, name)? {
         Edn::Keyword(k) => Ok(k),
         other => Err(format!(":{name} {other:?} is not a keyword")),
@@ -104,19 +104,23 @@ fn keyword<'m>(map: &'m BTreeMap<String, Edn>, name: &str) -> Result<&'m str, St
 fn text_value(value: &Edn) -> Result<String, String> {
     match value {
         Edn::Nil => Ok(String::new()),
-        Edn::Str(s) => Ok(s.clone()),
+        Edn::Str(s) => Ok(s.to_string()),
         Edn::Int(i) => Ok(i.to_string()),
         Edn::Keyword(k) => Err(format!("value :{k} is not a string")),
     }
 }
 
-fn input(map: &BTreeMap<String, Edn>) -> Result<KvInput, String> {
+/// The operation a line names; `value` is the line's `:value`, or what stands for it.
+fn input(map: &EdnMap<'_>, value: Option<&Edn<'_>>) -> Result<KvInput, String> {
     let key = match field(map, "key")? {
-        Edn::Str(k) => k.clone(),
+        Edn::Str(k) => k.to_string(),
         Edn::Int(i) => i.to_string(),
         other => return Err(format!(":key {other:?} is not a string")),
     };
-    let value = || field(map, "value").and_then(text_value);
+    let value = || match value {
+        Some(value) => text_value(value),
+        None => field(map, "value").and_then(text_value),
+    };
     match keyword(map, "f")? {
         "get" => Ok(KvInput::Get { key }),
         "put" => Ok(KvInput::Put {
@@ -132,13 +136,9 @@ fn input(map: &BTreeMap<String, Edn>) -> Result<KvInput, String> {
 }
 
 /// The input a completion names: a get's completion carries the value read, not the call's.
-fn input_for_completion(map: &BTreeMap<String, Edn>, invoked: &KvInput) -> Result<KvInput, String> {
+fn input_for_completion(map: &EdnMap<'_>, invoked: &KvInput) -> Result<KvInput, String> {
     match (keyword(map, "f")?, invoked) {
-        ("get", KvInput::Get { .. }) => {
-            let mut get = map.clone();
-            get.insert("value".to_string(), Edn::Nil);
-            input(&get)
-        }
-        _ => input(map),
+        ("get", KvInput::Get { .. }) => input(map, Some(&Edn::Nil)),
+        _ => input(map, None),
     }
 }

@@ -55,7 +55,7 @@ impl ReadError {
 
 /// The file's text, read through [`crate::input::read_to_string`]: a regular file of at most
 /// [`crate::input::HISTORY_LIMIT`] bytes, so a FIFO or `/dev/zero` is refused at once.
-fn read_text(file: &Path) -> Result<String, ReadError> {
+pub(crate) fn read_text(file: &Path) -> Result<String, ReadError> {
     crate::input::read_to_string(file, crate::input::HISTORY_LIMIT).map_err(|error| match error {
         crate::input::InputError::Io { source, .. } => ReadError::Io {
             file: file.to_path_buf(),
@@ -67,7 +67,7 @@ fn read_text(file: &Path) -> Result<String, ReadError> {
 
 /// `ops`, or [`ReadError::NoOperations`] when there are none: an empty file, or one of log
 /// chatter only, has nothing to judge and must not pass as linearizable.
-fn some_ops<T>(file: &Path, ops: Vec<T>) -> Result<Vec<T>, ReadError> {
+pub(crate) fn some_ops<T>(file: &Path, ops: Vec<T>) -> Result<Vec<T>, ReadError> {
     if ops.is_empty() {
         return Err(ReadError::NoOperations {
             file: file.to_path_buf(),
