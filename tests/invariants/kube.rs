@@ -510,10 +510,17 @@ fn holder_identities_name_replica_and_incarnation() {
     assert_eq!(parse_holder("replica-#1"), None);
 }
 
-/// Faults healed at 0 and the run ended at 30 s; the API server restarted at 5 s; replica-2's
-/// acquire is turned away at 20.5 s. The kube bound is 10 s TTL + 3 × 3.333333 s + 2 s =
-/// 21.999999 s, with no grace: a restarted API server judges no expiry.
+/// Faults healed at 0 and the run ended at 30 s; the API server restarted at 5 s; replica-2
+/// looks at the object at 1 s and is turned away again at 20.5 s, having watched it unchanged
+/// for longer than a TTL and a renew interval. The kube bound is 10 s TTL + 3 × 3.333333 s +
+/// 2 s = 21.999999 s, with no grace: a restarted API server judges no expiry.
 fn turned_away_late() -> Builder {
+    first_look_late().op(2, "replica-2", span(S, S + 10_000), acquire(), held(1))
+}
+
+/// As [`turned_away_late`] without the look at 1 s: replica-2's first look at the object is
+/// at 20.5 s.
+fn first_look_late() -> Builder {
     history()
         .kube_config()
         .clock("apiserver", boot(0))
@@ -527,6 +534,28 @@ fn turned_away_late() -> Builder {
             held(1),
         )
         .run_ended_at(30 * S)
+}
+
+/// A candidate counts `leaseDurationSeconds` from its own first look (client-go's rule): one
+/// that first looks at 20.5 s is rightly refused until 30.5 s, which says nothing about the
+/// session being stuck (kube-swarm-deletion seed 11 was this false alarm).
+#[test]
+fn live_does_not_judge_a_refusal_on_a_candidates_first_look() {
+    let report = live::check(&first_look_late().build());
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 0);
+}
+
+/// A write to the object restarts every candidate's count: a look before it does not make a
+/// refusal after it judged.
+#[test]
+fn live_counts_a_candidates_look_from_the_objects_last_write() {
+    let report = live::check(
+        &turned_away_late()
+            .accepted(2 * S, updated("replica-1#0", 1, 4))
+            .build(),
+    );
+    assert_eq!(report.checks, 0, "{report:?}");
 }
 
 #[test]

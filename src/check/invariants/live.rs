@@ -22,7 +22,11 @@
 //! of 0: the TTL term is the candidate's observation (it counts `leaseDurationSeconds` on its
 //! own clock from the last change it saw), and an API server restart adds no grace, since the
 //! holders, not the server, judge expiry ([`crate::history::ConfigLine::live_bound_us`] with no authority
-//! restart: the config names no authority host whose restarts could count). There are no
+//! restart: the config names no authority host whose restarts could count). A refusal judges
+//! the session only once its candidate has watched the object's current version for a TTL and
+//! a renew interval ([`observing_since`]): a candidate that first looks at the object late in
+//! the window is rightly refused until its own count runs out (kube-swarm-deletion seed 11:
+//! replica-2's first look at 39 s after a heal at 24 s). There are no
 //! decision lines, so a hand-back is read from the API server's accepted writes: a release
 //! write (an update leaving `holderIdentity` `""`, or a delete) in the window, after which no
 //! `lease_acquire` of the session was answered `held`.
@@ -85,6 +89,32 @@ fn handed_back_by_write(history: &History, session: &str, from_us: u64, to_us: u
     })
 }
 
+/// For a backend whose expiry is observed by candidates: since when `refused`'s candidate has
+/// been counting the object's current version, at the latest — its first acquire of the
+/// session after the object's last accepted write before `refused`. A candidate counts
+/// `leaseDurationSeconds` from its own first sight of a version (client-go's rule), so one
+/// that first looks late in the window is rightly turned away for a TTL more; only a refusal a
+/// TTL and a renew interval after that first look says the session is stuck.
+fn observing_since(history: &History, refused: &crate::history::OpLine) -> u64 {
+    let changed = history
+        .writes()
+        .filter(|w| w.session == refused.session && w.at_us < refused.invoke_us)
+        .map(|w| w.at_us)
+        .max()
+        .unwrap_or(0);
+    history
+        .ops()
+        .filter(|op| {
+            op.session == refused.session
+                && op.process == refused.process
+                && matches!(op.op, Op::LeaseAcquire { .. })
+                && op.invoke_us >= changed
+        })
+        .map(|op| op.invoke_us)
+        .min()
+        .unwrap_or(refused.invoke_us)
+}
+
 /// Checks LIVE over `history`.
 pub fn check(history: &History) -> InvariantReport {
     let mut report = InvariantReport::new(Check::Live);
@@ -104,6 +134,7 @@ pub fn check(history: &History) -> InvariantReport {
         + config.ttl_us
         + if restarted { config.grace_period_us } else { 0 }
         + config.renew_interval_us;
+    let observed = history.authority_host().is_none();
     for session in &config.sessions {
         let turned_away = history.ops().any(|op| {
             &op.session == session
@@ -111,6 +142,9 @@ pub fn check(history: &History) -> InvariantReport {
                 && op.outcome != Outcome::Ok
                 && op.invoke_us > settled
                 && op.invoke_us <= deadline
+                && (!observed
+                    || op.invoke_us
+                        > observing_since(history, op) + config.ttl_us + config.renew_interval_us)
         });
         if !turned_away {
             continue;

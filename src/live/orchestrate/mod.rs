@@ -263,6 +263,21 @@ fn one_run(
             run.world.backend.name()
         )));
     }
+    // What this build and machine lack is said before the schedule's needs (libfaketime):
+    // the backend is the first thing the command line chose.
+    if args.backend == Backend::Etcd && !cfg!(feature = "etcd") {
+        return Err(LiveError::BadInput(
+            "--backend etcd: this leasesim was built without the `etcd` feature; rebuild with \
+             `cargo build --release --features etcd` (or install with `--features etcd`)"
+                .into(),
+        ));
+    }
+    if args.backend == Backend::Etcd && which(super::etcd::ETCD_BINARY).is_none() {
+        return Err(LiveError::BadInput(
+            "--backend etcd: no `etcd` on PATH (apt-get install etcd-server)".into(),
+        ));
+    }
+
     let lease_host = match args.backend {
         Backend::Grpc => Some(hosts::LEASE),
         Backend::Flock => None,
@@ -283,19 +298,6 @@ fn one_run(
     } else {
         Some(super::faketime::library().map_err(LiveError::BadInput)?)
     };
-    if args.backend == Backend::Etcd && !cfg!(feature = "etcd") {
-        return Err(LiveError::BadInput(
-            "--backend etcd: this leasesim was built without the `etcd` feature; rebuild with \
-             `cargo build --release --features etcd` (or install with `--features etcd`)"
-                .into(),
-        ));
-    }
-    if args.backend == Backend::Etcd && which(super::etcd::ETCD_BINARY).is_none() {
-        return Err(LiveError::BadInput(
-            "--backend etcd: no `etcd` on PATH (apt-get install etcd-server)".into(),
-        ));
-    }
-
     prepare_out(out)?;
     let run_file = out.join("run.json");
     run.save(&run_file)
