@@ -304,7 +304,8 @@ pub struct RunVerdict {
     pub exit: Exit,
     /// The verdict in one line, without the exit code: `clean`, `clean (not judged: LIVE)`,
     /// `clean: violated as expected: LEDGER`, `FAIL: EXCL, TOKEN violated`, `FAIL: LEDGER
-    /// expected violated, but it held`, `FAIL: LIVE violated (liveness)` or `inconclusive:
+    /// expected violated, but it held`, `FAIL: EXCL violated; LEDGER expected violated, but it
+    /// held`, `FAIL: LIVE violated (liveness)` or `inconclusive:
     /// LIN-LEASE ran out of budget; nothing violated`.
     pub line: String,
     /// Every check judged, one line each ([`Judgement`]'s `Display`).
@@ -363,12 +364,21 @@ fn verdict_line(
     } else {
         format!(" (not judged: {})", Check::list(&not_judged))
     };
-    match exit {
-        Exit::SafetyViolation if unexpected.is_empty() => format!(
-            "FAIL: {} expected violated, but {} held",
+    let held = |unseen: &[Check]| {
+        format!(
+            "{} expected violated, but {} held",
             Check::list(unseen),
             if unseen.len() == 1 { "it" } else { "they" }
-        ),
+        )
+    };
+    // A run that sees other violations than the one it expects names both.
+    let also_unseen = if unseen.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", held(unseen))
+    };
+    match exit {
+        Exit::SafetyViolation if unexpected.is_empty() => format!("FAIL: {}", held(unseen)),
         Exit::Clean if violated.is_empty() => format!("clean{not_judged}"),
         Exit::Clean => format!(
             "clean: violated as expected: {}{not_judged}",
@@ -378,7 +388,7 @@ fn verdict_line(
             "inconclusive: {} ran out of budget; nothing violated{not_judged}",
             Check::list(&judgement.inconclusive())
         ),
-        Exit::LivenessViolation => "FAIL: LIVE violated (liveness)".to_owned(),
-        _ => format!("FAIL: {} violated", Check::list(unexpected)),
+        Exit::LivenessViolation => format!("FAIL: LIVE violated (liveness){also_unseen}"),
+        _ => format!("FAIL: {} violated{also_unseen}", Check::list(unexpected)),
     }
 }

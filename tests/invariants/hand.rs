@@ -600,8 +600,34 @@ fn check_all_reports_every_invariant_and_names_the_violated_one() {
         ["TOKEN", "EXCL", "EXPIRY", "FENCE", "LEDGER", "STOP", "LIVE"]
     );
     assert!(
-        report.to_string().contains("EXCL: 2 checks, 1 violations"),
+        report.to_string().contains("EXCL: 2 checks, 1 violation"),
         "{report}"
+    );
+}
+
+/// A run's verdict line names what it violated and what it expected and did not see, with the
+/// exit code of the violation.
+#[test]
+fn a_run_verdict_names_the_unexpected_violations_and_the_expected_ones_not_seen() {
+    use leasesim::check::judge::judge_run;
+    let h = history()
+        .config()
+        .decides(at(0), "replica-1", grant(1, 10 * S))
+        .decides(at(5 * S), "replica-2", grant(2, 15 * S))
+        .build();
+    let verdict = judge_run(&h, &[Check::Ledger]);
+    assert_eq!(
+        verdict.line,
+        "FAIL: EXCL, EXPIRY violated; LEDGER expected violated, but it held"
+    );
+    assert_eq!(verdict.exit.code(), 1);
+    let expected_seen = judge_run(&h, &[Check::Excl, Check::Expiry]);
+    assert!(
+        expected_seen
+            .line
+            .starts_with("clean: violated as expected: EXCL, EXPIRY"),
+        "{}",
+        expected_seen.line
     );
 }
 

@@ -515,7 +515,15 @@ fn holder_identities_name_replica_and_incarnation() {
 /// for longer than a TTL and a renew interval. The kube bound is 10 s TTL + 3 × 3.333333 s +
 /// 2 s = 21.999999 s, with no grace: a restarted API server judges no expiry.
 fn turned_away_late() -> Builder {
-    first_look_late().op(2, "replica-2", span(S, S + 10_000), acquire(), held(1))
+    first_look_late()
+        .op(3, "replica-2", span(S, S + 10_000), acquire(), held(1))
+        .op(
+            4,
+            "replica-2",
+            span(S, S + 5_000),
+            kube_get(),
+            kube_object(3, "replica-1#0", 1),
+        )
 }
 
 /// As [`turned_away_late`] without the look at 1 s: replica-2's first look at the object is
@@ -533,6 +541,13 @@ fn first_look_late() -> Builder {
             acquire(),
             held(1),
         )
+        .op(
+            2,
+            "replica-2",
+            span(20_500_000, 20_505_000),
+            kube_get(),
+            kube_object(3, "replica-1#0", 1),
+        )
         .run_ended_at(30 * S)
 }
 
@@ -547,7 +562,7 @@ fn live_does_not_judge_a_refusal_on_a_candidates_first_look() {
 }
 
 /// A write to the object restarts every candidate's count: a look before it does not make a
-/// refusal after it judged.
+/// refusal after it judged. Nor does a read that never reached the API server.
 #[test]
 fn live_counts_a_candidates_look_from_the_objects_last_write() {
     let report = live::check(
@@ -556,6 +571,23 @@ fn live_counts_a_candidates_look_from_the_objects_last_write() {
             .build(),
     );
     assert_eq!(report.checks, 0, "{report:?}");
+    let unreached = first_look_late()
+        .op(
+            3,
+            "replica-2",
+            span(S, S + 10_000),
+            acquire(),
+            kube_unavailable(),
+        )
+        .op(
+            4,
+            "replica-2",
+            span(S, S + 5_000),
+            kube_get(),
+            kube_unavailable(),
+        )
+        .build();
+    assert_eq!(live::check(&unreached).checks, 0);
 }
 
 #[test]

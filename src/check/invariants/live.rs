@@ -25,14 +25,16 @@
 //! restart: the config names no authority host whose restarts could count). A refusal judges
 //! the session only once its candidate has watched the object's current version for a TTL and
 //! a renew interval ([`observing_since`]): a candidate that first looks at the object late in
-//! the window is rightly refused until its own count runs out (kube-swarm-deletion seed 11:
-//! replica-2's first look at 39 s after a heal at 24 s). There are no
+//! the window, or cannot reach the API server until then, is rightly refused until its own
+//! count runs out (kube-swarm-deletion seed 11: replica-2's first look at 39 s after a heal at
+//! 24 s; seed 38: replica-3 partitioned from the API server until the heal, its first read
+//! after the last renew at 44 s). There are no
 //! decision lines, so a hand-back is read from the API server's accepted writes: a release
 //! write (an update leaving `holderIdentity` `""`, or a delete) in the window, after which no
 //! `lease_acquire` of the session was answered `held`.
 
 use super::{Check, InvariantReport};
-use crate::history::{Decision, History, Op, OpResult, Outcome, Phase, Request, WriteVerb};
+use crate::history::{Decision, History, Op, OpLine, OpResult, Outcome, Phase, Request, WriteVerb};
 use crate::time::seconds_us;
 
 /// Whether the session was handed back within the window and nobody was turned away after:
@@ -90,12 +92,13 @@ fn handed_back_by_write(history: &History, session: &str, from_us: u64, to_us: u
 }
 
 /// For a backend whose expiry is observed by candidates: since when `refused`'s candidate has
-/// been counting the object's current version, at the latest — its first acquire of the
-/// session after the object's last accepted write before `refused`. A candidate counts
-/// `leaseDurationSeconds` from its own first sight of a version (client-go's rule), so one
-/// that first looks late in the window is rightly turned away for a TTL more; only a refusal a
-/// TTL and a renew interval after that first look says the session is stuck.
-fn observing_since(history: &History, refused: &crate::history::OpLine) -> u64 {
+/// been counting the object's current version, at the latest — when the first of its reads
+/// invoked after the object's last accepted write (before `refused`) brought the object back.
+/// A candidate counts `leaseDurationSeconds` from its own first sight of a version (client-go's
+/// rule), so one that first sees it late in the window, or could not reach the API server
+/// until then, is rightly turned away for a TTL more; only a refusal a TTL and a renew
+/// interval after that first sight says the session is stuck.
+fn observing_since(history: &History, refused: &OpLine) -> u64 {
     let changed = history
         .writes()
         .filter(|w| w.session == refused.session && w.at_us < refused.invoke_us)
@@ -107,10 +110,11 @@ fn observing_since(history: &History, refused: &crate::history::OpLine) -> u64 {
         .filter(|op| {
             op.session == refused.session
                 && op.process == refused.process
-                && matches!(op.op, Op::LeaseAcquire { .. })
+                && matches!(op.op, Op::KubeGet {})
+                && matches!(op.result, Some(OpResult::KubeObject { .. }))
                 && op.invoke_us >= changed
         })
-        .map(|op| op.invoke_us)
+        .filter_map(|op| op.complete_us)
         .min()
         .unwrap_or(refused.invoke_us)
 }
@@ -134,7 +138,11 @@ pub fn check(history: &History) -> InvariantReport {
         + config.ttl_us
         + if restarted { config.grace_period_us } else { 0 }
         + config.renew_interval_us;
-    let observed = history.authority_host().is_none();
+    // Candidates that count expiry by watching Lease objects (KubeLease) read them with
+    // `kube_get`; a backend without an authority clock and without those reads (FlockLease:
+    // the kernel frees a dead holder's lock) has no observation to wait for.
+    let observed = history.authority_host().is_none()
+        && history.ops().any(|op| matches!(op.op, Op::KubeGet {}));
     for session in &config.sessions {
         let turned_away = history.ops().any(|op| {
             &op.session == session

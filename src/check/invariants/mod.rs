@@ -335,12 +335,15 @@ impl fmt::Display for Report {
                 writeln!(f, "{}: not judged ({why})", result.invariant)?;
                 continue;
             }
+            let plural = |n: u64| if n == 1 { "" } else { "s" };
+            let violations = result.violations.len() as u64;
             writeln!(
                 f,
-                "{}: {} checks, {} violations",
+                "{}: {} check{}, {violations} violation{}",
                 result.invariant,
                 result.checks,
-                result.violations.len()
+                plural(result.checks),
+                plural(violations),
             )?;
             for violation in &result.violations {
                 writeln!(f, "  {violation}")?;
