@@ -565,12 +565,36 @@ fn live_does_not_judge_a_refusal_on_a_candidates_first_look() {
 /// refusal after it judged. Nor does a read that never reached the API server.
 #[test]
 fn live_counts_a_candidates_look_from_the_objects_last_write() {
-    let report = live::check(
-        &turned_away_late()
-            .accepted(2 * S, updated("replica-1#0", 1, 4))
-            .build(),
-    );
-    assert_eq!(report.checks, 0, "{report:?}");
+    // Healed at 5 s; replica-1's last renew at 2 s, after replica-2's look at 1 s.
+    let rewritten = history()
+        .kube_config()
+        .healed_at(5 * S)
+        .op(1, "replica-2", span(S, S + 10_000), acquire(), held(1))
+        .op(
+            2,
+            "replica-2",
+            span(S, S + 5_000),
+            kube_get(),
+            kube_object(3, "replica-1#0", 1),
+        )
+        .accepted(2 * S, updated("replica-1#0", 1, 4))
+        .op(
+            3,
+            "replica-2",
+            span(20_500_000, 20_510_000),
+            acquire(),
+            held(1),
+        )
+        .op(
+            4,
+            "replica-2",
+            span(20_500_000, 20_505_000),
+            kube_get(),
+            kube_object(4, "replica-1#0", 1),
+        )
+        .run_ended_at(30 * S)
+        .build();
+    assert_eq!(live::check(&rewritten).checks, 0);
     let unreached = first_look_late()
         .op(
             3,
@@ -588,6 +612,21 @@ fn live_counts_a_candidates_look_from_the_objects_last_write() {
         )
         .build();
     assert_eq!(live::check(&unreached).checks, 0);
+}
+
+/// A holder still writing the object after the heal (renewing without appending: a zombie)
+/// keeps the session stuck however late a candidate first looks: the refusal counts at once
+/// (the `renewer-outlives-worker` mutant on kube-swarm-clocks).
+#[test]
+fn live_catches_a_holder_that_renews_after_the_heal_without_appending() {
+    let h = first_look_late()
+        .accepted(10 * S, updated("replica-1#0", 1, 4))
+        .build();
+    let violation = one(&live::check(&h)).clone();
+    assert!(
+        violation.message.contains("no acknowledged journal append"),
+        "{violation}"
+    );
 }
 
 #[test]

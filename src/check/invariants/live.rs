@@ -22,9 +22,10 @@
 //! of 0: the TTL term is the candidate's observation (it counts `leaseDurationSeconds` on its
 //! own clock from the last change it saw), and an API server restart adds no grace, since the
 //! holders, not the server, judge expiry ([`crate::history::ConfigLine::live_bound_us`] with no authority
-//! restart: the config names no authority host whose restarts could count). A refusal judges
-//! the session only once its candidate has watched the object's current version for a TTL and
-//! a renew interval ([`observing_since`]): a candidate that first looks at the object late in
+//! restart: the config names no authority host whose restarts could count). When nobody has
+//! written the object since the heal, a refusal judges the session only once its candidate has
+//! watched the object's current version for a TTL and a renew interval ([`still_counting`]):
+//! a candidate that first looks at the object late in
 //! the window, or cannot reach the API server until then, is rightly refused until its own
 //! count runs out (kube-swarm-deletion seed 11: replica-2's first look at 39 s after a heal at
 //! 24 s; seed 38: replica-3 partitioned from the API server until the heal, its first read
@@ -91,21 +92,25 @@ fn handed_back_by_write(history: &History, session: &str, from_us: u64, to_us: u
     })
 }
 
-/// For a backend whose expiry is observed by candidates: since when `refused`'s candidate has
-/// been counting the object's current version, at the latest — when the first of its reads
-/// invoked after the object's last accepted write (before `refused`) brought the object back.
-/// A candidate counts `leaseDurationSeconds` from its own first sight of a version (client-go's
-/// rule), so one that first sees it late in the window, or could not reach the API server
-/// until then, is rightly turned away for a TTL more; only a refusal a TTL and a renew
-/// interval after that first sight says the session is stuck.
-fn observing_since(history: &History, refused: &OpLine) -> u64 {
+/// For a backend whose expiry is observed by candidates: whether `refused` is only its
+/// candidate still counting down an object nobody writes any more. A candidate counts
+/// `leaseDurationSeconds` from its own first sight of a version (client-go's rule), so one that
+/// first sees it late in the window, or could not reach the API server until then, is rightly
+/// turned away for a TTL more: the refusal says nothing about the session until a TTL and a
+/// renew interval (`wait_us`) after the first of its reads, invoked after the object's last
+/// accepted write, that brought the object back. An object written since the heal has a
+/// holder that is still writing (renewing, perhaps as a zombie): a refusal then counts at once.
+fn still_counting(history: &History, refused: &OpLine, healed_us: u64, wait_us: u64) -> bool {
     let changed = history
         .writes()
         .filter(|w| w.session == refused.session && w.at_us < refused.invoke_us)
         .map(|w| w.at_us)
-        .max()
-        .unwrap_or(0);
-    history
+        .max();
+    if changed.is_some_and(|at| at >= healed_us) {
+        return false;
+    }
+    let changed = changed.unwrap_or(0);
+    let first_sight = history
         .ops()
         .filter(|op| {
             op.session == refused.session
@@ -116,7 +121,8 @@ fn observing_since(history: &History, refused: &OpLine) -> u64 {
         })
         .filter_map(|op| op.complete_us)
         .min()
-        .unwrap_or(refused.invoke_us)
+        .unwrap_or(refused.invoke_us);
+    refused.invoke_us <= first_sight + wait_us
 }
 
 /// Checks LIVE over `history`.
@@ -150,9 +156,13 @@ pub fn check(history: &History) -> InvariantReport {
                 && op.outcome != Outcome::Ok
                 && op.invoke_us > settled
                 && op.invoke_us <= deadline
-                && (!observed
-                    || op.invoke_us
-                        > observing_since(history, op) + config.ttl_us + config.renew_interval_us)
+                && !(observed
+                    && still_counting(
+                        history,
+                        op,
+                        healed,
+                        config.ttl_us + config.renew_interval_us,
+                    ))
         });
         if !turned_away {
             continue;
