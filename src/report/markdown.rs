@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::ReportData;
 use super::overview::{self, Anchors, FAILING_RUNS_ANCHOR, HARNESS_ERRORS_ANCHOR, anchor_line};
-use super::summary::{CheckSummary, ScenarioSummary, Summary, order_events, status_name};
+use super::summary::{CheckSummary, ScenarioSummary, Summary, order_events, plural, status_name};
 use crate::check::Check;
 use crate::results::CoverageEvent;
 use crate::results::record::RunStatus;
@@ -183,21 +183,12 @@ fn checks(out: &mut String, summary: &Summary) {
         out,
         "<details><summary>Per scenario: what it is about, and each check's runs, checks \
          made, violations, failing and inconclusive runs ({})</summary>\n\n",
-        scenarios_count(summary.scenarios.len())
+        plural(summary.scenarios.len(), "scenario", "scenarios")
     );
     for scenario in &summary.scenarios {
         scenario_checks(out, scenario);
     }
     out.push_str("</details>\n\n");
-}
-
-/// `1 scenario`, `29 scenarios`.
-fn scenarios_count(n: usize) -> String {
-    if n == 1 {
-        "1 scenario".to_owned()
-    } else {
-        format!("{n} scenarios")
-    }
 }
 
 /// One scenario's check table, with what it is about and its runs.
@@ -300,7 +291,7 @@ fn coverage(out: &mut String, data: &ReportData, summary: &Summary) {
         "<details><summary>Per event and scenario: how often each of {} events happened in \
          {}</summary>\n\n",
         events.len(),
-        scenarios_count(summary.scenarios.len())
+        plural(summary.scenarios.len(), "scenario", "scenarios")
     );
     out.push_str(
         "Events reached, summed over each scenario's runs. **0 ✗** marks an event the \

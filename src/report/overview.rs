@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use super::ReportData;
 use super::markdown::cell;
-use super::summary::{CheckSummary, ScenarioSummary, Summary};
+use super::summary::{CheckSummary, ScenarioSummary, Summary, plural};
 use crate::check::Check;
 use crate::results::record::CampaignMeta;
 
@@ -168,11 +168,8 @@ fn runs_cell(scenario: &ScenarioSummary) -> String {
     if errors == 0 {
         return scenario.runs.to_string();
     }
-    format!(
-        "{} ([{errors} harness error{}](#{HARNESS_ERRORS_ANCHOR}))",
-        scenario.runs,
-        if errors == 1 { "" } else { "s" }
-    )
+    let errors = plural(errors as usize, "harness error", "harness errors");
+    format!("{} ([{errors}](#{HARNESS_ERRORS_ANCHOR}))", scenario.runs)
 }
 
 /// One cell: the check's result over the scenario's runs ([`CheckSummary::result`]).
