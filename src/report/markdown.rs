@@ -1,11 +1,14 @@
-//! `report.md`: for a reviewer. Header, verdict, checks per scenario, coverage, harness
-//! errors, failing runs, and each shrunk violation with its replay command and sequence
-//! diagram.
+//! `report.md`: for a reviewer. First screen: header, verdict, reproduction key, the
+//! scenario × check matrix, the mutation score, unmet expectations and missing runs
+//! ([`super::overview`]). Then, folded, the checks per scenario and the coverage table; then,
+//! visible, harness errors, failing runs, each shrunk violation with its replay command and
+//! sequence diagram, and the mutant detection table.
 
 use std::fmt::Write as _;
 
 use super::ReportData;
-use super::summary::{Summary, order_events, status_name};
+use super::overview::{self, Anchors, FAILING_RUNS_ANCHOR, HARNESS_ERRORS_ANCHOR, anchor_line};
+use super::summary::{CheckSummary, ScenarioSummary, Summary, order_events, plural, status_name};
 use crate::check::Check;
 use crate::results::CoverageEvent;
 use crate::results::record::RunStatus;
@@ -43,31 +46,30 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
         summary.verdict, summary.exit_code
     );
 
+    // The first screen: whether the campaign can be trusted, and where to look if not.
+    let anchors = Anchors::of(data);
+    overview::reproduction_key(&mut out, meta);
+    overview::matrix(&mut out, summary, &anchors);
+    overview::mutation_score(&mut out, summary);
+    expectations(&mut out, summary);
     missing(&mut out, summary);
+    // Folded: every scenario's numbers, for whoever wants them.
     checks(&mut out, summary);
     coverage(&mut out, data, summary);
-    expectations(&mut out, summary);
+    // Visible: what went wrong, with the commands that rerun it.
     harness_errors(&mut out, summary);
     failing_runs(&mut out, data);
-    violations(&mut out, data);
+    violations(&mut out, data, &anchors);
     mutants(&mut out, data, summary);
     out
 }
 
-/// The detection table of a `--mutants` campaign and its mutation score.
+/// The detection table of a `--mutants` campaign (its score is on the first screen).
 fn mutants(out: &mut String, data: &ReportData, summary: &Summary) {
-    let Some((killed, all)) = summary.mutation_score else {
+    if summary.mutation_score.is_none() {
         return;
-    };
-    out.push_str(
-        "## Mutants
-
-",
-    );
-    let _ = writeln!(
-        out,
-        "Mutation score: **{killed}/{all}** planted bugs killed.\n"
-    );
+    }
+    out.push_str("## Mutants\n\n");
     out.push_str(
         "| mutant | what is wrong | killed by | seeds to detection | runs | wall time | shrunk to (faults, ops) |\n\
          |---|---|---|---:|---:|---:|---|\n",
@@ -162,92 +164,106 @@ fn runs_line(summary: &Summary) -> String {
 }
 
 /// Text safe in a table cell: no `|`, no line breaks, no HTML tags.
-fn cell(text: &str) -> String {
+pub(super) fn cell(text: &str) -> String {
     text.replace('|', "\\|")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace(['\n', '\r'], " ")
 }
 
+/// Every scenario's checks in full (what each judged, its violations, failing and
+/// inconclusive runs, and why it judged nothing), folded: the matrix above sums them up.
 fn checks(out: &mut String, summary: &Summary) {
     out.push_str("## Checks\n\n");
-    for scenario in &summary.scenarios {
-        let _ = write!(out, "### {}\n\n", scenario.name);
-        if !scenario.about.is_empty() {
-            let _ = write!(out, "{}\n\n", scenario.about.trim());
-        }
-        let expected: Vec<&str> = scenario
-            .checks
-            .iter()
-            .filter(|c| c.expected_violation)
-            .map(|c| c.name.name())
-            .collect();
-        let _ = writeln!(
-            out,
-            "{} ({}); expected violations: {}.\n",
-            runs(scenario.runs),
-            scenario
-                .by_status
-                .iter()
-                .filter(|(_, n)| **n > 0)
-                .map(|(s, n)| format!("{n} {s}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            if expected.is_empty() {
-                "none".to_owned()
-            } else {
-                expected.join(", ")
-            }
-        );
-        if scenario.checks.is_empty() {
-            out.push_str("No check was made.\n\n");
-            continue;
-        }
-        out.push_str(
-            "| check | runs | checks | violations | failing runs | inconclusive runs | result |\n\
-             |---|---:|---:|---:|---:|---:|---|\n",
-        );
-        for check in &scenario.checks {
-            let why = check.not_judged.as_deref().unwrap_or("nothing to judge");
-            let result = match check.result.as_str() {
-                "fail" => "**FAIL**".to_owned(),
-                "not-caught" => "**NOT CAUGHT** (expected violation never seen)".to_owned(),
-                "caught" => "caught (expected)".to_owned(),
-                "not-judged" => format!("not judged ({})", cell(why)),
-                "pass" if check.not_judged_runs > 0 => format!(
-                    "pass (not judged in {} of {}: {})",
-                    check.not_judged_runs,
-                    runs(check.runs),
-                    cell(why)
-                ),
-                other => other.to_owned(),
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} |",
-                check.name,
-                check.runs,
-                check.checks,
-                check.violations,
-                check.failed_runs,
-                check.inconclusive_runs,
-                result
-            );
-        }
-        out.push('\n');
-    }
-}
-
-fn coverage(out: &mut String, data: &ReportData, summary: &Summary) {
-    out.push_str("## Coverage\n\n");
     if summary.scenarios.is_empty() {
         out.push_str("No scenario.\n\n");
         return;
     }
-    out.push_str(
-        "Events reached, summed over each scenario's runs. **0 ✗** marks an event the \
-         scenario expects but never reached; ✓ one it expects and reached.\n\n",
+    let _ = write!(
+        out,
+        "<details><summary>Per scenario: what it is about, and each check's runs, checks \
+         made, violations, failing and inconclusive runs ({})</summary>\n\n",
+        plural(summary.scenarios.len(), "scenario", "scenarios")
     );
+    for scenario in &summary.scenarios {
+        scenario_checks(out, scenario);
+    }
+    out.push_str("</details>\n\n");
+}
+
+/// One scenario's check table, with what it is about and its runs.
+fn scenario_checks(out: &mut String, scenario: &ScenarioSummary) {
+    let _ = write!(out, "### {}\n\n", scenario.name);
+    if !scenario.about.is_empty() {
+        let _ = write!(out, "{}\n\n", scenario.about.trim());
+    }
+    let expected: Vec<&str> = scenario
+        .checks
+        .iter()
+        .filter(|c| c.expected_violation)
+        .map(|c| c.name.name())
+        .collect();
+    let _ = writeln!(
+        out,
+        "{} ({}); expected violations: {}.\n",
+        runs(scenario.runs),
+        scenario
+            .by_status
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(s, n)| format!("{n} {s}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if expected.is_empty() {
+            "none".to_owned()
+        } else {
+            expected.join(", ")
+        }
+    );
+    if scenario.checks.is_empty() {
+        out.push_str("No check was made.\n\n");
+        return;
+    }
+    out.push_str(
+        "| check | runs | checks | violations | failing runs | inconclusive runs | result |\n\
+         |---|---:|---:|---:|---:|---:|---|\n",
+    );
+    for check in &scenario.checks {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            check.name,
+            check.runs,
+            check.checks,
+            check.violations,
+            check.failed_runs,
+            check.inconclusive_runs,
+            result_text(check)
+        );
+    }
+    out.push('\n');
+}
+
+/// A check's result in words, with why it judged nothing where it did not.
+fn result_text(check: &CheckSummary) -> String {
+    let why = check.not_judged.as_deref().unwrap_or("nothing to judge");
+    match check.result.as_str() {
+        "fail" => "**FAIL**".to_owned(),
+        "not-caught" => "**NOT CAUGHT** (expected violation never seen)".to_owned(),
+        "caught" => "caught (expected)".to_owned(),
+        "not-judged" => format!("not judged ({})", cell(why)),
+        "pass" if check.not_judged_runs > 0 => format!(
+            "pass (not judged in {} of {}: {})",
+            check.not_judged_runs,
+            runs(check.runs),
+            cell(why)
+        ),
+        other => other.to_owned(),
+    }
+}
+
+/// Every coverage event any scenario counts, in report order.
+fn coverage_events(summary: &Summary) -> Vec<String> {
     let mut events: Vec<String> = Vec::new();
     for scenario in &summary.scenarios {
         for event in scenario.coverage.keys() {
@@ -257,6 +273,40 @@ fn coverage(out: &mut String, data: &ReportData, summary: &Summary) {
         }
     }
     order_events(&mut events);
+    events
+}
+
+/// The coverage table, folded (a column per scenario is too wide for a first look, and an
+/// expected event never reached is on the first screen anyway, under Expectations), then
+/// what the events mean.
+fn coverage(out: &mut String, data: &ReportData, summary: &Summary) {
+    out.push_str("## Coverage\n\n");
+    if summary.scenarios.is_empty() {
+        out.push_str("No scenario.\n\n");
+        return;
+    }
+    let events = coverage_events(summary);
+    let _ = write!(
+        out,
+        "<details><summary>Per event and scenario: how often each of {} events happened in \
+         {}</summary>\n\n",
+        events.len(),
+        plural(summary.scenarios.len(), "scenario", "scenarios")
+    );
+    out.push_str(
+        "Events reached, summed over each scenario's runs. **0 ✗** marks an event the \
+         scenario expects but never reached; ✓ one it expects and reached.\n\n",
+    );
+    coverage_table(out, data, summary, &events);
+    out.push_str("\n</details>\n\n<details><summary>What the events mean</summary>\n\n");
+    for (name, meaning) in CoverageEvent::ALL.map(|e| (e.name(), e.about())) {
+        let _ = writeln!(out, "- `{name}`: {meaning}");
+    }
+    out.push_str("\n</details>\n\n");
+}
+
+/// The table of `events` (rows) × scenarios (columns).
+fn coverage_table(out: &mut String, data: &ReportData, summary: &Summary, events: &[String]) {
     out.push_str("| event |");
     for scenario in &summary.scenarios {
         let _ = write!(out, " {} |", cell(&scenario.name));
@@ -266,7 +316,7 @@ fn coverage(out: &mut String, data: &ReportData, summary: &Summary) {
         out.push_str("---:|");
     }
     out.push('\n');
-    for event in &events {
+    for event in events {
         let _ = write!(out, "| {event} |");
         for scenario in &summary.scenarios {
             let count = scenario.coverage.get(event).copied().unwrap_or(0);
@@ -280,11 +330,6 @@ fn coverage(out: &mut String, data: &ReportData, summary: &Summary) {
         }
         out.push('\n');
     }
-    out.push_str("\n<details><summary>What the events mean</summary>\n\n");
-    for (name, meaning) in CoverageEvent::ALL.map(|e| (e.name(), e.about())) {
-        let _ = writeln!(out, "- `{name}`: {meaning}");
-    }
-    out.push_str("\n</details>\n\n");
 }
 
 /// Whether scenario `name` expects coverage event `event` (`campaign.json`).
@@ -332,7 +377,9 @@ fn harness_errors(out: &mut String, summary: &Summary) {
     if summary.harness_errors.is_empty() {
         return;
     }
-    out.push_str("## Harness errors\n\n| scenario | seed | error | replay |\n|---|---:|---|---|\n");
+    out.push_str("## Harness errors\n\n");
+    out.push_str(&anchor_line(HARNESS_ERRORS_ANCHOR));
+    out.push_str("| scenario | seed | error | replay |\n|---|---:|---|---|\n");
     for error in &summary.harness_errors {
         let _ = writeln!(
             out,
@@ -360,9 +407,10 @@ fn failing_runs(out: &mut String, data: &ReportData) {
     if failing.is_empty() {
         return;
     }
+    out.push_str("## Failing and inconclusive runs\n\n");
+    out.push_str(&anchor_line(FAILING_RUNS_ANCHOR));
     out.push_str(
-        "## Failing and inconclusive runs\n\n\
-         | scenario | seed | status | checks | first violation | replay |\n\
+        "| scenario | seed | status | checks | first violation | replay |\n\
          |---|---:|---|---|---|---|\n",
     );
     for record in failing.iter().take(MAX_FAILING_RUNS) {
@@ -405,17 +453,22 @@ fn failing_runs(out: &mut String, data: &ReportData) {
     out.push('\n');
 }
 
-fn violations(out: &mut String, data: &ReportData) {
+/// Each shrunk run: its minimal run file, replay command, evidence and sequence diagram,
+/// under the anchor the matrix links to (after the heading, which tools match on).
+fn violations(out: &mut String, data: &ReportData, anchors: &Anchors) {
     if data.shrunk.is_empty() {
         return;
     }
     out.push_str("## Violations (shrunk)\n\n");
-    for run in &data.shrunk {
+    for (index, run) in data.shrunk.iter().enumerate() {
         let _ = write!(
             out,
             "### {} in {} (seed {})\n\n",
             run.check, run.scenario, run.seed
         );
+        if let Some(id) = anchors.shrunk_anchor(data, index) {
+            out.push_str(&anchor_line(id));
+        }
         let _ = writeln!(out, "- minimal run: `{}`", run.run_file);
         let _ = writeln!(
             out,

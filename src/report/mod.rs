@@ -31,6 +31,9 @@
 mod junit;
 mod markdown;
 pub mod mermaid;
+mod overview;
+#[cfg(test)]
+mod overview_tests;
 mod summary;
 #[cfg(test)]
 mod tests;

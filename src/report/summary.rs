@@ -424,7 +424,7 @@ pub(super) fn seed_ranges(seeds: impl IntoIterator<Item = u64>) -> String {
 }
 
 /// `1 run`, `2 runs`.
-fn plural(n: usize, one: &str, many: &str) -> String {
+pub(super) fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {

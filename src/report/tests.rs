@@ -21,7 +21,7 @@ const CHECKS: [&str; 9] = [
     "LIN-LEDGER",
 ];
 
-fn meta(commit: &str, shard: Option<&str>) -> CampaignMeta {
+pub(super) fn meta(commit: &str, shard: Option<&str>) -> CampaignMeta {
     CampaignMeta {
         v: RECORD_VERSION,
         seeds: "0..4".into(),
@@ -43,7 +43,7 @@ fn meta(commit: &str, shard: Option<&str>) -> CampaignMeta {
     }
 }
 
-fn info(name: &str, about: &str, coverage: &[&str], violate: &[&str]) -> ScenarioInfo {
+pub(super) fn info(name: &str, about: &str, coverage: &[&str], violate: &[&str]) -> ScenarioInfo {
     ScenarioInfo {
         name: name.into(),
         about: about.into(),
@@ -52,7 +52,7 @@ fn info(name: &str, about: &str, coverage: &[&str], violate: &[&str]) -> Scenari
     }
 }
 
-fn campaign(commit: &str, shard: Option<&str>) -> CampaignFile {
+pub(super) fn campaign(commit: &str, shard: Option<&str>) -> CampaignFile {
     CampaignFile {
         v: RECORD_VERSION,
         wall_ms: None,
@@ -89,7 +89,7 @@ fn campaign(commit: &str, shard: Option<&str>) -> CampaignFile {
 }
 
 /// Every check passing, with `checks` individual checks each.
-fn checks(expected: &[&str]) -> Vec<CheckRecord> {
+pub(super) fn checks(expected: &[&str]) -> Vec<CheckRecord> {
     CHECKS
         .iter()
         .map(|name| CheckRecord {
@@ -103,7 +103,7 @@ fn checks(expected: &[&str]) -> Vec<CheckRecord> {
         .collect()
 }
 
-fn fail(checks: &mut [CheckRecord], name: &str, message: &str, evidence: &[&str]) {
+pub(super) fn fail(checks: &mut [CheckRecord], name: &str, message: &str, evidence: &[&str]) {
     let check = checks.iter_mut().find(|c| c.name.name() == name).unwrap();
     check.verdict = "fail".into();
     check.violations.push(ViolationRecord {
@@ -112,7 +112,12 @@ fn fail(checks: &mut [CheckRecord], name: &str, message: &str, evidence: &[&str]
     });
 }
 
-fn run(scenario: &str, seed: u64, status: RunStatus, checks: Vec<CheckRecord>) -> RunRecord {
+pub(super) fn run(
+    scenario: &str,
+    seed: u64,
+    status: RunStatus,
+    checks: Vec<CheckRecord>,
+) -> RunRecord {
     RunRecord {
         v: RECORD_VERSION,
         scenario: scenario.into(),
@@ -137,7 +142,7 @@ fn run(scenario: &str, seed: u64, status: RunStatus, checks: Vec<CheckRecord>) -
     }
 }
 
-fn results() -> Vec<RunRecord> {
+pub(super) fn results() -> Vec<RunRecord> {
     let mut out = vec![
         run("clean", 0, RunStatus::Clean, checks(&[])),
         run("clean", 1, RunStatus::Clean, checks(&[])),
@@ -164,7 +169,7 @@ fn results() -> Vec<RunRecord> {
     out
 }
 
-fn shrunk() -> Vec<ShrunkRun> {
+pub(super) fn shrunk() -> Vec<ShrunkRun> {
     vec![ShrunkRun {
         scenario: "f1-pause".into(),
         seed: 2,
@@ -653,7 +658,7 @@ fn a_merge_missing_a_shard_is_incomplete_and_names_it() {
 
 /// A detection row of mutant `name`, killed by `killed_by`, with a minimal run file when
 /// `run_file` is given.
-fn detection(name: &str, killed_by: &str, run_file: Option<&str>) -> Detection {
+pub(super) fn detection(name: &str, killed_by: &str, run_file: Option<&str>) -> Detection {
     Detection {
         mutant: name.into(),
         about: format!("{name} is planted"),

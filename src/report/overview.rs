@@ -1,0 +1,211 @@
+//! The first screen of `report.md`: after the header and the verdict, the reproduction key
+//! and one scenario × check matrix, so a reviewer sees at a glance whether the campaign can
+//! be trusted before unfolding any per-scenario table (issue 19). Each failing cell links to
+//! the failure's section further down; the anchors it links to are made here too, so a link
+//! and its target cannot drift apart.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::ReportData;
+use super::markdown::cell;
+use super::summary::{CheckSummary, ScenarioSummary, Summary, plural};
+use crate::check::Check;
+use crate::results::record::CampaignMeta;
+
+/// The anchor of the "Failing and inconclusive runs" section: the target of a failing cell
+/// without a shrunk run, and of an inconclusive one.
+pub(super) const FAILING_RUNS_ANCHOR: &str = "failing-runs";
+/// The anchor of the "Harness errors" section.
+pub(super) const HARNESS_ERRORS_ANCHOR: &str = "harness-error-runs";
+
+/// The legend under the matrix: what each kind of cell means.
+const LEGEND: &str = "✓ pass · n/j not judged (its runs had nothing for it to judge) · \
+                      – not made (no run made it) · caught: an expected violation seen · \
+                      **NOT CAUGHT**: an expected violation never seen · **N ✗**: failed in \
+                      N runs (links to its shrunk run, or to the failing runs) · N ?: \
+                      inconclusive in N runs (a check's budget ran out). Per-scenario \
+                      details are under Checks.";
+
+/// Explicit `<a id>` anchors of the shrunk runs, one per (scenario, check) (the first of
+/// each pair, in `shrunk.jsonl` order), unique within the report. Explicit anchors rather
+/// than the heading ids GitHub derives, so that every Markdown renderer resolves them.
+#[derive(Default)]
+pub(super) struct Anchors {
+    shrunk: BTreeMap<(String, Check), String>,
+}
+
+impl Anchors {
+    /// Anchors for `data`'s shrunk runs.
+    pub(super) fn of(data: &ReportData) -> Anchors {
+        let mut anchors = Anchors::default();
+        for run in &data.shrunk {
+            let key = (run.scenario.clone(), run.check);
+            if anchors.shrunk.contains_key(&key) {
+                continue;
+            }
+            let base = format!("fail-{}-{}", slug(&run.scenario), slug(run.check.name()));
+            let mut id = base.clone();
+            let mut n = 1;
+            while anchors.shrunk.values().any(|taken| *taken == id) {
+                n += 1;
+                id = format!("{base}-{n}");
+            }
+            anchors.shrunk.insert(key, id);
+        }
+        anchors
+    }
+
+    /// The anchor to write before shrunk run `index` of `data.shrunk`: only the first run of
+    /// its (scenario, check) has one.
+    pub(super) fn shrunk_anchor(&self, data: &ReportData, index: usize) -> Option<&str> {
+        let run = &data.shrunk[index];
+        let first = data
+            .shrunk
+            .iter()
+            .position(|r| r.scenario == run.scenario && r.check == run.check);
+        (first == Some(index))
+            .then(|| self.shrunk.get(&(run.scenario.clone(), run.check)))
+            .flatten()
+            .map(String::as_str)
+    }
+
+    /// Where a failing cell of `scenario` × `check` links to: its shrunk run, or the
+    /// failing runs.
+    fn failure(&self, scenario: &str, check: Check) -> &str {
+        self.shrunk
+            .get(&(scenario.to_owned(), check))
+            .map_or(FAILING_RUNS_ANCHOR, String::as_str)
+    }
+}
+
+/// `<a id="…"></a>`: an anchor on a line of its own.
+pub(super) fn anchor_line(id: &str) -> String {
+    format!("<a id=\"{id}\"></a>\n\n")
+}
+
+/// `name` as an anchor id: lower-case ASCII letters and digits, every other run of
+/// characters one `-`.
+fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_owned()
+}
+
+/// The reproduction key in one line: what, with a seed, reruns a run byte for byte.
+pub(super) fn reproduction_key(out: &mut String, meta: &CampaignMeta) {
+    let mutant = meta
+        .mutant
+        .as_deref()
+        .map_or(String::new(), |m| format!(" --mutant {m}"));
+    let _ = writeln!(
+        out,
+        "**Reproduction key:** git commit + config hash + Cargo.lock hash (above) + a seed. \
+         On that commit, `leasesim run --scenario {}/<scenario>.toml --seed <seed>{mutant}` \
+         reruns a run byte for byte (each run's own command is in `results.jsonl`; the \
+         failing ones are below).\n",
+        meta.sims
+    );
+}
+
+/// The checks any scenario made or expects, in [`Check`] order: the matrix's columns.
+fn columns(summary: &Summary) -> Vec<Check> {
+    let mut checks: Vec<Check> = summary
+        .scenarios
+        .iter()
+        .flat_map(|s| s.checks.iter().map(|c| c.name))
+        .collect();
+    checks.sort();
+    checks.dedup();
+    checks
+}
+
+/// The scenario × check matrix and its legend (nothing for a campaign without scenarios).
+pub(super) fn matrix(out: &mut String, summary: &Summary, anchors: &Anchors) {
+    if summary.scenarios.is_empty() {
+        return;
+    }
+    let columns = columns(summary);
+    out.push_str("| scenario | runs |");
+    for check in &columns {
+        let _ = write!(out, " {check} |");
+    }
+    out.push_str("\n|---|---:|");
+    for _ in &columns {
+        out.push_str(":-:|");
+    }
+    out.push('\n');
+    for scenario in &summary.scenarios {
+        let _ = write!(
+            out,
+            "| {} | {} |",
+            cell(&scenario.name),
+            runs_cell(scenario)
+        );
+        for check in &columns {
+            let found = scenario.checks.iter().find(|c| c.name == *check);
+            let text = found.map_or_else(|| "–".to_owned(), |c| check_cell(c, scenario, anchors));
+            let _ = write!(out, " {text} |");
+        }
+        out.push('\n');
+    }
+    let _ = write!(out, "\n{LEGEND}\n\n");
+}
+
+/// A scenario's runs, and its harness errors linked to their section.
+fn runs_cell(scenario: &ScenarioSummary) -> String {
+    let errors = scenario
+        .by_status
+        .get("harness-error")
+        .copied()
+        .unwrap_or(0);
+    if errors == 0 {
+        return scenario.runs.to_string();
+    }
+    let errors = plural(errors as usize, "harness error", "harness errors");
+    format!("{} ([{errors}](#{HARNESS_ERRORS_ANCHOR}))", scenario.runs)
+}
+
+/// One cell: the check's result over the scenario's runs ([`CheckSummary::result`]).
+fn check_cell(check: &CheckSummary, scenario: &ScenarioSummary, anchors: &Anchors) -> String {
+    // An expected violation no run made the check for is as unseen as one made and passed.
+    if scenario.unreached_violations.contains(&check.name) {
+        return "**NOT CAUGHT**".to_owned();
+    }
+    match check.result.as_str() {
+        "pass" => "✓".to_owned(),
+        "not-judged" => "n/j".to_owned(),
+        "caught" => "caught".to_owned(),
+        "not-caught" => "**NOT CAUGHT**".to_owned(),
+        "fail" => format!(
+            "**[{} ✗](#{})**",
+            check.failed_runs,
+            anchors.failure(&scenario.name, check.name)
+        ),
+        "inconclusive" => format!("[{} ?](#{FAILING_RUNS_ANCHOR})", check.inconclusive_runs),
+        _ => "–".to_owned(),
+    }
+}
+
+/// The mutation score of a `--mutants` campaign (nothing otherwise).
+pub(super) fn mutation_score(out: &mut String, summary: &Summary) {
+    let Some((killed, all)) = summary.mutation_score else {
+        return;
+    };
+    let survived = if summary.surviving_mutants.is_empty() {
+        String::new()
+    } else {
+        format!("; **survived: {}**", summary.surviving_mutants.join(", "))
+    };
+    let _ = writeln!(
+        out,
+        "Mutation score: **{killed}/{all}** planted bugs killed{survived} (detection table \
+         under Mutants, below).\n"
+    );
+}
