@@ -515,40 +515,37 @@ fn holder_identities_name_replica_and_incarnation() {
 /// for longer than a TTL and a renew interval. The kube bound is 10 s TTL + 3 × 3.333333 s +
 /// 2 s = 21.999999 s, with no grace: a restarted API server judges no expiry.
 fn turned_away_late() -> Builder {
-    first_look_late()
-        .op(3, "replica-2", span(S, S + 10_000), acquire(), held(1))
-        .op(
-            4,
-            "replica-2",
-            span(S, S + 5_000),
-            kube_get(),
-            kube_object(3, "replica-1#0", 1),
-        )
+    look(first_look_late(), 3, S, 3)
 }
 
 /// As [`turned_away_late`] without the look at 1 s: replica-2's first look at the object is
 /// at 20.5 s.
 fn first_look_late() -> Builder {
-    history()
+    let h = history()
         .kube_config()
         .clock("apiserver", boot(0))
         .clock("apiserver", boot(1).from(5 * S))
-        .healed_at(0)
-        .op(
-            1,
-            "replica-2",
-            span(20_500_000, 20_510_000),
-            acquire(),
-            held(1),
-        )
-        .op(
-            2,
-            "replica-2",
-            span(20_500_000, 20_505_000),
-            kube_get(),
-            kube_object(3, "replica-1#0", 1),
-        )
-        .run_ended_at(30 * S)
+        .healed_at(0);
+    look(h, 1, 20_500_000, 3).run_ended_at(30 * S)
+}
+
+/// Ops `id` and `id + 1`: replica-2's acquire at `at_us`, answered held, and its read, which
+/// brought back replica-1's object at resourceVersion `rv`.
+fn look(h: Builder, id: u64, at_us: u64, rv: u64) -> Builder {
+    h.op(
+        id,
+        "replica-2",
+        span(at_us, at_us + 10_000),
+        acquire(),
+        held(1),
+    )
+    .op(
+        id + 1,
+        "replica-2",
+        span(at_us, at_us + 5_000),
+        kube_get(),
+        kube_object(rv, "replica-1#0", 1),
+    )
 }
 
 /// A candidate counts `leaseDurationSeconds` from its own first look (client-go's rule): one
@@ -566,34 +563,9 @@ fn live_does_not_judge_a_refusal_on_a_candidates_first_look() {
 #[test]
 fn live_counts_a_candidates_look_from_the_objects_last_write() {
     // Healed at 5 s; replica-1's last renew at 2 s, after replica-2's look at 1 s.
-    let rewritten = history()
-        .kube_config()
-        .healed_at(5 * S)
-        .op(1, "replica-2", span(S, S + 10_000), acquire(), held(1))
-        .op(
-            2,
-            "replica-2",
-            span(S, S + 5_000),
-            kube_get(),
-            kube_object(3, "replica-1#0", 1),
-        )
-        .accepted(2 * S, updated("replica-1#0", 1, 4))
-        .op(
-            3,
-            "replica-2",
-            span(20_500_000, 20_510_000),
-            acquire(),
-            held(1),
-        )
-        .op(
-            4,
-            "replica-2",
-            span(20_500_000, 20_505_000),
-            kube_get(),
-            kube_object(4, "replica-1#0", 1),
-        )
-        .run_ended_at(30 * S)
-        .build();
+    let renewed = look(history().kube_config().healed_at(5 * S), 1, S, 3)
+        .accepted(2 * S, updated("replica-1#0", 1, 4));
+    let rewritten = look(renewed, 3, 20_500_000, 4).run_ended_at(30 * S).build();
     assert_eq!(live::check(&rewritten).checks, 0);
     let unreached = first_look_late()
         .op(
