@@ -150,6 +150,23 @@ fn two_writers_racing_for_one_position_are_linearizable() {
     assert_eq!(verdict(lines), Verdict::Linearizable);
 }
 
+/// An explanation names the replicas, as the rest of the output does, never the engine's
+/// process numbers; the tip reads the checker adds are its own.
+#[test]
+fn an_explanation_names_replicas_not_process_numbers() {
+    let lines = vec![
+        appended(1, "replica-1", (0, 10), 0, event("replica-1", 1)),
+        appended(2, "replica-2", (20, 30), 0, event("replica-2", 1)),
+        final_record(1, event("replica-2", 1)),
+    ];
+    let Verdict::NotLinearizable(explanation) = verdict(lines) else {
+        panic!("not linearizable");
+    };
+    let text = explanation.to_string();
+    assert!(text.contains("replica-"), "{text}");
+    assert!(!text.contains("process "), "{text}");
+}
+
 #[test]
 fn an_acknowledged_append_missing_from_the_chain_is_not_linearizable() {
     // replica-1 was told its record committed at 1, but the final ledger holds replica-2's.

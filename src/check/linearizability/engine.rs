@@ -1097,8 +1097,8 @@ impl<'a, M: Model> Search<'a, M> {
     fn describe(&self, local: usize) -> String {
         let op = self.op(local);
         format!(
-            "process {} {} at {}",
-            op.process,
+            "{} {} at {}",
+            self.model.describe_process(op.process),
             self.model.describe_op(&op.input, op.output.as_ref()),
             interval(self.model, op)
         )

@@ -75,6 +75,7 @@ use super::engine::{Budget, Operation, Verdict, check};
 use super::kube::{KubeCall, KubeInput, KubeLeaseObjects, KubeOutput, LeaseObject};
 use super::lease::{AuthorityWindow, LeaseCall, LeaseInput, LeaseOutput, TimedLease};
 use super::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
+use super::named::Named;
 use crate::history::{
     ClockMap, Decision, DecisionLine, HistRecord, History, HistoryError, Line, Op, OpLine,
     OpResult, Outcome, Process, Refusal, Request, WriteLine, WriteVerb,
@@ -97,13 +98,14 @@ pub struct Extracted<M, I, O> {
     pub unknown: usize,
 }
 
-/// The ledger history's operations, as [`check_ledger_history`] checks them.
-pub type LedgerOps = Extracted<CasLedger, LedgerInput, LedgerOutput>;
+/// The ledger history's operations, as [`check_ledger_history`] checks them (the model names
+/// the replicas behind the process numbers: [`Named`]).
+pub type LedgerOps = Extracted<Named<CasLedger>, LedgerInput, LedgerOutput>;
 /// The lease history's operations, as [`check_lease_history`] checks them.
-pub type LeaseOps = Extracted<TimedLease, LeaseInput, LeaseOutput>;
+pub type LeaseOps = Extracted<Named<TimedLease>, LeaseInput, LeaseOutput>;
 
 /// The Lease API calls of a kube history, as [`check_kube_history`] checks them.
-pub type KubeOps = Extracted<KubeLeaseObjects, KubeInput, KubeOutput>;
+pub type KubeOps = Extracted<Named<KubeLeaseObjects>, KubeInput, KubeOutput>;
 
 /// Checks the Lease API calls (`kube_*` op lines) of `history` for linearizability against
 /// the CAS register keyed by `resourceVersion` ([`KubeLeaseObjects`], one partition per
@@ -273,7 +275,7 @@ impl<'h> AcceptedWrites<'h> {
 pub fn kube_operations(history: &History) -> Result<KubeOps, HistoryError> {
     history.validate()?;
     let mut processes = Processes::default();
-    let mut out = KubeOps::empty(KubeLeaseObjects);
+    let mut out = KubeOps::empty(Named::new(KubeLeaseObjects));
     let mut writes = AcceptedWrites::of(history);
     for op in history.ops() {
         let Some(call) = kube_call(&op.op) else {
@@ -298,6 +300,7 @@ pub fn kube_operations(history: &History) -> Result<KubeOps, HistoryError> {
         };
         out.push(operation, Some(op.id));
     }
+    out.model.names = processes.names();
     Ok(out)
 }
 
@@ -331,6 +334,15 @@ impl Processes {
     fn id(&mut self, process: &Process) -> u64 {
         let next = self.0.len() as u64;
         *self.0.entry(process.clone()).or_insert(next)
+    }
+
+    /// Process number → the replica's name ([`Named::names`]).
+    fn names(&self) -> Vec<String> {
+        let mut names = vec![String::new(); self.0.len()];
+        for (process, &id) in &self.0 {
+            names[id as usize] = process.to_string();
+        }
+        names
     }
 }
 
@@ -545,7 +557,7 @@ pub fn ledger_operations(history: &History) -> Result<LedgerOps, HistoryError> {
     let mut finals = FinalLedger::of(history);
     let end_us = end_of_history(history);
     let mut processes = Processes::default();
-    let mut out = LedgerOps::empty(CasLedger);
+    let mut out = LedgerOps::empty(Named::new(CasLedger));
     let mut sessions: Vec<String> = finals.records.keys().cloned().collect();
     let mut calls = 0;
     for op in history.ops() {
@@ -581,6 +593,7 @@ pub fn ledger_operations(history: &History) -> Result<LedgerOps, HistoryError> {
         sessions.sort();
         add_final_reads(&mut out, &finals, sessions, end_us);
     }
+    out.model.names = processes.names();
     Ok(out)
 }
 
@@ -837,7 +850,7 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
     let index = decision_index(history);
     let mut owners = Owners::default();
     let mut processes = Processes::default();
-    let mut out = LeaseOps::empty(TimedLease::default());
+    let mut out = LeaseOps::empty(Named::new(TimedLease::default()));
     for (k, op) in ops.iter().enumerate() {
         let (call, owner) = lease_call(op).expect("filtered to lease calls");
         let fate = match (op.outcome, resolution.get(&k)) {
@@ -874,7 +887,8 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
         ops.len(),
         "every lease call is kept or dropped"
     );
-    out.model = TimedLease::new(owners.list);
+    out.model.model = TimedLease::new(owners.list);
+    out.model.names = processes.names();
     Ok(out)
 }
 

@@ -57,6 +57,7 @@ pub mod lease;
 mod lease_rules;
 pub mod ledger;
 mod memo;
+mod named;
 pub mod register;
 #[cfg(test)]
 mod rejection_tests;
@@ -67,6 +68,7 @@ pub use from_history::{
     Extracted, KubeOps, LeaseOps, LedgerOps, check_kube_history, check_lease_history,
     check_ledger_history, kube_operations, lease_operations, ledger_operations,
 };
+pub use named::Named;
 
 use std::fmt::Debug;
 
@@ -117,6 +119,12 @@ pub trait Model: Sync {
     /// A state in plain words, for explanations.
     fn describe_state(&self, state: &Self::State) -> String {
         format!("{state:?}")
+    }
+
+    /// Who called an operation, for explanations: `process 3` by default (Jepsen's process
+    /// numbers); a model over our histories names the replica (`replica-1`, `replica-2#1`).
+    fn describe_process(&self, process: u64) -> String {
+        format!("process {process}")
     }
 
     /// An operation in plain words, for explanations; it follows "process P" and precedes
