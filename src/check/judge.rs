@@ -305,8 +305,8 @@ pub struct RunVerdict {
     /// The verdict in one line, without the exit code: `clean`, `clean (not judged: LIVE)`,
     /// `clean: violated as expected: LEDGER`, `FAIL: EXCL, TOKEN violated`, `FAIL: LEDGER
     /// expected violated, but it held`, `FAIL: EXCL violated; LEDGER expected violated, but it
-    /// held`, `FAIL: LIVE violated (liveness)` or `inconclusive:
-    /// LIN-LEASE ran out of budget; nothing violated`.
+    /// held`, `FAIL: LIVE violated (liveness)` or `inconclusive: LIN-LEASE: the search ran out
+    /// of budget; nothing violated`.
     pub line: String,
     /// Every check judged, one line each ([`Judgement`]'s `Display`).
     pub text: String,
@@ -384,9 +384,19 @@ fn verdict_line(
             "clean: violated as expected: {}{not_judged}",
             Check::list(violated)
         ),
+        // Each check with its own reason: a search out of budget, or a history it could not
+        // read as operations.
         Exit::Inconclusive => format!(
-            "inconclusive: {} ran out of budget; nothing violated{not_judged}",
-            Check::list(&judgement.inconclusive())
+            "inconclusive: {}; nothing violated{not_judged}",
+            judgement
+                .statuses()
+                .into_iter()
+                .filter_map(|(check, status)| match status {
+                    Status::Inconclusive { why } => Some(format!("{check}: {why}")),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         Exit::LivenessViolation => format!("FAIL: LIVE violated (liveness){also_unseen}"),
         _ => format!("FAIL: {} violated{also_unseen}", Check::list(unexpected)),

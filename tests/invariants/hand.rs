@@ -631,6 +631,28 @@ fn a_run_verdict_names_the_unexpected_violations_and_the_expected_ones_not_seen(
     );
 }
 
+/// A history the linearizability checks cannot read as operations (two op lines with one
+/// id) is inconclusive, and the verdict line says so per check, not "ran out of budget".
+#[test]
+fn an_unreadable_history_is_inconclusive_saying_why() {
+    use leasesim::check::judge::judge_run;
+    let h = history()
+        .config()
+        .op(1, "replica-1", span(0, 10), acquire(), granted(1, 10 * S))
+        .op(1, "replica-2", span(20, 30), acquire(), held(1))
+        .build_unvalidated();
+    let verdict = judge_run(&h, &[]);
+    assert_eq!(verdict.exit.code(), 4, "{}", verdict.line);
+    assert!(
+        verdict
+            .line
+            .starts_with("inconclusive: LIN-LEASE: cannot read the history: "),
+        "{}",
+        verdict.line
+    );
+    assert!(!verdict.line.contains("budget"), "{}", verdict.line);
+}
+
 // LIVE
 
 /// Healed at 30 s; replica-2 is refused s1 (held with token 1) at `refused_at_us`; replica-1
