@@ -25,7 +25,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::check::jepsen::{etcd, kv, read_text, some_ops};
+use crate::check::jepsen::{etcd, kv, read_text};
 use crate::check::judge::judges_lease_objects;
 use crate::check::linearizability::kv::KvStore;
 use crate::check::linearizability::register::CasRegister;
@@ -145,7 +145,8 @@ impl FileReport {
 
 /// Reads `file` with `model`'s reader and checks it: the number of operations, the verdict and
 /// how long the check took (reading excluded), or the reader's error (naming file and line).
-/// Each model is one match arm.
+/// `text` is the file's contents when they were already read to tell its model; a Jepsen
+/// reader reads the file itself otherwise. Each model is one match arm.
 fn judge(
     model: CheckModel,
     file: &Path,
@@ -160,16 +161,12 @@ fn judge(
     };
     match model {
         CheckModel::Etcd => {
-            let ops = etcd::parse(file, &jepsen_text()?)
-                .and_then(|ops| some_ops(file, ops))
-                .map_err(|e| e.to_string())?;
+            let ops = etcd::read_from(file, &jepsen_text()?).map_err(|e| e.to_string())?;
             let (verdict, elapsed) = timed(|| check(&CasRegister, &ops, budget));
             Ok((ops.len(), verdict, elapsed))
         }
         CheckModel::Kv => {
-            let ops = kv::parse(file, &jepsen_text()?)
-                .and_then(|ops| some_ops(file, ops))
-                .map_err(|e| e.to_string())?;
+            let ops = kv::read_from(file, &jepsen_text()?).map_err(|e| e.to_string())?;
             let (verdict, elapsed) = timed(|| check(&KvStore, &ops, budget));
             Ok((ops.len(), verdict, elapsed))
         }

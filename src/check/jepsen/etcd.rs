@@ -26,7 +26,13 @@ const LOGGER: &str = "jepsen.util";
 
 /// Reads an etcd log file; a file without a single operation is an error.
 pub fn read(file: &Path) -> Result<Vec<RegisterOp>, ReadError> {
-    some_ops(file, parse(file, &read_text(file)?)?)
+    read_from(file, &read_text(file)?)
+}
+
+/// The operations of `text`, the contents of `file` (which only names it in errors); a text
+/// without a single operation is an error, as for [`read`].
+pub fn read_from(file: &Path, text: &str) -> Result<Vec<RegisterOp>, ReadError> {
+    some_ops(file, parse(file, text)?)
 }
 
 /// Parses the text of an etcd log; `file` only names it in errors.

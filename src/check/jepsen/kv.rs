@@ -19,7 +19,13 @@ pub type KvOp = Operation<KvInput, KvOutput>;
 
 /// Reads a key-value history file; a file without a single operation is an error.
 pub fn read(file: &Path) -> Result<Vec<KvOp>, ReadError> {
-    some_ops(file, parse(file, &read_text(file)?)?)
+    read_from(file, &read_text(file)?)
+}
+
+/// The operations of `text`, the contents of `file` (which only names it in errors); a text
+/// without a single operation is an error, as for [`read`].
+pub fn read_from(file: &Path, text: &str) -> Result<Vec<KvOp>, ReadError> {
+    some_ops(file, parse(file, text)?)
 }
 
 /// Parses the text of a key-value history; `file` only names it in errors.

@@ -67,7 +67,7 @@ pub(crate) fn read_text(file: &Path) -> Result<String, ReadError> {
 
 /// `ops`, or [`ReadError::NoOperations`] when there are none: an empty file, or one of log
 /// chatter only, has nothing to judge and must not pass as linearizable.
-pub(crate) fn some_ops<T>(file: &Path, ops: Vec<T>) -> Result<Vec<T>, ReadError> {
+fn some_ops<T>(file: &Path, ops: Vec<T>) -> Result<Vec<T>, ReadError> {
     if ops.is_empty() {
         return Err(ReadError::NoOperations {
             file: file.to_path_buf(),

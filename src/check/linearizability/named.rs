@@ -7,7 +7,7 @@ use super::Model;
 /// `replica-1`, `replica-2#1`). Every rule is `model`'s; only [`Model::describe_process`]
 /// differs. A process without a name (the final tip reads the extraction adds, numbered
 /// `u64::MAX`) is `the checker's final read`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Named<M> {
     /// The model the operations are checked against.
     pub model: M,
