@@ -25,12 +25,11 @@
 //! restart: the config names no authority host whose restarts could count). When nobody has
 //! written the object since the heal, a refusal judges the session only once its candidate has
 //! watched the object's current version for a TTL and a renew interval ([`still_counting`]):
-//! a candidate that first looks at the object late in
-//! the window, or cannot reach the API server until then, is rightly refused until its own
-//! count runs out (kube-swarm-deletion seed 11: replica-2's first look at 39 s after a heal at
-//! 24 s; seed 38: replica-3 partitioned from the API server until the heal, its first read
-//! after the last renew at 44 s). There are no
-//! decision lines, so a hand-back is read from the API server's accepted writes: a release
+//! a candidate that first looks at the object late in the window, or cannot reach the API
+//! server until then, is rightly refused until its own count runs out (kube-swarm-deletion
+//! seed 11: replica-2's first look at 39 s after a heal at 24 s; seed 38: replica-3
+//! partitioned from the API server until the heal, its first read after the last renew at
+//! 44 s). There are no decision lines, so a hand-back is read from the API server's accepted writes: a release
 //! write (an update leaving `holderIdentity` `""`, or a delete) in the window, after which no
 //! `lease_acquire` of the session was answered `held`.
 
