@@ -20,8 +20,17 @@ use crate::lease::SessionId;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum PausePoint {
-    /// In `Journal::append`, after the lease was judged valid and before the append is sent.
+    /// In `Journal::append`, before the lease is judged valid for an append (a clean-up
+    /// append reaches [`PausePoint::BeforeCleanupAppend`] instead).
+    BeforeAppendCheck,
+    /// In `Journal::append` (a clean-up append too), after the lease was judged valid and
+    /// before the append is sent.
     BeforeAppendSend,
+    /// In `Store::open_journal`, before the lease is judged valid for each try at the fence.
+    BeforeOpenCheck,
+    /// In `Journal::append_cleanup` (a graceful shutdown's final append), before the lease is
+    /// judged valid for it.
+    BeforeCleanupAppend,
     /// In the renewer, before a renew is sent.
     BeforeRenewSend,
     /// After a grant (acquire or renew reply) is received and before it is used.
@@ -32,22 +41,87 @@ pub enum PausePoint {
 
 impl PausePoint {
     /// Every pause point.
-    pub const ALL: [PausePoint; 4] = [
+    pub const ALL: [PausePoint; 7] = [
+        PausePoint::BeforeAppendCheck,
         PausePoint::BeforeAppendSend,
+        PausePoint::BeforeOpenCheck,
+        PausePoint::BeforeCleanupAppend,
         PausePoint::BeforeRenewSend,
         PausePoint::AfterGrantReceived,
         PausePoint::ServiceHandlerStart,
     ];
+
+    /// The points a run's work reaches (journal open, append, clean-up append) and a
+    /// renewer never does: where a worker can be made to panic.
+    pub const WORKER: [PausePoint; 4] = [
+        PausePoint::BeforeAppendCheck,
+        PausePoint::BeforeAppendSend,
+        PausePoint::BeforeOpenCheck,
+        PausePoint::BeforeCleanupAppend,
+    ];
+
+    /// Its name in schedule files (`before_append_send`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PausePoint::BeforeAppendCheck => "before_append_check",
+            PausePoint::BeforeAppendSend => "before_append_send",
+            PausePoint::BeforeOpenCheck => "before_open_check",
+            PausePoint::BeforeCleanupAppend => "before_cleanup_append",
+            PausePoint::BeforeRenewSend => "before_renew_send",
+            PausePoint::AfterGrantReceived => "after_grant_received",
+            PausePoint::ServiceHandlerStart => "service_handler_start",
+        }
+    }
+}
+
+/// What a holder decided to use its lease for at a validity check (DESIGN.md, STOP: every
+/// decision to use the lease writes one): the `purpose` of a history `validity` line.
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Debug,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaseUse {
+    /// Sending an append (`"append"`; the default, so older histories read as before).
+    #[default]
+    Append,
+    /// Sending a journal's fence while opening it (`"journal_open"`).
+    JournalOpen,
+    /// Sending a graceful shutdown's final clean-up append (`"cleanup_append"`).
+    CleanupAppend,
+}
+
+impl LeaseUse {
+    /// What the holder went on to do, for explanations ("to open its journal").
+    pub fn describe(self) -> &'static str {
+        match self {
+            LeaseUse::Append => "to append",
+            LeaseUse::JournalOpen => "to open its journal",
+            LeaseUse::CleanupAppend => "for its clean-up append",
+        }
+    }
 }
 
 /// Something the system under test decided that a checker needs to see.
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
 pub enum Observation {
-    /// A holder judged its lease valid and goes on to send an append (STOP judges these).
+    /// A holder judged its lease valid and goes on to use it: send an append, a journal's
+    /// fence or a clean-up append (STOP judges these).
     ValidityCheck {
         /// The session.
         session: SessionId,
+        /// What the holder goes on to do.
+        purpose: LeaseUse,
         /// The lease token the holder writes under.
         epoch: u64,
         /// The holder's monotonic clock when it judged.

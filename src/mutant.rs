@@ -145,6 +145,16 @@ pub enum Mutant {
     /// high-water mark is lost. Killed by the flock process test
     /// `crash_mid_record_write_keeps_the_high_water_mark`.
     RecordWrittenInPlace,
+    /// The holder computes `valid_until` from the TTL in its own configuration (the world's
+    /// `replica_ttl_ms`) instead of the TTL the authority granted: configured longer than
+    /// granted, it believes its lease valid after the authority has let it go. Killed by STOP
+    /// on `sims/configured-ttl-ignored.toml`.
+    ClientUsesConfiguredTtl,
+    /// A graceful shutdown's clean-up append (`Journal::append_cleanup`) is sent without the
+    /// validity check every other append makes: a holder frozen before it past its TTL still
+    /// sends it. Killed by STOP on `sims/cleanup-append-after-long-pause.toml` (the ledger's
+    /// fence refuses the append; only the validity line shows the decision).
+    CleanupAppendSkipsValidity,
 }
 
 impl Mutant {
@@ -178,6 +188,8 @@ impl Mutant {
         Mutant::UnlockFromAnyProcess,
         Mutant::RenewWithoutExpiryCheck,
         Mutant::RecordWrittenInPlace,
+        Mutant::ClientUsesConfiguredTtl,
+        Mutant::CleanupAppendSkipsValidity,
     ];
 
     /// The mutant's place in [`Mutant::ALL`] (0-based): detection tables are in this order,
@@ -281,6 +293,12 @@ impl Mutant {
             Mutant::RecordWrittenInPlace => {
                 "the flock record is rewritten in place instead of temp file + rename"
             }
+            Mutant::ClientUsesConfiguredTtl => {
+                "the holder's deadline uses its configured TTL, not the TTL granted"
+            }
+            Mutant::CleanupAppendSkipsValidity => {
+                "a clean-up append is sent without the validity check"
+            }
         }
     }
 
@@ -317,7 +335,9 @@ impl Mutant {
             | Mutant::ValidityFromAuthorityExpiry
             | Mutant::RenewerOutlivesWorker
             | Mutant::CleanupBeforeInvalidate
-            | Mutant::GateCheckThenEnter => None,
+            | Mutant::GateCheckThenEnter
+            | Mutant::ClientUsesConfiguredTtl
+            | Mutant::CleanupAppendSkipsValidity => None,
         }
     }
 
@@ -366,6 +386,8 @@ impl Mutant {
             Mutant::UnlockFromAnyProcess => "unlock-from-any-process",
             Mutant::RenewWithoutExpiryCheck => "renew-without-expiry-check",
             Mutant::RecordWrittenInPlace => "record-written-in-place",
+            Mutant::ClientUsesConfiguredTtl => "client-uses-configured-ttl",
+            Mutant::CleanupAppendSkipsValidity => "cleanup-append-skips-validity",
         }
     }
 }
@@ -502,6 +524,14 @@ const KILLS: &[(Mutant, Kill)] = &[
         Kill::Process {
             test: "crash_mid_record_write_keeps_the_high_water_mark",
         },
+    ),
+    (
+        Mutant::ClientUsesConfiguredTtl,
+        scenario("sims/configured-ttl-ignored.toml", Check::Stop),
+    ),
+    (
+        Mutant::CleanupAppendSkipsValidity,
+        scenario("sims/cleanup-append-after-long-pause.toml", Check::Stop),
     ),
 ];
 
@@ -667,6 +697,8 @@ mod tests {
                 "unlock-from-any-process: flock process test forked_child_that_exits_keeps_parents_hold",
                 "renew-without-expiry-check: conformance rule renew_after_expiry_is_held",
                 "record-written-in-place: flock process test crash_mid_record_write_keeps_the_high_water_mark",
+                "client-uses-configured-ttl: STOP in sims/configured-ttl-ignored.toml (seed 1)",
+                "cleanup-append-skips-validity: STOP in sims/cleanup-append-after-long-pause.toml (seed 1)",
             ]
         );
     }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::SCHEMA_VERSION;
 use super::op::OpLine;
 use super::record::{HistRecord, Process};
+use crate::hooks::LeaseUse;
 
 /// One line of a history. JSON: `{"v":1,"kind":"<kind>", …the payload's fields in
 /// declaration order…}`; the `v` is added by the writer and checked by the reader, so it does
@@ -256,8 +257,9 @@ pub enum Refusal {
     },
 }
 
-/// A replica judged its lease valid and goes on to send an append (STOP judges these,
-/// recomputing the deadline from the operation lines).
+/// A replica judged its lease valid and goes on to use it — send an append, a journal's
+/// fence, or a clean-up append (STOP judges these, recomputing the deadline from the
+/// operation lines).
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ValidityLine {
@@ -265,6 +267,10 @@ pub struct ValidityLine {
     pub process: Process,
     /// The session.
     pub session: String,
+    /// What it goes on to do: `"append"` (the default when absent), `"journal_open"`,
+    /// `"cleanup_append"`.
+    #[serde(default)]
+    pub purpose: LeaseUse,
     /// The lease token it writes under.
     pub epoch: u64,
     /// Its monotonic clock when it judged, µs.

@@ -167,13 +167,16 @@
 //! | `release` | a release answered: `token` (presented), `ended` (`true`: it ended the caller's own current hold; `false`: stale or unknown, nothing changed) |
 //! | `refuse` | `request` (`"acquire"`, `"renew"`, `"release"`), `token` (presented; `null` for acquire), `reason`: `{"type":"held","holder_token":4}` (`null` when nobody holds it), `{"type":"grace_period","remaining_authority_us":1000000}` or `{"type":"unavailable","reason":"…"}` |
 //!
-//! ## `validity` — a replica judged its lease valid and goes on to send an append ([`ValidityLine`])
+//! ## `validity` — a replica judged its lease valid and goes on to use it ([`ValidityLine`])
 //!
 //! ```json
-//! {"v":1,"kind":"validity","process":{"replica":"replica-1","incarnation":0},"session":"s1","epoch":2,"at_local_us":1500150,"at_us":1500000,"valid_until_local_us":3700000}
+//! {"v":1,"kind":"validity","process":{"replica":"replica-1","incarnation":0},"session":"s1","purpose":"append","epoch":2,"at_local_us":1500150,"at_us":1500000,"valid_until_local_us":3700000}
 //! ```
 //!
-//! `process`; `session`; `epoch` (the lease token it writes under); `at_local_us` (its
+//! Every decision to use the lease writes one. `process`; `session`; `purpose` (what it
+//! goes on to send: `"append"`, `"journal_open"` — a journal's fence, one line per try —
+//! or `"cleanup_append"` — a graceful shutdown's final append; `"append"` when absent);
+//! `epoch` (the lease token it writes under); `at_local_us` (its
 //! clock when it judged); `at_us` (true time); `valid_until_local_us` (the deadline as the
 //! replica computed it — STOP recomputes it from the `op` lines and never trusts this).
 //!
@@ -276,6 +279,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 
+pub use crate::hooks::LeaseUse;
 pub use clock_map::{ClockMap, ClockMapError};
 pub use error::{HistoryError, LineProblem};
 pub use io::HistoryWriter;

@@ -67,6 +67,7 @@ fn validity() -> ValidityLine {
     ValidityLine {
         process: p("replica-1", 0),
         session: "s1".into(),
+        purpose: crate::hooks::LeaseUse::JournalOpen,
         epoch: 2,
         at_local_us: 1_500_150,
         at_us: 1_500_000,
@@ -142,7 +143,7 @@ fn golden() -> Vec<(Line, &'static str)> {
         ),
         (
             validity().into(),
-            r#"{"v":1,"kind":"validity","process":{"replica":"replica-1","incarnation":0},"session":"s1","epoch":2,"at_local_us":1500150,"at_us":1500000,"valid_until_local_us":3700000}"#,
+            r#"{"v":1,"kind":"validity","process":{"replica":"replica-1","incarnation":0},"session":"s1","purpose":"journal_open","epoch":2,"at_local_us":1500150,"at_us":1500000,"valid_until_local_us":3700000}"#,
         ),
         (
             phase().into(),
@@ -191,6 +192,16 @@ fn each_kind_of_line_has_a_pinned_json_form() {
     }
     let kinds: Vec<&str> = golden().iter().map(|(line, _)| line.kind()).collect();
     assert_eq!(kinds, Line::KINDS, "one golden line per kind, in order");
+}
+
+#[test]
+fn a_validity_line_without_a_purpose_is_an_append() {
+    let json = r#"{"v":1,"kind":"validity","process":{"replica":"replica-1","incarnation":0},"session":"s1","epoch":2,"at_local_us":1500150,"at_us":1500000,"valid_until_local_us":3700000}"#;
+    let append = ValidityLine {
+        purpose: crate::hooks::LeaseUse::Append,
+        ..validity()
+    };
+    assert_eq!(Line::from_json(json), Ok(append.into()));
 }
 
 /// Every variant of every enum in the format, at least once.

@@ -78,9 +78,12 @@ struct Shared {
     clock: Arc<dyn Clock>,
     skew_margin: SkewMargin,
     hooks: HookSlot,
-    /// A planted bug ([`Mutant::NoLocalDeadline`], [`Mutant::ValidityFromAuthorityExpiry`];
-    /// the renewer and the service read it too), or `None` for the correct code.
+    /// A planted bug ([`Mutant::NoLocalDeadline`], [`Mutant::ValidityFromAuthorityExpiry`],
+    /// [`Mutant::ClientUsesConfiguredTtl`]; the renewer, the journal and the service read it
+    /// too), or `None` for the correct code.
     mutant: Option<Mutant>,
+    /// The TTL the holder's own configuration names, if any: ignored by the correct code.
+    configured_ttl: Option<Duration>,
     state: Mutex<Hold>,
     lost: watch::Sender<Option<LossCause>>,
     released: OnceCell<Result<(), LeaseError>>,
@@ -96,7 +99,8 @@ struct Hold {
 
 impl JournalLease {
     /// Acquires `session` for `owner` from `authority`, timing the request on `clock`, with
-    /// `mutant` planted (`None`: the correct code).
+    /// `mutant` planted (`None`: the correct code). `configured_ttl` is the holder's own
+    /// configured TTL, which validity ignores in favour of the granted one.
     ///
     /// # Errors
     /// Whatever the authority's acquire returns.
@@ -106,13 +110,17 @@ impl JournalLease {
         skew_margin: SkewMargin,
         hooks: HookSlot,
         mutant: Option<Mutant>,
+        configured_ttl: Option<Duration>,
         session: &SessionId,
         owner: &Owner,
     ) -> Result<Self, LeaseError> {
         let sent = clock.now();
         let lease = authority.acquire(session, owner).await?;
         hooks.pause_point(PausePoint::AfterGrantReceived).await;
-        let valid_until = deadline(mutant, sent, &lease, skew_margin);
+        if configured_ttl.is_some_and(|ttl| ttl != lease.ttl()) {
+            tracing::debug!(%session, granted = ?lease.ttl(), configured = ?configured_ttl, "the authority granted another TTL than configured; validity counts the granted one");
+        }
+        let valid_until = deadline(mutant, configured_ttl, sent, &lease, skew_margin);
         Ok(JournalLease {
             shared: Arc::new(Shared {
                 authority,
@@ -120,6 +128,7 @@ impl JournalLease {
                 skew_margin,
                 hooks,
                 mutant,
+                configured_ttl,
                 state: Mutex::new(Hold {
                     lease,
                     granted_at: sent,
@@ -246,8 +255,13 @@ impl JournalLease {
                     .pause_point(PausePoint::AfterGrantReceived)
                     .await;
                 if self.loss().is_none() {
-                    let valid_until =
-                        deadline(self.shared.mutant, sent, &renewed, self.shared.skew_margin);
+                    let valid_until = deadline(
+                        self.shared.mutant,
+                        self.shared.configured_ttl,
+                        sent,
+                        &renewed,
+                        self.shared.skew_margin,
+                    );
                     let mut hold = lock(&self.shared.state);
                     hold.valid_until = valid_until;
                     hold.granted_at = sent;
@@ -289,13 +303,25 @@ impl JournalLease {
     }
 }
 
-/// The local deadline of a grant of `lease` whose request was sent at `sent`: `sent + ttl −
-/// margin`. [`Mutant::ValidityFromAuthorityExpiry`] takes the authority's `expiry − margin`
-/// instead, a reading of another host's clock used as one of this host's.
-fn deadline(mutant: Option<Mutant>, sent: Instant, lease: &Lease, margin: SkewMargin) -> Instant {
-    let margin = margin.of(lease.ttl());
+/// The local deadline of a grant of `lease` whose request was sent at `sent`: `sent +
+/// granted ttl − margin`. [`Mutant::ValidityFromAuthorityExpiry`] takes the authority's
+/// `expiry − margin` instead, a reading of another host's clock used as one of this host's;
+/// [`Mutant::ClientUsesConfiguredTtl`] counts `configured_ttl` (when set) instead of the
+/// granted TTL.
+fn deadline(
+    mutant: Option<Mutant>,
+    configured_ttl: Option<Duration>,
+    sent: Instant,
+    lease: &Lease,
+    margin: SkewMargin,
+) -> Instant {
+    let ttl = match configured_ttl {
+        Some(configured) if mutant == Some(Mutant::ClientUsesConfiguredTtl) => configured,
+        _ => lease.ttl(),
+    };
+    let margin = margin.of(ttl);
     if mutant == Some(Mutant::ValidityFromAuthorityExpiry) {
         return lease.expiry().saturating_sub(margin);
     }
-    sent + lease.ttl().saturating_sub(margin)
+    sent + ttl.saturating_sub(margin)
 }

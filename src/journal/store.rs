@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::{Entry, JournalError, JournalLease, Ledger, LedgerError, Record, SkewMargin, WriterId};
 use crate::clock::Clock;
-use crate::hooks::HookSlot;
+use crate::hooks::{HookSlot, LeaseUse, Observation, PausePoint};
 use crate::journal::Journal;
 use crate::lease::{LeaseError, Owner, SessionId, SessionLease};
 use crate::mutant::Mutant;
@@ -21,6 +21,10 @@ pub struct StoreConfig {
     pub fence_attempts: u32,
     /// Harness hooks (pause points, observations); none by default.
     pub hooks: HookSlot,
+    /// The TTL this replica's own configuration names, if any (default none). Validity never
+    /// uses it: the holder counts the TTL the authority granted (DESIGN.md, "Client-side
+    /// validity"); only [`Mutant::ClientUsesConfiguredTtl`] reads it.
+    pub configured_ttl: Option<std::time::Duration>,
     /// A planted bug, or `None` (the default) for the correct code. The store honours
     /// [`Mutant::OpenAcceptsStaleEpoch`] and hands the mutant to every hold it acquires
     /// ([`JournalLease::mutant`]), whose journals, renewer and service read it.
@@ -33,6 +37,7 @@ impl Default for StoreConfig {
             skew_margin: SkewMargin::default(),
             fence_attempts: 8,
             hooks: HookSlot::default(),
+            configured_ttl: None,
             mutant: None,
         }
     }
@@ -111,6 +116,7 @@ impl Store {
             self.config.skew_margin,
             self.config.hooks.clone(),
             self.config.mutant,
+            self.config.configured_ttl,
             session,
             &self.owner,
         )
@@ -119,8 +125,9 @@ impl Store {
 
     /// Opens the journal of the lease's session: reads the tip and the highest fence epoch,
     /// refuses a lease whose epoch is not strictly greater, and commits `Fence { epoch }` by
-    /// CAS at the tip, re-reading and retrying on conflict while the lease is valid. The
-    /// journal is ready only once its fence has committed.
+    /// CAS at the tip, re-reading and retrying on conflict while the lease is valid. Each try
+    /// judges the lease first and records that decision as a validity check (STOP judges it
+    /// as it judges an append's). The journal is ready only once its fence has committed.
     ///
     /// # Errors
     /// [`JournalError::StaleEpoch`]; [`JournalError::LeaseLost`];
@@ -140,8 +147,17 @@ impl Store {
             writer_id: writer_id.clone(),
         };
         let mut scan = FenceScan::default();
+        let hooks = lease.hooks();
         for _ in 0..self.config.fence_attempts {
+            hooks.pause_point(PausePoint::BeforeOpenCheck).await;
             lease.check().map_err(JournalError::lease_lost)?;
+            hooks.observe(|| Observation::ValidityCheck {
+                session: session.clone(),
+                purpose: LeaseUse::JournalOpen,
+                epoch,
+                local: lease.clock().now(),
+                valid_until: lease.valid_until(),
+            });
             scan.advance(self.ledger.read(&session, scan.tip + 1).await?);
             if epoch <= scan.highest_epoch
                 && self.config.mutant != Some(Mutant::OpenAcceptsStaleEpoch)

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 
 use super::{JournalLease, Ledger, LedgerError, LossCause, Record, Seq, WriterId};
-use crate::hooks::{Observation, PausePoint};
+use crate::hooks::{LeaseUse, Observation, PausePoint};
 use crate::lease::SessionId;
+use crate::mutant::Mutant;
 
 /// Why opening a journal or appending to it failed.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
@@ -157,7 +158,8 @@ impl Journal {
 
     /// Appends an event carrying `payload`, returning its position.
     ///
-    /// Checks the lease on the holder's clock, then appends by CAS at the tracked tip. A
+    /// Checks the lease on the holder's clock (recording the decision as a validity check),
+    /// then appends by CAS at the tracked tip. A
     /// conflict whose record at `expected + 1` is ours (an earlier try that committed) is a
     /// success; an unknown outcome is resolved by reading that position back.
     ///
@@ -166,16 +168,43 @@ impl Journal {
     /// [`JournalError::Ambiguous`], which poison the journal; [`JournalError::Poisoned`] for
     /// every append after that; [`JournalError::Ledger`] when nothing was written.
     pub async fn append(&self, payload: Vec<u8>) -> Result<Seq, JournalError> {
+        self.append_for(LeaseUse::Append, payload).await
+    }
+
+    /// Appends a graceful shutdown's final clean-up event: an append like any other (its own
+    /// validity check, its own pause point [`PausePoint::BeforeCleanupAppend`] before it),
+    /// recorded as a clean-up decision so STOP judges it as one.
+    ///
+    /// # Errors
+    /// As [`Journal::append`].
+    pub async fn append_cleanup(&self, payload: Vec<u8>) -> Result<Seq, JournalError> {
+        self.append_for(LeaseUse::CleanupAppend, payload).await
+    }
+
+    /// The append of [`Journal::append`] and [`Journal::append_cleanup`]: `purpose` names the
+    /// pause point before the check and the decision the validity line records.
+    async fn append_for(&self, purpose: LeaseUse, payload: Vec<u8>) -> Result<Seq, JournalError> {
         let mut state = self.state.lock().await;
         if let Some(first) = &state.poison {
             return Err(JournalError::Poisoned {
                 first: Box::new(first.clone()),
             });
         }
-        self.lease.check().map_err(JournalError::lease_lost)?;
         let hooks = self.lease.hooks();
+        let (point, skips_check) = match purpose {
+            LeaseUse::CleanupAppend => (
+                PausePoint::BeforeCleanupAppend,
+                self.lease.mutant() == Some(Mutant::CleanupAppendSkipsValidity),
+            ),
+            _ => (PausePoint::BeforeAppendCheck, false),
+        };
+        hooks.pause_point(point).await;
+        if !skips_check {
+            self.lease.check().map_err(JournalError::lease_lost)?;
+        }
         hooks.observe(|| Observation::ValidityCheck {
             session: self.session.clone(),
+            purpose,
             epoch: self.lease.epoch(),
             local: self.lease.clock().now(),
             valid_until: self.lease.valid_until(),

@@ -30,8 +30,12 @@ pub struct WorldConfig {
     pub replicas: u32,
     /// The contended sessions (default `s1`, `s2`).
     pub sessions: Vec<String>,
-    /// Lease TTL (default 10 s).
+    /// Lease TTL (default 10 s): what the authority grants.
     pub ttl: Duration,
+    /// The TTL the replicas' own configuration names, when it differs from what the
+    /// authority grants (default none). The correct client ignores it (validity counts the
+    /// granted TTL); [`Mutant::ClientUsesConfiguredTtl`] misuses it.
+    pub replica_ttl: Option<Duration>,
     /// Skew margin, percent of the TTL (default 10).
     pub skew_margin_percent: u8,
     /// Simulated duration of the run (default 60 s).
@@ -89,6 +93,7 @@ impl Default for WorldConfig {
             replicas: 3,
             sessions: vec!["s1".into(), "s2".into()],
             ttl: Duration::from_secs(10),
+            replica_ttl: None,
             skew_margin_percent: 10,
             duration: Duration::from_secs(60),
             call_timeout: Duration::from_secs(2),

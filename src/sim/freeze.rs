@@ -10,7 +10,8 @@
 //! A pause or suspend starts when the nemesis calls [`HostFreeze::pause`] /
 //! [`HostFreeze::suspend`], or is armed ([`HostFreeze::arm`]) to start when a task of the host
 //! first reaches a named [`PausePoint`]; that task is *the task frozen at the named point*. A
-//! stall is always armed. Durations are on true simulated time.
+//! stall is always armed, and so is a worker panic ([`FreezeKind::Panic`]: the task that
+//! reaches the point panics there). Durations are on true simulated time.
 //!
 //! **Wake order.** Tasks blocked by a host-wide freeze wait at the host's gate. When the freeze
 //! ends, they continue one at a time: the task frozen at the named point first (as a thread
@@ -115,8 +116,8 @@ impl HostFreeze {
 
 #[async_trait]
 impl Hooks for HostFreeze {
-    /// Starts an armed freeze for `point` if there is one, serves a stall, then blocks while
-    /// the host is frozen.
+    /// Starts an armed freeze for `point` if there is one, serves a stall (or panics for an
+    /// armed [`FreezeKind::Panic`]), then blocks while the host is frozen.
     async fn pause_point(&self, point: PausePoint) {
         let gate = self.gate();
         if gate.is_idle() {
@@ -129,6 +130,7 @@ impl Hooks for HostFreeze {
                 FreezeKind::Stall => true_sleep(armed.duration).await,
                 FreezeKind::Suspend => self.clock.suspend_for(now_true, armed.duration),
                 FreezeKind::Pause => {}
+                FreezeKind::Panic => panic!("worker_panic: injected panic at {}", point.name()),
             }
         }
         gate.pass_as(id).await

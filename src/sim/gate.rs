@@ -27,6 +27,9 @@ pub enum FreezeKind {
     Suspend,
     /// Only the task that reaches the named point blocks.
     Stall,
+    /// Not a freeze: the task that reaches the named point panics there (a worker that
+    /// panics, `worker_panic`); the rest of the host runs.
+    Panic,
 }
 
 /// A freeze waiting for a task of the host to reach `point`; it fires once.
@@ -128,7 +131,7 @@ impl Gate {
         let t = state.settle(now_true);
         let index = state.armed.iter().position(|armed| armed.point == point)?;
         let armed = state.armed.remove(index);
-        if armed.kind != FreezeKind::Stall {
+        if matches!(armed.kind, FreezeKind::Pause | FreezeKind::Suspend) {
             state.start(t, armed.duration, Some(id));
         }
         Some(armed)

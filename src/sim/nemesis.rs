@@ -201,9 +201,10 @@ fn apply_fault(
         | Fault::Latency { .. }
         | Fault::LinkFlaps { .. }
         | Fault::DelayReplies { .. } => return apply_link_fault(sim, hosts, fault),
-        Fault::Pause { .. } | Fault::Suspend { .. } | Fault::Stall { .. } => {
-            apply_freeze_fault(hosts, now, fault)
-        }
+        Fault::Pause { .. }
+        | Fault::Suspend { .. }
+        | Fault::Stall { .. }
+        | Fault::WorkerPanic { .. } => apply_freeze_fault(hosts, now, fault),
         Fault::ClockDrift { .. } | Fault::WallJump { .. } | Fault::WallOffset { .. } => {
             apply_clock_fault(hosts, now, fault)
         }
@@ -263,7 +264,7 @@ fn apply_link_fault(
     Vec::new()
 }
 
-/// A fault that freezes a host now or arms a freeze at a pause point.
+/// A fault that freezes a host now or arms a freeze (or a worker panic) at a pause point.
 fn apply_freeze_fault(hosts: &Hosts, now: Duration, fault: Fault) {
     let ms = Duration::from_millis;
     match fault {
@@ -296,6 +297,9 @@ fn apply_freeze_fault(hosts: &Hosts, now: Duration, fault: Fault) {
             point,
             duration_ms,
         } => hosts.freezes[&host].arm(point, FreezeKind::Stall, ms(duration_ms)),
+        Fault::WorkerPanic { host, point } => {
+            hosts.freezes[&host].arm(point, FreezeKind::Panic, Duration::ZERO)
+        }
         other => unreachable!("apply_fault routed a non-freeze fault here: {other:?}"),
     }
 }

@@ -482,12 +482,14 @@ pub fn validity_sink(recorder: Recorder, process: Process) -> impl Fn(Observatio
         }
         Observation::ValidityCheck {
             session,
+            purpose,
             epoch,
             local,
             valid_until,
         } => recorder.validity(ValidityLine {
             process: process.clone(),
             session: session.as_str().to_owned(),
+            purpose,
             epoch,
             at_local_us: micros(local.since_origin()),
             at_us: micros(recorder.now()),

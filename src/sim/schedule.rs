@@ -139,6 +139,16 @@ pub enum Fault {
         /// How long.
         duration_ms: u64,
     },
+    /// Make the task of a replica that first reaches `point` (at or after `at_ms`) panic
+    /// there: a worker that panics mid-run. The service must stop the run's renewer and
+    /// release its lease; the replica goes on. Only points a run's work reaches
+    /// ([`PausePoint::WORKER`]), never the renewer's.
+    WorkerPanic {
+        /// The replica.
+        host: String,
+        /// The point.
+        point: PausePoint,
+    },
     /// Set a host's monotonic clock drift, in ppm (negative: slow).
     ClockDrift {
         /// The host.
@@ -222,6 +232,7 @@ impl Fault {
             | Fault::Pause { host, .. }
             | Fault::Suspend { host, .. }
             | Fault::Stall { host, .. }
+            | Fault::WorkerPanic { host, .. }
             | Fault::ClockDrift { host, .. }
             | Fault::WallJump { host, .. }
             | Fault::WallOffset { host, .. }
@@ -516,6 +527,18 @@ impl Fault {
                 ..
             }
             | Fault::Stall { host, point, .. } => check_point(host, *point),
+            Fault::WorkerPanic { host, point } => {
+                check_point(host, *point)?;
+                if PausePoint::WORKER.contains(point) {
+                    return Ok(());
+                }
+                let names: Vec<&str> = PausePoint::WORKER.iter().map(|p| p.name()).collect();
+                Err(format!(
+                    "a worker panics only where a run's work goes: {}; got {}",
+                    names.join(", "),
+                    point.name()
+                ))
+            }
             _ => Ok(()),
         }
     }
@@ -527,13 +550,14 @@ fn check_point(host: &str, point: PausePoint) -> Result<(), String> {
     if service == (point == PausePoint::ServiceHandlerStart) {
         return Ok(());
     }
-    let reachable = if service {
-        "service_handler_start"
-    } else {
-        "before_append_send, before_renew_send, after_grant_received"
-    };
+    let reachable: Vec<&str> = PausePoint::ALL
+        .iter()
+        .filter(|p| service == (**p == PausePoint::ServiceHandlerStart))
+        .map(|p| p.name())
+        .collect();
     Err(format!(
-        "`{host}` never reaches {point:?}; it reaches {reachable}"
+        "`{host}` never reaches {point:?}; it reaches {}",
+        reachable.join(", ")
     ))
 }
 

@@ -7,7 +7,8 @@
 //!   {"at_ms": 0, "replica": "replica-1", "call": "acquire", "session": "s1"},
 //!   {"at_ms": 0, "replica": "replica-1", "call": "open_journal", "session": "s1"},
 //!   {"at_ms": 0, "replica": "replica-1", "call": "append", "session": "s1", "payload": "a1"},
-//!   {"at_ms": 13000, "replica": "replica-1", "call": "release", "lease": "s1"}
+//!   {"at_ms": 13000, "replica": "replica-1", "call": "release", "lease": "s1"},
+//!   {"at_ms": 14000, "replica": "replica-1", "call": "shutdown"}
 //! ]}
 //! ```
 //! A replica runs its calls in order, each no earlier than its time; a call waits for the one
@@ -85,6 +86,11 @@ pub enum Call {
         /// The kept lease value.
         lease: String,
     },
+    /// A graceful shutdown, as the service makes one: a final clean-up append (payload
+    /// `clean-up`) to each open journal, in session order, each judged valid like any append;
+    /// then every kept hold is released (invalidated first, so its renewer ends), and the
+    /// replica stops: it may make no later call.
+    Shutdown,
 }
 
 impl Script {

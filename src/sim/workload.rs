@@ -4,6 +4,7 @@
 //! recorded by the clients' wrappers ([`super::record`]).
 
 use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,9 +14,11 @@ use super::script::{Call, ScriptedCall};
 use super::seed::{Subsystem, between, chance, rng};
 use crate::clock::Clock;
 use crate::history::{HistWriterId, Op, OpResult, Outcome, Process};
+use crate::hooks::LeaseUse;
 use crate::journal::{Journal, JournalError, JournalLease, Store};
 use crate::lease::{LeaseError, SessionId};
 use crate::service::{Backoff, RunError, Service};
+use futures_util::FutureExt;
 
 /// One replica incarnation's view of the world.
 pub(crate) struct Replica {
@@ -58,6 +61,23 @@ impl Replica {
 
     /// Appends `payload`, recorded as a `journal_append` operation.
     async fn append(&self, journal: &Journal, payload: Vec<u8>) -> Result<u64, JournalError> {
+        self.append_for(journal, payload, LeaseUse::Append).await
+    }
+
+    /// A graceful shutdown's final clean-up append ([`Journal::append_cleanup`]), recorded as
+    /// a `journal_append` operation.
+    async fn cleanup_append(&self, journal: &Journal) -> Result<u64, JournalError> {
+        let payload = CLEANUP_PAYLOAD.to_vec();
+        self.append_for(journal, payload, LeaseUse::CleanupAppend)
+            .await
+    }
+
+    async fn append_for(
+        &self,
+        journal: &Journal,
+        payload: Vec<u8>,
+        purpose: LeaseUse,
+    ) -> Result<u64, JournalError> {
         let op = Op::JournalAppend {
             writer_id: HistWriterId::from(journal.writer_id()),
             seq_in_writer: journal.next_seq_in_writer().await,
@@ -65,7 +85,10 @@ impl Replica {
         let invocation =
             self.recorder
                 .invoke(self.process.clone(), journal.session(), op, &self.clock);
-        let appended = journal.append(payload).await;
+        let appended = match purpose {
+            LeaseUse::CleanupAppend => journal.append_cleanup(payload).await,
+            _ => journal.append(payload).await,
+        };
         let (outcome, result) = match &appended {
             Ok(seq) => (Outcome::Ok, OpResult::Appended { seq: *seq }),
             Err(error) => (journal_outcome(error), error.into()),
@@ -74,6 +97,9 @@ impl Replica {
         appended
     }
 }
+
+/// The payload of a graceful shutdown's final clean-up append.
+const CLEANUP_PAYLOAD: &[u8] = b"clean-up";
 
 /// `info` for outcomes that may have taken effect, `fail` for those that certainly did not.
 fn journal_outcome(error: &JournalError) -> Outcome {
@@ -85,7 +111,8 @@ fn journal_outcome(error: &JournalError) -> Outcome {
 }
 
 /// Runs `calls` in order, each no earlier than its time (true time: the simulation's, or
-/// live the run's since its epoch).
+/// live the run's since its epoch), until the script ends or a `shutdown` stops the replica.
+/// A call that panics (a `worker_panic` fault) is abandoned and the script goes on.
 pub(crate) async fn run_script(replica: Replica, calls: Vec<ScriptedCall>) {
     let mut leases: BTreeMap<String, JournalLease> = BTreeMap::new();
     let mut journals: BTreeMap<String, Arc<Journal>> = BTreeMap::new();
@@ -95,10 +122,38 @@ pub(crate) async fn run_script(replica: Replica, calls: Vec<ScriptedCall>) {
             .sleep_until(Duration::from_millis(scripted.at_ms))
             .await;
         tracing::info!(replica = %replica.name, call = ?scripted.call, "scripted call");
-        match scripted.call {
+        let call = AssertUnwindSafe(run_call(
+            &replica,
+            &mut leases,
+            &mut journals,
+            scripted.call,
+        ));
+        match call.catch_unwind().await {
+            Ok(Step::Next) => {}
+            Ok(Step::Stop) => return,
+            Err(_) => tracing::info!(replica = %replica.name, "scripted call panicked"),
+        }
+    }
+}
+
+/// Whether a scripted replica goes on after a call.
+enum Step {
+    Next,
+    Stop,
+}
+
+/// Makes one scripted call.
+async fn run_call(
+    replica: &Replica,
+    leases: &mut BTreeMap<String, JournalLease>,
+    journals: &mut BTreeMap<String, Arc<Journal>>,
+    call: Call,
+) -> Step {
+    {
+        match call {
             Call::Acquire { session, name } => {
                 let Some(id) = replica.session(&session) else {
-                    continue;
+                    return Step::Next;
                 };
                 if let Ok(lease) = replica.store.acquire_lease(&id).await {
                     leases.insert(name.unwrap_or(session), lease);
@@ -106,7 +161,7 @@ pub(crate) async fn run_script(replica: Replica, calls: Vec<ScriptedCall>) {
             }
             Call::OpenJournal { session, lease } => {
                 let Some(held) = leases.get(lease.as_deref().unwrap_or(&session)) else {
-                    continue;
+                    return Step::Next;
                 };
                 if let Ok(journal) = replica.open(held).await {
                     journals.insert(session, journal);
@@ -135,8 +190,19 @@ pub(crate) async fn run_script(replica: Replica, calls: Vec<ScriptedCall>) {
                     let _ = replica.store.authority().release(&held.lease()).await;
                 }
             }
+            Call::Shutdown => {
+                for journal in journals.values() {
+                    let _ = replica.cleanup_append(journal).await;
+                }
+                for held in leases.values() {
+                    let _ = held.release().await;
+                }
+                tracing::info!(replica = %replica.name, "shut down gracefully");
+                return Step::Stop;
+            }
         }
     }
+    Step::Next
 }
 
 /// Contends for the sessions through the service layer until the run ends: pick a session,
@@ -176,9 +242,16 @@ pub(crate) async fn run_generated_on(replica: Replica, service: Arc<Service>) {
                 service.shutdown().await;
             });
         }
-        let outcome = service
-            .run(&session, |ctx| work(&replica, ctx, appends, think))
-            .await;
+        let run =
+            AssertUnwindSafe(service.run(&session, |ctx| work(&replica, ctx, appends, think)));
+        // A worker that panicked (a `worker_panic` fault): the service has stopped its
+        // renewer and released its lease before re-raising; the replica goes on, as a
+        // worker pool replaces a worker that died.
+        let Ok(outcome) = run.catch_unwind().await else {
+            tracing::info!(replica = %replica.name, %session, "worker panicked; its run ended");
+            replica.clock.sleep(think).await;
+            continue;
+        };
         if let Err(error) = &outcome {
             tracing::debug!(replica = %replica.name, %session, %error, "run ended");
         }
@@ -203,7 +276,6 @@ async fn work(
     appends: u64,
     think: Duration,
 ) -> Result<(), JournalError> {
-    use futures_util::FutureExt;
     let Some(journal) = ctx.journal() else {
         return Ok(());
     };
@@ -220,7 +292,7 @@ async fn work(
         }
     }
     if ctx.shutdown_requested().now_or_never().is_some() {
-        replica.append(journal, b"clean-up".to_vec()).await?;
+        replica.cleanup_append(journal).await?;
     }
     Ok(())
 }

@@ -23,7 +23,7 @@
 //! # let _ = history;
 //! ```
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -185,6 +185,13 @@ impl WorldBuilder {
         self
     }
 
+    /// The TTL the replicas' own configuration names (the authority still grants
+    /// [`WorldBuilder::ttl`]): the correct client ignores it.
+    pub fn replica_ttl(mut self, ttl: Duration) -> Self {
+        self.config.replica_ttl = Some(ttl);
+        self
+    }
+
     /// The skew margin, percent of the TTL (0..=99).
     pub fn skew_margin_percent(mut self, percent: u8) -> Self {
         self.config.skew_margin_percent = percent;
@@ -300,7 +307,7 @@ fn check_config(config: &WorldConfig) -> Result<(), WorldError> {
             config.duration.as_millis()
         ));
     }
-    if config.ttl.is_zero() {
+    if config.ttl.is_zero() || config.replica_ttl.is_some_and(|t| t.is_zero()) {
         return refuse("the TTL must be more than 0".into());
     }
     if let Err(message) = config.backend.inner().check_ttl(config.ttl) {
@@ -354,6 +361,7 @@ pub(crate) fn check_script(config: &WorldConfig, script: &Script) -> Result<(), 
     let replicas: Vec<String> = (1..=config.replicas).map(replica_name).collect();
     let mut leases: BTreeSet<(String, String)> = BTreeSet::new();
     let mut journals: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut shut_down: BTreeMap<String, u64> = BTreeMap::new();
     for (index, call) in script.calls.iter().enumerate() {
         let refuse = |reason: String| {
             WorldError::Script(format!(
@@ -377,6 +385,11 @@ pub(crate) fn check_script(config: &WorldConfig, script: &Script) -> Result<(), 
                 )))
             }
         };
+        if let Some(at_ms) = shut_down.get(&call.replica) {
+            return Err(refuse(format!(
+                "comes after its shutdown at {at_ms} ms; a replica that shut down makes no more calls"
+            )));
+        }
         let key = |name: &str| (call.replica.clone(), name.to_owned());
         match &call.call {
             Call::Acquire { session, name } => {
@@ -406,6 +419,9 @@ pub(crate) fn check_script(config: &WorldConfig, script: &Script) -> Result<(), 
                         "uses lease `{lease}`, which it never acquired"
                     )));
                 }
+            }
+            Call::Shutdown => {
+                shut_down.insert(call.replica.clone(), call.at_ms);
             }
         }
     }
@@ -555,6 +571,7 @@ fn replica_store(
     let store_config = StoreConfig {
         skew_margin: SkewMargin::Percent(config.skew_margin_percent),
         hooks: HookSlot::new(Arc::new(freeze.clone())),
+        configured_ttl: config.replica_ttl,
         mutant: config.mutant,
         ..StoreConfig::default()
     };

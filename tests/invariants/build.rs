@@ -14,9 +14,9 @@
 //! is validated as a history file is when read.
 
 use leasesim::history::{
-    ClockLine, ConfigLine, Decision, DecisionLine, HistRecord, HistWriterId, History, LedgerLine,
-    Line, Op, OpLine, OpResult, Outcome, Phase, PhaseLine, Process, Refusal, Request, ValidityLine,
-    WriteLine, WriteVerb,
+    ClockLine, ConfigLine, Decision, DecisionLine, HistRecord, HistWriterId, History, LeaseUse,
+    LedgerLine, Line, Op, OpLine, OpResult, Outcome, Phase, PhaseLine, Process, Refusal, Request,
+    ValidityLine, WriteLine, WriteVerb,
 };
 
 /// One second, µs.
@@ -189,6 +189,7 @@ impl Builder {
         self.line(ValidityLine {
             process: p(&check.replica),
             session: SESSION.to_string(),
+            purpose: check.purpose,
             epoch: check.epoch,
             at_local_us: check.at_us,
             at_us: check.at_us,
@@ -587,6 +588,7 @@ pub fn appended(seq: u64) -> Answer {
 /// A validity check by `replica` of its lease of `epoch`, at local = true time `at_us`.
 pub struct Check {
     replica: String,
+    purpose: LeaseUse,
     epoch: u64,
     at_us: u64,
     claimed_valid_until_us: u64,
@@ -596,6 +598,7 @@ pub struct Check {
 pub fn judges_valid(replica: &str, epoch: u64) -> Check {
     Check {
         replica: replica.to_string(),
+        purpose: LeaseUse::Append,
         epoch,
         at_us: 0,
         claimed_valid_until_us: 0,
@@ -603,6 +606,11 @@ pub fn judges_valid(replica: &str, epoch: u64) -> Check {
 }
 
 impl Check {
+    /// Deciding to use the lease for `purpose` (an append unless set).
+    pub fn to(self, purpose: LeaseUse) -> Self {
+        Check { purpose, ..self }
+    }
+
     /// At local = true time `at_us`.
     pub fn at(self, at_us: u64) -> Self {
         Check { at_us, ..self }

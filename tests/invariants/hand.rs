@@ -4,7 +4,7 @@
 use leasesim::check::invariants::{
     Check, Evidence, InvariantReport, check_all, excl, expiry, fence, ledger, live, stop, token,
 };
-use leasesim::history::History;
+use leasesim::history::{History, LeaseUse};
 
 use super::build::{
     FREE, S, acquire, appended, at, boot, event_record, fence_record, grant, granted, held,
@@ -525,6 +525,92 @@ fn stop_check_after_valid_until_is_caught_whatever_the_replica_claims() {
         violation.evidence,
         [Evidence::Op(1), checked("replica-1", 9 * S + 500_000)]
     );
+}
+
+/// replica-1 got token 1 at 0 (valid until 9 s on its clock) and never renewed; replica-2
+/// took over with token 2 at 11 s and fenced, so the ledger refuses whatever replica-1 sends:
+/// only STOP sees replica-1's late decision.
+fn taken_over_then_judged(purpose: LeaseUse, at_us: u64) -> History {
+    history()
+        .config()
+        .op(1, "replica-1", span(0, 1000), acquire(), granted(1, 10 * S))
+        .op(
+            2,
+            "replica-2",
+            span(11 * S, 11 * S + 1000),
+            acquire(),
+            granted(2, 10 * S),
+        )
+        .ledger(1, fence_record(2, "replica-2"))
+        .validity(
+            judges_valid("replica-1", 1)
+                .to(purpose)
+                .at(at_us)
+                .claiming_until(27 * S),
+        )
+        .build()
+}
+
+#[test]
+fn stop_a_journal_open_past_the_holders_deadline_is_caught_though_the_fence_saves_it() {
+    let h = taken_over_then_judged(LeaseUse::JournalOpen, 12 * S);
+    let report = stop::check(&h);
+    let violation = one(&report);
+    assert_eq!(violation.invariant, Check::Stop);
+    assert_eq!(
+        violation.evidence,
+        [Evidence::Op(1), checked("replica-1", 12 * S)]
+    );
+    assert!(
+        violation
+            .message
+            .contains("valid to open its journal at 12.000 s"),
+        "{}",
+        violation.message
+    );
+    assert!(fence::check(&h).passed(), "the ledger itself is sound");
+}
+
+#[test]
+fn stop_a_cleanup_append_past_the_holders_deadline_is_caught_though_the_fence_saves_it() {
+    let h = taken_over_then_judged(LeaseUse::CleanupAppend, 17 * S);
+    let report = stop::check(&h);
+    let violation = one(&report);
+    assert_eq!(
+        violation.evidence,
+        [Evidence::Op(1), checked("replica-1", 17 * S)]
+    );
+    assert!(
+        violation
+            .message
+            .contains("valid for its clean-up append at 17.000 s"),
+        "{}",
+        violation.message
+    );
+    assert!(fence::check(&h).passed(), "the ledger itself is sound");
+}
+
+#[test]
+fn stop_an_open_and_a_cleanup_append_within_validity_pass() {
+    let h = history()
+        .config()
+        .op(1, "replica-1", span(0, 1000), acquire(), granted(1, 10 * S))
+        .validity(
+            judges_valid("replica-1", 1)
+                .to(LeaseUse::JournalOpen)
+                .at(1000)
+                .claiming_until(9 * S),
+        )
+        .validity(
+            judges_valid("replica-1", 1)
+                .to(LeaseUse::CleanupAppend)
+                .at(9 * S - 1)
+                .claiming_until(9 * S),
+        )
+        .build();
+    let report = stop::check(&h);
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 2);
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The simulated world: field cases replayed as explicit schedules and scripts, scenario
-//! files, run files and their versions, bad input refused at load (and fuzzed readers), a
+//! files, replica-side faults and calls, run files and their versions, bad input refused at load (and fuzzed readers), a
 //! backend brought by the user, and determinism (same seed, same bytes).
 
 mod apiserver;
@@ -9,6 +9,7 @@ mod cli;
 mod field_cases;
 mod fuzz;
 mod kube;
+mod replica_faults;
 mod run_files;
 mod scenario_errors;
 mod scenarios;

@@ -1,5 +1,8 @@
 //! STOP — at each validity check, a replica never decides its lease is valid after it observed
-//! loss or after `valid_until`.
+//! loss or after `valid_until`. Every decision to use the lease writes a check: before an
+//! append, before each try at a journal's fence (a journal open), before a clean-up append;
+//! each is judged alike, so a holder that opens its journal past its own deadline is a
+//! violation even when the ledger's fence refuses what it sends.
 //!
 //! `valid_until` is recomputed from the op lines, never taken from the validity line:
 //! `invoke_local_us` of the replica's last successful `lease_acquire` / `lease_renew` for that
@@ -183,10 +186,11 @@ fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, sk
     let Some((grant, ttl_us)) = leases.last_grant(check) else {
         report.violation(
             format!(
-                "{}: {} judged its lease of epoch {} valid without a successful acquire or renew granting it",
+                "{}: {} judged its lease of epoch {} valid {} without a successful acquire or renew granting it",
                 check.session,
                 who(&check.process),
-                check.epoch
+                check.epoch,
+                check.purpose.describe()
             ),
             vec![checked],
         );
@@ -200,10 +204,11 @@ fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, sk
     if check.at_local_us >= valid_until {
         report.violation(
             format!(
-                "{}: {} judged its lease of epoch {} valid at {} on its clock ({} true time), at or after valid_until {}: its {} (op {}) was sent at {} on its clock, + TTL {} - skew margin {}",
+                "{}: {} judged its lease of epoch {} valid {} at {} on its clock ({} true time), at or after valid_until {}: its {} (op {}) was sent at {} on its clock, + TTL {} - skew margin {}",
                 check.session,
                 who(&check.process),
                 check.epoch,
+                check.purpose.describe(),
                 seconds_us(check.at_local_us),
                 seconds_us(check.at_us),
                 seconds_us(valid_until),
@@ -219,10 +224,11 @@ fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, sk
     if let Some(loss) = leases.observed_loss(check) {
         report.violation(
             format!(
-                "{}: {} judged its lease of epoch {} valid at {} after it observed its loss: its {} (op {}) completed at {}",
+                "{}: {} judged its lease of epoch {} valid {} at {} after it observed its loss: its {} (op {}) completed at {}",
                 check.session,
                 who(&check.process),
                 check.epoch,
+                check.purpose.describe(),
                 seconds_us(check.at_us),
                 loss.op.name().trim_start_matches("lease_"),
                 loss.id,

@@ -74,6 +74,11 @@ pub struct WorldSpec {
     pub latency_ms: (u64, u64),
     /// The backend: `"grpc"` (default) or `"kube"` (whose `ttl_ms` must be whole seconds).
     pub backend: BackendSpec,
+    /// The TTL the replicas' own configuration names, ms, 1..=86400000, when it differs from
+    /// the `ttl_ms` the authority grants (default: none, the same). The correct client ignores
+    /// it and counts the granted TTL; `client-uses-configured-ttl` misuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_ttl_ms: Option<u64>,
 }
 
 impl Default for WorldSpec {
@@ -88,6 +93,7 @@ impl Default for WorldSpec {
             call_timeout_ms: config.call_timeout.as_millis() as u64,
             latency_ms: config.latency_ms,
             backend: BackendSpec::Grpc,
+            replica_ttl_ms: None,
         }
     }
 }
@@ -106,6 +112,7 @@ impl WorldSpec {
             call_timeout: Duration::from_millis(self.call_timeout_ms),
             latency_ms: self.latency_ms,
             backend: self.backend.backend(),
+            replica_ttl: self.replica_ttl_ms.map(Duration::from_millis),
             mix,
             ..WorldConfig::default()
         }
@@ -138,6 +145,14 @@ impl WorldSpec {
             return Err((
                 "ttl_ms",
                 format!("must be 1..={TTL_MS_MAX} ms, got {}", self.ttl_ms),
+            ));
+        }
+        if let Some(ms) = self.replica_ttl_ms
+            && !(1..=TTL_MS_MAX).contains(&ms)
+        {
+            return Err((
+                "replica_ttl_ms",
+                format!("must be 1..={TTL_MS_MAX} ms, got {ms}"),
             ));
         }
         if self.backend == BackendSpec::Kube
