@@ -182,6 +182,9 @@ pub fn plan(
                 no("a suspend stops CLOCK_MONOTONIC, which no unprivileged process can do")
             }
             Fault::Stall { .. } => no("a stall blocks one task, which needs a hook into it"),
+            Fault::WorkerPanic { .. } => {
+                no("a worker panic fires inside one task, which needs a hook into it")
+            }
             Fault::Crash { host } => step(at, Action::Kill(host.clone())),
             // As in the world: a running host is crashed first.
             Fault::Restart { host } => {

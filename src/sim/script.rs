@@ -166,12 +166,18 @@ mod tests {
                     name: None,
                 },
             )
-            .at(13_000, "replica-1", Call::Release { lease: "s1".into() });
+            .at(13_000, "replica-1", Call::Release { lease: "s1".into() })
+            .at(14_000, "replica-1", Call::Shutdown);
         assert_eq!(Script::from_json(&script.to_json()), Ok(script.clone()));
         let json = serde_json::to_string(&script.calls[1]).unwrap();
         assert_eq!(
             json,
             r#"{"at_ms":13000,"replica":"replica-1","call":"release","lease":"s1"}"#
+        );
+        let json = serde_json::to_string(&script.calls[2]).unwrap();
+        assert_eq!(
+            json,
+            r#"{"at_ms":14000,"replica":"replica-1","call":"shutdown"}"#
         );
         assert_eq!(script.replicas(), ["replica-1"]);
     }

@@ -209,6 +209,14 @@ fn out_of_range_faults_and_dangling_script_references_exit_2() {
             r#"{"at_ms":0,"fault":"partition","a":"lease","b":"lease"}"#,
             "two different hosts",
         ),
+        (
+            r#"{"at_ms":0,"fault":"worker_panic","host":"replica-1","point":"before_renew_send"}"#,
+            "a worker panics only where a run's work goes",
+        ),
+        (
+            r#"{"at_ms":0,"fault":"worker_panic","host":"lease","point":"before_append_send"}"#,
+            "never reaches",
+        ),
     ];
     for (fault, expected) in schedules {
         let schedule = format!(r#"{{"v":1,"faults":[{fault}]}}"#);
@@ -230,6 +238,10 @@ fn out_of_range_faults_and_dangling_script_references_exit_2() {
         (
             r#"{"at_ms":0,"replica":"replica-1","call":"append","session":"s1","payload":"x"}"#,
             "never opened",
+        ),
+        (
+            r#"{"at_ms":0,"replica":"replica-1","call":"shutdown"},{"at_ms":5,"replica":"replica-1","call":"acquire","session":"s1"}"#,
+            "comes after its shutdown at 0 ms; a replica that shut down makes no more calls",
         ),
     ];
     for (call, expected) in scripts {

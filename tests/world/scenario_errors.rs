@@ -33,7 +33,7 @@ fn an_unknown_field_lists_the_accepted_ones() {
         error(&text),
         "DIR/bad.toml:5:1: `world.ttl`: unknown field `ttl`, expected one of `replicas`, \
          `sessions`, `ttl_ms`, `skew_margin_percent`, `duration_s`, `call_timeout_ms`, \
-         `latency_ms`, `backend`"
+         `latency_ms`, `backend`, `replica_ttl_ms`"
     );
 }
 
@@ -121,6 +121,15 @@ fn a_value_out_of_range_names_the_field_and_the_range() {
     assert_eq!(
         error(&text),
         "DIR/bad.toml:3:1: `world.replicas`: must be 1..=64, got 0"
+    );
+}
+
+#[test]
+fn a_replica_side_ttl_out_of_range_names_the_field() {
+    let text = format!("{HEAD}[world]\nreplica_ttl_ms = 0\n");
+    assert_eq!(
+        error(&text),
+        "DIR/bad.toml:3:1: `world.replica_ttl_ms`: must be 1..=86400000 ms, got 0"
     );
 }
 

@@ -265,7 +265,7 @@ impl RunFile {
             RunWorkload::Script(script) => format!("script ({} calls)", script.calls.len()),
         };
         let mut text = format!(
-            "scenario: {}{}\noptions: replicas={} sessions={} ttl_ms={} skew_margin_percent={} \
+            "scenario: {}{}\noptions: replicas={} sessions={} ttl_ms={}{} skew_margin_percent={} \
              duration_s={} call_timeout_ms={} latency_ms={}..{} backend={} workload={workload} \
              faults={} mutant={} liveness_phase={} out={} timeout={}\n",
             self.scenario,
@@ -275,6 +275,8 @@ impl RunFile {
             w.replicas,
             w.sessions.join(","),
             w.ttl_ms,
+            w.replica_ttl_ms
+                .map_or(String::new(), |ms| format!(" replica_ttl_ms={ms}")),
             w.skew_margin_percent,
             w.duration_s,
             w.call_timeout_ms,
