@@ -11,6 +11,8 @@ use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use crate::mutant::Mutant;
 use crate::sync::{Mutex, lock};
 
+use super::StoreConfig;
+
 /// How much of the granted TTL the holder gives up to cover clock drift between itself and
 /// the authority. It must cover the worst drift the deployment assumes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -99,21 +101,21 @@ struct Hold {
 
 impl JournalLease {
     /// Acquires `session` for `owner` from `authority`, timing the request on `clock`, with
-    /// `mutant` planted (`None`: the correct code). `configured_ttl` is the holder's own
-    /// configured TTL, which validity ignores in favour of the granted one.
+    /// `config`'s skew margin, hooks and mutant (`None`: the correct code). Its
+    /// `configured_ttl` is the holder's own configured TTL, which validity ignores in favour
+    /// of the granted one.
     ///
     /// # Errors
     /// Whatever the authority's acquire returns.
     pub(crate) async fn acquire(
         authority: Arc<dyn SessionLease>,
         clock: Arc<dyn Clock>,
-        skew_margin: SkewMargin,
-        hooks: HookSlot,
-        mutant: Option<Mutant>,
-        configured_ttl: Option<Duration>,
+        config: &StoreConfig,
         session: &SessionId,
         owner: &Owner,
     ) -> Result<Self, LeaseError> {
+        let (skew_margin, hooks) = (config.skew_margin, config.hooks.clone());
+        let (mutant, configured_ttl) = (config.mutant, config.configured_ttl);
         let sent = clock.now();
         let lease = authority.acquire(session, owner).await?;
         hooks.pause_point(PausePoint::AfterGrantReceived).await;

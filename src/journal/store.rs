@@ -113,10 +113,7 @@ impl Store {
         JournalLease::acquire(
             self.authority.clone(),
             self.clock.clone(),
-            self.config.skew_margin,
-            self.config.hooks.clone(),
-            self.config.mutant,
-            self.config.configured_ttl,
+            &self.config,
             session,
             &self.owner,
         )

@@ -608,6 +608,7 @@ mod tests {
     fn validity_check() -> Observation {
         Observation::ValidityCheck {
             session: SessionId::new("s1").unwrap(),
+            purpose: crate::hooks::LeaseUse::Append,
             epoch: 3,
             local: Instant::from_origin(secs(1)),
             valid_until: Instant::from_origin(secs(9)),
