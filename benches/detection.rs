@@ -83,8 +83,7 @@ fn main() {
         let mut found: Vec<u64> = Vec::new();
         let mut missed = 0;
         for range in 0..RANGES {
-            match seeds_to_detection(std::slice::from_ref(&loaded), mutant, range * RANGE_STRIDE)
-            {
+            match seeds_to_detection(std::slice::from_ref(&loaded), mutant, range * RANGE_STRIDE) {
                 Some(n) => found.push(n),
                 None => missed += 1,
             }
@@ -110,7 +109,8 @@ fn swarm_only(root: &Path) {
         .map(|entry| entry.expect("a sims/ entry").path())
         .filter(|path| {
             let name = path.file_name().unwrap_or_default().to_string_lossy();
-            (name.starts_with("swarm-") || name.starts_with("kube-swarm-")) && name.ends_with(".toml")
+            (name.starts_with("swarm-") || name.starts_with("kube-swarm-"))
+                && name.ends_with(".toml")
         })
         .collect();
     paths.sort();
