@@ -3,7 +3,15 @@
 //! that scenario run before one reports a violation of any check. Prints the median and the
 //! worst per mutant, and how many ranges found nothing within `MAX_SEEDS`.
 //!
-//! `cargo bench --bench detection` (release build). Figures, not assertions.
+//! With `DETECTION_SWARM_ONLY=1`, the swarm profiles alone (`sims/swarm-*.toml` and
+//! `sims/kube-swarm-*.toml`, no tailored scenario; issue 18, "Swarm power"): for every mutant
+//! a history can show (its kill names a scenario check), seeds run as a campaign runs them —
+//! seed n against every swarm profile of the mutant's backend — until one breaks a check;
+//! per range its seeds to detection, then the median and the worst over the ranges
+//! (`DETECTION_RANGES`, default 4: seeds from 0, 1000, 2000, 3000; ranges run in parallel on
+//! `DETECTION_JOBS` threads, default the number of cores).
+//!
+//! `cargo bench --bench detection` (release build). Figures, not assertions; not run by CI.
 
 use std::path::Path;
 use std::time::Duration;
@@ -18,21 +26,50 @@ const RANGES: u64 = 20;
 const RANGE_STRIDE: u64 = 1_000;
 const MAX_SEEDS: u64 = 50;
 
-/// Seeds run from `first` until `mutant` breaks a check on `scenario`, if within the limit.
-fn seeds_to_detection(scenario: &Scenario, mutant: Mutant, first: u64) -> Option<u64> {
+/// Whether `mutant` breaks a check of `scenario` on `seed`.
+fn breaks(scenario: &Scenario, mutant: Mutant, seed: u64) -> bool {
+    let Ok(mut run) = scenario.resolve(seed) else {
+        return false;
+    };
+    run.mutant = Some(mutant.name().to_owned());
+    runfile::execute(&run, Duration::from_secs(120))
+        .is_ok_and(|(history, _)| !judge(&history, Budget::default()).violated().is_empty())
+}
+
+/// Seeds run from `first` until `mutant` breaks a check of one of `scenarios` (each seed
+/// against every scenario in turn), if within the limit.
+fn seeds_to_detection(scenarios: &[Scenario], mutant: Mutant, first: u64) -> Option<u64> {
     (0..MAX_SEEDS).find_map(|n| {
-        let mut run = scenario.resolve(first + n).ok()?;
-        run.mutant = Some(mutant.name().to_owned());
-        let (history, _) = runfile::execute(&run, Duration::from_secs(120)).ok()?;
-        let violated = !judge(&history, Budget::default()).violated().is_empty();
-        violated.then_some(n + 1)
+        scenarios
+            .iter()
+            .any(|scenario| breaks(scenario, mutant, first + n))
+            .then_some(n + 1)
     })
+}
+
+/// `(median, worst)` of the ranges that found the mutant, `-` for none.
+fn median_worst(found: &[u64]) -> (String, String) {
+    let mut sorted = found.to_vec();
+    sorted.sort_unstable();
+    let show = |n: Option<&u64>| n.map_or("-".into(), |n| n.to_string());
+    (show(sorted.get(sorted.len() / 2)), show(sorted.last()))
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 // A benchmark measures real time by definition.
 #[allow(clippy::disallowed_types, clippy::disallowed_methods)]
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if std::env::var("DETECTION_SWARM_ONLY").is_ok() {
+        swarm_only(root);
+        return;
+    }
     println!(
         "{:<32} {:<48} {:>6} {:>6} {:>9} {:>8}",
         "mutant", "scenario", "median", "worst", "not found", "wall s"
@@ -46,16 +83,12 @@ fn main() {
         let mut found: Vec<u64> = Vec::new();
         let mut missed = 0;
         for range in 0..RANGES {
-            match seeds_to_detection(&loaded, mutant, range * RANGE_STRIDE) {
+            match seeds_to_detection(std::slice::from_ref(&loaded), mutant, range * RANGE_STRIDE) {
                 Some(n) => found.push(n),
                 None => missed += 1,
             }
         }
-        found.sort_unstable();
-        let median = found
-            .get(found.len() / 2)
-            .map_or("-".into(), |n| n.to_string());
-        let worst = found.last().map_or("-".into(), |n| n.to_string());
+        let (median, worst) = median_worst(&found);
         println!(
             "{:<32} {:<48} {:>6} {:>6} {:>9} {:>8.1}",
             mutant.name(),
@@ -63,6 +96,84 @@ fn main() {
             median,
             worst,
             missed,
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
+
+/// The swarm-only table (see the module page).
+#[allow(clippy::disallowed_types, clippy::disallowed_methods)]
+fn swarm_only(root: &Path) {
+    let mut paths: Vec<_> = std::fs::read_dir(root.join("sims"))
+        .expect("sims/ is readable")
+        .map(|entry| entry.expect("a sims/ entry").path())
+        .filter(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            (name.starts_with("swarm-") || name.starts_with("kube-swarm-"))
+                && name.ends_with(".toml")
+        })
+        .collect();
+    paths.sort();
+    let profiles: Vec<Scenario> = paths
+        .iter()
+        .map(|path| Scenario::load(path).expect("a swarm profile loads"))
+        .collect();
+    let ranges = env_number("DETECTION_RANGES", 4).max(1);
+    let jobs = env_number(
+        "DETECTION_JOBS",
+        std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+    )
+    .max(1);
+    println!(
+        "swarm profiles only ({} files), {ranges} ranges of {MAX_SEEDS} seeds from 0, {RANGE_STRIDE}, …",
+        profiles.len()
+    );
+    println!(
+        "{:<32} {:>22} {:>6} {:>6} {:>9} {:>8}",
+        "mutant", "seeds per range", "median", "worst", "not found", "wall s"
+    );
+    for &mutant in Mutant::ALL {
+        if !matches!(mutant.kill(), Kill::Scenario { .. }) {
+            continue;
+        }
+        let own: Vec<Scenario> = profiles
+            .iter()
+            .filter(|p| mutant.applies_to(p.world.backend.name()))
+            .cloned()
+            .collect();
+        let started = std::time::Instant::now();
+        let next = std::sync::Mutex::new(0..ranges);
+        let results = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.min(ranges) {
+                scope.spawn(|| {
+                    loop {
+                        let range = next.lock().unwrap_or_else(|p| p.into_inner()).next();
+                        let Some(range) = range else { return };
+                        let found = seeds_to_detection(&own, mutant, range * RANGE_STRIDE);
+                        results
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push((range, found));
+                    }
+                });
+            }
+        });
+        let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+        results.sort_unstable();
+        let per_range: Vec<String> = results
+            .iter()
+            .map(|(_, found)| found.map_or("-".into(), |n| n.to_string()))
+            .collect();
+        let found: Vec<u64> = results.iter().filter_map(|(_, found)| *found).collect();
+        let (median, worst) = median_worst(&found);
+        println!(
+            "{:<32} {:>22} {:>6} {:>6} {:>9} {:>8.1}",
+            mutant.name(),
+            per_range.join(","),
+            median,
+            worst,
+            results.len() - found.len(),
             started.elapsed().as_secs_f64()
         );
     }

@@ -33,7 +33,7 @@ pub enum FaultKind {
     Stall,
     /// A replica's monotonic clock drifting (ppm).
     ClockDrift,
-    /// A replica's wall clock stepping forward or back.
+    /// A replica's or the lease authority's wall clock stepping forward or back.
     WallJump,
     /// A replica crashed (restarted at the heal).
     Crash,
@@ -290,6 +290,19 @@ fn replica(rng: &mut ChaCha20Rng, config: &WorldConfig) -> String {
     replica_name(between(rng, 1, u64::from(config.replicas)) as u32)
 }
 
+/// A replica, or (one draw in replicas + 1) the lease authority's host: a wall-clock step
+/// at the authority while a lease is held is the fault that shows an authority judging expiry
+/// by its wall clock (`sims/wall-jump-at-the-authority.toml`), and nothing may read the wall
+/// clock there either. Drawn as `lease`; [`fit_to_backend`] names the backend's host.
+fn replica_or_authority(rng: &mut ChaCha20Rng, config: &WorldConfig) -> String {
+    let n = between(rng, 1, u64::from(config.replicas) + 1) as u32;
+    if n > config.replicas {
+        hosts::LEASE.to_owned()
+    } else {
+        replica_name(n)
+    }
+}
+
 fn service(rng: &mut ChaCha20Rng) -> String {
     if rng.next_u32().is_multiple_of(2) {
         hosts::LEASE
@@ -457,7 +470,8 @@ fn draw_freeze_fault(
     }
 }
 
-/// A replica's clock fault: monotonic drift or a wall-clock step.
+/// A clock fault: a replica's monotonic drift, or a wall-clock step of a replica or the
+/// authority.
 fn draw_clock_fault(
     rng: &mut ChaCha20Rng,
     kind: FaultKind,
@@ -470,7 +484,7 @@ fn draw_clock_fault(
             ppm: signed(rng, strength.drift_ppm),
         },
         FaultKind::WallJump => Fault::WallJump {
-            host: replica(rng, config),
+            host: replica_or_authority(rng, config),
             delta_ms: signed(rng, strength.wall_jump_ms),
         },
         other => unreachable!("draw routed a non-clock kind here: {other:?}"),
@@ -533,6 +547,29 @@ mod tests {
         assert_eq!(schedule.heal_at_ms, Some(40_000));
         config.seed = 43;
         assert_ne!(schedule, random_schedule(&config));
+    }
+
+    /// Wall-clock steps fall on every replica and on the authority's host.
+    #[test]
+    fn wall_jumps_step_replicas_and_the_authority() {
+        let config = WorldConfig::default();
+        let mut options = DrawOptions::classic(&config);
+        options.kinds = vec![FaultKind::WallJump];
+        options.faults = (20, 20);
+        let mut stepped = std::collections::BTreeSet::new();
+        for seed in 0..5 {
+            let schedule = draw_schedule(&options, &config, &mut rng(seed, Subsystem::Faults));
+            for scheduled in schedule.faults {
+                let Fault::WallJump { host, .. } = scheduled.fault else {
+                    panic!("seed {seed}: not a wall jump: {scheduled:?}");
+                };
+                stepped.insert(host);
+            }
+        }
+        assert_eq!(
+            stepped.into_iter().collect::<Vec<_>>(),
+            ["lease", "replica-1", "replica-2", "replica-3"]
+        );
     }
 
     /// Every kind, at the classic intensity, draws schedules the world accepts.

@@ -31,6 +31,8 @@ pub(crate) struct Hosts {
     crashed: Mutex<BTreeSet<String>>,
     /// The run's recorder, for what the nemesis does to a host (`event` lines).
     pub(crate) recorder: Recorder,
+    /// The world's link latency, `(least, most)` ms: what a heal sets every link back to.
+    pub(crate) link_latency_ms: (u64, u64),
 }
 
 impl Hosts {
@@ -57,6 +59,7 @@ impl Hosts {
             request_faults: ApiServerFaults::default(),
             crashed: Mutex::new(BTreeSet::new()),
             recorder: recorder.clone(),
+            link_latency_ms: config.latency_ms,
         }
     }
 

@@ -399,6 +399,11 @@ fn heal(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration) {
             sim.repair_oneway(b.as_str(), a.as_str());
             sim.release(a.as_str(), b.as_str());
             sim.set_link_fail_rate(a.as_str(), b.as_str(), 0.0);
+            // A `latency` fault ends here too: a link left slower than the 1 s connect
+            // timeout would keep its replica from the service for the rest of the run.
+            let (least, most) = hosts.link_latency_ms;
+            sim.set_link_latency(a.as_str(), b.as_str(), Duration::from_millis(least));
+            sim.set_link_max_message_latency(a.as_str(), b.as_str(), Duration::from_millis(most));
         }
     }
     for freeze in hosts.freezes.values() {
