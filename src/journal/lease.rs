@@ -78,8 +78,9 @@ struct Shared {
     clock: Arc<dyn Clock>,
     skew_margin: SkewMargin,
     hooks: HookSlot,
-    /// A planted bug ([`Mutant::NoLocalDeadline`], [`Mutant::ValidityFromAuthorityExpiry`];
-    /// the renewer and the service read it too), or `None` for the correct code.
+    /// A planted bug ([`Mutant::NoLocalDeadline`], [`Mutant::ValidityFromAuthorityExpiry`],
+    /// [`Mutant::ValidityFromReceiptTime`], [`Mutant::RenewerIgnoresUnexpectedErrors`]; the
+    /// renewer and the service read it too), or `None` for the correct code.
     mutant: Option<Mutant>,
     state: Mutex<Hold>,
     lost: watch::Sender<Option<LossCause>>,
@@ -111,8 +112,9 @@ impl JournalLease {
     ) -> Result<Self, LeaseError> {
         let sent = clock.now();
         let lease = authority.acquire(session, owner).await?;
+        let received = clock.now();
         hooks.pause_point(PausePoint::AfterGrantReceived).await;
-        let valid_until = deadline(mutant, sent, &lease, skew_margin);
+        let valid_until = deadline(mutant, sent, received, &lease, skew_margin);
         Ok(JournalLease {
             shared: Arc::new(Shared {
                 authority,
@@ -241,18 +243,21 @@ impl JournalLease {
         let sent = self.shared.clock.now();
         match self.shared.authority.renew(&lease).await {
             Ok(renewed) => {
+                let received = self.shared.clock.now();
                 self.shared
                     .hooks
                     .pause_point(PausePoint::AfterGrantReceived)
                     .await;
-                if self.loss().is_none() {
-                    let valid_until =
-                        deadline(self.shared.mutant, sent, &renewed, self.shared.skew_margin);
-                    let mut hold = lock(&self.shared.state);
-                    hold.valid_until = valid_until;
-                    hold.granted_at = sent;
-                    hold.lease = renewed;
-                }
+                self.renewed(sent, received, renewed);
+                Ok(())
+            }
+            // The planted bug counts an answer the contract does not name as a renewal.
+            Err(LeaseError::Unexpected { status })
+                if self.shared.mutant == Some(Mutant::RenewerIgnoresUnexpectedErrors) =>
+            {
+                tracing::debug!(session = %lease.session(), %status, "renew answered an unexpected status; counted as renewed");
+                let received = self.shared.clock.now();
+                self.renewed(sent, received, lease);
                 Ok(())
             }
             Err(LeaseError::Held { holder_token }) => {
@@ -261,6 +266,25 @@ impl JournalLease {
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// Moves the local deadline for a renewal sent at `sent` (and answered at `received`)
+    /// that granted `renewed`, unless the hold was lost meanwhile.
+    fn renewed(&self, sent: Instant, received: Instant, renewed: Lease) {
+        if self.loss().is_some() {
+            return;
+        }
+        let valid_until = deadline(
+            self.shared.mutant,
+            sent,
+            received,
+            &renewed,
+            self.shared.skew_margin,
+        );
+        let mut hold = lock(&self.shared.state);
+        hold.valid_until = valid_until;
+        hold.granted_at = sent;
+        hold.lease = renewed;
     }
 
     /// Marks the hold lost ([`LossCause::Released`] unless already lost) and releases it at
@@ -289,13 +313,22 @@ impl JournalLease {
     }
 }
 
-/// The local deadline of a grant of `lease` whose request was sent at `sent`: `sent + ttl −
-/// margin`. [`Mutant::ValidityFromAuthorityExpiry`] takes the authority's `expiry − margin`
-/// instead, a reading of another host's clock used as one of this host's.
-fn deadline(mutant: Option<Mutant>, sent: Instant, lease: &Lease, margin: SkewMargin) -> Instant {
+/// The local deadline of a grant of `lease` whose request was sent at `sent` (and whose
+/// reply arrived at `received`): `sent + ttl − margin`. [`Mutant::ValidityFromAuthorityExpiry`]
+/// takes the authority's `expiry − margin` instead, a reading of another host's clock used as
+/// one of this host's; [`Mutant::ValidityFromReceiptTime`] counts from `received`, so a reply
+/// that arrived late stretches the hold past the authority's expiry.
+fn deadline(
+    mutant: Option<Mutant>,
+    sent: Instant,
+    received: Instant,
+    lease: &Lease,
+    margin: SkewMargin,
+) -> Instant {
     let margin = margin.of(lease.ttl());
-    if mutant == Some(Mutant::ValidityFromAuthorityExpiry) {
-        return lease.expiry().saturating_sub(margin);
+    match mutant {
+        Some(Mutant::ValidityFromAuthorityExpiry) => lease.expiry().saturating_sub(margin),
+        Some(Mutant::ValidityFromReceiptTime) => received + lease.ttl().saturating_sub(margin),
+        _ => sent + lease.ttl().saturating_sub(margin),
     }
-    sent + lease.ttl().saturating_sub(margin)
 }

@@ -30,6 +30,7 @@ pub mod expiry;
 pub mod fence;
 pub mod holders;
 pub mod ledger;
+pub mod grace;
 pub mod live;
 pub mod stop;
 pub mod token;
