@@ -754,3 +754,72 @@ mod tests {
         assert_eq!(reason, "a duration must be 1..=86400000 ms, got 0");
     }
 }
+
+#[cfg(test)]
+mod authority_fault_tests {
+    use super::*;
+
+    fn hosts() -> Vec<String> {
+        ["lease", "ledger", "replica-1", "replica-2"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    fn reason(fault: Fault) -> String {
+        let schedule = FaultSchedule::new().at(1, fault);
+        schedule.validate(&hosts()).unwrap_err().reason
+    }
+
+    #[test]
+    fn a_reply_hold_runs_from_a_service_to_a_replica() {
+        let hold = |from: &str, to: &str| Fault::HoldReplies {
+            from: from.into(),
+            to: to.into(),
+            duration_ms: 12_000,
+        };
+        let ok = FaultSchedule::new().at(1, hold("lease", "replica-2"));
+        assert_eq!(ok.validate(&hosts()), Ok(()));
+        assert!(reason(hold("replica-2", "lease")).contains("`from` is lease, ledger or apiserver"));
+        assert!(reason(hold("lease", "ledger")).contains("`to` a replica"));
+    }
+
+    #[test]
+    fn error_windows_name_a_replica_and_old_files_still_read() {
+        let errors = |to: Option<&str>| Fault::AuthorityErrors {
+            duration_ms: 5_000,
+            status: ErrorStatus::PermissionDenied,
+            to: to.map(String::from),
+        };
+        assert!(reason(errors(Some("ledger"))).contains("`to` must be a replica"));
+        let json = r#"{"v":1,"faults":[{"at_ms":1,"fault":"authority_errors","duration_ms":5000,"status":"permission_denied","to":"replica-1"}]}"#;
+        assert_eq!(
+            FaultSchedule::from_json(json),
+            Ok(FaultSchedule::new().at(1, errors(Some("replica-1"))))
+        );
+        let old = r#"{"v":1,"faults":[{"at_ms":1,"fault":"apiserver_errors","duration_ms":5000,"code":500}]}"#;
+        let read = FaultSchedule::from_json(old).unwrap();
+        assert!(matches!(
+            read.faults[0].fault,
+            Fault::AuthorityErrors {
+                status: ErrorStatus::Internal,
+                to: None,
+                ..
+            }
+        ));
+        // Written back in the new spelling.
+        assert!(read.to_json().contains(r#""fault": "authority_errors""#));
+        assert!(read.to_json().contains(r#""status": "internal""#));
+    }
+
+    #[test]
+    fn a_restarts_downtime_ends_before_the_next_restart() {
+        let series = |downtime_ms| Fault::LeaseServiceRestarts {
+            every_ms: 4_000,
+            count: 3,
+            downtime_ms: Some(downtime_ms),
+        };
+        assert_eq!(FaultSchedule::new().at(1, series(1_000)).validate(&hosts()), Ok(()));
+        assert!(reason(series(4_000)).contains("downtime_ms must be 1..4000"));
+        assert!(reason(series(0)).contains("downtime_ms must be 1..4000"));
+    }
+}
