@@ -200,7 +200,10 @@ pub fn plan(
                     for i in 0..u64::from(*count) {
                         let down = at + i * every_ms;
                         step(down, Action::Kill(lease.to_owned()));
-                        step(down + downtime_ms.unwrap_or(0), Action::Start(lease.to_owned()));
+                        step(
+                            down + downtime_ms.unwrap_or(0),
+                            Action::Start(lease.to_owned()),
+                        );
                     }
                 }
                 None => no("this backend has no lease service to restart"),

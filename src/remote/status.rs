@@ -171,7 +171,11 @@ mod tests {
 
     #[test]
     fn a_status_the_contract_does_not_name_is_unexpected_not_a_loss() {
-        for code in [Code::PermissionDenied, Code::Internal, Code::Unauthenticated] {
+        for code in [
+            Code::PermissionDenied,
+            Code::Internal,
+            Code::Unauthenticated,
+        ] {
             let error = to_lease_error(&Status::new(code, "injected"));
             assert!(
                 matches!(&error, LeaseError::Unexpected { status } if status.contains("injected")),

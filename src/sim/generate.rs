@@ -487,10 +487,17 @@ fn draw_clock_fault(
 /// An error window of the authority: a status, for as long as a downtime, answered to one
 /// replica (odds 1 in 2) or to every caller. The status and the window's length are drawn
 /// first, as `apiserver_errors` drew its code and length.
-fn draw_authority_errors(rng: &mut ChaCha20Rng, strength: &Intensity, config: &WorldConfig) -> Fault {
+fn draw_authority_errors(
+    rng: &mut ChaCha20Rng,
+    strength: &Intensity,
+    config: &WorldConfig,
+) -> Fault {
     let duration_ms = range(rng, strength.downtime_ms);
     let status = ErrorStatus::ALL[between(rng, 0, ErrorStatus::ALL.len() as u64 - 1) as usize];
-    let to = rng.next_u32().is_multiple_of(2).then(|| replica(rng, config));
+    let to = rng
+        .next_u32()
+        .is_multiple_of(2)
+        .then(|| replica(rng, config));
     Fault::AuthorityErrors {
         duration_ms,
         status,

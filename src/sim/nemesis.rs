@@ -24,13 +24,20 @@ enum Action {
     },
     /// One of a series of lease service restarts: a crash, and a start `downtime_ms` later
     /// (at once without one).
-    BounceLease { downtime_ms: Option<u64> },
+    BounceLease {
+        downtime_ms: Option<u64>,
+    },
     /// The start that ends a restart's downtime.
     StartLease,
     /// End of an error window: answer `to`'s requests again.
-    ServeRequests { to: Option<String> },
+    ServeRequests {
+        to: Option<String>,
+    },
     /// End of a one-way reply hold: deliver what it held.
-    ReleaseReplies { from: String, to: String },
+    ReleaseReplies {
+        from: String,
+        to: String,
+    },
     /// The schedule's effects are over: heal everything.
     HealAll,
 }

@@ -155,8 +155,10 @@ impl HeldReplies {
         let mut at = 0;
         while self.partial.len() - at >= FRAME_HEADER {
             let header = &self.partial[at..at + FRAME_HEADER];
-            let length = usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
-            let stream = u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff;
+            let length =
+                usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
+            let stream =
+                u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff;
             let end = at + FRAME_HEADER + length;
             if self.partial.len() < end {
                 break;
@@ -256,7 +258,12 @@ mod tests {
 
     fn reader(holds: &ReplyHolds) -> HeldReplies {
         let (client, _server) = tokio::io::duplex(64);
-        HeldReplies::new(Conn::new(client), "lease".into(), "replica-1".into(), holds.clone())
+        HeldReplies::new(
+            Conn::new(client),
+            "lease".into(),
+            "replica-1".into(),
+            holds.clone(),
+        )
     }
 
     #[test]

@@ -779,7 +779,9 @@ mod authority_fault_tests {
         };
         let ok = FaultSchedule::new().at(1, hold("lease", "replica-2"));
         assert_eq!(ok.validate(&hosts()), Ok(()));
-        assert!(reason(hold("replica-2", "lease")).contains("`from` is lease, ledger or apiserver"));
+        assert!(
+            reason(hold("replica-2", "lease")).contains("`from` is lease, ledger or apiserver")
+        );
         assert!(reason(hold("lease", "ledger")).contains("`to` a replica"));
     }
 
@@ -818,7 +820,10 @@ mod authority_fault_tests {
             count: 3,
             downtime_ms: Some(downtime_ms),
         };
-        assert_eq!(FaultSchedule::new().at(1, series(1_000)).validate(&hosts()), Ok(()));
+        assert_eq!(
+            FaultSchedule::new().at(1, series(1_000)).validate(&hosts()),
+            Ok(())
+        );
         assert!(reason(series(4_000)).contains("downtime_ms must be 1..4000"));
         assert!(reason(series(0)).contains("downtime_ms must be 1..4000"));
     }

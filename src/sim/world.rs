@@ -33,7 +33,6 @@ use super::config::{LEDGER_PORT, WALL_EPOCH, Workload, WorldConfig, config_line,
 use super::freeze::HostFreeze;
 use super::hosts::{Hosts, next_boot};
 use super::net::turmoil_incoming;
-use crate::net::Dialer;
 use super::record::{Recorder, RecordingLease, RecordingLedger, event_sink, validity_sink};
 use super::schedule::{Fault, FaultSchedule, ScheduleError, limits};
 use super::script::{Call, Script};
@@ -50,6 +49,7 @@ use crate::journal::{
 };
 use crate::lease::{Owner, SessionId};
 use crate::mutant::Mutant;
+use crate::net::Dialer;
 use crate::storage::MemStorage;
 
 /// Why a world could not be built or run.

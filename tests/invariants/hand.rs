@@ -840,14 +840,20 @@ fn refuse_for_grace(remaining_us: u64) -> leasesim::history::Decision {
 /// for 1 s (3 s of uptime a boot); replica-2 is refused for the grace period at `refused_at`
 /// (1 s into the boot of 12 s, authority reading 1 s).
 fn grant_then_restarts(refused_at: u64) -> History {
-    let mut h = history()
-        .config()
-        .lease_clock(boot(0))
-        .decides(at(S), "replica-1", grant(1, 11 * S));
+    let mut h =
+        history()
+            .config()
+            .lease_clock(boot(0))
+            .decides(at(S), "replica-1", grant(1, 11 * S));
     for (n, down) in [3, 7, 11].into_iter().enumerate() {
         let n = n as u64;
         h = h
-            .lease_clock(boot(n).from(down * S).reads(down * S - 4 * S * n).suspended())
+            .lease_clock(
+                boot(n)
+                    .from(down * S)
+                    .reads(down * S - 4 * S * n)
+                    .suspended(),
+            )
             .lease_clock(boot(n + 1).from(down * S + S));
     }
     h.decides(

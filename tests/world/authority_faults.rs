@@ -66,7 +66,10 @@ fn a_grant_held_one_way_past_the_ttl_arrives_and_is_not_used() {
             .map(|(replica, token, _)| (replica, token))
             .collect();
         assert_eq!(tokens, [(A.into(), 1), (B.into(), 2)], "seed {seed}");
-        assert_eq!(ledger(&history, "s1"), ["fence 2 replica-2", "b1 replica-2"]);
+        assert_eq!(
+            ledger(&history, "s1"),
+            ["fence 2 replica-2", "b1 replica-2"]
+        );
     }
 }
 

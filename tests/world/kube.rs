@@ -428,7 +428,10 @@ fn authority_errors_answer_the_api_servers_status_for_a_while() {
         r#"{"v":1,"faults":[{"at_ms":1,"fault":"authority_errors","duration_ms":4,"status":404}]}"#,
     )
     .unwrap_err();
-    assert!(bad.contains("internal, unavailable or permission_denied"), "{bad}");
+    assert!(
+        bad.contains("internal, unavailable or permission_denied"),
+        "{bad}"
+    );
     let world = World::builder()
         .seed(3)
         .backend(Backend::new(Kube))

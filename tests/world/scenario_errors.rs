@@ -172,6 +172,8 @@ fn a_fault_kind_the_backend_cannot_take_is_refused_not_dropped() {
         let path = dir.path().join("errors.toml");
         std::fs::write(&path, grpc).unwrap();
         let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{kind}: {e}"));
-        scenario.resolve(1).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        scenario
+            .resolve(1)
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
     }
 }

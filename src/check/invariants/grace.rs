@@ -27,7 +27,11 @@ pub fn check_grace(history: &History, report: &mut InvariantReport) {
     let (Ok(config), Some(host)) = (history.config(), history.authority_host()) else {
         return;
     };
-    let Some(map) = history.clock_maps().ok().and_then(|mut maps| maps.remove(host)) else {
+    let Some(map) = history
+        .clock_maps()
+        .ok()
+        .and_then(|mut maps| maps.remove(host))
+    else {
         return;
     };
     let mut newest_grant_us = 0;

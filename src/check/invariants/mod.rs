@@ -28,9 +28,9 @@
 pub mod excl;
 pub mod expiry;
 pub mod fence;
+pub mod grace;
 pub mod holders;
 pub mod ledger;
-pub mod grace;
 pub mod live;
 pub mod stop;
 pub mod token;
