@@ -55,6 +55,27 @@ pub enum Mutant {
     /// hung calls meanwhile (field case F2). Killed by STOP on
     /// `sims/f2-renewals-black-holed.toml`.
     NoLocalDeadline,
+    /// The holder counts `valid_until` from when the grant or renew reply **arrived** instead
+    /// of when its request was sent, so a reply held back on the way stretches the hold past
+    /// the authority's expiry. Killed by STOP on `sims/late-grant-held-one-way.toml` (a grant
+    /// held 12 s one way arrives after the TTL; the holder appends on it).
+    ValidityFromReceiptTime,
+    /// The holder computes `valid_until` from the TTL in its own configuration (the world's
+    /// `replica_ttl_ms`) instead of the TTL the authority granted: configured longer than
+    /// granted, it believes its lease valid after the authority has let it go. Killed by STOP
+    /// on `sims/configured-ttl-ignored.toml`.
+    ClientUsesConfiguredTtl,
+    /// The renewer counts a renew answered with a status the contract does not name
+    /// (PERMISSION_DENIED, INTERNAL, an HTTP 403 or 5xx: [`crate::lease::LeaseError::Unexpected`])
+    /// as a renewal and moves the local deadline, so the worker runs on past its validity
+    /// while the authority lets the lease expire. Killed by STOP on
+    /// `sims/authority-denies-renewals.toml`.
+    RenewerIgnoresUnexpectedErrors,
+    /// After every restart the lease service waits a full TTL of grace, whatever was left of
+    /// the persisted countdown, so a series of restarts less than a TTL apart refuses grants
+    /// for ever. Killed by LIVE (a grace refusal after a TTL of accumulated uptime since the
+    /// newest grant) on `sims/lease-restarts-with-downtime.toml`.
+    GraceResetOnRestart,
     /// The holder computes `valid_until` from the authority's `expiry` (a reading of the
     /// authority's clock) minus the margin, instead of its own send time + TTL − margin; a
     /// slow holder clock then believes the lease valid for too long. Killed by STOP on
@@ -68,6 +89,11 @@ pub enum Mutant {
     /// holds, and only then lets runs make their final clean-up append — which passes its
     /// validity check after the release. Killed by STOP on `sims/graceful-shutdowns.toml`.
     CleanupBeforeInvalidate,
+    /// A graceful shutdown's clean-up append (`Journal::append_cleanup`) is sent without the
+    /// validity check every other append makes: a holder frozen before it past its TTL still
+    /// sends it. Killed by STOP on `sims/cleanup-append-after-long-pause.toml` (the ledger's
+    /// fence refuses the append; only the validity line shows the decision).
+    CleanupAppendSkipsValidity,
     /// The service's run-entry gate checks that a session is free in one critical section and
     /// marks it taken in another, so two runs of one session can enter together. Killed by
     /// the loom suite `gate` (models/gate.rs): two runs of a session inside at once.
@@ -145,16 +171,6 @@ pub enum Mutant {
     /// high-water mark is lost. Killed by the flock process test
     /// `crash_mid_record_write_keeps_the_high_water_mark`.
     RecordWrittenInPlace,
-    /// The holder computes `valid_until` from the TTL in its own configuration (the world's
-    /// `replica_ttl_ms`) instead of the TTL the authority granted: configured longer than
-    /// granted, it believes its lease valid after the authority has let it go. Killed by STOP
-    /// on `sims/configured-ttl-ignored.toml`.
-    ClientUsesConfiguredTtl,
-    /// A graceful shutdown's clean-up append (`Journal::append_cleanup`) is sent without the
-    /// validity check every other append makes: a holder frozen before it past its TTL still
-    /// sends it. Killed by STOP on `sims/cleanup-append-after-long-pause.toml` (the ledger's
-    /// fence refuses the append; only the validity line shows the decision).
-    CleanupAppendSkipsValidity,
 }
 
 impl Mutant {
@@ -170,8 +186,12 @@ impl Mutant {
         Mutant::OpenAcceptsStaleEpoch,
         Mutant::NoLocalDeadline,
         Mutant::ValidityFromAuthorityExpiry,
+        Mutant::ValidityFromReceiptTime,
+        Mutant::ClientUsesConfiguredTtl,
+        Mutant::RenewerIgnoresUnexpectedErrors,
         Mutant::RenewerOutlivesWorker,
         Mutant::CleanupBeforeInvalidate,
+        Mutant::CleanupAppendSkipsValidity,
         Mutant::GateCheckThenEnter,
         Mutant::RenewRecreatesRecord,
         Mutant::TokenCounterInMemory,
@@ -180,6 +200,7 @@ impl Mutant {
         Mutant::ExpiryOffByOne,
         Mutant::ExpiryByWallClock,
         Mutant::NoGracePeriod,
+        Mutant::GraceResetOnRestart,
         Mutant::ExpiryFromRenewTime,
         Mutant::UpdateWithoutResourceVersion,
         Mutant::DeleteOnRelease,
@@ -188,8 +209,6 @@ impl Mutant {
         Mutant::UnlockFromAnyProcess,
         Mutant::RenewWithoutExpiryCheck,
         Mutant::RecordWrittenInPlace,
-        Mutant::ClientUsesConfiguredTtl,
-        Mutant::CleanupAppendSkipsValidity,
     ];
 
     /// The mutant's place in [`Mutant::ALL`] (0-based): detection tables are in this order,
@@ -249,6 +268,12 @@ impl Mutant {
             Mutant::ValidityFromAuthorityExpiry => {
                 "the holder's deadline is the authority's expiry reading, not its own clock"
             }
+            Mutant::ValidityFromReceiptTime => {
+                "the holder's deadline counts from when the reply arrived, not when it was sent"
+            }
+            Mutant::RenewerIgnoresUnexpectedErrors => {
+                "the renewer counts a renew answered with an unexpected status as renewed"
+            }
             Mutant::RenewerOutlivesWorker => {
                 "a run's renewer keeps renewing after the run ended; the lease is never released"
             }
@@ -271,6 +296,9 @@ impl Mutant {
             Mutant::ExpiryOffByOne => "a lease is live while now <= expiry (not now < expiry)",
             Mutant::ExpiryByWallClock => "the lease service judges expiry by its wall clock",
             Mutant::NoGracePeriod => "a restarted lease service grants without a grace period",
+            Mutant::GraceResetOnRestart => {
+                "every restart of the lease service waits a full TTL of grace"
+            }
             Mutant::ExpiryFromRenewTime => {
                 "a Kubernetes Lease is judged expired by renewTime + duration against the wall clock"
             }
@@ -319,7 +347,8 @@ impl Mutant {
             | Mutant::ExpiredReacquireKeepsToken
             | Mutant::ExpiryOffByOne
             | Mutant::ExpiryByWallClock
-            | Mutant::NoGracePeriod => Some("grpc"),
+            | Mutant::NoGracePeriod
+            | Mutant::GraceResetOnRestart => Some("grpc"),
             Mutant::ExpiryFromRenewTime
             | Mutant::UpdateWithoutResourceVersion
             | Mutant::DeleteOnRelease
@@ -333,6 +362,8 @@ impl Mutant {
             | Mutant::OpenAcceptsStaleEpoch
             | Mutant::NoLocalDeadline
             | Mutant::ValidityFromAuthorityExpiry
+            | Mutant::ValidityFromReceiptTime
+            | Mutant::RenewerIgnoresUnexpectedErrors
             | Mutant::RenewerOutlivesWorker
             | Mutant::CleanupBeforeInvalidate
             | Mutant::GateCheckThenEnter
@@ -368,6 +399,8 @@ impl Mutant {
             Mutant::OpenAcceptsStaleEpoch => "open-accepts-stale-epoch",
             Mutant::NoLocalDeadline => "no-local-deadline",
             Mutant::ValidityFromAuthorityExpiry => "validity-from-authority-expiry",
+            Mutant::ValidityFromReceiptTime => "validity-from-receipt-time",
+            Mutant::RenewerIgnoresUnexpectedErrors => "renewer-ignores-unexpected-errors",
             Mutant::RenewerOutlivesWorker => "renewer-outlives-worker",
             Mutant::CleanupBeforeInvalidate => "cleanup-before-invalidate",
             Mutant::GateCheckThenEnter => "gate-check-then-enter",
@@ -378,6 +411,7 @@ impl Mutant {
             Mutant::ExpiryOffByOne => "expiry-off-by-one",
             Mutant::ExpiryByWallClock => "expiry-by-wall-clock",
             Mutant::NoGracePeriod => "no-grace-period",
+            Mutant::GraceResetOnRestart => "grace-reset-on-restart",
             Mutant::ExpiryFromRenewTime => "expiry-from-renew-time",
             Mutant::UpdateWithoutResourceVersion => "update-without-resource-version",
             Mutant::DeleteOnRelease => "delete-on-release",
@@ -440,12 +474,28 @@ const KILLS: &[(Mutant, Kill)] = &[
         scenario("sims/validity-from-own-clock.toml", Check::Stop),
     ),
     (
+        Mutant::ValidityFromReceiptTime,
+        scenario("sims/late-grant-held-one-way.toml", Check::Stop),
+    ),
+    (
+        Mutant::ClientUsesConfiguredTtl,
+        scenario("sims/configured-ttl-ignored.toml", Check::Stop),
+    ),
+    (
+        Mutant::RenewerIgnoresUnexpectedErrors,
+        scenario("sims/authority-denies-renewals.toml", Check::Stop),
+    ),
+    (
         Mutant::RenewerOutlivesWorker,
         scenario("sims/swarm-everything.toml", Check::Live),
     ),
     (
         Mutant::CleanupBeforeInvalidate,
         scenario("sims/graceful-shutdowns.toml", Check::Stop),
+    ),
+    (
+        Mutant::CleanupAppendSkipsValidity,
+        scenario("sims/cleanup-append-after-long-pause.toml", Check::Stop),
     ),
     (Mutant::GateCheckThenEnter, Kill::Loom { suite: "gate" }),
     (
@@ -486,6 +536,10 @@ const KILLS: &[(Mutant, Kill)] = &[
         scenario("sims/f5c-restart-while-held.toml", Check::Excl),
     ),
     (
+        Mutant::GraceResetOnRestart,
+        scenario("sims/lease-restarts-with-downtime.toml", Check::Live),
+    ),
+    (
         Mutant::ExpiryFromRenewTime,
         scenario("sims/kube-swarm-clocks.toml", Check::Expiry),
     ),
@@ -524,14 +578,6 @@ const KILLS: &[(Mutant, Kill)] = &[
         Kill::Process {
             test: "crash_mid_record_write_keeps_the_high_water_mark",
         },
-    ),
-    (
-        Mutant::ClientUsesConfiguredTtl,
-        scenario("sims/configured-ttl-ignored.toml", Check::Stop),
-    ),
-    (
-        Mutant::CleanupAppendSkipsValidity,
-        scenario("sims/cleanup-append-after-long-pause.toml", Check::Stop),
     ),
 ];
 
@@ -679,8 +725,12 @@ mod tests {
                 "open-accepts-stale-epoch: FENCE in sims/stale-open-after-suspend.toml (seed 1)",
                 "no-local-deadline: STOP in sims/f2-renewals-black-holed.toml (seed 1)",
                 "validity-from-authority-expiry: STOP in sims/validity-from-own-clock.toml (seed 1)",
+                "validity-from-receipt-time: STOP in sims/late-grant-held-one-way.toml (seed 1)",
+                "client-uses-configured-ttl: STOP in sims/configured-ttl-ignored.toml (seed 1)",
+                "renewer-ignores-unexpected-errors: STOP in sims/authority-denies-renewals.toml (seed 1)",
                 "renewer-outlives-worker: LIVE in sims/swarm-everything.toml (seed 1)",
                 "cleanup-before-invalidate: STOP in sims/graceful-shutdowns.toml (seed 1)",
+                "cleanup-append-skips-validity: STOP in sims/cleanup-append-after-long-pause.toml (seed 1)",
                 "gate-check-then-enter: loom suite gate",
                 "renew-recreates-record: EXCL in sims/f7-renew-resurrects.toml (seed 1)",
                 "token-counter-in-memory: TOKEN in sims/f5b-token-survives-authority-restart.toml (seed 1)",
@@ -689,6 +739,7 @@ mod tests {
                 "expiry-off-by-one: conformance rule now_equal_to_expiry_is_expired",
                 "expiry-by-wall-clock: EXCL in sims/wall-jump-at-the-authority.toml (seed 1)",
                 "no-grace-period: EXCL in sims/f5c-restart-while-held.toml (seed 1)",
+                "grace-reset-on-restart: LIVE in sims/lease-restarts-with-downtime.toml (seed 1)",
                 "expiry-from-renew-time: EXPIRY in sims/kube-swarm-clocks.toml (seed 1)",
                 "update-without-resource-version: EXCL in sims/k1-two-candidates-one-read.toml (seed 1)",
                 "delete-on-release: TOKEN in sims/k2-delete-resets-token.toml (seed 1)",
@@ -697,8 +748,6 @@ mod tests {
                 "unlock-from-any-process: flock process test forked_child_that_exits_keeps_parents_hold",
                 "renew-without-expiry-check: conformance rule renew_after_expiry_is_held",
                 "record-written-in-place: flock process test crash_mid_record_write_keeps_the_high_water_mark",
-                "client-uses-configured-ttl: STOP in sims/configured-ttl-ignored.toml (seed 1)",
-                "cleanup-append-skips-validity: STOP in sims/cleanup-append-after-long-pause.toml (seed 1)",
             ]
         );
     }

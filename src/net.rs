@@ -18,13 +18,39 @@ use crate::BoxFuture;
 pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
 
-/// One connection, whatever transport carries it.
-pub struct Conn(Box<dyn Io>);
+/// One connection, whatever transport carries it, and the name of the host at its other end
+/// when the transport knows it (a simulated host's name; never for real TCP).
+pub struct Conn {
+    io: Box<dyn Io>,
+    peer: Peer,
+}
+
+/// The host at the other end of a [`Conn`], as a server sees it: a gRPC server's request
+/// extensions carry it (tonic's connect info).
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Peer {
+    /// The peer's host name, if the transport knows it.
+    pub host: Option<String>,
+}
 
 impl Conn {
     /// Wraps a connected stream.
     pub fn new(io: impl Io) -> Self {
-        Conn(Box::new(io))
+        Conn {
+            io: Box::new(io),
+            peer: Peer::default(),
+        }
+    }
+
+    /// The same connection, its peer named `host`.
+    pub fn with_peer(mut self, host: impl Into<String>) -> Self {
+        self.peer.host = Some(host.into());
+        self
+    }
+
+    /// The peer's host name, if known.
+    pub fn peer(&self) -> Option<&str> {
+        self.peer.host.as_deref()
     }
 }
 
@@ -75,7 +101,7 @@ impl AsyncRead for Conn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.0).poll_read(cx, buf)
+        Pin::new(&mut *self.io).poll_read(cx, buf)
     }
 }
 
@@ -85,22 +111,24 @@ impl AsyncWrite for Conn {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut *self.0).poll_write(cx, buf)
+        Pin::new(&mut *self.io).poll_write(cx, buf)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.0).poll_flush(cx)
+        Pin::new(&mut *self.io).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.0).poll_shutdown(cx)
+        Pin::new(&mut *self.io).poll_shutdown(cx)
     }
 }
 
 impl tonic::transport::server::Connected for Conn {
-    type ConnectInfo = ();
+    type ConnectInfo = Peer;
 
-    fn connect_info(&self) -> Self::ConnectInfo {}
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.peer.clone()
+    }
 }
 
 impl hyper_util::client::legacy::connect::Connection for Conn {

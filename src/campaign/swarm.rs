@@ -206,7 +206,7 @@ impl SwarmProfile {
             ),
             (on(&[FaultKind::Stall]), "stall_ms", full.stall_ms),
             (
-                on(&[FaultKind::DelayReplies]),
+                on(&[FaultKind::DelayReplies, FaultKind::HoldReplies]),
                 "delay_ttl_percent",
                 full.delay_ms,
             ),
@@ -216,7 +216,7 @@ impl SwarmProfile {
                 full.restart_every_ms,
             ),
             (
-                on(&[FaultKind::CrashService, FaultKind::ApiserverErrors]),
+                on(&[FaultKind::CrashService, FaultKind::AuthorityErrors]),
                 "downtime_ms",
                 full.downtime_ms,
             ),
@@ -256,7 +256,7 @@ impl SwarmProfile {
         let view = config.backend.view();
         let unsupported = |kind: &FaultKind| match kind {
             FaultKind::DeleteRecord => !view.record_deletion,
-            FaultKind::ApiserverErrors => view.host != crate::history::hosts::APISERVER,
+            FaultKind::AuthorityErrors => !view.error_windows,
             _ => false,
         };
         match self.kinds.iter().find(|kind| unsupported(kind)) {

@@ -312,9 +312,13 @@ impl From<&LeaseError> for OpResult {
                 holder_token: *holder_token,
             },
             LeaseError::Unsupported => OpResult::Unsupported {},
-            LeaseError::Unavailable { reason } => OpResult::Unavailable {
-                reason: reason.clone(),
-            },
+            // The history keeps one word for "no answer the contract names": both are
+            // unknown outcomes to the checkers.
+            LeaseError::Unavailable { reason } | LeaseError::Unexpected { status: reason } => {
+                OpResult::Unavailable {
+                    reason: reason.clone(),
+                }
+            }
             LeaseError::InvalidSession { reason } => OpResult::Invalid {
                 reason: reason.clone(),
             },

@@ -81,8 +81,9 @@ struct Shared {
     skew_margin: SkewMargin,
     hooks: HookSlot,
     /// A planted bug ([`Mutant::NoLocalDeadline`], [`Mutant::ValidityFromAuthorityExpiry`],
-    /// [`Mutant::ClientUsesConfiguredTtl`]; the renewer, the journal and the service read it
-    /// too), or `None` for the correct code.
+    /// [`Mutant::ClientUsesConfiguredTtl`], [`Mutant::ValidityFromReceiptTime`],
+    /// [`Mutant::RenewerIgnoresUnexpectedErrors`]; the renewer, the journal and the service
+    /// read it too), or `None` for the correct code.
     mutant: Option<Mutant>,
     /// The TTL the holder's own configuration names, if any: ignored by the correct code.
     configured_ttl: Option<Duration>,
@@ -118,11 +119,12 @@ impl JournalLease {
         let (mutant, configured_ttl) = (config.mutant, config.configured_ttl);
         let sent = clock.now();
         let lease = authority.acquire(session, owner).await?;
+        let received = clock.now();
         hooks.pause_point(PausePoint::AfterGrantReceived).await;
         if configured_ttl.is_some_and(|ttl| ttl != lease.ttl()) {
             tracing::debug!(%session, granted = ?lease.ttl(), configured = ?configured_ttl, "the authority granted another TTL than configured; validity counts the granted one");
         }
-        let valid_until = deadline(mutant, configured_ttl, sent, &lease, skew_margin);
+        let valid_until = deadline(mutant, configured_ttl, sent, received, &lease, skew_margin);
         Ok(JournalLease {
             shared: Arc::new(Shared {
                 authority,
@@ -252,23 +254,21 @@ impl JournalLease {
         let sent = self.shared.clock.now();
         match self.shared.authority.renew(&lease).await {
             Ok(renewed) => {
+                let received = self.shared.clock.now();
                 self.shared
                     .hooks
                     .pause_point(PausePoint::AfterGrantReceived)
                     .await;
-                if self.loss().is_none() {
-                    let valid_until = deadline(
-                        self.shared.mutant,
-                        self.shared.configured_ttl,
-                        sent,
-                        &renewed,
-                        self.shared.skew_margin,
-                    );
-                    let mut hold = lock(&self.shared.state);
-                    hold.valid_until = valid_until;
-                    hold.granted_at = sent;
-                    hold.lease = renewed;
-                }
+                self.renewed(sent, received, renewed);
+                Ok(())
+            }
+            // The planted bug counts an answer the contract does not name as a renewal.
+            Err(LeaseError::Unexpected { status })
+                if self.shared.mutant == Some(Mutant::RenewerIgnoresUnexpectedErrors) =>
+            {
+                tracing::debug!(session = %lease.session(), %status, "renew answered an unexpected status; counted as renewed");
+                let received = self.shared.clock.now();
+                self.renewed(sent, received, lease);
                 Ok(())
             }
             Err(LeaseError::Held { holder_token }) => {
@@ -277,6 +277,26 @@ impl JournalLease {
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// Moves the local deadline for a renewal sent at `sent` (and answered at `received`)
+    /// that granted `renewed`, unless the hold was lost meanwhile.
+    fn renewed(&self, sent: Instant, received: Instant, renewed: Lease) {
+        if self.loss().is_some() {
+            return;
+        }
+        let valid_until = deadline(
+            self.shared.mutant,
+            self.shared.configured_ttl,
+            sent,
+            received,
+            &renewed,
+            self.shared.skew_margin,
+        );
+        let mut hold = lock(&self.shared.state);
+        hold.valid_until = valid_until;
+        hold.granted_at = sent;
+        hold.lease = renewed;
     }
 
     /// Marks the hold lost ([`LossCause::Released`] unless already lost) and releases it at
@@ -305,15 +325,18 @@ impl JournalLease {
     }
 }
 
-/// The local deadline of a grant of `lease` whose request was sent at `sent`: `sent +
-/// granted ttl − margin`. [`Mutant::ValidityFromAuthorityExpiry`] takes the authority's
-/// `expiry − margin` instead, a reading of another host's clock used as one of this host's;
-/// [`Mutant::ClientUsesConfiguredTtl`] counts `configured_ttl` (when set) instead of the
-/// granted TTL.
+/// The local deadline of a grant of `lease` whose request was sent at `sent` (and whose
+/// reply arrived at `received`): `sent + granted ttl − margin`.
+/// [`Mutant::ValidityFromAuthorityExpiry`] takes the authority's `expiry − margin` instead, a
+/// reading of another host's clock used as one of this host's;
+/// [`Mutant::ValidityFromReceiptTime`] counts from `received`, so a reply that arrived late
+/// stretches the hold past the authority's expiry; [`Mutant::ClientUsesConfiguredTtl`] counts
+/// `configured_ttl` (when set) instead of the granted TTL.
 fn deadline(
     mutant: Option<Mutant>,
     configured_ttl: Option<Duration>,
     sent: Instant,
+    received: Instant,
     lease: &Lease,
     margin: SkewMargin,
 ) -> Instant {
@@ -322,8 +345,9 @@ fn deadline(
         _ => lease.ttl(),
     };
     let margin = margin.of(ttl);
-    if mutant == Some(Mutant::ValidityFromAuthorityExpiry) {
-        return lease.expiry().saturating_sub(margin);
+    match mutant {
+        Some(Mutant::ValidityFromAuthorityExpiry) => lease.expiry().saturating_sub(margin),
+        Some(Mutant::ValidityFromReceiptTime) => received + ttl.saturating_sub(margin),
+        _ => sent + ttl.saturating_sub(margin),
     }
-    sent + ttl.saturating_sub(margin)
 }

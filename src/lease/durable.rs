@@ -202,11 +202,13 @@ impl DurableLease {
             }
         }
         let now = clock.now();
-        // The planted bug skips the grace period: a pre-crash grant may still be live.
-        let grace = if config.mutant == Some(Mutant::NoGracePeriod) {
-            Duration::ZERO
-        } else {
-            grace
+        // The planted bugs: no grace period at all (a pre-crash grant may still be live), or a
+        // full TTL at every restart whatever was left of the countdown (a series of restarts
+        // then refuses grants for ever).
+        let grace = match config.mutant {
+            Some(Mutant::NoGracePeriod) => Duration::ZERO,
+            Some(Mutant::GraceResetOnRestart) if !grace.is_zero() => config.ttl,
+            _ => grace,
         };
         Ok(DurableLease {
             inner,

@@ -187,6 +187,16 @@ pub enum LeaseError {
         /// What went wrong, for logs.
         reason: String,
     },
+    /// The authority answered with a status the contract does not name (gRPC
+    /// PERMISSION_DENIED, INTERNAL…; an HTTP 401, 403 or 5xx from an API server): neither a
+    /// grant nor the loss signal, and the call's outcome is unknown. Callers treat it as
+    /// [`LeaseError::Unavailable`]: a renewer retries it only while its local deadline lasts,
+    /// and never counts it as a success (DESIGN.md, "Service", renewer).
+    #[error("lease authority answered an unexpected status: {status}")]
+    Unexpected {
+        /// The status as answered, for logs (e.g. `PermissionDenied: …`).
+        status: String,
+    },
     /// The session id is not acceptable (see [`SessionId::new`]).
     #[error("invalid session id: {reason}")]
     InvalidSession {

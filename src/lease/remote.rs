@@ -39,6 +39,13 @@ impl LeaseServer {
         self
     }
 
+    /// The service, to serve on a server of one's own (with layers of one's own).
+    pub fn service(self) -> LeaseServiceServer<LeaseServer> {
+        LeaseServiceServer::new(self)
+            .max_decoding_message_size(MESSAGE_MAX_BYTES)
+            .max_encoding_message_size(MESSAGE_MAX_BYTES)
+    }
+
     /// Serves on `incoming` until `shutdown` completes.
     ///
     /// # Errors
@@ -48,9 +55,7 @@ impl LeaseServer {
         incoming: Incoming,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), tonic::transport::Error> {
-        let service = LeaseServiceServer::new(self)
-            .max_decoding_message_size(MESSAGE_MAX_BYTES)
-            .max_encoding_message_size(MESSAGE_MAX_BYTES);
+        let service = self.service();
         tonic::transport::Server::builder()
             .add_service(service)
             .serve_with_incoming_shutdown(incoming, shutdown)

@@ -17,7 +17,8 @@
 //!
 //! Faults with no real counterpart here — `suspend` (no process can stop its own
 //! CLOCK_MONOTONIC), `stall` and a pause `at_point` (no hook into a real process's tasks),
-//! `delete_lease_record`, `apiserver_errors`, a host with both a drift and a wall step
+//! `delete_lease_record`, `authority_errors`, `hold_replies` (the proxy holds a direction's
+//! every byte, keepalive acks included), a host with both a drift and a wall step
 //! (libfaketime would step its monotonic clock too), a clock fault on the etcd server (not run
 //! under libfaketime: a Go program's clocks are out of its reach) — are refused up front when
 //! the schedule was given (a scenario's or `--schedule`), naming them; from a schedule drawn
@@ -192,12 +193,20 @@ pub fn plan(
                 step(at, Action::Start(host.clone()));
             }
             // As the world bounces it (`crate::sim::nemesis`): the first restart at the
-            // fault's time, `count` in all, `every_ms` apart.
-            Fault::LeaseServiceRestarts { every_ms, count } => match lease_host {
+            // fault's time, `count` in all, `every_ms` apart, each down for its downtime.
+            Fault::LeaseServiceRestarts {
+                every_ms,
+                count,
+                downtime_ms,
+            } => match lease_host {
                 Some(lease) => {
                     for i in 0..u64::from(*count) {
-                        step(at + i * every_ms, Action::Kill(lease.to_owned()));
-                        step(at + i * every_ms, Action::Start(lease.to_owned()));
+                        let down = at + i * every_ms;
+                        step(down, Action::Kill(lease.to_owned()));
+                        step(
+                            down + downtime_ms.unwrap_or(0),
+                            Action::Start(lease.to_owned()),
+                        );
                     }
                 }
                 None => no("this backend has no lease service to restart"),
@@ -555,6 +564,7 @@ mod tests {
             Fault::LeaseServiceRestarts {
                 every_ms: 1_000,
                 count: 3,
+                downtime_ms: None,
             },
         )]);
         let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();

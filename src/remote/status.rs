@@ -43,6 +43,7 @@ pub fn from_lease_error(error: LeaseError) -> Status {
         }
         LeaseError::Unsupported => Status::unimplemented("leasing is not supported"),
         LeaseError::Unavailable { reason } => refused(reason),
+        LeaseError::Unexpected { status } => Status::internal(status),
         LeaseError::InvalidSession { reason } => Status::invalid_argument(reason),
     }
 }
@@ -76,8 +77,10 @@ pub fn invalid(error: WireError) -> Status {
 }
 
 /// The lease error a client reports for `status`. Anything not a definite answer (timeouts,
-/// broken connections) is [`LeaseError::Unavailable`]: the call may or may not have
-/// happened, and may be retried.
+/// broken connections, UNAVAILABLE, UNKNOWN, RESOURCE_EXHAUSTED from h2's rapid-reset guard)
+/// is [`LeaseError::Unavailable`]: the call may or may not have happened, and may be
+/// retried. Any other code the contract does not name (PERMISSION_DENIED, INTERNAL,
+/// UNAUTHENTICATED, NOT_FOUND…) is [`LeaseError::Unexpected`], retried the same way.
 pub fn to_lease_error(status: &Status) -> LeaseError {
     match status.code() {
         Code::FailedPrecondition => LeaseError::Held {
@@ -87,8 +90,15 @@ pub fn to_lease_error(status: &Status) -> LeaseError {
         Code::InvalidArgument => LeaseError::InvalidSession {
             reason: status.message().to_owned(),
         },
-        _ => LeaseError::Unavailable {
+        Code::Cancelled
+        | Code::DeadlineExceeded
+        | Code::Unavailable
+        | Code::Unknown
+        | Code::ResourceExhausted => LeaseError::Unavailable {
             reason: describe(status),
+        },
+        _ => LeaseError::Unexpected {
+            status: describe(status),
         },
     }
 }
@@ -157,6 +167,23 @@ mod tests {
             matches!(refusal, LedgerError::Unavailable { .. }),
             "{refusal:?}"
         );
+    }
+
+    #[test]
+    fn a_status_the_contract_does_not_name_is_unexpected_not_a_loss() {
+        for code in [
+            Code::PermissionDenied,
+            Code::Internal,
+            Code::Unauthenticated,
+        ] {
+            let error = to_lease_error(&Status::new(code, "injected"));
+            assert!(
+                matches!(&error, LeaseError::Unexpected { status } if status.contains("injected")),
+                "{code:?}: {error:?}"
+            );
+        }
+        let unavailable = to_lease_error(&Status::unavailable("down"));
+        assert!(matches!(unavailable, LeaseError::Unavailable { .. }));
     }
 
     #[test]

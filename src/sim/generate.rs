@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::backend::{AuthorityKind, BackendView};
 use super::config::{WorldConfig, replica_name};
-use super::schedule::{Fault, FaultSchedule};
+use super::schedule::{ErrorStatus, Fault, FaultSchedule};
 use super::seed::{Subsystem, between, rng};
 use crate::history::hosts;
 use crate::hooks::PausePoint;
@@ -51,10 +51,15 @@ pub enum FaultKind {
     CrashService,
     /// A session's lease record deleted at the authority (garbage collection).
     DeleteRecord,
-    /// The Kubernetes API server answering every request with a 500 or a 503 for a while
-    /// (as long as a crashed service's downtime, `downtime_ms`); dropped for a backend
-    /// without an API server.
-    ApiserverErrors,
+    /// The lease authority (lease service, or the kube backend's API server) answering one
+    /// replica's calls, or every caller's, with an unexpected status (internal, unavailable,
+    /// permission denied) for as long as a crashed service's downtime (`downtime_ms`).
+    /// Profiles written before it was one kind for both backends spell it `apiserver_errors`.
+    #[serde(alias = "apiserver_errors")]
+    AuthorityErrors,
+    /// A service's replies to a replica held one way (the connection lives on) for
+    /// `delay_ms`, then delivered.
+    HoldReplies,
 }
 
 impl FaultKind {
@@ -76,7 +81,7 @@ impl FaultKind {
     ];
 
     /// Every kind: the classic ones, then the newer ones.
-    pub const ALL: [FaultKind; 16] = [
+    pub const ALL: [FaultKind; 17] = [
         FaultKind::Partition,
         FaultKind::Isolate,
         FaultKind::Pause,
@@ -92,7 +97,8 @@ impl FaultKind {
         FaultKind::PartitionOneWay,
         FaultKind::CrashService,
         FaultKind::DeleteRecord,
-        FaultKind::ApiserverErrors,
+        FaultKind::AuthorityErrors,
+        FaultKind::HoldReplies,
     ];
 
     /// The kind's name as scenario files spell it (`clock_drift`, …).
@@ -113,7 +119,8 @@ impl FaultKind {
             FaultKind::PartitionOneWay => "partition_one_way",
             FaultKind::CrashService => "crash_service",
             FaultKind::DeleteRecord => "delete_record",
-            FaultKind::ApiserverErrors => "apiserver_errors",
+            FaultKind::AuthorityErrors => "authority_errors",
+            FaultKind::HoldReplies => "hold_replies",
         }
     }
 }
@@ -216,7 +223,7 @@ pub fn random_schedule(config: &WorldConfig) -> FaultSchedule {
 /// `schedule` for a world whose lease backend is `view`, with a skew margin of
 /// `skew_margin_percent` of the TTL: faults drawn for the lease service's host name the
 /// backend's host instead; faults the backend does not support (record deletion; restarts of
-/// its host; API server errors without an API server) are dropped; and for a backend judged
+/// its host; error windows its server does not answer) are dropped; and for a backend judged
 /// on its holders (no authority clock: KubeLease) every drift is clamped to ±half the margin
 /// ([`holders_drift_bound_ppm`]), so a slow holder and a fast candidate together stay inside
 /// the margin (DESIGN.md, "Checkers", EXCL). Drawing is unchanged, so the default gRPC
@@ -230,7 +237,7 @@ pub fn fit_to_backend(
         Fault::DeleteLeaseRecord { .. } => view.record_deletion,
         Fault::LeaseServiceRestarts { .. } => view.restarts,
         Fault::Crash { host } | Fault::Restart { host } => view.restarts || host != hosts::LEASE,
-        Fault::ApiserverErrors { .. } => view.host == hosts::APISERVER,
+        Fault::AuthorityErrors { .. } => view.error_windows,
         _ => true,
     });
     let bound = holders_drift_bound_ppm(skew_margin_percent);
@@ -357,6 +364,7 @@ fn draw(
         | FaultKind::Latency
         | FaultKind::LinkFlaps
         | FaultKind::DelayReplies
+        | FaultKind::HoldReplies
         | FaultKind::PartitionOneWay => alone(draw_link_fault(rng, kind, strength, config)),
         FaultKind::Pause | FaultKind::Suspend | FaultKind::Stall => {
             alone(draw_freeze_fault(rng, kind, point, strength, config))
@@ -374,17 +382,11 @@ fn draw(
                 u64::from(strength.restarts.0),
                 u64::from(strength.restarts.1),
             ) as u32,
+            downtime_ms: None,
         }),
         FaultKind::CrashService => draw_service_crash(rng, strength),
         FaultKind::DeleteRecord => draw_record_deletion(rng, strength, config),
-        FaultKind::ApiserverErrors => alone(Fault::ApiserverErrors {
-            duration_ms: range(rng, strength.downtime_ms),
-            code: if rng.next_u32().is_multiple_of(2) {
-                500
-            } else {
-                503
-            },
-        }),
+        FaultKind::AuthorityErrors => alone(draw_authority_errors(rng, strength, config)),
     }
 }
 
@@ -422,6 +424,11 @@ fn draw_link_fault(
             from: hosts::LEASE.into(),
             to: replica(rng, config),
             delay_ms: range(rng, strength.delay_ms),
+        },
+        FaultKind::HoldReplies => Fault::HoldReplies {
+            from: service(rng),
+            to: replica(rng, config),
+            duration_ms: range(rng, strength.delay_ms),
         },
         FaultKind::PartitionOneWay => {
             let (replica, service) = (replica(rng, config), service(rng));
@@ -488,6 +495,27 @@ fn draw_clock_fault(
             delta_ms: signed(rng, strength.wall_jump_ms),
         },
         other => unreachable!("draw routed a non-clock kind here: {other:?}"),
+    }
+}
+
+/// An error window of the authority: a status, for as long as a downtime, answered to one
+/// replica (odds 1 in 2) or to every caller. The status and the window's length are drawn
+/// first, as `apiserver_errors` drew its code and length.
+fn draw_authority_errors(
+    rng: &mut ChaCha20Rng,
+    strength: &Intensity,
+    config: &WorldConfig,
+) -> Fault {
+    let duration_ms = range(rng, strength.downtime_ms);
+    let status = ErrorStatus::ALL[between(rng, 0, ErrorStatus::ALL.len() as u64 - 1) as usize];
+    let to = rng
+        .next_u32()
+        .is_multiple_of(2)
+        .then(|| replica(rng, config));
+    Fault::AuthorityErrors {
+        duration_ms,
+        status,
+        to,
     }
 }
 

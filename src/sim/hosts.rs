@@ -6,12 +6,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::apiserver::ApiServerFaults;
 use super::backend::{AuthorityFaults, FaultsSlot};
 use super::clock::HostClock;
 use super::config::{WALL_EPOCH, WorldConfig};
+use super::errors::ErrorWindows;
 use super::freeze::HostFreeze;
 use super::record::Recorder;
+use super::reply_hold::{ReplyHolds, holding_dialer};
+use super::schedule::{Fault, FaultSchedule};
+use crate::net::Dialer;
 use crate::storage::MemStorage;
 
 /// Every host of one world.
@@ -25,8 +28,11 @@ pub(crate) struct Hosts {
     pub(crate) ledger_disk: MemStorage,
     /// The running authority's faults (record deletion), while it runs.
     pub(crate) authority_faults: FaultsSlot,
-    /// The API server's error window (`apiserver_errors`): kept across its restarts.
-    pub(crate) request_faults: ApiServerFaults,
+    /// The authority's error windows (`authority_errors`): kept across its restarts.
+    pub(crate) error_windows: ErrorWindows,
+    /// The links whose replies are held (`hold_replies`); `None` when the schedule holds
+    /// none, so replicas dial plain connections.
+    pub(crate) reply_holds: Option<ReplyHolds>,
     /// Hosts the nemesis crashed and has not restarted yet.
     crashed: Mutex<BTreeSet<String>>,
     /// The run's recorder, for what the nemesis does to a host (`event` lines).
@@ -37,8 +43,12 @@ pub(crate) struct Hosts {
 
 impl Hosts {
     /// Fresh clocks (at [`WALL_EPOCH`]), freezes, disks and boot counters for every host of
-    /// `config`, recording into `recorder`.
-    pub(crate) fn new(config: &WorldConfig, recorder: &Recorder) -> Self {
+    /// `config`, recording into `recorder`, ready for the faults of `schedule`.
+    pub(crate) fn new(config: &WorldConfig, recorder: &Recorder, schedule: &FaultSchedule) -> Self {
+        let holds_replies = schedule
+            .faults
+            .iter()
+            .any(|f| matches!(f.fault, Fault::HoldReplies { .. }));
         let mut clocks = BTreeMap::new();
         let mut freezes = BTreeMap::new();
         let mut boots = BTreeMap::new();
@@ -56,7 +66,8 @@ impl Hosts {
             authority_disk: MemStorage::new(),
             ledger_disk: MemStorage::new(),
             authority_faults: Arc::new(Mutex::new(None)),
-            request_faults: ApiServerFaults::default(),
+            error_windows: ErrorWindows::default(),
+            reply_holds: holds_replies.then(ReplyHolds::default),
             crashed: Mutex::new(BTreeSet::new()),
             recorder: recorder.clone(),
             link_latency_ms: config.latency_ms,
@@ -69,6 +80,16 @@ impl Hosts {
 
     pub(crate) fn freeze(&self, host: &str) -> HostFreeze {
         self.freezes[host].clone()
+    }
+
+    /// How replica `host` dials the services: turmoil TCP, its replies held as the
+    /// schedule's `hold_replies` say.
+    pub(crate) fn replica_dialer(&self, host: &str) -> Dialer {
+        let dialer = super::net::turmoil_dialer();
+        match &self.reply_holds {
+            Some(holds) => holding_dialer(dialer, host, holds.clone()),
+            None => dialer,
+        }
     }
 
     /// The host's boot counter: each boot takes the next incarnation number.

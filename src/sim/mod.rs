@@ -12,6 +12,8 @@
 //! - [`script`], `workload`, [`record`] — scripted and generated workloads, recorded as a
 //!   history.
 //! - [`net`], [`seed`] — turmoil TCP as a transport; sub-seeds per subsystem.
+//! - [`errors`], [`reply_hold`] — the authority's error windows and one-way reply holds,
+//!   which the nemesis opens and closes.
 //!
 //! Modules depend one way: `world` → `nemesis`, `workload`, `backend`, `hosts` → `config`,
 //! `freeze` → `clock` → `gate`, `true_time`; none imports `world`.
@@ -21,6 +23,7 @@ pub mod backend;
 pub mod clock;
 pub mod config;
 pub mod determinism;
+pub mod errors;
 pub mod freeze;
 pub mod gate;
 pub mod generate;
@@ -28,6 +31,7 @@ mod hosts;
 mod nemesis;
 pub mod net;
 pub mod record;
+pub mod reply_hold;
 pub mod runfile;
 pub mod runner;
 pub mod schedule;

@@ -22,10 +22,22 @@ enum Action {
         a: String,
         b: String,
     },
-    /// One of a series of lease service restarts.
-    BounceLease,
-    /// End of an API server error window: serve requests again.
-    ServeRequests,
+    /// One of a series of lease service restarts: a crash, and a start `downtime_ms` later
+    /// (at once without one).
+    BounceLease {
+        downtime_ms: Option<u64>,
+    },
+    /// The start that ends a restart's downtime.
+    StartLease,
+    /// End of an error window: answer `to`'s requests again.
+    ServeRequests {
+        to: Option<String>,
+    },
+    /// End of a one-way reply hold: deliver what it held.
+    ReleaseReplies {
+        from: String,
+        to: String,
+    },
     /// The schedule's effects are over: heal everything.
     HealAll,
 }
@@ -73,6 +85,13 @@ pub(crate) fn drive(
             let action = entry.remove();
             if matches!(action, Action::HealAll) && !frozen(hosts, now) {
                 healed = Some(now);
+            }
+            // A heal ends a series of lease service restarts: drop what is left of it (the
+            // heal itself starts a service that is down).
+            if matches!(action, Action::HealAll | Action::Apply(Fault::Heal)) {
+                actions.retain(|_, pending| {
+                    !matches!(pending, Action::BounceLease { .. } | Action::StartLease)
+                });
             }
             for (delay_ms, follow_up) in apply(sim, hosts, now, action) {
                 push(&mut actions, now_ms + delay_ms, follow_up);
@@ -122,10 +141,30 @@ fn apply(
     match action {
         Action::Apply(fault) => return apply_fault(sim, hosts, now, fault),
         Action::Deliver { a, b } => sim.release(a, b),
-        Action::ServeRequests => hosts.request_faults.heal(),
-        Action::BounceLease => {
+        Action::ServeRequests { to } => hosts.error_windows.close(&to),
+        Action::ReleaseReplies { from, to } => {
+            if let Some(holds) = &hosts.reply_holds {
+                holds.release(&from, &to);
+            }
+        }
+        Action::BounceLease { downtime_ms: None } => {
             let host = hosts.authority_host.clone();
             restart(sim, hosts, now, &host)
+        }
+        Action::BounceLease {
+            downtime_ms: Some(downtime_ms),
+        } => {
+            let host = hosts.authority_host.clone();
+            if sim.is_host_running(host.as_str()) {
+                crash(sim, hosts, now, &host);
+                return vec![(downtime_ms, Action::StartLease)];
+            }
+        }
+        Action::StartLease => {
+            let host = hosts.authority_host.clone();
+            if hosts.is_crashed(&host) {
+                restart(sim, hosts, now, &host);
+            }
         }
         // A freeze that started at a pause point ends when it ends: heal after it.
         Action::HealAll if frozen(hosts, now) => return vec![(HEAL_RETRY_MS, Action::HealAll)],
@@ -200,7 +239,8 @@ fn apply_fault(
         | Fault::Release { .. }
         | Fault::Latency { .. }
         | Fault::LinkFlaps { .. }
-        | Fault::DelayReplies { .. } => return apply_link_fault(sim, hosts, fault),
+        | Fault::DelayReplies { .. }
+        | Fault::HoldReplies { .. } => return apply_link_fault(sim, hosts, fault),
         Fault::Pause { .. }
         | Fault::Suspend { .. }
         | Fault::Stall { .. }
@@ -212,16 +252,20 @@ fn apply_fault(
         | Fault::Restart { .. }
         | Fault::LeaseServiceRestarts { .. }
         | Fault::DeleteLeaseRecord { .. } => return apply_host_fault(sim, hosts, now, fault),
-        Fault::ApiserverErrors { duration_ms, code } => {
-            hosts.request_faults.fail_requests(code);
-            return vec![(duration_ms, Action::ServeRequests)];
+        Fault::AuthorityErrors {
+            duration_ms,
+            status,
+            to,
+        } => {
+            hosts.error_windows.open(to.clone(), status);
+            return vec![(duration_ms, Action::ServeRequests { to })];
         }
     }
     Vec::new()
 }
 
-/// A fault on the network between hosts. Only a reply delay schedules a follow-up: the
-/// delivery of what it held.
+/// A fault on the network between hosts. Only reply delays and holds schedule a follow-up:
+/// the delivery of what they held.
 fn apply_link_fault(
     sim: &mut turmoil::Sim<'static>,
     hosts: &Hosts,
@@ -258,6 +302,16 @@ fn apply_link_fault(
         Fault::DelayReplies { from, to, delay_ms } => {
             sim.hold(from.as_str(), to.as_str());
             return vec![(delay_ms, Action::Deliver { a: from, b: to })];
+        }
+        Fault::HoldReplies {
+            from,
+            to,
+            duration_ms,
+        } => {
+            if let Some(holds) = &hosts.reply_holds {
+                holds.hold(&from, &to);
+            }
+            return vec![(duration_ms, Action::ReleaseReplies { from, to })];
         }
         other => unreachable!("apply_fault routed a non-link fault here: {other:?}"),
     }
@@ -323,8 +377,8 @@ fn apply_clock_fault(hosts: &Hosts, now: Duration, fault: Fault) {
 }
 
 /// A fault on a host's process or its state: a crash, a restart, a series of lease service
-/// restarts (scheduled as follow-ups `every_ms` apart, the first now), or the deletion of an
-/// expired lease record.
+/// restarts (scheduled as follow-ups `every_ms` apart, the first now, each down for its
+/// downtime), or the deletion of an expired lease record.
 fn apply_host_fault(
     sim: &mut turmoil::Sim<'static>,
     hosts: &Hosts,
@@ -334,9 +388,13 @@ fn apply_host_fault(
     match fault {
         Fault::Crash { host } => crash(sim, hosts, now, &host),
         Fault::Restart { host } => restart(sim, hosts, now, &host),
-        Fault::LeaseServiceRestarts { every_ms, count } => {
+        Fault::LeaseServiceRestarts {
+            every_ms,
+            count,
+            downtime_ms,
+        } => {
             return (0..u64::from(count))
-                .map(|i| (i * every_ms, Action::BounceLease))
+                .map(|i| (i * every_ms, Action::BounceLease { downtime_ms }))
                 .collect();
         }
         Fault::DeleteLeaseRecord { session } => delete_lease_record(hosts, now, session),
@@ -370,11 +428,16 @@ fn freeze(
     }
 }
 
-/// A crash loses the host's volatile state and its disk's unsynced writes.
+/// A crash loses the host's volatile state and its disk's unsynced writes. A down authority's
+/// clock reads as stopped (a suspended segment until its restart), so the history shows how
+/// long it was up: its grace countdown runs on uptime only (LIVE's grace rule).
 fn crash(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration, host: &str) {
     sim.crash(host);
     hosts.set_crashed(host, true);
     hosts.freezes[host].clear(now);
+    if host == hosts.authority_host {
+        hosts.clocks[host].suspend(now);
+    }
     hosts.crash_disk(host);
 }
 
@@ -409,7 +472,10 @@ fn heal(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration) {
     for freeze in hosts.freezes.values() {
         freeze.clear(now);
     }
-    hosts.request_faults.heal();
+    hosts.error_windows.heal();
+    if let Some(holds) = &hosts.reply_holds {
+        holds.heal();
+    }
     for host in hosts.clocks.keys() {
         if hosts.is_crashed(host) {
             restart(sim, hosts, now, host);

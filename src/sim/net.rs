@@ -17,14 +17,22 @@ pub fn turmoil_dialer() -> Dialer {
     })
 }
 
-/// Listens on turmoil TCP at `addr` (e.g. `0.0.0.0:7070`).
+/// Listens on turmoil TCP at `addr` (e.g. `0.0.0.0:7070`); each connection names its peer
+/// host ([`Conn::peer`]).
 ///
 /// # Errors
 /// When the simulated host cannot bind it.
 pub async fn turmoil_incoming(addr: &str) -> io::Result<Incoming> {
     let listener = turmoil::net::TcpListener::bind(addr).await?;
     let incoming = futures_util::stream::unfold(listener, |listener| async move {
-        let accepted = listener.accept().await.map(|(stream, _)| Conn::new(stream));
+        // The peer's host name, for faults that single out a caller (`authority_errors`).
+        let accepted = listener.accept().await.map(|(stream, peer)| {
+            let conn = Conn::new(stream);
+            match turmoil::reverse_lookup(peer.ip()) {
+                Some(host) => conn.with_peer(host),
+                None => conn,
+            }
+        });
         Some((accepted, listener))
     });
     Ok(Box::pin(incoming))

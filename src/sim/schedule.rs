@@ -181,12 +181,18 @@ pub enum Fault {
         /// The host.
         host: String,
     },
-    /// Crash and restart the lease service `count` times, every `every_ms`.
+    /// Crash and restart the lease service `count` times, every `every_ms`: each restart is a
+    /// crash followed, `downtime_ms` later, by a start (at once without it). A heal ends the
+    /// series: restarts not yet made are dropped, a service still down starts again.
     LeaseServiceRestarts {
         /// Interval between restarts.
         every_ms: u64,
         /// How many.
         count: u32,
+        /// How long the service stays down at each restart, less than `every_ms` (absent: a
+        /// bounce, down for no simulated time).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        downtime_ms: Option<u64>,
     },
     /// Garbage-collect a session's lease record at the authority: deleted if it has
     /// expired on the authority's clock, kept if live; the token high-water mark survives.
@@ -194,8 +200,10 @@ pub enum Fault {
         /// The session.
         session: String,
     },
-    /// Hold the replies from `from` to `to` for `delay_ms` (e.g. beyond the TTL), then
-    /// deliver them.
+    /// Hold the link between `from` and `to` both ways for `delay_ms` (e.g. beyond the TTL),
+    /// then deliver what it held. HTTP/2 keepalive pings are held too, so a connection with a
+    /// call in flight dies after the keepalive timeout; see [`Fault::HoldReplies`] for replies
+    /// that arrive late on a live connection.
     DelayReplies {
         /// The replying host.
         from: String,
@@ -204,15 +212,108 @@ pub enum Fault {
         /// How long.
         delay_ms: u64,
     },
-    /// The Kubernetes API server (host `apiserver`, the kube backend) answers every request
-    /// with HTTP `code` for `duration_ms` and applies nothing ("5xx for a while"). Only for a
-    /// world whose backend host is `apiserver`.
-    ApiserverErrors {
+    /// Hold the replies a service `from` (`lease`, `ledger`, `apiserver`) sends to replica
+    /// `to` for `duration_ms`, then deliver them in order, one way only: `to`'s requests still
+    /// reach `from`, and HTTP/2 connection frames (keepalive pings and their acks, settings)
+    /// keep flowing both ways, so the connection survives and a reply held beyond the TTL
+    /// does arrive — if the call's deadline (`call_timeout_ms`) outlasts the hold.
+    HoldReplies {
+        /// The replying service.
+        from: String,
+        /// The replica waiting for replies.
+        to: String,
         /// How long.
         duration_ms: u64,
-        /// The status code, 500..=599 (500 InternalError, 503 ServiceUnavailable, …).
-        code: u16,
     },
+    /// The lease authority (the `lease` service, or the Kubernetes API server of the kube
+    /// backend) answers the calls of replica `to` (every caller without it) with `status` for
+    /// `duration_ms` and applies nothing. The correct client treats the answer as neither
+    /// success nor loss (DESIGN.md, "Service", renewer): a renewer retries it only while its
+    /// local deadline lasts, then gives the lease up. Old files' `apiserver_errors` with a
+    /// `code` (403, 500, 503) read as this fault.
+    #[serde(alias = "apiserver_errors")]
+    AuthorityErrors {
+        /// How long.
+        duration_ms: u64,
+        /// The answer.
+        #[serde(alias = "code")]
+        status: ErrorStatus,
+        /// The replica whose calls are answered so (absent: every caller).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to: Option<String>,
+    },
+}
+
+/// An answer the authority gives that the lease contract does not name: one word for every
+/// backend, each backend's protocol spelling it its own way.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", try_from = "StatusSpelling")]
+pub enum ErrorStatus {
+    /// gRPC INTERNAL; HTTP 500 InternalError.
+    Internal,
+    /// gRPC UNAVAILABLE (without the refusal marker: the outcome is unknown); HTTP 503
+    /// ServiceUnavailable.
+    Unavailable,
+    /// gRPC PERMISSION_DENIED; HTTP 403 Forbidden.
+    PermissionDenied,
+}
+
+impl ErrorStatus {
+    /// Every status, in drawing order.
+    pub const ALL: [ErrorStatus; 3] = [
+        ErrorStatus::Internal,
+        ErrorStatus::Unavailable,
+        ErrorStatus::PermissionDenied,
+    ];
+
+    /// The HTTP status code (an API server's answer).
+    pub fn http_code(self) -> u16 {
+        match self {
+            ErrorStatus::Internal => 500,
+            ErrorStatus::Unavailable => 503,
+            ErrorStatus::PermissionDenied => 403,
+        }
+    }
+
+    /// The gRPC status code (the lease service's answer).
+    pub fn grpc_code(self) -> tonic::Code {
+        match self {
+            ErrorStatus::Internal => tonic::Code::Internal,
+            ErrorStatus::Unavailable => tonic::Code::Unavailable,
+            ErrorStatus::PermissionDenied => tonic::Code::PermissionDenied,
+        }
+    }
+}
+
+/// How a file may spell an [`ErrorStatus`]: its name, or (files from before
+/// `authority_errors`) the HTTP code of `apiserver_errors`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StatusSpelling {
+    Name(String),
+    Code(u16),
+}
+
+impl TryFrom<StatusSpelling> for ErrorStatus {
+    type Error = String;
+
+    fn try_from(spelling: StatusSpelling) -> Result<Self, String> {
+        let found = ErrorStatus::ALL.into_iter().find(|status| match &spelling {
+            StatusSpelling::Name(name) => serde_json::to_value(status)
+                .is_ok_and(|value| value.as_str() == Some(name.as_str())),
+            StatusSpelling::Code(code) => status.http_code() == *code,
+        });
+        found.ok_or_else(|| {
+            let given = match spelling {
+                StatusSpelling::Name(name) => format!("`{name}`"),
+                StatusSpelling::Code(code) => code.to_string(),
+            };
+            format!(
+                "unknown status {given}; a status is internal, unavailable or permission_denied \
+                 (HTTP 500, 503, 403)"
+            )
+        })
+    }
 }
 
 impl Fault {
@@ -225,9 +326,10 @@ impl Fault {
             | Fault::Release { a, b }
             | Fault::Latency { a, b, .. }
             | Fault::LinkFlaps { a, b, .. } => vec![a, b],
-            Fault::PartitionOneWay { from, to } | Fault::DelayReplies { from, to, .. } => {
-                vec![from, to]
-            }
+            Fault::PartitionOneWay { from, to }
+            | Fault::DelayReplies { from, to, .. }
+            | Fault::HoldReplies { from, to, .. } => vec![from, to],
+            Fault::AuthorityErrors { to: Some(to), .. } => vec![to],
             Fault::Isolate { host }
             | Fault::Pause { host, .. }
             | Fault::Suspend { host, .. }
@@ -241,7 +343,7 @@ impl Fault {
             Fault::Heal
             | Fault::LeaseServiceRestarts { .. }
             | Fault::DeleteLeaseRecord { .. }
-            | Fault::ApiserverErrors { .. } => Vec::new(),
+            | Fault::AuthorityErrors { to: None, .. } => Vec::new(),
         }
     }
 }
@@ -463,8 +565,8 @@ pub mod limits {
 
 /// The value ranges [`FaultSchedule::validate`] enforces; see [`limits`].
 pub const LIMITS: &str = "durations 1..=86400000 ms, drift -999999..=1000000 ppm, \
-    wall steps within ±3155760000000 ms, fail_ppm 0..=1000000, 1..=1000 restarts, API server \
-    error codes 500..=599";
+    wall steps within ±3155760000000 ms, fail_ppm 0..=1000000, 1..=1000 restarts, a restart's \
+    downtime below its interval";
 
 impl Fault {
     /// Checks the fault's own values; `Err` says what is wrong.
@@ -492,12 +594,26 @@ impl Fault {
             } if latency_ms.saturating_add(*jitter_ms) > DURATION_MS_MAX => Err(format!(
                 "latency + jitter must be at most {DURATION_MS_MAX} ms"
             )),
-            Fault::ApiserverErrors { code, .. } if !(500..=599).contains(code) => Err(format!(
-                "an API server error code must be a 5xx (500..=599), got {code}"
-            )),
             Fault::LeaseServiceRestarts { count, .. } if !(1..=RESTARTS_MAX).contains(count) => {
                 Err(format!("count must be 1..={RESTARTS_MAX}, got {count}"))
             }
+            Fault::LeaseServiceRestarts {
+                every_ms,
+                downtime_ms: Some(downtime_ms),
+                ..
+            } if *downtime_ms == 0 || downtime_ms >= every_ms => Err(format!(
+                "a restart's downtime_ms must be 1..{every_ms} (below every_ms, so one restart \
+                 ends before the next), got {downtime_ms}"
+            )),
+            Fault::HoldReplies { from, to, .. } if !is_service(from) || !is_replica(to) => {
+                Err(format!(
+                    "hold_replies holds a service's replies to a replica: `from` is lease, \
+                     ledger or apiserver and `to` a replica, got from `{from}` to `{to}`"
+                ))
+            }
+            Fault::AuthorityErrors { to: Some(to), .. } if !is_replica(to) => Err(format!(
+                "authority_errors answers a replica's calls: `to` must be a replica, got `{to}`"
+            )),
             Fault::WallJump { delta_ms: ms, .. } | Fault::WallOffset { offset_ms: ms, .. }
                 if ms.unsigned_abs() > WALL_MS_MAX.unsigned_abs() =>
             {
@@ -512,6 +628,7 @@ impl Fault {
             | Fault::LinkFlaps { a, b, .. }
             | Fault::PartitionOneWay { from: a, to: b }
             | Fault::DelayReplies { from: a, to: b, .. }
+            | Fault::HoldReplies { from: a, to: b, .. }
                 if a == b =>
             {
                 Err(format!("a link joins two different hosts, got `{a}` twice"))
@@ -544,9 +661,17 @@ impl Fault {
     }
 }
 
+fn is_service(host: &str) -> bool {
+    host == hosts::LEASE || host == hosts::LEDGER || host == hosts::APISERVER
+}
+
+fn is_replica(host: &str) -> bool {
+    hosts::is_replica(host)
+}
+
 /// Service hosts reach only [`PausePoint::ServiceHandlerStart`]; replicas reach every other.
 fn check_point(host: &str, point: PausePoint) -> Result<(), String> {
-    let service = host == hosts::LEASE || host == hosts::LEDGER || host == hosts::APISERVER;
+    let service = is_service(host);
     if service == (point == PausePoint::ServiceHandlerStart) {
         return Ok(());
     }
@@ -568,7 +693,8 @@ impl Fault {
             Fault::Pause { duration_ms, .. }
             | Fault::Suspend { duration_ms, .. }
             | Fault::Stall { duration_ms, .. }
-            | Fault::ApiserverErrors { duration_ms, .. } => Some(*duration_ms),
+            | Fault::HoldReplies { duration_ms, .. }
+            | Fault::AuthorityErrors { duration_ms, .. } => Some(*duration_ms),
             Fault::DelayReplies { delay_ms, .. } => Some(*delay_ms),
             Fault::LeaseServiceRestarts { every_ms, .. } => Some(*every_ms),
             _ => None,
@@ -650,5 +776,79 @@ mod tests {
         );
         let reason = zero.validate(&hosts()).unwrap_err().reason;
         assert_eq!(reason, "a duration must be 1..=86400000 ms, got 0");
+    }
+}
+
+#[cfg(test)]
+mod authority_fault_tests {
+    use super::*;
+
+    fn hosts() -> Vec<String> {
+        ["lease", "ledger", "replica-1", "replica-2"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    fn reason(fault: Fault) -> String {
+        let schedule = FaultSchedule::new().at(1, fault);
+        schedule.validate(&hosts()).unwrap_err().reason
+    }
+
+    #[test]
+    fn a_reply_hold_runs_from_a_service_to_a_replica() {
+        let hold = |from: &str, to: &str| Fault::HoldReplies {
+            from: from.into(),
+            to: to.into(),
+            duration_ms: 12_000,
+        };
+        let ok = FaultSchedule::new().at(1, hold("lease", "replica-2"));
+        assert_eq!(ok.validate(&hosts()), Ok(()));
+        assert!(
+            reason(hold("replica-2", "lease")).contains("`from` is lease, ledger or apiserver")
+        );
+        assert!(reason(hold("lease", "ledger")).contains("`to` a replica"));
+    }
+
+    #[test]
+    fn error_windows_name_a_replica_and_old_files_still_read() {
+        let errors = |to: Option<&str>| Fault::AuthorityErrors {
+            duration_ms: 5_000,
+            status: ErrorStatus::PermissionDenied,
+            to: to.map(String::from),
+        };
+        assert!(reason(errors(Some("ledger"))).contains("`to` must be a replica"));
+        let json = r#"{"v":1,"faults":[{"at_ms":1,"fault":"authority_errors","duration_ms":5000,"status":"permission_denied","to":"replica-1"}]}"#;
+        assert_eq!(
+            FaultSchedule::from_json(json),
+            Ok(FaultSchedule::new().at(1, errors(Some("replica-1"))))
+        );
+        let old = r#"{"v":1,"faults":[{"at_ms":1,"fault":"apiserver_errors","duration_ms":5000,"code":500}]}"#;
+        let read = FaultSchedule::from_json(old).unwrap();
+        assert!(matches!(
+            read.faults[0].fault,
+            Fault::AuthorityErrors {
+                status: ErrorStatus::Internal,
+                to: None,
+                ..
+            }
+        ));
+        // Written back in the new spelling.
+        assert!(read.to_json().contains(r#""fault": "authority_errors""#));
+        assert!(read.to_json().contains(r#""status": "internal""#));
+    }
+
+    #[test]
+    fn a_restarts_downtime_ends_before_the_next_restart() {
+        let series = |downtime_ms| Fault::LeaseServiceRestarts {
+            every_ms: 4_000,
+            count: 3,
+            downtime_ms: Some(downtime_ms),
+        };
+        assert_eq!(
+            FaultSchedule::new().at(1, series(1_000)).validate(&hosts()),
+            Ok(())
+        );
+        assert!(reason(series(4_000)).contains("downtime_ms must be 1..4000"));
+        assert!(reason(series(0)).contains("downtime_ms must be 1..4000"));
     }
 }

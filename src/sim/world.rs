@@ -32,7 +32,7 @@ use super::clock::HostClock;
 use super::config::{LEDGER_PORT, WALL_EPOCH, Workload, WorldConfig, config_line, replica_name};
 use super::freeze::HostFreeze;
 use super::hosts::{Hosts, next_boot};
-use super::net::{turmoil_dialer, turmoil_incoming};
+use super::net::turmoil_incoming;
 use super::record::{Recorder, RecordingLease, RecordingLedger, event_sink, validity_sink};
 use super::schedule::{Fault, FaultSchedule, ScheduleError, limits};
 use super::script::{Call, Script};
@@ -49,6 +49,7 @@ use crate::journal::{
 };
 use crate::lease::{Owner, SessionId};
 use crate::mutant::Mutant;
+use crate::net::Dialer;
 use crate::storage::MemStorage;
 
 /// Why a world could not be built or run.
@@ -129,7 +130,7 @@ impl World {
         }
         let config = &self.config;
         let recorder = Recorder::default();
-        let hosts = Arc::new(Hosts::new(config, &recorder));
+        let hosts = Arc::new(Hosts::new(config, &recorder, &self.schedule));
         let mut sim = build_sim(config);
         host_authority(&mut sim, config, &hosts, &recorder);
         host_ledger_service(&mut sim, config, &hosts);
@@ -335,10 +336,10 @@ fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Result<(
     for fault in &schedule.faults {
         let refused = match &fault.fault {
             Fault::DeleteLeaseRecord { .. } if !view.record_deletion => "delete_lease_record",
-            Fault::ApiserverErrors { .. } if view.host != crate::history::hosts::APISERVER => {
-                "apiserver_errors (only a backend on host `apiserver` has an API server)"
-            }
             Fault::LeaseServiceRestarts { .. } if !view.restarts => "lease_service_restarts",
+            Fault::AuthorityErrors { .. } if !view.error_windows => {
+                "authority_errors (its server does not answer error windows)"
+            }
             Fault::Crash { host } | Fault::Restart { host }
                 if !view.restarts && *host == view.host =>
             {
@@ -463,7 +464,7 @@ fn host_authority(
             mutant,
             recorder: recorder.clone(),
             faults: hosts.authority_faults.clone(),
-            request_faults: hosts.request_faults.clone(),
+            error_windows: hosts.error_windows.clone(),
         };
         backend.inner().serve(host)
     });
@@ -497,6 +498,7 @@ fn host_replica(
     workload: &Workload,
 ) {
     let (clock, freeze, boots) = (hosts.clock(name), hosts.freeze(name), hosts.boots(name));
+    let dialer = hosts.replica_dialer(name);
     let (config, recorder, workload, name) = (
         config.clone(),
         recorder.clone(),
@@ -505,6 +507,7 @@ fn host_replica(
     );
     sim.host(name.clone(), move || {
         let (clock, freeze, boots) = (clock.clone(), freeze.clone(), boots.clone());
+        let dialer = dialer.clone();
         let (config, recorder, workload, name) = (
             config.clone(),
             recorder.clone(),
@@ -513,7 +516,7 @@ fn host_replica(
         );
         async move {
             let process = Process::new(name.clone(), next_boot(&boots));
-            let store = replica_store(&config, &recorder, &process, &clock, &freeze)?;
+            let store = replica_store(&config, &recorder, &process, &clock, &freeze, dialer)?;
             let replica = workload::Replica {
                 name: name.clone(),
                 process,
@@ -541,6 +544,7 @@ fn replica_store(
     process: &Process,
     clock: &HostClock,
     freeze: &HostFreeze,
+    dialer: Dialer,
 ) -> Result<Store, Box<dyn std::error::Error>> {
     let client = config.client_config();
     let clock_arc: Arc<dyn Clock> = Arc::new(clock.clone());
@@ -552,11 +556,12 @@ fn replica_store(
         mutant: config.mutant,
         ttl: config.ttl,
         recorder: recorder.clone(),
+        dialer: dialer.clone(),
     };
     let lease = config.backend.inner().client(&env)?;
     let ledger = RemoteLedger::new(
         &format!("{LEDGER}:{LEDGER_PORT}"),
-        turmoil_dialer(),
+        dialer,
         clock_arc.clone(),
         &client,
     )?;

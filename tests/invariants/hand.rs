@@ -908,3 +908,81 @@ fn checks_with_nothing_to_judge_say_not_judged_never_pass() {
         );
     }
 }
+
+// LIVE: the grace rule
+
+/// An acquire refused for the grace period, with `remaining_us` left.
+fn refuse_for_grace(remaining_us: u64) -> leasesim::history::Decision {
+    leasesim::history::Decision::Refuse {
+        request: leasesim::history::Request::Acquire,
+        token: None,
+        reason: leasesim::history::Refusal::GracePeriod {
+            remaining_authority_us: remaining_us,
+        },
+    }
+}
+
+/// replica-1 granted s1 at 1 s; the lease service restarts at 3, 7 and 11 s, each time down
+/// for 1 s (3 s of uptime a boot); replica-2 is refused for the grace period at `refused_at`
+/// (1 s into the boot of 12 s, authority reading 1 s).
+fn grant_then_restarts(refused_at: u64) -> History {
+    let mut h =
+        history()
+            .config()
+            .lease_clock(boot(0))
+            .decides(at(S), "replica-1", grant(1, 11 * S));
+    for (n, down) in [3, 7, 11].into_iter().enumerate() {
+        let n = n as u64;
+        h = h
+            .lease_clock(
+                boot(n)
+                    .from(down * S)
+                    .reads(down * S - 4 * S * n)
+                    .suspended(),
+            )
+            .lease_clock(boot(n + 1).from(down * S + S));
+    }
+    h.decides(
+        reading(refused_at - 12 * S, refused_at),
+        "replica-2",
+        refuse_for_grace(S),
+    )
+    .build()
+}
+
+#[test]
+fn live_a_grace_refusal_after_a_ttl_of_uptime_since_the_newest_grant_is_caught() {
+    // The bound: the TTL (10 s) + 1 s for each of the 3 restarts since the grant = 13 s of
+    // uptime. At 15 s the authority has been up 2 + 3 + 3 + 3 = 11 s since the grant at 1 s
+    // (its down seconds left out): a grant may still be live, the refusal is right.
+    assert!(live::check(&grant_then_restarts(15 * S)).passed());
+    // At 17.5 s: 2 + 3 + 3 + 5.5 = 13.5 s of uptime, past the bound.
+    let report = live::check(&grant_then_restarts(17 * S + S / 2));
+    let violation = one(&report);
+    assert_eq!(violation.invariant, Check::Live);
+    assert_eq!(
+        violation.evidence,
+        [decided("replica-2", 5 * S + S / 2, 17 * S + S / 2)]
+    );
+    assert!(
+        violation.message.contains("13.500 s of authority uptime")
+            && violation.message.contains("3 restarts"),
+        "{}",
+        violation.message
+    );
+}
+
+#[test]
+fn live_downtime_counts_as_zero_for_the_grace_rule() {
+    // One crash at 3 s, down until 10 s: a refusal at 17 s comes 16 s after the grant in
+    // true time but after 2 + 7 = 9 s of uptime, within 10 s + 1 s for the restart.
+    let clean = history()
+        .config()
+        .lease_clock(boot(0))
+        .decides(at(S), "replica-1", grant(1, 11 * S))
+        .lease_clock(boot(0).from(3 * S).reads(3 * S).suspended())
+        .lease_clock(boot(1).from(10 * S))
+        .decides(reading(7 * S, 17 * S), "replica-2", refuse_for_grace(S))
+        .build();
+    assert!(live::check(&clean).passed(), "{:?}", live::check(&clean));
+}

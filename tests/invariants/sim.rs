@@ -234,6 +234,7 @@ fn authority_restarts_break_no_invariant() {
                 Fault::LeaseServiceRestarts {
                     every_ms: 6_000,
                     count: 3,
+                    downtime_ms: None,
                 },
             )
             .heal_at(30_000);

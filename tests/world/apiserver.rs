@@ -15,9 +15,9 @@ use kube::core::ObjectMeta;
 
 use leasesim::history::WriteVerb;
 use leasesim::net::{Conn, Dialer, tcp_dialer, tcp_incoming};
-use leasesim::sim::apiserver::{
-    AcceptedWrite, ApiServer, ApiServerConfig, ApiServerFaults, SESSION_ANNOTATION,
-};
+use leasesim::sim::apiserver::{AcceptedWrite, ApiServer, ApiServerConfig, SESSION_ANNOTATION};
+use leasesim::sim::errors::ErrorWindows;
+use leasesim::sim::schedule::ErrorStatus;
 use leasesim::storage::MemStorage;
 
 const NS: &str = "default";
@@ -27,13 +27,13 @@ struct Running {
     addr: String,
     task: tokio::task::JoinHandle<()>,
     writes: Arc<Mutex<Vec<AcceptedWrite>>>,
-    faults: ApiServerFaults,
+    faults: ErrorWindows,
 }
 
 async fn start(disk: &MemStorage) -> Running {
     let writes = Arc::new(Mutex::new(Vec::new()));
     let sink = writes.clone();
-    let faults = ApiServerFaults::default();
+    let faults = ErrorWindows::default();
     let config = ApiServerConfig::default()
         .with_write_sink(Arc::new(move |w| sink.lock().unwrap().push(w)))
         .with_faults(faults.clone());
@@ -309,7 +309,7 @@ async fn delete_checks_preconditions_and_then_everything_is_not_found() {
 async fn a_fault_window_answers_5xx_and_applies_nothing() {
     let running = start(&MemStorage::new()).await;
     let leases = api(&running);
-    running.faults.fail_requests(503);
+    running.faults.open(None, ErrorStatus::Unavailable);
     let refused = leases
         .create(&PostParams::default(), &lease("s1-a", "replica-1#0", 1))
         .await

@@ -50,6 +50,7 @@ impl WorldBackend for JsonLease {
             },
             record_deletion: false,
             restarts: false,
+            error_windows: false,
         }
     }
 

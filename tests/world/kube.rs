@@ -207,7 +207,7 @@ fn every_swarm_profile_has_a_kube_twin_without_record_deletion() {
             .filter(|k| *k != FaultKind::DeleteRecord)
             .collect();
         if name == "swarm-everything.toml" {
-            expected.push(FaultKind::ApiserverErrors);
+            expected.push(FaultKind::AuthorityErrors);
         }
         assert_eq!(
             kube.kinds, expected,
@@ -403,34 +403,40 @@ fn a_ttl_of_fractional_seconds_is_refused_for_kube_at_build_and_in_scenarios() {
 }
 
 #[test]
-fn apiserver_errors_answer_5xx_for_a_while_and_only_kube_takes_them() {
+fn authority_errors_answer_the_api_servers_status_for_a_while() {
     use leasesim::check::judge::judge;
     use leasesim::check::linearizability::Budget;
     use leasesim::sim::backend::{Backend, Kube};
-    use leasesim::sim::schedule::{Fault, FaultSchedule};
+    use leasesim::sim::schedule::{ErrorStatus, Fault, FaultSchedule};
     use leasesim::sim::world::World;
-    let errors = |code| {
+    let errors = |status| {
         FaultSchedule::new().at(
             5_000,
-            Fault::ApiserverErrors {
+            Fault::AuthorityErrors {
                 duration_ms: 4_000,
-                code,
+                status,
+                to: None,
             },
         )
     };
-    let grpc = World::builder().schedule(errors(503)).build().unwrap_err();
-    assert!(grpc.to_string().contains("apiserver_errors"), "{grpc}");
-    let bad_code = World::builder()
-        .backend(Backend::new(Kube))
-        .schedule(errors(404))
-        .build()
-        .unwrap_err();
-    assert!(bad_code.to_string().contains("500..=599"), "{bad_code}");
+    // Files from before `authority_errors` spell it `apiserver_errors` with an HTTP code.
+    let old = FaultSchedule::from_json(
+        r#"{"v":1,"faults":[{"at_ms":5000,"fault":"apiserver_errors","duration_ms":4000,"code":503}]}"#,
+    );
+    assert_eq!(old, Ok(errors(ErrorStatus::Unavailable)));
+    let bad = FaultSchedule::from_json(
+        r#"{"v":1,"faults":[{"at_ms":1,"fault":"authority_errors","duration_ms":4,"status":404}]}"#,
+    )
+    .unwrap_err();
+    assert!(
+        bad.contains("internal, unavailable or permission_denied"),
+        "{bad}"
+    );
     let world = World::builder()
         .seed(3)
         .backend(Backend::new(Kube))
         .duration(Duration::from_secs(30))
-        .schedule(errors(503))
+        .schedule(errors(ErrorStatus::Unavailable))
         .build()
         .unwrap();
     let history = world.run().unwrap().history;

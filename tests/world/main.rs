@@ -3,6 +3,7 @@
 //! backend brought by the user, and determinism (same seed, same bytes).
 
 mod apiserver;
+mod authority_faults;
 mod backend;
 mod bad_input;
 mod cli;

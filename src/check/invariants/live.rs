@@ -1,6 +1,7 @@
 //! LIVE — once faults heal, each contended session is held by a live replica that appends
 //! within TTL + grace period (if the authority restarted) + 3 renew intervals + the longest
-//! reconnect backoff.
+//! reconnect backoff; and, over the whole run, no grace refusal comes after a TTL of the
+//! authority's accumulated uptime since its newest grant (the grace rule, [`super::grace`]).
 //!
 //! The window starts at the `faults_healed` marker; the bound comes from the config line. A
 //! session is judged only if some replica is still turned away late in the window: an
@@ -127,6 +128,7 @@ fn still_counting(history: &History, refused: &OpLine, healed_us: u64, wait_us: 
 /// Checks LIVE over `history`.
 pub fn check(history: &History) -> InvariantReport {
     let mut report = InvariantReport::new(Check::Live);
+    super::grace::check_grace(history, &mut report);
     let (Ok(config), Some(healed)) = (history.config(), history.phase_at_us(Phase::FaultsHealed))
     else {
         return report;

@@ -28,6 +28,7 @@
 pub mod excl;
 pub mod expiry;
 pub mod fence;
+pub mod grace;
 pub mod holders;
 pub mod ledger;
 pub mod live;

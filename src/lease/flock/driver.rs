@@ -228,7 +228,7 @@ impl Reply {
                 holder_token: *holder_token,
                 ..Reply::ok(verb, Some(session))
             },
-            LeaseError::Unavailable { .. } => {
+            LeaseError::Unavailable { .. } | LeaseError::Unexpected { .. } => {
                 Reply::failed(verb, Some(session), Failure::Unavailable, error.to_string())
             }
             LeaseError::InvalidSession { .. } => Reply::failed(

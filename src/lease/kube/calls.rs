@@ -234,9 +234,10 @@ fn object_reply(object: &LeaseObject) -> KubeReply {
 ///   requested resource" without a name: `coordination.k8s.io/v1` is not served at all) →
 ///   [`LeaseError::Unsupported`]: this backend cannot lease on that server.
 /// - 409 → conflict (stale resourceVersion, or the name exists).
-/// - 401 / 403 → [`LeaseError::Unavailable`] naming the status (RBAC is fixed by an operator,
-///   and may be fixed while the process runs; Held would be a false loss signal).
-/// - 429, 5xx, any other status, transport errors and timeouts → [`LeaseError::Unavailable`].
+/// - 401 / 403 / 5xx → [`LeaseError::Unexpected`] naming the status (RBAC is fixed by an
+///   operator, and may be fixed while the process runs; Held would be a false loss signal):
+///   retried as a transient error while the holder's deadline lasts.
+/// - 429, any other status, transport errors and timeouts → [`LeaseError::Unavailable`].
 pub(super) fn classify(error: kube::Error) -> (KubeReply, Failure) {
     match error {
         kube::Error::Api(status) => {
@@ -270,12 +271,11 @@ fn classify_status(
                 code,
                 reason: text.to_owned(),
             };
-            let failure = if code == 404 {
-                LeaseError::Unsupported
-            } else {
-                LeaseError::Unavailable {
-                    reason: format!("Kubernetes API answered {code} {text}: {message}"),
-                }
+            let answered = format!("Kubernetes API answered {code} {text}: {message}");
+            let failure = match code {
+                404 => LeaseError::Unsupported,
+                401 | 403 | 500..=599 => LeaseError::Unexpected { status: answered },
+                _ => LeaseError::Unavailable { reason: answered },
             };
             (reply, Failure::Lease(failure))
         }
@@ -338,15 +338,19 @@ mod tests {
                     reason: reason.to_owned()
                 }
             );
-            match failure {
-                Failure::Lease(LeaseError::Unavailable { reason: text }) => {
-                    assert!(
-                        text.contains(reason) && text.contains(&code.to_string()),
-                        "{text}"
-                    );
+            // 429 asks to come back later; the others are statuses the contract does not
+            // name. Both are retried while the holder's deadline lasts.
+            let text = match (code, failure) {
+                (429, Failure::Lease(LeaseError::Unavailable { reason: text })) => text,
+                (401 | 403 | 500 | 503, Failure::Lease(LeaseError::Unexpected { status })) => {
+                    status
                 }
-                other => panic!("{code} {reason} → {other:?}"),
-            }
+                (_, other) => panic!("{code} {reason} → {other:?}"),
+            };
+            assert!(
+                text.contains(reason) && text.contains(&code.to_string()),
+                "{text}"
+            );
         }
     }
 }

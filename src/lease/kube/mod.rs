@@ -28,7 +28,8 @@
 //! read. The granted [`Lease`]'s `expiry` is the holder's own observation: the local send
 //! time of the successful write + TTL.
 //!
-//! Errors: transport failures, timeouts, 5xx, 429, 401/403 → [`LeaseError::Unavailable`]
+//! Errors: transport failures, timeouts, 429 → [`LeaseError::Unavailable`]; 5xx, 401/403 →
+//! [`LeaseError::Unexpected`] (both retried while the holder's deadline lasts)
 //! (with the status text: RBAC may be fixed while the process runs, and Held would be a false
 //! loss signal); a 404 whose `Status` does not name the object (the API group
 //! `coordination.k8s.io/v1` is not served) → [`LeaseError::Unsupported`]; a takeover that

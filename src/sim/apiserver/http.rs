@@ -26,10 +26,12 @@ pub(super) async fn serve(server: Arc<ApiServer>, mut incoming: Incoming) -> std
     while let Some(conn) = incoming.next().await {
         let conn = conn?;
         let server = server.clone();
+        // The caller, for the error windows that single one out.
+        let peer: Option<Arc<str>> = conn.peer().map(Arc::from);
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request| {
-                let server = server.clone();
-                async move { Ok::<_, Infallible>(respond(&server, request).await) }
+                let (server, peer) = (server.clone(), peer.clone());
+                async move { Ok::<_, Infallible>(respond(&server, peer.as_deref(), request).await) }
             });
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder.auto_date_header(false).header_read_timeout(None);
@@ -66,8 +68,12 @@ fn route(path: &str) -> Result<Route, ApiError> {
     }
 }
 
-async fn respond(server: &ApiServer, request: Request<HttpBody>) -> Response<String> {
-    match handle(server, request).await {
+async fn respond(
+    server: &ApiServer,
+    peer: Option<&str>,
+    request: Request<HttpBody>,
+) -> Response<String> {
+    match handle(server, peer, request).await {
         Ok((code, body)) => json(code, body),
         Err(error) => {
             let code =
@@ -94,9 +100,11 @@ fn to_json(value: &impl Serialize) -> String {
 
 async fn handle(
     server: &ApiServer,
+    peer: Option<&str>,
     request: Request<HttpBody>,
 ) -> Result<(StatusCode, String), ApiError> {
     server.handler_start().await;
+    server.check_faults(peer)?;
     let (parts, body) = request.into_parts();
     if parts
         .uri

@@ -39,8 +39,9 @@
 //! # The world's hooks
 //! [`ApiServerConfig::on_write`] is told each accepted write ([`AcceptedWrite`]) — the world
 //! turns it into a history `write` line; nothing is recorded without it.
-//! [`ApiServerFaults`] is a switch the nemesis flips: while it is set, every request is
-//! answered with its 5xx code and nothing is applied.
+//! [`ApiServerConfig::faults`] are the nemesis's error windows (`authority_errors`): a request
+//! from a caller a window covers is answered with the window's HTTP status (500, 503, 403)
+//! and nothing is applied.
 
 mod http;
 mod patch;
@@ -48,7 +49,7 @@ mod status;
 pub mod store;
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use serde_json::Value;
@@ -56,6 +57,7 @@ use serde_json::Value;
 pub use self::status::ApiError;
 pub use self::store::ObjectKey;
 use self::store::{Change, Store};
+use super::errors::ErrorWindows;
 use crate::history::WriteVerb;
 use crate::hooks::{HookSlot, PausePoint};
 use crate::net::Incoming;
@@ -88,43 +90,14 @@ pub struct AcceptedWrite {
 /// Called with each accepted write, after it is durable and before the reply.
 pub type WriteSink = Arc<dyn Fn(AcceptedWrite) + Send + Sync>;
 
-/// The fault switch of one API server; `Clone` shares it (the world keeps one across
-/// restarts).
-#[derive(Clone, Debug, Default)]
-pub struct ApiServerFaults {
-    failing: Arc<Mutex<Option<u16>>>,
-}
-
-impl ApiServerFaults {
-    /// From now on, answer every request with HTTP `code` (500 or 503 in the world) and apply
-    /// nothing.
-    pub fn fail_requests(&self, code: u16) {
-        *self.lock() = Some(code);
-    }
-
-    /// Serve requests again.
-    pub fn heal(&self) {
-        *self.lock() = None;
-    }
-
-    /// The code requests are failed with, if any.
-    pub fn failing(&self) -> Option<u16> {
-        *self.lock()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<u16>> {
-        self.failing.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
 /// Settings of an [`ApiServer`].
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct ApiServerConfig {
     /// Told each accepted write (none by default).
     pub on_write: Option<WriteSink>,
-    /// The fault switch (a fresh, healed one by default).
-    pub faults: ApiServerFaults,
+    /// The error windows (none open by default).
+    pub faults: ErrorWindows,
     /// Harness hooks: each request reaches [`PausePoint::ServiceHandlerStart`] before it is
     /// handled (none by default).
     pub hooks: HookSlot,
@@ -153,8 +126,8 @@ impl ApiServerConfig {
         self
     }
 
-    /// Uses `faults` as the fault switch.
-    pub fn with_faults(mut self, faults: ApiServerFaults) -> Self {
+    /// Answers the error windows of `faults`.
+    pub fn with_faults(mut self, faults: ErrorWindows) -> Self {
         self.faults = faults;
         self
     }
@@ -212,11 +185,15 @@ impl ApiServer {
             .await;
     }
 
-    fn check_faults(&self) -> Result<(), ApiError> {
-        match self.config.faults.failing() {
-            Some(code) => Err(ApiError::server_error(
-                code,
-                format!("the API server is failing every request with {code} (a fault window)"),
+    /// Refuses a request from host `peer` that an error window covers, with its status.
+    pub(crate) fn check_faults(&self, peer: Option<&str>) -> Result<(), ApiError> {
+        match self.config.faults.answer_for(peer) {
+            Some(status) => Err(ApiError::server_error(
+                status.http_code(),
+                format!(
+                    "the API server answers {} (an authority_errors window)",
+                    status.http_code()
+                ),
             )),
             None => Ok(()),
         }
@@ -225,9 +202,8 @@ impl ApiServer {
     /// The object `key`.
     ///
     /// # Errors
-    /// 404 when missing; a fault window's 5xx.
+    /// 404 when missing; an error window's status.
     pub async fn get(&self, key: &ObjectKey) -> Result<Lease, ApiError> {
-        self.check_faults()?;
         let state = self.store.lock().await;
         state
             .objects
@@ -241,7 +217,6 @@ impl ApiServer {
     /// # Errors
     /// A fault window's 5xx.
     pub async fn list(&self, namespace: &str) -> Result<(Vec<Lease>, u64), ApiError> {
-        self.check_faults()?;
         let state = self.store.lock().await;
         let items = state
             .objects
@@ -256,9 +231,8 @@ impl ApiServer {
     ///
     /// # Errors
     /// 400 with a `resourceVersion` set or another namespace in the body; 422 for an invalid
-    /// object; 409 `AlreadyExists`; 5xx.
+    /// object; 409 `AlreadyExists`; an error window's status.
     pub async fn create(&self, namespace: &str, mut lease: Lease) -> Result<Lease, ApiError> {
-        self.check_faults()?;
         let key = key_in(namespace, &lease)?;
         if lease.metadata.resource_version.is_some() {
             return Err(ApiError::bad_request(
@@ -281,13 +255,12 @@ impl ApiServer {
     /// # Errors
     /// 400 when the body names another object; 422 invalid or without `resourceVersion`;
     /// 409 `Conflict` when its `resourceVersion` (or `uid`) is not the stored one; 404 for a
-    /// missing object with a `resourceVersion`; 5xx.
+    /// missing object with a `resourceVersion`; an error window's status.
     pub async fn replace(
         &self,
         key: &ObjectKey,
         mut lease: Lease,
     ) -> Result<(Lease, bool), ApiError> {
-        self.check_faults()?;
         if key_in(&key.namespace, &lease)? != *key {
             return Err(ApiError::bad_request(format!(
                 "the name of the object ({}) does not match the name on the URL ({})",
@@ -336,9 +309,8 @@ impl ApiServer {
     ///
     /// # Errors
     /// 404 missing; 409 `Conflict` on a failed precondition; 400/422 when the result is not a
-    /// valid Lease of that name; 5xx.
+    /// valid Lease of that name; an error window's status.
     pub async fn patch(&self, key: &ObjectKey, patch: &Value) -> Result<Lease, ApiError> {
-        self.check_faults()?;
         let mut state = self.store.lock().await;
         let stored = state
             .objects
@@ -367,13 +339,12 @@ impl ApiServer {
     /// Deletes the object `key` (DELETE), if `preconditions` hold; returns the uid it had.
     ///
     /// # Errors
-    /// 404 missing; 409 `Conflict` on a failed precondition; 5xx.
+    /// 404 missing; 409 `Conflict` on a failed precondition; an error window's status.
     pub async fn delete(
         &self,
         key: &ObjectKey,
         preconditions: &Preconditions,
     ) -> Result<Option<String>, ApiError> {
-        self.check_faults()?;
         let mut state = self.store.lock().await;
         let stored = state
             .objects

@@ -91,12 +91,12 @@ impl ApiError {
         Self::new(415, "UnsupportedMediaType", message, None)
     }
 
-    /// 500 or 503 (a fault window, or broken storage), nothing applied.
+    /// 500, 503 or 403 (an error window, or broken storage), nothing applied.
     pub fn server_error(code: u16, message: String) -> Self {
-        let reason = if code == 503 {
-            "ServiceUnavailable"
-        } else {
-            "InternalError"
+        let reason = match code {
+            503 => "ServiceUnavailable",
+            403 => "Forbidden",
+            _ => "InternalError",
         };
         Self::new(code, reason, message, None)
     }

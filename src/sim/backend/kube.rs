@@ -48,6 +48,7 @@ impl WorldBackend for Kube {
             authority: AuthorityKind::Holders,
             record_deletion: false,
             restarts: true,
+            error_windows: true,
         }
     }
 
@@ -59,7 +60,7 @@ impl WorldBackend for Kube {
         Box::pin(async move {
             let config = ApiServerConfig::default()
                 .with_write_sink(host.write_sink())
-                .with_faults(host.request_faults())
+                .with_faults(host.error_windows())
                 .with_hooks(host.hooks());
             let server = Arc::new(ApiServer::open(host.disk(), config).await?);
             let incoming = host.listen(APISERVER_PORT).await?;

@@ -31,9 +31,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::apiserver::{AcceptedWrite, ApiServerFaults, WriteSink};
+use super::apiserver::{AcceptedWrite, WriteSink};
 use super::clock::HostClock;
-use super::net::{turmoil_dialer, turmoil_incoming};
+use super::errors::ErrorWindows;
+use super::net::turmoil_incoming;
 use super::record::Recorder;
 use crate::clock::{Clock, Instant};
 use crate::history::{Decision, DecisionLine, Refusal, Request, WriteLine, hosts, micros};
@@ -101,6 +102,10 @@ pub struct BackendView {
     /// Whether the host may crash and restart (`crash`/`restart` of `host`,
     /// `lease_service_restarts`).
     pub restarts: bool,
+    /// Whether the backend's server answers the nemesis's error windows
+    /// (`authority_errors`): it must consult [`AuthorityHost::error_windows`] with each
+    /// request's caller ([`crate::net::Conn::peer`]).
+    pub error_windows: bool,
 }
 
 impl BackendView {
@@ -241,7 +246,7 @@ pub struct AuthorityHost {
     pub(crate) mutant: Option<Mutant>,
     pub(crate) recorder: Recorder,
     pub(crate) faults: FaultsSlot,
-    pub(crate) request_faults: ApiServerFaults,
+    pub(crate) error_windows: ErrorWindows,
 }
 
 impl AuthorityHost {
@@ -296,10 +301,11 @@ impl AuthorityHost {
         ))
     }
 
-    /// The error window the nemesis opens with `apiserver_errors` (kept across restarts):
-    /// a backend that serves requests answers them with its code while it is set.
-    pub fn request_faults(&self) -> ApiServerFaults {
-        self.request_faults.clone()
+    /// The error windows the nemesis opens with `authority_errors` (kept across restarts):
+    /// a backend whose [`BackendView::error_windows`] is true answers a request with the
+    /// window's status ([`ErrorWindows::answer_for`] its caller) and applies nothing.
+    pub fn error_windows(&self) -> ErrorWindows {
+        self.error_windows.clone()
     }
 
     /// The recorder's sink for the accepted writes of an API server on this host: each
@@ -336,6 +342,7 @@ pub struct ReplicaEnv {
     pub(crate) mutant: Option<Mutant>,
     pub(crate) ttl: Duration,
     pub(crate) recorder: Recorder,
+    pub(crate) dialer: Dialer,
 }
 
 impl ReplicaEnv {
@@ -349,9 +356,10 @@ impl ReplicaEnv {
         Arc::new(self.clock.clone())
     }
 
-    /// Dials the world's simulated TCP (`host:port`).
+    /// Dials the world's simulated TCP (`host:port`), replies held as the schedule's
+    /// `hold_replies` say.
     pub fn dialer(&self) -> Dialer {
-        turmoil_dialer()
+        self.dialer.clone()
     }
 
     /// The world's client settings (call deadline, keepalive, reconnect backoff).
@@ -396,6 +404,7 @@ impl WorldBackend for Grpc {
             authority: AuthorityKind::Decides,
             record_deletion: true,
             restarts: true,
+            error_windows: true,
         }
     }
 
@@ -413,9 +422,15 @@ impl WorldBackend for Grpc {
                 async move { authority.persist_grace().await }
             });
             let incoming = host.listen(LEASE_PORT).await?;
-            LeaseServer::new(host.record(authority))
+            let service = LeaseServer::new(host.record(authority))
                 .with_hooks(host.hooks())
-                .serve(incoming, std::future::pending())
+                .service();
+            tonic::transport::Server::builder()
+                .layer(tonic::service::InterceptorLayer::new(answer_error_windows(
+                    host.error_windows(),
+                )))
+                .add_service(service)
+                .serve_with_incoming(incoming)
                 .await?;
             Ok(())
         })
@@ -431,6 +446,23 @@ impl WorldBackend for Grpc {
             replica.clock(),
             replica.client_config(),
         )?))
+    }
+}
+
+/// A gRPC interceptor answering the calls an error window covers with its status, before
+/// the lease service sees them (nothing is applied, nothing is recorded as a decision).
+fn answer_error_windows(
+    windows: ErrorWindows,
+) -> impl FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone {
+    move |request: tonic::Request<()>| {
+        let peer = request.extensions().get::<crate::net::Peer>();
+        match windows.answer_for(peer.and_then(|p| p.host.as_deref())) {
+            Some(status) => Err(tonic::Status::new(
+                status.grpc_code(),
+                format!("{status:?} (an authority_errors window)"),
+            )),
+            None => Ok(request),
+        }
     }
 }
 
