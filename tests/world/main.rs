@@ -9,6 +9,7 @@ mod cli;
 mod field_cases;
 mod fuzz;
 mod kube;
+mod plans;
 mod run_files;
 mod scenario_errors;
 mod scenarios;
