@@ -210,11 +210,15 @@ impl Shrinker {
         let Some(runs) = plan_of(best).map(|plan| plan.runs.len()) else {
             return;
         };
-        self.halve_while_failing(best, |run| run.think_ms > 1, |runs| {
-            for run in runs {
-                run.think_ms /= 2;
-            }
-        });
+        self.halve_while_failing(
+            best,
+            |run| run.think_ms > 1,
+            |runs| {
+                for run in runs {
+                    run.think_ms /= 2;
+                }
+            },
+        );
         for index in 0..runs {
             self.halve_while_failing(
                 best,
@@ -285,28 +289,26 @@ impl Shrinker {
     /// The minimal run with its violations of the check, operations and diagram; a plan
     /// keeps only the runs its replicas reached.
     fn finish(&self, mut best: RunFile) -> Shrunk {
-        let (violations, sequence_diagram, operations) = match runfile::execute_world(
-            &best,
-            self.timeout,
-        ) {
-            Ok(output) => {
-                let history = output.history;
-                if let Some(plan) = plan_of(&best) {
-                    best = with_runs(&best, plan.without_unstarted(&output.started).runs);
+        let (violations, sequence_diagram, operations) =
+            match runfile::execute_world(&best, self.timeout) {
+                Ok(output) => {
+                    let history = output.history;
+                    if let Some(plan) = plan_of(&best) {
+                        best = with_runs(&best, plan.without_unstarted(&output.started).runs);
+                    }
+                    let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
+                    let violations = check_records(&judgement, &best.expect, &history)
+                        .into_iter()
+                        .find(|record| record.name == self.check)
+                        .map(|record| record.violations)
+                        .unwrap_or_default();
+                    let session = session_of(&violations);
+                    let diagram =
+                        crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
+                    (violations, diagram, history.ops().count())
                 }
-                let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
-                let violations = check_records(&judgement, &best.expect, &history)
-                    .into_iter()
-                    .find(|record| record.name == self.check)
-                    .map(|record| record.violations)
-                    .unwrap_or_default();
-                let session = session_of(&violations);
-                let diagram =
-                    crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
-                (violations, diagram, history.ops().count())
-            }
-            Err(_) => (Vec::new(), String::new(), 0),
-        };
+                Err(_) => (Vec::new(), String::new(), 0),
+            };
         Shrunk {
             run: best,
             attempts: self.attempts(),

@@ -307,7 +307,12 @@ async fn through_service(
 ) -> Result<(), ReplicaError> {
     let service = Arc::new(crate::service::Service::new(store));
     let started = StartedRuns::default();
-    let mut task = tokio::spawn(workload::run_runs_on(replica, service.clone(), runs, started));
+    let mut task = tokio::spawn(workload::run_runs_on(
+        replica,
+        service.clone(),
+        runs,
+        started,
+    ));
     let joined = tokio::select! {
         joined = &mut task => Some(joined),
         () = &mut stop => None,

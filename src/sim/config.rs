@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use super::backend::Backend;
-pub use super::plan::WorkloadMix;
 use super::plan::Plan;
+pub use super::plan::WorkloadMix;
 use super::script::Script;
 use crate::clock::WallTime;
 use crate::history::{ConfigLine, hosts, micros};

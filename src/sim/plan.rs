@@ -218,7 +218,10 @@ pub fn drawn_runs(who: Drawer<'_>) -> DrawnRuns {
         .parse::<u64>()
         .unwrap_or(0);
     DrawnRuns {
-        rng: rng(who.seed ^ (index << 32) ^ who.incarnation, Subsystem::Workload),
+        rng: rng(
+            who.seed ^ (index << 32) ^ who.incarnation,
+            Subsystem::Workload,
+        ),
         sessions: who.sessions.to_vec(),
         mix: who.mix.clone(),
         replica: who.replica.to_owned(),

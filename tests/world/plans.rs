@@ -98,7 +98,11 @@ fn a_plan_holds_every_replica_incarnation_and_shutdown_the_run_drew() {
 fn a_planned_run_file_round_trips_through_json() {
     let (planned, _) = resolve("swarm-crashes", 2).planned(TIMEOUT).unwrap();
     let text = planned.to_json();
-    assert!(text.contains("\"plan\": {"), "{}", &text[..text.len().min(400)]);
+    assert!(
+        text.contains("\"plan\": {"),
+        "{}",
+        &text[..text.len().min(400)]
+    );
     let back = RunFile::parse(&text).unwrap();
     assert_eq!(back, planned);
     assert_eq!(back.v, 3);
@@ -108,7 +112,13 @@ fn a_planned_run_file_round_trips_through_json() {
     )
     .unwrap();
     assert_eq!(
-        (run.incarnation, run.at_ms, run.appends, run.think_ms, run.shutdown),
+        (
+            run.incarnation,
+            run.at_ms,
+            run.appends,
+            run.think_ms,
+            run.shutdown
+        ),
         (1, 1500, 2, 300, true)
     );
 }
@@ -125,4 +135,3 @@ fn a_plan_the_world_cannot_run_is_refused_at_load() {
     assert!(error.contains("`workload.plan`"), "{error}");
     assert!(error.contains("unknown session `s9`"), "{error}");
 }
-
