@@ -1,9 +1,13 @@
 //! Shrinking: reduce a failing run to a minimal run that still breaks the same check
-//! (DESIGN.md, "Campaigns and reports"), by delta debugging over its run file ([`ddmin`]):
-//! drop faults, drop scripted calls, shorten freezes, remove replicas, shorten the run.
+//! (DESIGN.md, "Campaigns and reports"), by delta debugging over its run file ([`ddmin`]).
+//! A generated workload is first turned into its plan (the same world, as data:
+//! [`crate::sim::plan`]), so shrinking reaches the calls. Then: drop faults, drop scripted
+//! calls, drop a plan's whole runs, then appends within runs, then its graceful shutdowns,
+//! shorten freezes, shorten think times, remove replicas, shorten the run.
 //!
 //! Every candidate is a whole run file executed from scratch; since runs are deterministic,
 //! "still fails" is a property of the file alone, and the minimal file replays the failure.
+//! The minimal plan keeps only the runs its replicas reached (the rest never ran).
 
 use std::cell::Cell;
 use std::time::Duration;
@@ -15,6 +19,7 @@ use crate::check::judge::judge;
 use crate::check::linearizability::Budget;
 use crate::history::History;
 use crate::results::record::ViolationRecord;
+use crate::sim::plan::{Plan, PlannedRun};
 use crate::sim::runfile::{self, RunFile, RunWorkload};
 use crate::sim::schedule::{Fault, ScheduledFault};
 use crate::sim::script::Script;
@@ -45,9 +50,14 @@ pub fn shrink(run: &RunFile, check: Check, timeout: Duration) -> Shrunk {
         tries: Cell::new(0),
     };
     let mut best = run.clone();
+    shrinker.plan_workload(&mut best);
     shrinker.drop_faults(&mut best);
     shrinker.drop_calls(&mut best);
+    shrinker.drop_runs(&mut best);
+    shrinker.drop_appends(&mut best);
+    shrinker.drop_shutdowns(&mut best);
     shrinker.shorten_freezes(&mut best);
+    shrinker.shorten_thinks(&mut best);
     shrinker.drop_replicas(&mut best);
     shrinker.shorten_run(&mut best);
     shrinker.finish(best)
@@ -65,20 +75,40 @@ impl Shrinker {
         self.tries.get()
     }
 
+    /// One `parts`-th of the attempts left.
+    fn share(&self, parts: u32) -> u32 {
+        MAX_ATTEMPTS.saturating_sub(self.attempts()) / parts
+    }
+
+    /// Whether `history` violates the check.
+    fn violates(&self, history: &History) -> bool {
+        let judgement = judge(history, Budget::steps(super::execute::RUN_BUDGET));
+        judgement.violated().contains(&self.check)
+    }
+
     /// Runs `candidate`: its history when it still violates the check.
     fn still_fails(&self, candidate: &RunFile) -> Option<History> {
         self.tries.set(self.tries.get() + 1);
-        let (history, _) = runfile::execute(candidate, self.timeout).ok()?;
-        let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
-        judgement
-            .violated()
-            .contains(&self.check)
-            .then_some(history)
+        let output = runfile::execute_world(candidate, self.timeout).ok()?;
+        self.violates(&output.history).then_some(output.history)
     }
 
-    /// 1. Faults: ddmin over the schedule.
+    /// 0. A generated workload becomes its plan (one run: the same world, so it still fails).
+    fn plan_workload(&self, best: &mut RunFile) {
+        if !matches!(best.workload, RunWorkload::Generated(_)) {
+            return;
+        }
+        self.tries.set(self.tries.get() + 1);
+        if let Ok((planned, history)) = best.planned(self.timeout)
+            && self.violates(&history)
+        {
+            *best = planned;
+        }
+    }
+
+    /// 1. Faults: ddmin over the schedule (half the attempts, a third beside a plan).
     fn drop_faults(&self, best: &mut RunFile) {
-        let budget = MAX_ATTEMPTS / 2;
+        let budget = self.share(if plan_of(best).is_some() { 3 } else { 2 });
         let (faults, _) = ddmin(best.schedule.faults.clone(), budget, |faults| {
             let mut candidate = best.clone();
             candidate.schedule.faults = faults.to_vec();
@@ -101,7 +131,61 @@ impl Shrinker {
         best.workload = with_calls(&calls);
     }
 
-    /// 3. Freezes: halve each freeze while the run still fails.
+    /// 3. A plan's runs: ddmin over them, whole.
+    fn drop_runs(&self, best: &mut RunFile) {
+        let Some(plan) = plan_of(best) else {
+            return;
+        };
+        let (runs, _) = ddmin(plan.runs.clone(), self.share(2), |runs| {
+            self.still_fails(&with_runs(best, runs.to_vec())).is_some()
+        });
+        *best = with_runs(best, runs);
+    }
+
+    /// 4. A plan's appends: ddmin over every append of every run (a run keeps as many as
+    ///    the candidate leaves it).
+    fn drop_appends(&self, best: &mut RunFile) {
+        let Some(plan) = plan_of(best) else {
+            return;
+        };
+        let slots: Vec<usize> = (0..plan.runs.len())
+            .flat_map(|index| std::iter::repeat_n(index, plan.runs[index].appends as usize))
+            .collect();
+        let keeping = |slots: &[usize]| {
+            let mut runs = plan.runs.clone();
+            for (index, run) in runs.iter_mut().enumerate() {
+                run.appends = slots.iter().filter(|slot| **slot == index).count() as u64;
+            }
+            with_runs(best, runs)
+        };
+        let (slots, _) = ddmin(slots, self.share(2), |slots| {
+            self.still_fails(&keeping(slots)).is_some()
+        });
+        *best = keeping(&slots);
+    }
+
+    /// 5. A plan's graceful shutdowns: ddmin over the runs that ask for one.
+    fn drop_shutdowns(&self, best: &mut RunFile) {
+        let Some(plan) = plan_of(best) else {
+            return;
+        };
+        let asking: Vec<usize> = (0..plan.runs.len())
+            .filter(|index| plan.runs[*index].shutdown)
+            .collect();
+        let keeping = |asking: &[usize]| {
+            let mut runs = plan.runs.clone();
+            for (index, run) in runs.iter_mut().enumerate() {
+                run.shutdown = asking.contains(&index);
+            }
+            with_runs(best, runs)
+        };
+        let (asking, _) = ddmin(asking, self.share(2), |asking| {
+            self.still_fails(&keeping(asking)).is_some()
+        });
+        *best = keeping(&asking);
+    }
+
+    /// 6. Freezes: halve each freeze while the run still fails.
     fn shorten_freezes(&self, best: &mut RunFile) {
         for index in 0..best.schedule.faults.len() {
             while self.attempts() < MAX_ATTEMPTS {
@@ -121,7 +205,56 @@ impl Shrinker {
         }
     }
 
-    /// 4. Replicas: one fewer while the run still fails (a schedule or script naming a
+    /// 7. A plan's think times: halve them all while the run still fails, then each run's.
+    fn shorten_thinks(&self, best: &mut RunFile) {
+        let Some(runs) = plan_of(best).map(|plan| plan.runs.len()) else {
+            return;
+        };
+        self.halve_while_failing(
+            best,
+            |run| run.think_ms > 1,
+            |runs| {
+                for run in runs {
+                    run.think_ms /= 2;
+                }
+            },
+        );
+        for index in 0..runs {
+            self.halve_while_failing(
+                best,
+                |run| run.think_ms > 1,
+                |runs| runs[index].think_ms /= 2,
+            );
+        }
+    }
+
+    /// Applies `halve` to a plan's runs while the run still fails, some run still `can`
+    /// halve, and attempts are left.
+    fn halve_while_failing(
+        &self,
+        best: &mut RunFile,
+        can: impl Fn(&PlannedRun) -> bool,
+        halve: impl Fn(&mut [PlannedRun]),
+    ) {
+        while self.attempts() < MAX_ATTEMPTS {
+            let Some(plan) = plan_of(best) else {
+                return;
+            };
+            let mut runs = plan.runs.clone();
+            halve(&mut runs);
+            let changed = runs.iter().zip(&plan.runs).any(|(new, old)| new != old);
+            if !changed || !plan.runs.iter().any(&can) {
+                return;
+            }
+            let candidate = with_runs(best, runs);
+            if self.still_fails(&candidate).is_none() {
+                return;
+            }
+            *best = candidate;
+        }
+    }
+
+    /// 8. Replicas: one fewer while the run still fails (a schedule, script or plan naming a
     ///    removed replica makes the candidate invalid, so it is simply not taken).
     fn drop_replicas(&self, best: &mut RunFile) {
         while best.world.replicas > 1 && self.attempts() < MAX_ATTEMPTS {
@@ -134,10 +267,11 @@ impl Shrinker {
         }
     }
 
-    /// 5. A generated workload: a shorter run, never ending before the heal (the liveness
-    ///    phase runs on from the heal anyway, so a shorter fault phase is what shrinks).
+    /// 9. A generated or planned workload: a shorter run, never ending before the heal (the
+    ///    liveness phase runs on from the heal anyway, so a shorter fault phase is what
+    ///    shrinks).
     fn shorten_run(&self, best: &mut RunFile) {
-        if !matches!(best.workload, RunWorkload::Generated(_)) {
+        if matches!(best.workload, RunWorkload::Script(_)) {
             return;
         }
         let heal_s = best.schedule.heal_at_ms.map_or(0, |ms| ms.div_ceil(1_000));
@@ -152,24 +286,29 @@ impl Shrinker {
         }
     }
 
-    /// The minimal run with its violations of the check, operations and diagram.
-    fn finish(&self, best: RunFile) -> Shrunk {
-        let (violations, sequence_diagram, operations) = match runfile::execute(&best, self.timeout)
-        {
-            Ok((history, _)) => {
-                let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
-                let violations = check_records(&judgement, &best.expect, &history)
-                    .into_iter()
-                    .find(|record| record.name == self.check)
-                    .map(|record| record.violations)
-                    .unwrap_or_default();
-                let session = session_of(&violations);
-                let diagram =
-                    crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
-                (violations, diagram, history.ops().count())
-            }
-            Err(_) => (Vec::new(), String::new(), 0),
-        };
+    /// The minimal run with its violations of the check, operations and diagram; a plan
+    /// keeps only the runs its replicas reached.
+    fn finish(&self, mut best: RunFile) -> Shrunk {
+        let (violations, sequence_diagram, operations) =
+            match runfile::execute_world(&best, self.timeout) {
+                Ok(output) => {
+                    let history = output.history;
+                    if let Some(plan) = plan_of(&best) {
+                        best = with_runs(&best, plan.without_unstarted(&output.started).runs);
+                    }
+                    let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
+                    let violations = check_records(&judgement, &best.expect, &history)
+                        .into_iter()
+                        .find(|record| record.name == self.check)
+                        .map(|record| record.violations)
+                        .unwrap_or_default();
+                    let session = session_of(&violations);
+                    let diagram =
+                        crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
+                    (violations, diagram, history.ops().count())
+                }
+                Err(_) => (Vec::new(), String::new(), 0),
+            };
         Shrunk {
             run: best,
             attempts: self.attempts(),
@@ -177,6 +316,22 @@ impl Shrinker {
             violations,
             sequence_diagram,
         }
+    }
+}
+
+/// The plan of `run`'s workload, if it has one.
+fn plan_of(run: &RunFile) -> Option<&Plan> {
+    match &run.workload {
+        RunWorkload::Plan(plan) => Some(plan),
+        _ => None,
+    }
+}
+
+/// `run` with a plan of exactly `runs`.
+fn with_runs(run: &RunFile, runs: Vec<PlannedRun>) -> RunFile {
+    RunFile {
+        workload: RunWorkload::Plan(Plan { runs }),
+        ..run.clone()
     }
 }
 

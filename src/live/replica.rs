@@ -25,6 +25,7 @@ use crate::journal::{RemoteLedger, SkewMargin, Store, StoreConfig};
 use crate::lease::{FlockLease, FlockLeaseConfig, Owner, RemoteLease, SessionLease};
 use crate::net::tcp_dialer;
 use crate::sim::config::{Workload, WorldConfig};
+use crate::sim::plan::{Drawer, PlannedRun, StartedRuns, drawn_runs};
 use crate::sim::record::{Recorder, RecordingLease, RecordingLedger, SinkHooks, validity_sink};
 use crate::sim::runfile::RunFile;
 use crate::sim::workload::{self, Replica};
@@ -260,7 +261,20 @@ async fn replica(
         config: config.clone(),
     };
     let ran = match run.world_workload() {
-        Workload::Generated => generated(replica, store, &config, &mut stop).await,
+        Workload::Generated => {
+            let runs = drawn_runs(Drawer {
+                seed: config.seed,
+                sessions: &config.sessions,
+                mix: &config.mix,
+                replica: &args.name,
+                incarnation: args.incarnation,
+            });
+            through_service(replica, store, &config, runs, &mut stop).await
+        }
+        Workload::Planned(plan) => {
+            let runs = plan.runs_of(&args.name, args.incarnation).into_iter();
+            through_service(replica, store, &config, runs, &mut stop).await
+        }
         Workload::Scripted(script) => {
             let calls = script.calls_of(&args.name);
             let mut task = tokio::spawn(workload::run_script(replica, calls));
@@ -282,18 +296,34 @@ async fn replica(
     ran.and(closed)
 }
 
-/// A generated workload through one service, shut down gracefully on `stop`.
-async fn generated(
+/// Drawn or planned runs through one service, shut down gracefully on `stop` (a plan's
+/// replica whose runs are done waits for it).
+async fn through_service(
     replica: Replica,
     store: Arc<Store>,
     config: &WorldConfig,
-    stop: impl std::future::Future<Output = ()>,
+    runs: impl Iterator<Item = PlannedRun> + Send + 'static,
+    mut stop: impl std::future::Future<Output = ()> + Unpin,
 ) -> Result<(), ReplicaError> {
     let service = Arc::new(crate::service::Service::new(store));
-    let mut task = tokio::spawn(workload::run_generated_on(replica, service.clone()));
-    tokio::select! {
-        joined = &mut task => return joined.map_err(|e| ReplicaError::Failed(format!("the workload failed: {e}"))),
-        () = stop => {}
+    let started = StartedRuns::default();
+    let mut task = tokio::spawn(workload::run_runs_on(
+        replica,
+        service.clone(),
+        runs,
+        started,
+    ));
+    let joined = tokio::select! {
+        joined = &mut task => Some(joined),
+        () = &mut stop => None,
+    };
+    if let Some(joined) = joined {
+        let ended =
+            joined.map_err(|e| ReplicaError::Failed(format!("the workload failed: {e}")))?;
+        if ended == workload::Ended::PlanDone {
+            stop.await;
+        }
+        return Ok(());
     }
     tracing::info!("stop signal: shutting down gracefully");
     let bound = config.ttl * 2 + SHUTDOWN_SLACK;

@@ -5,6 +5,8 @@
 use std::time::Duration;
 
 use super::backend::Backend;
+use super::plan::Plan;
+pub use super::plan::WorkloadMix;
 use super::script::Script;
 use crate::clock::WallTime;
 use crate::history::{ConfigLine, hosts, micros};
@@ -59,33 +61,6 @@ pub struct WorldConfig {
     pub liveness_phase: bool,
 }
 
-/// The shape of a generated workload: each replica loops picking a session, running on it
-/// (appending events a think time apart), releasing and thinking again. Every range is
-/// inclusive and drawn per run from the replica's workload stream. The defaults are the
-/// workload every seed had before mixes existed (same seed, same bytes).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkloadMix {
-    /// Events appended per run, `[least, most]` (default `[1, 6]`).
-    pub appends: (u64, u64),
-    /// Think time between appends and between runs, ms, `[least, most]` (default
-    /// `[50, 1500]`).
-    pub think_ms: (u64, u64),
-    /// Odds that a run ends in a graceful shutdown, as `[numerator, denominator]` (default
-    /// `[1, 25]`; `[0, 1]` never shuts down).
-    pub shutdown_chance: (u32, u32),
-}
-
-impl Default for WorkloadMix {
-    fn default() -> Self {
-        WorkloadMix {
-            appends: (1, 6),
-            think_ms: (50, 1_500),
-            shutdown_chance: (1, 25),
-        }
-    }
-}
-
 impl Default for WorldConfig {
     fn default() -> Self {
         WorldConfig {
@@ -136,6 +111,8 @@ pub enum Workload {
     Generated,
     /// Exactly these calls.
     Scripted(Script),
+    /// Exactly these runs, through the service layer ([`super::plan`]).
+    Planned(Plan),
 }
 
 /// The history's `config` line for `config`.

@@ -9,8 +9,8 @@
 //! - [`true_time`], [`clock`], [`gate`], [`freeze`] — true time, per-host clocks, the freeze
 //!   gate, and pauses/suspends/stalls.
 //! - [`schedule`], [`generate`], `nemesis` — fault schedules, drawing them, applying them.
-//! - [`script`], `workload`, [`record`] — scripted and generated workloads, recorded as a
-//!   history.
+//! - [`script`], [`plan`], `workload`, [`record`] — scripted, planned and generated workloads
+//!   (a generated workload is a plan drawn from the seed), recorded as a history.
 //! - [`net`], [`seed`] — turmoil TCP as a transport; sub-seeds per subsystem.
 //! - [`errors`], [`reply_hold`] — the authority's error windows and one-way reply holds,
 //!   which the nemesis opens and closes.
@@ -30,6 +30,7 @@ pub mod generate;
 mod hosts;
 mod nemesis;
 pub mod net;
+pub mod plan;
 pub mod record;
 pub mod reply_hold;
 pub mod runfile;

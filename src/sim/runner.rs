@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::config::{Workload, WorldConfig};
 use super::schedule::FaultSchedule;
-use super::world::{World, WorldError};
+use super::world::{RunOutput, World, WorldError};
 
 /// The determinism self-check's test hook ([`super::determinism`]): a process with this
 /// variable set (to anything) appends one line to the trace it writes, so its files differ
@@ -167,15 +167,30 @@ fn harness_io(path: &Path, error: std::io::Error) -> RunnerError {
 /// [`RunnerError::BadInput`] for a schedule or script the world refuses;
 /// [`RunnerError::Harness`] for a failed host, a panic, or no end within `timeout` of wall-clock
 /// time (each naming the seed).
-// One harness thread per run, outside the simulation: the only way to time out a run that
-// never yields back to us.
-#[allow(clippy::disallowed_methods)]
 pub fn run_with_timeout(
     config: &WorldConfig,
     schedule: FaultSchedule,
     workload: Workload,
     timeout: Duration,
 ) -> Result<(crate::history::History, Vec<u8>), RunnerError> {
+    run_world_with_timeout(config, schedule, workload, timeout)
+        .map(|(output, trace)| (output.history, trace))
+}
+
+/// [`run_with_timeout`], keeping all the world produced ([`RunOutput`]: the history and the
+/// runs its replicas started) beside the trace.
+///
+/// # Errors
+/// As [`run_with_timeout`].
+// One harness thread per run, outside the simulation: the only way to time out a run that
+// never yields back to us.
+#[allow(clippy::disallowed_methods)]
+pub fn run_world_with_timeout(
+    config: &WorldConfig,
+    schedule: FaultSchedule,
+    workload: Workload,
+    timeout: Duration,
+) -> Result<(RunOutput, Vec<u8>), RunnerError> {
     let world = World::builder()
         .config(config.clone())
         .schedule(schedule)
@@ -202,7 +217,7 @@ pub fn run_with_timeout(
         })
         .map_err(|e| RunnerError::Harness(format!("cannot start the run's thread: {e}")))?;
     match outcome.recv_timeout(timeout) {
-        Ok(Ok(Ok(output))) => Ok((output.history, trace.take())),
+        Ok(Ok(Ok(output))) => Ok((output, trace.take())),
         Ok(Ok(Err(other))) => Err(RunnerError::Harness(format!(
             "run with seed {seed} failed: {other}"
         ))),

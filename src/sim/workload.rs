@@ -1,4 +1,5 @@
-//! What the replicas do: a script, or a workload drawn from the seed.
+//! What the replicas do: a script, or runs — drawn from the seed or planned
+//! ([`super::plan`]).
 //!
 //! Journal calls (open, append) are recorded here as operations; lease and ledger calls are
 //! recorded by the clients' wrappers ([`super::record`]).
@@ -9,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::config::WorldConfig;
+use super::plan::{Drawer, Plan, PlannedRun, StartedRuns, drawn_runs};
 use super::record::Recorder;
 use super::script::{Call, ScriptedCall};
-use super::seed::{Subsystem, between, chance, rng};
 use crate::clock::Clock;
 use crate::history::{HistWriterId, Op, OpResult, Outcome, Process};
 use crate::hooks::LeaseUse;
@@ -205,49 +206,77 @@ async fn run_call(
     Step::Next
 }
 
-/// Contends for the sessions through the service layer until the run ends: pick a session,
-/// run on it (append a few events, a think time apart), release, think, repeat. Now and then
-/// the replica shuts down gracefully in the middle of a run: the run makes a final clean-up
-/// append while its lease is still valid, the service releases every lease, and the replica
-/// stops (the nemesis restarts it when it heals).
-pub(crate) async fn run_generated(replica: Replica) {
-    let service = Arc::new(Service::new(replica.store.clone()));
-    run_generated_on(replica, service).await;
+/// How a replica's runs ended.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Ended {
+    /// The replica shut down gracefully: it stops (the world starts it again).
+    Stopped,
+    /// A plan's runs are all done: the replica stays up, idle.
+    PlanDone,
 }
 
-/// [`run_generated`] through `service`, which the caller may also shut down (a live replica
-/// does on SIGTERM): the workload then returns once the run in progress has ended.
-pub(crate) async fn run_generated_on(replica: Replica, service: Arc<Service>) {
-    let index = replica
-        .name
-        .trim_start_matches(crate::history::hosts::REPLICA_PREFIX)
-        .parse::<u64>()
-        .unwrap_or(0);
-    let seed = replica.config.seed ^ (index << 32) ^ replica.process.incarnation;
-    let mut rng = rng(seed, Subsystem::Workload);
-    let sessions = replica.config.sessions.clone();
+/// Contends for the sessions through the service layer until the run ends, making the runs
+/// its incarnation draws from the seed ([`super::plan::drawn_runs`]): a generated workload.
+pub(crate) async fn run_generated(replica: Replica, started: StartedRuns) {
+    let runs = drawn_runs(Drawer {
+        seed: replica.config.seed,
+        sessions: &replica.config.sessions,
+        mix: &replica.config.mix,
+        replica: &replica.name,
+        incarnation: replica.process.incarnation,
+    });
+    let service = Arc::new(Service::new(replica.store.clone()));
+    run_runs_on(replica, service, runs, started).await;
+}
+
+/// Makes the runs a plan gives this replica incarnation, then stays up idle.
+pub(crate) async fn run_planned(replica: Replica, plan: &Plan, started: StartedRuns) {
+    let runs = plan.runs_of(&replica.name, replica.process.incarnation);
+    let service = Arc::new(Service::new(replica.store.clone()));
+    if run_runs_on(replica, service, runs.into_iter(), started).await == Ended::PlanDone {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Makes `runs` through `service`, which the caller may also shut down (a live replica does
+/// on SIGTERM): each run starts no earlier than its `at_ms`, is noted in `started`, and runs
+/// on its session (append events a think time apart, release); then the replica thinks and
+/// takes the next. A `shutdown` run asks for a graceful shutdown one think time in: the run
+/// makes a final clean-up append while its lease is still valid, the service releases every
+/// lease, and the replica stops. The one interpreter of drawn and planned runs.
+pub(crate) async fn run_runs_on(
+    replica: Replica,
+    service: Arc<Service>,
+    mut runs: impl Iterator<Item = PlannedRun>,
+    started: StartedRuns,
+) -> Ended {
     loop {
-        let pick = between(&mut rng, 0, sessions.len().saturating_sub(1) as u64) as usize;
-        let Some(session) = sessions.get(pick).and_then(|s| replica.session(s)) else {
-            return;
+        let Some(run) = runs.next() else {
+            return Ended::PlanDone;
         };
-        let mix = &replica.config.mix;
-        let appends = between(&mut rng, mix.appends.0, mix.appends.1);
-        let think = Duration::from_millis(between(&mut rng, mix.think_ms.0, mix.think_ms.1));
-        let shutting_down = chance(&mut rng, mix.shutdown_chance.0, mix.shutdown_chance.1);
-        if shutting_down {
+        started.push(&run, replica.recorder.now().as_millis() as u64);
+        replica
+            .recorder
+            .sleep_until(Duration::from_millis(run.at_ms))
+            .await;
+        let Some(session) = replica.session(&run.session) else {
+            return Ended::Stopped;
+        };
+        let think = Duration::from_millis(run.think_ms);
+        if run.shutdown {
             let (service, clock) = (service.clone(), replica.clock.clone());
             tokio::spawn(async move {
                 clock.sleep(think).await;
                 service.shutdown().await;
             });
         }
-        let run =
-            AssertUnwindSafe(service.run(&session, |ctx| work(&replica, ctx, appends, think)));
+        let running = AssertUnwindSafe(
+            service.run(&session, |ctx| work(&replica, ctx, run.appends, think)),
+        );
         // A worker that panicked (a `worker_panic` fault): the service has stopped its
         // renewer and released its lease before re-raising; the replica goes on, as a
         // worker pool replaces a worker that died.
-        let Ok(outcome) = run.catch_unwind().await else {
+        let Ok(outcome) = running.catch_unwind().await else {
             tracing::info!(replica = %replica.name, %session, "worker panicked; its run ended");
             replica.clock.sleep(think).await;
             continue;
@@ -255,9 +284,9 @@ pub(crate) async fn run_generated_on(replica: Replica, service: Arc<Service>) {
         if let Err(error) = &outcome {
             tracing::debug!(replica = %replica.name, %session, %error, "run ended");
         }
-        if shutting_down || matches!(outcome, Err(RunError::ShuttingDown)) {
+        if run.shutdown || matches!(outcome, Err(RunError::ShuttingDown)) {
             tracing::info!(replica = %replica.name, "shut down gracefully");
-            return;
+            return Ended::Stopped;
         }
         let backoff = match outcome {
             Err(RunError::SessionLeasedElsewhere { .. })

@@ -33,6 +33,7 @@ use super::config::{LEDGER_PORT, WALL_EPOCH, Workload, WorldConfig, config_line,
 use super::freeze::HostFreeze;
 use super::hosts::{Hosts, next_boot};
 use super::net::turmoil_incoming;
+use super::plan::{Plan, StartedRuns};
 use super::record::{Recorder, RecordingLease, RecordingLedger, event_sink, validity_sink};
 use super::schedule::{Fault, FaultSchedule, ScheduleError, limits};
 use super::script::{Call, Script};
@@ -72,6 +73,9 @@ pub enum WorldError {
     /// The script names unknown replicas or sessions.
     #[error("bad script: {0}")]
     Script(String),
+    /// The workload plan names unknown replicas or sessions, or has values out of range.
+    #[error("bad workload plan: {0}")]
+    Plan(String),
     /// A setting is out of range.
     #[error("bad world: {0}")]
     Config(String),
@@ -85,6 +89,10 @@ pub enum WorldError {
 pub struct RunOutput {
     /// The history.
     pub history: History,
+    /// The runs the replicas started, in the order they started, each stamped with the true
+    /// time it started (ms, rounded down): for a generated workload, the plan that runs this
+    /// same world again ([`super::plan`]); none for a script.
+    pub started: Plan,
 }
 
 /// A world, checked and ready to run: its configuration, fault schedule and workload.
@@ -131,26 +139,27 @@ impl World {
         let config = &self.config;
         let recorder = Recorder::default();
         let hosts = Arc::new(Hosts::new(config, &recorder, &self.schedule));
+        let started = StartedRuns::default();
         let mut sim = build_sim(config);
         host_authority(&mut sim, config, &hosts, &recorder);
         host_ledger_service(&mut sim, config, &hosts);
         for n in 1..=config.replicas {
-            host_replica(
-                &mut sim,
-                config,
-                &hosts,
-                &recorder,
-                &replica_name(n),
-                &self.workload,
-            );
+            let replica = ReplicaHost {
+                name: replica_name(n),
+                workload: self.workload.clone(),
+                started: started.clone(),
+            };
+            host_replica(&mut sim, config, &hosts, &recorder, replica);
         }
-        let restart_stopped = matches!(self.workload, Workload::Generated);
+        // A replica that stopped by itself (a graceful shutdown) is started again.
+        let restart_stopped = !matches!(self.workload, Workload::Scripted(_));
         let healed_at =
             super::nemesis::drive(&mut sim, config, &self.schedule, &hosts, restart_stopped)
                 .map_err(|e| WorldError::Simulation(e.to_string()))?;
         let end = sim.elapsed();
         Ok(RunOutput {
             history: collect(config, &hosts, &recorder, healed_at, end),
+            started: started.plan(),
         })
     }
 }
@@ -267,7 +276,8 @@ impl WorldBuilder {
     /// [`WorldError::Config`] for out-of-range settings, [`WorldError::Schedule`] for faults
     /// naming unknown hosts or with bad values, [`WorldError::Unsupported`] for faults the
     /// backend does not support, [`WorldError::Script`] for a script naming unknown replicas
-    /// or sessions or using leases and journals it never acquired or opened.
+    /// or sessions or using leases and journals it never acquired or opened,
+    /// [`WorldError::Plan`] for a workload plan naming unknown replicas or sessions.
     pub fn build(mut self) -> Result<World, WorldError> {
         check_config(&self.config)?;
         if self.random_faults {
@@ -275,8 +285,12 @@ impl WorldBuilder {
         }
         self.schedule.validate_in(&self.config)?;
         check_backend_faults(&self.config.backend, &self.schedule)?;
-        if let Workload::Scripted(script) = &self.workload {
-            check_script(&self.config, script)?;
+        match &self.workload {
+            Workload::Scripted(script) => check_script(&self.config, script)?,
+            Workload::Planned(plan) => plan
+                .check(self.config.replicas, &self.config.sessions)
+                .map_err(WorldError::Plan)?,
+            Workload::Generated => {}
         }
         Ok(World {
             config: self.config,
@@ -489,32 +503,31 @@ fn host_ledger_service(sim: &mut turmoil::Sim<'static>, config: &WorldConfig, ho
     });
 }
 
+/// What one replica host runs: its name, the world's workload, and where it notes the runs
+/// it starts.
+struct ReplicaHost {
+    name: String,
+    workload: Workload,
+    started: StartedRuns,
+}
+
 fn host_replica(
     sim: &mut turmoil::Sim<'static>,
     config: &WorldConfig,
     hosts: &Hosts,
     recorder: &Recorder,
-    name: &str,
-    workload: &Workload,
+    host: ReplicaHost,
 ) {
-    let (clock, freeze, boots) = (hosts.clock(name), hosts.freeze(name), hosts.boots(name));
-    let dialer = hosts.replica_dialer(name);
-    let (config, recorder, workload, name) = (
-        config.clone(),
-        recorder.clone(),
-        workload.clone(),
-        name.to_owned(),
-    );
-    sim.host(name.clone(), move || {
+    let name = host.name.clone();
+    let (clock, freeze, boots) = (hosts.clock(&name), hosts.freeze(&name), hosts.boots(&name));
+    let dialer = hosts.replica_dialer(&name);
+    let (config, recorder, host) = (config.clone(), recorder.clone(), Arc::new(host));
+    sim.host(name, move || {
         let (clock, freeze, boots) = (clock.clone(), freeze.clone(), boots.clone());
         let dialer = dialer.clone();
-        let (config, recorder, workload, name) = (
-            config.clone(),
-            recorder.clone(),
-            workload.clone(),
-            name.clone(),
-        );
+        let (config, recorder, host) = (config.clone(), recorder.clone(), host.clone());
         async move {
+            let name = host.name.clone();
             let process = Process::new(name.clone(), next_boot(&boots));
             let store = replica_store(&config, &recorder, &process, &clock, &freeze, dialer)?;
             let replica = workload::Replica {
@@ -525,11 +538,13 @@ fn host_replica(
                 clock: Arc::new(clock),
                 config: config.clone(),
             };
-            match workload {
+            let started = host.started.clone();
+            match &host.workload {
                 Workload::Scripted(script) => {
                     workload::run_script(replica, script.calls_of(&name)).await
                 }
-                Workload::Generated => workload::run_generated(replica).await,
+                Workload::Generated => workload::run_generated(replica, started).await,
+                Workload::Planned(plan) => workload::run_planned(replica, plan, started).await,
             }
             Ok(())
         }

@@ -9,5 +9,6 @@ mod outputs;
 mod regressions;
 mod resume;
 mod shards;
+mod shrink;
 mod snapshots;
 mod support;

@@ -10,6 +10,7 @@ mod cli;
 mod field_cases;
 mod fuzz;
 mod kube;
+mod plans;
 mod replica_faults;
 mod run_files;
 mod scenario_errors;

@@ -85,7 +85,7 @@ fn a_v1_file_gets_the_liveness_phase_its_workload_implied() {
     assert!(matches!(generated.workload, RunWorkload::Generated(_)));
     assert!(generated.liveness_phase);
     assert!(!scripted.liveness_phase);
-    assert_eq!(generated.v, 2);
+    assert_eq!(generated.v, RUN_FILE_SCHEMA_VERSION);
 }
 
 #[test]
@@ -93,12 +93,12 @@ fn unknown_versions_are_refused_saying_why() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         (
-            r#"{"v": 3}"#,
-            "run file schema version 3 was written by a newer leasesim; this one reads versions 1 to 2",
+            r#"{"v": 4}"#,
+            "run file schema version 4 was written by a newer leasesim; this one reads versions 1 to 3",
         ),
         (
             r#"{"seed": 1}"#,
-            "not a run file: it needs a schema version `\"v\"` from 1 to 2",
+            "not a run file: it needs a schema version `\"v\"` from 1 to 3",
         ),
         (r#"{"v": 0}"#, "not a run file"),
     ];

@@ -447,7 +447,8 @@ fn backend_name(backend: Backend) -> &'static str {
 fn script_of(run: &RunFile) -> Option<&crate::sim::script::Script> {
     match &run.workload {
         crate::sim::runfile::RunWorkload::Script(script) => Some(script),
-        crate::sim::runfile::RunWorkload::Generated(_) => None,
+        crate::sim::runfile::RunWorkload::Generated(_)
+        | crate::sim::runfile::RunWorkload::Plan(_) => None,
     }
 }
 

@@ -1,6 +1,7 @@
-//! Run files (JSON, schema `v: 2`): one fully resolved run — the scenario it came from (or
+//! Run files (JSON, schema `v: 3`): one fully resolved run — the scenario it came from (or
 //! `command-line`), the seed, the world, the swarm options drawn (if any), the explicit fault
-//! schedule, the workload (a generated mix, or the whole script inline), the mutant, whether
+//! schedule, the workload (a generated mix, a workload plan, or the whole script inline), the
+//! mutant, whether
 //! the run has a liveness phase, and the expectations it is judged by. Every run is one:
 //! `leasesim run` resolves its flags or its scenario to a run file before anything runs, and
 //! the banner, the replay line and `--check-determinism` are derived from that file;
@@ -8,7 +9,7 @@
 //! the smaller run as one.
 //!
 //! ```json
-//! {"v": 2, "scenario": "swarm-freezes", "scenario_path": "sims/swarm-freezes.toml",
+//! {"v": 3, "scenario": "swarm-freezes", "scenario_path": "sims/swarm-freezes.toml",
 //!  "seed": 7,
 //!  "world": {"replicas": 3, "sessions": ["s1", "s2"], "ttl_ms": 10000,
 //!            "skew_margin_percent": 10, "duration_s": 40, "call_timeout_ms": 2000,
@@ -21,11 +22,15 @@
 //!  "liveness_phase": true,
 //!  "expect": {"hold": ["TOKEN", …], "violate": [], "coverage": []}}
 //! ```
-//! A scripted run's workload is `{"script": {"v": 1, "calls": [...]}}`.
+//! A scripted run's workload is `{"script": {"v": 1, "calls": [...]}}`; a planned run's (what
+//! the shrinker makes of a generated workload: [`crate::sim::plan`]) is
+//! `{"plan": {"runs": [{"replica": "replica-1", "incarnation": 0, "at_ms": 0, "session": "s1",
+//! "appends": 2, "think_ms": 300, "shutdown": false}, ...]}}`.
 //!
 //! **Versions.** [`RunFile::load`] reads every version it knows and upgrades it in memory
 //! ([`upgrade`]): v1 had no `liveness_phase` (a generated workload always had one, a script
-//! never). A version newer than this leasesim, or none, is refused with a message saying so.
+//! never); v2 had no `plan` workload (a v2 file reads as v3 unchanged, and runs the same
+//! world). A version newer than this leasesim, or none, is refused with a message saying so.
 //! To change the schema: bump [`RUN_FILE_SCHEMA_VERSION`], add the step from the previous
 //! version to [`upgrade`], and keep `tests/world/run_files.rs` replaying every committed file.
 
@@ -46,12 +51,14 @@ use crate::check::Check;
 use crate::history::History;
 use crate::mutant::Mutant;
 use crate::sim::config::{Workload, WorkloadMix, WorldConfig};
+use crate::sim::plan::Plan;
 use crate::sim::runner::{self, RunResult, RunnerError};
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::script::Script;
+use crate::sim::world::RunOutput;
 
 /// Schema version of the run files this leasesim writes.
-pub const RUN_FILE_SCHEMA_VERSION: u32 = 2;
+pub const RUN_FILE_SCHEMA_VERSION: u32 = 3;
 
 /// The scenario name of a run resolved from `leasesim run`'s flags alone.
 pub const COMMAND_LINE: &str = "command-line";
@@ -62,6 +69,8 @@ pub const COMMAND_LINE: &str = "command-line";
 pub enum RunWorkload {
     /// Drawn from the seed with this mix.
     Generated(WorkloadMix),
+    /// Exactly these runs (a generated workload as data: [`crate::sim::plan`]).
+    Plan(Plan),
     /// Exactly these calls (the whole script, inline).
     Script(Script),
 }
@@ -161,6 +170,10 @@ pub fn upgrade(mut json: serde_json::Value) -> Result<serde_json::Value, String>
             .is_some_and(|workload| workload.get("generated").is_some());
         object.insert("liveness_phase".into(), generated.into());
         v = 2;
+    }
+    if v == 2 {
+        // v2 → v3: the `plan` workload is new; nothing else changed.
+        v = 3;
     }
     object.insert("v".into(), v.into());
     Ok(json)
@@ -262,6 +275,7 @@ impl RunFile {
                 mix.shutdown_chance.0,
                 mix.shutdown_chance.1
             ),
+            RunWorkload::Plan(plan) => format!("plan ({} runs)", plan.runs.len()),
             RunWorkload::Script(script) => format!("script ({} calls)", script.calls.len()),
         };
         let mut text = format!(
@@ -323,11 +337,7 @@ impl RunFile {
     /// The world's configuration without the checks of [`RunFile::world_config`]: for
     /// drawing a schedule while the run file is being resolved.
     pub fn world_config_unchecked(&self) -> WorldConfig {
-        let mix = match &self.workload {
-            RunWorkload::Generated(mix) => mix.clone(),
-            RunWorkload::Script(_) => WorkloadMix::default(),
-        };
-        let mut config = self.world.config(self.seed, mix);
+        let mut config = self.world.config(self.seed, self.workload.mix());
         config.liveness_phase = self.liveness_phase;
         config
     }
@@ -350,7 +360,35 @@ impl RunFile {
     pub fn world_workload(&self) -> Workload {
         match &self.workload {
             RunWorkload::Generated(_) => Workload::Generated,
+            RunWorkload::Plan(plan) => Workload::Planned(plan.clone()),
             RunWorkload::Script(script) => Workload::Scripted(script.clone()),
+        }
+    }
+
+    /// The run with its generated workload replaced by the plan it drew, and the run's
+    /// history: `run` itself when its workload is not generated. One execution of the run,
+    /// since which drawn runs its replicas get to make depends on how it goes
+    /// ([`crate::sim::plan`]); the planned run gives the same history, byte for byte.
+    ///
+    /// # Errors
+    /// As [`execute`].
+    pub fn planned(&self, timeout: Duration) -> Result<(RunFile, History), RunnerError> {
+        let ran = execute_world(self, timeout)?;
+        let mut run = self.clone();
+        if let RunWorkload::Generated(_) = &run.workload {
+            run.workload = RunWorkload::Plan(ran.started);
+        }
+        Ok((run, ran.history))
+    }
+}
+
+impl RunWorkload {
+    /// The mix a world is configured with: a generated workload's own, else the default
+    /// (which nothing then draws from).
+    pub fn mix(&self) -> WorkloadMix {
+        match self {
+            RunWorkload::Generated(mix) => mix.clone(),
+            RunWorkload::Plan(_) | RunWorkload::Script(_) => WorkloadMix::default(),
         }
     }
 }
@@ -386,6 +424,17 @@ pub fn execute(run: &RunFile, timeout: Duration) -> Result<(History, Vec<u8>), R
     runner::run_with_timeout(&config, run.schedule.clone(), run.world_workload(), timeout)
 }
 
+/// Runs `run` once as [`execute`] does: what the world produced (the history and the runs
+/// its replicas started), without the trace.
+///
+/// # Errors
+/// As [`execute`].
+pub fn execute_world(run: &RunFile, timeout: Duration) -> Result<RunOutput, RunnerError> {
+    let config = run.world_config()?;
+    runner::run_world_with_timeout(&config, run.schedule.clone(), run.world_workload(), timeout)
+        .map(|(output, _)| output)
+}
+
 /// Runs `run` and writes into `out`: `run.json`, `history.jsonl`, `trace.jsonl`,
 /// `schedule.json` (the faults applied) and `script.json` for a scripted run; returns what
 /// the world did (whose `replay` is `leasesim replay <out>/run.json`) and the history, for
@@ -405,7 +454,7 @@ pub fn execute_to(
         .map_err(|e| RunnerError::Harness(e.to_string()))?;
     let script = match &run.workload {
         RunWorkload::Script(script) => Some(script),
-        RunWorkload::Generated(_) => None,
+        RunWorkload::Generated(_) | RunWorkload::Plan(_) => None,
     };
     runner::write_inputs(out, &run.schedule, script)?;
     let (history, trace) = execute(run, timeout)?;

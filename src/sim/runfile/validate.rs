@@ -10,10 +10,7 @@ use crate::sim::config::WorkloadMix;
 use crate::sim::schedule::{FaultSchedule, SCHEDULE_SCHEMA_VERSION};
 use crate::sim::script::SCRIPT_SCHEMA_VERSION;
 
-/// Most appends a generated run may draw per lease.
-pub const APPENDS_MAX: u64 = 1_000;
-/// Longest think time of a generated workload, ms (1 hour).
-pub const THINK_MS_MAX: u64 = 3_600_000;
+pub use crate::sim::plan::{APPENDS_MAX, THINK_MS_MAX};
 
 /// A value a run cannot have: the field, dotted as in a run file (`world.sessions`,
 /// `workload.generated.appends`, `schedule`, `expect.coverage`), and what is allowed.
@@ -76,8 +73,8 @@ pub fn check_expect(expect: &Expect) -> Result<(), (&'static str, String)> {
     Ok(())
 }
 
-/// Checks a whole run: the world's values, the workload (a mix's ranges, or a script's
-/// schema version and its calls against the world), the schedule (its schema version, and
+/// Checks a whole run: the world's values, the workload (a mix's ranges, a plan's runs
+/// against the world, or a script's schema version and its calls against the world), the schedule (its schema version, and
 /// against the world: hosts, sessions, values, the heal within the run, the whole run within
 /// [`crate::sim::schedule::limits::RUN_MS_MAX`]) and the expectations.
 ///
@@ -93,15 +90,14 @@ pub fn validate(
     world
         .check()
         .map_err(|(field, message)| invalid(format!("world.{field}"), message))?;
-    let mix = match workload {
-        RunWorkload::Generated(mix) => mix.clone(),
-        RunWorkload::Script(_) => WorkloadMix::default(),
-    };
-    let mut config = world.config(0, mix);
+    let mut config = world.config(0, workload.mix());
     config.liveness_phase = liveness_phase;
     match workload {
         RunWorkload::Generated(mix) => check_mix(mix)
             .map_err(|(field, message)| invalid(format!("workload.generated.{field}"), message))?,
+        RunWorkload::Plan(plan) => plan
+            .check(world.replicas, &world.sessions)
+            .map_err(|message| invalid("workload.plan", message))?,
         RunWorkload::Script(script) => {
             if script.v != SCRIPT_SCHEMA_VERSION {
                 return Err(invalid(
