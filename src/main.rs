@@ -54,7 +54,8 @@ enum Command {
     /// Run one simulated world from a seed: replicas contend for sessions over simulated TCP
     /// with per-host clocks and the faults of a schedule. The flags (or the scenario) are
     /// first resolved to a run file, DIR/run.json; the seed and every option are printed from
-    /// it, then the run writes DIR/history.jsonl, DIR/trace.jsonl and DIR/result.json, and
+    /// it, then the run writes DIR/history.jsonl, DIR/trace.jsonl, DIR/result.json and
+    /// DIR/timeline.svg (a picture of the run: see --out), and
     /// prints the command that replays it (`leasesim replay DIR/run.json`, and the equivalent
     /// flags when there are any), the result of every check (a check with nothing to judge
     /// says `not judged` and why), and last the verdict with its exit code (`verdict: FAIL:
@@ -277,7 +278,9 @@ struct RunArgs {
     #[command(flatten)]
     request: RunRequest,
     /// Folder for run.json, history.jsonl, trace.jsonl, schedule.json, script.json (a
-    /// scripted run) and result.json; what an earlier run left there is replaced.
+    /// scripted run), result.json and timeline.svg (the run drawn: one lane per host, lease
+    /// holds, validity windows, appends and fences, faults, the violation); what an earlier
+    /// run left there is replaced.
     #[arg(long, value_name = "DIR", default_value = "runs/latest")]
     out: PathBuf,
     /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3).
@@ -296,7 +299,9 @@ struct ReplayArgs {
     #[arg(value_name = "RUN.json")]
     file: PathBuf,
     /// Folder for run.json, history.jsonl, trace.jsonl, schedule.json, script.json (a
-    /// scripted run) and result.json; what an earlier run left there is replaced.
+    /// scripted run), result.json and timeline.svg (the run drawn: one lane per host, lease
+    /// holds, validity windows, appends and fences, faults, the violation); what an earlier
+    /// run left there is replaced.
     #[arg(long, value_name = "DIR", default_value = "runs/latest")]
     out: PathBuf,
     /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3).

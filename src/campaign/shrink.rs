@@ -34,6 +34,8 @@ pub struct Shrunk {
     pub violations: Vec<ViolationRecord>,
     /// A mermaid sequence diagram of the minimal run.
     pub sequence_diagram: String,
+    /// The minimal run's history (`None` when its last run failed to run).
+    pub history: Option<History>,
 }
 
 /// Reduces `run`, which violates `check` (`TOKEN`, …, `LIN-LEDGER`), to a minimal run that
@@ -154,8 +156,10 @@ impl Shrinker {
 
     /// The minimal run with its violations of the check, operations and diagram.
     fn finish(&self, best: RunFile) -> Shrunk {
-        let (violations, sequence_diagram, operations) = match runfile::execute(&best, self.timeout)
-        {
+        let (violations, sequence_diagram, operations, history) = match runfile::execute(
+            &best,
+            self.timeout,
+        ) {
             Ok((history, _)) => {
                 let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
                 let violations = check_records(&judgement, &best.expect, &history)
@@ -166,9 +170,10 @@ impl Shrinker {
                 let session = session_of(&violations);
                 let diagram =
                     crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
-                (violations, diagram, history.ops().count())
+                let operations = history.ops().count();
+                (violations, diagram, operations, Some(history))
             }
-            Err(_) => (Vec::new(), String::new(), 0),
+            Err(_) => (Vec::new(), String::new(), 0, None),
         };
         Shrunk {
             run: best,
@@ -176,6 +181,7 @@ impl Shrinker {
             operations,
             violations,
             sequence_diagram,
+            history,
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod backend;
 pub mod clock;
 pub mod config;
 pub mod determinism;
+mod fault_lines;
 pub mod freeze;
 pub mod gate;
 pub mod generate;
