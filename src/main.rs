@@ -36,7 +36,9 @@ struct Cli {
 enum Command {
     /// The main job: run every scenario in --sims over many seeds in parallel, judge each run
     /// (every invariant and both linearizability checks), shrink each failure to a minimal
-    /// run, and write report.md, summary.json, junit.xml and results.jsonl into --out. With
+    /// run (kept in --out/shrunk/ with its history and timeline.svg, and a mutant's beside its
+    /// clean twin's), and write report.md, report.html (self-contained, the timelines inline),
+    /// summary.json, junit.xml and results.jsonl into --out. With
     /// no arguments: every scenario in sims/ for a budget of about a minute, into
     /// reports/latest/. The last line printed is the verdict, its exit code and the report
     /// (`FAIL: 1 scenario violated EXCL — exit 1 — report: reports/latest/report.md`).
@@ -89,8 +91,8 @@ enum Command {
     /// Exit 0 all linearizable, 1 some not, 2 a file unreadable or
     /// malformed (named with its line), 4 a budget ran out with no violation found.
     Check(CheckArgs),
-    /// Render or merge campaign reports (report.md, summary.json, junit.xml) from a report
-    /// folder's data files. Exits with the campaign's exit code; 2 on a missing or malformed
+    /// Render or merge campaign reports (report.md, report.html, summary.json, junit.xml)
+    /// from a report folder's data files. Exits with the campaign's exit code; 2 on a missing or malformed
     /// data file (named with its line), records of runs the campaign never planned, or
     /// folders that are not distinct shards of one campaign; 6 (incomplete) when planned runs
     /// or shards are missing, or there are no runs, the report naming them.

@@ -629,12 +629,22 @@ fn highlights(history: &History, highlight: &Highlight, lanes: &Lanes, scale: &S
             _ => ("#1565c0", 1.5, "3 2"),
         };
         let y = mark_y(lane_top(lane));
+        let mut ring = Group::new()
+            .set("class", classes.join(" "))
+            .set("data-op", op.id)
+            .add(Title::new(format!("{}: {}", classes.join(", "), op_title(op))));
+        if strongest != "prefix" {
+            // The few operations a violation names get their call written beside them.
+            ring = ring.add(
+                Text::new(format!("op {} {}", op.id, op_kind(&op.op)))
+                    .set("x", px(x1 + 8.0))
+                    .set("y", px(y - 8.0))
+                    .set("font-size", 10)
+                    .set("fill", colour),
+            );
+        }
         group = group.add(
-            Group::new()
-                .set("class", classes.join(" "))
-                .set("data-op", op.id)
-                .add(Title::new(format!("{}: {}", classes.join(", "), op_title(op))))
-                .add(
+            ring.add(
                     Rectangle::new()
                         .set("x", px(x0 - 7.0))
                         .set("y", px(y - 9.0))
@@ -707,6 +717,22 @@ fn highlights(history: &History, highlight: &Highlight, lanes: &Lanes, scale: &S
             );
     }
     group
+}
+
+/// An operation's call in one word (`acquire`, `append`, `open`…).
+fn op_kind(op: &Op) -> &'static str {
+    match op {
+        Op::LeaseAcquire { .. } => "acquire",
+        Op::LeaseRenew { .. } => "renew",
+        Op::LeaseRelease { .. } => "release",
+        Op::LedgerTip {} => "tip",
+        Op::LedgerAppend { .. } | Op::JournalAppend { .. } => "append",
+        Op::JournalOpen { .. } => "open",
+        Op::KubeGet {} => "get",
+        Op::KubeCreate { .. } => "create",
+        Op::KubeUpdate { .. } => "update",
+        Op::KubeDelete { .. } => "delete",
+    }
 }
 
 /// Ticks every round number of seconds that keeps at most about 12 labels.
