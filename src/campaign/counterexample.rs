@@ -68,5 +68,6 @@ pub fn keep(
 }
 
 fn write_history(path: &Path, history: &History) -> Result<(), String> {
-    std::fs::write(path, history.to_jsonl()).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(path, history.to_jsonl())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

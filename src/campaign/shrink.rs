@@ -156,25 +156,23 @@ impl Shrinker {
 
     /// The minimal run with its violations of the check, operations and diagram.
     fn finish(&self, best: RunFile) -> Shrunk {
-        let (violations, sequence_diagram, operations, history) = match runfile::execute(
-            &best,
-            self.timeout,
-        ) {
-            Ok((history, _)) => {
-                let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
-                let violations = check_records(&judgement, &best.expect, &history)
-                    .into_iter()
-                    .find(|record| record.name == self.check)
-                    .map(|record| record.violations)
-                    .unwrap_or_default();
-                let session = session_of(&violations);
-                let diagram =
-                    crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
-                let operations = history.ops().count();
-                (violations, diagram, operations, Some(history))
-            }
-            Err(_) => (Vec::new(), String::new(), 0, None),
-        };
+        let (violations, sequence_diagram, operations, history) =
+            match runfile::execute(&best, self.timeout) {
+                Ok((history, _)) => {
+                    let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
+                    let violations = check_records(&judgement, &best.expect, &history)
+                        .into_iter()
+                        .find(|record| record.name == self.check)
+                        .map(|record| record.violations)
+                        .unwrap_or_default();
+                    let session = session_of(&violations);
+                    let diagram =
+                        crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
+                    let operations = history.ops().count();
+                    (violations, diagram, operations, Some(history))
+                }
+                Err(_) => (Vec::new(), String::new(), 0, None),
+            };
         Shrunk {
             run: best,
             attempts: self.attempts(),

@@ -148,7 +148,10 @@ fn mutant_counterexamples(data: &ReportData) -> Markup {
         .mutants
         .iter()
         .filter_map(|d| d.run_file.as_deref().map(|file| (d, file)))
-        .filter(|(_, file)| data.timelines.contains_key(&Counterexample::of(file).timeline))
+        .filter(|(_, file)| {
+            data.timelines
+                .contains_key(&Counterexample::of(file).timeline)
+        })
         .collect();
     html! {
         @if !shown.is_empty() {

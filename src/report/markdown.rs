@@ -7,9 +7,9 @@
 
 use std::fmt::Write as _;
 
-use super::{Counterexample, ReportData};
 use super::overview::{self, Anchors, FAILING_RUNS_ANCHOR, HARNESS_ERRORS_ANCHOR, anchor_line};
 use super::summary::{CheckSummary, ScenarioSummary, Summary, order_events, plural, status_name};
+use super::{Counterexample, ReportData};
 use crate::check::Check;
 use crate::results::CoverageEvent;
 use crate::results::record::RunStatus;
@@ -70,9 +70,13 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
 fn timeline_images(out: &mut String, data: &ReportData, run_file: &str) {
     let files = Counterexample::of(run_file);
     if data.timelines.contains_key(&files.timeline) {
-        let _ = write!(out, "![timeline of the minimal run]({})
+        let _ = write!(
+            out,
+            "![timeline of the minimal run]({})
 
-", files.timeline);
+",
+            files.timeline
+        );
     }
     if data.timelines.contains_key(&files.clean_timeline) {
         let _ = write!(
@@ -94,14 +98,19 @@ fn mutant_counterexamples(out: &mut String, data: &ReportData) {
         .mutants
         .iter()
         .filter_map(|d| d.run_file.as_deref().map(|file| (d, file)))
-        .filter(|(_, file)| data.timelines.contains_key(&Counterexample::of(file).timeline))
+        .filter(|(_, file)| {
+            data.timelines
+                .contains_key(&Counterexample::of(file).timeline)
+        })
         .collect();
     if shown.is_empty() {
         return;
     }
-    out.push_str("### Mutant counterexamples
+    out.push_str(
+        "### Mutant counterexamples
 
-");
+",
+    );
     for (detection, file) in shown {
         let _ = write!(
             out,

@@ -21,7 +21,13 @@ use crate::history::{NemesisLine, micros};
 pub const ALL: &str = "all";
 
 /// A line at `at_us` on `host`.
-pub fn line(at_us: u64, action: &str, host: &str, peer: Option<&str>, detail: Option<String>) -> NemesisLine {
+pub fn line(
+    at_us: u64,
+    action: &str,
+    host: &str,
+    peer: Option<&str>,
+    detail: Option<String>,
+) -> NemesisLine {
     NemesisLine {
         at_us,
         host: host.to_owned(),
@@ -80,10 +86,22 @@ pub fn fault_lines(now: Duration, fault: &Fault, authority: &str) -> Vec<Nemesis
         } => timed_freeze(at, "suspend", host, *duration_ms, None),
         Fault::Pause { .. } | Fault::Suspend { .. } | Fault::Stall { .. } => Vec::new(),
         Fault::ClockDrift { host, ppm } => {
-            vec![line(at, "clock_drift", host, None, Some(format!("{ppm:+} ppm")))]
+            vec![line(
+                at,
+                "clock_drift",
+                host,
+                None,
+                Some(format!("{ppm:+} ppm")),
+            )]
         }
         Fault::WallJump { host, delta_ms } => {
-            vec![line(at, "wall_jump", host, None, Some(format!("{delta_ms:+} ms")))]
+            vec![line(
+                at,
+                "wall_jump",
+                host,
+                None,
+                Some(format!("{delta_ms:+} ms")),
+            )]
         }
         Fault::WallOffset { host, offset_ms } => vec![line(
             at,
@@ -176,7 +194,10 @@ mod tests {
             .collect();
         assert_eq!(
             summary,
-            [(3_000_000, "pause", "replica-1"), (5_500_000, "resume", "replica-1")]
+            [
+                (3_000_000, "pause", "replica-1"),
+                (5_500_000, "resume", "replica-1")
+            ]
         );
     }
 
@@ -189,8 +210,14 @@ mod tests {
         };
         let lines = freeze_lines("replica-2", Duration::from_millis(700), &armed);
         assert_eq!(lines[0].action, "suspend");
-        assert_eq!(lines[0].detail.as_deref(), Some("100 ms at before_append_send"));
-        assert_eq!((lines[1].action.as_str(), lines[1].at_us), ("resume", 800_000));
+        assert_eq!(
+            lines[0].detail.as_deref(),
+            Some("100 ms at before_append_send")
+        );
+        assert_eq!(
+            (lines[1].action.as_str(), lines[1].at_us),
+            ("resume", 800_000)
+        );
     }
 
     #[test]

@@ -109,7 +109,13 @@ pub(super) fn bands(history: &History, end_us: u64) -> Vec<Band> {
                 &|_, n| n.action == "delay_replies" && same_link(n),
                 false,
             ),
-            "serve" => close(&mut open, &mut done, line.at_us, &|e, _| e == Extent::Errors, true),
+            "serve" => close(
+                &mut open,
+                &mut done,
+                line.at_us,
+                &|e, _| e == Extent::Errors,
+                true,
+            ),
             "heal" => {
                 close(
                     &mut open,
@@ -219,7 +225,10 @@ pub(super) fn draw(band: &Band, host: &str, top: f64, scale: &Scale) -> Group {
                 .set("width", px(width))
                 .set("height", px(LANE_H))
                 .set("fill", FILL)
-                .set("fill-opacity", if band.until_us.is_some() { 0.45 } else { 0.9 }),
+                .set(
+                    "fill-opacity",
+                    if band.until_us.is_some() { 0.45 } else { 0.9 },
+                ),
         );
     if width >= CHAR_W * band.name.len() as f64 + 4.0 {
         group = group.add(

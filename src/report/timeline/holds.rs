@@ -88,7 +88,11 @@ pub(super) fn holds(history: &History) -> Vec<Hold> {
 }
 
 /// `op`'s token and the true time its grant expires, if it made the caller a holder.
-fn grant(op: &crate::history::OpLine, authority: Option<&ClockMap>, ttl_us: u64) -> Option<(u64, u64)> {
+fn grant(
+    op: &crate::history::OpLine,
+    authority: Option<&ClockMap>,
+    ttl_us: u64,
+) -> Option<(u64, u64)> {
     let done = op.complete_us.unwrap_or(op.invoke_us);
     match (&op.op, &op.result) {
         (
@@ -129,13 +133,20 @@ fn validity_end(op: &crate::history::OpLine, own: Option<&ClockMap>, span: u64) 
 
 /// A hold's bar (upper part of the lane) and its validity window (an outline below it).
 pub(super) fn draw(hold: &Hold, top: f64, scale: &Scale) -> Group {
-    let (x0, x1) = (scale.x(hold.from_us), scale.x(hold.until_us.max(hold.from_us)));
-    let valid_end = hold.valid_until_us.unwrap_or(scale.end_us).max(hold.from_us);
+    let (x0, x1) = (
+        scale.x(hold.from_us),
+        scale.x(hold.until_us.max(hold.from_us)),
+    );
+    let valid_end = hold
+        .valid_until_us
+        .unwrap_or(scale.end_us)
+        .max(hold.from_us);
     let xv = scale.x(valid_end);
     let label = format!("{} t{}", hold.session, hold.token);
-    let valid_text = hold
-        .valid_until_us
-        .map_or_else(|| "never (its clock stopped)".to_owned(), crate::time::seconds_us);
+    let valid_text = hold.valid_until_us.map_or_else(
+        || "never (its clock stopped)".to_owned(),
+        crate::time::seconds_us,
+    );
     let mut group = Group::new()
         .set("class", "hold")
         .set("data-session", hold.session.as_str())

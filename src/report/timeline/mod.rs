@@ -221,7 +221,11 @@ fn ledger_record_op(text: &str, history: &History) -> Option<u64> {
     if words.next()? != "seq" {
         return None;
     }
-    let seq: u64 = words.next()?.trim_end_matches([':', ',', '.']).parse().ok()?;
+    let seq: u64 = words
+        .next()?
+        .trim_end_matches([':', ',', '.'])
+        .parse()
+        .ok()?;
     let committed = |op: &&OpLine| {
         op.session == session
             && match &op.result {
@@ -253,7 +257,10 @@ pub fn render(history: &History, title: &str, highlight: &Highlight) -> String {
     for band in bands::bands(history, scale.end_us) {
         for host in &band.hosts {
             if let Some(lane) = lanes.index(host) {
-                add(lane, Box::new(bands::draw(&band, host, lane_top(lane), &scale)));
+                add(
+                    lane,
+                    Box::new(bands::draw(&band, host, lane_top(lane), &scale)),
+                );
             }
         }
     }
@@ -278,12 +285,18 @@ pub fn render(history: &History, title: &str, highlight: &Highlight) -> String {
         }
         let class = MarkClass::of(op);
         if let Some(lane) = lanes.index(&op.process.replica) {
-            add(lane, Box::new(mark(op, kind, class, lane_top(lane), &scale)));
+            add(
+                lane,
+                Box::new(mark(op, kind, class, lane_top(lane), &scale)),
+            );
         }
         if class == MarkClass::Landed
             && let Some(lane) = lanes.index(hosts::LEDGER)
         {
-            add(lane, Box::new(record_tick(op, kind, lane_top(lane), &scale)));
+            add(
+                lane,
+                Box::new(record_tick(op, kind, lane_top(lane), &scale)),
+            );
         }
     }
     let mut document = Document::new()
@@ -632,7 +645,11 @@ fn highlights(history: &History, highlight: &Highlight, lanes: &Lanes, scale: &S
         let mut ring = Group::new()
             .set("class", classes.join(" "))
             .set("data-op", op.id)
-            .add(Title::new(format!("{}: {}", classes.join(", "), op_title(op))));
+            .add(Title::new(format!(
+                "{}: {}",
+                classes.join(", "),
+                op_title(op)
+            )));
         if strongest != "prefix" {
             // The few operations a violation names get their call written beside them.
             ring = ring.add(
@@ -645,17 +662,17 @@ fn highlights(history: &History, highlight: &Highlight, lanes: &Lanes, scale: &S
         }
         group = group.add(
             ring.add(
-                    Rectangle::new()
-                        .set("x", px(x0 - 7.0))
-                        .set("y", px(y - 9.0))
-                        .set("width", px(x1 - x0 + 14.0))
-                        .set("height", 18)
-                        .set("rx", 6)
-                        .set("fill", "none")
-                        .set("stroke", colour)
-                        .set("stroke-width", width)
-                        .set("stroke-dasharray", dash),
-                ),
+                Rectangle::new()
+                    .set("x", px(x0 - 7.0))
+                    .set("y", px(y - 9.0))
+                    .set("width", px(x1 - x0 + 14.0))
+                    .set("height", 18)
+                    .set("rx", 6)
+                    .set("fill", "none")
+                    .set("stroke", colour)
+                    .set("stroke-width", width)
+                    .set("stroke-dasharray", dash),
+            ),
         );
     }
     for (host, at) in &highlight.instants {
@@ -813,12 +830,23 @@ fn legend(y: f64) -> Group {
                 .set("cx", px(x + 6.0))
                 .set("cy", px(y))
                 .set("r", 4)
-                .set("fill", if class == MarkClass::Unknown { "#ffffff" } else { colour })
+                .set(
+                    "fill",
+                    if class == MarkClass::Unknown {
+                        "#ffffff"
+                    } else {
+                        colour
+                    },
+                )
                 .set("stroke", colour),
         )
     };
     let diamond = move |x: f64| -> Box<dyn svg::Node> {
-        Box::new(Polygon::new().set("points", diamond_points(x + 6.0, y)).set("fill", "#9e9e9e"))
+        Box::new(
+            Polygon::new()
+                .set("points", diamond_points(x + 6.0, y))
+                .set("fill", "#9e9e9e"),
+        )
     };
     let ring = move |x: f64| -> Box<dyn svg::Node> {
         Box::new(
@@ -834,26 +862,48 @@ fn legend(y: f64) -> Group {
         )
     };
     let items: Vec<(Box<dyn Fn(f64) -> Box<dyn svg::Node>>, &str, f64)> = vec![
-        (Box::new(move |x| rect(x, holds::HOLD_FILL, "none")), "lease hold (token)", 125.0),
+        (
+            Box::new(move |x| rect(x, holds::HOLD_FILL, "none")),
+            "lease hold (token)",
+            125.0,
+        ),
         (
             Box::new(move |x| rect(x, "none", holds::VALIDITY_STROKE)),
             "validity (own clock)",
             130.0,
         ),
-        (Box::new(move |x| dot(x, MarkClass::Landed)), "append landed", 105.0),
+        (
+            Box::new(move |x| dot(x, MarkClass::Landed)),
+            "append landed",
+            105.0,
+        ),
         (Box::new(move |x| dot(x, MarkClass::Fenced)), "fenced", 65.0),
-        (Box::new(move |x| dot(x, MarkClass::Refused)), "refused", 70.0),
-        (Box::new(move |x| dot(x, MarkClass::Unknown)), "unknown (info)", 105.0),
+        (
+            Box::new(move |x| dot(x, MarkClass::Refused)),
+            "refused",
+            70.0,
+        ),
+        (
+            Box::new(move |x| dot(x, MarkClass::Unknown)),
+            "unknown (info)",
+            105.0,
+        ),
         (Box::new(diamond), "fence (journal open)", 135.0),
-        (Box::new(move |x| rect(x, bands::FILL, "none")), "fault", 55.0),
+        (
+            Box::new(move |x| rect(x, bands::FILL, "none")),
+            "fault",
+            55.0,
+        ),
         (Box::new(ring), "violation evidence", 130.0),
     ];
     let mut group = Group::new().set("class", "legend");
     let mut x = PLOT_X;
     for (swatch, label, width) in items {
-        group = group
-            .add(swatch(x))
-            .add(Text::new(label).set("x", px(x + 16.0)).set("y", px(y + 4.0)));
+        group = group.add(swatch(x)).add(
+            Text::new(label)
+                .set("x", px(x + 16.0))
+                .set("y", px(y + 4.0)),
+        );
         x += width;
     }
     group

@@ -103,8 +103,20 @@ fn every_append_and_fence_is_one_mark_with_its_class() {
         .split('<')
         .filter(|e| e.starts_with("g ") && e.contains("class=\"mark "))
         .map(|e| {
-            let class = e.split("class=\"").nth(1).unwrap().split('"').next().unwrap();
-            let op = e.split("data-op=\"").nth(1).unwrap().split('"').next().unwrap();
+            let class = e
+                .split("class=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            let op = e
+                .split("data-op=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
             (op.to_owned(), class.to_owned())
         })
         .collect();
@@ -149,7 +161,10 @@ fn every_fault_is_a_band_on_each_host_it_hits() {
     assert_eq!(faults, ["partition", "partition", "pause", "wall_jump"]);
     let bands = bands::bands(&history(), 8_000_000);
     let pause = bands.iter().find(|b| b.name == "pause").unwrap();
-    assert_eq!((pause.from_us, pause.until_us), (2_000_000, Some(6_000_000)));
+    assert_eq!(
+        (pause.from_us, pause.until_us),
+        (2_000_000, Some(6_000_000))
+    );
     let partition = bands.iter().find(|b| b.name == "partition").unwrap();
     assert_eq!(partition.until_us, Some(6_200_000));
     assert_eq!(partition.hosts, ["replica-2", "lease"]);
@@ -162,7 +177,10 @@ fn the_violations_evidence_is_ringed_and_named() {
     assert_eq!(attributes(&svg, "evidence", "data-op"), ["3", "6"]);
     assert!(texts(&svg).contains(&"STOP violated".to_owned()));
     // The validity check the evidence names, on its replica's lane.
-    assert_eq!(attributes(&svg, "evidence instant", "data-host"), ["replica-1"]);
+    assert_eq!(
+        attributes(&svg, "evidence instant", "data-host"),
+        ["replica-1"]
+    );
 }
 
 #[test]
