@@ -435,7 +435,14 @@ fn lane_group(host: &str, index: usize) -> Group {
                 .set("y", px(top))
                 .set("width", px(PLOT_W))
                 .set("height", px(LANE_H))
-                .set("fill", if index % 2 == 0 { "#f7f7f7" } else { "#eeeeee" }),
+                .set(
+                    "fill",
+                    if index.is_multiple_of(2) {
+                        "#f7f7f7"
+                    } else {
+                        "#eeeeee"
+                    },
+                ),
         )
         .add(
             Text::new(host)
@@ -810,6 +817,9 @@ fn seconds_label(ms: u64) -> String {
     }
 }
 
+/// Draws a legend swatch at x.
+type Swatch = Box<dyn Fn(f64) -> Box<dyn svg::Node>>;
+
 /// The legend: holds, validity windows, the mark classes, fences, faults and the evidence.
 fn legend(y: f64) -> Group {
     let rect = move |x: f64, fill: &'static str, stroke: &'static str| -> Box<dyn svg::Node> {
@@ -861,7 +871,7 @@ fn legend(y: f64) -> Group {
                 .set("stroke-width", 2),
         )
     };
-    let items: Vec<(Box<dyn Fn(f64) -> Box<dyn svg::Node>>, &str, f64)> = vec![
+    let items: Vec<(Swatch, &str, f64)> = vec![
         (
             Box::new(move |x| rect(x, holds::HOLD_FILL, "none")),
             "lease hold (token)",
