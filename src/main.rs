@@ -36,7 +36,9 @@ struct Cli {
 enum Command {
     /// The main job: run every scenario in --sims over many seeds in parallel, judge each run
     /// (every invariant and both linearizability checks), shrink each failure to a minimal
-    /// run, and write report.md, summary.json, junit.xml and results.jsonl into --out. With
+    /// run (kept in --out/shrunk/ with its history and timeline.svg, and a mutant's beside its
+    /// clean twin's), and write report.md, report.html (self-contained, the timelines inline),
+    /// summary.json, junit.xml and results.jsonl into --out. With
     /// no arguments: every scenario in sims/ for a budget of about a minute, into
     /// reports/latest/. The last line printed is the verdict, its exit code and the report
     /// (`FAIL: 1 scenario violated EXCL — exit 1 — report: reports/latest/report.md`).
@@ -54,7 +56,8 @@ enum Command {
     /// Run one simulated world from a seed: replicas contend for sessions over simulated TCP
     /// with per-host clocks and the faults of a schedule. The flags (or the scenario) are
     /// first resolved to a run file, DIR/run.json; the seed and every option are printed from
-    /// it, then the run writes DIR/history.jsonl, DIR/trace.jsonl and DIR/result.json, and
+    /// it, then the run writes DIR/history.jsonl, DIR/trace.jsonl, DIR/result.json and
+    /// DIR/timeline.svg (a picture of the run: see --out), and
     /// prints the command that replays it (`leasesim replay DIR/run.json`, and the equivalent
     /// flags when there are any), the result of every check (a check with nothing to judge
     /// says `not judged` and why), and last the verdict with its exit code (`verdict: FAIL:
@@ -88,8 +91,8 @@ enum Command {
     /// Exit 0 all linearizable, 1 some not, 2 a file unreadable or
     /// malformed (named with its line), 4 a budget ran out with no violation found.
     Check(CheckArgs),
-    /// Render or merge campaign reports (report.md, summary.json, junit.xml) from a report
-    /// folder's data files. Exits with the campaign's exit code; 2 on a missing or malformed
+    /// Render or merge campaign reports (report.md, report.html, summary.json, junit.xml)
+    /// from a report folder's data files. Exits with the campaign's exit code; 2 on a missing or malformed
     /// data file (named with its line), records of runs the campaign never planned, or
     /// folders that are not distinct shards of one campaign; 6 (incomplete) when planned runs
     /// or shards are missing, or there are no runs, the report naming them.
@@ -277,7 +280,9 @@ struct RunArgs {
     #[command(flatten)]
     request: RunRequest,
     /// Folder for run.json, history.jsonl, trace.jsonl, schedule.json, script.json (a
-    /// scripted run) and result.json; what an earlier run left there is replaced.
+    /// scripted run), result.json and timeline.svg (the run drawn: one lane per host, lease
+    /// holds, validity windows, appends and fences, faults, the violation); what an earlier
+    /// run left there is replaced.
     #[arg(long, value_name = "DIR", default_value = "runs/latest")]
     out: PathBuf,
     /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3).
@@ -296,7 +301,9 @@ struct ReplayArgs {
     #[arg(value_name = "RUN.json")]
     file: PathBuf,
     /// Folder for run.json, history.jsonl, trace.jsonl, schedule.json, script.json (a
-    /// scripted run) and result.json; what an earlier run left there is replaced.
+    /// scripted run), result.json and timeline.svg (the run drawn: one lane per host, lease
+    /// holds, validity windows, appends and fences, faults, the violation); what an earlier
+    /// run left there is replaced.
     #[arg(long, value_name = "DIR", default_value = "runs/latest")]
     out: PathBuf,
     /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3).

@@ -732,6 +732,16 @@ fn shrink_failure(
         .run
         .save(&path)
         .map_err(|e| CampaignError::Harness(e.to_string()))?;
+    super::counterexample::keep(
+        &options.out,
+        &format!("shrunk/{file_name}"),
+        &shrunk.run,
+        shrunk.history.as_ref(),
+        failure.check,
+        &shrunk.violations,
+        options.run_timeout,
+    )
+    .map_err(CampaignError::Harness)?;
     let record = ShrunkRun {
         scenario: loaded.scenario.name(),
         seed: failure.key.seed,

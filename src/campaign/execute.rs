@@ -123,9 +123,18 @@ pub fn check_records(
         let name = *check;
         let violations = match outcome {
             LinearizabilityOutcome::Checked(Verdict::NotLinearizable(explanation)) => {
+                let mut evidence: Vec<String> =
+                    explanation.to_string().lines().map(str::to_owned).collect();
+                // The same operations by op id, for the timeline to draw over the history.
+                let (stuck, prefix) = judge::explained_op_ids(history, *check, explanation);
+                evidence.extend(stuck.map(|id| format!("stuck: op {id}")));
+                if !prefix.is_empty() {
+                    let ops: Vec<String> = prefix.iter().map(|id| format!("op {id}")).collect();
+                    evidence.push(format!("prefix: {}", ops.join(", ")));
+                }
                 vec![ViolationRecord {
                     message: format!("no linearization of partition {}", explanation.partition),
-                    evidence: explanation.to_string().lines().map(str::to_owned).collect(),
+                    evidence,
                 }]
             }
             LinearizabilityOutcome::Unreadable(why) => vec![ViolationRecord {

@@ -14,6 +14,7 @@
 //! - [`shrink`] and [`ddmin`] — reducing a failing run to a minimal one.
 //! - [`mutants`] — the detection table of planted bugs (`--mutants`).
 
+pub mod counterexample;
 pub mod coverage;
 pub mod ddmin;
 pub mod driver;

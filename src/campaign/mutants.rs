@@ -179,7 +179,18 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
                     .parent()
                     .map_or(Ok(()), std::fs::create_dir_all)
                     .map_err(|e| e.to_string())
-                    .and_then(|()| shrunk.run.save(&path).map_err(|e| e.to_string()));
+                    .and_then(|()| shrunk.run.save(&path).map_err(|e| e.to_string()))
+                    .and_then(|()| {
+                        super::counterexample::keep(
+                            options.out,
+                            &file,
+                            &shrunk.run,
+                            shrunk.history.as_ref(),
+                            check,
+                            &shrunk.violations,
+                            options.run_timeout,
+                        )
+                    });
                 if let Err(error) = saved {
                     eprintln!("cannot write {}: {error}", path.display());
                 } else {

@@ -39,6 +39,8 @@ pub struct Shrunk {
     pub violations: Vec<ViolationRecord>,
     /// A mermaid sequence diagram of the minimal run.
     pub sequence_diagram: String,
+    /// The minimal run's history (`None` when its last run failed to run).
+    pub history: Option<History>,
 }
 
 /// Reduces `run`, which violates `check` (`TOKEN`, …, `LIN-LEDGER`), to a minimal run that
@@ -289,7 +291,7 @@ impl Shrinker {
     /// The minimal run with its violations of the check, operations and diagram; a plan
     /// keeps only the runs its replicas reached.
     fn finish(&self, mut best: RunFile) -> Shrunk {
-        let (violations, sequence_diagram, operations) =
+        let (violations, sequence_diagram, operations, history) =
             match runfile::execute_world(&best, self.timeout) {
                 Ok(output) => {
                     let history = output.history;
@@ -305,9 +307,10 @@ impl Shrinker {
                     let session = session_of(&violations);
                     let diagram =
                         crate::report::mermaid::sequence_diagram(&history, session.as_deref(), 80);
-                    (violations, diagram, history.ops().count())
+                    let operations = history.ops().count();
+                    (violations, diagram, operations, Some(history))
                 }
-                Err(_) => (Vec::new(), String::new(), 0),
+                Err(_) => (Vec::new(), String::new(), 0, None),
             };
         Shrunk {
             run: best,
@@ -315,6 +318,7 @@ impl Shrinker {
             operations,
             violations,
             sequence_diagram,
+            history,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! One run outside a campaign (`leasesim run`, `leasesim replay`): run a [`RunFile`] into its
 //! folder, judge its history against the run file's expectations, and write `result.json`
-//! with the verdict, every check's result and the schedule the world ran.
+//! with the verdict, every check's result and the schedule the world ran, and `timeline.svg`
+//! (the history drawn, the first failing check's evidence highlighted:
+//! [`crate::report::timeline`]).
 //!
 //! `result.json` (schema `v: 2`):
 //! ```json
@@ -25,6 +27,8 @@ use serde::Serialize;
 
 use super::execute::check_records;
 use crate::check::judge::{self, RunVerdict};
+use crate::history::History;
+use crate::report::timeline::{self, Highlight};
 use crate::results::record::CheckRecord;
 use crate::sim::runfile::{self, Drawn, RunFile};
 use crate::sim::runner::{self, RunResult, RunnerError};
@@ -68,14 +72,36 @@ pub struct Judged {
 pub fn run_into(run: &RunFile, out: &Path, timeout: Duration) -> Result<Judged, RunnerError> {
     let (result, history) = runfile::execute_to(run, out, timeout)?;
     let verdict = judge::judge_run(&history, &run.expect.violate);
+    let checks = check_records(&verdict.judgement, &run.expect, &history);
+    write_timeline(
+        &out.join(runner::TIMELINE_FILE),
+        &history,
+        &format!("{} seed {}: {}", run.scenario, run.seed, verdict.line),
+        &timeline::highlight_of_records(&checks, &history),
+    )?;
     let result = ResultFile {
         v: RESULT_VERSION,
         verdict: verdict.line.clone(),
         exit_code: verdict.exit.code(),
-        checks: check_records(&verdict.judgement, &run.expect, &history),
+        checks,
         drawn: run.drawn.clone(),
         run: result,
     };
     runner::write_result(out, &result)?;
     Ok(Judged { result, verdict })
+}
+
+/// Draws `history`'s timeline ([`timeline::render`]) titled `title` into `path`: what `run`,
+/// `replay` and the campaign's counterexamples write.
+///
+/// # Errors
+/// [`RunnerError::Harness`] when it cannot be written.
+pub fn write_timeline(
+    path: &Path,
+    history: &History,
+    title: &str,
+    highlight: &Highlight,
+) -> Result<(), RunnerError> {
+    std::fs::write(path, timeline::render(history, title, highlight))
+        .map_err(|e| RunnerError::Harness(format!("cannot write {}: {e}", path.display())))
 }

@@ -9,7 +9,8 @@ use std::fmt;
 use super::Check;
 use super::invariants::{self, Report};
 use super::linearizability::{
-    Budget, Verdict, check_kube_history, check_lease_history, check_ledger_history,
+    Budget, Explanation, Verdict, check_kube_history, check_lease_history, check_ledger_history,
+    kube_operations, lease_operations, ledger_operations,
 };
 use crate::exit::Exit;
 use crate::history::{History, Op};
@@ -271,6 +272,33 @@ pub fn operations(history: &History, check: Check) -> u64 {
         Check::LinLedger => count(&|op| !lease(op) && !is_kube(op)),
         _ => 0,
     }
+}
+
+/// The op ids (of `history`'s `op` lines) behind `explanation` of linearizability check
+/// `check`: its stuck operation, and its longest valid prefix in linearization order. The
+/// engine's indices are into the operations it was given ([`lease_operations`],
+/// [`ledger_operations`], [`kube_operations`], which keep each one's op id); an added final
+/// read has none and is left out.
+pub fn explained_op_ids(
+    history: &History,
+    check: Check,
+    explanation: &Explanation,
+) -> (Option<u64>, Vec<u64>) {
+    let ids = match check {
+        Check::LinLease if judges_lease_objects(history) => {
+            kube_operations(history).map(|e| e.op_ids)
+        }
+        Check::LinLease => lease_operations(history).map(|e| e.op_ids),
+        _ => ledger_operations(history).map(|e| e.op_ids),
+    }
+    .unwrap_or_default();
+    let id = |index: &usize| ids.get(*index).copied().flatten();
+    let prefix = explanation
+        .longest_prefix_indices
+        .iter()
+        .filter_map(id)
+        .collect();
+    (id(&explanation.stuck_index), prefix)
 }
 
 /// One linearizability check over `history`; not judged when the history has none of its

@@ -34,7 +34,7 @@ pub enum Line {
     /// `"write"`: one write a Kubernetes API server accepted. A backend with no authority
     /// clock has no decisions; its accepted writes stand in for them (TOKEN, EXPIRY).
     Write(WriteLine),
-    /// `"nemesis"`: one action of live mode's nemesis (a signal, a restart, a proxy change).
+    /// `"nemesis"`: one action of the nemesis (a fault applied: a signal, a freeze, a partition…).
     /// The checkers ignore these; they are the evidence of what was done, and when.
     Nemesis(NemesisLine),
 }
@@ -409,11 +409,12 @@ pub enum WriteVerb {
     Delete,
 }
 
-/// One action of live mode's nemesis (`leasesim live`, [`crate::live`]), in true time:
+/// One action of the nemesis (live mode's, [`crate::live`], or the simulated world's), in
+/// true time:
 /// `{"v":1,"kind":"nemesis","at_us":5000123,"host":"replica-1","action":"sigstop",
 /// "peer":null,"detail":"pause for 5000 ms"}`. A link action names both ends
 /// (`"host":"replica-2","peer":"lease","action":"partition"`). The checkers ignore these
-/// lines; they say what was done to the real processes, and when.
+/// lines; they say what was done to the hosts, and when.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NemesisLine {
@@ -423,7 +424,9 @@ pub struct NemesisLine {
     pub host: String,
     /// What was done: `sigstop`, `sigcont`, `sigkill`, `start`, `partition`,
     /// `partition_one_way`, `hold`, `release`, `latency`, `link_flaps`, `reset`, `heal`,
-    /// `clock`, or `dropped` (a drawn fault with no real counterpart, not applied).
+    /// `clock`, or `dropped` (a drawn fault with no real counterpart, not applied) live; the
+    /// schedule's fault names and `resume`, `deliver`, `serve` in a simulation (see the
+    /// module docs).
     pub action: String,
     /// The other end of a link action (the service, or the receiver of a one-way cut).
     pub peer: Option<String>,

@@ -245,7 +245,7 @@
 //! with no authority clock (KubeLease) has no `decision` lines: its accepted writes are what
 //! TOKEN and EXPIRY judge, and its `kube_*` operations what LIN-LEASE judges.
 //!
-//! ## `nemesis` — one action of live mode's nemesis ([`NemesisLine`])
+//! ## `nemesis` — one action of the nemesis ([`NemesisLine`])
 //!
 //! ```json
 //! {"v":1,"kind":"nemesis","at_us":5000123,"host":"replica-1","action":"sigstop","peer":null,"detail":"pause for 5000 ms"}
@@ -254,8 +254,12 @@
 //! `at_us` (true time: the orchestrator's clock); `host` acted on (`all` for a heal); `action`
 //! (`sigstop`, `sigcont`, `sigkill`, `start`, `partition`, `partition_one_way`, `hold`,
 //! `release`, `latency`, `link_flaps`, `reset`, `heal`, `clock`, `dropped`); `peer`, the other
-//! end of a link action, else `null`; `detail`, free text or `null`. Written by `leasesim live`
-//! only; the checkers ignore them.
+//! end of a link action, else `null`; `detail`, free text or `null`. The simulated world writes
+//! them too, one per fault with the schedule's names (`pause`, `suspend`, `stall`, `crash`,
+//! `restart`, `partition`, `partition_one_way`, `isolate`, `hold`, `release`, `latency`,
+//! `link_flaps`, `delay_replies`, `deliver`, `clock_drift`, `wall_jump`, `wall_offset`,
+//! `delete_lease_record`, `apiserver_errors`, `serve`, `heal`), and a `resume` where a freeze
+//! ends (`src/sim/fault_lines.rs`). The checkers ignore them; the timeline draws them.
 //!
 //! # Reading and writing
 //!

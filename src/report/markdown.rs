@@ -1,14 +1,15 @@
 //! `report.md`: for a reviewer. First screen: header, verdict, reproduction key, the
 //! scenario × check matrix, the mutation score, unmet expectations and missing runs
 //! ([`super::overview`]). Then, folded, the checks per scenario and the coverage table; then,
-//! visible, harness errors, failing runs, each shrunk violation with its replay command and
-//! sequence diagram, and the mutant detection table.
+//! visible, harness errors, failing runs, each shrunk violation with its replay command,
+//! timeline (an image beside the run file) and sequence diagram, and the mutant detection
+//! table with each mutant's counterexample timeline beside its clean twin's.
 
 use std::fmt::Write as _;
 
-use super::ReportData;
 use super::overview::{self, Anchors, FAILING_RUNS_ANCHOR, HARNESS_ERRORS_ANCHOR, anchor_line};
 use super::summary::{CheckSummary, ScenarioSummary, Summary, order_events, plural, status_name};
+use super::{Counterexample, ReportData};
 use crate::check::Check;
 use crate::results::CoverageEvent;
 use crate::results::record::RunStatus;
@@ -64,7 +65,70 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
     out
 }
 
-/// The detection table of a `--mutants` campaign (its score is on the first screen).
+/// The timelines kept beside run file `run_file` ([`Counterexample`]), as images with
+/// relative paths (GitHub renders them): the run's, and a mutant's clean twin's.
+fn timeline_images(out: &mut String, data: &ReportData, run_file: &str) {
+    let files = Counterexample::of(run_file);
+    if data.timelines.contains_key(&files.timeline) {
+        let _ = write!(
+            out,
+            "![timeline of the minimal run]({})
+
+",
+            files.timeline
+        );
+    }
+    if data.timelines.contains_key(&files.clean_timeline) {
+        let _ = write!(
+            out,
+            "The same run on the correct implementation (`mutant: null`, its history in \
+             `{}`):
+
+![timeline of the clean twin]({})
+
+",
+            files.clean_history, files.clean_timeline
+        );
+    }
+}
+
+/// Each mutant's shrunk counterexample with its timeline and its clean twin's.
+fn mutant_counterexamples(out: &mut String, data: &ReportData) {
+    let shown: Vec<_> = data
+        .mutants
+        .iter()
+        .filter_map(|d| d.run_file.as_deref().map(|file| (d, file)))
+        .filter(|(_, file)| {
+            data.timelines
+                .contains_key(&Counterexample::of(file).timeline)
+        })
+        .collect();
+    if shown.is_empty() {
+        return;
+    }
+    out.push_str(
+        "### Mutant counterexamples
+
+",
+    );
+    for (detection, file) in shown {
+        let _ = write!(
+            out,
+            "#### `{}`: {}
+
+- minimal run: `{file}` (history: `{}`)
+
+",
+            detection.mutant,
+            cell(&detection.killed_by),
+            Counterexample::of(file).history
+        );
+        timeline_images(out, data, file);
+    }
+}
+
+/// The detection table of a `--mutants` campaign (its score is on the first screen), then
+/// each mutant's counterexample.
 fn mutants(out: &mut String, data: &ReportData, summary: &Summary) {
     if summary.mutation_score.is_none() {
         return;
@@ -97,6 +161,7 @@ fn mutants(out: &mut String, data: &ReportData, summary: &Summary) {
         );
     }
     out.push('\n');
+    mutant_counterexamples(out, data);
 }
 
 /// The runs an incomplete campaign lacks (nothing when it has every planned run).
@@ -125,7 +190,7 @@ fn missing(out: &mut String, summary: &Summary) {
 
 /// The seeds: as planned (`0..10`); for a budget campaign the budget and the seeds that ran
 /// (`budget 50s; ran 0..37`).
-fn seeds_line(summary: &Summary) -> String {
+pub(super) fn seeds_line(summary: &Summary) -> String {
     let planned = &summary.meta.seeds;
     if planned.starts_with("budget") {
         format!("{planned}; ran {}", summary.seeds_run)
@@ -143,7 +208,7 @@ pub(super) fn runs(n: u64) -> String {
     }
 }
 
-fn runs_line(summary: &Summary) -> String {
+pub(super) fn runs_line(summary: &Summary) -> String {
     let parts: Vec<String> = [
         RunStatus::Clean,
         RunStatus::Violation,
@@ -490,6 +555,7 @@ fn violations(out: &mut String, data: &ReportData, anchors: &Anchors) {
             }
             out.push('\n');
         }
+        timeline_images(out, data, &run.run_file);
         if run.sequence_diagram.trim().is_empty() {
             out.push_str("(no sequence diagram recorded)\n\n");
         } else {

@@ -292,7 +292,7 @@ fn seconds(us: u64) -> String {
     format!("{}.{:03}s", us / 1_000_000, us % 1_000_000 / 1_000)
 }
 
-fn request(op: &OpLine) -> String {
+pub(super) fn request(op: &OpLine) -> String {
     let session = &op.session;
     match &op.op {
         Op::LeaseAcquire { .. } => format!("acquire {session}"),
@@ -338,7 +338,7 @@ fn request(op: &OpLine) -> String {
     }
 }
 
-fn reply(outcome: Outcome, result: &OpResult, id: u64) -> String {
+pub(super) fn reply(outcome: Outcome, result: &OpResult, id: u64) -> String {
     let text = match result {
         OpResult::Granted { token, .. } => format!("Granted token {token}"),
         OpResult::Released {} => "Released".to_owned(),

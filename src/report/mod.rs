@@ -8,9 +8,15 @@
 //!   campaign.json   written first by the campaign: {"v":1,"meta":CampaignMeta,"scenarios":[ScenarioInfo…]}
 //!   results.jsonl   one RunRecord per line, in completion order (appended as runs finish)
 //!   shrunk.jsonl    one ShrunkRun per line (absent or empty: nothing was shrunk)
-//!   shrunk/         the minimal run files the ShrunkRun and Detection lines name (`run_file`, relative)
+//!   shrunk/         the minimal run files the ShrunkRun and Detection lines name (`run_file`, relative),
+//!                   each `<stem>.run.json` beside its history and timeline ([`Counterexample`]):
+//!                   `<stem>.history.jsonl`, `<stem>.timeline.svg`, and for a mutant's
+//!                   counterexample its clean twin's (the same run, `mutant: null`):
+//!                   `<stem>.clean.history.jsonl`, `<stem>.clean.timeline.svg`
 //!   mutants.jsonl   a `--mutants` campaign's detection table: one Detection per line, in catalogue order
-//!   report.md       rendered: for a reviewer (GitHub renders its mermaid diagrams)
+//!   report.md       rendered: for a reviewer (GitHub renders its mermaid diagrams and timelines)
+//!   report.html     rendered: the same summary and every counterexample's timeline inline, one
+//!                   self-contained page (no network fetches)
 //!   summary.json    rendered: totals for tooling ([`Summary`], schema [`SUMMARY_VERSION`])
 //!   junit.xml       rendered: one testcase per scenario × check, for CI
 //! ```
@@ -28,6 +34,7 @@
 //! never reached: that is a warning, printed in the verdict line ([`Summary::verdict`],
 //! [`Summary::warnings`]; reports/README.md says why).
 
+mod html;
 mod junit;
 mod markdown;
 pub mod mermaid;
@@ -37,6 +44,7 @@ mod overview_tests;
 mod summary;
 #[cfg(test)]
 mod tests;
+pub mod timeline;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -62,6 +70,44 @@ pub const RESULTS_FILE: &str = "results.jsonl";
 pub const SHRUNK_FILE: &str = "shrunk.jsonl";
 /// A `--mutants` campaign's detection table, one [`Detection`] per line, in catalogue order.
 pub const MUTANTS_FILE: &str = "mutants.jsonl";
+
+/// The files kept beside one shrunk counterexample's run file (`shrunk/<stem>.run.json`),
+/// relative to the report folder like the run file.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Counterexample {
+    /// `shrunk/<stem>.history.jsonl`: the minimal run's history.
+    pub history: String,
+    /// `shrunk/<stem>.timeline.svg`: its timeline.
+    pub timeline: String,
+    /// `shrunk/<stem>.clean.history.jsonl`: a mutant's clean twin's history (the same run file
+    /// with `mutant: null`).
+    pub clean_history: String,
+    /// `shrunk/<stem>.clean.timeline.svg`: the clean twin's timeline.
+    pub clean_timeline: String,
+}
+
+impl Counterexample {
+    /// The files beside run file `run_file` (`….run.json`; another name is its own stem).
+    pub fn of(run_file: &str) -> Self {
+        let stem = run_file.strip_suffix(".run.json").unwrap_or(run_file);
+        Counterexample {
+            history: format!("{stem}.history.jsonl"),
+            timeline: format!("{stem}.timeline.svg"),
+            clean_history: format!("{stem}.clean.history.jsonl"),
+            clean_timeline: format!("{stem}.clean.timeline.svg"),
+        }
+    }
+
+    /// Every file, in a fixed order.
+    pub fn files(&self) -> [&str; 4] {
+        [
+            &self.history,
+            &self.timeline,
+            &self.clean_history,
+            &self.clean_timeline,
+        ]
+    }
+}
 
 /// What a report shows of one scenario (from its file): written by the campaign into
 /// `campaign.json`.
@@ -301,6 +347,10 @@ pub struct ReportData {
     /// How the results cover the campaign's plan: judged by [`ReportData::read`] (`None`
     /// for data built in memory).
     pub completeness: Option<Completeness>,
+    /// The counterexamples' timelines found beside their run files ([`Counterexample`]):
+    /// relative path → SVG text, read by [`ReportData::read`] (empty for data built in
+    /// memory). The reports show those present.
+    pub timelines: BTreeMap<String, String>,
 }
 
 impl ReportData {
@@ -375,6 +425,7 @@ impl ReportData {
         let mut data = ReportData::new(campaign, results, shrunk);
         data.mutants = mutants;
         data.completeness = Some(Completeness::judge(dir, &data.campaign, &data.results)?);
+        data.read_timelines(dir)?;
         Ok(data)
     }
 
@@ -390,7 +441,40 @@ impl ReportData {
             }),
             mutants: Vec::new(),
             completeness: None,
+            timelines: BTreeMap::new(),
         }
+    }
+
+    /// Every counterexample's run file (shrunk runs, then the detection table's), each once.
+    pub fn run_files(&self) -> Vec<&str> {
+        let mut files: Vec<&str> = self.shrunk.iter().map(|s| s.run_file.as_str()).collect();
+        files.extend(self.mutants.iter().filter_map(|d| d.run_file.as_deref()));
+        let mut seen = BTreeSet::new();
+        files.retain(|f| seen.insert(*f));
+        files
+    }
+
+    /// Reads the timelines beside the run files from `dir` into [`ReportData::timelines`].
+    ///
+    /// # Errors
+    /// [`ReportError::Io`] when one is there but cannot be read.
+    fn read_timelines(&mut self, dir: &Path) -> Result<(), ReportError> {
+        let mut timelines = BTreeMap::new();
+        for run_file in self.run_files() {
+            let files = Counterexample::of(run_file);
+            for relative in [files.timeline, files.clean_timeline] {
+                let path = dir.join(&relative);
+                match fs::read_to_string(&path) {
+                    Ok(text) => {
+                        timelines.insert(relative, text);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io_error(&path)(e)),
+                }
+            }
+        }
+        self.timelines = timelines;
+        Ok(())
     }
 
     /// The totals, verdicts and exit code.
@@ -466,8 +550,8 @@ fn write(path: &Path, text: &str) -> Result<(), ReportError> {
     fs::write(path, text).map_err(io_error(path))
 }
 
-/// Renders `report.md`, `summary.json` and `junit.xml` into report folder `dir` from its
-/// data files; returns the campaign's exit code ([`Summary::exit_code`]).
+/// Renders `report.md`, `report.html`, `summary.json` and `junit.xml` into report folder
+/// `dir` from its data files; returns the campaign's exit code ([`Summary::exit_code`]).
 ///
 /// # Errors
 /// [`ReportError`] for missing or malformed data files, or outputs that cannot be written.
@@ -483,6 +567,7 @@ pub fn render_summary(dir: &Path) -> Result<Summary, ReportError> {
     let data = ReportData::read(dir)?;
     let summary = data.summary();
     write(&dir.join("report.md"), &markdown::render(&data, &summary))?;
+    write(&dir.join("report.html"), &html::render(&data, &summary))?;
     write(&dir.join("summary.json"), &pretty(&summary))?;
     write(&dir.join("junit.xml"), &junit::render(&data, &summary))?;
     Ok(summary)
@@ -764,6 +849,14 @@ fn copy_run_files(copies: &BTreeMap<String, PathBuf>, out: &Path) -> Result<(), 
             fs::create_dir_all(parent).map_err(io_error(parent))?;
         }
         fs::copy(source, &target).map_err(io_error(source))?;
+        // The counterexample's history and timelines go with it, where they were kept.
+        let from = Counterexample::of(&source.to_string_lossy());
+        let to = Counterexample::of(&target.to_string_lossy());
+        for (from, to) in from.files().into_iter().zip(to.files()) {
+            if Path::new(from).exists() {
+                fs::copy(from, to).map_err(io_error(Path::new(from)))?;
+            }
+        }
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ pub(super) const FAILING_RUNS_ANCHOR: &str = "failing-runs";
 pub(super) const HARNESS_ERRORS_ANCHOR: &str = "harness-error-runs";
 
 /// The legend under the matrix: what each kind of cell means.
-const LEGEND: &str = "✓ pass · n/j not judged (its runs had nothing for it to judge) · \
+pub(super) const LEGEND: &str = "✓ pass · n/j not judged (its runs had nothing for it to judge) · \
                       – not made (no run made it) · caught: an expected violation seen · \
                       **NOT CAUGHT**: an expected violation never seen · **N ✗**: failed in \
                       N runs (links to its shrunk run, or to the failing runs) · N ?: \
@@ -115,7 +115,7 @@ pub(super) fn reproduction_key(out: &mut String, meta: &CampaignMeta) {
 }
 
 /// The checks any scenario made or expects, in [`Check`] order: the matrix's columns.
-fn columns(summary: &Summary) -> Vec<Check> {
+pub(super) fn columns(summary: &Summary) -> Vec<Check> {
     let mut checks: Vec<Check> = summary
         .scenarios
         .iter()
@@ -172,24 +172,73 @@ fn runs_cell(scenario: &ScenarioSummary) -> String {
     format!("{} ([{errors}](#{HARNESS_ERRORS_ANCHOR}))", scenario.runs)
 }
 
-/// One cell: the check's result over the scenario's runs ([`CheckSummary::result`]).
-fn check_cell(check: &CheckSummary, scenario: &ScenarioSummary, anchors: &Anchors) -> String {
-    // An expected violation no run made the check for is as unseen as one made and passed.
-    if scenario.unreached_violations.contains(&check.name) {
-        return "**NOT CAUGHT**".to_owned();
+/// What one matrix cell says of a check over a scenario's runs ([`CheckSummary::result`]):
+/// the Markdown and the HTML report draw the same cells.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Cell {
+    /// ✓
+    Pass,
+    /// n/j: its runs had nothing for it to judge.
+    NotJudged,
+    /// An expected violation seen.
+    Caught,
+    /// An expected violation never seen.
+    NotCaught,
+    /// Failed in this many runs.
+    Fail(u64),
+    /// Inconclusive in this many runs.
+    Inconclusive(u64),
+    /// No run made it.
+    NotMade,
+}
+
+impl Cell {
+    /// The cell of `check` (`None`: not made) in `scenario`.
+    pub(super) fn of(check: Option<&CheckSummary>, scenario: &ScenarioSummary) -> Cell {
+        let Some(check) = check else {
+            return Cell::NotMade;
+        };
+        // An expected violation no run made the check for is as unseen as one made and passed.
+        if scenario.unreached_violations.contains(&check.name) {
+            return Cell::NotCaught;
+        }
+        match check.result.as_str() {
+            "pass" => Cell::Pass,
+            "not-judged" => Cell::NotJudged,
+            "caught" => Cell::Caught,
+            "not-caught" => Cell::NotCaught,
+            "fail" => Cell::Fail(check.failed_runs),
+            "inconclusive" => Cell::Inconclusive(check.inconclusive_runs),
+            _ => Cell::NotMade,
+        }
     }
-    match check.result.as_str() {
-        "pass" => "✓".to_owned(),
-        "not-judged" => "n/j".to_owned(),
-        "caught" => "caught".to_owned(),
-        "not-caught" => "**NOT CAUGHT**".to_owned(),
-        "fail" => format!(
-            "**[{} ✗](#{})**",
-            check.failed_runs,
+
+    /// The cell's text, without links or emphasis.
+    pub(super) fn text(self) -> String {
+        match self {
+            Cell::Pass => "✓".to_owned(),
+            Cell::NotJudged => "n/j".to_owned(),
+            Cell::Caught => "caught".to_owned(),
+            Cell::NotCaught => "NOT CAUGHT".to_owned(),
+            Cell::Fail(n) => format!("{n} ✗"),
+            Cell::Inconclusive(n) => format!("{n} ?"),
+            Cell::NotMade => "–".to_owned(),
+        }
+    }
+}
+
+/// One cell in Markdown: failing and inconclusive cells link to their section.
+fn check_cell(check: &CheckSummary, scenario: &ScenarioSummary, anchors: &Anchors) -> String {
+    let cell = Cell::of(Some(check), scenario);
+    match cell {
+        Cell::NotCaught => format!("**{}**", cell.text()),
+        Cell::Fail(_) => format!(
+            "**[{}](#{})**",
+            cell.text(),
             anchors.failure(&scenario.name, check.name)
         ),
-        "inconclusive" => format!("[{} ?](#{FAILING_RUNS_ANCHOR})", check.inconclusive_runs),
-        _ => "–".to_owned(),
+        Cell::Inconclusive(_) => format!("[{}](#{FAILING_RUNS_ANCHOR})", cell.text()),
+        _ => cell.text(),
     }
 }
 

@@ -104,6 +104,12 @@ impl HostFreeze {
         self.gate().lock().armed.clone()
     }
 
+    /// The armed freezes that fired so far, each with the true time it started, in firing
+    /// order.
+    pub fn fired(&self) -> Vec<(Duration, ArmedFreeze)> {
+        self.gate().lock().fired.clone()
+    }
+
     /// Forwards every later observation to `sink`.
     pub fn set_sink(&self, sink: ObservationSink) {
         self.gate().lock().sink = Some(sink);

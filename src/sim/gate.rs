@@ -64,6 +64,9 @@ pub(super) struct GateState {
     /// After a freeze ends: the blocked tasks in the order they continue; the head goes next.
     pub(super) release: VecDeque<u64>,
     pub(super) armed: Vec<ArmedFreeze>,
+    /// The armed freezes that fired, with the true time each started (for the history's
+    /// `nemesis` lines: only the host knows when its pause point was reached).
+    pub(super) fired: Vec<(Duration, ArmedFreeze)>,
     pub(super) sink: Option<ObservationSink>,
     /// The latest true time seen, so that time passed in never goes back.
     pub(super) last_true: Duration,
@@ -131,6 +134,7 @@ impl Gate {
         let t = state.settle(now_true);
         let index = state.armed.iter().position(|armed| armed.point == point)?;
         let armed = state.armed.remove(index);
+        state.fired.push((t, armed));
         if matches!(armed.kind, FreezeKind::Pause | FreezeKind::Suspend) {
             state.start(t, armed.duration, Some(id));
         }

@@ -24,6 +24,7 @@ pub mod clock;
 pub mod config;
 pub mod determinism;
 pub mod errors;
+mod fault_lines;
 pub mod freeze;
 pub mod gate;
 pub mod generate;

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::config::{WorldConfig, config_line};
+use super::fault_lines;
 use super::gate::FreezeKind;
 use super::hosts::Hosts;
 use super::schedule::{Fault, FaultSchedule};
@@ -138,17 +139,36 @@ fn apply(
     super::runner::set_trace_now(now);
     tracing::info!(target: "leasesim::nemesis", at = ?now, ?action, "nemesis");
     hosts.recorder.set_harness_now(now);
+    let at = crate::history::micros(now);
+    let record = |action: &str, host: &str, peer: Option<&str>| {
+        hosts
+            .recorder
+            .nemesis(fault_lines::line(at, action, host, peer, None));
+    };
     match action {
-        Action::Apply(fault) => return apply_fault(sim, hosts, now, fault),
-        Action::Deliver { a, b } => sim.release(a, b),
-        Action::ServeRequests { to } => hosts.error_windows.close(&to),
+        Action::Apply(fault) => {
+            for line in fault_lines::fault_lines(now, &fault, &hosts.authority_host) {
+                hosts.recorder.nemesis(line);
+            }
+            return apply_fault(sim, hosts, now, fault);
+        }
+        Action::Deliver { a, b } => {
+            record("deliver", &a, Some(&b));
+            sim.release(a, b)
+        }
+        Action::ServeRequests { to } => {
+            record("serve", &hosts.authority_host, to.as_deref());
+            hosts.error_windows.close(&to)
+        }
         Action::ReleaseReplies { from, to } => {
+            record("release_replies", &from, Some(&to));
             if let Some(holds) = &hosts.reply_holds {
                 holds.release(&from, &to);
             }
         }
         Action::BounceLease { downtime_ms: None } => {
             let host = hosts.authority_host.clone();
+            record("restart", &host, None);
             restart(sim, hosts, now, &host)
         }
         Action::BounceLease {
@@ -156,6 +176,7 @@ fn apply(
         } => {
             let host = hosts.authority_host.clone();
             if sim.is_host_running(host.as_str()) {
+                record("crash", &host, None);
                 crash(sim, hosts, now, &host);
                 return vec![(downtime_ms, Action::StartLease)];
             }
@@ -163,12 +184,16 @@ fn apply(
         Action::StartLease => {
             let host = hosts.authority_host.clone();
             if hosts.is_crashed(&host) {
+                record("restart", &host, None);
                 restart(sim, hosts, now, &host);
             }
         }
         // A freeze that started at a pause point ends when it ends: heal after it.
         Action::HealAll if frozen(hosts, now) => return vec![(HEAL_RETRY_MS, Action::HealAll)],
-        Action::HealAll => heal(sim, hosts, now),
+        Action::HealAll => {
+            record("heal", fault_lines::ALL, None);
+            heal(sim, hosts, now)
+        }
     }
     Vec::new()
 }

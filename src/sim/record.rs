@@ -19,8 +19,8 @@ use async_trait::async_trait;
 use super::true_time::{true_now, true_sleep};
 use crate::clock::{Clock, Instant};
 use crate::history::{
-    ClockLine, DecisionLine, EventLine, HistEvent, HistRecord, LedgerLine, Line, Op, OpLine,
-    OpResult, Outcome, Process, ValidityLine, WriteLine, micros,
+    ClockLine, DecisionLine, EventLine, HistEvent, HistRecord, LedgerLine, Line, NemesisLine, Op,
+    OpLine, OpResult, Outcome, Process, ValidityLine, WriteLine, micros,
 };
 use crate::hooks::{Hooks, Observation, PausePoint};
 use crate::journal::{Entry, Ledger, LedgerError, Record, Seq};
@@ -211,6 +211,11 @@ impl Recorder {
             host: host.to_owned(),
             event,
         }));
+    }
+
+    /// Records what the nemesis did (a `nemesis` line; its `at_us` is set by the caller).
+    pub fn nemesis(&self, line: NemesisLine) {
+        self.push(Line::Nemesis(line));
     }
 
     /// Records that `host`'s boot `boot` starts its clock now: a `clock` line whose

@@ -76,13 +76,18 @@ pub fn create_out(out: &Path) -> Result<(), RunnerError> {
     })
 }
 
+/// The timeline picture `leasesim run`/`replay` draw beside the history
+/// ([`crate::report::timeline`]).
+pub const TIMELINE_FILE: &str = "timeline.svg";
+
 /// The files a run writes into its folder (besides `run.json`).
-pub const RUN_FILES: [&str; 5] = [
+pub const RUN_FILES: [&str; 6] = [
     "history.jsonl",
     "trace.jsonl",
     "schedule.json",
     "script.json",
     "result.json",
+    TIMELINE_FILE,
 ];
 
 /// Removes what an earlier run left in `out` ([`RUN_FILES`]), so a run that fails midway never

@@ -270,9 +270,8 @@ pub(crate) async fn run_runs_on(
                 service.shutdown().await;
             });
         }
-        let running = AssertUnwindSafe(
-            service.run(&session, |ctx| work(&replica, ctx, run.appends, think)),
-        );
+        let running =
+            AssertUnwindSafe(service.run(&session, |ctx| work(&replica, ctx, run.appends, think)));
         // A worker that panicked (a `worker_panic` fault): the service has stopped its
         // renewer and released its lease before re-raising; the replica goes on, as a
         // worker pool replaces a worker that died.

@@ -599,8 +599,9 @@ fn replica_store(
     Ok(Store::new(owner, Arc::new(lease), Arc::new(ledger), clock_arc).with_config(store_config))
 }
 
-/// The history: config, operations, decisions and validity checks, phase markers, clock
-/// segments, then the final ledger.
+/// The history: config, operations, decisions, validity checks, events and nemesis actions,
+/// the armed freezes that fired (as `nemesis` lines), phase markers, clock segments, then the
+/// final ledger.
 fn collect(
     config: &WorldConfig,
     hosts: &Hosts,
@@ -609,7 +610,27 @@ fn collect(
     end: Duration,
 ) -> History {
     let mut lines = vec![Line::Config(config_line(config))];
-    lines.extend(recorder.finish(micros(end)));
+    let end_us = micros(end);
+    lines.extend(recorder.finish(end_us).into_iter().map(|line| match line {
+        // A freeze's `resume` is written when it starts: no later than the run's end.
+        Line::Nemesis(mut nemesis) => {
+            nemesis.at_us = nemesis.at_us.min(end_us);
+            Line::Nemesis(nemesis)
+        }
+        other => other,
+    }));
+    for (host, freeze) in &hosts.freezes {
+        for (start, armed) in freeze.fired() {
+            lines.extend(
+                super::fault_lines::freeze_lines(host, start, &armed)
+                    .into_iter()
+                    .map(|mut nemesis| {
+                        nemesis.at_us = nemesis.at_us.min(end_us);
+                        Line::Nemesis(nemesis)
+                    }),
+            );
+        }
+    }
     lines.push(Line::Phase(PhaseLine {
         name: Phase::FaultsHealed,
         at_us: micros(healed_at),

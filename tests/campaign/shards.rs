@@ -448,8 +448,27 @@ fn four_shards_merged_hold_the_whole_detection_table() {
         ]
     );
     assert_eq!(detected(&tmp.path().join("merged")), whole);
-    // The scenario kill's minimal run file was copied from its shard.
-    assert_eq!(run_files(&tmp.path().join("merged")).len(), 1);
+    // The scenario kill's minimal run file was copied from its shard, with its history and
+    // timeline and its clean twin's (a mutant's counterexample).
+    let merged: Vec<String> = run_files(&tmp.path().join("merged"))
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(
+        merged.iter().filter(|n| n.ends_with(".run.json")).count(),
+        1
+    );
+    for kept in [
+        ".history.jsonl",
+        ".timeline.svg",
+        ".clean.history.jsonl",
+        ".clean.timeline.svg",
+    ] {
+        assert!(
+            merged.iter().any(|n| n.ends_with(kept)),
+            "{kept} not in {merged:?}"
+        );
+    }
     let report = std::fs::read_to_string(tmp.path().join("merged/report.md")).unwrap();
     assert!(report.contains("Mutation score: **5/5**"), "{report}");
     let found = assert_outputs_equal(tmp.path());

@@ -1,0 +1,257 @@
+//! Fault bands from the `nemesis` lines: an action that starts a fault opens a band on the
+//! hosts it hits (the host, and a link action's peer), and the action that ends it closes it
+//! (the vocabulary of `src/sim/fault_lines.rs` and of live mode's nemesis):
+//!
+//! | opens | closed by |
+//! |---|---|
+//! | `pause`, `suspend`, `stall`, `sigstop` | `resume` / `sigcont` on the host, or `heal` |
+//! | `crash`, `sigkill` | `restart` / `start` on the host, or `heal` |
+//! | `partition`, `partition_one_way`, `isolate`, `latency`, `link_flaps` | `heal` |
+//! | `hold` | `release` of the same link, or `heal` |
+//! | `delay_replies` | `deliver` of the same link, or `heal` |
+//! | `apiserver_errors` | `serve` |
+//!
+//! A band still open at the run's end ends there. Anything else (`clock_drift`,
+//! `wall_jump`, `wall_offset`, `clock`, `delete_lease_record`, a `restart` with nothing to
+//! close, `reset`, `dropped`) is an instant fault: a thin band.
+
+use svg::node::element::{Group, Rectangle, Text, Title};
+
+use super::{CHAR_W, LANE_H, Scale, px};
+use crate::history::{History, Line, NemesisLine};
+
+/// The host of an action on every host (a heal).
+pub(super) const ALL: &str = "all";
+/// Fill of a fault band.
+pub(super) const FILL: &str = "#ef9a9a";
+
+/// One fault, as drawn.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(super) struct Band {
+    /// The action that started it (`pause`, `partition`…).
+    pub name: String,
+    /// The hosts it hits.
+    pub hosts: Vec<String>,
+    /// True time it started, µs.
+    pub from_us: u64,
+    /// True time it ended, µs; `None` for an instant fault.
+    pub until_us: Option<u64>,
+    /// What the lines said: particulars, the link's ends.
+    pub detail: String,
+}
+
+/// How a fault ends.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Extent {
+    Freeze,
+    Down,
+    Link,
+    Errors,
+    Instant,
+}
+
+fn extent(action: &str) -> Extent {
+    match action {
+        "pause" | "suspend" | "stall" | "sigstop" => Extent::Freeze,
+        "crash" | "sigkill" => Extent::Down,
+        "partition" | "partition_one_way" | "isolate" | "hold" | "latency" | "link_flaps"
+        | "delay_replies" | "hold_replies" => Extent::Link,
+        "authority_errors" | "apiserver_errors" => Extent::Errors,
+        _ => Extent::Instant,
+    }
+}
+
+/// The bands of `history`'s nemesis lines (in time order, then line order), those still
+/// open ending at `end_us`.
+pub(super) fn bands(history: &History, end_us: u64) -> Vec<Band> {
+    let mut lines: Vec<&NemesisLine> = history
+        .lines()
+        .iter()
+        .filter_map(|line| match line {
+            Line::Nemesis(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    lines.sort_by_key(|n| n.at_us);
+    let mut open: Vec<Open<'_>> = Vec::new();
+    let mut done: Vec<Band> = Vec::new();
+    for line in lines {
+        let same_link = |n: &NemesisLine| {
+            (n.host == line.host && n.peer == line.peer)
+                || (Some(&n.host) == line.peer.as_ref() && n.peer.as_ref() == Some(&line.host))
+        };
+        let closed = match line.action.as_str() {
+            "resume" | "sigcont" => close(
+                &mut open,
+                &mut done,
+                line.at_us,
+                &|e, n| e == Extent::Freeze && n.host == line.host,
+                true,
+            ),
+            "restart" | "start" => close(
+                &mut open,
+                &mut done,
+                line.at_us,
+                &|e, n| e == Extent::Down && n.host == line.host,
+                true,
+            ),
+            "release" => close(
+                &mut open,
+                &mut done,
+                line.at_us,
+                &|_, n| n.action == "hold" && same_link(n),
+                false,
+            ),
+            "deliver" => close(
+                &mut open,
+                &mut done,
+                line.at_us,
+                &|_, n| n.action == "delay_replies" && same_link(n),
+                false,
+            ),
+            "release_replies" => close(
+                &mut open,
+                &mut done,
+                line.at_us,
+                &|_, n| n.action == "hold_replies" && same_link(n),
+                false,
+            ),
+            "serve" => close(
+                &mut open,
+                &mut done,
+                line.at_us,
+                &|e, _| e == Extent::Errors,
+                true,
+            ),
+            "heal" => {
+                close(
+                    &mut open,
+                    &mut done,
+                    line.at_us,
+                    &|e, _| matches!(e, Extent::Freeze | Extent::Down | Extent::Link),
+                    true,
+                );
+                true
+            }
+            _ => false,
+        };
+        // An end with nothing left to end (a heal came first) is no fault of its own; a
+        // restart that ends no crash is one (a crash and a start at once).
+        let ends_only = matches!(
+            line.action.as_str(),
+            "resume"
+                | "sigcont"
+                | "start"
+                | "release"
+                | "deliver"
+                | "release_replies"
+                | "serve"
+                | "heal"
+        );
+        if closed || ends_only {
+            continue;
+        }
+        let mut hosts = vec![line.host.clone()];
+        hosts.extend(line.peer.clone());
+        let detail = [
+            line.peer.as_ref().map(|p| format!("{} ↔ {p}", line.host)),
+            line.detail.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+        let band = Band {
+            name: line.action.clone(),
+            hosts,
+            from_us: line.at_us,
+            until_us: None,
+            detail,
+        };
+        match extent(&line.action) {
+            Extent::Instant => done.push(band),
+            extent => open.push((band, extent, line)),
+        }
+    }
+    for (mut band, _, _) in open {
+        band.until_us = Some(end_us.max(band.from_us));
+        done.push(band);
+    }
+    done.sort_by(|a, b| (a.from_us, &a.name, &a.hosts).cmp(&(b.from_us, &b.name, &b.hosts)));
+    done
+}
+
+/// An open fault with how it ends and the line that opened it.
+type Open<'h> = (Band, Extent, &'h NemesisLine);
+
+/// Closes the open bands that `matches` (every one when `all`, else the first) at `at`;
+/// whether any was.
+fn close(
+    open: &mut Vec<Open<'_>>,
+    done: &mut Vec<Band>,
+    at: u64,
+    matches: &dyn Fn(Extent, &NemesisLine) -> bool,
+    all: bool,
+) -> bool {
+    let mut closed = false;
+    let mut index = 0;
+    while index < open.len() {
+        if (all || !closed) && matches(open[index].1, open[index].2) {
+            let (mut band, _, _) = open.remove(index);
+            band.until_us = Some(at.max(band.from_us));
+            done.push(band);
+            closed = true;
+        } else {
+            index += 1;
+        }
+    }
+    closed
+}
+
+/// `band` on the lane of `host` whose top is `top`: shaded across the lane, named where the
+/// name fits.
+pub(super) fn draw(band: &Band, host: &str, top: f64, scale: &Scale) -> Group {
+    let x0 = scale.x(band.from_us);
+    let width = band
+        .until_us
+        .map_or(2.0, |until| (scale.x(until) - x0).max(2.0));
+    let span = match band.until_us {
+        Some(until) => format!(
+            "from {} to {}",
+            crate::time::seconds_us(band.from_us),
+            crate::time::seconds_us(until)
+        ),
+        None => format!("at {}", crate::time::seconds_us(band.from_us)),
+    };
+    let title = if band.detail.is_empty() {
+        format!("{} on {host} {span}", band.name)
+    } else {
+        format!("{} on {host} {span} ({})", band.name, band.detail)
+    };
+    let mut group = Group::new()
+        .set("class", format!("fault {}", band.name))
+        .set("data-fault", band.name.as_str())
+        .add(Title::new(title))
+        .add(
+            Rectangle::new()
+                .set("x", px(x0))
+                .set("y", px(top))
+                .set("width", px(width))
+                .set("height", px(LANE_H))
+                .set("fill", FILL)
+                .set(
+                    "fill-opacity",
+                    if band.until_us.is_some() { 0.45 } else { 0.9 },
+                ),
+        );
+    if width >= CHAR_W * band.name.len() as f64 + 4.0 {
+        group = group.add(
+            Text::new(band.name.as_str())
+                .set("x", px(x0 + 2.0))
+                .set("y", px(top + 33.0))
+                .set("font-size", 10)
+                .set("fill", "#b71c1c"),
+        );
+    }
+    group
+}

@@ -1,0 +1,229 @@
+//! The timeline of a small hand-written history: a slow replica is paused past its lease, a
+//! second takes over, the first's late append is fenced.
+
+use super::*;
+use crate::history::History;
+use crate::results::record::ViolationRecord;
+
+/// replica-1 (clock 20% slow) holds s1 token 1 and appends; it is paused 2–6 s; replica-2
+/// takes over at 4.5 s with token 2; replica-1's append after the pause is fenced, one of
+/// replica-2's is cut off (info), one refused (lease lost). The lease service is partitioned
+/// from replica-2 for a moment and healed.
+const HISTORY: &str = r#"{"v":1,"kind":"config","ttl_us":3000000,"skew_margin_us":300000,"renew_interval_us":1000000,"longest_reconnect_backoff_us":500000,"grace_period_us":3000000,"mutant":null,"seed":7,"replicas":2,"sessions":["s1"],"authority":"lease"}
+{"v":1,"kind":"op","id":1,"process":{"replica":"replica-1","incarnation":0},"session":"s1","op":{"type":"lease_acquire","owner":{"replica":"replica-1","incarnation":0}},"invoke_us":100000,"complete_us":110000,"invoke_local_us":80000,"complete_local_us":88000,"outcome":"ok","result":{"type":"granted","token":1,"expiry_authority_us":3110000,"ttl_us":3000000}}
+{"v":1,"kind":"op","id":2,"process":{"replica":"replica-1","incarnation":0},"session":"s1","op":{"type":"journal_open","epoch":1},"invoke_us":120000,"complete_us":130000,"invoke_local_us":96000,"complete_local_us":104000,"outcome":"ok","result":{"type":"opened","writer_id":{"owner":{"replica":"replica-1","incarnation":0},"journal":1},"fence_seq":1}}
+{"v":1,"kind":"op","id":3,"process":{"replica":"replica-1","incarnation":0},"session":"s1","op":{"type":"journal_append","writer_id":{"owner":{"replica":"replica-1","incarnation":0},"journal":1},"seq_in_writer":1},"invoke_us":1000000,"complete_us":1010000,"invoke_local_us":800000,"complete_local_us":808000,"outcome":"ok","result":{"type":"appended","seq":2}}
+{"v":1,"kind":"op","id":4,"process":{"replica":"replica-2","incarnation":0},"session":"s1","op":{"type":"lease_acquire","owner":{"replica":"replica-2","incarnation":0}},"invoke_us":4500000,"complete_us":4510000,"invoke_local_us":4500000,"complete_local_us":4510000,"outcome":"ok","result":{"type":"granted","token":2,"expiry_authority_us":7510000,"ttl_us":3000000}}
+{"v":1,"kind":"op","id":5,"process":{"replica":"replica-2","incarnation":0},"session":"s1","op":{"type":"journal_open","epoch":2},"invoke_us":4520000,"complete_us":4530000,"invoke_local_us":4520000,"complete_local_us":4530000,"outcome":"ok","result":{"type":"opened","writer_id":{"owner":{"replica":"replica-2","incarnation":0},"journal":1},"fence_seq":3}}
+{"v":1,"kind":"op","id":6,"process":{"replica":"replica-1","incarnation":0},"session":"s1","op":{"type":"journal_append","writer_id":{"owner":{"replica":"replica-1","incarnation":0},"journal":1},"seq_in_writer":2},"invoke_us":6000000,"complete_us":6010000,"invoke_local_us":4800000,"complete_local_us":4808000,"outcome":"fail","result":{"type":"fenced","expected":2,"actual":3}}
+{"v":1,"kind":"op","id":7,"process":{"replica":"replica-2","incarnation":0},"session":"s1","op":{"type":"journal_append","writer_id":{"owner":{"replica":"replica-2","incarnation":0},"journal":1},"seq_in_writer":1},"invoke_us":6500000,"complete_us":8000000,"invoke_local_us":6500000,"complete_local_us":null,"outcome":"info","result":{"type":"cut_off","reason":"run ended"}}
+{"v":1,"kind":"op","id":8,"process":{"replica":"replica-2","incarnation":0},"session":"s1","op":{"type":"journal_append","writer_id":{"owner":{"replica":"replica-2","incarnation":0},"journal":1},"seq_in_writer":2},"invoke_us":7900000,"complete_us":7900000,"invoke_local_us":7900000,"complete_local_us":7900000,"outcome":"fail","result":{"type":"lease_lost","cause":{"type":"deadline","valid_until_local_us":7210000}}}
+{"v":1,"kind":"decision","session":"s1","owner":{"replica":"replica-1","incarnation":0},"decision":{"type":"grant","token":1,"expiry_authority_us":3110000,"ttl_us":3000000},"at_authority_us":110000,"at_us":110000}
+{"v":1,"kind":"decision","session":"s1","owner":{"replica":"replica-2","incarnation":0},"decision":{"type":"grant","token":2,"expiry_authority_us":7510000,"ttl_us":3000000},"at_authority_us":4510000,"at_us":4510000}
+{"v":1,"kind":"nemesis","at_us":2000000,"host":"replica-1","action":"pause","peer":null,"detail":"4000 ms"}
+{"v":1,"kind":"nemesis","at_us":6000000,"host":"replica-1","action":"resume","peer":null,"detail":null}
+{"v":1,"kind":"nemesis","at_us":5000000,"host":"replica-2","action":"partition","peer":"lease","detail":null}
+{"v":1,"kind":"nemesis","at_us":6200000,"host":"all","action":"heal","peer":null,"detail":null}
+{"v":1,"kind":"nemesis","at_us":3000000,"host":"lease","action":"wall_jump","peer":null,"detail":"-2000 ms"}
+{"v":1,"kind":"phase","name":"faults_healed","at_us":6200000}
+{"v":1,"kind":"phase","name":"run_ended","at_us":8000000}
+{"v":1,"kind":"clock","host":"lease","boot":0,"from_us":0,"local_from_us":0,"drift_ppm":0,"suspended":false}
+{"v":1,"kind":"clock","host":"ledger","boot":0,"from_us":0,"local_from_us":0,"drift_ppm":0,"suspended":false}
+{"v":1,"kind":"clock","host":"replica-1","boot":0,"from_us":0,"local_from_us":0,"drift_ppm":-200000,"suspended":false}
+{"v":1,"kind":"clock","host":"replica-2","boot":0,"from_us":0,"local_from_us":0,"drift_ppm":0,"suspended":false}
+{"v":1,"kind":"ledger","session":"s1","seq":1,"record":{"type":"fence","epoch":1,"owner":{"replica":"replica-1","incarnation":0},"writer_id":{"owner":{"replica":"replica-1","incarnation":0},"journal":1}}}
+"#;
+
+fn history() -> History {
+    History::read_jsonl(HISTORY.as_bytes(), "history.jsonl").expect("the fixture is a history")
+}
+
+fn fence_violation() -> Vec<ViolationRecord> {
+    vec![ViolationRecord {
+        message: "replica-1 appended after its lease expired".into(),
+        evidence: vec![
+            "op 6".into(),
+            "ledger s1 seq 2".into(),
+            "validity s1 by replica-1 at 5.990 s (local 4.792 s)".into(),
+        ],
+    }]
+}
+
+fn picture() -> String {
+    let history = history();
+    let highlight = Highlight::of_violations("STOP", &fence_violation(), &history);
+    render(&history, "fixture seed 7: STOP violated", &highlight)
+}
+
+/// The `data-*` value of attribute `name` in each element of `svg` whose class list starts
+/// with `class`.
+fn attributes(svg: &str, class: &str, name: &str) -> Vec<String> {
+    svg.split('<')
+        .filter(|element| element.contains(&format!("class=\"{class}")))
+        .filter_map(|element| {
+            let start = element.find(&format!("{name}=\""))? + name.len() + 2;
+            let end = element[start..].find('"')? + start;
+            Some(element[start..end].to_owned())
+        })
+        .collect()
+}
+
+/// The text of every `<text>` element, trimmed.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|rest| {
+            let start = rest.find('>')? + 1;
+            let end = rest.find("</text>")?;
+            Some(rest[start..end].trim().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn the_picture_is_pinned() {
+    insta::assert_snapshot!("timeline_fixture", picture());
+}
+
+#[test]
+fn the_same_history_gives_the_same_bytes() {
+    assert_eq!(picture(), picture());
+}
+
+#[test]
+fn one_lane_per_host_replicas_first_then_the_services() {
+    let lanes = attributes(&picture(), "lane\"", "data-host");
+    assert_eq!(lanes, ["replica-1", "replica-2", "lease", "ledger"]);
+}
+
+#[test]
+fn every_append_and_fence_is_one_mark_with_its_class() {
+    let svg = picture();
+    let mut marks: Vec<(String, String)> = svg
+        .split('<')
+        .filter(|e| e.starts_with("g ") && e.contains("class=\"mark "))
+        .map(|e| {
+            let class = e
+                .split("class=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            let op = e
+                .split("data-op=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            (op.to_owned(), class.to_owned())
+        })
+        .collect();
+    marks.sort();
+    assert_eq!(
+        marks,
+        [
+            ("2".to_owned(), "mark fence landed".to_owned()),
+            ("3".to_owned(), "mark append landed".to_owned()),
+            ("5".to_owned(), "mark fence landed".to_owned()),
+            ("6".to_owned(), "mark append fenced".to_owned()),
+            ("7".to_owned(), "mark append unknown".to_owned()),
+            ("8".to_owned(), "mark append refused".to_owned()),
+        ]
+    );
+}
+
+#[test]
+fn each_hold_is_labelled_with_its_token() {
+    let svg = picture();
+    assert_eq!(attributes(&svg, "hold", "data-token"), ["1", "2"]);
+    let labels = texts(&svg);
+    assert!(labels.contains(&"s1 t1".to_owned()) && labels.contains(&"s1 t2".to_owned()));
+}
+
+#[test]
+fn a_slow_clocks_validity_window_overruns_the_hold() {
+    let holds = holds::holds(&history());
+    let first = &holds[0];
+    // Sent at local 0.08 s; valid until local 0.08 + 2.7 = 2.78 s, which a clock 20% slow
+    // reads at true 3.475 s, after the authority's expiry at 3.11 s.
+    assert_eq!((first.token, first.until_us), (1, 3_110_000));
+    assert_eq!(first.valid_until_us, Some(3_475_000));
+}
+
+#[test]
+fn every_fault_is_a_band_on_each_host_it_hits() {
+    let svg = picture();
+    let mut faults = attributes(&svg, "fault", "data-fault");
+    faults.sort();
+    // The partition hits both its ends; the heal closes it and is no band of its own.
+    assert_eq!(faults, ["partition", "partition", "pause", "wall_jump"]);
+    let bands = bands::bands(&history(), 8_000_000);
+    let pause = bands.iter().find(|b| b.name == "pause").unwrap();
+    assert_eq!(
+        (pause.from_us, pause.until_us),
+        (2_000_000, Some(6_000_000))
+    );
+    let partition = bands.iter().find(|b| b.name == "partition").unwrap();
+    assert_eq!(partition.until_us, Some(6_200_000));
+    assert_eq!(partition.hosts, ["replica-2", "lease"]);
+}
+
+#[test]
+fn the_violations_evidence_is_ringed_and_named() {
+    let svg = picture();
+    // op 6 by name, op 3 as the op that committed ledger s1 seq 2.
+    assert_eq!(attributes(&svg, "evidence", "data-op"), ["3", "6"]);
+    assert!(texts(&svg).contains(&"STOP violated".to_owned()));
+    // The validity check the evidence names, on its replica's lane.
+    assert_eq!(
+        attributes(&svg, "evidence instant", "data-host"),
+        ["replica-1"]
+    );
+}
+
+#[test]
+fn a_linearizability_explanation_marks_the_stuck_operation_and_the_prefix() {
+    let violations = vec![ViolationRecord {
+        message: "no linearization of partition \"s1\"".into(),
+        evidence: vec![
+            "s1: replica-2#0 acquire … cannot be placed.".into(),
+            "stuck: op 4".into(),
+            "prefix: op 1, op 2".into(),
+        ],
+    }];
+    let history = history();
+    let highlight = Highlight::of_violations("LIN-LEASE", &violations, &history);
+    assert_eq!(highlight.stuck, Some(4));
+    assert_eq!(highlight.prefix.iter().copied().collect::<Vec<_>>(), [1, 2]);
+    let svg = render(&history, "lin", &highlight);
+    assert_eq!(attributes(&svg, "prefix", "data-op"), ["1", "2"]);
+    assert_eq!(attributes(&svg, "evidence stuck", "data-op"), ["4"]);
+}
+
+#[test]
+fn a_long_run_labels_only_what_fits() {
+    // 300 appends in 60 s: marks for all, but no label is drawn for them, and the axis keeps
+    // at most about a dozen ticks.
+    let mut text = String::from(HISTORY.lines().next().unwrap());
+    text.push('\n');
+    for i in 0..300u64 {
+        let at = 100_000 + i * 200_000;
+        text += &format!(
+            "{{\"v\":1,\"kind\":\"op\",\"id\":{},\"process\":{{\"replica\":\"replica-1\",\"incarnation\":0}},\"session\":\"s1\",\"op\":{{\"type\":\"ledger_append\",\"expected\":{i},\"record\":{{\"type\":\"event\",\"writer_id\":{{\"owner\":{{\"replica\":\"replica-1\",\"incarnation\":0}},\"journal\":1}},\"seq_in_writer\":{i},\"payload_hex\":\"\"}}}},\"invoke_us\":{at},\"complete_us\":{},\"invoke_local_us\":{at},\"complete_local_us\":{},\"outcome\":\"ok\",\"result\":{{\"type\":\"appended\",\"seq\":{}}}}}\n",
+            i + 1,
+            at + 1_000,
+            at + 1_000,
+            i + 1
+        );
+    }
+    text += "{\"v\":1,\"kind\":\"phase\",\"name\":\"run_ended\",\"at_us\":60000000}\n";
+    let history = History::read_jsonl(text.as_bytes(), "long").unwrap();
+    let svg = render(&history, "long", &Highlight::default());
+    assert_eq!(svg.matches("class=\"mark append landed\"").count(), 300);
+    let texts = svg.matches("<text").count();
+    // The title, 3 lane names (the config's replicas and authority), the axis ticks (0, 5, …,
+    // 60 s: 13), the axis caption and 9 legend labels.
+    assert!(texts <= 1 + 3 + 13 + 1 + 9, "{texts} text elements");
+}

@@ -1,0 +1,247 @@
+//! What the history says of each nemesis action: `nemesis` lines ([`NemesisLine`]), so a
+//! history alone shows every fault (the timeline draws them; the checkers ignore them).
+//!
+//! A fault with an extent is two lines on the host it hits: its start (`pause`, `suspend`,
+//! `stall`, `crash`, `partition`, `hold`, `delay_replies`, `hold_replies`, `authority_errors`,
+//! …) and its end (`resume` for a freeze, `restart` after a crash, `release`, `deliver` or
+//! `release_replies` for a held link, `serve` after an error window, `heal` on `all` for everything). A freeze's `resume` is
+//! written when the freeze starts, at the time it will end, and clamped to the run's end by
+//! the world; an armed freeze's lines are written when its pause point was reached
+//! ([`freeze_lines`]). Instant faults (`clock_drift`, `wall_jump`, `wall_offset`,
+//! `delete_lease_record`) are one line.
+
+use std::time::Duration;
+
+use super::gate::{ArmedFreeze, FreezeKind};
+use super::schedule::Fault;
+use crate::history::{NemesisLine, micros};
+
+/// The catch-all host of a heal.
+pub const ALL: &str = "all";
+
+/// A line at `at_us` on `host`.
+pub fn line(
+    at_us: u64,
+    action: &str,
+    host: &str,
+    peer: Option<&str>,
+    detail: Option<String>,
+) -> NemesisLine {
+    NemesisLine {
+        at_us,
+        host: host.to_owned(),
+        action: action.to_owned(),
+        peer: peer.map(str::to_owned),
+        detail,
+    }
+}
+
+/// The lines of scheduled `fault` applied at `now` (`authority`: the lease authority's host,
+/// which lease record deletions hit). An armed freeze (at a pause point) has none here: see
+/// [`freeze_lines`].
+pub fn fault_lines(now: Duration, fault: &Fault, authority: &str) -> Vec<NemesisLine> {
+    let at = micros(now);
+    let ms = |n: u64| Some(format!("{n} ms"));
+    match fault {
+        Fault::Partition { a, b } => vec![line(at, "partition", a, Some(b), None)],
+        Fault::PartitionOneWay { from, to } => {
+            vec![line(at, "partition_one_way", from, Some(to), None)]
+        }
+        Fault::Isolate { host } => vec![line(at, "isolate", host, None, None)],
+        Fault::Heal => vec![line(at, "heal", ALL, None, None)],
+        Fault::Hold { a, b } => vec![line(at, "hold", a, Some(b), None)],
+        Fault::Release { a, b } => vec![line(at, "release", a, Some(b), None)],
+        Fault::Latency {
+            a,
+            b,
+            latency_ms,
+            jitter_ms,
+        } => vec![line(
+            at,
+            "latency",
+            a,
+            Some(b),
+            Some(format!("{latency_ms} ms + up to {jitter_ms} ms")),
+        )],
+        Fault::LinkFlaps { a, b, fail_ppm } => vec![line(
+            at,
+            "link_flaps",
+            a,
+            Some(b),
+            Some(format!("{fail_ppm} ppm")),
+        )],
+        Fault::DelayReplies { from, to, delay_ms } => {
+            vec![line(at, "delay_replies", from, Some(to), ms(*delay_ms))]
+        }
+        Fault::Pause {
+            host,
+            duration_ms,
+            at_point: None,
+        } => timed_freeze(at, "pause", host, *duration_ms, None),
+        Fault::Suspend {
+            host,
+            duration_ms,
+            at_point: None,
+        } => timed_freeze(at, "suspend", host, *duration_ms, None),
+        Fault::Pause { .. } | Fault::Suspend { .. } | Fault::Stall { .. } => Vec::new(),
+        Fault::ClockDrift { host, ppm } => {
+            vec![line(
+                at,
+                "clock_drift",
+                host,
+                None,
+                Some(format!("{ppm:+} ppm")),
+            )]
+        }
+        Fault::WallJump { host, delta_ms } => {
+            vec![line(
+                at,
+                "wall_jump",
+                host,
+                None,
+                Some(format!("{delta_ms:+} ms")),
+            )]
+        }
+        Fault::WallOffset { host, offset_ms } => vec![line(
+            at,
+            "wall_offset",
+            host,
+            None,
+            Some(format!("{offset_ms:+} ms")),
+        )],
+        Fault::Crash { host } => vec![line(at, "crash", host, None, None)],
+        Fault::Restart { host } => vec![line(at, "restart", host, None, None)],
+        // Each bounce is written as a `restart` when it happens.
+        Fault::LeaseServiceRestarts { .. } => Vec::new(),
+        Fault::DeleteLeaseRecord { session } => vec![line(
+            at,
+            "delete_lease_record",
+            authority,
+            None,
+            Some(format!("session {session}")),
+        )],
+        Fault::AuthorityErrors {
+            duration_ms,
+            status,
+            to,
+        } => vec![line(
+            at,
+            "authority_errors",
+            authority,
+            to.as_deref(),
+            Some(format!("{status:?} for {duration_ms} ms")),
+        )],
+        Fault::HoldReplies {
+            from,
+            to,
+            duration_ms,
+        } => vec![line(at, "hold_replies", from, Some(to), ms(*duration_ms))],
+        // A worker panic is written when a task reaches its point ([`freeze_lines`]).
+        Fault::WorkerPanic { .. } => Vec::new(),
+    }
+}
+
+/// The lines of an armed freeze that fired on `host` at true time `start`.
+pub fn freeze_lines(host: &str, start: Duration, armed: &ArmedFreeze) -> Vec<NemesisLine> {
+    let action = match armed.kind {
+        FreezeKind::Pause => "pause",
+        FreezeKind::Suspend => "suspend",
+        FreezeKind::Stall => "stall",
+        FreezeKind::Panic => "worker_panic",
+    };
+    let point = serde_json::to_value(armed.point)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    timed_freeze(
+        micros(start),
+        action,
+        host,
+        armed.duration.as_millis() as u64,
+        Some(point),
+    )
+}
+
+/// A freeze's start line and its `resume` line `duration_ms` later.
+fn timed_freeze(
+    at_us: u64,
+    action: &str,
+    host: &str,
+    duration_ms: u64,
+    point: Option<String>,
+) -> Vec<NemesisLine> {
+    let detail = match point {
+        Some(point) => format!("{duration_ms} ms at {point}"),
+        None => format!("{duration_ms} ms"),
+    };
+    vec![
+        line(at_us, action, host, None, Some(detail)),
+        line(
+            at_us.saturating_add(duration_ms.saturating_mul(1_000)),
+            "resume",
+            host,
+            None,
+            None,
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::PausePoint;
+
+    #[test]
+    fn a_timed_pause_is_a_start_and_a_resume_line() {
+        let fault = Fault::Pause {
+            host: "replica-1".into(),
+            duration_ms: 2_500,
+            at_point: None,
+        };
+        let lines = fault_lines(Duration::from_secs(3), &fault, "lease");
+        let summary: Vec<(u64, &str, &str)> = lines
+            .iter()
+            .map(|l| (l.at_us, l.action.as_str(), l.host.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (3_000_000, "pause", "replica-1"),
+                (5_500_000, "resume", "replica-1")
+            ]
+        );
+    }
+
+    #[test]
+    fn an_armed_freeze_names_its_pause_point() {
+        let armed = ArmedFreeze {
+            point: PausePoint::BeforeAppendSend,
+            kind: FreezeKind::Suspend,
+            duration: Duration::from_millis(100),
+        };
+        let lines = freeze_lines("replica-2", Duration::from_millis(700), &armed);
+        assert_eq!(lines[0].action, "suspend");
+        assert_eq!(
+            lines[0].detail.as_deref(),
+            Some("100 ms at before_append_send")
+        );
+        assert_eq!(
+            (lines[1].action.as_str(), lines[1].at_us),
+            ("resume", 800_000)
+        );
+    }
+
+    #[test]
+    fn a_partition_names_both_ends() {
+        let fault = Fault::Partition {
+            a: "replica-1".into(),
+            b: "lease".into(),
+        };
+        let lines = fault_lines(Duration::ZERO, &fault, "lease");
+        assert_eq!(lines.len(), 1);
+        assert_eq!(
+            (lines[0].host.as_str(), lines[0].peer.as_deref()),
+            ("replica-1", Some("lease"))
+        );
+    }
+}
