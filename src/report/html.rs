@@ -144,15 +144,7 @@ fn shrunk_run(data: &ReportData, run: &ShrunkRun) -> Markup {
 
 /// Each mutant's counterexample: its timeline beside its clean twin's.
 fn mutant_counterexamples(data: &ReportData) -> Markup {
-    let shown: Vec<_> = data
-        .mutants
-        .iter()
-        .filter_map(|d| d.run_file.as_deref().map(|file| (d, file)))
-        .filter(|(_, file)| {
-            data.timelines
-                .contains_key(&Counterexample::of(file).timeline)
-        })
-        .collect();
+    let shown = data.mutant_counterexamples();
     html! {
         @if !shown.is_empty() {
             h2 { "Mutant counterexamples" }

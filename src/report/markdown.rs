@@ -94,15 +94,7 @@ fn timeline_images(out: &mut String, data: &ReportData, run_file: &str) {
 
 /// Each mutant's shrunk counterexample with its timeline and its clean twin's.
 fn mutant_counterexamples(out: &mut String, data: &ReportData) {
-    let shown: Vec<_> = data
-        .mutants
-        .iter()
-        .filter_map(|d| d.run_file.as_deref().map(|file| (d, file)))
-        .filter(|(_, file)| {
-            data.timelines
-                .contains_key(&Counterexample::of(file).timeline)
-        })
-        .collect();
+    let shown = data.mutant_counterexamples();
     if shown.is_empty() {
         return;
     }

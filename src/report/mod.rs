@@ -354,6 +354,20 @@ pub struct ReportData {
 }
 
 impl ReportData {
+    /// The mutants whose shrunk counterexample has a timeline beside it, with its run file
+    /// (relative path), in catalogue order: what report.md and report.html show side by side
+    /// with the clean twin.
+    pub(crate) fn mutant_counterexamples(&self) -> Vec<(&Detection, &str)> {
+        self.mutants
+            .iter()
+            .filter_map(|d| d.run_file.as_deref().map(|file| (d, file)))
+            .filter(|(_, file)| {
+                self.timelines
+                    .contains_key(&Counterexample::of(file).timeline)
+            })
+            .collect()
+    }
+
     /// Reads the data files of report folder `dir`.
     ///
     /// # Errors
