@@ -1,5 +1,5 @@
-//! The per-host state that outlives crashes — clocks, freezes, disks, boot counters and the
-//! running authority's fault handle — shared by the world (which starts the hosts) and the
+//! The per-host state that outlives crashes — clocks, freezes, disks, boot counters,
+//! connections and the running authority's fault handle — shared by the world (which starts the hosts) and the
 //! nemesis (which freezes, crashes and restarts them).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -11,6 +11,7 @@ use super::clock::HostClock;
 use super::config::{WALL_EPOCH, WorldConfig};
 use super::errors::ErrorWindows;
 use super::freeze::HostFreeze;
+use super::net::HostConns;
 use super::record::Recorder;
 use super::reply_hold::{ReplyHolds, holding_dialer};
 use super::schedule::{Fault, FaultSchedule};
@@ -22,6 +23,9 @@ pub(crate) struct Hosts {
     pub(crate) clocks: BTreeMap<String, HostClock>,
     pub(crate) freezes: BTreeMap<String, HostFreeze>,
     boots: BTreeMap<String, Arc<AtomicU64>>,
+    /// Each host's simulated connections, closed in the order they were opened when the
+    /// nemesis crashes or restarts the host.
+    pub(crate) conns: BTreeMap<String, HostConns>,
     /// The backend's host (`lease` for the default backend).
     pub(crate) authority_host: String,
     pub(crate) authority_disk: MemStorage,
@@ -52,16 +56,19 @@ impl Hosts {
         let mut clocks = BTreeMap::new();
         let mut freezes = BTreeMap::new();
         let mut boots = BTreeMap::new();
+        let mut conns = BTreeMap::new();
         for host in config.hosts() {
             let clock = HostClock::new(WALL_EPOCH);
             freezes.insert(host.clone(), HostFreeze::new(&clock));
             clocks.insert(host.clone(), clock);
+            conns.insert(host.clone(), HostConns::default());
             boots.insert(host, Arc::new(AtomicU64::new(0)));
         }
         Hosts {
             clocks,
             freezes,
             boots,
+            conns,
             authority_host: config.backend.view().host,
             authority_disk: MemStorage::new(),
             ledger_disk: MemStorage::new(),
@@ -82,10 +89,14 @@ impl Hosts {
         self.freezes[host].clone()
     }
 
+    pub(crate) fn conns(&self, host: &str) -> HostConns {
+        self.conns[host].clone()
+    }
+
     /// How replica `host` dials the services: turmoil TCP, its replies held as the
     /// schedule's `hold_replies` say.
     pub(crate) fn replica_dialer(&self, host: &str) -> Dialer {
-        let dialer = super::net::turmoil_dialer();
+        let dialer = self.conns[host].dialer();
         match &self.reply_holds {
             Some(holds) => holding_dialer(dialer, host, holds.clone()),
             None => dialer,

@@ -457,7 +457,7 @@ fn freeze(
 /// clock reads as stopped (a suspended segment until its restart), so the history shows how
 /// long it was up: its grace countdown runs on uptime only (LIVE's grace rule).
 fn crash(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration, host: &str) {
-    sim.crash(host);
+    hosts.conns[host].tear_down(|| sim.crash(host));
     hosts.set_crashed(host, true);
     hosts.freezes[host].clear(now);
     if host == hosts.authority_host {
@@ -473,7 +473,7 @@ fn restart(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration, host: 
     }
     hosts.clocks[host].restart(now);
     hosts.set_crashed(host, false);
-    sim.bounce(host);
+    hosts.conns[host].tear_down(|| sim.bounce(host));
 }
 
 /// Repairs and releases every link, resets link fail rates, ends every freeze and starts

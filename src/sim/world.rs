@@ -32,7 +32,6 @@ use super::clock::HostClock;
 use super::config::{LEDGER_PORT, WALL_EPOCH, Workload, WorldConfig, config_line, replica_name};
 use super::freeze::HostFreeze;
 use super::hosts::{Hosts, next_boot};
-use super::net::turmoil_incoming;
 use super::plan::{Plan, StartedRuns};
 use super::record::{Recorder, RecordingLease, RecordingLedger, event_sink, validity_sink};
 use super::schedule::{Fault, FaultSchedule, ScheduleError, limits};
@@ -469,6 +468,7 @@ fn host_authority(
         .set_sink(Arc::new(event_sink(recorder.clone(), &name)));
     let (hosts, recorder) = (hosts.clone(), recorder.clone());
     sim.host(name.clone(), move || {
+        let conns = hosts.conns(&name);
         let host = AuthorityHost {
             name: name.clone(),
             clock: hosts.clock(&name),
@@ -479,21 +479,28 @@ fn host_authority(
             recorder: recorder.clone(),
             faults: hosts.authority_faults.clone(),
             error_windows: hosts.error_windows.clone(),
+            conns: conns.clone(),
         };
-        backend.inner().serve(host)
+        let serve = backend.inner().serve(host);
+        async move {
+            conns.close_at_teardown();
+            serve.await
+        }
     });
 }
 
 fn host_ledger_service(sim: &mut turmoil::Sim<'static>, config: &WorldConfig, hosts: &Hosts) {
     let (disk, freeze) = (hosts.ledger_disk.clone(), hosts.freeze(LEDGER));
+    let conns = hosts.conns(LEDGER);
     let mutant = config.mutant;
     sim.host(LEDGER, move || {
-        let (disk, freeze) = (disk.clone(), freeze.clone());
+        let (disk, freeze, conns) = (disk.clone(), freeze.clone(), conns.clone());
         async move {
+            conns.close_at_teardown();
             let ledger = DurableLedger::open(Arc::new(disk))
                 .await?
                 .with_mutant(mutant);
-            let incoming = turmoil_incoming(&format!("0.0.0.0:{LEDGER_PORT}")).await?;
+            let incoming = conns.incoming(&format!("0.0.0.0:{LEDGER_PORT}")).await?;
             LedgerServer::new(Arc::new(ledger))
                 .with_hooks(HookSlot::new(Arc::new(freeze)))
                 .serve(incoming, std::future::pending())
@@ -520,13 +527,14 @@ fn host_replica(
 ) {
     let name = host.name.clone();
     let (clock, freeze, boots) = (hosts.clock(&name), hosts.freeze(&name), hosts.boots(&name));
-    let dialer = hosts.replica_dialer(&name);
+    let (dialer, conns) = (hosts.replica_dialer(&name), hosts.conns(&name));
     let (config, recorder, host) = (config.clone(), recorder.clone(), Arc::new(host));
     sim.host(name, move || {
         let (clock, freeze, boots) = (clock.clone(), freeze.clone(), boots.clone());
-        let dialer = dialer.clone();
+        let (dialer, conns) = (dialer.clone(), conns.clone());
         let (config, recorder, host) = (config.clone(), recorder.clone(), host.clone());
         async move {
+            conns.close_at_teardown();
             let name = host.name.clone();
             let process = Process::new(name.clone(), next_boot(&boots));
             let store = replica_store(&config, &recorder, &process, &clock, &freeze, dialer)?;

@@ -7,6 +7,7 @@ mod authority_faults;
 mod backend;
 mod bad_input;
 mod cli;
+mod determinism;
 mod field_cases;
 mod fuzz;
 mod kube;

@@ -34,7 +34,7 @@ use async_trait::async_trait;
 use super::apiserver::{AcceptedWrite, WriteSink};
 use super::clock::HostClock;
 use super::errors::ErrorWindows;
-use super::net::turmoil_incoming;
+use super::net::HostConns;
 use super::record::Recorder;
 use crate::clock::{Clock, Instant};
 use crate::history::{Decision, DecisionLine, Refusal, Request, WriteLine, hosts, micros};
@@ -247,6 +247,7 @@ pub struct AuthorityHost {
     pub(crate) recorder: Recorder,
     pub(crate) faults: FaultsSlot,
     pub(crate) error_windows: ErrorWindows,
+    pub(crate) conns: HostConns,
 }
 
 impl AuthorityHost {
@@ -285,7 +286,7 @@ impl AuthorityHost {
     /// # Errors
     /// When the host cannot bind it.
     pub async fn listen(&self, port: u16) -> std::io::Result<Incoming> {
-        turmoil_incoming(&format!("0.0.0.0:{port}")).await
+        self.conns.incoming(&format!("0.0.0.0:{port}")).await
     }
 
     /// `authority`, recording each of its decisions as a history `decision` line stamped with
