@@ -32,31 +32,59 @@ fn violated(scenario: &str, seed: u64, mutant: Option<Mutant>) -> Vec<Check> {
     judge(&history, Budget::default()).violated()
 }
 
+/// Every scenario kill, two at a time (each kill's worlds are independent and a world's bytes
+/// do not depend on what runs beside it), so the catalogue uses both cores of a 2-core machine.
 #[test]
 fn every_scenario_kill_reports_its_check_and_the_correct_implementation_is_clean() {
-    let mut kills = 0;
-    for &mutant in Mutant::ALL {
-        let Kill::Scenario {
-            scenario,
-            check,
-            seed,
-        } = mutant.kill()
-        else {
-            continue;
-        };
-        kills += 1;
-        let with = violated(scenario, seed, Some(mutant));
-        assert!(
-            with.contains(&check),
+    let kills: Vec<(Mutant, &str, Check, u64)> = Mutant::ALL
+        .iter()
+        .filter_map(|&mutant| match mutant.kill() {
+            Kill::Scenario {
+                scenario,
+                check,
+                seed,
+            } => Some((mutant, scenario, check, seed)),
+            _ => None,
+        })
+        .collect();
+    assert!(!kills.is_empty(), "no mutant is killed by a scenario");
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut failures = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        let Some(&(mutant, scenario, check, seed)) = kills.get(index) else {
+                            return failures;
+                        };
+                        failures.extend(kill_failure(mutant, scenario, check, seed));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().unwrap())
+            .collect()
+    });
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Why `mutant`'s scenario kill failed, if it did: the mutant not reporting `check`, or the
+/// correct implementation not clean on the same run.
+fn kill_failure(mutant: Mutant, scenario: &str, check: Check, seed: u64) -> Option<String> {
+    let with = violated(scenario, seed, Some(mutant));
+    if !with.contains(&check) {
+        return Some(format!(
             "{mutant} was not killed: {scenario} seed {seed} violated {with:?}, not {check}"
-        );
-        let without = violated(scenario, seed, None);
-        assert!(
-            without.is_empty(),
-            "the correct implementation violates {without:?} on {scenario} seed {seed}"
-        );
+        ));
     }
-    assert!(kills > 0, "no mutant is killed by a scenario");
+    let without = violated(scenario, seed, None);
+    (!without.is_empty()).then(|| {
+        format!("the correct implementation violates {without:?} on {scenario} seed {seed}")
+    })
 }
 
 fn mem_lease(mutant: Option<Mutant>) -> Subject {
