@@ -3,6 +3,8 @@
 // - the rendered DOM has a timeline SVG (`svg.timeline`) for each counterexample, each with
 //   one lane per host (`g.lane`, distinct `data-host`, replicas and the services) and the
 //   failing run's marks (appends/fences with their class) and its violation's evidence;
+// - each counterexample section (`section.counterexample`) carries its explanation: the check
+//   that failed (`.explanation .check`) and at least one violation's message;
 // - the page logged no console error and threw nothing;
 // - the page made no network request (it is self-contained: the only request is the file
 //   itself);
@@ -89,6 +91,11 @@ const probe = `JSON.stringify([...document.querySelectorAll('svg.timeline')].map
   evidence: svg.querySelectorAll('.evidence').length,
   width: svg.getBoundingClientRect().width,
 })))`;
+const sectionsProbe = `JSON.stringify([...document.querySelectorAll('section.counterexample')].map((s) => ({
+  file: s.getAttribute('data-run-file'),
+  check: s.querySelector('.explanation .check') ? s.querySelector('.explanation .check').textContent : '',
+  messages: s.querySelectorAll('.explanation .violation .message').length,
+})))`;
 
 (async () => {
   const { targetId } = await send('Target.createTarget', { url: 'about:blank' });
@@ -101,6 +108,8 @@ const probe = `JSON.stringify([...document.querySelectorAll('svg.timeline')].map
   await loaded;
   const { result } = await send('Runtime.evaluate', { expression: probe, returnByValue: true }, sessionId);
   const timelines = JSON.parse(result.value);
+  const explained = await send('Runtime.evaluate', { expression: sectionsProbe, returnByValue: true }, sessionId);
+  const sections = JSON.parse(explained.result.value);
   const { data } = await send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: true }, sessionId);
   fs.mkdirSync(path.dirname(path.resolve(screenshot)), { recursive: true });
   fs.writeFileSync(screenshot, Buffer.from(data, 'base64'));
@@ -124,13 +133,18 @@ const probe = `JSON.stringify([...document.querySelectorAll('svg.timeline')].map
   if (failing.length === 0) problems.push('no failing run\'s timeline (figure.run)');
   if (!failing.some((t) => t.evidence > 0)) problems.push('no failing run shows its violation\'s evidence');
   if (!failing.some((t) => t.marks.length > 0)) problems.push('no failing run shows an append or a fence');
+  if (sections.length === 0) problems.push('no section.counterexample in the page');
+  for (const s of sections) {
+    if (!s.check.startsWith('Check failed: ')) problems.push(`${s.file}: no check named in its explanation`);
+    if (s.messages === 0) problems.push(`${s.file}: no violation message in its explanation`);
+  }
   if (consoleErrors.length) problems.push(`console errors: ${consoleErrors.join(' | ')}`);
   const foreign = requests.filter((r) => r !== url);
   if (foreign.length) problems.push(`network requests besides the page: ${foreign.join(', ')}`);
   if (problems.length) fail(problems.join('\n  '));
   clearTimeout(timer);
   const marks = timelines.reduce((n, t) => n + t.marks.length, 0);
-  console.log(`report-browser: ok: ${timelines.length} timelines (lanes: ${timelines.map((t) => t.lanes.length).join(', ')}), ${marks} marks, no console error, no request but the page; screenshot ${screenshot}`);
+  console.log(`report-browser: ok: ${timelines.length} timelines (lanes: ${timelines.map((t) => t.lanes.length).join(', ')}), ${marks} marks, ${sections.length} counterexamples explained, no console error, no request but the page; screenshot ${screenshot}`);
   try { fs.rmSync(profile, { recursive: true, force: true }); } catch { /* a temporary folder */ }
   process.exit(0);
 })().catch((error) => fail(error.stack || String(error)));

@@ -11,7 +11,7 @@
 //! - [`execute`] — one run: world, judgement, coverage → a run record.
 //! - [`single`] — one run of `leasesim run`/`replay`: world, verdict, `result.json`.
 //! - [`driver`] — `leasesim campaign`: jobs, progress, results, shrinking, report.
-//! - [`shrink`] and [`ddmin`] — reducing a failing run to a minimal one.
+//! - [`shrink`], [`ddmin`] and [`retime`] — reducing a failing run to a minimal one.
 //! - [`mutants`] — the detection table of planted bugs (`--mutants`).
 
 pub mod counterexample;
@@ -21,6 +21,7 @@ pub mod driver;
 pub mod execute;
 pub mod mutants;
 pub mod request;
+pub mod retime;
 pub mod scenario;
 pub mod shrink;
 pub mod single;

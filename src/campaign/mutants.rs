@@ -109,6 +109,8 @@ fn detect_one(options: &DetectOptions<'_>, mutant: Mutant) -> Detection {
         wall_ms_to_detection: None,
         shrunk: None,
         run_file: None,
+        check: None,
+        violations: Vec::new(),
     };
     match mutant.kill() {
         Kill::Conformance { rule } => {
@@ -167,6 +169,7 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
             detection.seeds_to_detection = Some(n + 1);
             detection.runs_to_detection = Some(runs);
             detection.wall_ms_to_detection = Some(clock.elapsed_ms());
+            detection.check = Some(check);
             if options.shrink {
                 let shrunk = shrink::shrink(&run, check, options.run_timeout);
                 let file = format!(
@@ -196,6 +199,7 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
                 } else {
                     detection.shrunk = Some((shrunk.run.schedule.faults.len(), shrunk.operations));
                     detection.run_file = Some(file);
+                    detection.violations = shrunk.violations;
                 }
             }
             return;

@@ -3,7 +3,9 @@
 //! A generated workload is first turned into its plan (the same world, as data:
 //! [`crate::sim::plan`]), so shrinking reaches the calls. Then: drop faults, drop scripted
 //! calls, drop a plan's whole runs, then appends within runs, then its graceful shutdowns,
-//! shorten freezes, shorten think times, remove replicas, shorten the run.
+//! shorten freezes, shorten think times, pull the later part of the run earlier
+//! ([`super::retime`]), drop faults again (fewer runs may need fewer faults), remove replicas,
+//! shorten the run.
 //!
 //! Every candidate is a whole run file executed from scratch; since runs are deterministic,
 //! "still fails" is a property of the file alone, and the minimal file replays the failure.
@@ -14,6 +16,7 @@ use std::time::Duration;
 
 use super::ddmin::ddmin;
 use super::execute::check_records;
+use super::retime::{instants, pulled_earlier};
 use crate::check::Check;
 use crate::check::judge::judge;
 use crate::check::linearizability::Budget;
@@ -26,6 +29,9 @@ use crate::sim::script::Script;
 
 /// Most runs one shrink may execute (each is a whole world).
 pub const MAX_ATTEMPTS: u32 = 200;
+
+/// The smallest time pull tried, ms (a pull shorter than this rarely saves a renewal).
+const PULL_MS_MIN: u64 = 500;
 
 /// A shrunk run.
 pub struct Shrunk {
@@ -60,6 +66,8 @@ pub fn shrink(run: &RunFile, check: Check, timeout: Duration) -> Shrunk {
     shrinker.drop_shutdowns(&mut best);
     shrinker.shorten_freezes(&mut best);
     shrinker.shorten_thinks(&mut best);
+    shrinker.pull_earlier(&mut best);
+    shrinker.drop_faults(&mut best);
     shrinker.drop_replicas(&mut best);
     shrinker.shorten_run(&mut best);
     shrinker.finish(best)
@@ -108,7 +116,9 @@ impl Shrinker {
         }
     }
 
-    /// 1. Faults: ddmin over the schedule (half the attempts, a third beside a plan).
+    /// 1. Faults: ddmin over the schedule (half the attempts, a third beside a plan). Run
+    ///    again after the time pull: with fewer runs, and runs moved, a fault may no longer
+    ///    be needed.
     fn drop_faults(&self, best: &mut RunFile) {
         let budget = self.share(if plan_of(best).is_some() { 3 } else { 2 });
         let (faults, _) = ddmin(best.schedule.faults.clone(), budget, |faults| {
@@ -256,7 +266,45 @@ impl Shrinker {
         }
     }
 
-    /// 8. Replicas: one fewer while the run still fails (a schedule, script or plan naming a
+    /// 8. Time: pull the later part of the run earlier ([`pulled_earlier`]), from each
+    ///    instant in turn, latest first: the whole way to 0, then half as far, down to
+    ///    [`PULL_MS_MIN`]. A pull is kept when the check still fails with no more operations
+    ///    than before (moving steps in time may also add renewals: those pulls are not
+    ///    shrinking). A third of the attempts left.
+    fn pull_earlier(&self, best: &mut RunFile) {
+        if matches!(best.workload, RunWorkload::Generated(_)) {
+            return;
+        }
+        let budget = self.attempts() + self.share(3);
+        let Some(mut operations) = self.still_fails(best).map(|h| h.ops().count()) else {
+            return;
+        };
+        let mut tried: Vec<u64> = Vec::new();
+        while let Some(from) = instants(best)
+            .into_iter()
+            .rev()
+            .find(|t| !tried.contains(t))
+        {
+            let (mut from, mut by) = (from, from);
+            while by >= PULL_MS_MIN && self.attempts() < budget {
+                let candidate = pulled_earlier(best, from, by);
+                match self.still_fails(&candidate).map(|h| h.ops().count()) {
+                    Some(ops) if ops <= operations => {
+                        (*best, operations) = (candidate, ops);
+                        from -= by;
+                        by = by.min(from);
+                    }
+                    _ => by /= 2,
+                }
+            }
+            tried.push(from);
+            if self.attempts() >= budget {
+                return;
+            }
+        }
+    }
+
+    /// 9. Replicas: one fewer while the run still fails (a schedule, script or plan naming a
     ///    removed replica makes the candidate invalid, so it is simply not taken).
     fn drop_replicas(&self, best: &mut RunFile) {
         while best.world.replicas > 1 && self.attempts() < MAX_ATTEMPTS {
@@ -269,9 +317,9 @@ impl Shrinker {
         }
     }
 
-    /// 9. A generated or planned workload: a shorter run, never ending before the heal (the
-    ///    liveness phase runs on from the heal anyway, so a shorter fault phase is what
-    ///    shrinks).
+    /// 10. A generated or planned workload: a shorter run, never ending before the heal
+    ///     (the liveness phase runs on from the heal anyway, so a shorter fault phase is what
+    ///     shrinks).
     fn shorten_run(&self, best: &mut RunFile) {
         if matches!(best.workload, RunWorkload::Script(_)) {
             return;

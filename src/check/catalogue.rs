@@ -78,6 +78,26 @@ impl Check {
         }
     }
 
+    /// What the check holds a run to, in one line (the rule of DESIGN.md, "Checkers", as
+    /// each variant's doc comment says it), for a reviewer reading a counterexample.
+    pub fn rule(self) -> &'static str {
+        match self {
+            Check::Token => "tokens advance on takeover and are kept by renew and live re-acquire",
+            Check::Excl => "at most one unexpired lease per session",
+            Check::Expiry => "no lease ends early, other than by its holder's own release",
+            Check::Fence => "fences strictly increase and stop lower-epoch writers",
+            Check::Ledger => "one CAS chain holding every acknowledged append once",
+            Check::Stop => {
+                "a replica stops using its lease once lost or past its validity deadline"
+            }
+            Check::Live => {
+                "after faults heal, each contended session is written again within a bound"
+            }
+            Check::LinLease => "the lease calls have a linearization against the timed lease model",
+            Check::LinLedger => "the ledger calls have a linearization against the CAS log model",
+        }
+    }
+
     /// Whether a violation of this check is a liveness violation (exit 5), not a safety one.
     pub fn is_liveness(self) -> bool {
         self == Check::Live

@@ -1,9 +1,10 @@
 //! `report.html`: one self-contained page for a reviewer — the summary (verdict, seeds,
 //! reproduction key, the scenario × check matrix, the mutation score) and every shrunk
-//! counterexample's timeline inline, with its violations (a linearizability check's
-//! explanation: the stuck operation, the states possible before it, the longest valid
-//! prefix — the timeline rings the stuck operation and dashes the prefix), and for a
-//! mutant's counterexample the clean twin's timeline beside it.
+//! counterexample (a scenario's failure or a mutant's kill): its timeline inline, for a
+//! mutant's the clean twin's beside it, and its explanation — the check it breaks and the
+//! rule, each violation's message and evidence, and for a linearizability check the stuck
+//! operation, the states possible before it and the longest valid prefix, named by op id as
+//! the timeline draws them (it rings the stuck operation and dashes the prefix).
 //!
 //! Self-contained: inline CSS and SVG, no script, no font, no image fetched; a
 //! Content-Security-Policy forbids the page any network fetch (`default-src 'none'`).
@@ -11,11 +12,13 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
+use super::explanation::LinExplanation;
 use super::markdown::{runs_line, seeds_line};
 use super::overview::{Cell, LEGEND, columns};
 use super::summary::Summary;
 use super::{Counterexample, ReportData};
-use crate::results::record::ShrunkRun;
+use crate::check::Check;
+use crate::results::record::{ShrunkRun, ViolationRecord};
 
 /// The page's policy: nothing from the network; inline styles only.
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
@@ -26,7 +29,9 @@ td.pass{color:#2e7d32}td.fail,td.not-caught{color:#d50000;font-weight:bold}\
 td.caught{color:#1565c0}td.inconclusive{color:#6a1b9a}\
 .verdict{font-size:1.2em;font-weight:bold}.pair{display:flex;flex-wrap:wrap;gap:1em}\
 .pair figure{margin:0;max-width:100%;overflow-x:auto}\
-pre{background:#f5f5f5;padding:.5em;overflow-x:auto}figcaption{font-weight:bold}";
+pre{background:#f5f5f5;padding:.5em;overflow-x:auto}figcaption{font-weight:bold}\
+.explanation{border-left:4px solid #d50000;padding-left:.8em}\
+.stuck code{color:#d50000}.longest-prefix code{color:#1565c0}";
 
 /// The page for `data` and its `summary`.
 pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
@@ -120,8 +125,8 @@ fn cell_class(cell: Cell) -> &'static str {
     }
 }
 
-/// One shrunk run: what it violates, its replay command, its violations and evidence (a
-/// linearizability explanation among them), its timeline and its clean twin's.
+/// One shrunk run: what it violates, its replay command, its timeline and its clean twin's,
+/// and the explanation (the check, its violations and evidence).
 fn shrunk_run(data: &ReportData, run: &ShrunkRun) -> Markup {
     html! {
         section.counterexample data-run-file=(run.run_file) {
@@ -132,17 +137,72 @@ fn shrunk_run(data: &ReportData, run: &ShrunkRun) -> Markup {
                 code { (run.replay) }
             }
             (timelines(data, &run.run_file))
-            @for violation in &run.violations {
-                p { strong { (violation.message.trim()) } }
-                @if !violation.evidence.is_empty() {
-                    pre.evidence { (violation.evidence.join("\n")) }
+            (explanation(Some(run.check), &run.violations))
+        }
+    }
+}
+
+/// Why a counterexample fails: the check it breaks and the rule it holds a run to, then
+/// each violation's message and evidence; a linearizability check's explanation is laid out
+/// as its stuck operation, the states possible before it and the longest valid prefix, each
+/// named by op id as the timeline above draws them (the stuck operation ringed, the prefix
+/// dashed).
+fn explanation(check: Option<Check>, violations: &[ViolationRecord]) -> Markup {
+    html! {
+        div.explanation data-check=[check.map(Check::name)] {
+            @if let Some(check) = check {
+                p.check {
+                    "Check failed: " strong { (check.name()) } " (" (check.rule()) ")."
+                }
+            }
+            @for violation in violations {
+                div.violation {
+                    p.message { strong { (violation.message.trim()) } }
+                    @if let Some(lin) = LinExplanation::parse(&violation.evidence) {
+                        (linearizability(&lin))
+                    } @else if !violation.evidence.is_empty() {
+                        p { "Evidence (the history lines that prove it, ringed on the timeline):" }
+                        pre.evidence { (violation.evidence.join("\n")) }
+                    }
                 }
             }
         }
     }
 }
 
-/// Each mutant's counterexample: its timeline beside its clean twin's.
+/// A linearizability explanation, part by part.
+fn linearizability(lin: &LinExplanation) -> Markup {
+    let op = |id: u64| format!("op {id}");
+    html! {
+        div.linearizability {
+            p.summary { (lin.summary) }
+            @if let Some(partition) = &lin.partition { p { "Partition: " code { (partition) } } }
+            p.stuck data-op=[lin.stuck_op] {
+                "The operation that cannot be placed"
+                @if let Some(id) = lin.stuck_op { " (" (op(id)) ", ringed in red on the timeline)" }
+                ": " code { (lin.stuck) }
+            }
+            p { (lin.states_heading) ":" }
+            ul.states-before {
+                @for state in &lin.states_before { li { code { (state) } } }
+            }
+            p {
+                "The longest valid prefix, in linearization order ("
+                (lin.longest_prefix.len()) " operations"
+                @if !lin.prefix_ops.is_empty() {
+                    ": " (lin.prefix_ops.iter().map(|id| op(*id)).collect::<Vec<_>>().join(", "))
+                    ", dashed in blue on the timeline"
+                }
+                "):"
+            }
+            ol.longest-prefix {
+                @for step in &lin.longest_prefix { li { code { (step) } } }
+            }
+        }
+    }
+}
+
+/// Each mutant's counterexample: its timeline beside its clean twin's, and why it fails.
 fn mutant_counterexamples(data: &ReportData) -> Markup {
     let shown = data.mutant_counterexamples();
     html! {
@@ -151,8 +211,14 @@ fn mutant_counterexamples(data: &ReportData) -> Markup {
             @for (detection, file) in shown {
                 section.counterexample.mutant data-run-file=(file) {
                     h3 { code { (detection.mutant) } ": " (detection.killed_by) }
-                    p { (detection.about) ". Minimal run: " code { (file) } }
+                    p {
+                        (detection.about) ". Minimal run: " code { (file) }
+                        @if let Some((faults, operations)) = detection.shrunk {
+                            " (" (faults) " faults, " (operations) " operations)"
+                        }
+                    }
                     (timelines(data, file))
+                    (explanation(detection.check, &detection.violations))
                 }
             }
         }

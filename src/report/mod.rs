@@ -34,7 +34,10 @@
 //! never reached: that is a warning, printed in the verdict line ([`Summary::verdict`],
 //! [`Summary::warnings`]; reports/README.md says why).
 
+mod explanation;
 mod html;
+#[cfg(test)]
+mod html_tests;
 mod junit;
 mod markdown;
 pub mod mermaid;

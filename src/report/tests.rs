@@ -369,6 +369,8 @@ fn verdict_lines_say_what_failed_and_warn_of_unreached_coverage() {
         wall_ms_to_detection: None,
         shrunk: None,
         run_file: None,
+        check: None,
+        violations: Vec::new(),
     }];
     assert_eq!(
         (data.summary().exit_code, data.summary().verdict),
@@ -669,6 +671,8 @@ pub(super) fn detection(name: &str, killed_by: &str, run_file: Option<&str>) -> 
         wall_ms_to_detection: run_file.map(|_| 40),
         shrunk: run_file.map(|_| (1, 6)),
         run_file: run_file.map(Into::into),
+        check: None,
+        violations: Vec::new(),
     }
 }
 

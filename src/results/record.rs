@@ -196,4 +196,12 @@ pub struct Detection {
     pub shrunk: Option<(usize, usize)>,
     /// The minimal run file, relative to the report folder, for a campaign kill.
     pub run_file: Option<String>,
+    /// The check the minimal run still violates, for a campaign kill (absent in JSON
+    /// otherwise, and in rows written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<Check>,
+    /// That check's violations in the minimal run (message and evidence; a linearizability
+    /// check's explanation), for a campaign kill that was shrunk (absent in JSON when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<ViolationRecord>,
 }

@@ -9,6 +9,7 @@ use leasesim::campaign::shrink::{MAX_ATTEMPTS, shrink};
 use leasesim::check::Check;
 use leasesim::check::judge::judge;
 use leasesim::check::linearizability::Budget;
+use leasesim::sim::plan::{Plan, PlannedRun};
 use leasesim::sim::runfile::{self, RunWorkload};
 
 use crate::support::{leasesim, repo_sims};
@@ -75,4 +76,58 @@ fn a_generated_counterexample_shrinks_to_a_few_calls_and_replays_byte_for_byte()
         replayed == history.to_jsonl(),
         "the replay's history differs"
     );
+}
+
+/// renewer-outlives-worker in kube-swarm-clocks seed 0, as the shrinker left it before it
+/// moved steps in time: no faults, the heal at 24 s, replica-3 taking s2 at 19.06 s (its
+/// renewer then renews every 3.3 s for good, three operations each) and replica-1 turned
+/// away at 37.5 s, late in LIVE's window after the heal: 30 operations, LIVE violated. Pulling
+/// the heal and what follows it earlier leaves replica-3's run after the heal, so its
+/// renewals before the heal are gone: at most 20 operations, LIVE still violated, the
+/// shrunk file replays the same history, and a second shrink gives the same file.
+#[test]
+fn pulling_the_heal_earlier_drops_the_renewals_before_it() {
+    let scenario = Scenario::load(&repo_sims().join("kube-swarm-clocks.toml")).unwrap();
+    let mut run = scenario.resolve(0).unwrap();
+    run.mutant = Some("renewer-outlives-worker".into());
+    run.schedule.faults.clear();
+    run.schedule.heal_at_ms = Some(24_000);
+    let planned = |replica: &str, at_ms, think_ms| PlannedRun {
+        replica: replica.into(),
+        incarnation: 0,
+        at_ms,
+        session: "s2".into(),
+        appends: 0,
+        think_ms,
+        shutdown: false,
+    };
+    run.workload = RunWorkload::Plan(Plan {
+        runs: vec![
+            planned("replica-3", 19_058, 1),
+            planned("replica-1", 37_536, 0),
+        ],
+    });
+    let (original, _) = runfile::execute(&run, TIMEOUT).unwrap();
+    let budget = || Budget::steps(5_000_000);
+    assert!(judge(&original, budget()).violated().contains(&Check::Live));
+    assert_eq!(original.ops().count(), 30);
+
+    let shrunk = shrink(&run, Check::Live, TIMEOUT);
+    assert!(
+        shrunk.operations <= 20,
+        "{} operations left: {:?}",
+        shrunk.operations,
+        shrunk.run.workload
+    );
+    let RunWorkload::Plan(plan) = &shrunk.run.workload else {
+        panic!("not a plan: {:?}", shrunk.run.workload)
+    };
+    let heal = shrunk.run.schedule.heal_at_ms.unwrap();
+    let holder = plan.runs.iter().find(|r| r.replica == "replica-3").unwrap();
+    assert!(heal < holder.at_ms, "heal {heal} ms, {plan:?}");
+    let (history, _) = runfile::execute(&shrunk.run, TIMEOUT).unwrap();
+    assert_eq!(history.ops().count(), shrunk.operations);
+    assert!(judge(&history, budget()).violated().contains(&Check::Live));
+    assert_eq!(Some(&history), shrunk.history.as_ref());
+    assert_eq!(shrink(&run, Check::Live, TIMEOUT).run, shrunk.run);
 }

@@ -1,11 +1,18 @@
-//! Lease holds and the holders' validity windows, from the `op` lines: each granted acquire
-//! or renew (or, for KubeLease, each write that made the caller the holder) extends the hold
-//! of its (process, session, token).
+//! Lease holds and the holders' validity windows.
 //!
-//! - The **hold** runs from the first grant's completion to the authority's expiry of the
-//!   last grant (`expiry_authority_us`, mapped to true time through the authority's clock
-//!   segments; without an authority clock, completion + TTL), or to the holder's release if
-//!   that comes first.
+//! - The **hold**, for a backend with an authority clock: from the `op` lines, each granted
+//!   acquire or renew extends the hold of its (process, session, token), from the first
+//!   grant's completion to the authority's expiry of the last grant (`expiry_authority_us`,
+//!   mapped to true time through the authority's clock segments), or to the holder's release
+//!   if that comes first.
+//! - For KubeLease (no authority clock; the API server's accepted `write` lines): a hold is
+//!   one **reign** of a holder over a session's Lease object, exact from the writes: from
+//!   the write that made it the holder (`holderIdentity`, `leaseTransitions` as the token)
+//!   to the write that ended it (another holder's, a release leaving `holderIdentity`
+//!   empty, a delete) or, when none came, its last renewing write + TTL (when a candidate
+//!   may take over). A holder that was deleted and re-created with the same token reigns
+//!   twice, two bars. A history with no `write` lines falls back to the `op` lines (each
+//!   granted acquire or renew: completion + TTL).
 //! - The **validity window** is the holder's own view (DESIGN.md, "Client-side validity"):
 //!   send time of the last acquire or renew on its own clock + TTL − skew margin, mapped to
 //!   true time through its clock segments in its boot (its incarnation), cut at its release.
@@ -15,7 +22,8 @@ use std::collections::BTreeMap;
 use svg::node::element::{Group, Rectangle, Text, Title};
 
 use super::{CHAR_W, Scale, px};
-use crate::history::{ClockMap, History, Op, OpResult, Outcome, Process};
+use crate::check::invariants::holders::parse_holder;
+use crate::history::{ClockMap, History, Op, OpResult, Outcome, Process, WriteLine, WriteVerb};
 
 /// Fill of a hold bar.
 pub(super) const HOLD_FILL: &str = "#90caf9";
@@ -36,10 +44,25 @@ pub(super) struct Hold {
     pub until_us: u64,
     /// True time the holder's validity window ends, µs (`None`: its clock never reaches it).
     pub valid_until_us: Option<u64>,
+    /// Whose record the hold's end is: `authority`, or for KubeLease `API server`.
+    pub by: &'static str,
 }
 
-/// Every hold of `history`, by (process, session, token).
+/// Every hold of `history`: by (process, session, token), or for KubeLease by reign in the
+/// API server's writes, each session's in write order.
 pub(super) fn holds(history: &History) -> Vec<Hold> {
+    let mut holds = if history.authority_host().is_none() && history.writes().next().is_some() {
+        reigns(history)
+    } else {
+        granted(history)
+    };
+    cut_at_releases(history, &mut holds);
+    holds
+}
+
+/// The holds of a backend with an authority clock (or without writes), from the granted
+/// acquires and renews.
+fn granted(history: &History) -> Vec<Hold> {
     let maps = history.clock_maps().unwrap_or_default();
     let authority = history.authority_host().and_then(|h| maps.get(h));
     let (ttl_us, skew_us) = history
@@ -62,12 +85,92 @@ pub(super) fn holds(history: &History) -> Vec<Hold> {
             from_us: start,
             until_us,
             valid_until_us,
+            by: "authority",
         });
         hold.from_us = hold.from_us.min(start);
         hold.until_us = hold.until_us.max(until_us);
         hold.valid_until_us = hold.valid_until_us.max(valid_until_us);
     }
-    // A release by the holder ends both where it comes first.
+    holds.into_values().collect()
+}
+
+/// The reigns of a backend without an authority clock (KubeLease), from the API server's
+/// accepted writes (see the module page); each reign's validity window is the holder's, from
+/// its granted acquires and renews of that token during the reign (none: the window is
+/// empty, the holder never learnt of it).
+fn reigns(history: &History) -> Vec<Hold> {
+    let maps = history.clock_maps().unwrap_or_default();
+    let (ttl_us, skew_us) = history
+        .config()
+        .map_or((0, 0), |c| (c.ttl_us, c.skew_margin_us));
+    let mut by_session: BTreeMap<&str, Vec<&WriteLine>> = BTreeMap::new();
+    for write in history.writes() {
+        by_session.entry(&write.session).or_default().push(write);
+    }
+    let mut holds = Vec::new();
+    for (session, writes) in by_session {
+        // The reign going on: holder, token, first and last write.
+        let mut reign: Option<(Process, u64, u64, u64)> = None;
+        let mut end = |reign: Option<(Process, u64, u64, u64)>, until_us: u64| {
+            if let Some((process, token, from_us, _)) = reign {
+                holds.push(Hold {
+                    host: process.replica.clone(),
+                    process,
+                    session: session.to_owned(),
+                    token,
+                    from_us,
+                    until_us,
+                    valid_until_us: None,
+                    by: "API server",
+                });
+            }
+        };
+        for write in writes {
+            let holder = match write.verb {
+                WriteVerb::Delete => None,
+                _ => parse_holder(&write.holder_identity),
+            };
+            match (&mut reign, holder) {
+                (Some((process, token, _, last)), Some(holder))
+                    if *process == holder && *token == write.transitions =>
+                {
+                    *last = write.at_us;
+                }
+                (current, holder) => {
+                    let until = current
+                        .as_ref()
+                        .map_or(write.at_us, |(.., last)| (last + ttl_us).min(write.at_us));
+                    end(current.take(), until);
+                    reign = holder.map(|p| (p, write.transitions, write.at_us, write.at_us));
+                }
+            }
+        }
+        if let Some((.., last)) = &reign {
+            let until = last + ttl_us;
+            end(reign, until);
+        }
+    }
+    for hold in &mut holds {
+        let own = maps.get(&hold.host);
+        let span = ttl_us.saturating_sub(skew_us);
+        hold.valid_until_us = history
+            .ops()
+            .filter(|op| op.process == hold.process && op.session == hold.session)
+            .filter(|op| {
+                let done = op.complete_us.unwrap_or(op.invoke_us);
+                op.invoke_us <= hold.until_us && done >= hold.from_us
+            })
+            .filter(|op| matches!(grant(op, None, ttl_us), Some((token, _)) if token == hold.token))
+            .filter(|op| matches!(op.op, Op::LeaseAcquire { .. } | Op::LeaseRenew { .. }))
+            .filter_map(|op| validity_end(op, own, span))
+            .max()
+            .or(Some(hold.from_us));
+    }
+    holds
+}
+
+/// A release by the holder ends its hold and its validity window where it comes first.
+fn cut_at_releases(history: &History, holds: &mut [Hold]) {
     for op in history.ops() {
         let Op::LeaseRelease { token, .. } = &op.op else {
             continue;
@@ -75,16 +178,24 @@ pub(super) fn holds(history: &History) -> Vec<Hold> {
         if op.outcome != Outcome::Ok {
             continue;
         }
-        let key = (op.process.clone(), op.session.clone(), *token);
-        if let Some(hold) = holds.get_mut(&key)
-            && op.invoke_us >= hold.from_us
-        {
-            let at = op.complete_us.unwrap_or(op.invoke_us);
-            hold.until_us = hold.until_us.min(at);
-            hold.valid_until_us = hold.valid_until_us.map(|v| v.min(op.invoke_us));
-        }
+        // The holder's latest hold of that token begun by then (a KubeLease holder may
+        // reign twice with one token).
+        let Some(hold) = holds
+            .iter_mut()
+            .filter(|hold| {
+                hold.process == op.process
+                    && hold.session == op.session
+                    && hold.token == *token
+                    && op.invoke_us >= hold.from_us
+            })
+            .max_by_key(|hold| hold.from_us)
+        else {
+            continue;
+        };
+        let at = op.complete_us.unwrap_or(op.invoke_us);
+        hold.until_us = hold.until_us.min(at);
+        hold.valid_until_us = hold.valid_until_us.map(|v| v.min(op.invoke_us));
     }
-    holds.into_values().collect()
 }
 
 /// `op`'s token and the true time its grant expires, if it made the caller a holder.
@@ -115,7 +226,9 @@ fn grant(
                 transitions,
                 ..
             }),
-        ) if op.outcome == Outcome::Ok && *holder_identity == op.process.to_string() => {
+        ) if op.outcome == Outcome::Ok
+            && parse_holder(holder_identity).as_ref() == Some(&op.process) =>
+        {
             Some((*transitions, done + ttl_us))
         }
         _ => None,
@@ -152,12 +265,13 @@ pub(super) fn draw(hold: &Hold, top: f64, scale: &Scale) -> Group {
         .set("data-session", hold.session.as_str())
         .set("data-token", hold.token)
         .add(Title::new(format!(
-            "{} holds {} token {} from {} until {} (authority); valid on its own clock until {}",
+            "{} holds {} token {} from {} until {} ({}); valid on its own clock until {}",
             hold.process,
             hold.session,
             hold.token,
             crate::time::seconds_us(hold.from_us),
             crate::time::seconds_us(hold.until_us),
+            hold.by,
             valid_text
         )))
         .add(

@@ -227,3 +227,57 @@ fn a_long_run_labels_only_what_fits() {
     // 60 s: 13), the axis caption and 9 legend labels.
     assert!(texts <= 1 + 3 + 13 + 1 + 9, "{texts} text elements");
 }
+
+/// A KubeLease history (no authority clock, TTL 10 s): replica-1 creates s1's Lease at 5 ms
+/// (token 1) and renews it at 3.3 s; the object is deleted at 5 s and replica-1 creates it
+/// again at 6 s, token 1 again (the reply to that create is lost: replica-1 never learnt of
+/// it); nobody writes until replica-2 takes over at 20 s with token 2, the last write at
+/// 25 s.
+const KUBE_HISTORY: &str = r#"{"v":1,"kind":"config","ttl_us":10000000,"skew_margin_us":1000000,"renew_interval_us":3333333,"longest_reconnect_backoff_us":2000000,"grace_period_us":10000000,"mutant":null,"seed":0,"replicas":2,"sessions":["s1"],"authority":null}
+{"v":1,"kind":"op","id":1,"process":{"replica":"replica-1","incarnation":0},"session":"s1","op":{"type":"lease_acquire","owner":{"replica":"replica-1","incarnation":0}},"invoke_us":0,"complete_us":6000,"invoke_local_us":0,"complete_local_us":6000,"outcome":"ok","result":{"type":"granted","token":1,"expiry_authority_us":10000000,"ttl_us":10000000}}
+{"v":1,"kind":"op","id":2,"process":{"replica":"replica-1","incarnation":0},"session":"s1","op":{"type":"lease_renew","owner":{"replica":"replica-1","incarnation":0},"token":1},"invoke_us":3300000,"complete_us":3306000,"invoke_local_us":3300000,"complete_local_us":3306000,"outcome":"ok","result":{"type":"granted","token":1,"expiry_authority_us":13300000,"ttl_us":10000000}}
+{"v":1,"kind":"op","id":3,"process":{"replica":"replica-2","incarnation":0},"session":"s1","op":{"type":"lease_acquire","owner":{"replica":"replica-2","incarnation":0}},"invoke_us":19990000,"complete_us":20006000,"invoke_local_us":19990000,"complete_local_us":20006000,"outcome":"ok","result":{"type":"granted","token":2,"expiry_authority_us":29990000,"ttl_us":10000000}}
+{"v":1,"kind":"write","host":"apiserver","session":"s1","object":"s1-0f","verb":"create","holder_identity":"replica-1#0","transitions":1,"resource_version":1,"at_us":5000}
+{"v":1,"kind":"write","host":"apiserver","session":"s1","object":"s1-0f","verb":"update","holder_identity":"replica-1#0","transitions":1,"resource_version":2,"at_us":3304000}
+{"v":1,"kind":"write","host":"apiserver","session":"s1","object":"s1-0f","verb":"delete","holder_identity":"","transitions":1,"resource_version":2,"at_us":5000000}
+{"v":1,"kind":"write","host":"apiserver","session":"s1","object":"s1-0f","verb":"create","holder_identity":"replica-1#0","transitions":1,"resource_version":3,"at_us":6000000}
+{"v":1,"kind":"write","host":"apiserver","session":"s1","object":"s1-0f","verb":"update","holder_identity":"replica-2#0","transitions":2,"resource_version":4,"at_us":20004000}
+{"v":1,"kind":"write","host":"apiserver","session":"s1","object":"s1-0f","verb":"update","holder_identity":"replica-2#0","transitions":2,"resource_version":5,"at_us":25000000}
+{"v":1,"kind":"phase","name":"run_ended","at_us":40000000}
+"#;
+
+/// KubeLease holds are the reigns the API server's writes record, exact to the write: a
+/// delete ends one, the same token re-created is a second, an unrenewed one ends a TTL after
+/// its last write, and a takeover's runs to its last write + TTL; each validity window is
+/// the holder's own (send time of its last acquire or renew + TTL − skew margin), empty for
+/// the reign it never learnt of.
+#[test]
+fn kube_lease_holds_are_the_reigns_in_the_api_servers_writes() {
+    let history = History::read_jsonl(KUBE_HISTORY.as_bytes(), "kube.jsonl").unwrap();
+    let holds: Vec<(String, u64, u64, u64, Option<u64>)> = holds::holds(&history)
+        .into_iter()
+        .map(|h| (h.host, h.token, h.from_us, h.until_us, h.valid_until_us))
+        .collect();
+    assert_eq!(
+        holds,
+        [
+            ("replica-1".into(), 1, 5_000, 5_000_000, Some(12_300_000)),
+            (
+                "replica-1".into(),
+                1,
+                6_000_000,
+                16_000_000,
+                Some(6_000_000)
+            ),
+            (
+                "replica-2".into(),
+                2,
+                20_004_000,
+                35_000_000,
+                Some(28_990_000)
+            ),
+        ]
+    );
+    let svg = render(&history, "kube", &Highlight::default());
+    assert_eq!(attributes(&svg, "hold", "data-token"), ["1", "1", "2"]);
+}
