@@ -76,7 +76,7 @@ pub struct IntensityProfile {
     /// Downtime of a crashed service before its restart, ms (default `[1000, ttl]`).
     #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub downtime_ms: Option<(u64, u64)>,
-    /// Sweeps of a record collector (`delete_record`), one a second (default `[1, 20]`).
+    /// Sweeps of a record collector (`delete_lease_record`), one a second (default `[1, 20]`).
     #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub gc_sweeps: Option<(u64, u64)>,
 }
@@ -211,7 +211,7 @@ impl SwarmProfile {
                 full.delay_ms,
             ),
             (
-                on(&[FaultKind::LeaseRestarts]),
+                on(&[FaultKind::LeaseServiceRestarts]),
                 "restart_every_ms",
                 full.restart_every_ms,
             ),
@@ -255,7 +255,7 @@ impl SwarmProfile {
     fn check_backend(&self, config: &WorldConfig) -> Result<(), (String, String)> {
         let view = config.backend.view();
         let unsupported = |kind: &FaultKind| match kind {
-            FaultKind::DeleteRecord => !view.record_deletion,
+            FaultKind::DeleteLeaseRecord => !view.record_deletion,
             FaultKind::AuthorityErrors => !view.error_windows,
             _ => false,
         };

@@ -16,9 +16,11 @@
 //! | `heal` | every link healed, every paused process continued, every crashed one started again |
 //!
 //! Faults with no real counterpart here — `suspend` (no process can stop its own
-//! CLOCK_MONOTONIC), `stall` and a pause `at_point` (no hook into a real process's tasks),
-//! `delete_lease_record`, `authority_errors`, `hold_replies` (the proxy holds a direction's
-//! every byte, keepalive acks included), a host with both a drift and a wall step
+//! CLOCK_MONOTONIC), `stall`, `worker_panic` and a pause `at_point` (any pause point:
+//! `before_append_check`, `before_open_check`, `before_cleanup_append`, … — no hook into a real
+//! process's tasks), `delete_lease_record` and `authority_errors` (no hook into the lease
+//! authority), `hold_replies` (the proxy holds a direction's every byte, keepalive acks
+//! included), a host with both a drift and a wall step
 //! (libfaketime would step its monotonic clock too), a clock fault on the etcd server (not run
 //! under libfaketime: a Go program's clocks are out of its reach) — are refused up front when
 //! the schedule was given (a scenario's or `--schedule`), naming them; from a schedule drawn
@@ -177,15 +179,26 @@ pub fn plan(
                 step(at + duration_ms, Action::Cont(host.clone()));
             }
             Fault::Pause {
-                at_point: Some(_), ..
-            } => no("a pause at a named point needs a hook into the process's tasks"),
+                at_point: Some(point),
+                ..
+            } => no(&format!(
+                "a pause at `{}` waits for a task to reach that point, and a real process's \
+                 pause points are no-ops (no hook into its tasks); pause it at a time instead",
+                point.name()
+            )),
             Fault::Suspend { .. } => {
                 no("a suspend stops CLOCK_MONOTONIC, which no unprivileged process can do")
             }
-            Fault::Stall { .. } => no("a stall blocks one task, which needs a hook into it"),
-            Fault::WorkerPanic { .. } => {
-                no("a worker panic fires inside one task, which needs a hook into it")
-            }
+            Fault::Stall { point, .. } => no(&format!(
+                "a stall blocks the one task that reaches `{}`, and a real process's pause \
+                 points are no-ops (no hook into its tasks)",
+                point.name()
+            )),
+            Fault::WorkerPanic { point, .. } => no(&format!(
+                "a worker panic fires in the task that reaches `{}`, and a real process's \
+                 pause points are no-ops (no hook into its tasks)",
+                point.name()
+            )),
             Fault::Crash { host } => step(at, Action::Kill(host.clone())),
             // As in the world: a running host is crashed first.
             Fault::Restart { host } => {
@@ -316,7 +329,15 @@ pub fn plan(
             Fault::DeleteLeaseRecord { .. } => {
                 no("deleting a lease record needs a hook into the lease service")
             }
-            _ => no("it has no real counterpart in live mode"),
+            Fault::HoldReplies { .. } => no(
+                "the proxy holds bytes, not HTTP/2 frames: holding one direction's replies \
+                 holds its keepalive acks too, so the connection dies instead of living on to \
+                 deliver them late (that is `delay_replies`)",
+            ),
+            Fault::AuthorityErrors { .. } => no(
+                "answering calls with a status needs a hook in the lease authority: a real \
+                 lease service, etcd or flock answers what it decides",
+            ),
         }
     }
     for (host, clock) in &mut plan.clocks {
@@ -518,6 +539,72 @@ mod tests {
         let drawn = plan(&s, 10_000, 2, Some("lease"), true).unwrap();
         assert_eq!(drawn.dropped.len(), 2);
         assert_eq!(drawn.steps.len(), 1);
+    }
+
+    #[test]
+    fn faults_at_pause_points_and_of_the_authoritys_answers_are_refused_each_saying_why() {
+        let pause = |point| Fault::Pause {
+            host: "replica-1".into(),
+            duration_ms: 3_000,
+            at_point: Some(point),
+        };
+        let faults = [
+            Fault::HoldReplies {
+                from: "lease".into(),
+                to: "replica-1".into(),
+                duration_ms: 12_000,
+            },
+            Fault::AuthorityErrors {
+                duration_ms: 5_000,
+                status: crate::sim::schedule::ErrorStatus::PermissionDenied,
+                to: Some("replica-2".into()),
+            },
+            Fault::WorkerPanic {
+                host: "replica-2".into(),
+                point: PausePoint::BeforeAppendCheck,
+            },
+            pause(PausePoint::BeforeAppendCheck),
+            pause(PausePoint::BeforeOpenCheck),
+            Fault::Stall {
+                host: "replica-1".into(),
+                point: PausePoint::BeforeCleanupAppend,
+                duration_ms: 2_000,
+            },
+        ];
+        let expected = [
+            "fault 1 (hold_replies duration_ms=12000 from=\"lease\" to=\"replica-1\") at 1000 ms: \
+             the proxy holds bytes, not HTTP/2 frames",
+            "fault 2 (authority_errors duration_ms=5000 status=\"permission_denied\" \
+             to=\"replica-2\") at 2000 ms: answering calls with a status needs a hook in the \
+             lease authority",
+            "fault 3 (worker_panic host=\"replica-2\" point=\"before_append_check\") at 3000 ms: \
+             a worker panic fires in the task that reaches `before_append_check`",
+            "at 4000 ms: a pause at `before_append_check` waits for a task to reach that point",
+            "at 5000 ms: a pause at `before_open_check` waits for a task to reach that point",
+            "at 6000 ms: a stall blocks the one task that reaches `before_cleanup_append`",
+        ];
+        let s = schedule(
+            faults
+                .iter()
+                .enumerate()
+                .map(|(i, fault)| (1_000 * (i as u64 + 1), fault.clone()))
+                .collect(),
+        );
+        let error = plan(&s, 10_000, 2, Some("lease"), false).unwrap_err();
+        assert!(
+            error.starts_with("live mode cannot apply 6 of this schedule's faults"),
+            "{error}"
+        );
+        for sentence in expected {
+            assert!(error.contains(sentence), "{sentence} missing: {error}");
+        }
+        // Drawn from the seed, each is dropped with its sentence and nothing is done.
+        let drawn = plan(&s, 10_000, 2, Some("lease"), true).unwrap();
+        assert_eq!(drawn.dropped.len(), 6);
+        for (dropped, sentence) in drawn.dropped.iter().zip(expected) {
+            assert!(dropped.contains(sentence), "{dropped}");
+        }
+        assert!(drawn.steps.is_empty(), "{:?}", drawn.steps);
     }
 
     #[test]

@@ -15,10 +15,12 @@ use super::seed::{Subsystem, between, rng};
 use crate::history::hosts;
 use crate::hooks::PausePoint;
 
-/// A kind of fault the drawing code can draw. The names are the scenario files' spellings
-/// (`kinds = ["partition", "pause", …]`).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// A kind of fault the drawing code can draw. The names ([`FaultKind::name`]) are the scenario
+/// files' spellings (`kinds = ["partition", "pause", …]`) and, where a kind draws one schedule
+/// fault, that fault's own name (`lease_service_restarts`, `delete_lease_record`, …): one
+/// vocabulary for swarm kinds and schedules. Read and written as that name (`kind_spelling`:
+/// an old alias is read, a retired word is refused naming its successor).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum FaultKind {
     /// A replica cut from the lease or the ledger service, both ways.
     Partition,
@@ -37,8 +39,9 @@ pub enum FaultKind {
     WallJump,
     /// A replica crashed (restarted at the heal).
     Crash,
-    /// The lease service crashed and restarted a few times.
-    LeaseRestarts,
+    /// The lease service crashed and restarted a few times: the schedule's
+    /// `lease_service_restarts` (older profiles spelled it `lease_restarts`, now refused).
+    LeaseServiceRestarts,
     /// Latency and jitter on a link between a replica and a service.
     Latency,
     /// Random link failures between a replica and a service.
@@ -47,15 +50,19 @@ pub enum FaultKind {
     DelayReplies,
     /// A replica's messages to a service, or a service's to the replica, dropped (one way).
     PartitionOneWay,
-    /// The lease or the ledger service crashed, restarted after a downtime.
+    /// The lease or the ledger service crashed, restarted after a downtime: it draws the
+    /// schedule's pair `crash` of the service host and, `downtime_ms` later, `restart` of it
+    /// (two schedule faults, so no one schedule word to share).
     CrashService,
-    /// A session's lease record deleted at the authority (garbage collection).
-    DeleteRecord,
+    /// A session's lease record deleted at the authority (garbage collection): the
+    /// schedule's `delete_lease_record`, one per sweep (older profiles spelled it
+    /// `delete_record`, now refused).
+    DeleteLeaseRecord,
     /// The lease authority (lease service, or the kube backend's API server) answering one
     /// replica's calls, or every caller's, with an unexpected status (internal, unavailable,
     /// permission denied) for as long as a crashed service's downtime (`downtime_ms`).
-    /// Profiles written before it was one kind for both backends spell it `apiserver_errors`.
-    #[serde(alias = "apiserver_errors")]
+    /// Profiles written before it was one kind for both backends spell it `apiserver_errors`
+    /// (still read).
     AuthorityErrors,
     /// A service's replies to a replica held one way (the connection lives on) for
     /// `delay_ms`, then delivered.
@@ -74,7 +81,7 @@ impl FaultKind {
         FaultKind::ClockDrift,
         FaultKind::WallJump,
         FaultKind::Crash,
-        FaultKind::LeaseRestarts,
+        FaultKind::LeaseServiceRestarts,
         FaultKind::Latency,
         FaultKind::LinkFlaps,
         FaultKind::DelayReplies,
@@ -90,19 +97,19 @@ impl FaultKind {
         FaultKind::ClockDrift,
         FaultKind::WallJump,
         FaultKind::Crash,
-        FaultKind::LeaseRestarts,
+        FaultKind::LeaseServiceRestarts,
         FaultKind::Latency,
         FaultKind::LinkFlaps,
         FaultKind::DelayReplies,
         FaultKind::PartitionOneWay,
         FaultKind::CrashService,
-        FaultKind::DeleteRecord,
+        FaultKind::DeleteLeaseRecord,
         FaultKind::AuthorityErrors,
         FaultKind::HoldReplies,
     ];
 
     /// The kind's name as scenario files spell it (`clock_drift`, …).
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             FaultKind::Partition => "partition",
             FaultKind::Isolate => "isolate",
@@ -112,13 +119,13 @@ impl FaultKind {
             FaultKind::ClockDrift => "clock_drift",
             FaultKind::WallJump => "wall_jump",
             FaultKind::Crash => "crash",
-            FaultKind::LeaseRestarts => "lease_restarts",
+            FaultKind::LeaseServiceRestarts => "lease_service_restarts",
             FaultKind::Latency => "latency",
             FaultKind::LinkFlaps => "link_flaps",
             FaultKind::DelayReplies => "delay_replies",
             FaultKind::PartitionOneWay => "partition_one_way",
             FaultKind::CrashService => "crash_service",
-            FaultKind::DeleteRecord => "delete_record",
+            FaultKind::DeleteLeaseRecord => "delete_lease_record",
             FaultKind::AuthorityErrors => "authority_errors",
             FaultKind::HoldReplies => "hold_replies",
         }
@@ -375,7 +382,7 @@ fn draw(
         FaultKind::Crash => alone(Fault::Crash {
             host: replica(rng, config),
         }),
-        FaultKind::LeaseRestarts => alone(Fault::LeaseServiceRestarts {
+        FaultKind::LeaseServiceRestarts => alone(Fault::LeaseServiceRestarts {
             every_ms: range(rng, strength.restart_every_ms),
             count: between(
                 rng,
@@ -385,7 +392,7 @@ fn draw(
             downtime_ms: None,
         }),
         FaultKind::CrashService => draw_service_crash(rng, strength),
-        FaultKind::DeleteRecord => draw_record_deletion(rng, strength, config),
+        FaultKind::DeleteLeaseRecord => draw_record_deletion(rng, strength, config),
         FaultKind::AuthorityErrors => alone(draw_authority_errors(rng, strength, config)),
     }
 }

@@ -8,7 +8,8 @@
 //!   and writes its folder; [`determinism`] replays one in two processes and compares.
 //! - [`true_time`], [`clock`], [`gate`], [`freeze`] — true time, per-host clocks, the freeze
 //!   gate, and pauses/suspends/stalls.
-//! - [`schedule`], [`generate`], `nemesis` — fault schedules, drawing them, applying them.
+//! - [`schedule`], [`generate`], `nemesis` — fault schedules, drawing them, applying them;
+//!   `kind_spelling` — the words a file writes for a drawn kind (the schedule's words).
 //! - [`script`], [`plan`], `workload`, [`record`] — scripted, planned and generated workloads
 //!   (a generated workload is a plan drawn from the seed), recorded as a history.
 //! - [`net`], [`seed`] — turmoil TCP as a transport; sub-seeds per subsystem.
@@ -29,6 +30,7 @@ pub mod freeze;
 pub mod gate;
 pub mod generate;
 mod hosts;
+mod kind_spelling;
 mod nemesis;
 pub mod net;
 pub mod plan;

@@ -91,7 +91,7 @@ fn the_trace_and_history_of_f1_seed_1() {
 
 /// Malformed scenario files (the cases of `tests/world/scenario_errors.rs`), each alone in a
 /// `--sims` folder with the field cases' files beside it.
-const MALFORMED: [(&str, &str); 11] = [
+const MALFORMED: [(&str, &str); 12] = [
     ("unknown field", "[world]\nreplicas = 2\nttl = 5000\n"),
     (
         "script and mix",
@@ -112,6 +112,10 @@ const MALFORMED: [(&str, &str); 11] = [
     (
         "unknown fault kind",
         "[faults.swarm]\nkinds = [\"pause\", \"meteor\"]\nfaults = [1, 2]\n",
+    ),
+    (
+        "retired fault kind",
+        "[faults.swarm]\nkinds = [\"pause\", \"lease_restarts\"]\nfaults = [1, 2]\n",
     ),
     ("malformed toml", "[world\nreplicas = 2\n"),
     ("value out of range", "[world]\nreplicas = 0\n"),

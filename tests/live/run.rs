@@ -94,6 +94,77 @@ fn a_given_fault_with_no_real_counterpart_is_refused_naming_it() {
     assert!(stderr.contains("suspend"), "{stderr}");
 }
 
+/// Faults that need a hook into a real process's tasks or into the lease authority are refused
+/// before anything starts (no process, no port): exit 2, each named with why.
+#[test]
+fn given_faults_live_mode_cannot_do_exit_2_each_named_with_why_before_any_process_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("schedule.json");
+    std::fs::write(
+        &schedule,
+        r#"{"v":1,"faults":[
+          {"at_ms":500,"fault":"hold_replies","from":"lease","to":"replica-1","duration_ms":9000},
+          {"at_ms":600,"fault":"authority_errors","duration_ms":3000,"status":"internal"},
+          {"at_ms":700,"fault":"worker_panic","host":"replica-2","point":"before_open_check"},
+          {"at_ms":800,"fault":"pause","host":"replica-1","duration_ms":3000,"at_point":"before_append_check"},
+          {"at_ms":900,"fault":"stall","host":"replica-1","point":"before_cleanup_append","duration_ms":100},
+          {"at_ms":1000,"fault":"pause","host":"replica-2","duration_ms":500}
+        ]}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = support::live(&[
+        "--seed",
+        "1",
+        "--duration",
+        "2s",
+        "--timeout",
+        "30s",
+        "--schedule",
+        schedule.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("live mode cannot apply 5 of this schedule's faults"),
+        "{stderr}"
+    );
+    for (fault, why) in [
+        (
+            "fault 1 (hold_replies",
+            "the proxy holds bytes, not HTTP/2 frames",
+        ),
+        (
+            "fault 2 (authority_errors",
+            "needs a hook in the lease authority",
+        ),
+        (
+            "fault 3 (worker_panic",
+            "fires in the task that reaches `before_open_check`",
+        ),
+        (
+            "fault 4 (pause",
+            "a pause at `before_append_check` waits for a task to reach that point",
+        ),
+        (
+            "fault 5 (stall",
+            "blocks the one task that reaches `before_cleanup_append`",
+        ),
+    ] {
+        let named = stderr
+            .split("; ")
+            .find(|part| part.contains(fault))
+            .unwrap_or_else(|| panic!("{fault} not named: {stderr}"));
+        assert!(named.contains(why), "{fault}: {named}");
+    }
+    assert!(
+        !stderr.contains("fault 6"),
+        "a plain pause is applied: {stderr}"
+    );
+    assert!(!out.join("processes").exists(), "nothing was started");
+}
+
 #[cfg(not(feature = "etcd"))]
 #[test]
 fn the_etcd_backend_in_a_build_without_the_etcd_feature_is_refused_saying_how_to_rebuild() {

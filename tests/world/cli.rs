@@ -454,6 +454,76 @@ fn result_json_holds_the_verdict_every_check_and_the_drawn_schedule() {
     assert_eq!(names, leasesim::check::Check::ALL.map(|c| c.name()));
 }
 
+/// The swarm kinds are the schedule's words: a scenario or a run file written with a retired
+/// word (`lease_restarts`, `delete_record`) exits 2 naming the word that replaced it, before any
+/// run.
+#[test]
+fn a_retired_fault_kind_in_a_scenario_or_a_run_file_exits_2_naming_its_new_word() {
+    let out = tempfile::tempdir().unwrap();
+    let scenario = |kind: &str| {
+        format!(
+            "v = 1\nabout = \"test\"\n[world]\nduration_s = 5\n[faults.swarm]\nkinds = \
+             [\"{kind}\"]\nfaults = [1, 1]\n"
+        )
+    };
+    let file = out.path().join("retired.toml");
+    for (old, new) in [
+        ("lease_restarts", "lease_service_restarts"),
+        ("delete_record", "delete_lease_record"),
+    ] {
+        std::fs::write(&file, scenario(old)).unwrap();
+        let run_out = out.path().join(format!("{old}-run"));
+        let args = [
+            "run",
+            "--scenario",
+            file.to_str().unwrap(),
+            "--seed",
+            "1",
+            "--out",
+        ];
+        let output = leasesim(&[&args[..], &[run_out.to_str().unwrap()]].concat());
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!("unknown fault kind `{old}`: it is now `{new}`")),
+            "{stderr}"
+        );
+        assert!(!run_out.join("history.jsonl").exists(), "nothing ran");
+
+        // The same profile in the new word runs; its run file, edited back to the old word,
+        // is refused by `replay`.
+        std::fs::write(&file, scenario(new)).unwrap();
+        let ran = out.path().join(format!("{new}-run"));
+        let args = [
+            "run",
+            "--scenario",
+            file.to_str().unwrap(),
+            "--seed",
+            "1",
+            "--out",
+        ];
+        let output = leasesim(&[&args[..], &[ran.to_str().unwrap()]].concat());
+        assert!(
+            matches!(output.status.code(), Some(0 | 1 | 5)),
+            "{}",
+            text(&output.stderr)
+        );
+        let run_file = ran.join("run.json");
+        let mut run: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&run_file).unwrap()).unwrap();
+        assert_eq!(run["drawn"]["kinds"], serde_json::json!([new]));
+        run["drawn"]["kinds"] = serde_json::json!([old]);
+        std::fs::write(&run_file, serde_json::to_vec(&run).unwrap()).unwrap();
+        let output = leasesim(&["replay", run_file.to_str().unwrap()]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!("unknown fault kind `{old}`: it is now `{new}`")),
+            "{stderr}"
+        );
+    }
+}
+
 /// A check with nothing to judge is `not-judged` with its reason in `result.json` and in the
 /// verdict line, never `pass`: a scripted run has no liveness phase, so LIVE judges nothing.
 #[test]

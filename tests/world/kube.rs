@@ -204,7 +204,7 @@ fn every_swarm_profile_has_a_kube_twin_without_record_deletion() {
             .kinds
             .iter()
             .copied()
-            .filter(|k| *k != FaultKind::DeleteRecord)
+            .filter(|k| *k != FaultKind::DeleteLeaseRecord)
             .collect();
         if name == "swarm-everything.toml" {
             expected.push(FaultKind::AuthorityErrors);

@@ -101,6 +101,23 @@ fn an_unknown_fault_kind_lists_the_kinds() {
 }
 
 #[test]
+fn a_retired_fault_kind_is_refused_naming_the_schedules_word() {
+    let text =
+        format!("{HEAD}[faults.swarm]\nkinds = [\"pause\", \"lease_restarts\"]\nfaults = [1, 2]\n");
+    assert_eq!(
+        error(&text),
+        "DIR/bad.toml:4:19: `faults.swarm.kinds`: unknown fault kind `lease_restarts`: it is \
+         now `lease_service_restarts`, the schedule's name for the fault it draws"
+    );
+    let text = format!("{HEAD}[faults.swarm]\nkinds = [\"delete_record\"]\nfaults = [1, 2]\n");
+    assert_eq!(
+        error(&text),
+        "DIR/bad.toml:4:10: `faults.swarm.kinds`: unknown fault kind `delete_record`: it is now \
+         `delete_lease_record`, the schedule's name for the fault it draws"
+    );
+}
+
+#[test]
 fn a_wrong_schema_version_says_which_is_read() {
     assert_eq!(
         error("v = 2\nabout = \"test\"\n"),
@@ -167,11 +184,11 @@ fn garbage_never_panics() {
 #[test]
 fn a_fault_kind_the_backend_cannot_take_is_refused_not_dropped() {
     let kube = format!(
-        "{HEAD}[world]\nbackend = \"kube\"\n[faults.swarm]\nkinds = [\"pause\", \"delete_record\"]\nfaults = [1, 2]\n"
+        "{HEAD}[world]\nbackend = \"kube\"\n[faults.swarm]\nkinds = [\"pause\", \"delete_lease_record\"]\nfaults = [1, 2]\n"
     );
     let message = error(&kube);
     assert!(
-        message.contains("`delete_record` cannot happen on the kube backend"),
+        message.contains("`delete_lease_record` cannot happen on the kube backend"),
         "{message}"
     );
     // Error windows are answered by both built-in backends; the kind's old spelling reads.

@@ -77,7 +77,7 @@ impl Drawn {
                 (i.wall_jump_ms.0.to_string(), i.wall_jump_ms.1.to_string()),
             );
         }
-        if on(FaultKind::LeaseRestarts) {
+        if on(FaultKind::LeaseServiceRestarts) {
             add("restart_every_ms", u(i.restart_every_ms));
             add(
                 "restarts",
@@ -100,7 +100,7 @@ impl Drawn {
         if on(FaultKind::CrashService) {
             add("downtime_ms", u(i.downtime_ms));
         }
-        if on(FaultKind::DeleteRecord) {
+        if on(FaultKind::DeleteLeaseRecord) {
             add("gc_sweeps", u(i.gc_sweeps));
         }
         line
