@@ -7,9 +7,12 @@
 //! `sims/kube-swarm-*.toml`, no tailored scenario; issue 18, "Swarm power"): for every mutant
 //! a history can show (its kill names a scenario check), seeds run as a campaign runs them —
 //! seed n against every swarm profile of the mutant's backend — until one breaks a check;
-//! per range its seeds to detection, then the median and the worst over the ranges
-//! (`DETECTION_RANGES`, default 4: seeds from 0, 1000, 2000, 3000; ranges run in parallel on
-//! `DETECTION_JOBS` threads, default the number of cores).
+//! per range its seeds to detection and the profile that broke (`12:swarm-delays`), then the
+//! median and the worst over the ranges, and the mutants some range did not find within
+//! `MAX_SEEDS`. Ranges: `DETECTION_STARTS` (a comma list of first seeds, e.g. `0,1000`), else
+//! `DETECTION_RANGES` (default 4: seeds from 0, 1000, 2000, 3000); they run in parallel on
+//! `DETECTION_JOBS` threads (default the number of cores). `DETECTION_MUTANTS` (a comma list
+//! of mutant names) measures only those.
 //!
 //! `cargo bench --bench detection` (release build). Figures, not assertions; not run by CI.
 
@@ -101,6 +104,30 @@ fn main() {
     }
 }
 
+/// A comma list from the environment variable `name`, if set (`DETECTION_STARTS=0,1000`).
+fn env_list(name: &str) -> Option<Vec<String>> {
+    let value = std::env::var(name).ok()?;
+    Some(
+        value
+            .split(',')
+            .map(|item| item.trim().to_owned())
+            .filter(|item| !item.is_empty())
+            .collect(),
+    )
+}
+
+/// Seeds run from `first` until `mutant` breaks a check of one of `profiles` (each seed
+/// against every profile in turn): `(seeds run, the profile that broke)`, if within the
+/// limit.
+fn swarm_detection(profiles: &[Scenario], mutant: Mutant, first: u64) -> Option<(u64, String)> {
+    (0..MAX_SEEDS).find_map(|n| {
+        profiles
+            .iter()
+            .find(|profile| breaks(profile, mutant, first + n))
+            .map(|profile| (n + 1, profile.name()))
+    })
+}
+
 /// The swarm-only table (see the module page).
 #[allow(clippy::disallowed_types, clippy::disallowed_methods)]
 fn swarm_only(root: &Path) {
@@ -118,21 +145,48 @@ fn swarm_only(root: &Path) {
         .iter()
         .map(|path| Scenario::load(path).expect("a swarm profile loads"))
         .collect();
-    let ranges = env_number("DETECTION_RANGES", 4).max(1);
+    let starts: Vec<u64> = match env_list("DETECTION_STARTS") {
+        Some(list) => list
+            .iter()
+            .map(|s| {
+                s.parse()
+                    .expect("DETECTION_STARTS is a comma list of seeds")
+            })
+            .collect(),
+        None => (0..env_number("DETECTION_RANGES", 4).max(1))
+            .map(|range| range * RANGE_STRIDE)
+            .collect(),
+    };
+    let chosen: Vec<Mutant> = match env_list("DETECTION_MUTANTS") {
+        Some(names) => names
+            .iter()
+            .map(|name| Mutant::parse(name).unwrap_or_else(|e| panic!("DETECTION_MUTANTS: {e}")))
+            .collect(),
+        None => Mutant::ALL.to_vec(),
+    };
     let jobs = env_number(
         "DETECTION_JOBS",
         std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
     )
-    .max(1);
+    .max(1) as usize;
+    let shown: Vec<String> = starts.iter().map(u64::to_string).collect();
     println!(
-        "swarm profiles only ({} files), {ranges} ranges of {MAX_SEEDS} seeds from 0, {RANGE_STRIDE}, …",
-        profiles.len()
+        "swarm profiles only ({} files), ranges of {MAX_SEEDS} seeds from {}",
+        profiles.len(),
+        shown.join(", ")
     );
     println!(
-        "{:<32} {:>22} {:>6} {:>6} {:>9} {:>8}",
-        "mutant", "seeds per range", "median", "worst", "not found", "wall s"
+        "{:<34} {:<48} {:>6} {:>6} {:>9} {:>8}",
+        "mutant",
+        "seeds per range:first profile to break",
+        "median",
+        "worst",
+        "not found",
+        "wall s"
     );
-    for &mutant in Mutant::ALL {
+    let all_started = std::time::Instant::now();
+    let mut survivors: Vec<&str> = Vec::new();
+    for &mutant in Mutant::ALL.iter().filter(|m| chosen.contains(m)) {
         if !matches!(mutant.kill(), Kill::Scenario { .. }) {
             continue;
         }
@@ -142,19 +196,19 @@ fn swarm_only(root: &Path) {
             .cloned()
             .collect();
         let started = std::time::Instant::now();
-        let next = std::sync::Mutex::new(0..ranges);
+        let next = std::sync::Mutex::new(starts.iter().copied().enumerate());
         let results = std::sync::Mutex::new(Vec::new());
         std::thread::scope(|scope| {
-            for _ in 0..jobs.min(ranges) {
+            for _ in 0..jobs.min(starts.len()) {
                 scope.spawn(|| {
                     loop {
                         let range = next.lock().unwrap_or_else(|p| p.into_inner()).next();
-                        let Some(range) = range else { return };
-                        let found = seeds_to_detection(&own, mutant, range * RANGE_STRIDE);
+                        let Some((index, first)) = range else { return };
+                        let found = swarm_detection(&own, mutant, first);
                         results
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
-                            .push((range, found));
+                            .push((index, found));
                     }
                 });
             }
@@ -163,18 +217,37 @@ fn swarm_only(root: &Path) {
         results.sort_unstable();
         let per_range: Vec<String> = results
             .iter()
-            .map(|(_, found)| found.map_or("-".into(), |n| n.to_string()))
+            .map(|(_, found)| match found {
+                Some((n, profile)) => format!("{n}:{profile}"),
+                None => "-".into(),
+            })
             .collect();
-        let found: Vec<u64> = results.iter().filter_map(|(_, found)| *found).collect();
+        let found: Vec<u64> = results
+            .iter()
+            .filter_map(|(_, found)| found.as_ref().map(|(n, _)| *n))
+            .collect();
+        let missed = results.len() - found.len();
+        if missed > 0 {
+            survivors.push(mutant.name());
+        }
         let (median, worst) = median_worst(&found);
         println!(
-            "{:<32} {:>22} {:>6} {:>6} {:>9} {:>8.1}",
+            "{:<34} {:<48} {:>6} {:>6} {:>9} {:>8.1}",
             mutant.name(),
             per_range.join(","),
             median,
             worst,
-            results.len() - found.len(),
+            missed,
             started.elapsed().as_secs_f64()
         );
     }
+    println!(
+        "not found within {MAX_SEEDS} seeds in some range: {}",
+        if survivors.is_empty() {
+            "none".to_owned()
+        } else {
+            survivors.join(", ")
+        }
+    );
+    println!("wall time: {:.1} s", all_started.elapsed().as_secs_f64());
 }

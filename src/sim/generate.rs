@@ -67,6 +67,9 @@ pub enum FaultKind {
     /// A service's replies to a replica held one way (the connection lives on) for
     /// `delay_ms`, then delivered.
     HoldReplies,
+    /// A replica's worker panicking at a pause point a run's work reaches
+    /// ([`PausePoint::WORKER`]): the renewer must end and the lease be released.
+    WorkerPanic,
 }
 
 impl FaultKind {
@@ -88,7 +91,7 @@ impl FaultKind {
     ];
 
     /// Every kind: the classic ones, then the newer ones.
-    pub const ALL: [FaultKind; 17] = [
+    pub const ALL: [FaultKind; 18] = [
         FaultKind::Partition,
         FaultKind::Isolate,
         FaultKind::Pause,
@@ -106,6 +109,7 @@ impl FaultKind {
         FaultKind::DeleteLeaseRecord,
         FaultKind::AuthorityErrors,
         FaultKind::HoldReplies,
+        FaultKind::WorkerPanic,
     ];
 
     /// The kind's name as scenario files spell it (`clock_drift`, …).
@@ -128,6 +132,7 @@ impl FaultKind {
             FaultKind::DeleteLeaseRecord => "delete_lease_record",
             FaultKind::AuthorityErrors => "authority_errors",
             FaultKind::HoldReplies => "hold_replies",
+            FaultKind::WorkerPanic => "worker_panic",
         }
     }
 }
@@ -204,6 +209,14 @@ pub struct DrawOptions {
     pub heal_at_ms: u64,
     /// How hard.
     pub intensity: Intensity,
+    /// The pause points a pause or a stall of a replica is drawn at, uniformly (default
+    /// [`CLASSIC_POINTS`]; swarm profiles draw from [`REPLICA_POINTS`]).
+    #[serde(default = "classic_points")]
+    pub points: Vec<PausePoint>,
+}
+
+fn classic_points() -> Vec<PausePoint> {
+    CLASSIC_POINTS.to_vec()
 }
 
 impl DrawOptions {
@@ -215,6 +228,7 @@ impl DrawOptions {
             faults: (2, 6),
             heal_at_ms: config.duration.as_millis() as u64 * 2 / 3,
             intensity: Intensity::for_ttl(config.ttl.as_millis() as u64),
+            points: classic_points(),
         }
     }
 }
@@ -341,11 +355,24 @@ fn range(rng: &mut ChaCha20Rng, (low, high): (u64, u64)) -> u64 {
 /// Interval between a record collector's sweeps, ms.
 const GC_SWEEP_MS: u64 = 1_000;
 
-/// The pause points a replica reaches (a service host reaches only the handler start).
-const REPLICA_POINTS: [PausePoint; 3] = [
+/// The pause points `leasesim run` draws a replica's pauses and stalls at without a scenario,
+/// in their drawing order (fixed: changing it changes every such seed's schedule).
+pub const CLASSIC_POINTS: [PausePoint; 3] = [
     PausePoint::BeforeAppendSend,
     PausePoint::BeforeRenewSend,
     PausePoint::AfterGrantReceived,
+];
+
+/// Every pause point a replica reaches (a service host reaches only the handler start): the
+/// classic ones, then the points before each validity decision (an append's check, a journal
+/// open's check, a clean-up append's). Swarm profiles draw from these.
+pub const REPLICA_POINTS: [PausePoint; 6] = [
+    PausePoint::BeforeAppendSend,
+    PausePoint::BeforeRenewSend,
+    PausePoint::AfterGrantReceived,
+    PausePoint::BeforeAppendCheck,
+    PausePoint::BeforeOpenCheck,
+    PausePoint::BeforeCleanupAppend,
 ];
 
 /// One fault, and follow-ups `(ms later, fault)` for kinds that have them (a crashed
@@ -362,7 +389,12 @@ fn draw(
     );
     let strength = &options.intensity;
     // Drawn for every kind, used only by some: skipping it would shift every later draw.
-    let point = REPLICA_POINTS[between(rng, 0, 2) as usize];
+    let points: &[PausePoint] = if options.points.is_empty() {
+        &CLASSIC_POINTS
+    } else {
+        &options.points
+    };
+    let point = points[between(rng, 0, points.len() as u64 - 1) as usize];
     let kind = options.kinds[between(rng, 0, options.kinds.len() as u64 - 1) as usize];
     let alone = |fault: Fault| (fault, Vec::new());
     match kind {
@@ -373,7 +405,7 @@ fn draw(
         | FaultKind::DelayReplies
         | FaultKind::HoldReplies
         | FaultKind::PartitionOneWay => alone(draw_link_fault(rng, kind, strength, config)),
-        FaultKind::Pause | FaultKind::Suspend | FaultKind::Stall => {
+        FaultKind::Pause | FaultKind::Suspend | FaultKind::Stall | FaultKind::WorkerPanic => {
             alone(draw_freeze_fault(rng, kind, point, strength, config))
         }
         FaultKind::ClockDrift | FaultKind::WallJump => {
@@ -455,8 +487,9 @@ fn draw_link_fault(
     }
 }
 
-/// A freeze of a replica: a pause (at a time, or at `point` on a coin flip), a suspend, or a
-/// stall at `point`.
+/// A freeze of a replica: a pause (at a time, or at `point` on a coin flip), a suspend, a
+/// stall at `point`, or a worker panic at a point a run's work reaches (`point` if it is
+/// one, else one drawn from [`PausePoint::WORKER`]).
 fn draw_freeze_fault(
     rng: &mut ChaCha20Rng,
     kind: FaultKind,
@@ -480,6 +513,15 @@ fn draw_freeze_fault(
             point,
             duration_ms: range(rng, strength.stall_ms),
         },
+        FaultKind::WorkerPanic => {
+            let host = replica(rng, config);
+            let point = if PausePoint::WORKER.contains(&point) {
+                point
+            } else {
+                PausePoint::WORKER[between(rng, 0, PausePoint::WORKER.len() as u64 - 1) as usize]
+            };
+            Fault::WorkerPanic { host, point }
+        }
         other => unreachable!("draw routed a non-freeze kind here: {other:?}"),
     }
 }

@@ -206,7 +206,7 @@ fn every_swarm_profile_has_a_kube_twin_without_record_deletion() {
             .copied()
             .filter(|k| *k != FaultKind::DeleteLeaseRecord)
             .collect();
-        if name == "swarm-everything.toml" {
+        if name == "swarm-everything.toml" && !expected.contains(&FaultKind::AuthorityErrors) {
             expected.push(FaultKind::AuthorityErrors);
         }
         assert_eq!(
@@ -215,7 +215,7 @@ fn every_swarm_profile_has_a_kube_twin_without_record_deletion() {
         );
         twins += 1;
     }
-    assert_eq!(twins, 7);
+    assert_eq!(twins, 8);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The simulated world: field cases replayed as explicit schedules and scripts, scenario
 //! files, replica-side faults and calls, run files and their versions, bad input refused at load (and fuzzed readers), a
-//! backend brought by the user, and determinism (same seed, same bytes).
+//! backend brought by the user, what swarm profiles draw of the newer faults, and determinism
+//! (same seed, same bytes).
 
 mod apiserver;
 mod authority_faults;
@@ -17,3 +18,4 @@ mod run_files;
 mod scenario_errors;
 mod scenarios;
 mod support;
+mod swarm_drawing;

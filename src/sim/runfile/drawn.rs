@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::sim::config::WorldConfig;
-use crate::sim::generate::{DrawOptions, FaultKind, Intensity, draw_schedule, fit_to_backend};
+use crate::sim::generate::{
+    DrawOptions, FaultKind, Intensity, REPLICA_POINTS, draw_schedule, fit_to_backend,
+};
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::seed::{Subsystem, rng};
 
@@ -24,13 +26,15 @@ pub struct Drawn {
 }
 
 impl Drawn {
-    /// The options the schedule is drawn with.
+    /// The options the schedule is drawn with: a swarm pauses and stalls replicas at every
+    /// point they reach ([`REPLICA_POINTS`]).
     pub fn options(&self) -> DrawOptions {
         DrawOptions {
             kinds: self.kinds.clone(),
             faults: (self.faults, self.faults),
             heal_at_ms: self.heal_at_ms,
             intensity: self.intensity.clone(),
+            points: REPLICA_POINTS.to_vec(),
         }
     }
 
@@ -94,10 +98,10 @@ impl Drawn {
                 (i.flap_ppm.0.to_string(), i.flap_ppm.1.to_string()),
             );
         }
-        if on(FaultKind::DelayReplies) {
+        if on(FaultKind::DelayReplies) || on(FaultKind::HoldReplies) {
             add("delay_ms", u(i.delay_ms));
         }
-        if on(FaultKind::CrashService) {
+        if on(FaultKind::CrashService) || on(FaultKind::AuthorityErrors) {
             add("downtime_ms", u(i.downtime_ms));
         }
         if on(FaultKind::DeleteLeaseRecord) {

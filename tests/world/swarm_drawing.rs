@@ -1,0 +1,107 @@
+//! What the swarm profiles draw of the newer faults (issue 18, "Swarm power"): held replies,
+//! authority errors, worker panics and the pause points before each validity decision are
+//! drawn by the committed profiles on early seeds, and a run that has one is clean on the
+//! correct implementation.
+
+use std::time::Duration;
+
+use leasesim::campaign::scenario::Scenario;
+use leasesim::check::judge::judge;
+use leasesim::check::linearizability::Budget;
+use leasesim::hooks::PausePoint;
+use leasesim::sim::runfile::{self, RunFile};
+use leasesim::sim::schedule::Fault;
+
+use crate::support::sims;
+
+/// The points before each validity decision, which only swarm profiles draw.
+const DECISION_POINTS: [PausePoint; 3] = [
+    PausePoint::BeforeAppendCheck,
+    PausePoint::BeforeOpenCheck,
+    PausePoint::BeforeCleanupAppend,
+];
+
+/// The first seed in `0..20` whose run of `sims/<profile>.toml` draws a fault `wanted`
+/// accepts, with that run.
+fn first_drawing(profile: &str, wanted: impl Fn(&Fault) -> bool) -> (u64, RunFile) {
+    let scenario = Scenario::load(&sims().join(format!("{profile}.toml"))).unwrap();
+    (0..20)
+        .map(|seed| (seed, scenario.resolve(seed).unwrap()))
+        .find(|(_, run)| run.schedule.faults.iter().any(|f| wanted(&f.fault)))
+        .unwrap_or_else(|| panic!("{profile}: no seed in 0..20 draws the fault"))
+}
+
+/// Runs `run` on the correct implementation; the names of the checks it violated.
+fn violated(run: &RunFile) -> Vec<String> {
+    assert_eq!(run.mutant, None, "the correct implementation");
+    let (history, _) = runfile::execute(run, Duration::from_secs(120)).unwrap();
+    judge(&history, Budget::default())
+        .violated()
+        .iter()
+        .map(|check| format!("{check:?}"))
+        .collect()
+}
+
+#[test]
+fn swarm_delays_draws_replies_held_one_way_and_stays_clean() {
+    let (seed, run) = first_drawing("swarm-delays", |f| {
+        matches!(f, Fault::HoldReplies { from, to, duration_ms }
+            if (from == "lease" || from == "ledger")
+                && to.starts_with("replica-")
+                && (10_000..=20_000).contains(duration_ms))
+    });
+    assert_eq!(violated(&run), Vec::<String>::new(), "seed {seed}");
+}
+
+#[test]
+fn swarm_crashes_draws_a_worker_panic_at_a_worker_point_and_stays_clean() {
+    let (seed, run) = first_drawing(
+        "swarm-crashes",
+        |f| matches!(f, Fault::WorkerPanic { point, .. } if PausePoint::WORKER.contains(point)),
+    );
+    assert_eq!(violated(&run), Vec::<String>::new(), "seed {seed}");
+}
+
+#[test]
+fn swarm_crashes_draws_authority_errors_and_stays_clean() {
+    let (seed, run) = first_drawing("swarm-crashes", |f| {
+        matches!(f, Fault::AuthorityErrors { duration_ms, .. }
+            if (1_000..=10_000).contains(duration_ms))
+    });
+    assert_eq!(violated(&run), Vec::<String>::new(), "seed {seed}");
+}
+
+#[test]
+fn swarm_freezes_pause_or_stall_before_a_validity_decision_and_stay_clean() {
+    let (seed, run) = first_drawing("swarm-freezes", |f| match f {
+        Fault::Pause {
+            at_point: Some(point),
+            ..
+        }
+        | Fault::Stall { point, .. } => DECISION_POINTS.contains(point),
+        _ => false,
+    });
+    assert_eq!(violated(&run), Vec::<String>::new(), "seed {seed}");
+}
+
+/// `leasesim run` without a scenario keeps its classic points: no seed's schedule names a
+/// point before a validity decision (so classic seeds draw what they always drew).
+#[test]
+fn classic_schedules_never_draw_the_decision_points() {
+    let mut config = leasesim::sim::config::WorldConfig::default();
+    for seed in 0..200 {
+        config.seed = seed;
+        let schedule = leasesim::sim::generate::random_schedule(&config);
+        for scheduled in schedule.faults {
+            let point = match scheduled.fault {
+                Fault::Pause { at_point, .. } => at_point,
+                Fault::Stall { point, .. } => Some(point),
+                _ => None,
+            };
+            assert!(
+                point.is_none_or(|p| !DECISION_POINTS.contains(&p)),
+                "seed {seed}: {point:?}"
+            );
+        }
+    }
+}
