@@ -211,7 +211,9 @@ impl Summary {
             (killed, data.mutants.len() as u64)
         });
         let completeness = data.completeness.clone().unwrap_or_default();
-        let incomplete = completeness.missing_runs > 0 || data.results.is_empty();
+        let incomplete = completeness.missing_runs > 0
+            || data.results.is_empty()
+            || !never_ran(data, &scenarios).is_empty();
         let (exit, verdict) = verdict(data, &scenarios, &surviving, incomplete);
         Summary {
             v: SUMMARY_VERSION,
@@ -291,8 +293,16 @@ fn verdict(
     }
     if incomplete {
         let completeness = data.completeness.clone().unwrap_or_default();
+        let unrun = never_ran(data, scenarios);
         let text = match completeness.planned {
             _ if data.results.is_empty() => "no run finished; not a clean campaign".to_owned(),
+            None if !unrun.is_empty() => format!(
+                "{} of {} never ran within the budget ({}); give a longer --budget; not a clean \
+                 campaign",
+                plural(unrun.len(), "scenario", "scenarios"),
+                scenarios.len(),
+                listed(&unrun)
+            ),
             Some(planned) => format!(
                 "{} of {planned} planned runs missing (see Missing runs); not a clean campaign",
                 completeness.missing_runs
@@ -313,6 +323,35 @@ fn verdict(
     }
     line += &warnings_clause(&coverage_warnings(scenarios));
     (exit, line)
+}
+
+/// The scenarios of an unsharded budget campaign (seeds not planned: `--budget`) that the
+/// budget ran out before: a campaign that judged only some of its scenarios is incomplete,
+/// never clean. A planned campaign counts its missing runs instead; a shard runs only its
+/// share; data not read from a folder has no plan to tell which it is.
+fn never_ran<'a>(data: &ReportData, scenarios: &'a [ScenarioSummary]) -> Vec<&'a str> {
+    let budget = data
+        .completeness
+        .as_ref()
+        .is_some_and(|c| c.planned.is_none());
+    if !budget || data.campaign.meta.shard.is_some() || data.results.is_empty() {
+        return Vec::new();
+    }
+    scenarios
+        .iter()
+        .filter(|s| s.runs == 0)
+        .map(|s| s.name.as_str())
+        .collect()
+}
+
+/// At most three names, then `and N more`.
+fn listed(names: &[&str]) -> String {
+    const SHOWN: usize = 3;
+    let mut text = names[..names.len().min(SHOWN)].join(", ");
+    if names.len() > SHOWN {
+        text += &format!(" and {} more", names.len() - SHOWN);
+    }
+    text
 }
 
 /// The verdict's first word for `exit`: `clean`, `FAIL`, `incomplete`, `inconclusive` or

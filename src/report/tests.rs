@@ -848,3 +848,36 @@ fn a_check_no_run_could_judge_is_not_judged_in_every_output() {
     );
     assert!(junit.contains("<testcase classname=\"leasesim.clean\" name=\"TOKEN\"/>"));
 }
+
+/// A budget that ran out before some scenarios ran: incomplete (exit 6), naming them, never
+/// clean — though every run that finished was clean (the reviewer's `--budget 2s`, 18 of 40
+/// scenarios unrun, had said "clean").
+#[test]
+fn a_budget_campaign_that_never_ran_some_scenarios_is_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut file = campaign("abc123", None);
+    file.meta.seeds = "budget 2s".into();
+    // The four scenarios that expect no violation, so only completeness decides the exit.
+    file.meta.scenarios.truncate(4);
+    file.scenarios.truncate(4);
+    write_folder(dir.path(), &file, &clean_runs(|_| true), &[]);
+    assert_eq!(render(dir.path()).unwrap(), Exit::Incomplete);
+    let md = read(dir.path(), "report.md");
+    assert!(
+        md.contains(
+            "incomplete: 3 scenarios of 4 never ran within the budget (f1-pause, flaky, slow); \
+             give a longer --budget; not a clean campaign"
+        ),
+        "{md}"
+    );
+    // Every scenario ran at least once: clean.
+    let every: Vec<RunRecord> = file
+        .meta
+        .scenarios
+        .iter()
+        .map(|name| run(name, 0, RunStatus::Clean, checks(&[])))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    write_folder(dir.path(), &file, &every, &[]);
+    assert_eq!(render(dir.path()).unwrap(), Exit::Clean);
+}
