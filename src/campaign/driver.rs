@@ -441,7 +441,7 @@ fn cut_torn_line(path: &Path, bytes: &[u8], good_len: usize) -> Result<(), Campa
     Ok(())
 }
 
-/// The first failure of each (scenario, first unexpected check) among every record in
+/// The first failure of each (scenario, unexpected check) among every record in
 /// `results.jsonl` — this invocation's runs and an interrupted campaign's — that has no
 /// shrunk counterexample in `shrunk.jsonl` yet; by scenario, then seed.
 fn unshrunk_failures(out: &Path, scenarios: &[Loaded]) -> Result<Vec<Failure>, CampaignError> {
@@ -468,9 +468,7 @@ fn unshrunk_failures(out: &Path, scenarios: &[Loaded]) -> Result<Vec<Failure>, C
                 .iter()
                 .any(|s| s.scenario == record.scenario && s.check == *check)
         };
-        if record.unexpected.first().is_some_and(|c| !done(c)) {
-            note_failure(&mut failures, key, &record);
-        }
+        note_failures(&mut failures, key, &record, done);
     }
     Ok(failures)
 }
@@ -604,19 +602,26 @@ fn job(
     }
 }
 
-/// Keeps `record` as a failure worth shrinking when it is the first of its (scenario, first
-/// unexpected check).
-fn note_failure(failures: &mut Vec<Failure>, key: RunKey, record: &RunRecord) {
-    if let Some(check) = record.unexpected.first()
-        && !failures
+/// Keeps `record` as the failure to shrink for each check it broke unexpectedly that is not
+/// `done` and has no failure of its scenario yet: one counterexample per (scenario, check),
+/// the first run that broke it (a run that broke EXCL and LIVE gives both).
+fn note_failures(
+    failures: &mut Vec<Failure>,
+    key: RunKey,
+    record: &RunRecord,
+    done: impl Fn(&Check) -> bool,
+) {
+    for check in &record.unexpected {
+        let noted = failures
             .iter()
-            .any(|f| f.key.scenario == key.scenario && f.check == *check)
-    {
-        failures.push(Failure {
-            key,
-            check: *check,
-            operations: record.operations,
-        });
+            .any(|f| f.key.scenario == key.scenario && f.check == *check);
+        if !noted && !done(check) {
+            failures.push(Failure {
+                key,
+                check: *check,
+                operations: record.operations,
+            });
+        }
     }
 }
 
@@ -914,6 +919,36 @@ impl Progress {
             counts.0 as f64 / secs,
             counts.1,
             counts.2
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(seed: u64, unexpected: &[Check]) -> (RunKey, RunRecord) {
+        let mut record = RunRecord::harness_error("f6", seed, "unused", String::new());
+        record.unexpected = unexpected.to_vec();
+        (RunKey { seed, scenario: 0 }, record)
+    }
+
+    #[test]
+    fn each_unexpected_check_gets_the_first_run_that_broke_it() {
+        let mut failures = Vec::new();
+        let runs = [
+            record(3, &[Check::Excl, Check::Expiry]),
+            record(4, &[Check::Excl, Check::LinLease]),
+            record(5, &[Check::Expiry, Check::Live]),
+        ];
+        let done = |check: &Check| *check == Check::Live;
+        for (key, record) in &runs {
+            note_failures(&mut failures, *key, record, done);
+        }
+        let noted: Vec<(Check, u64)> = failures.iter().map(|f| (f.check, f.key.seed)).collect();
+        assert_eq!(
+            noted,
+            vec![(Check::Excl, 3), (Check::Expiry, 3), (Check::LinLease, 4)]
         );
     }
 }

@@ -2,16 +2,19 @@
 //! (DESIGN.md, "Campaigns and reports"), by delta debugging over its run file ([`ddmin`]).
 //! A generated workload is first turned into its plan (the same world, as data:
 //! [`crate::sim::plan`]), so shrinking reaches the calls. Then: drop faults, drop scripted
-//! calls, drop a plan's whole runs, then appends within runs, then its graceful shutdowns,
-//! shorten freezes, shorten think times, pull the later part of the run earlier
-//! ([`super::retime`]), drop faults again (fewer runs may need fewer faults), remove replicas,
-//! shorten the run.
+//! calls, pin a plan's runs to the times they started (so dropping one no longer moves the
+//! rest), keep the shortest prefix of runs that still fails, keep one session's runs or leave
+//! a replica's out (hierarchical delta debugging), drop whole runs, then appends within runs,
+//! then graceful shutdowns, shorten faults that last, shorten think times, pull the later part
+//! of the run earlier ([`super::retime`]), drop faults and runs again (fewer runs may need
+//! fewer faults, and the reverse), remove replicas, shorten the run.
 //!
 //! Every candidate is a whole run file executed from scratch; since runs are deterministic,
 //! "still fails" is a property of the file alone, and the minimal file replays the failure.
 //! The minimal plan keeps only the runs its replicas reached (the rest never ran).
 
 use std::cell::Cell;
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::ddmin::ddmin;
@@ -26,6 +29,7 @@ use crate::sim::plan::{Plan, PlannedRun};
 use crate::sim::runfile::{self, RunFile, RunWorkload};
 use crate::sim::schedule::{Fault, ScheduledFault};
 use crate::sim::script::Script;
+use crate::sim::world::RunOutput;
 
 /// Most runs one shrink may execute (each is a whole world).
 pub const MAX_ATTEMPTS: u32 = 200;
@@ -61,13 +65,19 @@ pub fn shrink(run: &RunFile, check: Check, timeout: Duration) -> Shrunk {
     shrinker.plan_workload(&mut best);
     shrinker.drop_faults(&mut best);
     shrinker.drop_calls(&mut best);
+    shrinker.pin_starts(&mut best);
+    shrinker.keep_prefix(&mut best);
+    shrinker.keep_groups(&mut best);
     shrinker.drop_runs(&mut best);
+    shrinker.pin_starts(&mut best);
     shrinker.drop_appends(&mut best);
     shrinker.drop_shutdowns(&mut best);
-    shrinker.shorten_freezes(&mut best);
+    shrinker.shorten_lasting(&mut best);
     shrinker.shorten_thinks(&mut best);
     shrinker.pull_earlier(&mut best);
     shrinker.drop_faults(&mut best);
+    shrinker.pin_starts(&mut best);
+    shrinker.drop_runs(&mut best);
     shrinker.drop_replicas(&mut best);
     shrinker.shorten_run(&mut best);
     shrinker.finish(best)
@@ -96,11 +106,25 @@ impl Shrinker {
         judgement.violated().contains(&self.check)
     }
 
-    /// Runs `candidate`: its history when it still violates the check.
-    fn still_fails(&self, candidate: &RunFile) -> Option<History> {
+    /// Runs `candidate`: what its world did when it still violates the check.
+    fn attempt(&self, candidate: &RunFile) -> Option<RunOutput> {
         self.tries.set(self.tries.get() + 1);
         let output = runfile::execute_world(candidate, self.timeout).ok()?;
-        self.violates(&output.history).then_some(output.history)
+        self.violates(&output.history).then_some(output)
+    }
+
+    /// Runs `candidate`: its history when it still violates the check.
+    fn still_fails(&self, candidate: &RunFile) -> Option<History> {
+        self.attempt(candidate).map(|output| output.history)
+    }
+
+    /// Takes `candidate` when it still fails.
+    fn take_if_fails(&self, best: &mut RunFile, candidate: RunFile) -> bool {
+        let fails = self.still_fails(&candidate).is_some();
+        if fails {
+            *best = candidate;
+        }
+        fails
     }
 
     /// 0. A generated workload becomes its plan (one run: the same world, so it still fails).
@@ -143,7 +167,92 @@ impl Shrinker {
         best.workload = with_calls(&calls);
     }
 
-    /// 3. A plan's runs: ddmin over them, whole.
+    /// Pins a plan's runs to the true times they started: each run's `at_ms` becomes its
+    /// start in the failing world ([`RunOutput::started`]), which runs the same world (every
+    /// run's time has come when its replica reaches it), and runs no replica reached are
+    /// dropped. Without it, dropping a run or an append pulls the replica's next run earlier
+    /// and moves the race the run was there for; pinned, a run that was only there to delay
+    /// the next can go. Run again after each pass that moves runs (`at_ms` is only a lower
+    /// bound).
+    fn pin_starts(&self, best: &mut RunFile) {
+        if plan_of(best).is_none() || self.attempts() >= MAX_ATTEMPTS {
+            return;
+        }
+        let Some(output) = self.attempt(best) else {
+            return;
+        };
+        let pinned = with_runs(best, output.started.runs);
+        if pinned != *best {
+            self.take_if_fails(best, pinned);
+        }
+    }
+
+    /// 3. A plan's runs up to a time: the shortest prefix of runs, by start, that still
+    ///    fails, found by bisection over the start times (a race needs the runs up to it and
+    ///    rarely those after; `log2(runs)` attempts where ddmin would spend dozens).
+    fn keep_prefix(&self, best: &mut RunFile) {
+        let Some(plan) = plan_of(best).cloned() else {
+            return;
+        };
+        let mut starts: Vec<u64> = plan.runs.iter().map(|run| run.at_ms).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let until = |last_ms: u64| {
+            let runs = plan.runs.iter().filter(|run| run.at_ms <= last_ms);
+            with_runs(best, runs.cloned().collect())
+        };
+        // `starts[high]` keeps every run, which fails.
+        let (mut low, mut high) = (0, starts.len().saturating_sub(1));
+        while low < high && self.attempts() < MAX_ATTEMPTS {
+            let middle = (low + high) / 2;
+            if self.still_fails(&until(starts[middle])).is_some() {
+                high = middle;
+            } else {
+                low = middle + 1;
+            }
+        }
+        if let Some(&last_ms) = starts.get(high) {
+            *best = until(last_ms);
+        }
+    }
+
+    /// 4. A plan's runs by group, a level above single runs (hierarchical delta debugging:
+    ///    Misherghi & Su, "HDD", ICSE 2006): one session's runs alone, then each replica's
+    ///    runs left out in turn.
+    fn keep_groups(&self, best: &mut RunFile) {
+        let Some(plan) = plan_of(best).cloned() else {
+            return;
+        };
+        let sessions: BTreeSet<&str> = plan.runs.iter().map(|r| r.session.as_str()).collect();
+        if sessions.len() > 1 {
+            for session in sessions {
+                if self.attempts() >= MAX_ATTEMPTS {
+                    return;
+                }
+                let alone = plan.runs.iter().filter(|r| r.session == session);
+                let candidate = with_runs(best, alone.cloned().collect());
+                if self.take_if_fails(best, candidate) {
+                    break;
+                }
+            }
+        }
+        let replicas: BTreeSet<String> = plan_of(best)
+            .map(|plan| plan.runs.iter().map(|r| r.replica.clone()).collect())
+            .unwrap_or_default();
+        for replica in replicas {
+            let Some(plan) = plan_of(best).cloned() else {
+                return;
+            };
+            if self.attempts() >= MAX_ATTEMPTS {
+                return;
+            }
+            let others = plan.runs.into_iter().filter(|r| r.replica != replica);
+            let candidate = with_runs(best, others.collect());
+            self.take_if_fails(best, candidate);
+        }
+    }
+
+    /// 5. A plan's runs: ddmin over them, whole.
     fn drop_runs(&self, best: &mut RunFile) {
         let Some(plan) = plan_of(best) else {
             return;
@@ -154,7 +263,7 @@ impl Shrinker {
         *best = with_runs(best, runs);
     }
 
-    /// 4. A plan's appends: ddmin over every append of every run (a run keeps as many as
+    /// 6. A plan's appends: ddmin over every append of every run (a run keeps as many as
     ///    the candidate leaves it).
     fn drop_appends(&self, best: &mut RunFile) {
         let Some(plan) = plan_of(best) else {
@@ -176,7 +285,7 @@ impl Shrinker {
         *best = keeping(&slots);
     }
 
-    /// 5. A plan's graceful shutdowns: ddmin over the runs that ask for one.
+    /// 7. A plan's graceful shutdowns: ddmin over the runs that ask for one.
     fn drop_shutdowns(&self, best: &mut RunFile) {
         let Some(plan) = plan_of(best) else {
             return;
@@ -197,31 +306,40 @@ impl Shrinker {
         *best = keeping(&asking);
     }
 
-    /// 6. Freezes: halve each freeze while the run still fails.
-    fn shorten_freezes(&self, best: &mut RunFile) {
+    /// 8. Faults that last (freezes, held or delayed replies, authority errors): halve each
+    ///    while the run still fails.
+    fn shorten_lasting(&self, best: &mut RunFile) {
         for index in 0..best.schedule.faults.len() {
             while self.attempts() < MAX_ATTEMPTS {
                 let mut candidate = best.clone();
-                let Some(duration) = freeze_duration(&mut candidate.schedule.faults[index]) else {
+                let Some(duration) = lasting_ms(&mut candidate.schedule.faults[index]) else {
                     break;
                 };
                 if *duration < 2 {
                     break;
                 }
                 *duration /= 2;
-                if self.still_fails(&candidate).is_none() {
+                if !self.take_if_fails(best, candidate) {
                     break;
                 }
-                *best = candidate;
             }
         }
     }
 
-    /// 7. A plan's think times: halve them all while the run still fails, then each run's.
+    /// 9. A plan's think times: all to 0 at once, else halve them all while the run still
+    ///    fails, then each run's.
     fn shorten_thinks(&self, best: &mut RunFile) {
-        let Some(runs) = plan_of(best).map(|plan| plan.runs.len()) else {
+        let Some(plan) = plan_of(best).cloned() else {
             return;
         };
+        if plan.runs.iter().any(|run| run.think_ms > 0) {
+            let mut runs = plan.runs.clone();
+            runs.iter_mut().for_each(|run| run.think_ms = 0);
+            if self.take_if_fails(best, with_runs(best, runs)) {
+                return;
+            }
+        }
+        let runs = plan.runs.len();
         self.halve_while_failing(
             best,
             |run| run.think_ms > 1,
@@ -266,11 +384,11 @@ impl Shrinker {
         }
     }
 
-    /// 8. Time: pull the later part of the run earlier ([`pulled_earlier`]), from each
-    ///    instant in turn, latest first: the whole way to 0, then half as far, down to
-    ///    [`PULL_MS_MIN`]. A pull is kept when the check still fails with no more operations
-    ///    than before (moving steps in time may also add renewals: those pulls are not
-    ///    shrinking). A third of the attempts left.
+    /// 10. Time: pull the later part of the run earlier ([`pulled_earlier`]), from each
+    ///     instant in turn, latest first: the whole way to 0, then half as far, down to
+    ///     [`PULL_MS_MIN`]. A pull is kept when the check still fails with no more operations
+    ///     than before (moving steps in time may also add renewals: those pulls are not
+    ///     shrinking). A third of the attempts left.
     fn pull_earlier(&self, best: &mut RunFile) {
         if matches!(best.workload, RunWorkload::Generated(_)) {
             return;
@@ -304,8 +422,8 @@ impl Shrinker {
         }
     }
 
-    /// 9. Replicas: one fewer while the run still fails (a schedule, script or plan naming a
-    ///    removed replica makes the candidate invalid, so it is simply not taken).
+    /// 11. Replicas: one fewer while the run still fails (a schedule, script or plan naming a
+    ///     removed replica makes the candidate invalid, so it is simply not taken).
     fn drop_replicas(&self, best: &mut RunFile) {
         while best.world.replicas > 1 && self.attempts() < MAX_ATTEMPTS {
             let mut candidate = best.clone();
@@ -317,7 +435,7 @@ impl Shrinker {
         }
     }
 
-    /// 10. A generated or planned workload: a shorter run, never ending before the heal
+    /// 12. A generated or planned workload: a shorter run, never ending before the heal
     ///     (the liveness phase runs on from the heal anyway, so a shorter fault phase is what
     ///     shrinks).
     fn shorten_run(&self, best: &mut RunFile) {
@@ -394,12 +512,19 @@ fn with_calls(calls: &[crate::sim::script::ScriptedCall]) -> RunWorkload {
     RunWorkload::Script(script)
 }
 
-/// The freeze length of a pause, suspend or stall, ms.
-fn freeze_duration(fault: &mut ScheduledFault) -> Option<&mut u64> {
+/// How long a fault that lasts lasts, ms: a pause, suspend or stall, held or delayed
+/// replies, authority errors.
+fn lasting_ms(fault: &mut ScheduledFault) -> Option<&mut u64> {
     match &mut fault.fault {
         Fault::Pause { duration_ms, .. }
         | Fault::Suspend { duration_ms, .. }
-        | Fault::Stall { duration_ms, .. } => Some(duration_ms),
+        | Fault::Stall { duration_ms, .. }
+        | Fault::HoldReplies { duration_ms, .. }
+        | Fault::AuthorityErrors { duration_ms, .. }
+        | Fault::DelayReplies {
+            delay_ms: duration_ms,
+            ..
+        } => Some(duration_ms),
         _ => None,
     }
 }

@@ -131,3 +131,66 @@ fn pulling_the_heal_earlier_drops_the_renewals_before_it() {
     assert_eq!(Some(&history), shrunk.history.as_ref());
     assert_eq!(shrink(&run, Check::Live, TIMEOUT).run, shrunk.run);
 }
+
+/// renewer-outlives-worker in kube-swarm-clocks with no faults and the heal at 24 s:
+/// replica-3 takes s2 at 19.06 s (its renewer never stops), and replica-1 asks for s2 after
+/// a long run on s1 that only delays it past the heal, so it is turned away inside LIVE's
+/// window. Dropped as it stands, that run would pull replica-1's s2 run to the start, where
+/// it takes s2 first and replica-3's refusal comes before the heal: no violation. The
+/// shrinker pins every run to the time it started, so the s1 run goes while the s2 run keeps
+/// its start: LIVE still violated, no s1 run left, fewer operations.
+#[test]
+fn a_run_there_only_to_delay_the_next_is_dropped_keeping_the_next_runs_start() {
+    let scenario = Scenario::load(&repo_sims().join("kube-swarm-clocks.toml")).unwrap();
+    let mut run = scenario.resolve(0).unwrap();
+    run.mutant = Some("renewer-outlives-worker".into());
+    run.schedule.faults.clear();
+    run.schedule.heal_at_ms = Some(24_000);
+    let planned = |replica: &str, session: &str, appends, think_ms| PlannedRun {
+        replica: replica.into(),
+        incarnation: 0,
+        at_ms: 0,
+        session: session.into(),
+        appends,
+        think_ms,
+        shutdown: false,
+    };
+    run.workload = RunWorkload::Plan(Plan {
+        runs: vec![
+            PlannedRun {
+                at_ms: 19_058,
+                ..planned("replica-3", "s2", 0, 1)
+            },
+            planned("replica-1", "s1", 4, 7_500),
+            planned("replica-1", "s2", 0, 0),
+        ],
+    });
+    let ran = runfile::execute_world(&run, TIMEOUT).unwrap();
+    let budget = || Budget::steps(5_000_000);
+    assert!(
+        judge(&ran.history, budget())
+            .violated()
+            .contains(&Check::Live)
+    );
+    let before = ran.history.ops().count();
+    let mut started = ran.started.runs.iter();
+    let asks = started.rfind(|r| r.replica == "replica-1" && r.session == "s2");
+    let asks_at = asks.unwrap().at_ms;
+    assert!(asks_at > 24_000, "replica-1 asks for s2 at {asks_at} ms");
+
+    let shrunk = shrink(&run, Check::Live, TIMEOUT);
+    let RunWorkload::Plan(plan) = &shrunk.run.workload else {
+        panic!("not a plan: {:?}", shrunk.run.workload)
+    };
+    assert!(plan.runs.iter().all(|r| r.session == "s2"), "{plan:?}");
+    let asks = plan.runs.iter().find(|r| r.replica == "replica-1").unwrap();
+    let heal = shrunk.run.schedule.heal_at_ms.unwrap();
+    assert!(asks.at_ms > heal, "heal {heal} ms, {plan:?}");
+    assert!(
+        shrunk.operations < before,
+        "{} operations left of {before}: {plan:?}",
+        shrunk.operations
+    );
+    let (history, _) = runfile::execute(&shrunk.run, TIMEOUT).unwrap();
+    assert!(judge(&history, budget()).violated().contains(&Check::Live));
+}
