@@ -2,7 +2,8 @@
 //   node .ci/report-browser.cjs REPORT.html SCREENSHOT.png
 // - the rendered DOM has a timeline SVG (`svg.timeline`) for each counterexample, each with
 //   one lane per host (`g.lane`, distinct `data-host`, replicas and the services) and the
-//   failing run's marks (appends/fences with their class) and its violation's evidence;
+//   failing run's marks (appends/fences and lease calls with their class) and its violation's
+//   evidence;
 // - each counterexample section (`section.counterexample`) carries its explanation: the check
 //   that failed (`.explanation .check`) and at least one violation's message;
 // - the page logged no console error and threw nothing;
@@ -88,6 +89,7 @@ const probe = `JSON.stringify([...document.querySelectorAll('svg.timeline')].map
   figure: svg.closest('figure') ? svg.closest('figure').className : '',
   lanes: [...svg.querySelectorAll('g.lane')].map((g) => g.getAttribute('data-host')),
   marks: [...svg.querySelectorAll('g.mark')].map((g) => g.getAttribute('class')),
+  calls: [...svg.querySelectorAll('g.call')].map((g) => g.getAttribute('class')),
   evidence: svg.querySelectorAll('.evidence').length,
   width: svg.getBoundingClientRect().width,
 })))`;
@@ -128,11 +130,15 @@ const sectionsProbe = `JSON.stringify([...document.querySelectorAll('section.cou
     for (const c of t.marks) {
       if (!/^mark (append|fence) (landed|fenced|refused|unknown)$/.test(c)) problems.push(`${name}: odd mark class "${c}"`);
     }
+    for (const c of t.calls) {
+      if (!/^call (acquire|renew|release) (landed|fenced|refused|unknown)$/.test(c)) problems.push(`${name}: odd lease call class "${c}"`);
+    }
   });
   const failing = timelines.filter((t) => t.figure.includes('run'));
   if (failing.length === 0) problems.push('no failing run\'s timeline (figure.run)');
   if (!failing.some((t) => t.evidence > 0)) problems.push('no failing run shows its violation\'s evidence');
   if (!failing.some((t) => t.marks.length > 0)) problems.push('no failing run shows an append or a fence');
+  if (!failing.some((t) => t.calls.length > 0)) problems.push('no failing run shows a lease call');
   if (sections.length === 0) problems.push('no section.counterexample in the page');
   for (const s of sections) {
     if (!s.check.startsWith('Check failed: ')) problems.push(`${s.file}: no check named in its explanation`);

@@ -12,9 +12,11 @@
 //!   TTL − skew margin *on its own clock*, mapped to true time — a slow or suspended clock's
 //!   window visibly overruns the hold.
 //! - **Marks**: a journal open (the fence) is a diamond, a journal append (or the ledger
-//!   append of a process that uses no journal) a circle, at the operation's completion, with its interval as a thin line; the
-//!   class says what became of it ([`MarkClass`]: landed, fenced, refused, unknown). A landed
-//!   record also ticks the `ledger` lane. Authority decisions tick the authority's lane.
+//!   append of a process that uses no journal) a circle, a lease call (acquire, renew,
+//!   release) a small square, at the operation's completion, with its interval as a thin
+//!   line; the class says what became of it ([`MarkClass`]: landed, fenced, refused,
+//!   unknown), so a refused acquire or renew shows. A landed record also ticks the `ledger`
+//!   lane. Authority decisions tick the authority's lane.
 //! - **Faults** ([`bands`]): every `nemesis` line as a shaded band (or, for an instant fault,
 //!   a thin one) on each host it hits, named.
 //! - **The violation** ([`Highlight`]): the operations its evidence names are ringed, the
@@ -57,10 +59,10 @@ const TOP: f64 = 40.0;
 /// left out).
 const CHAR_W: f64 = 6.2;
 
-/// What became of an append or a fence (a journal open), as a mark's class.
+/// What became of an append, a fence (a journal open) or a lease call, as a mark's class.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub enum MarkClass {
-    /// `ok`: the record committed.
+    /// `ok`: the record committed (a lease call: granted, renewed, released).
     Landed,
     /// `fail` because the ledger's fence or tip refused it (`fenced`, `stale_epoch`,
     /// `conflict`, `fence_contention`): the fence worked.
@@ -291,6 +293,7 @@ pub fn render(history: &History, title: &str, highlight: &Highlight) -> String {
             );
         }
         if class == MarkClass::Landed
+            && kind != MarkKind::Call
             && let Some(lane) = lanes.index(hosts::LEDGER)
         {
             add(
@@ -452,13 +455,15 @@ fn lane_group(host: &str, index: usize) -> Group {
         )
 }
 
-/// The two kinds of mark.
+/// The kinds of mark.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum MarkKind {
     /// A journal open: the fence.
     Fence,
     /// A journal append, or a bare ledger append.
     Append,
+    /// A lease call: acquire, renew or release.
+    Call,
 }
 
 impl MarkKind {
@@ -466,6 +471,7 @@ impl MarkKind {
         match self {
             MarkKind::Fence => "fence",
             MarkKind::Append => "append",
+            MarkKind::Call => "call",
         }
     }
 }
@@ -474,6 +480,9 @@ fn mark_kind(op: &Op) -> Option<MarkKind> {
     match op {
         Op::JournalOpen { .. } => Some(MarkKind::Fence),
         Op::JournalAppend { .. } | Op::LedgerAppend { .. } => Some(MarkKind::Append),
+        Op::LeaseAcquire { .. } | Op::LeaseRenew { .. } | Op::LeaseRelease { .. } => {
+            Some(MarkKind::Call)
+        }
         _ => None,
     }
 }
@@ -499,7 +508,10 @@ fn op_title(op: &OpLine) -> String {
     )
 }
 
-/// A mark: the interval as a line, the completion as a circle (append) or diamond (fence).
+/// A mark: the interval as a line, the completion as a circle (append), a diamond (fence)
+/// or a small square (lease call). Classes: `mark append landed`, `mark fence fenced`, …; a
+/// lease call's `call acquire refused`, `call renew landed`, … (`call` apart, so what counts
+/// journal marks counts no lease call).
 fn mark(op: &OpLine, kind: MarkKind, class: MarkClass, top: f64, scale: &Scale) -> Group {
     let y = mark_y(top);
     let end = op.complete_us.unwrap_or(scale.end_us);
@@ -523,9 +535,14 @@ fn mark(op: &OpLine, kind: MarkKind, class: MarkClass, top: f64, scale: &Scale) 
                 .set("stroke", colour)
                 .set("stroke-width", 1.5),
         ),
+        MarkKind::Call => Box::new(call_square(x1, y, class)),
+    };
+    let classes = match kind {
+        MarkKind::Call => format!("call {} {}", op_kind(&op.op), class.name()),
+        _ => format!("mark {} {}", kind.name(), class.name()),
     };
     Group::new()
-        .set("class", format!("mark {} {}", kind.name(), class.name()))
+        .set("class", classes)
         .set("data-op", op.id)
         .add(Title::new(op_title(op)))
         .add(
@@ -538,6 +555,27 @@ fn mark(op: &OpLine, kind: MarkKind, class: MarkClass, top: f64, scale: &Scale) 
                 .set("stroke-width", 1),
         )
         .add(shape)
+}
+
+/// A lease call's square, 6 px, centred on (`x`, `y`): filled in its class's colour, white
+/// inside when unknown.
+fn call_square(x: f64, y: f64, class: MarkClass) -> Rectangle {
+    let colour = class.colour();
+    Rectangle::new()
+        .set("x", px(x - 3.0))
+        .set("y", px(y - 3.0))
+        .set("width", 6)
+        .set("height", 6)
+        .set(
+            "fill",
+            if class == MarkClass::Unknown {
+                "#ffffff"
+            } else {
+                colour
+            },
+        )
+        .set("stroke", colour)
+        .set("stroke-width", 1)
 }
 
 /// A landed record's tick on the ledger lane.
@@ -623,6 +661,7 @@ fn highlights(history: &History, highlight: &Highlight, lanes: &Lanes, scale: &S
         return group;
     }
     let mut last: Option<u64> = None;
+    let mut labels = LabelRows::default();
     for op in history.ops() {
         let classes: Vec<&str> = [
             (highlight.prefix.contains(&op.id), "prefix"),
@@ -658,11 +697,14 @@ fn highlights(history: &History, highlight: &Highlight, lanes: &Lanes, scale: &S
                 op_title(op)
             )));
         if strongest != "prefix" {
-            // The few operations a violation names get their call written beside them.
+            // The few operations a violation names get their call written beside them, a
+            // row higher where an earlier label on the lane would overprint it.
+            let text = format!("op {} {}", op.id, op_kind(&op.op));
+            let row = labels.place(lane, x1 + 8.0, text.len());
             ring = ring.add(
-                Text::new(format!("op {} {}", op.id, op_kind(&op.op)))
+                Text::new(text)
                     .set("x", px(x1 + 8.0))
-                    .set("y", px(y - 8.0))
+                    .set("y", px(y - 8.0 - 10.0 * row as f64))
                     .set("font-size", 10)
                     .set("fill", colour),
             );
@@ -900,6 +942,11 @@ fn legend(y: f64) -> Group {
         ),
         (Box::new(diamond), "fence (journal open)", 135.0),
         (
+            Box::new(move |x| Box::new(call_square(x + 6.0, y, MarkClass::Refused))),
+            "lease call",
+            85.0,
+        ),
+        (
             Box::new(move |x| rect(x, bands::FILL, "none")),
             "fault",
             55.0,
@@ -917,6 +964,28 @@ fn legend(y: f64) -> Group {
         x += width;
     }
     group
+}
+
+/// Where the evidence labels already written on each lane end, per row (row 0 beside the
+/// marks, each next row 10 px higher; at most [`LabelRows::ROWS`], the last taken when all
+/// overlap).
+#[derive(Default)]
+struct LabelRows {
+    /// `(lane, row)` → x where its last label ends, px.
+    ends: BTreeMap<(usize, usize), f64>,
+}
+
+impl LabelRows {
+    const ROWS: usize = 3;
+
+    /// The row for a label of `chars` characters from `x` on `lane`, taken.
+    fn place(&mut self, lane: usize, x: f64, chars: usize) -> usize {
+        let free = |row: &usize| self.ends.get(&(lane, *row)).is_none_or(|end| *end <= x);
+        let row = (0..Self::ROWS).find(free).unwrap_or(Self::ROWS - 1);
+        self.ends
+            .insert((lane, row), x + CHAR_W * 10.0 / 11.0 * chars as f64 + 4.0);
+        row
+    }
 }
 
 /// A diamond of half-width 5 and half-height 6 centred on (`x`, `y`).

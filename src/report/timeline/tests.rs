@@ -224,8 +224,8 @@ fn a_long_run_labels_only_what_fits() {
     assert_eq!(svg.matches("class=\"mark append landed\"").count(), 300);
     let texts = svg.matches("<text").count();
     // The title, 3 lane names (the config's replicas and authority), the axis ticks (0, 5, …,
-    // 60 s: 13), the axis caption and 9 legend labels.
-    assert!(texts <= 1 + 3 + 13 + 1 + 9, "{texts} text elements");
+    // 60 s: 13), the axis caption and 10 legend labels.
+    assert!(texts <= 1 + 3 + 13 + 1 + 10, "{texts} text elements");
 }
 
 /// A KubeLease history (no authority clock, TTL 10 s): replica-1 creates s1's Lease at 5 ms
@@ -280,4 +280,53 @@ fn kube_lease_holds_are_the_reigns_in_the_api_servers_writes() {
     );
     let svg = render(&history, "kube", &Highlight::default());
     assert_eq!(attributes(&svg, "hold", "data-token"), ["1", "1", "2"]);
+}
+
+/// A lease call is a small square classed by what it got: the fixture's two grants landed,
+/// and replica-1's acquire at 5 s (s1 held by token 2) refused — the refusal a LIVE
+/// violation names is visible, not only its ring.
+#[test]
+fn every_lease_call_is_a_square_classed_by_its_reply() {
+    let refused = r#"{"v":1,"kind":"op","id":9,"process":{"replica":"replica-1","incarnation":0},"session":"s1","op":{"type":"lease_acquire","owner":{"replica":"replica-1","incarnation":0}},"invoke_us":5000000,"complete_us":5010000,"invoke_local_us":4000000,"complete_local_us":4008000,"outcome":"fail","result":{"type":"held","holder_token":2}}"#;
+    let text = format!("{HISTORY}{refused}\n");
+    let history = History::read_jsonl(text.as_bytes(), "history.jsonl").unwrap();
+    let svg = render(&history, "t", &Highlight::default());
+    let calls: Vec<(String, String)> = ["call acquire landed", "call acquire refused"]
+        .iter()
+        .flat_map(|class| {
+            attributes(&svg, class, "data-op")
+                .into_iter()
+                .map(|op| (op, (*class).to_owned()))
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("1".to_owned(), "call acquire landed".to_owned()),
+            ("4".to_owned(), "call acquire landed".to_owned()),
+            ("9".to_owned(), "call acquire refused".to_owned()),
+        ]
+    );
+    // A lease call ticks no record on the ledger lane.
+    assert_eq!(attributes(&svg, "record", "data-op"), ["2", "3", "5"]);
+}
+
+/// Two evidence operations a few ms apart on one lane get their labels on two rows, not one
+/// over the other.
+#[test]
+fn evidence_labels_close_together_on_a_lane_take_separate_rows() {
+    let history = history();
+    let evidence = vec![ViolationRecord {
+        message: "close".into(),
+        evidence: vec!["op 1".into(), "op 2".into()],
+    }];
+    let highlight = Highlight::of_violations("EXCL", &evidence, &history);
+    let svg = render(&history, "t", &highlight);
+    let ys: Vec<String> = svg
+        .split("<text")
+        .filter(|t| t.contains("op 1 acquire") || t.contains("op 2 open"))
+        .filter_map(|t| t.split("y=\"").nth(1)?.split('"').next().map(str::to_owned))
+        .collect();
+    assert_eq!(ys.len(), 2, "{ys:?}");
+    assert_ne!(ys[0], ys[1]);
 }
