@@ -34,6 +34,7 @@
 //! never reached: that is a warning, printed in the verdict line ([`Summary::verdict`],
 //! [`Summary::warnings`]; reports/README.md says why).
 
+mod counterexamples;
 mod explanation;
 mod html;
 #[cfg(test)]

@@ -371,6 +371,7 @@ fn verdict_lines_say_what_failed_and_warn_of_unreached_coverage() {
         run_file: None,
         check: None,
         violations: Vec::new(),
+        replay: None,
     }];
     assert_eq!(
         (data.summary().exit_code, data.summary().verdict),
@@ -673,6 +674,7 @@ pub(super) fn detection(name: &str, killed_by: &str, run_file: Option<&str>) -> 
         run_file: run_file.map(Into::into),
         check: None,
         violations: Vec::new(),
+        replay: None,
     }
 }
 
@@ -880,4 +882,75 @@ fn a_budget_campaign_that_never_ran_some_scenarios_is_incomplete() {
     let dir = tempfile::tempdir().unwrap();
     write_folder(dir.path(), &file, &every, &[]);
     assert_eq!(render(dir.path()).unwrap(), Exit::Clean);
+}
+
+/// A mutant's counterexample shows what a scenario's shrunk violation shows, rendered the
+/// same way: the check and its rule, the violation's message and evidence, the command that
+/// reruns it with the mutant planted, its timeline and its clean twin's (the reviewer had
+/// only the timelines).
+#[test]
+fn a_mutant_counterexample_shows_check_rule_evidence_and_its_replay_with_the_mutant() {
+    let mut data = ReportData::new(campaign("abc123", None), results(), shrunk());
+    let file = "shrunk/mutant-no-local-deadline-f1-pause-seed0.run.json";
+    let mut killed = detection("no-local-deadline", "STOP in f1-pause (seed 0)", Some(file));
+    killed.check = Some(Check::Stop);
+    killed.violations = vec![ViolationRecord {
+        message: "replica-1#0 appended after its validity deadline".into(),
+        evidence: vec!["op 7".into(), "validity s1 by replica-1#0 at 9.5 s".into()],
+    }];
+    killed.replay = Some(
+        "leasesim run --scenario sims/field-cases/f1-pause.toml --seed 0 --mutant \
+         no-local-deadline"
+            .into(),
+    );
+    data.mutants = vec![killed];
+    let files = Counterexample::of(file);
+    data.timelines
+        .insert(files.timeline.clone(), "<svg/>".into());
+    data.timelines
+        .insert(files.clean_timeline.clone(), "<svg/>".into());
+    let (md, _, _) = render_text(&data);
+    let start = md.find("### Mutant counterexamples").expect("the section");
+    let mutant = &md[start..];
+    let expected = format!(
+        "### Mutant counterexamples
+
+#### `no-local-deadline`: STOP in f1-pause (seed 0)
+
+- minimal run: `{file}` (history: `{}`)
+- shrunk to 1 faults and 6 operations
+- replay the run it was found in, the mutant planted (the minimal run file plants it too: \
+`leasesim replay` it):
+
+  ```sh
+  leasesim run --scenario sims/field-cases/f1-pause.toml --seed 0 --mutant no-local-deadline
+  ```
+
+Check failed: **STOP** (a replica stops using its lease once lost or past its validity \
+deadline).
+
+**replica-1#0 appended after its validity deadline**
+
+- op 7
+- validity s1 by replica-1#0 at 9.5 s
+
+![timeline of the minimal run]({})
+
+The same run on the correct implementation (`mutant: null`, its history in `{}`):
+
+![timeline of the clean twin]({})
+
+",
+        files.history, files.timeline, files.clean_history, files.clean_timeline
+    );
+    assert_eq!(mutant, expected);
+    // A scenario's shrunk violation says its check and rule the same way.
+    let violations = &md[md.find("## Violations (shrunk)").unwrap()..start];
+    assert!(
+        violations.contains(&format!(
+            "Check failed: **FENCE** ({}).\n\n**a record of writer epoch 1",
+            Check::Fence.rule()
+        )),
+        "{violations}"
+    );
 }

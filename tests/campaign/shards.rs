@@ -471,6 +471,36 @@ fn four_shards_merged_hold_the_whole_detection_table() {
     }
     let report = std::fs::read_to_string(tmp.path().join("merged/report.md")).unwrap();
     assert!(report.contains("Mutation score: **5/5**"), "{report}");
+    // The scenario kill's counterexample says which check failed and how to rerun it with the
+    // mutant planted; that command reproduces the kill.
+    let counterexample = report
+        .split("#### `release-by-session-only`: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no counterexample of release-by-session-only:\n{report}"));
+    let check = counterexample.split(' ').next().unwrap();
+    assert!(
+        counterexample.contains(&format!("Check failed: **{check}** (")),
+        "{counterexample}"
+    );
+    let replay = counterexample
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with("leasesim run "))
+        .unwrap_or_else(|| panic!("no replay command:\n{counterexample}"));
+    assert!(
+        replay.ends_with(" --mutant release-by-session-only"),
+        "{replay}"
+    );
+    let mut args: Vec<&str> = replay.split_whitespace().skip(1).collect();
+    args.extend(["--out", "replayed"]);
+    let replayed = leasesim(tmp.path(), &args);
+    let stdout = String::from_utf8_lossy(&replayed.stdout);
+    let verdict = stdout.lines().last().unwrap_or_default();
+    assert!(
+        verdict.starts_with("verdict: FAIL: ") && verdict.contains(check),
+        "{}",
+        both(&replayed)
+    );
     let found = assert_outputs_equal(tmp.path());
     let every: Vec<(&str, &str)> = MAY_DIFFER
         .iter()
