@@ -11,7 +11,9 @@ use std::fmt::Write as _;
 use super::ReportData;
 use super::counterexamples;
 use super::overview::{self, Anchors, FAILING_RUNS_ANCHOR, HARNESS_ERRORS_ANCHOR, anchor_line};
-use super::summary::{CheckSummary, ScenarioSummary, Summary, order_events, plural, status_name};
+use super::summary::{
+    CheckSummary, ScenarioSummary, Summary, and_more, order_events, plural, status_name,
+};
 use crate::check::Check;
 use crate::results::CoverageEvent;
 use crate::results::record::RunStatus;
@@ -129,7 +131,7 @@ fn missing(out: &mut String, summary: &Summary) {
 }
 
 /// The seeds: as planned (`0..10`); for a budget campaign the budget and the seeds that ran
-/// (`budget 50s; ran 0..37`).
+/// ([`Summary::seeds_run`]: `budget 50s; ran 0..12; 12 on 17 of 40 scenarios`).
 pub(super) fn seeds_line(summary: &Summary) -> String {
     let planned = &summary.meta.seeds;
     if planned.starts_with("budget") {
@@ -451,8 +453,8 @@ fn failing_runs(out: &mut String, data: &ReportData) {
     if failing.len() > MAX_FAILING_RUNS {
         let _ = writeln!(
             out,
-            "\n… and {} more (see `results.jsonl`).",
-            failing.len() - MAX_FAILING_RUNS
+            "\n{} (see `results.jsonl`).",
+            and_more(failing.len() - MAX_FAILING_RUNS)
         );
     }
     out.push('\n');

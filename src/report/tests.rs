@@ -954,3 +954,61 @@ The same run on the correct implementation (`mutant: null`, its history in `{}`)
         "{violations}"
     );
 }
+
+/// The seeds every scenario ran are a range; a seed only some scenarios ran (the last seed
+/// of a budget campaign) is named apart with how many — the header had said `0..13` when 22
+/// of 40 scenarios ran only 0..12.
+#[test]
+fn a_seed_that_ran_on_only_some_scenarios_is_named_apart() {
+    use super::summary::seeds_run;
+    let names = ["clean", "f1-pause", "flaky", "slow"];
+    let clean = |scenario: &str, seed: u64| run(scenario, seed, RunStatus::Clean, checks(&[]));
+    let mut records: Vec<RunRecord> = names
+        .iter()
+        .flat_map(|name| (0..3).map(move |seed| clean(name, seed)))
+        .collect();
+    assert_eq!(seeds_run(&records, 4), "0..3", "a complete campaign");
+    records.extend([clean("clean", 3), clean("f1-pause", 3)]);
+    assert_eq!(seeds_run(&records, 4), "0..3; 3 on 2 of 4 scenarios");
+    records.extend([clean("clean", 4), clean("f1-pause", 4), clean("clean", 5)]);
+    assert_eq!(
+        seeds_run(&records, 4),
+        "0..3; 3..5 on 2 of 4 scenarios; 5 on 1 of 4 scenarios"
+    );
+    // A scenario that never ran: no seed ran on every scenario.
+    let three: Vec<RunRecord> = records
+        .iter()
+        .filter(|r| r.scenario != "slow" && r.seed < 3)
+        .cloned()
+        .collect();
+    assert_eq!(seeds_run(&three, 4), "0..3 on 3 of 4 scenarios");
+    assert_eq!(seeds_run(&[], 4), "none");
+    // Past five partial ranges, the rest are counted.
+    let ragged: Vec<RunRecord> = (0..8)
+        .flat_map(|seed| (0..=seed % 2).map(move |n| clean(names[n as usize], seed)))
+        .collect();
+    assert_eq!(
+        seeds_run(&ragged, 4),
+        "0 on 1 of 4 scenarios; 1 on 2 of 4 scenarios; 2 on 1 of 4 scenarios; 3 on 2 of 4 \
+         scenarios; 4 on 1 of 4 scenarios; … and 3 more"
+    );
+
+    // What summary.json and the header say of a budget campaign.
+    let mut file = campaign("abc123", None);
+    file.meta.seeds = "budget 2s".into();
+    file.meta.scenarios.truncate(4);
+    file.scenarios.truncate(4);
+    let data = ReportData::new(file, records, Vec::new());
+    let summary = data.summary();
+    assert_eq!(
+        summary.seeds_run,
+        "0..3; 3..5 on 2 of 4 scenarios; 5 on 1 of 4 scenarios"
+    );
+    let (md, _, _) = render_text(&data);
+    assert!(
+        md.contains(
+            "| seeds | budget 2s; ran 0..3; 3..5 on 2 of 4 scenarios; 5 on 1 of 4 scenarios |"
+        ),
+        "{md}"
+    );
+}
