@@ -89,6 +89,17 @@ fn a_merge_missing_a_shard_is_incomplete_exit_6_naming_it() {
     // Rendered again, the merged folder still knows it is incomplete.
     let render = leasesim(tmp.path(), &["report", "render", "c"]);
     assert_eq!(render.status.code(), Some(6), "{}", both(&render));
+    // Both print the verdict line last, as a campaign does.
+    for output in [&merged, &render] {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let last = stdout.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("incomplete: 2 of 6 planned runs missing (see Missing runs)")
+                && last.ends_with(" — exit 6 — report: c/report.md"),
+            "{}",
+            both(output)
+        );
+    }
 
     // A tampered shard in a campaign.json is refused.
     let path = tmp.path().join("b/campaign.json");
