@@ -24,7 +24,8 @@ use std::path::Path;
 /// fenced single-writer journals.
 ///
 /// Exit codes (every command): 0 clean · 1 safety violation · 2 bad input or usage ·
-/// 3 harness error · 4 inconclusive · 5 liveness violation · 6 incomplete.
+/// 3 harness error · 4 inconclusive · 5 liveness violation · 6 incomplete; and `flock`
+/// alone exits 86 at a `--crash-at` point or at EOF while paused (see `flock --help`).
 #[derive(Parser, Debug)]
 #[command(name = "leasesim", version, about, long_about)]
 struct Cli {
@@ -45,7 +46,8 @@ enum Command {
     /// Exit 0 clean, 1 an unexpected safety violation (or an expected one never seen, or a
     /// --mutants mutant that survived), 2 bad input or usage, 3 a harness error (hang or
     /// panic, naming its seed), 4 inconclusive, 5 a liveness violation, 6 incomplete (fewer
-    /// runs than planned, or none at all: never clean). An expected coverage event that no
+    /// runs than planned, a --budget that ran out before some scenario ran even once, or no
+    /// run at all: never clean). An expected coverage event that no
     /// run of its scenario reached is a warning in the verdict line (`clean, with 1 warning:
     /// coverage event X never reached in Y`), never a failure: it does not change the exit
     /// code (reports/README.md says why).
@@ -136,8 +138,9 @@ struct CampaignArgs {
     #[arg(long, value_name = "A..B", conflicts_with = "budget")]
     seeds: Option<SeedPlan>,
     /// Wall-clock budget: seeds 0, 1, 2… against every scenario until it is spent (e.g. 10m).
-    /// The default when --seeds is not given: 50s. `0s` is refused (exit 2); a budget too
-    /// short for any run to finish makes an incomplete campaign (exit 6), never a clean one.
+    /// The default when --seeds is not given: 50s. `0s` is refused (exit 2); a budget that
+    /// runs out before every scenario has run once (or before any run finished) makes an
+    /// incomplete campaign (exit 6), never a clean one.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     budget: Option<Duration>,
     /// Runs at once (default: the number of cores).
@@ -205,8 +208,10 @@ fn parse_mutants(text: &str) -> Result<MutantList, String> {
 
 #[derive(Subcommand, Debug)]
 enum ReportCommand {
-    /// Render DIR/report.md, DIR/summary.json and DIR/junit.xml from DIR/campaign.json,
-    /// DIR/results.jsonl, DIR/shrunk.jsonl and DIR/mutants.jsonl (never re-runs anything).
+    /// Render DIR/report.md, DIR/report.html, DIR/summary.json and DIR/junit.xml from
+    /// DIR/campaign.json, DIR/results.jsonl, DIR/shrunk.jsonl and DIR/mutants.jsonl (never
+    /// re-runs anything). Prints the verdict line a campaign prints last (`clean — exit 0 —
+    /// report: DIR/report.md`).
     Render {
         /// The report folder.
         #[arg(value_name = "DIR")]
@@ -214,8 +219,9 @@ enum ReportCommand {
     },
     /// Merge the report folders of a campaign's shards into one (runs deduplicated by
     /// scenario and seed, detection tables of --mutants unioned in catalogue order, minimal
-    /// run files copied) and render it. A mutant detected by two shards is refused (exit 2)
-    /// unless --force, which keeps the first folder's row.
+    /// run files copied) and render it, printing the verdict line as `render` does. A mutant
+    /// detected by two shards is refused (exit 2) unless --force, which keeps the first
+    /// folder's row.
     Merge {
         /// The shards' report folders.
         #[arg(value_name = "DIR", required = true)]
@@ -376,14 +382,22 @@ fn serve_on_runtime(service: Service) -> ExitCode {
     }
 }
 
-/// `report render DIR` and `report merge DIR... --out DIR`.
+/// `report render DIR` and `report merge DIR... --out DIR`: the verdict line last, as a
+/// campaign prints it.
 fn report(command: ReportCommand) -> ExitCode {
     let outcome = match command {
-        ReportCommand::Render { dir } => leasesim::report::render(&dir),
-        ReportCommand::Merge { dirs, out, force } => leasesim::report::merge(&dirs, &out, force),
+        ReportCommand::Render { dir } => {
+            leasesim::report::render_summary(&dir).map(|summary| (summary, dir))
+        }
+        ReportCommand::Merge { dirs, out, force } => {
+            leasesim::report::merge_summary(&dirs, &out, force).map(|summary| (summary, out))
+        }
     };
     match outcome {
-        Ok(code) => ExitCode::from(code),
+        Ok((summary, dir)) => {
+            println!("{}", summary.final_line(&dir));
+            ExitCode::from(summary.exit())
+        }
         Err(error) => {
             eprintln!("error: {error}");
             ExitCode::from(BAD_INPUT)
@@ -503,12 +517,7 @@ fn campaign(args: CampaignArgs) -> ExitCode {
         Ok(summary) => {
             // The last line, after the progress bar and every other message: the verdict,
             // the exit code and where the report is.
-            println!(
-                "{} — exit {} — report: {}",
-                summary.verdict,
-                summary.exit_code,
-                options.out.join("report.md").display()
-            );
+            println!("{}", summary.final_line(&options.out));
             ExitCode::from(summary.exit())
         }
         Err(error) => {

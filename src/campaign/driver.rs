@@ -91,6 +91,19 @@ struct Loaded {
     scenario: Scenario,
 }
 
+/// The seeds as the start banner says them: `seeds 0..10`, or for a budget `seeds 0, 1, 2…
+/// for a budget of 50s` ([`SeedPlan`]'s own text, `budget 50s`, is what `campaign.json`
+/// keeps).
+fn seeds_phrase(seeds: SeedPlan) -> String {
+    match seeds {
+        SeedPlan::Range { .. } => format!("seeds {seeds}"),
+        SeedPlan::Budget(budget) => format!(
+            "seeds 0, 1, 2… for a budget of {}",
+            humantime::format_duration(budget)
+        ),
+    }
+}
+
 /// Runs the campaign and writes its report into `options.out`; returns the report's
 /// [`Summary`]: its exit code (0 clean, 1 unexpected safety violation or an expected
 /// violation never seen, 3 a harness error, 4 inconclusive, 5 liveness, 6 incomplete) and
@@ -120,10 +133,10 @@ pub fn campaign(options: &CampaignOptions) -> Result<Summary, CampaignError> {
     let clock = Stopwatch::start();
     write_campaign_file(&options.out, &meta, &scenarios, None)?;
     eprintln!(
-        "campaign: {} scenarios from {}, seeds {}, {} jobs{}{} -> {}",
+        "campaign: {} scenarios from {}, {}, {} jobs{}{} -> {}",
         scenarios.len(),
         options.sims.display(),
-        options.seeds,
+        seeds_phrase(options.seeds),
         options.jobs,
         options
             .shard

@@ -111,6 +111,7 @@ fn detect_one(options: &DetectOptions<'_>, mutant: Mutant) -> Detection {
         run_file: None,
         check: None,
         violations: Vec::new(),
+        replay: None,
     };
     match mutant.kill() {
         Kill::Conformance { rule } => {
@@ -160,7 +161,7 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
                 path.display(),
                 mutant.name()
             );
-            let executed = execute(&run, options.run_timeout, replay);
+            let executed = execute(&run, options.run_timeout, replay.clone());
             let Some(check) = executed.record.unexpected.first().cloned() else {
                 continue;
             };
@@ -170,6 +171,7 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
             detection.runs_to_detection = Some(runs);
             detection.wall_ms_to_detection = Some(clock.elapsed_ms());
             detection.check = Some(check);
+            detection.replay = Some(replay);
             if options.shrink {
                 let shrunk = shrink::shrink(&run, check, options.run_timeout);
                 let file = format!(

@@ -48,7 +48,7 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
             body {
                 h1 { "leasesim campaign report" }
                 p.verdict #verdict {
-                    "Verdict: " (summary.verdict) " (exit " (summary.exit_code) ")"
+                    "Verdict: " (code_spans(&summary.verdict)) " (exit " (summary.exit_code) ")"
                 }
                 table #meta {
                     tr { th { "seeds" } td { (seeds_line(summary)) } }
@@ -210,16 +210,38 @@ fn mutant_counterexamples(data: &ReportData) -> Markup {
             h2 { "Mutant counterexamples" }
             @for (detection, file) in shown {
                 section.counterexample.mutant data-run-file=(file) {
-                    h3 { code { (detection.mutant) } ": " (detection.killed_by) }
+                    h3 { code { (detection.mutant) } ": " (code_spans(&detection.killed_by)) }
                     p {
                         (detection.about) ". Minimal run: " code { (file) }
                         @if let Some((faults, operations)) = detection.shrunk {
                             " (" (faults) " faults, " (operations) " operations)"
                         }
+                        @if let Some(replay) = &detection.replay {
+                            ". Replay the run it was found in, the mutant planted: "
+                            code.replay { (replay) }
+                        }
                     }
                     (timelines(data, file))
                     (explanation(detection.check, &detection.violations))
                 }
+            }
+        }
+    }
+}
+
+/// `text` escaped, each `` `x` `` in it shown as `<code>x</code>` (as report.md renders
+/// it); a backtick without its pair stays a backtick.
+pub(super) fn code_spans(text: &str) -> Markup {
+    let parts: Vec<&str> = text.split('`').collect();
+    let last = parts.len() - 1;
+    html! {
+        @for (index, part) in parts.iter().enumerate() {
+            @if index % 2 == 0 {
+                (part)
+            } @else if index < last {
+                code { (part) }
+            } @else {
+                "`" (part)
             }
         }
     }

@@ -45,6 +45,9 @@ fn page(shrunk: Vec<ShrunkRun>) -> String {
         message: "replica-1#0 appended after its validity deadline".into(),
         evidence: vec!["op 7".into(), "validity s1 by replica-1#0 at 9.5 s".into()],
     }];
+    killed.replay = Some(
+        "leasesim run --scenario sims/f1-pause.toml --seed 0 --mutant no-local-deadline".into(),
+    );
     data.mutants = vec![killed];
     let files = Counterexample::of(file);
     data.timelines.insert(
@@ -78,6 +81,13 @@ fn a_mutant_counterexample_says_which_check_failed_and_why_beside_its_twin() {
         "</section>",
     );
     assert!(mutant.contains("(1 faults, 6 operations)"), "{mutant}");
+    assert!(
+        mutant.contains(
+            "Replay the run it was found in, the mutant planted: <code class=\"replay\">leasesim \
+             run --scenario sims/f1-pause.toml --seed 0 --mutant no-local-deadline</code>"
+        ),
+        "{mutant}"
+    );
     assert!(
         mutant.contains("<svg class=\"timeline\" id=\"run\"/>"),
         "{mutant}"
@@ -147,4 +157,25 @@ fn a_linearizability_failure_lays_out_its_explanation_by_op_id() {
     );
     let shrunk = section(&page, "<section class=\"counterexample\"", "</section>");
     assert!(shrunk.contains("data-check=\"LIN-LEASE\""), "{shrunk}");
+}
+
+/// The verdict's backticks are code, as in report.md, and escaped first (the page had shown
+/// them literally).
+#[test]
+fn backticks_in_the_verdict_are_code() {
+    let page = page(shrunk());
+    let verdict = section(&page, "<p class=\"verdict\"", "</p>");
+    assert!(
+        verdict.contains(
+            "coverage event <code>graceful-handover</code> never reached in clean; coverage \
+             event <code>stale-append-rejected</code> never reached in f1-pause (exit 3)"
+        ),
+        "{verdict}"
+    );
+    assert!(!verdict.contains('`'), "{verdict}");
+    assert_eq!(
+        html::code_spans("a `<b>` & `c").into_string(),
+        "a <code>&lt;b&gt;</code> &amp; `c"
+    );
+    assert_eq!(html::code_spans("none").into_string(), "none");
 }

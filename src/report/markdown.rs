@@ -1,15 +1,19 @@
 //! `report.md`: for a reviewer. First screen: header, verdict, reproduction key, the
 //! scenario × check matrix, the mutation score, unmet expectations and missing runs
 //! ([`super::overview`]). Then, folded, the checks per scenario and the coverage table; then,
-//! visible, harness errors, failing runs, each shrunk violation with its replay command,
-//! timeline (an image beside the run file) and sequence diagram, and the mutant detection
-//! table with each mutant's counterexample timeline beside its clean twin's.
+//! visible, harness errors, failing runs, each shrunk violation, and the mutant detection
+//! table with each mutant's counterexample: both kinds of counterexample rendered one way
+//! ([`super::counterexamples`]: check and rule, messages, evidence, replay command, timeline
+//! — a mutant's beside its clean twin's).
 
 use std::fmt::Write as _;
 
+use super::ReportData;
+use super::counterexamples;
 use super::overview::{self, Anchors, FAILING_RUNS_ANCHOR, HARNESS_ERRORS_ANCHOR, anchor_line};
-use super::summary::{CheckSummary, ScenarioSummary, Summary, order_events, plural, status_name};
-use super::{Counterexample, ReportData};
+use super::summary::{
+    CheckSummary, ScenarioSummary, Summary, and_more, order_events, plural, status_name,
+};
 use crate::check::Check;
 use crate::results::CoverageEvent;
 use crate::results::record::RunStatus;
@@ -60,63 +64,9 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
     // Visible: what went wrong, with the commands that rerun it.
     harness_errors(&mut out, summary);
     failing_runs(&mut out, data);
-    violations(&mut out, data, &anchors);
+    counterexamples::violations(&mut out, data, &anchors);
     mutants(&mut out, data, summary);
     out
-}
-
-/// The timelines kept beside run file `run_file` ([`Counterexample`]), as images with
-/// relative paths (GitHub renders them): the run's, and a mutant's clean twin's.
-fn timeline_images(out: &mut String, data: &ReportData, run_file: &str) {
-    let files = Counterexample::of(run_file);
-    if data.timelines.contains_key(&files.timeline) {
-        let _ = write!(
-            out,
-            "![timeline of the minimal run]({})
-
-",
-            files.timeline
-        );
-    }
-    if data.timelines.contains_key(&files.clean_timeline) {
-        let _ = write!(
-            out,
-            "The same run on the correct implementation (`mutant: null`, its history in \
-             `{}`):
-
-![timeline of the clean twin]({})
-
-",
-            files.clean_history, files.clean_timeline
-        );
-    }
-}
-
-/// Each mutant's shrunk counterexample with its timeline and its clean twin's.
-fn mutant_counterexamples(out: &mut String, data: &ReportData) {
-    let shown = data.mutant_counterexamples();
-    if shown.is_empty() {
-        return;
-    }
-    out.push_str(
-        "### Mutant counterexamples
-
-",
-    );
-    for (detection, file) in shown {
-        let _ = write!(
-            out,
-            "#### `{}`: {}
-
-- minimal run: `{file}` (history: `{}`)
-
-",
-            detection.mutant,
-            cell(&detection.killed_by),
-            Counterexample::of(file).history
-        );
-        timeline_images(out, data, file);
-    }
 }
 
 /// The detection table of a `--mutants` campaign (its score is on the first screen), then
@@ -153,7 +103,7 @@ fn mutants(out: &mut String, data: &ReportData, summary: &Summary) {
         );
     }
     out.push('\n');
-    mutant_counterexamples(out, data);
+    counterexamples::mutants(out, data);
 }
 
 /// The runs an incomplete campaign lacks (nothing when it has every planned run).
@@ -181,7 +131,7 @@ fn missing(out: &mut String, summary: &Summary) {
 }
 
 /// The seeds: as planned (`0..10`); for a budget campaign the budget and the seeds that ran
-/// (`budget 50s; ran 0..37`).
+/// ([`Summary::seeds_run`]: `budget 50s; ran 0..12; 12 on 17 of 40 scenarios`).
 pub(super) fn seeds_line(summary: &Summary) -> String {
     let planned = &summary.meta.seeds;
     if planned.starts_with("budget") {
@@ -503,59 +453,9 @@ fn failing_runs(out: &mut String, data: &ReportData) {
     if failing.len() > MAX_FAILING_RUNS {
         let _ = writeln!(
             out,
-            "\n… and {} more (see `results.jsonl`).",
-            failing.len() - MAX_FAILING_RUNS
+            "\n{} (see `results.jsonl`).",
+            and_more(failing.len() - MAX_FAILING_RUNS)
         );
     }
     out.push('\n');
-}
-
-/// Each shrunk run: its minimal run file, replay command, evidence and sequence diagram,
-/// under the anchor the matrix links to (after the heading, which tools match on).
-fn violations(out: &mut String, data: &ReportData, anchors: &Anchors) {
-    if data.shrunk.is_empty() {
-        return;
-    }
-    out.push_str("## Violations (shrunk)\n\n");
-    for (index, run) in data.shrunk.iter().enumerate() {
-        let _ = write!(
-            out,
-            "### {} in {} (seed {})\n\n",
-            run.check, run.scenario, run.seed
-        );
-        if let Some(id) = anchors.shrunk_anchor(data, index) {
-            out.push_str(&anchor_line(id));
-        }
-        let _ = writeln!(out, "- minimal run: `{}`", run.run_file);
-        let _ = writeln!(
-            out,
-            "- shrunk from {} to {} faults and from {} to {} operations in {}",
-            run.faults.0,
-            run.faults.1,
-            run.operations.0,
-            run.operations.1,
-            runs(u64::from(run.attempts))
-        );
-        let _ = write!(out, "- replay:\n\n  ```sh\n  {}\n  ```\n\n", run.replay);
-        if run.violations.is_empty() {
-            out.push_str("The minimal run's violation was not recorded.\n\n");
-        }
-        for violation in &run.violations {
-            let _ = writeln!(out, "**{}**\n", violation.message.trim());
-            for evidence in &violation.evidence {
-                let _ = writeln!(out, "- {evidence}");
-            }
-            out.push('\n');
-        }
-        timeline_images(out, data, &run.run_file);
-        if run.sequence_diagram.trim().is_empty() {
-            out.push_str("(no sequence diagram recorded)\n\n");
-        } else {
-            let _ = write!(
-                out,
-                "```mermaid\n{}\n```\n\n",
-                run.sequence_diagram.trim_end()
-            );
-        }
-    }
 }

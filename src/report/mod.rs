@@ -34,6 +34,7 @@
 //! never reached: that is a warning, printed in the verdict line ([`Summary::verdict`],
 //! [`Summary::warnings`]; reports/README.md says why).
 
+mod counterexamples;
 mod explanation;
 mod html;
 #[cfg(test)]
@@ -276,7 +277,7 @@ impl Completeness {
             let more = missing_runs.saturating_sub(listed.len() as u64);
             missing.extend(listed.iter().map(|(s, seed)| format!("{s} seed {seed}")));
             if more > 0 {
-                missing.push(format!("… and {more} more runs"));
+                missing.push(format!("{} runs", summary::and_more(more)));
             }
         }
         debug_assert!(missing_runs > 0 || missing.is_empty());
@@ -289,14 +290,10 @@ impl Completeness {
 }
 
 fn stray_error(dir: &Path, meta: &CampaignMeta, strays: &[&RunRecord]) -> ReportError {
-    let mut listed: Vec<String> = strays
+    let named: Vec<String> = strays
         .iter()
-        .take(MAX_MISSING_LISTED)
         .map(|r| format!("{} seed {}", r.scenario, r.seed))
         .collect();
-    if strays.len() > MAX_MISSING_LISTED {
-        listed.push(format!("… and {} more", strays.len() - MAX_MISSING_LISTED));
-    }
     ReportError::Stray {
         file: dir.join(RESULTS_FILE),
         count: strays.len(),
@@ -306,7 +303,7 @@ fn stray_error(dir: &Path, meta: &CampaignMeta, strays: &[&RunRecord]) -> Report
             meta.scenarios.join(", "),
             meta.shard.as_deref().unwrap_or("none")
         ),
-        listed: listed.join(", "),
+        listed: summary::first_of(&named, MAX_MISSING_LISTED, ", "),
     }
 }
 
@@ -617,6 +614,14 @@ pub fn render_text(data: &ReportData) -> (String, String, String) {
 /// folders that are not distinct shards (a mutant in two of them included), without
 /// `force`; [`ReportError`] for bad input or unwritable output.
 pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportError> {
+    merge_summary(dirs, out, force).map(|summary| summary.exit())
+}
+
+/// As [`merge`], returning the merged folder's whole [`Summary`] (its verdict line included).
+///
+/// # Errors
+/// As [`merge`].
+pub fn merge_summary(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Summary, ReportError> {
     let Some(first_dir) = dirs.first() else {
         return Err(ReportError::NoInput);
     };
@@ -664,7 +669,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Exit, ReportEr
         // A stale table from an earlier merge into `out` would be rendered as this one's.
         fs::remove_file(&mutants_path).map_err(io_error(&mutants_path))?;
     }
-    render(out)
+    render_summary(out)
 }
 
 /// Report folders as read, with the folder each came from.

@@ -31,8 +31,10 @@ pub struct Summary {
     /// Warnings never change the exit code (reports/README.md, "Coverage").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// The seeds that ran (any scenario), as ranges: `0..37`, or `0..12, 40..45` (a budget
-    /// campaign's are only known once it ran).
+    /// The seeds that ran: those that ran on every scenario, as ranges (`0..37`, `0..12,
+    /// 40..45`), then each seed that ran on only some of them named apart, with how many
+    /// (`0..12; 12 on 17 of 40 scenarios`: the last seed of a budget campaign, or a shard's
+    /// share); `none` when nothing ran. A budget campaign's are only known once it ran.
     pub seeds_run: String,
     /// Runs in all.
     pub runs: u64,
@@ -194,6 +196,18 @@ impl Summary {
         Exit::from_code(self.exit_code).unwrap_or(Exit::HarnessError)
     }
 
+    /// The line a campaign, `report render` and `report merge` print last: the verdict, the
+    /// exit code and where the report is (`FAIL: 1 scenario violated EXCL — exit 1 — report:
+    /// reports/latest/report.md`), `dir` being the report folder.
+    pub fn final_line(&self, dir: &std::path::Path) -> String {
+        format!(
+            "{} — exit {} — report: {}",
+            self.verdict,
+            self.exit_code,
+            dir.join("report.md").display()
+        )
+    }
+
     pub(super) fn of(data: &ReportData) -> Summary {
         let by_status = count_statuses(&data.results);
         let scenarios: Vec<ScenarioSummary> = scenario_names(data)
@@ -221,7 +235,7 @@ impl Summary {
             exit_code: exit.code(),
             verdict,
             warnings: coverage_warnings(&scenarios),
-            seeds_run: seed_ranges(data.results.iter().map(|r| r.seed)),
+            seeds_run: seeds_run(&data.results, scenarios.len()),
             runs: data.results.len() as u64,
             planned_runs: completeness.planned,
             missing_runs: completeness.missing_runs,
@@ -249,8 +263,9 @@ fn count_statuses<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> BTree
     by_status
 }
 
-/// Coverage warnings listed at most in the verdict line (the report lists them all).
-const MAX_WARNINGS_LISTED: usize = 3;
+/// Coverage warnings, and scenarios a budget never ran, listed at most in the verdict line
+/// (the report lists them all).
+const MAX_LISTED: usize = 3;
 
 /// One reason for a campaign's exit: the exit it stands for and its words.
 struct Finding {
@@ -301,7 +316,7 @@ fn verdict(
                  campaign",
                 plural(unrun.len(), "scenario", "scenarios"),
                 scenarios.len(),
-                listed(&unrun)
+                first_of(&unrun, MAX_LISTED, ", ")
             ),
             Some(planned) => format!(
                 "{} of {planned} planned runs missing (see Missing runs); not a clean campaign",
@@ -342,16 +357,6 @@ fn never_ran<'a>(data: &ReportData, scenarios: &'a [ScenarioSummary]) -> Vec<&'a
         .filter(|s| s.runs == 0)
         .map(|s| s.name.as_str())
         .collect()
-}
-
-/// At most three names, then `and N more`.
-fn listed(names: &[&str]) -> String {
-    const SHOWN: usize = 3;
-    let mut text = names[..names.len().min(SHOWN)].join(", ");
-    if names.len() > SHOWN {
-        text += &format!(" and {} more", names.len() - SHOWN);
-    }
-    text
 }
 
 /// The verdict's first word for `exit`: `clean`, `FAIL`, `incomplete`, `inconclusive` or
@@ -436,6 +441,56 @@ fn violation_finding(data: &ReportData, status: RunStatus, what: &str) -> Option
     ))
 }
 
+/// Partial seeds (run on only some scenarios) named at most in `seeds_run`, as ranges of
+/// seeds run on equally many scenarios.
+const MAX_PARTIAL_SEEDS_LISTED: usize = 5;
+
+/// [`Summary::seeds_run`] of `results` (one per scenario and seed) over a campaign of
+/// `scenarios` scenarios: the seeds every scenario ran as ranges, then `; S on N of M
+/// scenarios` for each seed S (one seed, not a range) only N of them ran (consecutive seeds run on equally many
+/// scenarios share a range: `12..14 on 17 of 40 scenarios`).
+pub(super) fn seeds_run(results: &[RunRecord], scenarios: usize) -> String {
+    // Seed → how many scenarios ran it (one record per (scenario, seed)).
+    let mut ran_on: BTreeMap<u64, usize> = BTreeMap::new();
+    for record in results {
+        *ran_on.entry(record.seed).or_default() += 1;
+    }
+    let every = ran_on
+        .iter()
+        .filter(|(_, n)| **n >= scenarios)
+        .map(|(seed, _)| *seed);
+    let mut parts = Vec::new();
+    let complete = seed_ranges(every);
+    if complete != "none" || ran_on.is_empty() {
+        parts.push(complete);
+    }
+    // Consecutive partial seeds with one count: (first, last, count).
+    let mut partial: Vec<(u64, u64, usize)> = Vec::new();
+    for (&seed, &n) in ran_on.iter().filter(|(_, n)| **n < scenarios) {
+        match partial.last_mut() {
+            Some((_, last, count)) if *count == n && last.checked_add(1) == Some(seed) => {
+                *last = seed;
+            }
+            _ => partial.push((seed, seed, n)),
+        }
+    }
+    let partial: Vec<String> = partial
+        .iter()
+        .map(|&(first, last, n)| {
+            let seeds = if first == last {
+                first.to_string()
+            } else {
+                seed_ranges(first..=last)
+            };
+            format!("{seeds} on {n} of {scenarios} scenarios")
+        })
+        .collect();
+    if !partial.is_empty() {
+        parts.push(first_of(&partial, MAX_PARTIAL_SEEDS_LISTED, "; "));
+    }
+    parts.join("; ")
+}
+
 /// `seeds` as sorted, merged ranges (end excluded): `0..12, 40..45`; `none` when empty. A
 /// range that holds `u64::MAX` (a live run's seed may be any u64) ends `..=18446744073709551615`:
 /// its excluded end would not be a u64.
@@ -462,6 +517,23 @@ pub(super) fn seed_ranges(seeds: impl IntoIterator<Item = u64>) -> String {
     text.join(", ")
 }
 
+/// `… and N more`: how a list that shows only some of its items ends (the report's one
+/// spelling of it).
+pub(super) fn and_more(n: impl std::fmt::Display) -> String {
+    format!("… and {n} more")
+}
+
+/// The first `max` of `items` joined by `separator`, then [`and_more`] the rest when some
+/// were left out (`a, b, c, … and 2 more`).
+pub(super) fn first_of<S: AsRef<str>>(items: &[S], max: usize, separator: &str) -> String {
+    let mut shown: Vec<&str> = items.iter().take(max).map(AsRef::as_ref).collect();
+    let more = and_more(items.len().saturating_sub(max));
+    if items.len() > max {
+        shown.push(&more);
+    }
+    shown.join(separator)
+}
+
 /// `1 run`, `2 runs`.
 pub(super) fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 {
@@ -484,18 +556,15 @@ pub(super) fn coverage_warnings(scenarios: &[ScenarioSummary]) -> Vec<String> {
         .collect()
 }
 
-/// `, with 1 warning: …` (the first [`MAX_WARNINGS_LISTED`], then `and N more`); empty
-/// without warnings.
+/// `, with 1 warning: …` (the first [`MAX_LISTED`], then `… and N more (see
+/// Expectations)`); empty without warnings.
 fn warnings_clause(warnings: &[String]) -> String {
     if warnings.is_empty() {
         return String::new();
     }
-    let mut listed = warnings[..warnings.len().min(MAX_WARNINGS_LISTED)].join("; ");
-    if warnings.len() > MAX_WARNINGS_LISTED {
-        listed += &format!(
-            "; and {} more (see Expectations)",
-            warnings.len() - MAX_WARNINGS_LISTED
-        );
+    let mut listed = first_of(warnings, MAX_LISTED, "; ");
+    if warnings.len() > MAX_LISTED {
+        listed += " (see Expectations)";
     }
     format!(
         ", with {}: {listed}",

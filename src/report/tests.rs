@@ -371,6 +371,7 @@ fn verdict_lines_say_what_failed_and_warn_of_unreached_coverage() {
         run_file: None,
         check: None,
         violations: Vec::new(),
+        replay: None,
     }];
     assert_eq!(
         (data.summary().exit_code, data.summary().verdict),
@@ -673,6 +674,7 @@ pub(super) fn detection(name: &str, killed_by: &str, run_file: Option<&str>) -> 
         run_file: run_file.map(Into::into),
         check: None,
         violations: Vec::new(),
+        replay: None,
     }
 }
 
@@ -880,4 +882,133 @@ fn a_budget_campaign_that_never_ran_some_scenarios_is_incomplete() {
     let dir = tempfile::tempdir().unwrap();
     write_folder(dir.path(), &file, &every, &[]);
     assert_eq!(render(dir.path()).unwrap(), Exit::Clean);
+}
+
+/// A mutant's counterexample shows what a scenario's shrunk violation shows, rendered the
+/// same way: the check and its rule, the violation's message and evidence, the command that
+/// reruns it with the mutant planted, its timeline and its clean twin's (the reviewer had
+/// only the timelines).
+#[test]
+fn a_mutant_counterexample_shows_check_rule_evidence_and_its_replay_with_the_mutant() {
+    let mut data = ReportData::new(campaign("abc123", None), results(), shrunk());
+    let file = "shrunk/mutant-no-local-deadline-f1-pause-seed0.run.json";
+    let mut killed = detection("no-local-deadline", "STOP in f1-pause (seed 0)", Some(file));
+    killed.check = Some(Check::Stop);
+    killed.violations = vec![ViolationRecord {
+        message: "replica-1#0 appended after its validity deadline".into(),
+        evidence: vec!["op 7".into(), "validity s1 by replica-1#0 at 9.5 s".into()],
+    }];
+    killed.replay = Some(
+        "leasesim run --scenario sims/field-cases/f1-pause.toml --seed 0 --mutant \
+         no-local-deadline"
+            .into(),
+    );
+    data.mutants = vec![killed];
+    let files = Counterexample::of(file);
+    data.timelines
+        .insert(files.timeline.clone(), "<svg/>".into());
+    data.timelines
+        .insert(files.clean_timeline.clone(), "<svg/>".into());
+    let (md, _, _) = render_text(&data);
+    let start = md.find("### Mutant counterexamples").expect("the section");
+    let mutant = &md[start..];
+    let expected = format!(
+        "### Mutant counterexamples
+
+#### `no-local-deadline`: STOP in f1-pause (seed 0)
+
+- minimal run: `{file}` (history: `{}`)
+- shrunk to 1 faults and 6 operations
+- replay the run it was found in, the mutant planted (the minimal run file plants it too: \
+`leasesim replay` it):
+
+  ```sh
+  leasesim run --scenario sims/field-cases/f1-pause.toml --seed 0 --mutant no-local-deadline
+  ```
+
+Check failed: **STOP** (a replica stops using its lease once lost or past its validity \
+deadline).
+
+**replica-1#0 appended after its validity deadline**
+
+- op 7
+- validity s1 by replica-1#0 at 9.5 s
+
+![timeline of the minimal run]({})
+
+The same run on the correct implementation (`mutant: null`, its history in `{}`):
+
+![timeline of the clean twin]({})
+
+",
+        files.history, files.timeline, files.clean_history, files.clean_timeline
+    );
+    assert_eq!(mutant, expected);
+    // A scenario's shrunk violation says its check and rule the same way.
+    let violations = &md[md.find("## Violations (shrunk)").unwrap()..start];
+    assert!(
+        violations.contains(&format!(
+            "Check failed: **FENCE** ({}).\n\n**a record of writer epoch 1",
+            Check::Fence.rule()
+        )),
+        "{violations}"
+    );
+}
+
+/// The seeds every scenario ran are a range; a seed only some scenarios ran (the last seed
+/// of a budget campaign) is named apart with how many — the header had said `0..13` when 22
+/// of 40 scenarios ran only 0..12.
+#[test]
+fn a_seed_that_ran_on_only_some_scenarios_is_named_apart() {
+    use super::summary::seeds_run;
+    let names = ["clean", "f1-pause", "flaky", "slow"];
+    let clean = |scenario: &str, seed: u64| run(scenario, seed, RunStatus::Clean, checks(&[]));
+    let mut records: Vec<RunRecord> = names
+        .iter()
+        .flat_map(|name| (0..3).map(move |seed| clean(name, seed)))
+        .collect();
+    assert_eq!(seeds_run(&records, 4), "0..3", "a complete campaign");
+    records.extend([clean("clean", 3), clean("f1-pause", 3)]);
+    assert_eq!(seeds_run(&records, 4), "0..3; 3 on 2 of 4 scenarios");
+    records.extend([clean("clean", 4), clean("f1-pause", 4), clean("clean", 5)]);
+    assert_eq!(
+        seeds_run(&records, 4),
+        "0..3; 3..5 on 2 of 4 scenarios; 5 on 1 of 4 scenarios"
+    );
+    // A scenario that never ran: no seed ran on every scenario.
+    let three: Vec<RunRecord> = records
+        .iter()
+        .filter(|r| r.scenario != "slow" && r.seed < 3)
+        .cloned()
+        .collect();
+    assert_eq!(seeds_run(&three, 4), "0..3 on 3 of 4 scenarios");
+    assert_eq!(seeds_run(&[], 4), "none");
+    // Past five partial ranges, the rest are counted.
+    let ragged: Vec<RunRecord> = (0..8)
+        .flat_map(|seed| (0..=seed % 2).map(move |n| clean(names[n as usize], seed)))
+        .collect();
+    assert_eq!(
+        seeds_run(&ragged, 4),
+        "0 on 1 of 4 scenarios; 1 on 2 of 4 scenarios; 2 on 1 of 4 scenarios; 3 on 2 of 4 \
+         scenarios; 4 on 1 of 4 scenarios; … and 3 more"
+    );
+
+    // What summary.json and the header say of a budget campaign.
+    let mut file = campaign("abc123", None);
+    file.meta.seeds = "budget 2s".into();
+    file.meta.scenarios.truncate(4);
+    file.scenarios.truncate(4);
+    let data = ReportData::new(file, records, Vec::new());
+    let summary = data.summary();
+    assert_eq!(
+        summary.seeds_run,
+        "0..3; 3..5 on 2 of 4 scenarios; 5 on 1 of 4 scenarios"
+    );
+    let (md, _, _) = render_text(&data);
+    assert!(
+        md.contains(
+            "| seeds | budget 2s; ran 0..3; 3..5 on 2 of 4 scenarios; 5 on 1 of 4 scenarios |"
+        ),
+        "{md}"
+    );
 }

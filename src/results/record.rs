@@ -204,4 +204,11 @@ pub struct Detection {
     /// check's explanation), for a campaign kill that was shrunk (absent in JSON when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<ViolationRecord>,
+    /// The command that reruns the detecting run with the mutant planted (`leasesim run
+    /// --scenario sims/f6-late-release.toml --seed 0 --mutant release-by-session-only`, as a
+    /// campaign run's own replay command is formed), for a campaign kill (absent in JSON
+    /// otherwise, and in rows written before it was kept). The minimal run file plants the
+    /// mutant too: `leasesim replay` of it reproduces the shrunk counterexample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
 }

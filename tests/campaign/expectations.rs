@@ -2,6 +2,8 @@
 //! `violate` expectation is shrunk to a minimal run that replays the same violation, and an
 //! expected violation never seen is reported as not met.
 
+use leasesim::check::Check;
+
 use crate::support::{
     MUTANT, MUTANT_SEEDS, both, copy_sims, edit_scenario, leasesim, mutant_sims, results, stderr,
 };
@@ -73,8 +75,14 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
         section.contains(&format!("  ```sh\n  {replay}\n  ```")),
         "{section}"
     );
-    // The evidence: TOKEN's violation message, then the history lines proving it.
-    let evidence = section.split("```\n\n**").nth(1).unwrap_or_default();
+    // The check and its rule, then TOKEN's violation message and the history lines proving
+    // it.
+    let rule = format!(
+        "```\n\nCheck failed: **TOKEN** ({}).\n\n**",
+        Check::Token.rule()
+    );
+    assert!(section.contains(&rule), "{section}");
+    let evidence = section.split(&rule).nth(1).unwrap_or_default();
     assert!(evidence.contains("changed its token"), "{section}");
     assert!(evidence.contains("\n- decision s1 by "), "{section}");
     let mermaid = section

@@ -136,6 +136,12 @@ fn a_campaign_with_no_finished_run_ends_on_an_incomplete_verdict_line() {
         ],
     );
     assert_eq!(output.status.code(), Some(6), "{}", both(&output));
+    // The start banner says the seeds in words.
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains(", seeds 0, 1, 2… for a budget of 1ns, "),
+        "{}",
+        both(&output)
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(
         stdout.lines().last().unwrap(),

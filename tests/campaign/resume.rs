@@ -145,6 +145,17 @@ fn a_torn_last_results_line_is_dropped_and_its_run_made_again() {
     assert_eq!(text[..kept], bytes[..kept]);
     let render = leasesim(tmp.path(), &["report", "render", "out"]);
     assert_eq!(render.status.code(), Some(0), "{}", both(&render));
+    // It prints the verdict line the campaign printed last (it had printed nothing).
+    let last = |output: &std::process::Output| {
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        stdout.lines().last().unwrap_or_default().to_owned()
+    };
+    assert!(
+        last(&render).ends_with(" — exit 0 — report: out/report.md"),
+        "{}",
+        both(&render)
+    );
+    assert_eq!(last(&render), last(&resumed));
 }
 
 #[test]

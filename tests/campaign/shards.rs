@@ -89,6 +89,17 @@ fn a_merge_missing_a_shard_is_incomplete_exit_6_naming_it() {
     // Rendered again, the merged folder still knows it is incomplete.
     let render = leasesim(tmp.path(), &["report", "render", "c"]);
     assert_eq!(render.status.code(), Some(6), "{}", both(&render));
+    // Both print the verdict line last, as a campaign does.
+    for output in [&merged, &render] {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let last = stdout.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("incomplete: 2 of 6 planned runs missing (see Missing runs)")
+                && last.ends_with(" — exit 6 — report: c/report.md"),
+            "{}",
+            both(output)
+        );
+    }
 
     // A tampered shard in a campaign.json is refused.
     let path = tmp.path().join("b/campaign.json");
@@ -471,6 +482,36 @@ fn four_shards_merged_hold_the_whole_detection_table() {
     }
     let report = std::fs::read_to_string(tmp.path().join("merged/report.md")).unwrap();
     assert!(report.contains("Mutation score: **5/5**"), "{report}");
+    // The scenario kill's counterexample says which check failed and how to rerun it with the
+    // mutant planted; that command reproduces the kill.
+    let counterexample = report
+        .split("#### `release-by-session-only`: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no counterexample of release-by-session-only:\n{report}"));
+    let check = counterexample.split(' ').next().unwrap();
+    assert!(
+        counterexample.contains(&format!("Check failed: **{check}** (")),
+        "{counterexample}"
+    );
+    let replay = counterexample
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with("leasesim run "))
+        .unwrap_or_else(|| panic!("no replay command:\n{counterexample}"));
+    assert!(
+        replay.ends_with(" --mutant release-by-session-only"),
+        "{replay}"
+    );
+    let mut args: Vec<&str> = replay.split_whitespace().skip(1).collect();
+    args.extend(["--out", "replayed"]);
+    let replayed = leasesim(tmp.path(), &args);
+    let stdout = String::from_utf8_lossy(&replayed.stdout);
+    let verdict = stdout.lines().last().unwrap_or_default();
+    assert!(
+        verdict.starts_with("verdict: FAIL: ") && verdict.contains(check),
+        "{}",
+        both(&replayed)
+    );
     let found = assert_outputs_equal(tmp.path());
     let every: Vec<(&str, &str)> = MAY_DIFFER
         .iter()

@@ -773,6 +773,8 @@ fn live_no_append_after_the_heal_within_the_bound_is_caught() {
     let report = live::check(&refused_then_appended(45 * S, 53 * S));
     assert_eq!(one(&report).invariant, Check::Live);
     assert!(one(&report).message.contains("s1"));
+    // The evidence is the acquire turned away, as the other checks name op lines.
+    assert_eq!(one(&report).evidence, vec![Evidence::Op(2)]);
 }
 
 /// replica-2 is refused s1 at 44 s; the live holder replica-1 releases it at 46 s.

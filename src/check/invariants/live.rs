@@ -34,7 +34,7 @@
 //! write (an update leaving `holderIdentity` `""`, or a delete) in the window, after which no
 //! `lease_acquire` of the session was answered `held`.
 
-use super::{Check, InvariantReport};
+use super::{Check, Evidence, InvariantReport};
 use crate::history::{Decision, History, Op, OpLine, OpResult, Outcome, Phase, Request, WriteVerb};
 use crate::time::seconds_us;
 
@@ -125,7 +125,13 @@ fn still_counting(history: &History, refused: &OpLine, healed_us: u64, wait_us: 
     refused.invoke_us <= first_sight + wait_us
 }
 
-/// Checks LIVE over `history`.
+/// Refused acquires a LIVE violation names as evidence at most (the first, in history
+/// order): a replica retrying all window long would ring the timeline end to end.
+const MAX_REFUSALS_IN_EVIDENCE: usize = 5;
+
+/// Checks LIVE over `history`. A violation's evidence is the acquires of the session turned
+/// away late in the window (`op N`, as the other checks name op lines), the first
+/// [`MAX_REFUSALS_IN_EVIDENCE`] of them.
 pub fn check(history: &History) -> InvariantReport {
     let mut report = InvariantReport::new(Check::Live);
     super::grace::check_grace(history, &mut report);
@@ -151,21 +157,26 @@ pub fn check(history: &History) -> InvariantReport {
     let observed = history.authority_host().is_none()
         && history.ops().any(|op| matches!(op.op, Op::KubeGet {}));
     for session in &config.sessions {
-        let turned_away = history.ops().any(|op| {
-            &op.session == session
-                && matches!(op.op, Op::LeaseAcquire { .. })
-                && op.outcome != Outcome::Ok
-                && op.invoke_us > settled
-                && op.invoke_us <= deadline
-                && !(observed
-                    && still_counting(
-                        history,
-                        op,
-                        healed,
-                        config.ttl_us + config.renew_interval_us,
-                    ))
-        });
-        if !turned_away {
+        // The acquires turned away late in the window: what judges the session, and the
+        // evidence of a violation (the timeline rings them).
+        let turned_away: Vec<&OpLine> = history
+            .ops()
+            .filter(|op| {
+                &op.session == session
+                    && matches!(op.op, Op::LeaseAcquire { .. })
+                    && op.outcome != Outcome::Ok
+                    && op.invoke_us > settled
+                    && op.invoke_us <= deadline
+                    && !(observed
+                        && still_counting(
+                            history,
+                            op,
+                            healed,
+                            config.ttl_us + config.renew_interval_us,
+                        ))
+            })
+            .collect();
+        if turned_away.is_empty() {
             continue;
         }
         let appended = history.ops().any(|op| {
@@ -186,7 +197,11 @@ pub fn check(history: &History) -> InvariantReport {
                     seconds_us(deadline),
                     seconds_us(bound)
                 ),
-                Vec::new(),
+                turned_away
+                    .iter()
+                    .take(MAX_REFUSALS_IN_EVIDENCE)
+                    .map(|op| Evidence::Op(op.id))
+                    .collect(),
             );
         }
     }

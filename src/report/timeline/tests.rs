@@ -330,3 +330,41 @@ fn evidence_labels_close_together_on_a_lane_take_separate_rows() {
     assert_eq!(ys.len(), 2, "{ys:?}");
     assert_ne!(ys[0], ys[1]);
 }
+
+/// A LIVE violation's evidence names the acquire turned away after the heal, and the
+/// timeline rings it (LIVE had named nothing, so its timeline ringed nothing): the fixture
+/// runs on to 20 s, and replica-1 is refused s1 at 11 s, after the leases from before the
+/// heal at 6.2 s ran out (6.2 + 3 s TTL + 1 s renew interval) and before the bound (6.5 s)
+/// ran out, with no acknowledged append in the window.
+#[test]
+fn a_live_violation_rings_the_refused_acquire() {
+    let refused = r#"{"v":1,"kind":"op","id":9,"process":{"replica":"replica-1","incarnation":0},"session":"s1","op":{"type":"lease_acquire","owner":{"replica":"replica-1","incarnation":0}},"invoke_us":11000000,"complete_us":11010000,"invoke_local_us":8800000,"complete_local_us":8808000,"outcome":"fail","result":{"type":"held","holder_token":2}}"#;
+    let text = HISTORY
+        .replace(
+            "\"name\":\"run_ended\",\"at_us\":8000000",
+            "\"name\":\"run_ended\",\"at_us\":20000000",
+        )
+        .replacen(
+            "\n{\"v\":1,\"kind\":\"decision\"",
+            &format!("\n{refused}\n{{\"v\":1,\"kind\":\"decision\""),
+            1,
+        );
+    let history = History::read_jsonl(text.as_bytes(), "history.jsonl").expect("a history");
+    let report = crate::check::invariants::live::check(&history);
+    assert_eq!(report.violations.len(), 1, "{:?}", report.violations);
+    // What a campaign records of it (`check_records`).
+    let violations: Vec<ViolationRecord> = report
+        .violations
+        .iter()
+        .map(|v| ViolationRecord {
+            message: v.message.clone(),
+            evidence: v.evidence.iter().map(ToString::to_string).collect(),
+        })
+        .collect();
+    assert_eq!(violations[0].evidence, ["op 9"]);
+    let highlight = Highlight::of_violations("LIVE", &violations, &history);
+    assert_eq!(highlight.ops, [9].into());
+    let svg = render(&history, "fixture run on to 20 s", &highlight);
+    assert_eq!(attributes(&svg, "evidence", "data-op"), ["9"]);
+    assert!(texts(&svg).iter().any(|t| t == "LIVE violated"), "{svg}");
+}
