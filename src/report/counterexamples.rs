@@ -46,9 +46,9 @@ impl<'a> Shown<'a> {
             anchor,
             run_file: &run.run_file,
             shrunk: Some(format!(
-                "shrunk from {} to {} faults and from {} to {} operations in {}",
+                "shrunk from {} to {} and from {} to {} operations in {}",
                 run.faults.0,
-                run.faults.1,
+                super::summary::plural(run.faults.1, "fault", "faults"),
                 run.operations.0,
                 run.operations.1,
                 runs(u64::from(run.attempts))
@@ -71,9 +71,10 @@ impl<'a> Shown<'a> {
             ),
             anchor: None,
             run_file,
-            shrunk: detection
-                .shrunk
-                .map(|(faults, ops)| format!("shrunk to {faults} faults and {ops} operations")),
+            shrunk: detection.shrunk.map(|(faults, ops)| {
+                let faults = super::summary::plural(faults, "fault", "faults");
+                format!("shrunk to {faults} and {ops} operations")
+            }),
             replay_label: "replay the run it was found in, the mutant planted (the minimal run \
                            file plants it too: `leasesim replay` it)",
             replay: detection.replay.as_deref(),

@@ -242,9 +242,16 @@ fn check_cell(check: &CheckSummary, scenario: &ScenarioSummary, anchors: &Anchor
     }
 }
 
-/// The mutation score of a `--mutants` campaign (nothing otherwise).
+/// The mutation score of a `--mutants` campaign; otherwise how to measure it (a clean
+/// verdict says no run broke a check, not that the checks would catch a bug).
 pub(super) fn mutation_score(out: &mut String, summary: &Summary) {
     let Some((killed, all)) = summary.mutation_score else {
+        let _ = writeln!(
+            out,
+            "Mutation score: not measured in this campaign — add `--mutants all` to plant each \
+             of the {} planted bugs and see which the checks kill.\n",
+            crate::mutant::Mutant::ALL.len()
+        );
         return;
     };
     let survived = if summary.surviving_mutants.is_empty() {

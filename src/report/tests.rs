@@ -918,7 +918,7 @@ fn a_mutant_counterexample_shows_check_rule_evidence_and_its_replay_with_the_mut
 #### `no-local-deadline`: STOP in f1-pause (seed 0)
 
 - minimal run: `{file}` (history: `{}`)
-- shrunk to 1 faults and 6 operations
+- shrunk to 1 fault and 6 operations
 - replay the run it was found in, the mutant planted (the minimal run file plants it too: \
 `leasesim replay` it):
 
