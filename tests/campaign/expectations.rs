@@ -57,16 +57,32 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
         last.ends_with(" — exit 1 — report: out/report.md"),
         "{last}"
     );
-    let section = report
+    let shrunk = report
         .split("## Violations (shrunk)\n")
         .nth(1)
         .unwrap_or_else(|| panic!("no shrunk section:\n{report}"));
+    // One counterexample per violated check, each the first run that broke it.
+    let headings: Vec<&str> = shrunk
+        .lines()
+        .filter(|line| line.starts_with("### "))
+        .collect();
+    let mut checks: Vec<&str> = headings
+        .iter()
+        .filter_map(|h| h.strip_suffix(" in swarm-freezes (seed 1)"))
+        .map(|h| h.trim_start_matches("### "))
+        .collect();
+    checks.sort_unstable();
+    assert_eq!(
+        checks,
+        ["EXCL", "EXPIRY", "LIN-LEASE", "TOKEN"],
+        "{headings:?}"
+    );
+    let section = shrunk
+        .split("\n### ")
+        .find(|s| s.starts_with("TOKEN in swarm-freezes (seed 1)\n"))
+        .unwrap_or_else(|| panic!("no TOKEN counterexample:\n{shrunk}"));
     let run_file = "shrunk/swarm-freezes-seed1-token.run.json";
     let replay = format!("leasesim replay out/{run_file}");
-    assert!(
-        section.starts_with("\n### TOKEN in swarm-freezes (seed 1)\n"),
-        "{section}"
-    );
     assert!(
         section.contains(&format!("- minimal run: `{run_file}`")),
         "{section}"

@@ -121,18 +121,26 @@ fn save_regressions_copies_the_minimal_run_into_the_sims_regressions_folder() {
         std::fs::read(tmp.path().join("out/shrunk").join(name)).unwrap(),
         "the saved regression is not the minimal run"
     );
-    let files: Vec<String> = std::fs::read_dir(sims.join("regressions"))
+    // One minimal run per violated check.
+    let mut files: Vec<String> = std::fs::read_dir(sims.join("regressions"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(files, [name]);
-    // The bug is still planted, so the replay-all check would flag this regression.
+    files.sort_unstable();
+    let checks = ["excl", "expiry", "lin-lease", "token"];
+    let names: Vec<String> = checks
+        .iter()
+        .map(|check| format!("swarm-freezes-seed1-{check}.run.json"))
+        .collect();
+    assert_eq!(files, names);
+    // The bug is still planted, so the replay-all check would flag every regression.
     let replayed = replay_all(&sims.join("regressions"));
-    assert_eq!(replayed.len(), 1);
-    assert_eq!(replayed[0].1, Some(1), "{}", replayed[0].2);
-    assert!(
-        replayed[0].2.contains("verdict: FAIL: TOKEN"),
-        "{}",
-        replayed[0].2
-    );
+    assert_eq!(replayed.len(), 4);
+    for (_, code, output) in &replayed {
+        assert_eq!(*code, Some(1), "{output}");
+        assert!(output.contains("verdict: FAIL: "), "{output}");
+    }
+    let token = replayed.iter().find(|(file, ..)| file.ends_with(name));
+    let (_, _, output) = token.expect("the TOKEN regression replayed");
+    assert!(output.contains("verdict: FAIL: TOKEN"), "{output}");
 }

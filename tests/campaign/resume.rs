@@ -237,7 +237,8 @@ fn failures_found_before_a_resume_are_shrunk_on_resume() {
     assert!(err.contains("\n0 runs in "), "{err}");
     assert!(err.contains("shrinking swarm-freezes seed 1"), "{err}");
     let shrunk = std::fs::read_to_string(&shrunk_path).unwrap();
-    assert_eq!(shrunk.lines().count(), 1, "{shrunk}");
+    // One counterexample per check the failing run broke (TOKEN, EXCL, EXPIRY, LIN-LEASE).
+    assert_eq!(shrunk.lines().count(), 4, "{shrunk}");
     let report = std::fs::read_to_string(tmp.path().join("out/report.md")).unwrap();
     assert!(report.contains("## Violations (shrunk)"), "{report}");
 

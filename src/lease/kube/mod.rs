@@ -269,6 +269,9 @@ impl KubeLease {
                     (next_token(held.transitions)?, true)
                 }
                 held if held.identity == owner => (held.transitions, false),
+                // One of this candidate's own calls took it over after this read: the
+                // refusal must name that holder, not the one read.
+                _ if self.observations.superseded(call.session, read) => return Ok(None),
                 held => return Err(held.refusal()),
             },
         };

@@ -71,6 +71,20 @@ impl Observations {
             .get(session)
             .is_some_and(|last| last.resource_version == rv && now >= last.since + duration)
     }
+
+    /// Whether this candidate has since seen `session`'s object at a newer resourceVersion
+    /// than `object`'s (another of its calls wrote or read it after this read): a decision
+    /// from `object` would name a holder that is no longer current, so read again.
+    pub fn superseded(&self, session: &SessionId, object: &LeaseObject) -> bool {
+        let rv = object
+            .metadata
+            .resource_version
+            .as_deref()
+            .unwrap_or_default();
+        lock(&self.seen)
+            .get(session)
+            .is_some_and(|last| older(rv, &last.resource_version))
+    }
 }
 
 /// Whether resourceVersion `rv` is older than `than`: only when both are decimal integers.
@@ -121,6 +135,25 @@ mod tests {
             !seen.expired(&s1, &at_rv("6"), ttl, secs(99)),
             "never judged on a version not seen last"
         );
+    }
+
+    /// The race behind a flaky conformance run (`concurrent_takeover_after_expiry_one_winner`):
+    /// a loser read rv 1 (the expired holder), the winner's write noted rv 2, and the loser
+    /// refused naming rv 1's token. A read older than what was since seen is superseded (read
+    /// again); the same or a newer one is not; opaque versions never are.
+    #[test]
+    fn a_read_older_than_the_last_seen_version_is_superseded() {
+        let seen = Observations::default();
+        let s1 = SessionId::new("s1").unwrap();
+        assert!(!seen.superseded(&s1, &at_rv("1")), "nothing seen yet");
+        assert!(seen.saw(&s1, &at_rv("1"), secs(0)));
+        assert!(!seen.superseded(&s1, &at_rv("1")));
+        assert!(seen.saw(&s1, &at_rv("2"), secs(10)));
+        assert!(seen.superseded(&s1, &at_rv("1")));
+        assert!(!seen.superseded(&s1, &at_rv("2")));
+        assert!(!seen.superseded(&s1, &at_rv("3")));
+        assert!(seen.saw(&s1, &at_rv("b"), secs(11)));
+        assert!(!seen.superseded(&s1, &at_rv("a")));
     }
 
     #[test]
