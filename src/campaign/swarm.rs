@@ -10,8 +10,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::hooks::PausePoint;
 use crate::sim::config::WorldConfig;
-use crate::sim::generate::{FaultKind, Intensity};
+use crate::sim::generate::{FaultKind, Intensity, REPLICA_POINTS};
 use crate::sim::runfile::Drawn;
 use crate::sim::schedule::{check_run_end, limits};
 use crate::sim::seed::{Subsystem, between, chance, rng};
@@ -29,9 +30,59 @@ pub struct SwarmProfile {
     /// run shows recovery (LIVE).
     #[serde(default = "default_heal_at_percent")]
     pub heal_at_percent: u8,
+    /// The pause points a `pause` at a point, a `stall` or a `worker_panic` of a replica is
+    /// drawn at, uniformly, each named once in the schedule's words (`before_append_send`);
+    /// `None` (the field left out): every point a replica reaches ([`REPLICA_POINTS`]). A
+    /// profile narrows them so its freezes land where the decision it is about is made (a
+    /// pause between an append's check and its send is what a fence has to refuse). A
+    /// `worker_panic` drawn at a point no run's work reaches panics at one of
+    /// [`PausePoint::WORKER`] instead. Refused: a word that is not a replica's point (the
+    /// error lists them), an empty list, a point named twice, or `points` without a kind that
+    /// uses them.
+    #[serde(default, deserialize_with = "replica_points")]
+    pub points: Option<Vec<PausePoint>>,
     /// How hard faults may be; each seed draws a sub-range of each range.
     #[serde(default)]
     pub intensity: IntensityProfile,
+}
+
+/// The kinds a profile's `points` apply to.
+const POINT_KINDS: [FaultKind; 3] = [FaultKind::Pause, FaultKind::Stall, FaultKind::WorkerPanic];
+
+/// The names of [`REPLICA_POINTS`], comma-separated: the list an error gives.
+fn replica_point_names() -> String {
+    let names: Vec<&str> = REPLICA_POINTS.iter().map(|p| p.name()).collect();
+    names.join(", ")
+}
+
+/// Reads `points`: each word one of [`REPLICA_POINTS`], or an error at that word naming the
+/// points a swarm may draw.
+fn replica_points<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<PausePoint>>, D::Error> {
+    /// One word of `points`.
+    struct Word(PausePoint);
+    impl<'de> Deserialize<'de> for Word {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            let word = String::deserialize(deserializer)?;
+            match REPLICA_POINTS.iter().find(|point| point.name() == word) {
+                Some(point) => Ok(Word(*point)),
+                None => {
+                    let why = if PausePoint::ALL.iter().any(|point| point.name() == word) {
+                        "is a service host's pause point, not a replica's"
+                    } else {
+                        "is not a pause point"
+                    };
+                    Err(serde::de::Error::custom(format!(
+                        "`{word}` {why}; a swarm pauses and stalls replicas at {}",
+                        replica_point_names()
+                    )))
+                }
+            }
+        }
+    }
+    let words: Vec<Word> = Vec::deserialize(deserializer)?;
+    Ok(Some(words.into_iter().map(|Word(point)| point).collect()))
 }
 
 fn default_heal_at_percent() -> u8 {
@@ -184,7 +235,39 @@ impl SwarmProfile {
                 format!("must be 1..=100, got {}", self.heal_at_percent),
             ));
         }
+        self.check_points()?;
         self.intensity.check()
+    }
+
+    /// Checks `points`: non-empty, each point once, and a kind in `kinds` that uses them.
+    fn check_points(&self) -> Result<(), (String, String)> {
+        let Some(points) = &self.points else {
+            return Ok(());
+        };
+        let refuse = |message: String| Err(("points".to_owned(), message));
+        if points.is_empty() {
+            return refuse(format!(
+                "give at least one pause point, or leave `points` out to draw from every one \
+                 a replica reaches: {}",
+                replica_point_names()
+            ));
+        }
+        let twice = (1..points.len()).find(|&i| points[..i].contains(&points[i]));
+        if let Some(point) = twice.map(|i| points[i]) {
+            return refuse(format!(
+                "`{}` is named twice; name each point once",
+                point.name()
+            ));
+        }
+        if !self.kinds.iter().any(|kind| POINT_KINDS.contains(kind)) {
+            let names: Vec<&str> = POINT_KINDS.iter().map(|k| k.name()).collect();
+            return refuse(format!(
+                "only {} draw a pause point, and none of them is in `kinds`; add one or \
+                 remove `points`",
+                names.join(", ")
+            ));
+        }
+        Ok(())
     }
 
     /// Checks the profile against the world it draws for (`config`: its TTL, duration and
@@ -340,6 +423,10 @@ pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
         faults,
         heal_at_ms,
         intensity,
+        points: profile
+            .points
+            .clone()
+            .unwrap_or_else(|| REPLICA_POINTS.to_vec()),
     }
 }
 
@@ -352,6 +439,7 @@ mod tests {
             kinds: FaultKind::ALL.to_vec(),
             faults: (1, 8),
             heal_at_percent: 66,
+            points: None,
             intensity: IntensityProfile::default(),
         }
     }

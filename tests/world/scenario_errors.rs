@@ -203,3 +203,56 @@ fn a_fault_kind_the_backend_cannot_take_is_refused_not_dropped() {
             .unwrap_or_else(|e| panic!("{kind}: {e}"));
     }
 }
+
+#[test]
+fn a_swarm_pause_point_that_is_not_a_replicas_is_refused_listing_the_six() {
+    let swarm = |points: &str| {
+        format!("{HEAD}[faults.swarm]\nkinds = [\"pause\"]\nfaults = [1, 2]\npoints = {points}\n")
+    };
+    let six = "before_append_send, before_renew_send, after_grant_received, \
+               before_append_check, before_open_check, before_cleanup_append";
+    assert_eq!(
+        error(&swarm("[\"before_append_send\", \"before_lunch\"]")),
+        format!(
+            "DIR/bad.toml:6:10: `faults.swarm.points`: `before_lunch` is not a pause point; a \
+             swarm pauses and stalls replicas at {six}"
+        )
+    );
+    assert_eq!(
+        error(&swarm("[\"service_handler_start\"]")),
+        format!(
+            "DIR/bad.toml:6:10: `faults.swarm.points`: `service_handler_start` is a service \
+             host's pause point, not a replica's; a swarm pauses and stalls replicas at {six}"
+        )
+    );
+}
+
+#[test]
+fn an_empty_repeated_or_unused_swarm_points_list_is_refused() {
+    let swarm = |kinds: &str, points: &str| {
+        format!("{HEAD}[faults.swarm]\nkinds = {kinds}\nfaults = [1, 2]\npoints = {points}\n")
+    };
+    assert_eq!(
+        error(&swarm("[\"pause\"]", "[]")),
+        "DIR/bad.toml:3:1: `faults.swarm.points`: give at least one pause point, or leave \
+         `points` out to draw from every one a replica reaches: before_append_send, \
+         before_renew_send, after_grant_received, before_append_check, before_open_check, \
+         before_cleanup_append"
+    );
+    assert_eq!(
+        error(&swarm(
+            "[\"stall\"]",
+            "[\"before_append_send\", \"before_open_check\", \"before_append_send\"]"
+        )),
+        "DIR/bad.toml:3:1: `faults.swarm.points`: `before_append_send` is named twice; name \
+         each point once"
+    );
+    assert_eq!(
+        error(&swarm(
+            "[\"suspend\", \"crash\"]",
+            "[\"before_append_send\"]"
+        )),
+        "DIR/bad.toml:3:1: `faults.swarm.points`: only pause, stall, worker_panic draw a pause \
+         point, and none of them is in `kinds`; add one or remove `points`"
+    );
+}

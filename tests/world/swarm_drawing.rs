@@ -105,3 +105,47 @@ fn classic_schedules_never_draw_the_decision_points() {
         }
     }
 }
+
+/// A profile's `points` are the only points its pauses, stalls and worker panics are drawn
+/// at (`swarm-freezes` names two; each is drawn within 20 seeds), and the run file records
+/// them in `drawn.points`; a profile without `points` draws from every replica point and its
+/// run file has no `points` (as before the field).
+#[test]
+fn a_profiles_points_are_the_only_points_it_draws_and_the_run_file_says_so() {
+    let own = [
+        PausePoint::BeforeAppendSend,
+        PausePoint::BeforeCleanupAppend,
+    ];
+    let scenario = Scenario::load(&sims().join("swarm-freezes.toml")).unwrap();
+    let mut drawn_at = std::collections::BTreeSet::new();
+    for seed in 0..20 {
+        let run = scenario.resolve(seed).unwrap();
+        assert_eq!(run.drawn.as_ref().unwrap().points, own, "seed {seed}");
+        let json: serde_json::Value = serde_json::to_value(&run).unwrap();
+        assert_eq!(
+            json["drawn"]["points"],
+            serde_json::json!(["before_append_send", "before_cleanup_append"]),
+            "seed {seed}"
+        );
+        for scheduled in &run.schedule.faults {
+            let point = match &scheduled.fault {
+                Fault::Pause { at_point, .. } => *at_point,
+                Fault::Stall { point, .. } => Some(*point),
+                _ => None,
+            };
+            if let Some(point) = point {
+                assert!(own.contains(&point), "seed {seed}: {point:?}");
+                drawn_at.insert(point);
+            }
+        }
+    }
+    assert_eq!(drawn_at.into_iter().collect::<Vec<_>>(), own);
+    let everything = Scenario::load(&sims().join("swarm-everything.toml")).unwrap();
+    let run = everything.resolve(0).unwrap();
+    assert_eq!(
+        run.drawn.as_ref().unwrap().points,
+        leasesim::sim::generate::REPLICA_POINTS
+    );
+    let json: serde_json::Value = serde_json::to_value(&run).unwrap();
+    assert!(json["drawn"].get("points").is_none(), "{}", json["drawn"]);
+}

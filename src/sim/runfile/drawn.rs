@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::hooks::PausePoint;
 use crate::sim::config::WorldConfig;
 use crate::sim::generate::{
     DrawOptions, FaultKind, Intensity, REPLICA_POINTS, draw_schedule, fit_to_backend,
@@ -23,18 +24,34 @@ pub struct Drawn {
     pub heal_at_ms: u64,
     /// The ranges faults draw their strength from.
     pub intensity: Intensity,
+    /// The pause points a pause at a point, a stall or a worker panic is drawn at (the
+    /// profile's `points`); left out of the file when it is every point a replica reaches
+    /// ([`REPLICA_POINTS`]), so a run file from before the field reads as it was drawn.
+    #[serde(
+        default = "replica_points",
+        skip_serializing_if = "is_every_replica_point"
+    )]
+    pub points: Vec<PausePoint>,
+}
+
+fn replica_points() -> Vec<PausePoint> {
+    REPLICA_POINTS.to_vec()
+}
+
+fn is_every_replica_point(points: &[PausePoint]) -> bool {
+    points == REPLICA_POINTS
 }
 
 impl Drawn {
-    /// The options the schedule is drawn with: a swarm pauses and stalls replicas at every
-    /// point they reach ([`REPLICA_POINTS`]).
+    /// The options the schedule is drawn with: a swarm pauses and stalls replicas at its
+    /// `points` (by default every point they reach, [`REPLICA_POINTS`]).
     pub fn options(&self) -> DrawOptions {
         DrawOptions {
             kinds: self.kinds.clone(),
             faults: (self.faults, self.faults),
             heal_at_ms: self.heal_at_ms,
             intensity: self.intensity.clone(),
-            points: REPLICA_POINTS.to_vec(),
+            points: self.points.clone(),
         }
     }
 
@@ -106,6 +123,11 @@ impl Drawn {
         }
         if on(FaultKind::DeleteLeaseRecord) {
             add("gc_sweeps", u(i.gc_sweeps));
+        }
+        let at_points = on(FaultKind::Pause) || on(FaultKind::Stall) || on(FaultKind::WorkerPanic);
+        if at_points && !is_every_replica_point(&self.points) {
+            let names: Vec<&str> = self.points.iter().map(|p| p.name()).collect();
+            line += &format!(" points={}", names.join(","));
         }
         line
     }
