@@ -289,6 +289,31 @@ mod tests {
         assert_eq!(times(&log, "b-tick"), b_ticks);
     }
 
+    /// A freeze that no task reached while it lasted (a suspended host's tasks all wait on its
+    /// stopped clock) ends when the first task next reaches the gate: that task and the ones
+    /// after it pass. They used to queue for a turn nobody held, and the host never ran again.
+    #[test]
+    fn a_host_suspended_while_every_task_waits_on_its_clock_runs_again_after_the_suspend() {
+        let (clock, freeze) = host();
+        let log: Log = Arc::default();
+        let mut sim = sim();
+        sim.client("host", {
+            let (clock, log) = (clock.clone(), log.clone());
+            async move {
+                let tasks = vec![
+                    clock_wait(&clock, &log, secs(2), "first"),
+                    clock_wait(&clock, &log, secs(3), "second"),
+                ];
+                join(tasks).await
+            }
+        });
+        run_until(&mut sim, ms(1_000));
+        freeze.suspend(sim.elapsed(), secs(4));
+        sim.run().unwrap();
+        // Suspended 1–5 s: the clock reads 2 s at 6 s and 3 s at 7 s of true time.
+        assert_eq!(entries(&log), [("first", ms(6_000)), ("second", ms(7_000))]);
+    }
+
     #[test]
     fn a_stall_at_a_named_point_blocks_only_the_task_that_reaches_it() {
         let (clock, freeze) = host();

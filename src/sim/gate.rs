@@ -169,6 +169,12 @@ impl Gate {
                     now_true,
                 };
             }
+            // The freeze ended just now, on this task's arrival, with no task held: the gate
+            // is open (queueing here would wait for a turn nobody is left to give).
+            if state.is_open() {
+                state.held.remove(&id);
+                return Step::Pass;
+            }
         }
         state.take_turn(id, waker)
     }
