@@ -108,8 +108,8 @@ fn generated_seeds_1_to_8_are_linearizable_under_both_models() {
 }
 
 /// The model has teeth on real histories: with `token-not-advanced-on-expiry`, seed 2's
-/// takeover after expiry reuses the expired lease's token, and the lease model gets stuck on
-/// that grant (the ledger history stays linearizable: the fence stops the stale writer).
+/// takeover after expiry (replica-3 at 44.87 s, after replica-2's token-10 lease expired)
+/// reuses the expired lease's token, and the lease model gets stuck on that grant (the ledger history stays linearizable: the fence stops the stale writer).
 #[test]
 fn the_token_not_advanced_on_expiry_mutant_is_not_linearizable() {
     let history = World::builder()
@@ -133,7 +133,7 @@ fn the_token_not_advanced_on_expiry_mutant_is_not_linearizable() {
     };
     assert!(
         explanation.stuck.contains("acquire by replica-3 ")
-            && explanation.stuck.contains("granted token 5"),
+            && explanation.stuck.contains("granted token 10"),
         "{explanation}"
     );
 }
@@ -156,9 +156,9 @@ fn unknown_outcomes_in_real_histories_are_resolved() {
     assert_linearizable("seed 76", &history);
 }
 
-/// With `release-by-session-only`, seed 2's stale release by replica-2 (token 5) frees
-/// replica-3's live lease (token 7): replica-3's next renew is refused "no live holder" while
-/// its lease is live, which the lease model cannot place.
+/// With `release-by-session-only`, seed 2's stale release frees replica-3's live lease
+/// (token 12): replica-3's next renew, at 49.9 s, is refused "no live holder" while its lease
+/// is live, which the lease model cannot place.
 #[test]
 fn the_release_by_session_only_mutant_is_not_linearizable() {
     let history = World::builder()
@@ -177,7 +177,7 @@ fn the_release_by_session_only_mutant_is_not_linearizable() {
         panic!("the mutant's history passed the lease model");
     };
     assert!(
-        explanation.stuck.contains("renew by replica-3 of token 7")
+        explanation.stuck.contains("renew by replica-3 of token 12")
             && explanation.stuck.contains("held (no live holder)"),
         "{explanation}"
     );

@@ -143,10 +143,11 @@ fn the_token_not_advanced_on_expiry_mutant_is_caught_by_token() {
     );
 }
 
-/// A planted bug is caught: with `release-by-session-only`, seed 2's replica-2 releases its
-/// stale token 5 and frees replica-3's live token 7 (the world records that release as not
-/// ending anything: `ended` follows the correct rule). EXCL blames the stale release by what
-/// followed it (replica-3's renew refused as "free"), EXPIRY the early end of token 7.
+/// A planted bug is caught: with `release-by-session-only`, seed 2's replica-2 makes a stale
+/// release at 49.4 s that frees replica-3's live token 12 (the world records that release as
+/// not ending anything: `ended` follows the correct rule). EXCL blames the stale release by
+/// what followed it (replica-3's renew refused as "free"), then replica-2's grant of token 13
+/// over the live token 12; EXPIRY the early end of token 12.
 #[test]
 fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
     let output = World::builder()
@@ -160,7 +161,7 @@ fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
         .unwrap();
     let report = check_all(&output.history);
     let excl = report.get(Check::Excl).unwrap();
-    assert_eq!(excl.violations.len(), 1, "{report}");
+    assert_eq!(excl.violations.len(), 2, "{report}");
     let violation = &excl.violations[0];
     assert!(
         violation.message.contains("replica-2's release at ")
@@ -171,6 +172,12 @@ fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
     );
     // The hold, the stale release and the decision after it, each with its call's op line.
     assert_eq!(violation.evidence.len(), 6, "{violation}");
+    let takeover = &excl.violations[1].message;
+    assert!(
+        takeover.contains("replica-2's acquire at ")
+            && takeover.contains("was granted token 13 while replica-3's token-12 hold"),
+        "{takeover}"
+    );
     let expiry = report.get(Check::Expiry).unwrap();
     assert!(!expiry.passed(), "{report}");
     assert!(
