@@ -183,7 +183,7 @@ fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
     assert!(
         expiry.violations[0]
             .message
-            .contains("replica-3's token-7 lease"),
+            .contains("replica-3's token-12 lease"),
         "{report}"
     );
 }
