@@ -69,7 +69,6 @@ pub fn shrink(run: &RunFile, check: Check, timeout: Duration) -> Shrunk {
     shrinker.keep_prefix(&mut best);
     shrinker.keep_groups(&mut best);
     shrinker.drop_runs(&mut best);
-    shrinker.pin_starts(&mut best);
     shrinker.drop_appends(&mut best);
     shrinker.drop_shutdowns(&mut best);
     shrinker.shorten_lasting(&mut best);

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::hooks::PausePoint;
-use crate::sim::config::WorldConfig;
+use crate::sim::config::{WorldConfig, replica_name};
 use crate::sim::generate::{FaultKind, Intensity, REPLICA_POINTS};
 use crate::sim::runfile::Drawn;
 use crate::sim::schedule::{check_run_end, limits};
@@ -41,6 +41,15 @@ pub struct SwarmProfile {
     /// uses them.
     #[serde(default, deserialize_with = "replica_points")]
     pub points: Option<Vec<PausePoint>>,
+    /// Odds `[numerator, denominator]` that a seed aims every fault it draws for a replica
+    /// at one replica, its victim (drawn uniformly for the seed); `None` (left out): each
+    /// fault draws its own replica. A race that needs several faults on one host — a slow
+    /// clock, renewals cut off and a long run of appends, all on the holder a contender takes
+    /// over from — is one that independent draws over `n` replicas meet about `1/n` as often
+    /// per extra fault. Refused: a denominator of 0, a numerator above it, or `kinds` that
+    /// all strike services.
+    #[serde(default, deserialize_with = "crate::sim::runfile::pair::exact_option")]
+    pub victim_chance: Option<(u32, u32)>,
     /// How hard faults may be; each seed draws a sub-range of each range.
     #[serde(default)]
     pub intensity: IntensityProfile,
@@ -48,6 +57,13 @@ pub struct SwarmProfile {
 
 /// The kinds a profile's `points` apply to.
 const POINT_KINDS: [FaultKind; 3] = [FaultKind::Pause, FaultKind::Stall, FaultKind::WorkerPanic];
+
+/// The kinds that never name a replica, so a victim does not change them.
+const SERVICE_KINDS: [FaultKind; 3] = [
+    FaultKind::LeaseServiceRestarts,
+    FaultKind::CrashService,
+    FaultKind::DeleteLeaseRecord,
+];
 
 /// The names of [`REPLICA_POINTS`], comma-separated: the list an error gives.
 fn replica_point_names() -> String {
@@ -236,7 +252,30 @@ impl SwarmProfile {
             ));
         }
         self.check_points()?;
+        self.check_victim_chance()?;
         self.intensity.check()
+    }
+
+    /// Checks `victim_chance`: odds, and a kind in `kinds` that names a replica.
+    fn check_victim_chance(&self) -> Result<(), (String, String)> {
+        let Some((numerator, denominator)) = self.victim_chance else {
+            return Ok(());
+        };
+        let refuse = |message: String| Err(("victim_chance".to_owned(), message));
+        if denominator == 0 || numerator > denominator {
+            return refuse(format!(
+                "odds are [numerator, denominator] with 0 <= numerator <= denominator and \
+                 denominator >= 1 (e.g. [1, 2]), got [{numerator}, {denominator}]"
+            ));
+        }
+        if self.kinds.iter().all(|kind| SERVICE_KINDS.contains(kind)) {
+            return refuse(
+                "every kind in `kinds` strikes a service, none a replica, so there is nothing \
+                 to aim at a victim; add a replica's kind or remove `victim_chance`"
+                    .to_owned(),
+            );
+        }
+        Ok(())
     }
 
     /// Checks `points`: non-empty, each point once, and a kind in `kinds` that uses them.
@@ -418,6 +457,12 @@ pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
     };
     intensity.drift_ppm = signed(full.drift_ppm);
     intensity.wall_jump_ms = signed(full.wall_jump_ms);
+    // Drawn last, and only for a profile that asks: every other profile's seeds draw as
+    // they did before the field.
+    let victim = profile.victim_chance.and_then(|(numerator, denominator)| {
+        chance(&mut rng, numerator, denominator)
+            .then(|| replica_name(between(&mut rng, 1, u64::from(config.replicas.max(1))) as u32))
+    });
     Drawn {
         kinds,
         faults,
@@ -427,6 +472,7 @@ pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
             .points
             .clone()
             .unwrap_or_else(|| REPLICA_POINTS.to_vec()),
+        victim,
     }
 }
 
@@ -440,6 +486,7 @@ mod tests {
             faults: (1, 8),
             heal_at_percent: 66,
             points: None,
+            victim_chance: None,
             intensity: IntensityProfile::default(),
         }
     }

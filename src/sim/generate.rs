@@ -213,6 +213,11 @@ pub struct DrawOptions {
     /// [`CLASSIC_POINTS`]; swarm profiles draw from [`REPLICA_POINTS`]).
     #[serde(default = "classic_points")]
     pub points: Vec<PausePoint>,
+    /// The replica every fault drawn for a replica is aimed at: a swarm seed's victim
+    /// ([`crate::campaign::swarm::SwarmProfile::victim_chance`]). `None`: each fault draws
+    /// its own replica.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victim: Option<String>,
 }
 
 fn classic_points() -> Vec<PausePoint> {
@@ -229,6 +234,7 @@ impl DrawOptions {
             heal_at_ms: config.duration.as_millis() as u64 * 2 / 3,
             intensity: Intensity::for_ttl(config.ttl.as_millis() as u64),
             points: classic_points(),
+            victim: None,
         }
     }
 }
@@ -286,7 +292,9 @@ pub fn holders_drift_bound_ppm(skew_margin_percent: u8) -> i64 {
 
 /// Draws a schedule from `options` with `rng`: the number of faults, then for each its time
 /// in `0..heal_at_ms` and the fault; sorted by time (stable). A crashed service's restart
-/// comes after its downtime, no later than the heal. No kinds: no faults.
+/// comes after its downtime, no later than the heal. No kinds: no faults. With a victim,
+/// every replica a fault names is the victim; the draws are the same as without one, so a
+/// seed's times, kinds and strengths do not move.
 pub fn draw_schedule(
     options: &DrawOptions,
     config: &WorldConfig,
@@ -301,9 +309,10 @@ pub fn draw_schedule(
     for _ in 0..count {
         let at_ms = between(rng, 0, span_ms.saturating_sub(1));
         let (fault, follow_ups) = draw(rng, options, config);
-        schedule = schedule.at(at_ms, fault);
+        let aim = |fault| aim_at(fault, options.victim.as_deref());
+        schedule = schedule.at(at_ms, aim(fault));
         for (after_ms, fault) in follow_ups {
-            schedule = schedule.at((at_ms + after_ms).min(span_ms), fault);
+            schedule = schedule.at((at_ms + after_ms).min(span_ms), aim(fault));
         }
     }
     schedule.faults.sort_by_key(|f| f.at_ms);
@@ -312,6 +321,19 @@ pub fn draw_schedule(
         "every fault, follow-ups included, is at or before the heal"
     );
     schedule
+}
+
+/// `fault` with every replica it names replaced by `victim` (services and the authority's
+/// host stay); unchanged without a victim.
+fn aim_at(mut fault: Fault, victim: Option<&str>) -> Fault {
+    if let Some(victim) = victim {
+        for host in fault.hosts_mut() {
+            if hosts::is_replica(host) {
+                victim.clone_into(host);
+            }
+        }
+    }
+    fault
 }
 
 fn replica(rng: &mut ChaCha20Rng, config: &WorldConfig) -> String {
@@ -660,5 +682,37 @@ mod tests {
             let schedule = draw_schedule(&options, &config, &mut rng(seed, Subsystem::Faults));
             assert_eq!(schedule.validate(&config.hosts()), Ok(()), "seed {seed}");
         }
+    }
+
+    /// A victim moves no draw: the same seed draws the same times, kinds and strengths, and
+    /// only the replicas named change — every one of them to the victim; services and the
+    /// authority's host stay.
+    #[test]
+    fn a_victim_renames_the_replicas_a_schedule_strikes_and_nothing_else() {
+        let config = WorldConfig::default();
+        let mut options = DrawOptions::classic(&config);
+        options.kinds = FaultKind::ALL.to_vec();
+        options.faults = (30, 30);
+        let mut aimed = options.clone();
+        aimed.victim = Some("replica-2".to_owned());
+        let mut renamed = 0;
+        for seed in 0..20 {
+            let free = draw_schedule(&options, &config, &mut rng(seed, Subsystem::Faults));
+            let at_victim = draw_schedule(&aimed, &config, &mut rng(seed, Subsystem::Faults));
+            assert_eq!(free.faults.len(), at_victim.faults.len(), "seed {seed}");
+            for (free, at_victim) in free.faults.iter().zip(&at_victim.faults) {
+                assert_eq!(free.at_ms, at_victim.at_ms, "seed {seed}");
+                let mut expected = free.fault.clone();
+                for host in expected.hosts_mut() {
+                    if hosts::is_replica(host) {
+                        renamed += usize::from(host != "replica-2");
+                        "replica-2".clone_into(host);
+                    }
+                }
+                assert_eq!(at_victim.fault, expected, "seed {seed}");
+            }
+            assert_eq!(at_victim.validate(&config.hosts()), Ok(()), "seed {seed}");
+        }
+        assert!(renamed > 100, "only {renamed} replicas renamed");
     }
 }

@@ -256,3 +256,33 @@ fn an_empty_repeated_or_unused_swarm_points_list_is_refused() {
          point, and none of them is in `kinds`; add one or remove `points`"
     );
 }
+
+#[test]
+fn victim_odds_that_are_not_odds_or_have_nothing_to_aim_at_are_refused() {
+    let swarm = |kinds: &str, odds: &str| {
+        format!("{HEAD}[faults.swarm]\nkinds = {kinds}\nfaults = [1, 2]\nvictim_chance = {odds}\n")
+    };
+    assert_eq!(
+        error(&swarm("[\"pause\"]", "[1, 0]")),
+        "DIR/bad.toml:3:1: `faults.swarm.victim_chance`: odds are [numerator, denominator] \
+         with 0 <= numerator <= denominator and denominator >= 1 (e.g. [1, 2]), got [1, 0]"
+    );
+    assert_eq!(
+        error(&swarm("[\"pause\"]", "[3, 2]")),
+        "DIR/bad.toml:3:1: `faults.swarm.victim_chance`: odds are [numerator, denominator] \
+         with 0 <= numerator <= denominator and denominator >= 1 (e.g. [1, 2]), got [3, 2]"
+    );
+    assert_eq!(
+        error(&swarm(
+            "[\"crash_service\", \"lease_service_restarts\"]",
+            "[1, 2]"
+        )),
+        "DIR/bad.toml:3:1: `faults.swarm.victim_chance`: every kind in `kinds` strikes a \
+         service, none a replica, so there is nothing to aim at a victim; add a replica's kind \
+         or remove `victim_chance`"
+    );
+    assert!(
+        error(&swarm("[\"pause\"]", "[1, 2, 3]")).contains("a pair of exactly two elements"),
+        "three numbers are not odds"
+    );
+}

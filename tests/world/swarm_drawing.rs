@@ -149,3 +149,64 @@ fn a_profiles_points_are_the_only_points_it_draws_and_the_run_file_says_so() {
     let json: serde_json::Value = serde_json::to_value(&run).unwrap();
     assert!(json["drawn"].get("points").is_none(), "{}", json["drawn"]);
 }
+
+/// `victim_chance = [1, 1]` (`swarm-slow-holders`): every seed draws a victim, records it in
+/// `drawn.victim`, and every replica its faults name is the victim; over 20 seeds both
+/// replicas are drawn as victims. A profile without the field has no victim, and its run
+/// file no `victim` (as before the field).
+#[test]
+fn a_victim_seed_aims_every_fault_at_its_victim_and_the_run_file_says_so() {
+    let scenario = Scenario::load(&sims().join("swarm-slow-holders.toml")).unwrap();
+    let mut victims = std::collections::BTreeSet::new();
+    for seed in 0..20 {
+        let run = scenario.resolve(seed).unwrap();
+        let victim = run.drawn.as_ref().unwrap().victim.clone().unwrap();
+        let json: serde_json::Value = serde_json::to_value(&run).unwrap();
+        assert_eq!(json["drawn"]["victim"], victim.as_str(), "seed {seed}");
+        for scheduled in &run.schedule.faults {
+            let mut fault = scheduled.fault.clone();
+            for host in fault.hosts_mut() {
+                if host.starts_with("replica-") {
+                    assert_eq!(*host, victim, "seed {seed}: {scheduled:?}");
+                }
+            }
+        }
+        victims.insert(victim);
+    }
+    assert_eq!(
+        victims.into_iter().collect::<Vec<_>>(),
+        ["replica-1", "replica-2"]
+    );
+    let everything = Scenario::load(&sims().join("swarm-everything.toml")).unwrap();
+    let run = everything.resolve(0).unwrap();
+    assert_eq!(run.drawn.as_ref().unwrap().victim, None);
+    let json: serde_json::Value = serde_json::to_value(&run).unwrap();
+    assert!(json["drawn"].get("victim").is_none(), "{}", json["drawn"]);
+}
+
+/// The swarm alone kills `fence-written-blind` (issue 18): on `swarm-slow-holders` seed 9 the
+/// victim, its clock slow and its renewals cut, still appends when the other replica takes
+/// the session over; one append commits between the new holder's tip read and its fence.
+/// The correct implementation retries the fence and breaks nothing; the mutant writes the
+/// fence blind over the committed append, which LEDGER sees lost.
+#[test]
+fn swarm_slow_holders_seed_9_kills_fence_written_blind_and_the_correct_fence_retries() {
+    let scenario = Scenario::load(&sims().join("swarm-slow-holders.toml")).unwrap();
+    let run = scenario.resolve(9).unwrap();
+    assert_eq!(violated(&run), Vec::<String>::new());
+    let (history, _) = runfile::execute(&run, Duration::from_secs(120)).unwrap();
+    let coverage = leasesim::campaign::coverage::coverage(&history);
+    assert!(coverage["fence-retried"] >= 1, "{coverage:?}");
+    let mut planted = run.clone();
+    planted.mutant = Some(
+        leasesim::mutant::Mutant::FenceWrittenBlind
+            .name()
+            .to_owned(),
+    );
+    let (history, _) = runfile::execute(&planted, Duration::from_secs(120)).unwrap();
+    let violated = judge(&history, Budget::default()).violated();
+    assert!(
+        violated.contains(&leasesim::check::catalogue::Check::Ledger),
+        "{violated:?}"
+    );
+}

@@ -34,7 +34,7 @@ impl Observations {
     /// the count from `at`; the same one keeps the earlier instant. Returns `false` (and
     /// changes nothing) when `object` is older than what was already seen: a stale reply.
     pub fn saw(&self, session: &SessionId, object: &LeaseObject, at: Instant) -> bool {
-        let rv = object.metadata.resource_version.clone().unwrap_or_default();
+        let rv = resource_version(object).to_owned();
         let mut seen = lock(&self.seen);
         match seen.get(session) {
             Some(last) if last.resource_version == rv => true,
@@ -62,11 +62,7 @@ impl Observations {
         duration: Duration,
         now: Instant,
     ) -> bool {
-        let rv = object
-            .metadata
-            .resource_version
-            .as_deref()
-            .unwrap_or_default();
+        let rv = resource_version(object);
         lock(&self.seen)
             .get(session)
             .is_some_and(|last| last.resource_version == rv && now >= last.since + duration)
@@ -76,15 +72,20 @@ impl Observations {
     /// than `object`'s (another of its calls wrote or read it after this read): a decision
     /// from `object` would name a holder that is no longer current, so read again.
     pub fn superseded(&self, session: &SessionId, object: &LeaseObject) -> bool {
-        let rv = object
-            .metadata
-            .resource_version
-            .as_deref()
-            .unwrap_or_default();
+        let rv = resource_version(object);
         lock(&self.seen)
             .get(session)
             .is_some_and(|last| older(rv, &last.resource_version))
     }
+}
+
+/// `object`'s resourceVersion (empty when the server gave none).
+fn resource_version(object: &LeaseObject) -> &str {
+    object
+        .metadata
+        .resource_version
+        .as_deref()
+        .unwrap_or_default()
 }
 
 /// Whether resourceVersion `rv` is older than `than`: only when both are decimal integers.

@@ -102,6 +102,16 @@ impl MarkClass {
         }
     }
 
+    /// A mark's inside: its colour, or white when unknown (drawn hollow: it may not have
+    /// happened).
+    fn fill(self) -> &'static str {
+        if self == MarkClass::Unknown {
+            "#ffffff"
+        } else {
+            self.colour()
+        }
+    }
+
     /// The class of `op`'s outcome and result.
     pub fn of(op: &OpLine) -> MarkClass {
         match (op.outcome, &op.result) {
@@ -517,21 +527,20 @@ fn mark(op: &OpLine, kind: MarkKind, class: MarkClass, top: f64, scale: &Scale) 
     let end = op.complete_us.unwrap_or(scale.end_us);
     let (x0, x1) = (scale.x(op.invoke_us), scale.x(end));
     let colour = class.colour();
-    let filled = class != MarkClass::Unknown;
     let shape: Box<dyn svg::Node> = match kind {
         MarkKind::Append => Box::new(
             Circle::new()
                 .set("cx", px(x1))
                 .set("cy", px(y))
                 .set("r", 4)
-                .set("fill", if filled { colour } else { "#ffffff" })
+                .set("fill", class.fill())
                 .set("stroke", colour)
                 .set("stroke-width", 1.5),
         ),
         MarkKind::Fence => Box::new(
             Polygon::new()
                 .set("points", diamond_points(x1, y))
-                .set("fill", if filled { colour } else { "#ffffff" })
+                .set("fill", class.fill())
                 .set("stroke", colour)
                 .set("stroke-width", 1.5),
         ),
@@ -566,14 +575,7 @@ fn call_square(x: f64, y: f64, class: MarkClass) -> Rectangle {
         .set("y", px(y - 3.0))
         .set("width", 6)
         .set("height", 6)
-        .set(
-            "fill",
-            if class == MarkClass::Unknown {
-                "#ffffff"
-            } else {
-                colour
-            },
-        )
+        .set("fill", class.fill())
         .set("stroke", colour)
         .set("stroke-width", 1)
 }
@@ -882,14 +884,7 @@ fn legend(y: f64) -> Group {
                 .set("cx", px(x + 6.0))
                 .set("cy", px(y))
                 .set("r", 4)
-                .set(
-                    "fill",
-                    if class == MarkClass::Unknown {
-                        "#ffffff"
-                    } else {
-                        colour
-                    },
-                )
+                .set("fill", class.fill())
                 .set("stroke", colour),
         )
     };

@@ -32,6 +32,10 @@ pub struct Drawn {
         skip_serializing_if = "is_every_replica_point"
     )]
     pub points: Vec<PausePoint>,
+    /// The replica this seed aims every replica's fault at (the profile's `victim_chance`
+    /// came up); left out of the file when none, as run files from before the field read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victim: Option<String>,
 }
 
 fn replica_points() -> Vec<PausePoint> {
@@ -44,7 +48,8 @@ fn is_every_replica_point(points: &[PausePoint]) -> bool {
 
 impl Drawn {
     /// The options the schedule is drawn with: a swarm pauses and stalls replicas at its
-    /// `points` (by default every point they reach, [`REPLICA_POINTS`]).
+    /// `points` (by default every point they reach, [`REPLICA_POINTS`]), and aims every
+    /// replica's fault at its victim if it drew one.
     pub fn options(&self) -> DrawOptions {
         DrawOptions {
             kinds: self.kinds.clone(),
@@ -52,6 +57,7 @@ impl Drawn {
             heal_at_ms: self.heal_at_ms,
             intensity: self.intensity.clone(),
             points: self.points.clone(),
+            victim: self.victim.clone(),
         }
     }
 
@@ -128,6 +134,9 @@ impl Drawn {
         if at_points && !is_every_replica_point(&self.points) {
             let names: Vec<&str> = self.points.iter().map(|p| p.name()).collect();
             line += &format!(" points={}", names.join(","));
+        }
+        if let Some(victim) = &self.victim {
+            line += &format!(" victim={victim}");
         }
         line
     }
