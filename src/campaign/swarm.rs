@@ -11,8 +11,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::hooks::PausePoint;
-use crate::sim::config::{WorldConfig, replica_name};
-use crate::sim::generate::{FaultKind, Intensity, REPLICA_POINTS};
+use crate::sim::config::WorldConfig;
+use crate::sim::generate::{FaultKind, Intensity, REPLICA_POINTS, replica};
 use crate::sim::runfile::Drawn;
 use crate::sim::schedule::{check_run_end, limits};
 use crate::sim::seed::{Subsystem, between, chance, rng};
@@ -460,8 +460,7 @@ pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
     // Drawn last, and only for a profile that asks: every other profile's seeds draw as
     // they did before the field.
     let victim = profile.victim_chance.and_then(|(numerator, denominator)| {
-        chance(&mut rng, numerator, denominator)
-            .then(|| replica_name(between(&mut rng, 1, u64::from(config.replicas.max(1))) as u32))
+        chance(&mut rng, numerator, denominator).then(|| replica(&mut rng, config))
     });
     Drawn {
         kinds,

@@ -336,7 +336,8 @@ fn aim_at(mut fault: Fault, victim: Option<&str>) -> Fault {
     fault
 }
 
-fn replica(rng: &mut ChaCha20Rng, config: &WorldConfig) -> String {
+/// One of `config`'s replicas, uniformly.
+pub(crate) fn replica(rng: &mut ChaCha20Rng, config: &WorldConfig) -> String {
     replica_name(between(rng, 1, u64::from(config.replicas)) as u32)
 }
 

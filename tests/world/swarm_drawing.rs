@@ -166,7 +166,7 @@ fn a_victim_seed_aims_every_fault_at_its_victim_and_the_run_file_says_so() {
         for scheduled in &run.schedule.faults {
             let mut fault = scheduled.fault.clone();
             for host in fault.hosts_mut() {
-                if host.starts_with("replica-") {
+                if leasesim::history::hosts::is_replica(host) {
                     assert_eq!(*host, victim, "seed {seed}: {scheduled:?}");
                 }
             }
