@@ -11,6 +11,7 @@ use leasesim::campaign::request::RunRequest;
 use leasesim::exit::Exit;
 use leasesim::lease::DurableLeaseConfig;
 use leasesim::mutant::Mutant;
+use leasesim::report::ReportError;
 use leasesim::results::plan::{SeedPlan, Shard};
 use leasesim::serve::{
     LiveOptions, ServeError, ServeOptions, parse_duration, parse_grace_persist_interval, parse_ttl,
@@ -335,6 +336,12 @@ struct ServeArgs {
     /// Live mode: this boot of the service's host, from 0.
     #[arg(long, value_name = "N", requires_all = ["run", "history"])]
     boot: Option<u64>,
+    /// Start even though the checkpoint file is missing, rebuilding it from the logs as they
+    /// are. Without it such a start is refused (exit 2): a log cut at a frame boundary looks
+    /// whole, so acknowledged records could be lost and lease tokens reissued. Use it only
+    /// when the logs are known to be whole, or that loss is accepted.
+    #[arg(long)]
+    rebuild_checkpoint: bool,
 }
 
 /// Exit code: everything as expected.
@@ -374,7 +381,13 @@ fn serve_on_runtime(service: Service) -> ExitCode {
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime.block_on(serve(service)),
+        Ok(runtime) => {
+            let exit = runtime.block_on(serve(service));
+            // A blocking file task still running (a read stuck in the kernel) must not hold
+            // the process past its stop bound: leave it to the OS.
+            runtime.shutdown_timeout(Duration::from_millis(100));
+            exit
+        }
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");
             ExitCode::from(HARNESS_ERROR)
@@ -385,12 +398,21 @@ fn serve_on_runtime(service: Service) -> ExitCode {
 /// `report render DIR` and `report merge DIR... --out DIR`: the verdict line last, as a
 /// campaign prints it.
 fn report(command: ReportCommand) -> ExitCode {
+    // The folder written is locked, as a campaign locks it: a render or merge beside a
+    // running campaign would read half its records and write a verdict it then replaces.
     let outcome = match command {
-        ReportCommand::Render { dir } => {
-            leasesim::report::render_summary(&dir).map(|summary| (summary, dir))
-        }
+        ReportCommand::Render { dir } => leasesim::input::OutputLock::take_existing(&dir)
+            .map_err(ReportError::from)
+            .and_then(|_lock| leasesim::report::render_summary(&dir).map(|summary| (summary, dir))),
         ReportCommand::Merge { dirs, out, force } => {
-            leasesim::report::merge_summary(&dirs, &out, force).map(|summary| (summary, out))
+            // Checked before the lock creates `out`, and again by the merge itself.
+            leasesim::input::refuse_input_as_output(&out, &dirs)
+                .map_err(ReportError::from)
+                .and_then(|()| leasesim::input::OutputLock::take(&out).map_err(ReportError::from))
+                .and_then(|_lock| {
+                    leasesim::report::merge_summary(&dirs, &out, force)
+                        .map(|summary| (summary, out))
+                })
         }
     };
     match outcome {
@@ -572,13 +594,7 @@ async fn serve(service: Service) -> ExitCode {
             (Some(run), Some(history), Some(boot)) => Some(LiveOptions { run, history, boot }),
             _ => None,
         },
-    };
-    let stop = match leasesim::serve::stop_signal() {
-        Ok(stop) => stop,
-        Err(error) => {
-            eprintln!("error: cannot handle SIGTERM: {error}");
-            return ExitCode::from(HARNESS_ERROR);
-        }
+        rebuild_checkpoint: common.rebuild_checkpoint,
     };
     let served = match service {
         Service::Lease {
@@ -589,9 +605,14 @@ async fn serve(service: Service) -> ExitCode {
             let mut config = DurableLeaseConfig::with_ttl(ttl.unwrap_or(Duration::from_secs(10)));
             config.grace_persist_interval =
                 grace_persist_interval.unwrap_or(Duration::from_secs(1));
-            leasesim::serve::lease(options(common), config, stop).await
+            let options = options(common);
+            leasesim::serve::until_stopped(|stop| leasesim::serve::lease(options, config, stop))
+                .await
         }
-        Service::Ledger { common } => leasesim::serve::ledger(options(common), stop).await,
+        Service::Ledger { common } => {
+            let options = options(common);
+            leasesim::serve::until_stopped(|stop| leasesim::serve::ledger(options, stop)).await
+        }
     };
     match served {
         Ok(()) => ExitCode::from(CLEAN),

@@ -48,6 +48,10 @@ pub struct ServeOptions {
     pub data: PathBuf,
     /// Live mode: the run file and the history file; `None` serves as before.
     pub live: Option<LiveOptions>,
+    /// `--rebuild-checkpoint`: start even when the checkpoint is missing, rebuilding it from
+    /// the logs as they are (the operator accepts them); off, such a start is refused
+    /// ([`crate::storage::StorageError::CheckpointMissing`]).
+    pub rebuild_checkpoint: bool,
 }
 
 /// A service as one host of a live run (`--run`, `--history`, `--boot`, all three).
@@ -109,6 +113,53 @@ pub fn stop_signal() -> std::io::Result<impl Future<Output = ()> + Send> {
     })
 }
 
+/// How long a service may take to stop once SIGTERM or SIGINT arrived: past it the process
+/// ends anyway (exit 3), whatever it was blocked on, so a supervisor's stop never waits for
+/// its kill timeout (issue 40, item 4).
+pub const STOP_BOUND: Duration = Duration::from_secs(5);
+
+/// Runs `service` with a shutdown future that completes on SIGTERM or SIGINT, and ends it at
+/// most [`STOP_BOUND`] after the signal, even while it is still starting (recovering its
+/// data) or blocked: a signal never waits for a service to reach its serving loop.
+///
+/// # Errors
+/// As `service`; [`ServeError::Failed`] when the signal handlers cannot be installed or the
+/// service did not stop within the bound.
+pub async fn until_stopped<F, S>(service: S) -> Result<(), ServeError>
+where
+    S: FnOnce(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>) -> F,
+    F: Future<Output = Result<(), ServeError>>,
+{
+    let signal = stop_signal()
+        .map_err(|e| ServeError::Failed(format!("cannot handle SIGTERM and SIGINT: {e}")))?;
+    let (stopped, watch) = tokio::sync::watch::channel(false);
+    let waiter = tokio::spawn(async move {
+        signal.await;
+        let _ = stopped.send(true);
+    });
+    let signalled = |mut watch: tokio::sync::watch::Receiver<bool>| async move {
+        // An error is a dropped sender: the signal task is gone, so no signal will come.
+        if watch.wait_for(|stopped| *stopped).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let shutdown = Box::pin(signalled(watch.clone()));
+    let clock = RealClock::new();
+    let bound = async {
+        signalled(watch).await;
+        clock.sleep(STOP_BOUND).await;
+    };
+    let outcome = tokio::select! {
+        served = service(shutdown) => served,
+        () = bound => Err(ServeError::Failed(format!(
+            "the service did not stop within {} of SIGTERM/SIGINT; stopped it anyway",
+            humantime::format_duration(STOP_BOUND)
+        ))),
+    };
+    waiter.abort();
+    outcome
+}
+
 /// Runs the lease service until `shutdown` completes. Prints one line,
 /// `lease service listening on ADDR`, once it accepts connections.
 ///
@@ -136,6 +187,10 @@ pub async fn lease(
             ..live_lease_config(&live.config)
         },
         None => config,
+    };
+    let config = DurableLeaseConfig {
+        rebuild_checkpoint: options.rebuild_checkpoint,
+        ..config
     };
     config.check().map_err(ServeError::BadInput)?;
     let storage = open_storage(&options)?;
@@ -195,7 +250,8 @@ pub async fn ledger(
         None => None,
     };
     let storage = open_storage(&options)?;
-    let ledger = DurableLedger::open(storage).await.map_err(|e| {
+    let opened = DurableLedger::open_with(storage, options.rebuild_checkpoint).await;
+    let ledger = opened.map_err(|e| {
         let data = options.data.display();
         ServeError::BadInput(format!("cannot recover the ledger in {data}: {e}"))
     })?;

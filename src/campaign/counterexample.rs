@@ -68,6 +68,5 @@ pub fn keep(
 }
 
 fn write_history(path: &Path, history: &History) -> Result<(), String> {
-    std::fs::write(path, history.to_jsonl())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    crate::input::replace(path, history.to_jsonl().as_bytes()).map_err(|e| e.to_string())
 }

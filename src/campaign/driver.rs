@@ -117,15 +117,23 @@ pub fn campaign(options: &CampaignOptions) -> Result<Summary, CampaignError> {
     let scenarios = load_scenarios(&options.sims)?;
     owns_some_run(options, scenarios.len())?;
     let meta = meta(options, &scenarios)?;
-    std::fs::create_dir_all(&options.out).map_err(|e| {
-        CampaignError::BadInput(format!(
-            "--out {}: cannot create that folder: {e}",
+    // Held until the campaign returns: a second campaign, run or live on this --out is
+    // refused while this one writes it.
+    let _lock = crate::input::OutputLock::take(&options.out).map_err(|e| match e {
+        crate::input::InputError::Write { source, .. } => CampaignError::BadInput(format!(
+            "--out {}: cannot create that folder: {source}",
             options.out.display()
-        ))
+        )),
+        other => CampaignError::BadInput(format!("--out: {other}")),
     })?;
     let results_path = options.out.join("results.jsonl");
     let done = if options.resume {
-        finished_runs(&options.out, &meta, &scenarios)?
+        let done = finished_runs(&options.out, &meta, &scenarios)?;
+        // Rendered again at the end: until then no verdict stands beside records it was
+        // not rendered from.
+        crate::input::remove_stale(&options.out, &crate::report::RENDERED_FILES)
+            .map_err(|e| CampaignError::Harness(e.to_string()))?;
+        done
     } else {
         clear_results(&options.out)?;
         BTreeSet::new()
@@ -249,9 +257,8 @@ fn load_scenarios(sims: &Path) -> Result<Vec<Loaded>, CampaignError> {
 fn meta(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<CampaignMeta, CampaignError> {
     let mut config = Sha256::new();
     for loaded in scenarios {
-        let bytes = std::fs::read(&loaded.path).map_err(|e| {
-            CampaignError::BadInput(format!("cannot read {}: {e}", loaded.path.display()))
-        })?;
+        let bytes = crate::input::read_bytes(&loaded.path, crate::input::DOCUMENT_LIMIT)
+            .map_err(|e| CampaignError::BadInput(e.to_string()))?;
         config.update(loaded.scenario.name().as_bytes());
         config.update((bytes.len() as u64).to_le_bytes());
         config.update(&bytes);
@@ -316,6 +323,8 @@ fn finished_runs(
     same_campaign_file(out, meta)?;
     let path = out.join(crate::report::RESULTS_FILE);
     let records: Vec<RunRecord> = read_repairing(&path)?;
+    crate::report::refuse_conflicts(&path, &records)
+        .map_err(|e| CampaignError::BadInput(format!("--resume: {e}")))?;
     read_repairing::<ShrunkRun>(&out.join(crate::report::SHRUNK_FILE))?;
     let plan = CampaignPlan::of(meta).map_err(CampaignError::BadInput)?;
     let mut done = BTreeSet::new();
@@ -343,7 +352,7 @@ fn finished_runs(
 /// `--resume` needs the `campaign.json` of a campaign with the same identity.
 fn same_campaign_file(out: &Path, meta: &CampaignMeta) -> Result<(), CampaignError> {
     let previous = out.join(crate::report::CAMPAIGN_FILE);
-    let text = std::fs::read_to_string(&previous).map_err(|e| {
+    let text = crate::input::read_to_string(&previous, crate::input::RECORDS_LIMIT).map_err(|e| {
         CampaignError::BadInput(format!(
             "--resume: cannot read {} ({e}): without it nothing says whose runs {} holds, so there is \
              no campaign here to resume; rerun without --resume to start afresh",
@@ -378,15 +387,10 @@ fn same_campaign_file(out: &Path, meta: &CampaignMeta) -> Result<(), CampaignErr
 /// — without its newline, or not parsing — is what a kill during a write leaves: it is cut
 /// off the file (said on stderr). Any other line that does not parse is an error.
 fn read_repairing<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, CampaignError> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(CampaignError::BadInput(format!(
-                "--resume: cannot read {}: {e}",
-                path.display()
-            )));
-        }
+    let bytes = match crate::input::read_optional(path, crate::input::RECORDS_LIMIT) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(Vec::new()),
+        Err(e) => return Err(CampaignError::BadInput(format!("--resume: {e}"))),
     };
     let (items, good_len) = parse_lines(path, &bytes)?;
     if good_len < bytes.len() {
@@ -437,10 +441,8 @@ fn parse_lines<T: serde::de::DeserializeOwned>(
 
 /// Cuts `path` to its first `good_len` bytes, saying so.
 fn cut_torn_line(path: &Path, bytes: &[u8], good_len: usize) -> Result<(), CampaignError> {
-    let file = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| cannot_write(e, path))?;
+    let file = crate::input::open_regular(OpenOptions::new().write(true), path)
+        .map_err(|e| cannot_write(e.into_io(), path))?;
     file.set_len(good_len as u64)
         .and_then(|()| file.sync_all())
         .map_err(|e| cannot_write(e, path))?;
@@ -487,14 +489,11 @@ fn unshrunk_failures(out: &Path, scenarios: &[Loaded]) -> Result<Vec<Failure>, C
 }
 
 fn clear_results(out: &Path) -> Result<(), CampaignError> {
-    for name in ["results.jsonl", "shrunk.jsonl", crate::report::MUTANTS_FILE] {
-        let path = out.join(name);
-        if path.exists() {
-            std::fs::remove_file(&path).map_err(|e| {
-                CampaignError::Harness(format!("cannot remove {}: {e}", path.display()))
-            })?;
-        }
-    }
+    crate::input::remove_stale(out, &crate::report::DATA_FILES)
+        .and_then(|()| crate::input::remove_stale(out, &crate::report::RENDERED_FILES))
+        .map_err(|e| {
+            CampaignError::Harness(format!("cannot remove an earlier campaign's file: {e}"))
+        })?;
     let shrunk = out.join("shrunk");
     if shrunk.exists() {
         std::fs::remove_dir_all(&shrunk).map_err(|e| {
@@ -538,13 +537,9 @@ fn run_all(
     done: BTreeSet<(usize, u64)>,
     results_path: &Path,
 ) -> Result<(), CampaignError> {
-    let mut results = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(results_path)
-        .map_err(|e| {
-            CampaignError::Harness(format!("cannot open {}: {e}", results_path.display()))
-        })?;
+    let mut results =
+        crate::input::open_regular(OpenOptions::new().create(true).append(true), results_path)
+            .map_err(|e| CampaignError::Harness(format!("cannot open {e}")))?;
     let queue = Mutex::new(runs(options.seeds, scenarios.len(), options.shard, done));
     let total = options
         .seeds
@@ -697,11 +692,9 @@ fn shrink_failures(
     let dir = options.out.join("shrunk");
     std::fs::create_dir_all(&dir).map_err(|e| cannot_write(e, &dir))?;
     let shrunk_path = options.out.join("shrunk.jsonl");
-    let mut lines = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&shrunk_path)
-        .map_err(|e| cannot_write(e, &shrunk_path))?;
+    let mut lines =
+        crate::input::open_regular(OpenOptions::new().create(true).append(true), &shrunk_path)
+            .map_err(|e| cannot_write(e.into_io(), &shrunk_path))?;
     for failure in failures {
         let loaded = &scenarios[failure.key.scenario];
         let Some((record, path)) = shrink_failure(options, loaded, failure, &dir)? else {
@@ -789,7 +782,9 @@ fn save_regression(options: &CampaignOptions, path: &Path) -> Result<(), Campaig
     let regressions = options.sims.join("regressions");
     std::fs::create_dir_all(&regressions).map_err(|e| cannot_write(e, &regressions))?;
     let target = regressions.join(path.file_name().unwrap_or_default());
-    std::fs::copy(path, &target).map_err(|e| cannot_write(e, &target))?;
+    crate::input::read_bytes(path, crate::input::DOCUMENT_LIMIT)
+        .and_then(|bytes| crate::input::replace(&target, &bytes))
+        .map_err(|e| cannot_write(e.into_io(), &target))?;
     eprintln!("  saved as {}", target.display());
     Ok(())
 }
@@ -842,8 +837,8 @@ fn detect_mutants(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<(),
         text += &serde_json::to_string(detection).expect("a detection always serialises");
         text.push('\n');
     }
-    std::fs::write(&path, text)
-        .map_err(|e| CampaignError::Harness(format!("cannot write {}: {e}", path.display())))?;
+    crate::input::replace(&path, text.as_bytes())
+        .map_err(|e| CampaignError::Harness(e.to_string()))?;
     let killed = table.iter().filter(|d| d.killed).count();
     eprintln!("mutation score: {killed}/{} mutants killed", table.len());
     Ok(())

@@ -70,6 +70,8 @@ pub struct Judged {
 /// # Errors
 /// As [`runfile::execute_to`]; [`RunnerError::Harness`] when `result.json` cannot be written.
 pub fn run_into(run: &RunFile, out: &Path, timeout: Duration) -> Result<Judged, RunnerError> {
+    // Held until the run is written and judged: a second command on this --out is refused.
+    let _lock = runner::lock_out(out)?;
     let (result, history) = runfile::execute_to(run, out, timeout)?;
     let verdict = judge::judge_run(&history, &run.expect.violate);
     let checks = check_records(&verdict.judgement, &run.expect, &history);
@@ -102,6 +104,6 @@ pub fn write_timeline(
     title: &str,
     highlight: &Highlight,
 ) -> Result<(), RunnerError> {
-    std::fs::write(path, timeline::render(history, title, highlight))
-        .map_err(|e| RunnerError::Harness(format!("cannot write {}: {e}", path.display())))
+    crate::input::replace(path, timeline::render(history, title, highlight).as_bytes())
+        .map_err(|e| RunnerError::Harness(e.to_string()))
 }

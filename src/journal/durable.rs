@@ -88,6 +88,20 @@ impl DurableLedger {
     /// [`StorageError::BehindCheckpoint`] for a ledger file that ends before its
     /// acknowledged seq (truncated or deleted). Nothing is changed on a refusal.
     pub async fn open(storage: Arc<dyn Storage>) -> Result<Self, StorageError> {
+        Self::open_with(storage, false).await
+    }
+
+    /// As [`DurableLedger::open`]; with `rebuild_checkpoint` (`serve ledger
+    /// --rebuild-checkpoint`), a missing checkpoint is rebuilt from the ledger files as they
+    /// are instead of refused ([`Checkpoint::require`]).
+    ///
+    /// # Errors
+    /// As [`DurableLedger::open`]; [`StorageError::CheckpointMissing`] when the checkpoint is
+    /// missing while ledger files exist and `rebuild_checkpoint` is off.
+    pub async fn open_with(
+        storage: Arc<dyn Storage>,
+        rebuild_checkpoint: bool,
+    ) -> Result<Self, StorageError> {
         let mut checkpoint = Checkpoint::open(&*storage, LEDGER_CHECKPOINT).await?;
         let mut files: Vec<String> = storage.list().await?;
         files.retain(|f| f.ends_with(LEDGER_SUFFIX));
@@ -96,12 +110,15 @@ impl DurableLedger {
         files.extend(checkpoint.files().map(str::to_string));
         files.sort();
         files.dedup();
+        // Before anything is cut. The checkpoint is rewritten below before any ledger file is
+        // made, so a ledger file without one is damage, not a crash.
+        let present: Vec<&str> = files.iter().map(String::as_str).collect();
+        checkpoint.require(&present, rebuild_checkpoint)?;
         let mut recovered_files = Vec::new();
         for file in files {
             let recovered = checkpoint.recover(&*storage, &file).await?;
             recovered_files.push((file, recovered));
         }
-        warn_if_checkpoint_missing(&checkpoint, recovered_files.len());
         let mut logs = BTreeMap::new();
         let mut positions = BTreeMap::new();
         let mut recovered_cut_bytes = 0;
@@ -317,19 +334,6 @@ fn warn_if_cut(file: &str, bytes: u64) {
              by a crash or a last frame damaged on disk, in either case past the last \
              acknowledged record (the checkpoint shows those intact); if the service did not \
              crash, check the disk"
-        );
-    }
-}
-
-/// Warns when the checkpoint was missing although ledger files exist: it is rebuilt from
-/// them, so a damaged ledger file is not caught this once.
-fn warn_if_checkpoint_missing(checkpoint: &Checkpoint, files: usize) {
-    if checkpoint.was_missing() && files > 0 {
-        tracing::warn!(
-            "the ledger checkpoint `{}` is missing although {files} ledger files exist: \
-             rebuilding it from them as they are (if a ledger file was also truncated, its \
-             lost records cannot be detected this time)",
-            checkpoint.file()
         );
     }
 }

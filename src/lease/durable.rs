@@ -65,6 +65,10 @@ pub struct DurableLeaseConfig {
     /// Harness hooks the authority reports its observations to ([`MemLease::with_hooks`]);
     /// none by default.
     pub hooks: crate::hooks::HookSlot,
+    /// Start even when the state checkpoint is missing, rebuilding it from the state file as
+    /// it is (`serve lease --rebuild-checkpoint`, [`Checkpoint::require`]); off by default:
+    /// the service refuses to start then, since a cut state file would reissue tokens.
+    pub rebuild_checkpoint: bool,
 }
 
 impl Default for DurableLeaseConfig {
@@ -74,6 +78,7 @@ impl Default for DurableLeaseConfig {
             grace_persist_interval: Duration::from_secs(1),
             mutant: None,
             hooks: crate::hooks::HookSlot::default(),
+            rebuild_checkpoint: false,
         }
     }
 }
@@ -180,13 +185,18 @@ impl DurableLease {
         }
         .encode_to_vec();
         let mut checkpoint = Checkpoint::open(&*storage, STATE_CHECKPOINT).await?;
-        let mut recovered = checkpoint.recover(&*storage, STATE_FILE).await?;
-        if checkpoint.was_missing() && !recovered.frames.is_empty() {
-            tracing::warn!(
-                "the lease state checkpoint `{STATE_CHECKPOINT}` is missing although \
-                 `{STATE_FILE}` exists: rebuilding it from the state file as it is"
-            );
+        // Before anything is cut.
+        let present = storage.list().await?.iter().any(|f| f == STATE_FILE);
+        checkpoint.require(
+            if present { &[STATE_FILE] } else { &[] },
+            config.rebuild_checkpoint,
+        )?;
+        if checkpoint.was_missing() && !present {
+            // A new service: the checkpoint goes first, so no crash leaves a state file
+            // without one (which [`Checkpoint::require`] takes for damage).
+            checkpoint.rewrite(&*storage, BTreeMap::new()).await?;
         }
+        let mut recovered = checkpoint.recover(&*storage, STATE_FILE).await?;
         warn_if_cut(STATE_FILE, recovered.truncated_bytes);
         log::create_if_empty(&*storage, STATE_FILE, &mut recovered, &header).await?;
         let end = recovered.end();

@@ -90,9 +90,8 @@ pub fn write(
         jsonl.push_str(&serde_json::to_string(record).map_err(|e| e.to_string())?);
         jsonl.push('\n');
     }
-    let io = |path: &Path, e: std::io::Error| format!("{}: {e}", path.display());
-    let results = out.join("results.jsonl");
-    std::fs::write(&results, jsonl).map_err(|e| io(&results, e))?;
+    let results = out.join(crate::report::RESULTS_FILE);
+    crate::input::replace(&results, jsonl.as_bytes()).map_err(|e| e.to_string())?;
     let data = ReportData::read(out).map_err(|e| e.to_string())?;
     let (markdown, summary, junit) = crate::report::render_text(&data);
     for (name, text) in [
@@ -100,8 +99,7 @@ pub fn write(
         ("summary.json", summary),
         ("junit.xml", junit),
     ] {
-        let path = out.join(name);
-        std::fs::write(&path, text).map_err(|e| io(&path, e))?;
+        crate::input::replace(&out.join(name), text.as_bytes()).map_err(|e| e.to_string())?;
     }
     Ok(data.summary().verdict)
 }

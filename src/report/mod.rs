@@ -75,6 +75,14 @@ pub const SHRUNK_FILE: &str = "shrunk.jsonl";
 /// A `--mutants` campaign's detection table, one [`Detection`] per line, in catalogue order.
 pub const MUTANTS_FILE: &str = "mutants.jsonl";
 
+/// The data files of a report folder, as the campaign writes them.
+pub const DATA_FILES: [&str; 4] = [CAMPAIGN_FILE, RESULTS_FILE, SHRUNK_FILE, MUTANTS_FILE];
+
+/// The files [`render`] writes from the data files: a verdict each. A command that writes
+/// a report folder anew removes them first ([`crate::input::remove_stale`]), so an
+/// interrupted one never leaves an earlier verdict beside its own data (N7).
+pub const RENDERED_FILES: [&str; 4] = ["report.md", "report.html", "summary.json", "junit.xml"];
+
 /// The files kept beside one shrunk counterexample's run file (`shrunk/<stem>.run.json`),
 /// relative to the report folder like the run file.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -214,6 +222,48 @@ pub enum ReportError {
     /// Nothing to merge.
     #[error("report merge: no report folders given")]
     NoInput,
+    /// A file of the folder is not a regular file or is over its size cap, or the output
+    /// folder is locked or is one of the inputs ([`crate::input`]).
+    #[error(transparent)]
+    Input(crate::input::InputError),
+    /// Two different records of one run in one results file: a run has one record, so one
+    /// of them is not what the campaign wrote, and neither can be trusted (N5).
+    #[error(
+        "{}: {scenario} seed {seed} has two different records (records {first} and {second} \
+         of the file, statuses `{first_status}` and `{second_status}`); a run has one record, \
+         so the file was edited or written by two campaigns: remove the wrong record, or \
+         rerun the campaign",
+        file.display()
+    )]
+    Conflict {
+        /// The results file.
+        file: PathBuf,
+        /// The run's scenario.
+        scenario: String,
+        /// The run's seed.
+        seed: u64,
+        /// The 1-based position of the first record among the file's records.
+        first: usize,
+        /// The 1-based position of the other.
+        second: usize,
+        /// The first record's status.
+        first_status: String,
+        /// The other's.
+        second_status: String,
+    },
+}
+
+impl From<crate::input::InputError> for ReportError {
+    /// An unreadable file stays [`ReportError::Io`] (a campaign's harness error); a file of
+    /// the wrong kind or size, a locked folder or an input as output is
+    /// [`ReportError::Input`] (bad input).
+    fn from(error: crate::input::InputError) -> Self {
+        match error {
+            crate::input::InputError::Io { path, source }
+            | crate::input::InputError::Write { path, source } => ReportError::Io { path, source },
+            other => ReportError::Input(other),
+        }
+    }
 }
 
 impl ReportError {
@@ -376,7 +426,7 @@ impl ReportData {
     /// [`ReportError::Stray`] for records of runs the campaign did not plan.
     pub fn read(dir: &Path) -> Result<Self, ReportError> {
         let path = dir.join(CAMPAIGN_FILE);
-        let text = fs::read_to_string(&path).map_err(io_error(&path))?;
+        let text = crate::input::read_to_string(&path, crate::input::RECORDS_LIMIT)?;
         let campaign: CampaignFile =
             serde_json::from_str(&text).map_err(|e| ReportError::Malformed {
                 file: path.clone(),
@@ -399,6 +449,7 @@ impl ReportData {
         }
         let results_path = dir.join(RESULTS_FILE);
         let results: Vec<RunRecord> = read_lines(&results_path, false)?;
+        refuse_conflicts(&results_path, &results)?;
         if let Some((line, record)) = (1..).zip(&results).find(|(_, r)| r.v != RECORD_VERSION) {
             return Err(ReportError::Malformed {
                 file: results_path,
@@ -478,12 +529,14 @@ impl ReportData {
             let files = Counterexample::of(run_file);
             for relative in [files.timeline, files.clean_timeline] {
                 let path = dir.join(&relative);
-                match fs::read_to_string(&path) {
-                    Ok(text) => {
-                        timelines.insert(relative, text);
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(io_error(&path)(e)),
+                if let Some(bytes) =
+                    crate::input::read_optional(&path, crate::input::RECORDS_LIMIT)?
+                {
+                    let text = String::from_utf8(bytes).map_err(|e| ReportError::Io {
+                        path: path.clone(),
+                        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                    })?;
+                    timelines.insert(relative, text);
                 }
             }
         }
@@ -525,10 +578,10 @@ fn read_lines<T: serde::de::DeserializeOwned>(
     path: &Path,
     optional: bool,
 ) -> Result<Vec<T>, ReportError> {
-    let text = match fs::read_to_string(path) {
+    let text = match crate::input::read_to_string(path, crate::input::RECORDS_LIMIT) {
         Ok(text) => text,
-        Err(e) if optional && e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_error(path)(e)),
+        Err(e) if optional && e.is_not_found() => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
     };
     let mut items = Vec::new();
     for (number, line) in (1..).zip(text.lines()) {
@@ -543,6 +596,43 @@ fn read_lines<T: serde::de::DeserializeOwned>(
         items.push(item);
     }
     Ok(items)
+}
+
+/// Refuses two different records of one (scenario, seed) in `records`, read from `file`
+/// ([`ReportError::Conflict`]); equal copies are one record.
+///
+/// # Errors
+/// [`ReportError::Conflict`] naming the run and where its two records are.
+pub fn refuse_conflicts(file: &Path, records: &[RunRecord]) -> Result<(), ReportError> {
+    let mut first_of: BTreeMap<(&str, u64), (usize, String)> = BTreeMap::new();
+    for (position, record) in (1..).zip(records) {
+        let json = serde_json::to_string(record).unwrap_or_default();
+        let key = (record.scenario.as_str(), record.seed);
+        match first_of.get(&key) {
+            None => {
+                first_of.insert(key, (position, json));
+            }
+            Some((_, seen)) if *seen == json => {}
+            Some((first, _)) => {
+                let status = |r: &RunRecord| {
+                    serde_json::to_value(r.status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                };
+                return Err(ReportError::Conflict {
+                    file: file.to_path_buf(),
+                    scenario: record.scenario.clone(),
+                    seed: record.seed,
+                    first: *first,
+                    second: position,
+                    first_status: status(&records[*first - 1]),
+                    second_status: status(record),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A relative path with no `..`, root or prefix: it stays inside the folder it is joined to.
@@ -560,8 +650,9 @@ fn pretty<T: Serialize>(value: &T) -> String {
     text
 }
 
+/// Writes `text` as the whole of `path` ([`crate::input::replace`]).
 fn write(path: &Path, text: &str) -> Result<(), ReportError> {
-    fs::write(path, text).map_err(io_error(path))
+    Ok(crate::input::replace(path, text.as_bytes())?)
 }
 
 /// Renders `report.md`, `report.html`, `summary.json` and `junit.xml` into report folder
@@ -625,6 +716,9 @@ pub fn merge_summary(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Summar
     let Some(first_dir) = dirs.first() else {
         return Err(ReportError::NoInput);
     };
+    // Before anything is read or written: `out` is replaced whole, so an input there would
+    // be lost (N6).
+    crate::input::refuse_input_as_output(out, dirs)?;
     let mut shards = Vec::new();
     for dir in dirs {
         shards.push((dir, ReportData::read(dir)?));
@@ -870,17 +964,25 @@ fn copy_run_files(copies: &BTreeMap<String, PathBuf>, out: &Path) -> Result<(), 
         if let Some(parent) = target.parent() {
             fs::create_dir_all(parent).map_err(io_error(parent))?;
         }
-        fs::copy(source, &target).map_err(io_error(source))?;
+        copy_file(source, &target, false)?;
         // The counterexample's history and timelines go with it, where they were kept.
         let from = Counterexample::of(&source.to_string_lossy());
         let to = Counterexample::of(&target.to_string_lossy());
         for (from, to) in from.files().into_iter().zip(to.files()) {
-            if Path::new(from).exists() {
-                fs::copy(from, to).map_err(io_error(Path::new(from)))?;
-            }
+            copy_file(Path::new(from), Path::new(to), true)?;
         }
     }
     Ok(())
+}
+
+/// Copies regular file `from` (within [`crate::input::RECORDS_LIMIT`]) over `to`, whole;
+/// with `optional`, a missing `from` is skipped.
+fn copy_file(from: &Path, to: &Path, optional: bool) -> Result<(), ReportError> {
+    match crate::input::read_bytes(from, crate::input::RECORDS_LIMIT) {
+        Ok(bytes) => Ok(crate::input::replace(to, &bytes)?),
+        Err(e) if optional && e.is_not_found() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -897,5 +999,5 @@ fn write_lines<T: Serialize>(path: &Path, items: &[T]) -> Result<(), ReportError
         serde_json::to_writer(&mut text, item).expect("records always serialise");
         let _ = text.write_all(b"\n");
     }
-    fs::write(path, text).map_err(io_error(path))
+    Ok(crate::input::replace(path, &text)?)
 }

@@ -54,8 +54,7 @@ pub enum Failure {
 /// cannot start or ends with a harness error (exit 3) or bad input (exit 2);
 /// [`Failure::Differs`] naming the first file that differs.
 pub fn check(run: &RunFile, out: &Path, timeout: Duration) -> Result<String, Failure> {
-    std::fs::create_dir_all(out)
-        .map_err(|e| Failure::BadInput(format!("--out {}: {e}", out.display())))?;
+    let _lock = crate::sim::runner::lock_out(out).map_err(|e| Failure::BadInput(e.to_string()))?;
     let run_path = out.join("run.json");
     run.save(&run_path)
         .map_err(|e| Failure::BadInput(e.to_string()))?;

@@ -76,6 +76,20 @@ pub fn create_out(out: &Path) -> Result<(), RunnerError> {
     })
 }
 
+/// Creates `out` and locks it for this run ([`crate::input::OutputLock`]).
+///
+/// # Errors
+/// [`RunnerError::BadInput`] when it cannot be created or another command holds it.
+pub fn lock_out(out: &Path) -> Result<crate::input::OutputLock, RunnerError> {
+    crate::input::OutputLock::take(out).map_err(|e| match e {
+        crate::input::InputError::Write { source, .. } => RunnerError::BadInput(format!(
+            "--out {}: cannot create that folder: {source}",
+            out.display()
+        )),
+        other => RunnerError::BadInput(format!("--out: {other}")),
+    })
+}
+
 /// The timeline picture `leasesim run`/`replay` draw beside the history
 /// ([`crate::report::timeline`]).
 pub const TIMELINE_FILE: &str = "timeline.svg";
@@ -96,19 +110,9 @@ pub const RUN_FILES: [&str; 6] = [
 /// # Errors
 /// [`RunnerError::Harness`] when a file is there and cannot be removed.
 pub fn clear_outputs(out: &Path) -> Result<(), RunnerError> {
-    for file in RUN_FILES {
-        let path = out.join(file);
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(RunnerError::Harness(format!(
-                    "cannot remove {} left by an earlier run: {e}",
-                    path.display()
-                )));
-            }
-            _ => {}
-        }
-    }
-    Ok(())
+    crate::input::remove_stale(out, &RUN_FILES).map_err(|e| {
+        RunnerError::Harness(format!("cannot remove a file left by an earlier run: {e}"))
+    })
 }
 
 /// Writes the run's inputs as files of their own into `out`: `schedule.json` (the faults
@@ -156,12 +160,9 @@ pub fn write_result<T: Serialize>(out: &Path, result: &T) -> Result<(), RunnerEr
     write(&out.join("result.json"), json.as_bytes())
 }
 
+/// Writes `bytes` as the whole of `path` ([`crate::input::replace`]).
 fn write(path: &Path, bytes: &[u8]) -> Result<(), RunnerError> {
-    std::fs::write(path, bytes).map_err(|e| harness_io(path, e))
-}
-
-fn harness_io(path: &Path, error: std::io::Error) -> RunnerError {
-    RunnerError::Harness(format!("cannot write {}: {error}", path.display()))
+    crate::input::replace(path, bytes).map_err(|e| RunnerError::Harness(e.to_string()))
 }
 
 /// Runs the world on a thread of its own (the simulation itself stays on that one thread)

@@ -23,8 +23,10 @@
 //! [`COMPACT_AFTER_FRAMES`] entries.
 //!
 //! # What it does not catch
-//! The threat model is *one* damaged file. A checkpoint that is missing is rebuilt from the
-//! logs (with a warning): the logs are then trusted as they are. A log that lost frames past
+//! A checkpoint that is missing or empty while logs hold records is refused
+//! ([`Checkpoint::require`], [`StorageError::CheckpointMissing`]): the logs could have lost
+//! acknowledged frames with it. The operator restores it, or accepts the logs as they are
+//! (`--rebuild-checkpoint`): then it is rebuilt from them. A log that lost frames past
 //! what was acknowledged (a torn write, never acknowledged) is not an error. Losing the whole
 //! directory is a new, empty service.
 
@@ -81,6 +83,40 @@ impl Checkpoint {
     /// Whether the checkpoint file was missing or empty at open (new, or lost).
     pub fn was_missing(&self) -> bool {
         self.was_missing
+    }
+
+    /// Refuses to go on without a checkpoint when `logs` (the logs present, empty or not) is
+    /// not empty: they may have lost acknowledged records with it, and a log cut at a frame
+    /// boundary, even to nothing, looks whole. A service writes its checkpoint before it
+    /// creates any log, so a crash at any moment never leaves a log without one: only damage
+    /// does. With `rebuild`, the operator accepted the logs as they are: a warning, and the
+    /// checkpoint is rebuilt from them. (Both files lost is a new, empty service, as losing
+    /// the whole directory is.)
+    ///
+    /// # Errors
+    /// [`StorageError::CheckpointMissing`] naming the checkpoint and the logs.
+    pub fn require(&self, logs: &[&str], rebuild: bool) -> Result<(), StorageError> {
+        if !self.was_missing || logs.is_empty() {
+            return Ok(());
+        }
+        let listed: Vec<String> = logs.iter().take(3).map(|f| format!("`{f}`")).collect();
+        let more = logs.len().saturating_sub(listed.len());
+        let mut logs = listed.join(", ");
+        if more > 0 {
+            logs += &format!(" and {more} more logs");
+        }
+        if rebuild {
+            tracing::warn!(
+                "checkpoint `{}` is missing: rebuilding it from {logs} as they are \
+                 (--rebuild-checkpoint)",
+                self.file
+            );
+            return Ok(());
+        }
+        Err(StorageError::CheckpointMissing {
+            checkpoint: self.file.clone(),
+            logs,
+        })
     }
 
     /// The checkpoint file's name.

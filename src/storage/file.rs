@@ -179,7 +179,9 @@ fn lock_target(dir: &Path) -> io::Result<File> {
 
 fn probe_writable(dir: &Path) -> io::Result<()> {
     let probe = dir.join(PROBE_NAME);
-    File::create(&probe)?;
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    crate::input::open_regular(&mut options, &probe).map_err(|e| e.into_io())?;
     fs::remove_file(&probe)
 }
 
@@ -214,19 +216,22 @@ impl Inner {
         Ok(Some(handle))
     }
 
+    /// Opens `name` for appending through [`crate::input::open_regular`]: a FIFO, device or
+    /// directory planted there is refused at once instead of blocking the open for ever
+    /// (reliability probe, N3).
     fn open_file(&self, name: &str, create: bool) -> Result<Option<Handle>, StorageError> {
         let path = self.dir.join(name);
-        let opened = match OpenOptions::new().append(true).open(&path) {
+        let open = |create: bool| {
+            crate::input::open_regular(OpenOptions::new().append(true).create(create), &path)
+        };
+        let opened = match open(false) {
             Ok(file) => Some((file, false)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
-                let new = OpenOptions::new().append(true).create(true).open(&path);
-                Some((
-                    new.map_err(|e| io_error(self.path(name), "create", e))?,
-                    true,
-                ))
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(io_error(self.path(name), "open", e)),
+            Err(e) if e.is_not_found() && create => Some((
+                open(true).map_err(|e| io_error(self.path(name), "create", e.into_io()))?,
+                true,
+            )),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => return Err(io_error(self.path(name), "open", e.into_io())),
         };
         Ok(opened.map(|(file, created)| Handle {
             file,
@@ -267,10 +272,13 @@ impl Inner {
         if meta.is_file() {
             return Ok(());
         }
+        let kind = crate::input::FileKind::of(&meta.file_type());
         let e = io::Error::new(
             io::ErrorKind::InvalidInput,
-            "it is not a regular file (a directory?): the data directory holds only the \
-             service's own files; move it away, or restore the file it replaced",
+            format!(
+                "it is {kind}, not a regular file: the data directory holds only the \
+                 service's own files; move it away, or restore the file it replaced"
+            ),
         );
         Err(io_error(self.path(name), op, e))
     }
@@ -281,10 +289,22 @@ impl Inner {
         let mut files = lock(&self.files);
         let tmp = self.dir.join(format!(".{name}.tmp"));
         let err = |op: &str, e| io_error(self.path(name), op, e);
-        let written = File::create(&tmp).and_then(|mut f| {
-            f.write_all(bytes)?;
-            f.sync_all()
-        });
+        // A leftover temporary file (a crash mid-replace) or anything planted there goes
+        // first: the temporary file is always a new one of ours, never a FIFO that blocks.
+        let removed = match fs::remove_file(&tmp) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        };
+        let written = removed
+            .and_then(|()| {
+                let mut options = OpenOptions::new();
+                options.write(true).create_new(true);
+                crate::input::open_regular(&mut options, &tmp).map_err(|e| e.into_io())
+            })
+            .and_then(|mut f| {
+                f.write_all(bytes)?;
+                f.sync_all()
+            });
         written.map_err(|e| err("write the temporary file of a replace", e))?;
         fs::rename(&tmp, self.dir.join(name)).map_err(|e| err("rename over", e))?;
         files.remove(name);
@@ -295,10 +315,10 @@ impl Inner {
         let handle = self.handle(name, false)?;
         // Holding the file's lock keeps a concurrent append from being seen half-written.
         let _guard = handle.as_ref().map(|h| lock(h));
-        match fs::read(self.dir.join(name)) {
-            Ok(bytes) => Ok(bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(io_error(self.path(name), "read", e)),
+        let path = self.dir.join(name);
+        match crate::input::read_optional(&path, crate::input::DATA_LIMIT) {
+            Ok(bytes) => Ok(bytes.unwrap_or_default()),
+            Err(e) => Err(io_error(self.path(name), "read", e.into_io())),
         }
     }
 

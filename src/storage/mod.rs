@@ -106,6 +106,25 @@ pub enum StorageError {
         /// Where the file's intact frames end ([`log::Position::describe`]).
         found: String,
     },
+    /// The checkpoint is missing (or empty) although logs exist: nothing can show
+    /// that they still hold every acknowledged record, since a log cut at a frame boundary
+    /// looks whole (reliability probe, the documented limit: 51 acknowledged records lost,
+    /// tokens reissued). Recovery stops unless the operator accepts the logs as they are.
+    #[error(
+        "checkpoint `{checkpoint}` is missing or empty, but {logs} exist: without it \
+         nothing shows that they still hold every acknowledged record (a log cut at a frame \
+         boundary looks whole), so the service refuses to start and changed nothing. \
+         Restore `{checkpoint}` from a backup of this data directory; or, if the logs are \
+         known to be whole (or losing what was acknowledged after their last record is \
+         acceptable — for the lease service that means tokens may be issued twice), start \
+         once with --rebuild-checkpoint to rebuild it from the logs as they are"
+    )]
+    CheckpointMissing {
+        /// The checkpoint file's name.
+        checkpoint: String,
+        /// The logs present, as a phrase (`` `a.ledger`, `b.ledger` ``).
+        logs: String,
+    },
     /// Another [`FileStorage`] holds the directory's lock: most likely a second service
     /// started with the same data directory. Two writers would each extend the files from
     /// their own recovered state (granting one token twice, moving acknowledged records), so

@@ -5,6 +5,8 @@
 mod bad_input;
 mod deploy;
 mod expectations;
+mod folders;
+mod fuzz_folders;
 mod outputs;
 mod regressions;
 mod resume;

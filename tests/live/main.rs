@@ -5,6 +5,7 @@
 
 mod l1;
 mod mutants;
+mod out_folder;
 mod proxy;
 mod reap;
 mod replica;

@@ -2,8 +2,9 @@
 //! duplicated or swapped is `Corrupt` at its offset; a ledger or lease state file cut below
 //! what was acknowledged (at a frame boundary, mid-frame, to its header, to 0 bytes, or
 //! deleted) is refused against the checkpoint; a ledger path that is not a regular file is
-//! refused; a file of the old format version is refused naming the version. Every refusal
-//! leaves the damaged file as it is.
+//! refused; a file of the old format version is refused naming the version; a lost
+//! checkpoint beside its logs is refused until the operator rebuilds it. Every refusal leaves
+//! the damaged file as it is.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use leasesim::journal::{
 use leasesim::lease::{
     DurableLease, DurableLeaseConfig, Owner, STATE_FILE, SessionId, SessionLease,
 };
+use leasesim::storage::checkpoint::Checkpoint;
 use leasesim::storage::log::{FILE_HEADER_BYTES, FRAME_HEADER_BYTES};
 use leasesim::storage::{FileStorage, MemStorage, Storage, StorageError};
 
@@ -224,16 +226,40 @@ async fn after_a_refusal_restoring_the_file_lets_the_ledger_start_with_every_rec
     );
 }
 
-/// Nothing but the checkpoint is lost: it is rebuilt from the intact ledger files.
+/// The checkpoint lost, with a ledger file whole or cut at a frame boundary (the probe's
+/// damage: 51 acknowledged records lost with only a warning): a cut log looks whole, so the
+/// ledger refuses to start, naming the checkpoint, the file and the way out, and changes
+/// nothing. An operator who accepts the files as they are opens it with
+/// `rebuild_checkpoint`, and the checkpoint is rebuilt from them.
 #[tokio::test]
-async fn a_lost_checkpoint_is_rebuilt_from_the_ledger_files() {
-    let (disk, _, _) = ledger_disk().await;
-    disk.truncate(LEDGER_CHECKPOINT, 0).await.unwrap();
-    let ledger = DurableLedger::open(Arc::new(disk.clone())).await.unwrap();
-    assert_eq!(ledger.tip(&s1()).await, Ok(RECORDS));
+async fn a_lost_checkpoint_is_refused_until_the_operator_rebuilds_it() {
+    let (disk, file, bytes) = ledger_disk().await;
+    let starts = frame_starts(&bytes);
+    for (what, len) in [("whole", bytes.len()), ("cut to 20 records", starts[21])] {
+        disk.replace(&file, &bytes[..len]).await.unwrap();
+        disk.truncate(LEDGER_CHECKPOINT, 0).await.unwrap();
+        let err = DurableLedger::open(Arc::new(disk.clone()))
+            .await
+            .expect_err(what);
+        assert!(
+            matches!(&err, StorageError::CheckpointMissing { checkpoint, logs }
+                if checkpoint == LEDGER_CHECKPOINT && *logs == format!("`{file}`")),
+            "{what}: {err:?}"
+        );
+        assert!(err.to_string().contains("--rebuild-checkpoint"), "{err}");
+        assert_eq!(disk.read(&file).await.unwrap(), &bytes[..len], "{what}");
+    }
+    let ledger = DurableLedger::open_with(Arc::new(disk.clone()), true)
+        .await
+        .unwrap();
+    assert_eq!(ledger.tip(&s1()).await, Ok(20), "the files as they are");
     drop(ledger);
     let reopened = DurableLedger::open(Arc::new(disk.clone())).await.unwrap();
-    assert_eq!(reopened.tip(&s1()).await, Ok(RECORDS));
+    assert_eq!(
+        reopened.tip(&s1()).await,
+        Ok(20),
+        "the checkpoint was rebuilt"
+    );
 }
 
 #[cfg(unix)]
@@ -352,4 +378,59 @@ async fn a_lease_state_file_cut_below_what_was_acknowledged_is_refused_instead_o
         41,
         "restored: tokens go on from the high-water mark"
     );
+}
+
+/// The lease state checkpoint lost with the state file cut at a frame boundary, to its
+/// header or to 0 bytes: the authority refuses to start rather than reissue tokens 21..=40
+/// (the probe's damage), and changes nothing; `rebuild_checkpoint` accepts the file as it is.
+#[tokio::test]
+async fn a_lost_lease_checkpoint_is_refused_instead_of_reissuing_tokens() {
+    let (disk, bytes) = lease_disk().await;
+    let starts = frame_starts(&bytes);
+    for (what, len) in [
+        ("cut halfway", starts[21]),
+        ("to the header", starts[1]),
+        ("to 0 bytes", 0),
+    ] {
+        disk.replace(STATE_FILE, &bytes[..len]).await.unwrap();
+        disk.truncate(STATE_CHECKPOINT, 0).await.unwrap();
+        let clock = ManualClock::new();
+        let err = open_authority(&disk, &clock).await.expect_err(what);
+        assert!(
+            matches!(&err, StorageError::CheckpointMissing { checkpoint, .. }
+                if checkpoint == STATE_CHECKPOINT),
+            "{what}: {err:?}"
+        );
+        assert_eq!(
+            disk.read(STATE_FILE).await.unwrap(),
+            &bytes[..len],
+            "{what}"
+        );
+    }
+    let clock = ManualClock::new();
+    let mut config = DurableLeaseConfig::with_ttl(TTL);
+    config.rebuild_checkpoint = true;
+    let accepted = DurableLease::open(Arc::new(disk.clone()), Arc::new(clock.clone()), config);
+    assert!(
+        accepted.await.is_ok(),
+        "the operator accepted the state file as it is"
+    );
+}
+
+/// A crash during a new authority's first start, after its empty checkpoint was written and
+/// before its state file was, leaves a directory it starts from again (the checkpoint is
+/// written first, so this is the only window).
+#[tokio::test]
+async fn a_crash_in_a_new_authoritys_first_start_leaves_a_directory_it_starts_from() {
+    let disk = MemStorage::new();
+    let mut checkpoint = Checkpoint::open(&disk, STATE_CHECKPOINT).await.unwrap();
+    checkpoint
+        .rewrite(&disk, std::collections::BTreeMap::new())
+        .await
+        .unwrap();
+    let clock = ManualClock::new();
+    let authority = open_authority(&disk, &clock).await.unwrap();
+    clock.advance(TTL);
+    let lease = authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
+    assert_eq!(lease.token(), 1);
 }

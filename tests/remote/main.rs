@@ -5,6 +5,7 @@
 mod bad_input;
 mod conformance;
 mod damage;
+mod fuzz;
 mod journal;
 mod restart;
 mod serve;

@@ -365,3 +365,56 @@ async fn a_ledger_file_replaced_by_a_directory_or_cut_exits_2() {
     let restored = LedgerProcess::start(data.path());
     assert_eq!(restored.client.tip(&s1).await, Ok(3));
 }
+
+/// A FIFO where a service expects its state, checkpoint or ledger file is refused at once,
+/// exit 2 naming the file and what it is, instead of blocking in `open()` for ever, deaf to
+/// SIGTERM (reliability probe, N3).
+#[test]
+fn a_fifo_as_a_state_or_checkpoint_file_exits_2_instead_of_hanging() {
+    for (service, file) in [
+        ("lease", STATE_FILE),
+        ("lease", "lease-state-checkpoint.log"),
+        ("ledger", "ledger-checkpoint.log"),
+    ] {
+        let data = tempfile::tempdir().unwrap();
+        let fifo = data.path().join(file);
+        let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let stderr = refused_within_30s(&serve_args(service, data.path().to_str().unwrap(), &[]));
+        assert!(
+            stderr.contains(&fifo.display().to_string()),
+            "{file}: {stderr}"
+        );
+        assert!(
+            stderr.contains("a FIFO, not a regular file"),
+            "{file}: {stderr}"
+        );
+    }
+}
+
+/// SIGTERM and SIGINT stop a serving service cleanly (exit 0) within
+/// [`leasesim::serve::STOP_BOUND`].
+// A child process runs in real time: the deadline and the polling are real time too.
+#[allow(clippy::disallowed_types, clippy::disallowed_methods)]
+#[test]
+fn sigterm_and_sigint_stop_a_service_within_the_bound() {
+    for (service, signal) in [("lease", libc::SIGTERM), ("ledger", libc::SIGINT)] {
+        let data = tempfile::tempdir().unwrap();
+        let mut process = ServiceProcess::start(service, data.path());
+        let pid = i32::try_from(process.child.id()).unwrap();
+        // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        let deadline = std::time::Instant::now() + leasesim::serve::STOP_BOUND;
+        let status = loop {
+            if let Some(status) = process.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{service} ignored signal {signal}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(0), "{service}: {status}");
+    }
+}

@@ -70,6 +70,15 @@ pub struct LiveArgs {
 /// `leasesim live`: every run, its banner, progress and verdict printed; returns the exit
 /// code (the worst of the runs', as DESIGN.md, "Exit codes", orders them).
 pub fn main(args: LiveArgs) -> Exit {
+    // Held until every run and the report are written: a second command on this --out
+    // would share its processes/ and data/ folders and merge their histories (N1).
+    let _lock = match lock_out(&args.out) {
+        Ok(lock) => lock,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Exit::BadInput;
+        }
+    };
     let spawner = match Spawner::start() {
         Ok(spawner) => spawner,
         Err(error) => {
@@ -383,8 +392,8 @@ fn one_run(
         out.join("history.jsonl").display().to_string(),
         merged.lines,
     );
-    std::fs::write(out.join("history.jsonl"), history.to_jsonl())
-        .map_err(harness("history.jsonl"))?;
+    crate::input::replace(&out.join("history.jsonl"), history.to_jsonl().as_bytes())
+        .map_err(|e| LiveError::Harness(e.to_string()))?;
     // Every replica invokes the lease at its start: a history without one operation is a
     // run that never ran, never a clean one.
     if history.ops().next().is_none() {
@@ -473,6 +482,16 @@ fn replay_command(request: &RunRequest, backend: Backend, out: &Path) -> String 
 fn live_bound(run: &RunFile, authority_restarted: bool) -> u64 {
     crate::sim::config::config_line(&run.world_config_unchecked())
         .live_bound_us(authority_restarted)
+}
+
+/// Locks `out` ([`crate::input::OutputLock`]) and removes the report an earlier `live` left
+/// there, so a run stopped midway never leaves an earlier run's verdict beside its own (N7).
+fn lock_out(out: &Path) -> Result<crate::input::OutputLock, String> {
+    let lock = crate::sim::runner::lock_out(out).map_err(|e| e.to_string())?;
+    crate::input::remove_stale(out, &crate::report::RENDERED_FILES)
+        .and_then(|()| crate::input::remove_stale(out, &crate::report::DATA_FILES))
+        .map_err(|e| format!("cannot remove an earlier run's report: {e}"))?;
+    Ok(lock)
 }
 
 /// Makes `out`'s folders, removing what an earlier live run left there.

@@ -257,8 +257,8 @@ impl RunFile {
     /// # Errors
     /// [`RunFileError`] naming the file when it cannot be written.
     pub fn save(&self, path: &Path) -> Result<(), RunFileError> {
-        std::fs::write(path, self.to_json() + "\n")
-            .map_err(|e| RunFileError(format!("cannot write {}: {e}", path.display())))
+        crate::input::replace(path, (self.to_json() + "\n").as_bytes())
+            .map_err(|e| RunFileError(e.to_string()))
     }
 
     /// What `leasesim run` and `leasesim replay` print before running: the scenario, every

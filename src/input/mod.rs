@@ -1,0 +1,322 @@
+//! The one rule for every file and folder leasesim reads but did not just write, and for
+//! the output folders it writes (issue 40, item 2; `docs/files.md`):
+//!
+//! - **regular files only, within a size cap**: [`read_bytes`], [`read_to_string`],
+//!   [`read_optional`] and [`open_regular`] open without blocking (`O_NONBLOCK`) and refuse
+//!   anything the opened descriptor says is not a regular file, so a FIFO cannot hang a
+//!   reader and `/dev/zero` cannot exhaust memory (bad-input probe, D9; reliability probe,
+//!   N3, N4);
+//! - **an output folder in use is locked** ([`OutputLock`]): a second `live`, `run` or
+//!   `campaign` on the same `--out` is refused while the first runs (N1);
+//! - **outputs are replaced whole** ([`replace`]: a new name, then a rename) and a command's
+//!   stale outputs are removed before it starts ([`remove_stale`]), so an interrupted command
+//!   never leaves another run's verdict beside its own (N7);
+//! - **inputs are never overwritten by an output** ([`refuse_input_as_output`], N6).
+//!
+//! Scenario, run, schedule, script, history and Jepsen files, report folders, a campaign's
+//! `--resume` files and the services' data files all go through here.
+
+mod output;
+mod read;
+
+use std::fmt;
+use std::path::PathBuf;
+
+pub use output::{LOCK_FILE, OutputLock, refuse_input_as_output, remove_stale, replace};
+pub use read::{open_regular, read_bytes, read_optional, read_to_string};
+
+/// The cap for a document a person writes or a tool resolves: scenario, run, schedule and
+/// script files (16 MiB).
+pub const DOCUMENT_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// The cap for a recorded history (ours or Jepsen's): 1 GiB, far beyond a 100k-operation run.
+pub const HISTORY_LIMIT: u64 = 1024 * 1024 * 1024;
+
+/// The cap for a file of records a command reads back from a folder it wrote earlier:
+/// a campaign's `campaign.json`, `results.jsonl`, `shrunk.jsonl`, `mutants.jsonl` and
+/// timelines (1 GiB, some million run records).
+pub const RECORDS_LIMIT: u64 = 1024 * 1024 * 1024;
+
+/// The cap for one of a service's data files (`serve lease`, `serve ledger`): 16 GiB. The
+/// services hold their state in memory, so this bounds what one damaged or planted file can
+/// make them allocate, far above any ledger they serve.
+pub const DATA_LIMIT: u64 = 16 * 1024 * 1024 * 1024;
+
+/// Why an input file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// The file could not be opened or read (missing, no permission, not UTF-8…).
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// An output could not be written, replaced or removed, or its folder made or locked.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file or folder.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The path is not a regular file (a directory, FIFO, socket or device).
+    #[error("{} is {kind}, not a regular file; give the path of a file", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: FileKind,
+    },
+    /// An output folder is locked by another command writing it ([`OutputLock`]).
+    #[error(
+        "{} is in use by another leasesim command (a `live`, `run`, `replay` or `campaign` \
+         with the same --out is still running); wait for it to end, or give this one an --out \
+         of its own",
+        dir.display()
+    )]
+    InUse {
+        /// The output folder.
+        dir: PathBuf,
+    },
+    /// The output folder is one of the command's inputs ([`refuse_input_as_output`]).
+    #[error(
+        "--out {} is the input folder {}: writing the output there would overwrite that \
+         input; give an --out of its own",
+        out.display(),
+        input.display()
+    )]
+    InputAsOutput {
+        /// The output folder as given.
+        out: PathBuf,
+        /// The input it is.
+        input: PathBuf,
+    },
+    /// The file is larger than the cap for its kind.
+    #[error("{} is larger than the {limit}-byte limit for this kind of file", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The cap, bytes.
+        limit: u64,
+    },
+}
+
+impl InputError {
+    /// Whether the file does not exist (a reader of an optional file skips it).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, InputError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+
+    /// This error as an [`std::io::Error`] of the same kind (`InvalidInput` for a path that
+    /// is not a regular file, `FileTooLarge` for one over its cap), its text without the path:
+    /// for callers whose errors name the file themselves.
+    pub fn into_io(self) -> std::io::Error {
+        use std::io::{Error, ErrorKind};
+        match self {
+            InputError::Io { source, .. } | InputError::Write { source, .. } => source,
+            InputError::NotAFile { kind, .. } => Error::new(
+                ErrorKind::InvalidInput,
+                format!("it is {kind}, not a regular file"),
+            ),
+            InputError::TooLarge { limit, .. } => Error::new(
+                ErrorKind::FileTooLarge,
+                format!("it is larger than the {limit}-byte limit for this kind of file"),
+            ),
+            other @ (InputError::InUse { .. } | InputError::InputAsOutput { .. }) => {
+                Error::other(other.to_string())
+            }
+        }
+    }
+}
+
+/// What a path that is not a regular file is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// A directory.
+    Directory,
+    /// A FIFO (named pipe).
+    Fifo,
+    /// A character or block device.
+    Device,
+    /// A socket or anything else.
+    Other,
+}
+
+impl fmt::Display for FileKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FileKind::Directory => "a directory",
+            FileKind::Fifo => "a FIFO",
+            FileKind::Device => "a device",
+            FileKind::Other => "a socket or special file",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn a_regular_file_within_the_cap_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        std::fs::write(&path, "{}").unwrap();
+        assert_eq!(read_to_string(&path, 2).unwrap(), "{}");
+    }
+
+    #[test]
+    fn a_file_over_the_cap_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        std::fs::write(&path, "{ }").unwrap();
+        let error = read_to_string(&path, 2).unwrap_err();
+        assert!(
+            matches!(error, InputError::TooLarge { limit: 2, .. }),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn directories_and_devices_are_refused_without_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = read_bytes(dir.path(), DOCUMENT_LIMIT).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{} is a directory, not a regular file; give the path of a file",
+                dir.path().display()
+            )
+        );
+        let error = read_bytes(Path::new("/dev/zero"), DOCUMENT_LIMIT).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                InputError::NotAFile {
+                    kind: FileKind::Device,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_fifo_is_refused_instead_of_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.json");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let error = read_to_string(&path, DOCUMENT_LIMIT).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                InputError::NotAFile {
+                    kind: FileKind::Fifo,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_an_io_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        std::fs::write(&path, [0xff, 0xfe]).unwrap();
+        let error = read_to_string(&path, DOCUMENT_LIMIT).unwrap_err();
+        assert!(error.to_string().starts_with("cannot read "), "{error}");
+    }
+
+    #[test]
+    fn an_output_folder_is_locked_until_its_holder_drops_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("new/out");
+        let first = OutputLock::take(&out).unwrap();
+        let error = OutputLock::take(&out).unwrap_err();
+        assert!(
+            matches!(&error, InputError::InUse { dir } if *dir == out),
+            "{error}"
+        );
+        drop(first);
+        assert!(OutputLock::take_existing(&out).is_ok());
+        let missing = OutputLock::take_existing(&dir.path().join("missing")).unwrap_err();
+        assert!(missing.is_not_found(), "{missing}");
+    }
+
+    #[test]
+    fn replace_writes_a_whole_new_file_even_over_a_fifo() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.json");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        replace(&path, b"new").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        replace(&path, b"newer").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"newer");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn an_output_that_is_an_input_is_refused_through_any_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("s1");
+        std::fs::create_dir(&input).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&input, &link).unwrap();
+        for out in [input.clone(), input.join("."), link] {
+            let error = refuse_input_as_output(&out, std::slice::from_ref(&input)).unwrap_err();
+            assert!(matches!(error, InputError::InputAsOutput { .. }), "{error}");
+        }
+        let other = dir.path().join("m");
+        assert!(refuse_input_as_output(&other, &[input]).is_ok());
+    }
+
+    #[test]
+    fn remove_stale_removes_what_is_there_and_skips_what_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("junit.xml"), "old").unwrap();
+        remove_stale(dir.path(), &["junit.xml", "report.md"]).unwrap();
+        assert!(!dir.path().join("junit.xml").exists());
+    }
+
+    #[test]
+    fn a_missing_optional_file_is_none_and_a_fifo_still_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            read_optional(&dir.path().join("absent"), 10)
+                .unwrap()
+                .is_none()
+        );
+        let fifo = dir.path().join("f");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true);
+        let error = open_regular(&mut options, &fifo).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                InputError::NotAFile {
+                    kind: FileKind::Fifo,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+}
