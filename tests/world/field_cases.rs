@@ -1,4 +1,4 @@
-//! Field cases F1 and F3 of `shared/cases/scenarios.md`, replayed exactly: their histories
+//! Field cases F1 and F3 of `docs/field-cases.md`, replayed exactly: their histories
 //! show A's stale append rejected and the ledger exactly as each case says.
 
 use std::time::Duration;
