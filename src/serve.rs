@@ -115,7 +115,7 @@ pub fn stop_signal() -> std::io::Result<impl Future<Output = ()> + Send> {
 
 /// How long a service may take to stop once SIGTERM or SIGINT arrived: past it the process
 /// ends anyway (exit 3), whatever it was blocked on, so a supervisor's stop never waits for
-/// its kill timeout (issue 40, item 4).
+/// its kill timeout (`docs/services.md#stopping`).
 pub const STOP_BOUND: Duration = Duration::from_secs(5);
 
 /// Runs `service` with a shutdown future that completes on SIGTERM or SIGINT, and ends it at

@@ -1,5 +1,5 @@
 //! The one rule for every file and folder leasesim reads but did not just write, and for
-//! the output folders it writes (issue 40, item 2; `docs/files.md`):
+//! the output folders it writes (`docs/files.md`):
 //!
 //! - **regular files only, within a size cap**: [`read_bytes`], [`read_to_string`],
 //!   [`read_optional`] and [`open_regular`] open without blocking (`O_NONBLOCK`) and refuse

@@ -11,9 +11,9 @@ use super::{InputError, open_regular};
 /// The lock file [`OutputLock`] holds in an output folder; hidden, so no report lists it.
 pub const LOCK_FILE: &str = ".lock";
 
-/// The exclusive advisory lock (`flock`) on an output folder's [`LOCK_FILE`], held while a
-/// `live`, `run`, `replay` or `campaign` writes the folder: two commands on one `--out` would
-/// read each other's files (a live run merged the other run's histories into its own and
+/// The exclusive advisory lock (`flock`, `docs/files.md#output-folders`) on an output folder's
+/// [`LOCK_FILE`], held while a `live`, `run`, `replay`, `campaign` or `report` writes the
+/// folder: two commands on one `--out` would read each other's files (a live run merged the other run's histories into its own and
 /// reported a false violation, N1). The OS drops the lock when the process ends, even by
 /// `kill -9`, so a stale lock file never blocks a later command.
 #[derive(Debug)]

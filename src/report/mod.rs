@@ -599,7 +599,7 @@ fn read_lines<T: serde::de::DeserializeOwned>(
 }
 
 /// Refuses two different records of one (scenario, seed) in `records`, read from `file`
-/// ([`ReportError::Conflict`]); equal copies are one record.
+/// ([`ReportError::Conflict`], `docs/files.md#reading`); equal copies are one record.
 ///
 /// # Errors
 /// [`ReportError::Conflict`] naming the run and where its two records are.

@@ -86,7 +86,7 @@ impl Checkpoint {
     }
 
     /// Refuses to go on without a checkpoint when `logs` (the logs present, empty or not) is
-    /// not empty: they may have lost acknowledged records with it, and a log cut at a frame
+    /// not empty (`docs/services.md#what-damage-is-caught`): they may have lost acknowledged records with it, and a log cut at a frame
     /// boundary, even to nothing, looks whole. A service writes its checkpoint before it
     /// creates any log, so a crash at any moment never leaves a log without one: only damage
     /// does. With `rebuild`, the operator accepted the logs as they are: a warning, and the
