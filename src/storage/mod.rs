@@ -111,7 +111,7 @@ pub enum StorageError {
     /// looks whole (reliability probe, the documented limit: 51 acknowledged records lost,
     /// tokens reissued). Recovery stops unless the operator accepts the logs as they are.
     #[error(
-        "checkpoint `{checkpoint}` is missing or empty, but {logs} exist: without it \
+        "checkpoint `{checkpoint}` is missing or empty, but the data directory holds {logs}: without it \
          nothing shows that they still hold every acknowledged record (a log cut at a frame \
          boundary looks whole), so the service refuses to start and changed nothing. \
          Restore `{checkpoint}` from a backup of this data directory; or, if the logs are \
