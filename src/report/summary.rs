@@ -28,7 +28,7 @@ pub struct Summary {
     /// warning: coverage event `x` never reached in y`).
     pub verdict: String,
     /// Every warning: each coverage event a scenario expects and none of its runs reached.
-    /// Warnings never change the exit code (reports/README.md, "Coverage").
+    /// Warnings never change the exit code (docs/campaigns.md#coverage).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// The seeds that ran: those that ran on every scenario, as ranges (`0..37`, `0..12,
