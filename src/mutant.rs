@@ -380,7 +380,7 @@ impl Mutant {
     /// The one rule every entry point that plants a mutant applies before anything runs
     /// (`run`, `replay`, scenario and run files, `campaign --mutant`, `live`, `serve`): a
     /// mutant planted in another backend's code than the run's `backend` would change
-    /// nothing, and the run would pass on the correct code.
+    /// nothing, and the run would pass on the correct code (docs/campaigns.md#mutants).
     ///
     /// # Errors
     /// The refusal, naming the mutant, its backend and the run's; the caller adds how to run

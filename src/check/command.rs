@@ -199,7 +199,7 @@ fn judge(
 /// Refuses a history in which the model finds no `kind` operation to judge (one cut right
 /// after its config line, or one that never called what the model judges): nothing was
 /// judged, so it must not pass as "linearizable (0 ops)" — as a Jepsen file without
-/// operations is refused.
+/// operations is refused (docs/checks.md#linearizability-engine).
 fn some_operations(file: &Path, ops: usize, kind: &str) -> Result<(), String> {
     if ops > 0 {
         return Ok(());

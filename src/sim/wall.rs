@@ -2,7 +2,8 @@
 //! ([`crate::sim::schedule::run_end_ms`]), so that a run the tool accepts is never reported
 //! as a hang only because it is long. A limit given on the command line (`run --timeout`,
 //! `replay --timeout`, `campaign --run-timeout`) that is shorter than such a run surely takes
-//! is refused before anything runs (exit 2), naming the values and the flag to raise.
+//! is refused before anything runs (exit 2), naming the values and the flag to raise
+//! (docs/campaigns.md#wall-clock-limits).
 
 use std::time::Duration;
 

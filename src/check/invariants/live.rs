@@ -34,7 +34,8 @@
 //! write (an update leaving `holderIdentity` `""`, or a delete) in the window, after which no
 //! `lease_acquire` of the session was answered `held`.
 //!
-//! A candidate's count is its incarnation's: a restart forgets it, and the next incarnation
+//! A candidate's count is its incarnation's (docs/checks.md#live-for-observed-expiry): a
+//! restart forgets it, and the next incarnation
 //! counts again from its own first look (client-go's rule; no incarnation can know how long
 //! the object went unchanged before it looked, since comparing `renewTime` with its own wall
 //! clock is the `expiry-from-renew-time` mutant). So while the replicas restart faster than a
