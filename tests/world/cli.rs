@@ -601,3 +601,18 @@ fn run_help_lists_every_exit_code_and_points_to_the_mutants() {
         assert!(help.contains(code), "run --help lacks {code:?}:\n{help}");
     }
 }
+
+/// Probe 2, minor: live mode's banner names the backend the run uses (`--backend flock`), not
+/// the simulated world's `grpc` that its run file keeps.
+#[test]
+fn the_options_banner_names_the_backend_the_run_uses() {
+    let run = leasesim::campaign::request::RunRequest::new(1)
+        .resolve()
+        .unwrap();
+    let out = std::path::Path::new("out");
+    let timeout = std::time::Duration::from_secs(60);
+    assert!(run.describe(out, timeout).contains(" backend=grpc "));
+    let flock = run.describe_on("flock", out, timeout);
+    assert!(flock.contains(" backend=flock "), "{flock}");
+    assert!(!flock.contains("backend=grpc"), "{flock}");
+}
