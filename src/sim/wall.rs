@@ -58,7 +58,7 @@ pub fn timeout(end_ms: u64, given: Option<Duration>, flag: &str) -> Result<Durat
         "{flag} {}: the run reaches {} s of simulated time, which takes about {} of wall-clock \
          time here ({} ms per simulated second); below {} it may be cut off and reported as a \
          hang; give {flag} {} (the default for it) or more, or a shorter run",
-        token(given),
+        humantime::format_duration(given),
         end_ms.div_ceil(1_000),
         token(measured(end_ms)),
         WALL_US_PER_SIM_S / 1_000,

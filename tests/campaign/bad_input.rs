@@ -190,7 +190,7 @@ fn a_run_timeout_shorter_than_a_profiles_longest_run_is_refused_at_load() {
     assert_eq!(output.status.code(), Some(2), "{}", both(&output));
     let err = stderr(&output);
     assert!(
-        err.contains("sw/a.toml: --run-timeout 60s: the run reaches"),
+        err.contains("sw/a.toml: --run-timeout 1m: the run reaches"),
         "{err}"
     );
     assert!(err.contains("or more, or a shorter run"), "{err}");

@@ -416,7 +416,7 @@ fn n9_a_timeout_too_short_for_the_runs_simulated_length_is_refused_before_runnin
             "--out",
             out.to_str().unwrap(),
         ],
-        &["--timeout 60s: the run reaches"],
+        &["--timeout 1m: the run reaches"],
     );
 }
 
