@@ -159,9 +159,11 @@ struct CampaignArgs {
     #[arg(long, value_name = "DIR", default_value = "reports/latest")]
     out: PathBuf,
     /// Wall-clock limit of one run; past it the run is a hang (a harness error naming its
-    /// seed). At least 100ms.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
-    run_timeout: Duration,
+    /// seed). Default: for each run, a minute plus 4 × what its simulated time takes here
+    /// (10 ms per simulated second). A limit under 2 × that for some scenario's longest run
+    /// is refused (exit 2), as such a run may merely be long. At least 100ms.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    run_timeout: Option<Duration>,
     /// Keep the runs already in DIR/results.jsonl (an interrupted campaign) and run only the
     /// missing ones. Refused (exit 2) when DIR has no campaign.json or holds another
     /// campaign's results. A torn last line of results.jsonl (a write cut off by a kill) is
@@ -292,9 +294,11 @@ struct RunArgs {
     /// run left there is replaced.
     #[arg(long, value_name = "DIR", default_value = "runs/latest")]
     out: PathBuf,
-    /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3).
-    #[arg(long, default_value = "120s", value_parser = parse_duration)]
-    timeout: Duration,
+    /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3). Default:
+    /// a minute plus 4 × what the run's simulated time takes here (10 ms per simulated
+    /// second); a limit under 2 × that is refused (exit 2), as the run may merely be long.
+    #[arg(long, value_parser = parse_duration)]
+    timeout: Option<Duration>,
     /// Replay the run file twice, each in a process of its own, and compare history and
     /// trace byte for byte: exit 0 when identical (no verdict is printed: the runs' own
     /// checks are not what it asks), 3 on any difference.
@@ -313,9 +317,11 @@ struct ReplayArgs {
     /// run left there is replaced.
     #[arg(long, value_name = "DIR", default_value = "runs/latest")]
     out: PathBuf,
-    /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3).
-    #[arg(long, default_value = "120s", value_parser = parse_duration)]
-    timeout: Duration,
+    /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3). Default:
+    /// a minute plus 4 × what the run's simulated time takes here (10 ms per simulated
+    /// second); a limit under 2 × that is refused (exit 2), as the run may merely be long.
+    #[arg(long, value_parser = parse_duration)]
+    timeout: Option<Duration>,
 }
 
 #[derive(Args, Debug)]
@@ -456,7 +462,10 @@ fn log_filter(command: &Command) -> tracing_subscriber::EnvFilter {
 /// `replay RUN.json`.
 fn replay(args: ReplayArgs) -> ExitCode {
     match RunFile::load(&args.file) {
-        Ok(run) => execute_run(&run, &args.out, args.timeout),
+        Ok(run) => match run_timeout(&run, args.timeout) {
+            Ok(timeout) => execute_run(&run, &args.out, timeout),
+            Err(code) => code,
+        },
         Err(error) => {
             eprintln!("error: {error}");
             ExitCode::from(BAD_INPUT)
@@ -559,10 +568,23 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(BAD_INPUT);
         }
     };
+    let timeout = match run_timeout(&run, args.timeout) {
+        Ok(timeout) => timeout,
+        Err(code) => return code,
+    };
     if args.check_determinism {
-        return check_determinism(&run, &args.out, args.timeout);
+        return check_determinism(&run, &args.out, timeout);
     }
-    execute_run(&run, &args.out, args.timeout)
+    execute_run(&run, &args.out, timeout)
+}
+
+/// `--timeout` for `run`, or the limit derived from its simulated length
+/// ([`leasesim::sim::wall::timeout`]); exit 2 (said on stderr) for a limit too short for it.
+fn run_timeout(run: &RunFile, given: Option<Duration>) -> Result<Duration, ExitCode> {
+    leasesim::sim::wall::timeout(run.simulated_end_ms(), given, "--timeout").map_err(|error| {
+        eprintln!("error: {error}");
+        ExitCode::from(BAD_INPUT)
+    })
 }
 
 /// Replays `run` in two fresh processes of this executable and compares what they wrote.

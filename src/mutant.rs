@@ -377,6 +377,26 @@ impl Mutant {
         self.backend().is_none_or(|own| own == backend)
     }
 
+    /// The one rule every entry point that plants a mutant applies before anything runs
+    /// (`run`, `replay`, scenario and run files, `campaign --mutant`, `live`, `serve`): a
+    /// mutant planted in another backend's code than the run's `backend` would change
+    /// nothing, and the run would pass on the correct code (docs/campaigns.md#mutants).
+    ///
+    /// # Errors
+    /// The refusal, naming the mutant, its backend and the run's; the caller adds how to run
+    /// it instead.
+    pub fn check_planted_in(self, backend: &str) -> Result<(), String> {
+        if self.applies_to(backend) {
+            return Ok(());
+        }
+        Err(format!(
+            "mutant `{}` plants its bug in the {} backend, and this run is on {backend}: it \
+             would change nothing (the correct code would run and pass)",
+            self.name(),
+            self.backend().unwrap_or("any"),
+        ))
+    }
+
     /// Where the catalogue says the mutant is killed; the mutant tests assert it.
     pub fn kill(self) -> Kill {
         let (_, kill) = KILLS

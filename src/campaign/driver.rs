@@ -44,8 +44,10 @@ pub struct CampaignOptions {
     /// The report folder.
     pub out: PathBuf,
     /// Wall-clock limit of one run; past it the run is a hang (a harness error naming its
-    /// seed).
-    pub run_timeout: Duration,
+    /// seed). `None`: derived from each run's simulated length ([`RunFile::wall_timeout`]);
+    /// a limit given is refused when some scenario's longest run may need more
+    /// ([`crate::sim::wall::timeout`]).
+    pub run_timeout: Option<Duration>,
     /// Keep the results already in `out/results.jsonl` and run only the missing runs.
     pub resume: bool,
     /// Shrink failing runs (one per scenario and violated check).
@@ -116,6 +118,8 @@ pub fn campaign(options: &CampaignOptions) -> Result<Summary, CampaignError> {
     validate(options)?;
     let scenarios = load_scenarios(&options.sims)?;
     owns_some_run(options, scenarios.len())?;
+    mutant_planted_somewhere(options, &scenarios)?;
+    run_timeout_fits(options, &scenarios)?;
     let meta = meta(options, &scenarios)?;
     // Held until the campaign returns: a second campaign, run or live on this --out is
     // refused while this one writes it.
@@ -185,10 +189,13 @@ pub const MAX_MUTANT_SEEDS: u64 = 1000;
 /// Refuses options that cannot make a meaningful campaign (usage errors, exit 2).
 fn validate(options: &CampaignOptions) -> Result<(), CampaignError> {
     let bad = |message: String| Err(CampaignError::BadInput(message));
-    if options.run_timeout < MIN_RUN_TIMEOUT {
+    if let Some(given) = options.run_timeout
+        && given < MIN_RUN_TIMEOUT
+    {
         return bad(format!(
-            "--run-timeout {}: every run would be a hang; give at least {} (the default is 60s)",
-            humantime::format_duration(options.run_timeout),
+            "--run-timeout {}: every run would be a hang; give at least {} (by default each \
+             run gets a minute plus 4 × what its simulated time takes)",
+            humantime::format_duration(given),
             humantime::format_duration(MIN_RUN_TIMEOUT)
         ));
     }
@@ -648,6 +655,60 @@ fn resolve(
     Ok(run)
 }
 
+/// Refuses a `--mutant` that no scenario's backend runs
+/// ([`crate::mutant::Mutant::check_planted_in`]): planted nowhere, it would change nothing
+/// and the campaign would pass on the correct code. A mutant planted in some of the
+/// scenarios leaves the others as written.
+fn mutant_planted_somewhere(
+    options: &CampaignOptions,
+    scenarios: &[Loaded],
+) -> Result<(), CampaignError> {
+    let Some(mutant) = options.mutant.as_deref().and_then(Mutant::from_name) else {
+        return Ok(());
+    };
+    if scenarios.iter().any(|loaded| planted(options, loaded)) {
+        return Ok(());
+    }
+    let backends: BTreeSet<&str> = scenarios
+        .iter()
+        .map(|loaded| loaded.scenario.world.backend.name())
+        .collect();
+    let refusal = backends
+        .iter()
+        .find_map(|backend| mutant.check_planted_in(backend).err())
+        .unwrap_or_default();
+    Err(CampaignError::BadInput(format!(
+        "--mutant {}: no scenario of {} is on its backend: {refusal}; give --sims a folder \
+         with a {} scenario",
+        mutant.name(),
+        options.sims.display(),
+        mutant.backend().unwrap_or("any"),
+    )))
+}
+
+/// Refuses a `--run-timeout` shorter than the longest run of some scenario may need
+/// ([`crate::sim::wall::timeout`]): such runs would be reported as hangs only for being long.
+fn run_timeout_fits(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<(), CampaignError> {
+    let Some(given) = options.run_timeout else {
+        return Ok(());
+    };
+    for loaded in scenarios {
+        let end_ms = loaded.scenario.longest_run_end_ms();
+        crate::sim::wall::timeout(end_ms, Some(given), "--run-timeout").map_err(|error| {
+            CampaignError::BadInput(format!(
+                "{}: {error} (its longest run{})",
+                loaded.path.display(),
+                if loaded.scenario.is_swarm() {
+                    ": the latest heal with the longest freeze its swarm profile draws"
+                } else {
+                    ""
+                }
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// Whether the campaign's mutant is planted in `loaded`'s runs.
 fn planted(options: &CampaignOptions, loaded: &Loaded) -> bool {
     let backend = loaded.scenario.world.backend.name();
@@ -668,7 +729,7 @@ fn run_one(options: &CampaignOptions, loaded: &Loaded, seed: u64) -> Executed {
             if let Some(mutant) = options.mutant.as_ref().filter(|_| planted(options, loaded)) {
                 replay += &format!(" --mutant {mutant}");
             }
-            execute(&run, options.run_timeout, replay)
+            execute(&run, run.wall_timeout(options.run_timeout), replay)
         }
         Err(error) => Executed {
             record: RunRecord::harness_error(
@@ -738,7 +799,7 @@ fn shrink_failure(
         failure.check.name().to_lowercase()
     );
     let path = dir.join(&file_name);
-    let shrunk = shrink::shrink(&run, failure.check, options.run_timeout);
+    let shrunk = shrink::shrink(&run, failure.check, run.wall_timeout(options.run_timeout));
     shrunk
         .run
         .save(&path)
@@ -750,7 +811,7 @@ fn shrink_failure(
         shrunk.history.as_ref(),
         failure.check,
         &shrunk.violations,
-        options.run_timeout,
+        shrunk.run.wall_timeout(options.run_timeout),
     )
     .map_err(CampaignError::Harness)?;
     let record = ShrunkRun {

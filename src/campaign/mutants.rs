@@ -54,8 +54,9 @@ pub struct DetectOptions<'a> {
     pub seeds: u64,
     /// Threads (one mutant per thread at a time).
     pub jobs: usize,
-    /// Wall-clock limit of one run.
-    pub run_timeout: Duration,
+    /// Wall-clock limit of one run (`None`: derived from each run's simulated length,
+    /// [`RunFile::wall_timeout`]).
+    pub run_timeout: Option<Duration>,
     /// Shrink each first detection into `out/shrunk/`.
     pub shrink: bool,
     /// The report folder.
@@ -161,7 +162,7 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
                 path.display(),
                 mutant.name()
             );
-            let executed = execute(&run, options.run_timeout, replay.clone());
+            let executed = execute(&run, run.wall_timeout(options.run_timeout), replay.clone());
             let Some(check) = executed.record.unexpected.first().cloned() else {
                 continue;
             };
@@ -173,7 +174,7 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
             detection.check = Some(check);
             detection.replay = Some(replay);
             if options.shrink {
-                let shrunk = shrink::shrink(&run, check, options.run_timeout);
+                let shrunk = shrink::shrink(&run, check, run.wall_timeout(options.run_timeout));
                 let file = format!(
                     "shrunk/mutant-{}-{}-seed{seed}.run.json",
                     mutant.name(),
@@ -193,7 +194,7 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
                             shrunk.history.as_ref(),
                             check,
                             &shrunk.violations,
-                            options.run_timeout,
+                            shrunk.run.wall_timeout(options.run_timeout),
                         )
                     });
                 if let Err(error) = saved {

@@ -76,7 +76,8 @@ impl RunRequest {
     /// # Errors
     /// [`RunFileError`] naming the file or value at fault: an unreadable or malformed
     /// scenario, schedule or script file, a duration that is not whole seconds or over
-    /// [`DURATION_S_MAX`], or a run a run file would be refused for ([`RunFile::validate`]).
+    /// [`DURATION_S_MAX`], or a run a run file would be refused for ([`RunFile::validate`]),
+    /// a `--mutant` planted in another backend than the run's included.
     pub fn resolve(&self) -> Result<RunFile, RunFileError> {
         let mut run = match &self.scenario {
             Some(path) => Scenario::load(path)
@@ -86,6 +87,10 @@ impl RunRequest {
         };
         if let Some(mutant) = self.mutant {
             run.mutant = Some(mutant.name().to_owned());
+            // The flag is checked as the run file it plants into would be: a mutant of
+            // another backend is refused here, before anything runs.
+            run.validate()
+                .map_err(|e| RunFileError(format!("--mutant {}: {}", mutant.name(), e.message)))?;
         }
         Ok(run)
     }

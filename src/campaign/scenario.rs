@@ -354,23 +354,7 @@ impl Scenario {
     /// [`RunFileError`] when a drawn schedule does not fit the world (a profile whose ranges
     /// the world refuses), naming the scenario and the seed.
     pub fn resolve(&self, seed: u64) -> Result<RunFile, RunFileError> {
-        let workload = match &self.workload {
-            ScenarioWorkload::Script { script, .. } => RunWorkload::Script(script.clone()),
-            ScenarioWorkload::Generated(mix) => RunWorkload::Generated(mix.clone()),
-        };
-        let mut run = RunFile {
-            v: RUN_FILE_SCHEMA_VERSION,
-            scenario: self.name(),
-            scenario_path: Some(self.path.display().to_string()),
-            seed,
-            world: self.world.clone(),
-            drawn: None,
-            schedule: FaultSchedule::new(),
-            liveness_phase: matches!(workload, RunWorkload::Generated(_)),
-            workload,
-            mutant: self.mutant.clone(),
-            expect: self.expect.clone(),
-        };
+        let mut run = self.run_without_faults(seed);
         let config = run.world_config_unchecked();
         match &self.faults {
             ScenarioFaults::None => {}
@@ -388,6 +372,45 @@ impl Scenario {
             ))
         })?;
         Ok(run)
+    }
+
+    /// Whether its faults are drawn from a swarm profile.
+    pub fn is_swarm(&self) -> bool {
+        matches!(self.faults, ScenarioFaults::Swarm(_))
+    }
+
+    /// The latest true simulated time any of its runs can reach, ms: its schedule's
+    /// ([`FaultSchedule::run_end_ms`]), or for a swarm profile the latest heal with the
+    /// longest freeze drawn just before it ([`SwarmProfile::longest_run_end_ms`]).
+    pub fn longest_run_end_ms(&self) -> u64 {
+        let run = self.run_without_faults(0);
+        let config = run.world_config_unchecked();
+        match &self.faults {
+            ScenarioFaults::None => run.simulated_end_ms(),
+            ScenarioFaults::Schedule { schedule, .. } => schedule.run_end_ms(&config),
+            ScenarioFaults::Swarm(profile) => profile.longest_run_end_ms(&config),
+        }
+    }
+
+    /// Its run with `seed` before any fault is added.
+    fn run_without_faults(&self, seed: u64) -> RunFile {
+        let workload = match &self.workload {
+            ScenarioWorkload::Script { script, .. } => RunWorkload::Script(script.clone()),
+            ScenarioWorkload::Generated(mix) => RunWorkload::Generated(mix.clone()),
+        };
+        RunFile {
+            v: RUN_FILE_SCHEMA_VERSION,
+            scenario: self.name(),
+            scenario_path: Some(self.path.display().to_string()),
+            seed,
+            world: self.world.clone(),
+            drawn: None,
+            schedule: FaultSchedule::new(),
+            liveness_phase: matches!(workload, RunWorkload::Generated(_)),
+            workload,
+            mutant: self.mutant.clone(),
+            expect: self.expect.clone(),
+        }
     }
 }
 

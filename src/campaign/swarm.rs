@@ -360,14 +360,35 @@ impl SwarmProfile {
                 ));
             }
         }
+        let (heal_ms, freeze_end_ms) = self.latest_heal_and_freeze_end_ms(config);
+        limits_check(config, heal_ms, freeze_end_ms)
+    }
+
+    /// The latest true simulated time a run of `config` drawn from this profile can reach,
+    /// ms ([`crate::sim::schedule::run_end_ms`] with the longest freeze drawn just before the
+    /// heal): what bounds a campaign's wall-clock timeout for it.
+    pub fn longest_run_end_ms(&self, config: &WorldConfig) -> u64 {
+        let (heal_ms, freeze_end_ms) = self.latest_heal_and_freeze_end_ms(config);
+        crate::sim::schedule::run_end_ms(config, heal_ms, freeze_end_ms)
+    }
+
+    /// The heal, ms, and the latest a freeze drawn just before it can end, ms.
+    fn latest_heal_and_freeze_end_ms(&self, config: &WorldConfig) -> (u64, u64) {
+        let full = self.intensity.resolve(config.ttl.as_millis() as u64);
+        let on = |kinds: &[FaultKind]| kinds.iter().any(|k| self.kinds.contains(k));
+        let freeze_ms = [
+            (
+                on(&[FaultKind::Pause, FaultKind::Suspend]),
+                full.freeze_ms.1,
+            ),
+            (on(&[FaultKind::Stall]), full.stall_ms.1),
+        ]
+        .into_iter()
+        .filter_map(|(on, most)| on.then_some(most))
+        .max()
+        .unwrap_or(0);
         let heal_ms = config.duration.as_millis() as u64 * u64::from(self.heal_at_percent) / 100;
-        let freeze_ms = ranges[..2]
-            .iter()
-            .filter(|(on, ..)| *on)
-            .map(|(_, _, (_, most))| *most)
-            .max()
-            .unwrap_or(0);
-        limits_check(config, heal_ms, heal_ms + freeze_ms)
+        (heal_ms, heal_ms.saturating_add(freeze_ms))
     }
 }
 

@@ -15,8 +15,9 @@
 //! A file that cannot be read or has a malformed line is reported on `err` as
 //! `error: FILE:LINE: what is wrong` (exit 2); so are a file that is not a regular file (a
 //! FIFO, a device: refused before reading, [`crate::input`]), an empty or config-less history
-//! (`--model ledger|lease`) and a Jepsen file without operations (`--model etcd|kv`), which
-//! have nothing to judge and must not pass as linearizable. With `--json`, `out` gets one [`FileReport`]
+//! (`--model ledger|lease`), one without an operation of its model (cut after its config
+//! line, say) and a Jepsen file without operations (`--model etcd|kv`), which have nothing
+//! to judge and must not pass as linearizable. With `--json`, `out` gets one [`FileReport`]
 //! JSON object per line and per file instead (bad files included, with their error). Everything
 //! but the elapsed times is a function of the input alone. Exit codes follow
 //! docs/exit-codes.md: see [`Exit::worst`].
@@ -175,6 +176,7 @@ fn judge(
         CheckModel::Ledger => {
             let history = read_history(file)?;
             let ops = ledger_operations(&history).map_err(|e| e.to_string())?;
+            some_operations(file, ops.ops.len(), "ledger")?;
             let (verdict, elapsed) = timed(|| check(&ops.model, &ops.ops, budget));
             Ok((ops.ops.len(), verdict, elapsed))
         }
@@ -182,14 +184,31 @@ fn judge(
             let history = read_history(file)?;
             if judges_lease_objects(&history) {
                 let ops = kube_operations(&history).map_err(|e| e.to_string())?;
+                some_operations(file, ops.ops.len(), "Lease object")?;
                 let (verdict, elapsed) = timed(|| check(&ops.model, &ops.ops, budget));
                 return Ok((ops.ops.len(), verdict, elapsed));
             }
             let ops = lease_operations(&history).map_err(|e| e.to_string())?;
+            some_operations(file, ops.ops.len(), "lease")?;
             let (verdict, elapsed) = timed(|| check(&ops.model, &ops.ops, budget));
             Ok((ops.ops.len(), verdict, elapsed))
         }
     }
+}
+
+/// Refuses a history in which the model finds no `kind` operation to judge (one cut right
+/// after its config line, or one that never called what the model judges): nothing was
+/// judged, so it must not pass as "linearizable (0 ops)" — as a Jepsen file without
+/// operations is refused (docs/checks.md#linearizability-engine).
+fn some_operations(file: &Path, ops: usize, kind: &str) -> Result<(), String> {
+    if ops > 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: no {kind} operations; a history with nothing to judge cannot be linearizable \
+         (a file cut short after its config line? give the whole history)",
+        file.display()
+    ))
 }
 
 /// Reads and validates one of our history files, which must have its `config` line: an empty

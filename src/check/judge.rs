@@ -352,8 +352,24 @@ impl RunVerdict {
 /// Judges `history` (every check) as one run whose run file expects `expected` violated. A
 /// violation it expects does not count against it, but one it expects and does not see does:
 /// that is exit 1, as a campaign treats an expected violation never seen.
+///
+/// A run without a single operation whose checks all had nothing to judge (a plan whose runs
+/// never start, a schedule that stops every replica before its first call) judged nothing:
+/// it is bad input (exit 2), never clean, as `leasesim check` refuses a history with no
+/// operation.
 pub fn judge_run(history: &History, expected: &[Check]) -> RunVerdict {
     let judgement = judge(history, Budget::default());
+    if history.ops().next().is_none() && judgement.not_judged().len() == judgement.statuses().len()
+    {
+        return RunVerdict {
+            exit: Exit::BadInput,
+            line: "nothing judged: the run recorded no operation (its workload never called \
+                   the lease or the ledger); give it a workload that runs"
+                .to_owned(),
+            text: judgement.to_string(),
+            judgement,
+        };
+    }
     let violated = judgement.violated();
     let unseen: Vec<Check> = expected
         .iter()

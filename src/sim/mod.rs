@@ -42,5 +42,6 @@ pub mod schedule;
 pub mod script;
 pub mod seed;
 pub mod true_time;
+pub mod wall;
 pub(crate) mod workload;
 pub mod world;

@@ -490,6 +490,17 @@ impl FaultSchedule {
         .map_err(whole)
     }
 
+    /// The latest true simulated time a run of `config` on this schedule can reach, ms
+    /// ([`run_end_ms`] at its heal, or the end of the run without one, and its freezes).
+    pub fn run_end_ms(&self, config: &WorldConfig) -> u64 {
+        let duration_ms = config.duration.as_millis() as u64;
+        run_end_ms(
+            config,
+            self.heal_at_ms.unwrap_or(duration_ms),
+            self.longest_freeze_end_ms(),
+        )
+    }
+
     /// When the last freeze (pause, suspend, stall) ends at the latest, ms; 0 without one.
     fn longest_freeze_end_ms(&self) -> u64 {
         self.faults

@@ -137,3 +137,81 @@ fn options_that_cannot_make_a_campaign_exit_2() {
         );
     }
 }
+
+/// Probe 2, N2: `campaign --mutant` of a backend no scenario runs would plant it nowhere and
+/// pass on the correct code; it is refused before any run.
+#[test]
+fn a_mutant_no_scenario_runs_is_refused_before_any_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_sims(
+        tmp.path(),
+        "sims",
+        &["f1-pause-longer-than-ttl", "f6-late-release"],
+    );
+    let output = campaign(
+        tmp.path(),
+        &[
+            "--sims",
+            "sims",
+            "--seeds",
+            "0..2",
+            "--mutant",
+            "unlink-on-release",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", both(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("--mutant unlink-on-release: no scenario of sims is on its backend"),
+        "{err}"
+    );
+    assert!(err.contains("it would change nothing"), "{err}");
+    assert!(!tmp.path().join("out/results.jsonl").exists());
+}
+
+/// Probe 2, N9: a swarm profile whose freezes make runs of ~6,100 simulated seconds, under a
+/// `--run-timeout` shorter than such a run takes, would report every run as a hang: refused
+/// at load, naming the scenario, the limit and the one to give.
+#[test]
+fn a_run_timeout_shorter_than_a_profiles_longest_run_is_refused_at_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("sw")).unwrap();
+    std::fs::write(
+        tmp.path().join("sw/a.toml"),
+        "v = 1\nabout = \"x\"\n[world]\nttl_ms = 60000\nduration_s = 30\n[faults.swarm]\n\
+         kinds = [\"pause\"]\nfaults = [1, 2]\n[faults.swarm.intensity]\n\
+         freeze_ttl_percent = [10000, 10000]\n",
+    )
+    .unwrap();
+    let output = campaign(
+        tmp.path(),
+        &["--sims", "sw", "--seeds", "0..3", "--run-timeout", "60s"],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", both(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("sw/a.toml: --run-timeout 1m: the run reaches"),
+        "{err}"
+    );
+    assert!(err.contains("or more, or a shorter run"), "{err}");
+    assert!(!tmp.path().join("out/results.jsonl").exists());
+    // Without the flag each run gets a limit past what it took on the probe's machine (64 s,
+    // freezes of 6,000 simulated seconds).
+    let scenario =
+        leasesim::campaign::scenario::Scenario::load(&tmp.path().join("sw/a.toml")).unwrap();
+    assert!(scenario.longest_run_end_ms() > 6_000_000);
+    let frozen: Vec<_> = (0..10)
+        .map(|seed| scenario.resolve(seed).unwrap())
+        .filter(|run| !run.schedule.faults.is_empty())
+        .collect();
+    assert!(!frozen.is_empty());
+    for run in frozen {
+        assert!(run.simulated_end_ms() > 6_000_000, "seed {}", run.seed);
+        assert!(
+            run.wall_timeout(None) > std::time::Duration::from_secs(4 * 64),
+            "seed {}: {:?}",
+            run.seed,
+            run.wall_timeout(None)
+        );
+    }
+}

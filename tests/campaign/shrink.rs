@@ -194,3 +194,32 @@ fn a_run_there_only_to_delay_the_next_is_dropped_keeping_the_next_runs_start() {
     let (history, _) = runfile::execute(&shrunk.run, TIMEOUT).unwrap();
     assert!(judge(&history, budget()).violated().contains(&Check::Live));
 }
+
+/// A real failure of a generated workload with hundreds of runs: `renewer-outlives-worker` on
+/// kube-swarm-slow-holders seed 0 (2,046 operations; its candidates ask for the stuck session
+/// again and again, each refused acquire a run of the plan). The shrinker used to spend its
+/// attempts in ddmin over those runs and left 459 operations; thinning each incarnation to
+/// its first and last runs first brings it to tens (21 when this was written), still
+/// violating LIVE, and the shrunk file replays that history.
+#[test]
+fn a_generated_workloads_liveness_failure_shrinks_to_tens_of_operations() {
+    let scenario = Scenario::load(&repo_sims().join("kube-swarm-slow-holders.toml")).unwrap();
+    let mut run = scenario.resolve(0).unwrap();
+    run.mutant = Some("renewer-outlives-worker".into());
+    let (original, _) = runfile::execute(&run, TIMEOUT).unwrap();
+    let budget = || Budget::steps(5_000_000);
+    assert!(judge(&original, budget()).violated().contains(&Check::Live));
+    assert!(original.ops().count() > 1_000, "{}", original.ops().count());
+
+    let shrunk = shrink(&run, Check::Live, TIMEOUT);
+    assert!(
+        shrunk.operations <= 30,
+        "{} operations left of {} in {} attempts",
+        shrunk.operations,
+        original.ops().count(),
+        shrunk.attempts
+    );
+    let (history, _) = runfile::execute(&shrunk.run, TIMEOUT).unwrap();
+    assert_eq!(history.ops().count(), shrunk.operations);
+    assert!(judge(&history, budget()).violated().contains(&Check::Live));
+}

@@ -265,6 +265,25 @@ mod missing {
         }
     }
 
+    /// Probe 2, N8: a history cut right after its config line has nothing to judge, under
+    /// every model (it used to be "linearizable (0 ops)" under ledger and lease).
+    #[test]
+    fn a_history_cut_after_its_config_line_is_bad_input_for_every_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = write(dir.path(), "cfg.jsonl", &base_lines()[..1]);
+        for (model, kind) in [("ledger", "ledger"), ("lease", "lease")] {
+            assert_bad_input(
+                &check_cli(model, &file),
+                &format!(
+                    "{}: no {kind} operations; a history with nothing to judge cannot be \
+                     linearizable (a file cut short after its config line? give the whole \
+                     history)",
+                    file.display()
+                ),
+            );
+        }
+    }
+
     #[test]
     fn a_jepsen_file_of_chatter_only_has_no_operations() {
         let dir = tempfile::tempdir().unwrap();

@@ -9,7 +9,8 @@
 //!     .build();
 //! ```
 //!
-//! Everything happens on session `s1`; every process is incarnation 0 of its replica; an op's
+//! Everything happens on session `s1`; every process is incarnation 0 of its replica unless
+//! named with its incarnation (`replica-2#1`, as a Lease's holder identity is); an op's
 //! local times equal its true times; every grant and renew is for a 10 s TTL. The built history
 //! is validated as a history file is when read.
 
@@ -28,9 +29,12 @@ const SESSION: &str = "s1";
 /// The TTL every hand-built grant and renew is for, µs.
 const TTL_US: u64 = 10 * S;
 
-/// Incarnation 0 of `replica`.
+/// Incarnation 0 of `replica`, or incarnation N of `replica-K#N`.
 pub fn p(replica: &str) -> Process {
-    Process::new(replica, 0)
+    match replica.split_once('#') {
+        Some((name, incarnation)) => Process::new(name, incarnation.parse().unwrap()),
+        None => Process::new(replica, 0),
+    }
 }
 
 /// A history under construction: its lines in order.

@@ -606,9 +606,105 @@ fn live_catches_a_session_stuck_past_the_bound_without_a_grace_for_an_api_server
     let report = live::check(&turned_away_late().build());
     let violation = one(&report);
     assert!(
-        violation
-            .message
-            .contains("between the heal at 0.000 s and 21.999999 s (bound 21.999999 s)"),
+        violation.message.contains(
+            "between the heal at 0.000 s (the first candidate to watch its object long enough \
+             looked at 1.005 s) and 23.004999 s (bound 21.999999 s)"
+        ),
+        "{violation}"
+    );
+}
+
+/// `replica` (an incarnation: `replica-2#1`) looks at s1's object, still replica-1#0's
+/// (resourceVersion 1), at `at_us` and is turned away; ops `id` and `id + 1`.
+fn refused_look(h: Builder, id: u64, replica: &str, at_us: u64) -> Builder {
+    h.op(
+        id,
+        replica,
+        span(at_us, at_us + 5_000),
+        kube_get(),
+        kube_object(1, "replica-1#0", 1),
+    )
+    .op(
+        id + 1,
+        replica,
+        span(at_us, at_us + 10_000),
+        acquire(),
+        held(1),
+    )
+}
+
+/// kube-swarm-slow-holders seed 2080 in small: replica-1#0 created s1 and died; after the
+/// heal at 8 s replica-2 restarts every 7–9 s, so no incarnation watches the object for a TTL
+/// and a renew interval (13.3 s) until replica-2#2, first looking at 24.1 s, takes it over at
+/// 28.2 s, and replica-3 is turned away by the new holder before the run ends at 30 s. A
+/// candidate's count is its incarnation's (a restart forgets it): nothing could take s1 over
+/// sooner, and no incarnation watched long enough to judge the session by.
+#[test]
+fn live_does_not_judge_a_session_while_every_candidate_restarts_before_watching_a_ttl() {
+    let mut h = history()
+        .kube_config()
+        .accepted(0, created("replica-1#0", 1, 1))
+        .healed_at(8 * S);
+    let mut id = 1;
+    for (replica, looks) in [
+        ("replica-2#0", [8_100_000, 12 * S, 15 * S]),
+        ("replica-2#1", [15_100_000, 20 * S, 24 * S]),
+        ("replica-2#2", [24_100_000, 26 * S, 28 * S]),
+    ] {
+        for at_us in looks {
+            h = refused_look(h, id, replica, at_us);
+            id += 2;
+        }
+    }
+    h = h.accepted(28_200_000, updated("replica-2#2", 2, 2));
+    for at_us in [28_300_000, 29 * S, 29_900_000] {
+        h = h
+            .op(
+                id,
+                "replica-3",
+                span(at_us, at_us + 5_000),
+                kube_get(),
+                kube_object(2, "replica-2#2", 2),
+            )
+            .op(
+                id + 1,
+                "replica-3",
+                span(at_us, at_us + 10_000),
+                acquire(),
+                held(2),
+            );
+        id += 2;
+    }
+    let report = live::check(&h.run_ended_at(30 * S).build());
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 0);
+}
+
+/// The same dead holder, and one incarnation that stays: replica-2#1 watches the object from
+/// 15.105 s on and is still turned away at 30 and 35 s, with no takeover and no append by
+/// 15.105 s + the bound: a violation, the bound counted from its first look.
+#[test]
+fn live_catches_a_dead_holders_session_a_candidate_watched_for_a_ttl_without_taking_over() {
+    let mut h = history()
+        .kube_config()
+        .accepted(0, created("replica-1#0", 1, 1))
+        .healed_at(8 * S);
+    let mut id = 1;
+    for at_us in [8_100_000, 12 * S] {
+        h = refused_look(h, id, "replica-2#0", at_us);
+        id += 2;
+    }
+    for at_us in [15_100_000, 20 * S, 25 * S, 30 * S, 35 * S] {
+        h = refused_look(h, id, "replica-2#1", at_us);
+        id += 2;
+    }
+    let report = live::check(&h.run_ended_at(40 * S).build());
+    let violation = one(&report);
+    assert!(
+        violation.message.contains(
+            "between the heal at 8.000 s (the first candidate to watch its object long enough \
+             looked at 15.105 s) and 37.104999 s"
+        ),
         "{violation}"
     );
 }

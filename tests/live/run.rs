@@ -165,6 +165,59 @@ fn given_faults_live_mode_cannot_do_exit_2_each_named_with_why_before_any_proces
     assert!(!out.join("processes").exists(), "nothing was started");
 }
 
+/// Probe 2, N2: a mutant the run's processes would not plant — another backend's than
+/// `--backend`, or a flock mutant, which the replicas cannot take — would leave the correct
+/// code running and the run clean. It is refused before any process starts (exit 2; it used
+/// to run clean, or exit 3 once the lease service refused it).
+#[test]
+fn a_mutant_the_runs_processes_would_not_plant_is_refused_before_any_process_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    for (backend, mutant, message) in [
+        (
+            "flock",
+            "no-grace-period",
+            "plants its bug in the grpc backend, and this run is on flock: it would change \
+             nothing (the correct code would run and pass); use --backend grpc",
+        ),
+        (
+            "grpc",
+            "unlink-on-release",
+            "plants its bug in the flock backend, and this run is on grpc",
+        ),
+        (
+            "grpc",
+            "update-without-resource-version",
+            "plants its bug in the kube backend, and this run is on grpc",
+        ),
+        (
+            "flock",
+            "unlink-on-release",
+            "live mode cannot plant a flock mutant",
+        ),
+    ] {
+        let out = dir.path().join(format!("{backend}-{mutant}"));
+        let (code, stdout, stderr) = support::live(&[
+            "--seed",
+            "1",
+            "--backend",
+            backend,
+            "--mutant",
+            mutant,
+            "--no-faults",
+            "--duration",
+            "5s",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{backend} {mutant}: {stdout}\n{stderr}");
+        assert!(
+            stderr.contains(&format!("--mutant {mutant}: ")) && stderr.contains(message),
+            "{backend} {mutant}: {stderr}"
+        );
+        assert!(!out.exists(), "{backend} {mutant}: something was started");
+    }
+}
+
 #[cfg(not(feature = "etcd"))]
 #[test]
 fn the_etcd_backend_in_a_build_without_the_etcd_feature_is_refused_saying_how_to_rebuild() {

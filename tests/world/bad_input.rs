@@ -343,3 +343,107 @@ fn d18_self_links_and_unknown_sessions_in_a_schedule_are_refused() {
         );
     }
 }
+
+/// Probe 2, N2: a mutant planted in another backend's code than the run's would change
+/// nothing and pass on the correct code; `run --mutant` refuses it before running, as
+/// `replay` refuses the run file it would write.
+#[test]
+fn n2_run_refuses_a_mutant_of_another_backend_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let k1 = repo("sims/k1-two-candidates-one-read.toml");
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--mutant", "unlink-on-release"],
+            "mutant `unlink-on-release` plants its bug in the flock backend, and this run is on grpc",
+        ),
+        (
+            &["--mutant", "update-without-resource-version"],
+            "plants its bug in the kube backend, and this run is on grpc: it would change nothing",
+        ),
+        (
+            &[
+                "--scenario",
+                k1.to_str().unwrap(),
+                "--mutant",
+                "no-grace-period",
+            ],
+            "plants its bug in the grpc backend, and this run is on kube",
+        ),
+    ];
+    for (extra, message) in cases {
+        let args = [&["run", "--seed", "1", "--out", out][..], extra].concat();
+        refused(&args, &["--mutant", message]);
+        assert!(!dir.path().join("out/run.json").exists(), "{extra:?} ran");
+    }
+}
+
+/// Probe 2, N9: a run the tool accepts is never cut off as "a hang" only for being long. A
+/// limit shorter than twice what its simulated time takes here is refused before it runs,
+/// naming the limit, the run's simulated length and the limit to give.
+#[test]
+fn n9_a_timeout_too_short_for_the_runs_simulated_length_is_refused_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let args = [
+        "run",
+        "--seed",
+        "1",
+        "--duration",
+        "86400s",
+        "--no-faults",
+        "--timeout",
+        "30s",
+        "--out",
+    ];
+    refused(
+        &[&args[..], &[out.to_str().unwrap()]].concat(),
+        &[
+            "--timeout 30s: the run reaches 86400 s of simulated time",
+            "give --timeout 3516s (the default for it) or more",
+        ],
+    );
+    let mut run = run_json("sims/swarm-freezes.toml");
+    run["world"]["duration_s"] = json!(86_000);
+    let file = write(dir.path(), "long.json", &run.to_string());
+    refused(
+        &[
+            "replay",
+            &file,
+            "--timeout",
+            "1m",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &["--timeout 1m: the run reaches"],
+    );
+}
+
+/// Probe 2, N8 (the run side of it): a run whose replicas never make a call — a plan whose
+/// only run waits for an incarnation that never comes — recorded no operation, so every
+/// check had nothing to judge: bad input (exit 2), never "clean".
+#[test]
+fn n8_a_run_that_recorded_no_operation_is_not_clean() {
+    let mut run = run_json("sims/swarm-freezes.toml");
+    run["workload"] = json!({"plan": {"runs": [{
+        "replica": "replica-1", "incarnation": 7, "at_ms": 0, "session": "s1",
+        "appends": 1, "think_ms": 0, "shutdown": false
+    }]}});
+    run["schedule"] = json!({"v": 1, "faults": []});
+    run["drawn"] = Value::Null;
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "idle.json", &run.to_string());
+    let out = dir.path().join("out");
+    let output = leasesim(&["replay", &file, "--out", out.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(i32::from(Exit::BadInput.code())),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("verdict: nothing judged: the run recorded no operation"),
+        "{stdout}"
+    );
+}

@@ -74,8 +74,27 @@ fn twenty_seeds_give_identical_bytes_in_separate_processes() {
     }
 }
 
+/// A world still running when its wall-clock limit passes is a harness error naming the seed
+/// (a limit this short is refused on the command line: see the next test).
 #[test]
 fn a_run_past_its_wall_clock_timeout_is_a_harness_error_naming_the_seed() {
+    let mut request = leasesim::campaign::request::RunRequest::new(99);
+    request.duration = std::time::Duration::from_secs(3600);
+    let run = request.resolve().unwrap();
+    let error = leasesim::sim::runfile::execute(&run, std::time::Duration::from_millis(1))
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("seed 99 did not finish within 1ms of wall-clock time (a hang)"),
+        "{error}"
+    );
+}
+
+/// Probe 2, N9: `--timeout` shorter than the run can take is refused before it runs (exit 2),
+/// never reported as a hang.
+#[test]
+fn a_timeout_the_run_cannot_meet_is_refused_before_it_runs() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
     let output = leasesim(&[
@@ -89,20 +108,13 @@ fn a_run_past_its_wall_clock_timeout_is_a_harness_error_naming_the_seed() {
         "--out",
         dir,
     ]);
-    assert_eq!(output.status.code(), Some(3));
+    assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
     assert!(
-        stderr.contains("seed 99 did not finish within 1ms"),
+        stderr.contains("--timeout 1ms: the run reaches 3600 s of simulated time"),
         "{stderr}"
     );
-    assert!(
-        stderr.contains(&format!("replay: leasesim replay {dir}/run.json")),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("   or: leasesim run --seed 99 --duration 3600s"),
-        "{stderr}"
-    );
+    assert!(!out.path().join("run.json").exists());
 }
 
 #[test]
@@ -600,4 +612,19 @@ fn run_help_lists_every_exit_code_and_points_to_the_mutants() {
     ] {
         assert!(help.contains(code), "run --help lacks {code:?}:\n{help}");
     }
+}
+
+/// Probe 2, minor: live mode's banner names the backend the run uses (`--backend flock`), not
+/// the simulated world's `grpc` that its run file keeps.
+#[test]
+fn the_options_banner_names_the_backend_the_run_uses() {
+    let run = leasesim::campaign::request::RunRequest::new(1)
+        .resolve()
+        .unwrap();
+    let out = std::path::Path::new("out");
+    let timeout = std::time::Duration::from_secs(60);
+    assert!(run.describe(out, timeout).contains(" backend=grpc "));
+    let flock = run.describe_on("flock", out, timeout);
+    assert!(flock.contains(" backend=flock "), "{flock}");
+    assert!(!flock.contains("backend=grpc"), "{flock}");
 }

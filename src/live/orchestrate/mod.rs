@@ -70,6 +70,10 @@ pub struct LiveArgs {
 /// `leasesim live`: every run, its banner, progress and verdict printed; returns the exit
 /// code (the worst of the runs', in docs/exit-codes.md's order).
 pub fn main(args: LiveArgs) -> Exit {
+    if let Err(error) = check_mutant(&args) {
+        eprintln!("error: {error}");
+        return Exit::BadInput;
+    }
     // Held until every run and the report are written: a second command on this --out
     // would share its processes/ and data/ folders and merge their histories (N1).
     let _lock = match lock_out(&args.out) {
@@ -318,7 +322,10 @@ fn one_run(
     });
 
     println!("SEED={}", run.seed);
-    print!("{}", run.describe(out, timeout));
+    print!(
+        "{}",
+        run.describe_on(backend_name(args.backend), out, timeout)
+    );
     println!(
         "live: backend {}, {} replicas, {} s, heal at {} ms, out {}",
         backend_name(args.backend),
@@ -443,6 +450,34 @@ fn one_run(
         history,
         verdict,
     })
+}
+
+/// Refuses a `--mutant` the run's processes would not plant, before any of them starts:
+/// one of another backend than `--backend` ([`crate::mutant::Mutant::check_planted_in`]),
+/// and a flock mutant, which the replicas cannot take (they read the run file, whose world is
+/// the simulated gRPC one).
+fn check_mutant(args: &LiveArgs) -> Result<(), String> {
+    let Some(mutant) = args.request.mutant else {
+        return Ok(());
+    };
+    let backend = backend_name(args.backend);
+    mutant.check_planted_in(backend).map_err(|refusal| {
+        let hint = if mutant.backend() == Some("grpc") {
+            "; use --backend grpc"
+        } else {
+            ""
+        };
+        format!("--mutant {}: {refusal}{hint}", mutant.name())
+    })?;
+    if mutant.backend() == Some("flock") {
+        return Err(format!(
+            "--mutant {}: live mode cannot plant a flock mutant (its replicas take the run \
+             file, whose world is the simulated gRPC one); the flock mutants are killed by the \
+             process tests of tests/flock",
+            mutant.name()
+        ));
+    }
+    Ok(())
 }
 
 fn backend_name(backend: Backend) -> &'static str {

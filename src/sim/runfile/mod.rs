@@ -232,19 +232,34 @@ impl RunFile {
             message: e.to_string(),
         })?;
         let backend = self.world.backend.name();
-        match mutant {
-            Some(mutant) if !mutant.applies_to(backend) => Err(validate::Invalid {
+        match mutant.map(|mutant| (mutant, mutant.check_planted_in(backend))) {
+            Some((mutant, Err(refusal))) => Err(validate::Invalid {
                 field: "mutant".into(),
-                message: format!(
-                    "mutant `{}` plants its bug in the {} backend, and this run is on {backend}: \
-                     it would change nothing; run it on a {} scenario",
-                    mutant.name(),
-                    mutant.backend().unwrap_or("any"),
-                    mutant.backend().unwrap_or("any"),
-                ),
+                message: match mutant.backend() {
+                    Some("flock") => format!(
+                        "{refusal}; flock runs only in real processes (`leasesim flock`, the \
+                         process tests of tests/flock)"
+                    ),
+                    other => format!("{refusal}; run it on a {} scenario", other.unwrap_or("any")),
+                },
             }),
             _ => Ok(()),
         }
+    }
+
+    /// The latest true simulated time this run can reach, ms: its duration, or with the
+    /// liveness phase its heal (held back by its freezes) and LIVE's bound after it
+    /// ([`crate::sim::schedule::FaultSchedule::run_end_ms`]); what its wall-clock limit is
+    /// derived from ([`crate::sim::wall`]).
+    pub fn simulated_end_ms(&self) -> u64 {
+        self.schedule.run_end_ms(&self.world_config_unchecked())
+    }
+
+    /// The wall-clock limit of this run: `given` (a campaign's `--run-timeout`, checked when
+    /// the campaign starts), or the default for its simulated length
+    /// ([`crate::sim::wall::default_timeout`]).
+    pub fn wall_timeout(&self, given: Option<Duration>) -> Duration {
+        given.unwrap_or_else(|| crate::sim::wall::default_timeout(self.simulated_end_ms()))
     }
 
     /// The run file as pretty JSON.
@@ -264,6 +279,12 @@ impl RunFile {
     /// What `leasesim run` and `leasesim replay` print before running: the scenario, every
     /// resolved option, and the swarm options drawn (if any), one per line.
     pub fn describe(&self, out: &Path, timeout: Duration) -> String {
+        self.describe_on(self.world.backend.name(), out, timeout)
+    }
+
+    /// [`RunFile::describe`] for a run on `backend` rather than its world's (live mode's
+    /// `--backend flock`, whose run file keeps the simulated world's `grpc`).
+    pub fn describe_on(&self, backend: &str, out: &Path, timeout: Duration) -> String {
         let w = &self.world;
         let workload = match &self.workload {
             RunWorkload::Generated(mix) => format!(
@@ -296,7 +317,7 @@ impl RunFile {
             w.call_timeout_ms,
             w.latency_ms.0,
             w.latency_ms.1,
-            w.backend.name(),
+            backend,
             self.schedule.faults.len(),
             self.mutant.as_deref().unwrap_or("none"),
             self.liveness_phase,
