@@ -395,7 +395,7 @@ fn report(command: ReportCommand) -> ExitCode {
     };
     match outcome {
         Ok((summary, dir)) => {
-            println!("{}", summary.final_line(&dir));
+            println!("{}", summary.closing_lines(&dir));
             ExitCode::from(summary.exit())
         }
         Err(error) => {
@@ -517,7 +517,7 @@ fn campaign(args: CampaignArgs) -> ExitCode {
         Ok(summary) => {
             // The last line, after the progress bar and every other message: the verdict,
             // the exit code and where the report is.
-            println!("{}", summary.final_line(&options.out));
+            println!("{}", summary.closing_lines(&options.out));
             ExitCode::from(summary.exit())
         }
         Err(error) => {
