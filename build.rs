@@ -1,5 +1,5 @@
 //! Compiles `proto/leasesim.proto` with protox (pure Rust), so a fresh machine needs no
-//! system `protoc` (DESIGN.md, "Known pitfalls").
+//! system `protoc` (docs/pitfalls.md#building).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=proto/leasesim.proto");

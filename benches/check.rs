@@ -1,4 +1,4 @@
-//! Benchmark: checks every history in `../shared/cases/jepsen` (the files listed in its
+//! Benchmark: checks every history in `tests/data/jepsen` (the files listed in its
 //! `expected.csv`) and prints the per-file and total check time and operations per second.
 //! Reading the files is not timed. Each file is checked at least [`ROUNDS`] times and for at
 //! least [`MIN_TIME`]; its row gives the fastest and the mean check time. A row then checks the
@@ -29,10 +29,11 @@
 //! `CHECK_FAMILIES_DIR=<dir>` (or `--families-dir <dir>` after `--`), the register and kv
 //! families are also written there in the Jepsen text formats (`register-c05-ok.log`, an etcd
 //! log; `kv-c05-bad-early.txt`, porcupine's kv test data), with an `expected.csv`, for other
-//! checkers; `CHECK_FAMILIES_ONLY=1` skips the shared Jepsen files. Run with
+//! checkers; `CHECK_FAMILIES_ONLY=1` skips the Jepsen files. Run with
 //! `cargo bench --bench check`.
 
-// Measuring real time is the point of a benchmark (DESIGN.md lets checkers use real time).
+// Measuring real time is the point of a benchmark (docs/determinism.md#rules lets checkers use
+// real time).
 #![allow(clippy::disallowed_types)]
 
 #[path = "../tests/check/families.rs"]
@@ -124,12 +125,12 @@ fn families_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// The shared Jepsen files' rows, the etcd row, the totals and the budget rows.
+/// The Jepsen files' rows, the etcd row, the totals and the budget rows.
 fn jepsen_files() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/jepsen");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/jepsen");
     let csv = std::fs::read_to_string(dir.join("expected.csv")).unwrap_or_else(|e| {
         panic!(
-            "cannot read {}/expected.csv ({e}): put shared/ beside the clone",
+            "cannot read {}/expected.csv ({e}): restore it with `git checkout -- tests/data/jepsen`",
             dir.display()
         )
     });

@@ -19,8 +19,8 @@
 //!
 //! Instructions (valgrind callgrind, seed 1; the world with the default faults; the bare world
 //! with the world's RPC count). Wall seconds on this machine move by 30 % from one minute to the
-//! next, so instructions are the figure to compare; the wall-time table is in README.md ("How
-//! the world's cost grows with its hosts").
+//! next, so instructions are the figure to compare; the wall-time table is in
+//! docs/world.md#cost.
 //!
 //! | replicas (hosts) | simulated s | bare turmoil | world before | world after | world / bare after |
 //! |---:|---:|---:|---:|---:|---:|

@@ -3,7 +3,7 @@
 //!
 //! The stale writer runs on a suspended host: its own monotonic clock never moves, so its
 //! local validity check always passes and only the fence at the ledger can stop it
-//! (DESIGN.md, "The simulated world": suspend). The new writer shares the authority's clock,
+//! (docs/world.md#freezes-and-pause-points). The new writer shares the authority's clock,
 //! which a clock thread moves one TTL, so it can take the session over at any point of the
 //! stale writer's open-and-append sequence.
 //!

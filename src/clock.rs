@@ -3,7 +3,7 @@
 //! [`Clock`] is the only source of time in `lease/`, `journal/` and `service/`: every reading
 //! and every timer (renew interval, validity deadline, backoff) goes through it, so that a
 //! simulated host's drift, suspend and wall-clock jumps change when timers fire exactly as
-//! they would on a real host (DESIGN.md, "Time").
+//! they would on a real host (docs/contracts.md#time).
 //!
 //! Implementations here: [`ManualClock`] (time moves only when a test advances it) and
 //! [`RealClock`] (the process's monotonic and wall clocks). The simulated world adds per-host

@@ -1,5 +1,5 @@
-//! The lease conformance suite: every rule of the [`SessionLease`] contract (DESIGN.md,
-//! "Lease"), runnable against any backend.
+//! The lease conformance suite: every rule of the [`SessionLease`] contract
+//! (docs/contracts.md#lease), runnable against any backend.
 //!
 //! A backend is tested through a [`Subject`]: the backend plus an `advance` callback that
 //! moves the authority's time forward (a fake clock's advance, or a real sleep over a small

@@ -1,4 +1,4 @@
-//! The exit codes of every command (DESIGN.md, "Exit codes"), as one type.
+//! The exit codes of every command (docs/exit-codes.md), as one type.
 //!
 //! When several apply, [`Exit::worst`] picks the first in the order 3, 2, 1, 5, 6, 4, then 0.
 

@@ -4,7 +4,7 @@
 //! check). The simulated world installs its own to freeze a task at a named
 //! [`PausePoint`] and to record what the system decided ([`Observation`]) — it reaches the
 //! system under test only through these, the [`crate::clock::Clock`], the mutant switch and
-//! the transport and storage it hands over (DESIGN.md, "Injection points").
+//! the transport and storage it hands over (docs/world.md#injection-points).
 
 use std::fmt;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use crate::clock::Instant;
 use crate::lease::SessionId;
 
-/// A place where a simulated freeze can catch a task (DESIGN.md, "Freezes").
+/// A place where a simulated freeze can catch a task (docs/world.md#freezes-and-pause-points).
 #[derive(
     Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, serde::Serialize, serde::Deserialize,
 )]
@@ -74,7 +74,7 @@ impl PausePoint {
     }
 }
 
-/// What a holder decided to use its lease for at a validity check (DESIGN.md, STOP: every
+/// What a holder decided to use its lease for at a validity check (docs/checks.md#stop: every
 /// decision to use the lease writes one): the `purpose` of a history `validity` line.
 #[derive(
     Clone,

@@ -4,7 +4,8 @@
 //! The system under test lives in [`lease`], [`journal`], [`service`] and [`clock`]; it knows
 //! nothing of the harness and takes time only from a [`clock::Clock`]. [`conformance`] checks
 //! any [`lease::SessionLease`] backend against the lease contract. The contracts are fixed in
-//! `DESIGN.md` (shared with the project); every rule cited here is named there.
+//! the project's design document, `docs/` (its index: `docs/README.md`); every rule cited here
+//! is named there.
 
 #![deny(missing_docs)]
 

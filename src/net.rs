@@ -1,6 +1,6 @@
 //! The transport the remote services and clients are given: real TCP, or turmoil's simulated
 //! TCP, behind one connection type, so the same service and client code runs on both
-//! (DESIGN.md, "Injection points").
+//! (docs/world.md#injection-points).
 
 use std::fmt;
 use std::io;

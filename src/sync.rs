@@ -1,6 +1,6 @@
 //! The synchronisation primitives of the system under test, in one place, so that the same
 //! code compiles against [loom](https://docs.rs/loom) with the `loom` feature (a project
-//! feature, not the global `--cfg loom`, which breaks hyper-util: DESIGN.md "Known pitfalls";
+//! feature, not the global `--cfg loom`, which breaks hyper-util: docs/pitfalls.md#building;
 //! a feature also leaves every dependency's build as it is, so the loom suites reuse the
 //! release build of the tests).
 //!

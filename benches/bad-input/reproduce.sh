@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-runs the bad-input probe's reproduction commands (../shared/reports/bad-input-probe.md)
+# Re-runs the reproduction commands of the first hostile probe (bad input, defects D1-D18)
 # against a leasesim binary; prints one line per case: defect, exit code, first line of stderr.
 set -u
 L=${L:-target/debug/leasesim}

@@ -1,4 +1,4 @@
-//! Coverage: named "sometimes" events a run reached (DESIGN.md, "Campaigns and reports").
+//! Coverage: named "sometimes" events a run reached (docs/campaigns.md).
 //!
 //! A campaign that never took a lease over after expiry, never had a stale append refused by
 //! the fence, never retried a fence… has not tested what it claims to. [`coverage`] counts,

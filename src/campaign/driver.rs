@@ -1,5 +1,5 @@
 //! `leasesim campaign`: seeds × scenarios in parallel, with progress, resumable results,
-//! shrinking of failures and the report (DESIGN.md, "Campaigns and reports").
+//! shrinking of failures and the report (docs/campaigns.md).
 //!
 //! Each run is independent and deterministic, so jobs only decide *when* a run happens,
 //! never *what* it does: `results.jsonl` lines arrive in completion order, and the report
@@ -76,7 +76,7 @@ pub enum CampaignError {
 }
 
 impl CampaignError {
-    /// The exit code of DESIGN.md, "Exit codes".
+    /// The exit code of docs/exit-codes.md.
     pub fn exit_code(&self) -> Exit {
         match self {
             CampaignError::BadInput(_) => Exit::BadInput,
@@ -277,7 +277,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// The Cargo.lock this binary was built with, hashed: turmoil's RNG is only portable within
-/// one lock (DESIGN.md, "Determinism rules").
+/// one lock (docs/determinism.md#rules).
 pub fn cargo_lock_hash() -> String {
     let lock = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock"));
     hex(&Sha256::digest(lock)[..8])

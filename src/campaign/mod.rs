@@ -1,4 +1,4 @@
-//! Campaigns (DESIGN.md, "Campaigns and reports"): scenario files, swarm profiles, run
+//! Campaigns (docs/campaigns.md): scenario files, swarm profiles, run
 //! requests. The only part of the library that drives worlds, checkers and reports together.
 //!
 //! - [`scenario`] — scenario files (TOML): world, workload, faults, expectations.

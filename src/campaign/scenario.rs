@@ -1,6 +1,6 @@
 //! Scenario files (TOML, schema `v = 1`): a world, a workload (a script or a generated mix),
 //! faults (an explicit schedule, a swarm profile, or none) and the expectations of a run
-//! (DESIGN.md, "Campaigns and reports"). `sims/README.md` documents the format with an
+//! (docs/campaigns.md). `sims/README.md` documents the format with an
 //! example of every section.
 //!
 //! Loading resolves everything a run needs: the script and schedule files named (paths are

@@ -1,5 +1,5 @@
 //! Shrinking: reduce a failing run to a minimal run that still breaks the same check
-//! (DESIGN.md, "Campaigns and reports"), by delta debugging over its run file ([`ddmin`]).
+//! (docs/campaigns.md), by delta debugging over its run file ([`ddmin`]).
 //! A generated workload is first turned into its plan (the same world, as data:
 //! [`crate::sim::plan`]), so shrinking reaches the calls. Then: drop faults, drop scripted
 //! calls, pin a plan's runs to the times they started (so dropping one no longer moves the

@@ -43,7 +43,7 @@ pub struct ResultFile {
     pub v: u32,
     /// The verdict in one line ([`RunVerdict::line`]).
     pub verdict: String,
-    /// The exit code it stands for (DESIGN.md, "Exit codes").
+    /// The exit code it stands for (docs/exit-codes.md).
     pub exit_code: u8,
     /// Every check, in report order: `pass`, `fail` with its violations, `not-judged` with
     /// why, or `unknown` (as in a campaign's `results.jsonl`).

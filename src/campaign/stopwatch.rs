@@ -1,6 +1,6 @@
 //! Wall-clock time for the campaign's budgets, timeouts and progress: the campaign is the one
-//! place outside the simulation allowed to read the real clock (DESIGN.md, "Determinism
-//! rules"). Nothing read here reaches a history or a hash.
+//! place outside the simulation allowed to read the real clock (docs/determinism.md#rules).
+//! Nothing read here reaches a history or a hash.
 
 // The campaign's budgets and progress are real time by definition.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]

@@ -385,7 +385,7 @@ impl SwarmProfile {
             Some(kind) => Err((
                 "kinds".into(),
                 format!(
-                    "`{}` cannot happen on the {} backend (DESIGN.md, \"Backends\"); remove it \
+                    "`{}` cannot happen on the {} backend (docs/backends.md); remove it \
                      from this profile's kinds",
                     kind.name(),
                     config.backend.name()

@@ -1,4 +1,4 @@
-//! The nine checks of DESIGN.md, "Checkers", as one type: the seven invariants and the two
+//! The nine checks of docs/checks.md, as one type: the seven invariants and the two
 //! linearizability checks.
 //!
 //! Every file format spells a check by its name ([`Check::name`]: `TOKEN`, `LIN-LEASE`, …):
@@ -63,7 +63,7 @@ impl Check {
     /// The linearizability checks, in report order.
     pub const LINEARIZABILITY: [Check; 2] = [Check::LinLease, Check::LinLedger];
 
-    /// The check's name as DESIGN.md spells it (`TOKEN`, …, `LIN-LEASE`, `LIN-LEDGER`).
+    /// The check's name as docs/checks.md spells it (`TOKEN`, …, `LIN-LEASE`, `LIN-LEDGER`).
     pub fn name(self) -> &'static str {
         match self {
             Check::Token => "TOKEN",
@@ -78,7 +78,7 @@ impl Check {
         }
     }
 
-    /// What the check holds a run to, in one line (the rule of DESIGN.md, "Checkers", as
+    /// What the check holds a run to, in one line (the rule of docs/checks.md, as
     /// each variant's doc comment says it), for a reviewer reading a counterexample.
     pub fn rule(self) -> &'static str {
         match self {

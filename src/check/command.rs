@@ -5,7 +5,7 @@
 //! Jepsen etcd log line (`… jepsen.util - 0 :invoke :read nil`) is `etcd`, an EDN op map
 //! (`{:process 0, …}`) is `kv`; one of our `history.jsonl` files holds both ledger and lease
 //! calls, so it needs `--model ledger|lease` (bad input otherwise). So one process judges a
-//! folder of mixed Jepsen files: `leasesim check ../shared/cases/jepsen/*/*.{log,txt}`.
+//! folder of mixed Jepsen files: `leasesim check tests/data/jepsen/*/*.{log,txt}`.
 //!
 //! Text output, one block per file on `out`:
 //! - `FILE: linearizable (N ops, X ms)`
@@ -18,8 +18,8 @@
 //! (`--model ledger|lease`) and a Jepsen file without operations (`--model etcd|kv`), which
 //! have nothing to judge and must not pass as linearizable. With `--json`, `out` gets one [`FileReport`]
 //! JSON object per line and per file instead (bad files included, with their error). Everything
-//! but the elapsed times is a function of the input alone. Exit codes follow DESIGN.md
-//! ("Exit codes"): see [`Exit::worst`].
+//! but the elapsed times is a function of the input alone. Exit codes follow
+//! docs/exit-codes.md: see [`Exit::worst`].
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -41,10 +41,10 @@ use crate::history::History;
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum CheckModel {
-    /// Jepsen etcd logs (`../shared/cases/jepsen/etcd/*.log`) against a compare-and-set
+    /// Jepsen etcd logs (`tests/data/jepsen/etcd/*.log`) against a compare-and-set
     /// register.
     Etcd,
-    /// Jepsen/porcupine key-value EDN histories (`../shared/cases/jepsen/kv/*.txt`) against a
+    /// Jepsen/porcupine key-value EDN histories (`tests/data/jepsen/kv/*.txt`) against a
     /// get/put/append store, per key.
     Kv,
     /// Our `history.jsonl`: the ledger calls against the CAS chain model, per session
@@ -241,7 +241,7 @@ pub fn detect(text: &str) -> Result<CheckModel, String> {
 const DETECT_LINES: usize = 1000;
 
 /// Runs `f` and measures it in real time: only to report how long a check took (checkers may
-/// read real time: DESIGN.md, "Determinism rules"); it never influences a verdict.
+/// read real time: docs/determinism.md#rules); it never influences a verdict.
 #[allow(clippy::disallowed_types)]
 fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let start = std::time::Instant::now();

@@ -1,5 +1,5 @@
 //! One verdict over a simulation's history: every invariant plus both linearizability checks
-//! (DESIGN.md, "Checkers"), folded into the exit code of DESIGN.md, "Exit codes".
+//! (docs/checks.md), folded into one exit code (docs/exit-codes.md).
 //!
 //! `leasesim run` and the campaign judge every run through [`judge`]; nothing here knows how
 //! the history was recorded.
@@ -328,7 +328,7 @@ fn linearizability(history: &History, check: Check, budget: Budget) -> Lineariza
 /// print and `result.json` holds.
 #[derive(Clone, Debug)]
 pub struct RunVerdict {
-    /// The exit code (DESIGN.md, "Exit codes").
+    /// The exit code (docs/exit-codes.md).
     pub exit: Exit,
     /// The verdict in one line, without the exit code: `clean`, `clean (not judged: LIVE)`,
     /// `clean: violated as expected: LEDGER`, `FAIL: EXCL, TOKEN violated`, `FAIL: LEDGER

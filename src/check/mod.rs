@@ -1,5 +1,5 @@
 //! Checkers: they judge a recorded history, whoever recorded it (the simulation, live mode,
-//! Jepsen), and never import `sim/` (DESIGN.md, "Dependency rules").
+//! Jepsen), and never import `sim/` (docs/architecture.md#dependency-rules).
 
 pub mod catalogue;
 pub mod command;

@@ -1,4 +1,4 @@
-//! The host names of the simulated world (DESIGN.md, "The simulated world"), as the history
+//! The host names of the simulated world (docs/world.md), as the history
 //! spells them in `clock` lines, `event` lines and process names: shared by the world, which
 //! names its hosts, and the checkers and reports, which read them.
 

@@ -136,7 +136,7 @@ pub struct ConfigLine {
     pub sessions: Vec<String>,
     /// The host whose decisions the `decision` lines are (its `clock` lines place them on
     /// its monotonic clock), or `null` for a backend with no authority clock, judged on its
-    /// holders (DESIGN.md, "Checkers", EXCL). Histories written before this field existed
+    /// holders (docs/checks.md#excl). Histories written before this field existed
     /// came from the gRPC authority on host `lease`.
     #[serde(default = "default_authority")]
     pub authority: Option<String>,
@@ -148,7 +148,7 @@ fn default_authority() -> Option<String> {
 
 impl ConfigLine {
     /// LIVE's bound after the heal, µs: TTL + grace period (if the authority restarted) + 3
-    /// renew intervals + the longest reconnect backoff (DESIGN.md, "Checkers", LIVE). The
+    /// renew intervals + the longest reconnect backoff (docs/checks.md#live). The
     /// world's liveness phase and the LIVE checker both take it from here.
     pub fn live_bound_us(&self, authority_restarted: bool) -> u64 {
         self.ttl_us
@@ -373,7 +373,7 @@ pub enum HistEvent {
 ///
 /// The server orders writes by `resourceVersion` but judges no expiry, so these lines are
 /// what TOKEN (on `leaseTransitions`) and EXPIRY (by observation) judge for such a backend
-/// (DESIGN.md, "Backends", KubeLease).
+/// (docs/backends.md#kubelease).
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WriteLine {

@@ -1,8 +1,8 @@
 //! The operation history format: what a run did, as JSON lines.
 //!
 //! The simulated world (and later live mode) writes a history; the checkers read it and never
-//! import the simulation (DESIGN.md, "History" and "Dependency rules"). This page is the
-//! format's specification; the types below are its only implementation, and
+//! import the simulation (docs/history.md and docs/architecture.md#dependency-rules). This page is
+//! the format's specification; the types below are its only implementation, and
 //! `src/history/tests.rs` pins one golden line of each kind so that any drift is loud.
 //!
 //! # Files

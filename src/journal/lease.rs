@@ -25,7 +25,7 @@ pub enum SkewMargin {
 }
 
 impl Default for SkewMargin {
-    /// 10% of the TTL (DESIGN.md, "Client-side validity").
+    /// 10% of the TTL (docs/contracts.md#client-side-validity).
     fn default() -> Self {
         SkewMargin::Percent(10)
     }
@@ -65,7 +65,7 @@ pub enum LossCause {
 /// A held lease: the last granted [`Lease`] value plus the holder's local view of its
 /// validity. Cloning gives another handle to the same hold.
 ///
-/// Validity rule (DESIGN.md, "Client-side validity"): `valid_until = (local time the last
+/// Validity rule (docs/contracts.md#client-side-validity): `valid_until = (local time the last
 /// successful acquire or renew was sent) + granted ttl − skew margin`, on the holder's own
 /// monotonic clock. Only a successful renew moves it; the authority's `expiry` is never used.
 /// Once lost (released, overtaken or past the deadline), a hold never becomes valid again.

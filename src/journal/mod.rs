@@ -1,7 +1,7 @@
 //! The fenced single-writer journal: an append-only [`Ledger`] where every write is a CAS on
 //! the tip, and the [`Journal`] a lease holder writes through.
 //!
-//! Safety comes from the ledger, not from the holder's clock (DESIGN.md, "Journal"): opening a
+//! Safety comes from the ledger, not from the holder's clock (docs/contracts.md#journal): opening a
 //! journal appends `Fence { epoch }` by CAS, after which a stale writer's CAS at its old tip
 //! fails and its journal is poisoned. The holder's local validity check only keeps honest
 //! writers from trying.

@@ -22,8 +22,8 @@ pub struct StoreConfig {
     /// Harness hooks (pause points, observations); none by default.
     pub hooks: HookSlot,
     /// The TTL this replica's own configuration names, if any (default none). Validity never
-    /// uses it: the holder counts the TTL the authority granted (DESIGN.md, "Client-side
-    /// validity"); only [`Mutant::ClientUsesConfiguredTtl`] reads it.
+    /// uses it: the holder counts the TTL the authority granted
+    /// (docs/contracts.md#client-side-validity); only [`Mutant::ClientUsesConfiguredTtl`] reads it.
     pub configured_ttl: Option<std::time::Duration>,
     /// A planted bug, or `None` (the default) for the correct code. The store honours
     /// [`Mutant::OpenAcceptsStaleEpoch`] and hands the mutant to every hold it acquires

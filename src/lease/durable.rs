@@ -1,7 +1,8 @@
 //! `DurableLease`: the lease service's authority — [`MemLease`] plus durable token
 //! high-water marks and a restart grace period.
 //!
-//! Two facts must survive a crash (DESIGN.md, "Lease"):
+//! Two facts must survive a crash (docs/contracts.md#tokens,
+//! docs/contracts.md#the-authoritys-grace-period):
 //! - each session's token high-water mark, written before a takeover is acknowledged, so a
 //!   restarted authority never grants a token twice;
 //! - how long a lease granted before the crash might still be live. The authority keeps a

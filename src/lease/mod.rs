@@ -1,7 +1,7 @@
 //! Session leases with fencing tokens: the [`Lease`] value, the [`SessionLease`] contract and
 //! its backends.
 //!
-//! The contract (DESIGN.md, "Lease"): one live owner per session; the token advances on every
+//! The contract (docs/contracts.md#lease): one live owner per session; the token advances on every
 //! takeover and is strictly increasing per session forever; renew never recreates a record;
 //! release only removes the caller's own hold. The conformance suite
 //! ([`crate::conformance`]) checks a backend against every rule.
@@ -191,7 +191,7 @@ pub enum LeaseError {
     /// PERMISSION_DENIED, INTERNAL…; an HTTP 401, 403 or 5xx from an API server): neither a
     /// grant nor the loss signal, and the call's outcome is unknown. Callers treat it as
     /// [`LeaseError::Unavailable`]: a renewer retries it only while its local deadline lasts,
-    /// and never counts it as a success (DESIGN.md, "Service", renewer).
+    /// and never counts it as a success (docs/contracts.md#service).
     #[error("lease authority answered an unexpected status: {status}")]
     Unexpected {
         /// The status as answered, for logs (e.g. `PermissionDenied: …`).

@@ -1,4 +1,4 @@
-//! libfaketime for live mode's clock faults (DESIGN.md, "Live mode"): where the library is,
+//! libfaketime for live mode's clock faults (docs/live.md): where the library is,
 //! and how a process is started under it. True time stays out of its reach ([`super::truth`]).
 
 use std::path::{Path, PathBuf};

@@ -56,7 +56,7 @@ impl LineFile {
             wake: Condvar::new(),
         });
         let flusher = Arc::downgrade(&shared);
-        // Live mode is real by design (DESIGN.md, "Live mode"): this thread never runs in a
+        // Live mode is real by design (docs/live.md): this thread never runs in a
         // simulation.
         #[allow(clippy::disallowed_methods)]
         std::thread::Builder::new()

@@ -1,4 +1,4 @@
-//! Live mode (DESIGN.md, "Live mode"; issue 16): the same workload, history format, checkers
+//! Live mode (docs/live.md; issue 16): the same workload, history format, checkers
 //! and report as the simulated world, on real processes of this machine, with a nemesis that
 //! needs no root.
 //!

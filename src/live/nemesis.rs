@@ -354,7 +354,7 @@ pub fn plan(
     if !refused.is_empty() {
         if !drawn {
             return Err(format!(
-                "live mode cannot apply {} of this schedule's faults (DESIGN.md, \"Live mode\"; \
+                "live mode cannot apply {} of this schedule's faults (docs/live.md; \
                  src/live/nemesis.rs lists what it can): {}; remove them from the schedule",
                 refused.len(),
                 refused.join("; ")

@@ -20,7 +20,8 @@
 //! The upstream address can change (a service restarted on a new port): new connections go
 //! to the new one.
 
-// Live mode is real by design (DESIGN.md, "Live mode"): the proxy moves real bytes on real TCP, in real time; never on a simulated path.
+// Live mode is real by design (docs/live.md): the proxy moves real bytes on real TCP, in real
+// time; never on a simulated path.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -10,7 +10,8 @@
 //! so it refuses to exec. Dropping the [`Spawner`] ends its thread, and with it (through
 //! the same signal) any child still running: a last guard, never the way a run stops them.
 
-// Live mode is real by design (DESIGN.md, "Live mode"): bounded waits on real children; never on a simulated path.
+// Live mode is real by design (docs/live.md): bounded waits on real children; never on a simulated
+// path.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
@@ -42,7 +43,7 @@ impl Spawner {
     pub fn start() -> io::Result<Spawner> {
         let (requests, inbox) = mpsc::channel::<Request>();
         let parent = rustix::process::getpid();
-        // Live mode is real by design (DESIGN.md, "Live mode"): this thread never runs in a
+        // Live mode is real by design (docs/live.md): this thread never runs in a
         // simulation.
         #[allow(clippy::disallowed_methods)]
         let thread = std::thread::Builder::new()

@@ -4,7 +4,7 @@
 //! Why rebuild: a turmoil partition drops in-flight segments for good, so a connection with
 //! data in flight stays stuck after the partition heals; HTTP/2 keepalive notices a dead
 //! connection, and dropping the channel after a timeout does not wait for it. Why back off:
-//! turmoil 0.7.2 leaks an ephemeral port per failed connect (DESIGN.md, "Known pitfalls").
+//! turmoil 0.7.2 leaks an ephemeral port per failed connect (docs/pitfalls.md#turmoil).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,5 +1,5 @@
-//! gRPC status codes for the typed errors, both ways (DESIGN.md, "Lease": Held ↔
-//! FAILED_PRECONDITION, Unsupported ↔ UNIMPLEMENTED, bad fields ↔ INVALID_ARGUMENT, grace
+//! gRPC status codes for the typed errors, both ways (docs/backends.md#the-grpc-lease-service:
+//! Held ↔ FAILED_PRECONDITION, Unsupported ↔ UNIMPLEMENTED, bad fields ↔ INVALID_ARGUMENT, grace
 //! period ↔ UNAVAILABLE).
 //!
 //! A client cannot tell a request that never left from one whose reply was lost, except

@@ -1,5 +1,5 @@
-//! Reports: renders a campaign's results as Markdown, JSON and JUnit XML (DESIGN.md,
-//! "Campaigns and reports"). It reads what the campaign wrote and never re-runs anything.
+//! Reports: renders a campaign's results as Markdown, JSON and JUnit XML (docs/campaigns.md). It
+//! reads what the campaign wrote and never re-runs anything.
 //!
 //! # A report folder
 //!
@@ -29,7 +29,7 @@
 //! 3 if any run was a harness error, else 1 if any run had an unexpected safety violation
 //! or a scenario's expected violation was never seen in any of its runs (the expectation is
 //! wrong, or the mutant was not caught), else 5 if any run failed LIVE only, else 4 if any
-//! run was inconclusive, else 0 (DESIGN.md, "Exit codes": [`Exit::worst`]'s order). A check
+//! run was inconclusive, else 0 (docs/exit-codes.md: [`Exit::worst`]'s order). A check
 //! that judged nothing ("not judged") does not change it, nor does an expected coverage event
 //! never reached: that is a warning, printed in the verdict line ([`Summary::verdict`],
 //! [`Summary::warnings`]; reports/README.md says why).

@@ -29,7 +29,7 @@ pub struct Summary {
     pub verdict: String,
     /// Every warning: each coverage event a scenario expects and none of its runs reached,
     /// over at least the seeds within which the scenario promises it. Warnings never change
-    /// the exit code (reports/README.md, "Coverage").
+    /// the exit code (docs/campaigns.md#coverage).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// Every note: each expected coverage event not reached in a campaign shorter than the

@@ -1,5 +1,5 @@
 //! The coverage events: named "sometimes" happenings a campaign is expected to reach
-//! (DESIGN.md, "Campaigns and reports"), as one type. A campaign counts them per run
+//! (docs/campaigns.md), as one type. A campaign counts them per run
 //! (`campaign::coverage`); `results.jsonl`, `summary.json`, scenario files
 //! (`expect.coverage`) and reports spell them by [`CoverageEvent::name`].
 

@@ -1,6 +1,6 @@
-//! Results: what a campaign keeps of its runs and what a report renders (DESIGN.md,
-//! "Campaigns and reports"). `campaign/` writes them; `report/` reads them and never imports
-//! `campaign/` (DESIGN.md, "Dependency rules").
+//! Results: what a campaign keeps of its runs and what a report renders (docs/campaigns.md).
+//! `campaign/` writes them; `report/` reads them and never imports
+//! `campaign/` (docs/architecture.md#dependency-rules).
 //!
 //! - [`record`] — one run's record (`results.jsonl`), shrunk runs (`shrunk.jsonl`), the
 //!   campaign's identity, the mutant detection table (`mutants.jsonl`).

@@ -1,6 +1,6 @@
 //! What a campaign keeps of each run: one [`RunRecord`] per (scenario, seed), appended to
 //! `results.jsonl` as it finishes so that an interrupted campaign resumes where it stopped,
-//! and the [`CampaignMeta`] every report carries (DESIGN.md, "Campaigns and reports").
+//! and the [`CampaignMeta`] every report carries (docs/campaigns.md).
 
 use std::collections::BTreeMap;
 
@@ -29,7 +29,7 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    /// The exit code of DESIGN.md, "Exit codes", that this status stands for.
+    /// The exit code of docs/exit-codes.md, that this status stands for.
     pub fn exit_code(self) -> Exit {
         match self {
             RunStatus::Clean => Exit::Clean,

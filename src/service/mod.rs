@@ -3,7 +3,7 @@
 //! A run enters the session's in-process gate, then takes the lease (unless leasing is
 //! sticky-disabled), opens the fenced journal and runs the caller's work while a renewer keeps
 //! the lease alive. Losing the lease invalidates the journal first, then cancels the work,
-//! then releases (DESIGN.md, "Service"). The renewer lives exactly as long as its run.
+//! then releases (docs/contracts.md#service). The renewer lives exactly as long as its run.
 
 mod gate;
 mod registry;

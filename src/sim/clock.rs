@@ -1,4 +1,4 @@
-//! Per-host simulated clocks (DESIGN.md, "The simulated world": clocks).
+//! Per-host simulated clocks (docs/world.md#clocks).
 //!
 //! turmoil has one clock for the whole simulation (the *true* simulated time); real hosts do
 //! not. A [`HostClock`] gives one host its own monotonic clock — true time scaled by a drift in

@@ -1,6 +1,6 @@
 //! The determinism self-check (`leasesim run --check-determinism`): the same run file,
 //! replayed in two fresh processes of this executable, must write the same history and trace
-//! bytes (DESIGN.md, "Determinism rules": same seed, same bytes, in every process).
+//! bytes (docs/determinism.md#rules: same seed, same bytes, in every process).
 //!
 //! **Test hook.** With [`PERTURB_ENV`] set, the second process appends one line to its trace
 //! after the run (the first never sees the variable), so a test can prove that a difference

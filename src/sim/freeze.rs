@@ -1,4 +1,4 @@
-//! Per-host freezes (DESIGN.md, "The simulated world": freezes), driven by the nemesis.
+//! Per-host freezes (docs/world.md#freezes-and-pause-points), driven by the nemesis.
 //!
 //! - A **pause** freezes the whole host (stop-the-world): every task of the host blocks at its
 //!   next pause point or clock wait until the pause ends; the monotonic clock runs on.

@@ -253,7 +253,7 @@ pub fn random_schedule(config: &WorldConfig) -> FaultSchedule {
 /// its host; error windows its server does not answer) are dropped; and for a backend judged
 /// on its holders (no authority clock: KubeLease) every drift is clamped to ±half the margin
 /// ([`holders_drift_bound_ppm`]), so a slow holder and a fast candidate together stay inside
-/// the margin (DESIGN.md, "Checkers", EXCL). Drawing is unchanged, so the default gRPC
+/// the margin (docs/checks.md#excl). Drawing is unchanged, so the default gRPC
 /// backend (host `lease`, every fault supported) gets exactly the schedule it always had.
 pub fn fit_to_backend(
     mut schedule: FaultSchedule,

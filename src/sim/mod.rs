@@ -1,4 +1,4 @@
-//! The simulated world on turmoil (DESIGN.md, "The simulated world").
+//! The simulated world on turmoil (docs/world.md).
 //!
 //! - [`world`] — [`world::World::builder`]: hosts, services, replicas, the run itself.
 //! - [`config`] — the shape of a world and its workload, as plain data.

@@ -1,6 +1,6 @@
 //! Workload plans: what a generated workload does, as data — which replica makes which runs,
 //! in which incarnation, from when — so a run file can hold it and a shrinker can drop and
-//! shorten its steps (DESIGN.md, "Workload").
+//! shorten its steps (docs/world.md#workload).
 //!
 //! A **run** is one pass of the service layer over a session: acquire its lease, open its
 //! journal, append `appends` events a think time apart (the renewer renewing meanwhile),

@@ -4,7 +4,7 @@
 //!
 //! turmoil 0.7.2's `hold` is always both ways (and `repair_oneway` does not combine with it):
 //! holding a link holds the HTTP/2 keepalive pings' acks too, and the client drops the
-//! connection after its keepalive timeout (DESIGN.md, "Known pitfalls"). So the world holds
+//! connection after its keepalive timeout (docs/pitfalls.md#turmoil). So the world holds
 //! replies itself, on the replica's side of each connection it dials: [`HeldReplies`] reads
 //! what the service sent and, while [`ReplyHolds`] holds the link, keeps back every HTTP/2
 //! frame of a stream (a reply's HEADERS, DATA, trailers, RST_STREAM) but passes the frames of

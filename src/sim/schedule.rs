@@ -1,5 +1,5 @@
 //! Fault schedules: the nemesis as data — a list of (time, fault) that can be saved, edited,
-//! replayed and shrunk (DESIGN.md, "Faults").
+//! replayed and shrunk (docs/world.md#faults).
 //!
 //! JSON shape (schema version 1):
 //! ```json
@@ -228,7 +228,7 @@ pub enum Fault {
     /// The lease authority (the `lease` service, or the Kubernetes API server of the kube
     /// backend) answers the calls of replica `to` (every caller without it) with `status` for
     /// `duration_ms` and applies nothing. The correct client treats the answer as neither
-    /// success nor loss (DESIGN.md, "Service", renewer): a renewer retries it only while its
+    /// success nor loss (docs/contracts.md#service): a renewer retries it only while its
     /// local deadline lasts, then gives the lease up. Old files' `apiserver_errors` with a
     /// `code` (403, 500, 503) read as this fault.
     #[serde(alias = "apiserver_errors")]

@@ -1,5 +1,5 @@
 //! Scripted workloads: an explicit list of (time, replica, call), so that field cases replay
-//! exactly — including raw lease calls made with an old lease value (DESIGN.md, "Workload").
+//! exactly — including raw lease calls made with an old lease value (docs/world.md#workload).
 //!
 //! JSON shape (schema version 1):
 //! ```json

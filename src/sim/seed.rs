@@ -1,5 +1,5 @@
-//! One master seed, one independent ChaCha stream per subsystem (DESIGN.md, "Determinism
-//! rules"): adding a fault kind does not reshuffle the workload.
+//! One master seed, one independent ChaCha stream per subsystem (docs/determinism.md#rules):
+//! adding a fault kind does not reshuffle the workload.
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};

@@ -1,5 +1,5 @@
 //! `leasesim check` as a user runs it: the binary on the Jepsen files and on broken ones, its
-//! exit codes (DESIGN.md, "Exit codes") and its explanation of a violation.
+//! exit codes (docs/exit-codes.md) and its explanation of a violation.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -179,7 +179,11 @@ fn many_files_report_in_the_order_given_as_one_by_one() {
         .map(|c| cases_dir().join(c.file))
         .rev()
         .collect();
-    assert!(files.len() >= 8, "the shared etcd cases: {}", files.len());
+    assert!(
+        files.len() >= 8,
+        "the etcd cases of tests/data/jepsen: {}",
+        files.len()
+    );
     files.insert(files.len() / 2, bad);
     let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let together = leasesim(&["--model", "etcd"], &paths);

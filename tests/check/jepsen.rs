@@ -1,4 +1,4 @@
-//! Every file listed in `../shared/cases/jepsen/expected.csv` gets its expected verdict, and the
+//! Every file listed in `tests/data/jepsen/expected.csv` gets its expected verdict, and the
 //! readers find the op counts the csv records.
 
 use std::path::{Path, PathBuf};
@@ -9,12 +9,11 @@ use leasesim::check::linearizability::register::{CasRegister, RegisterInput, Reg
 use leasesim::check::linearizability::{Budget, Operation, Verdict, check};
 
 pub(crate) fn cases_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/jepsen");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/jepsen");
     assert!(
         dir.join("expected.csv").is_file(),
-        "the Jepsen cases are missing: expected {}/expected.csv. They live in the shared \
-         directory beside the clone (CI checks it out there); put `shared/` next to this \
-         repository to run this test",
+        "the Jepsen cases are missing: expected {}/expected.csv (they are tracked in the \
+         repository: restore them with `git checkout -- tests/data/jepsen`)",
         dir.display()
     );
     dir

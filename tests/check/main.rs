@@ -1,5 +1,5 @@
 //! Checkers: the linearizability engine on hand-built histories and on the Jepsen histories
-//! kept beside the clone (`../shared/cases/jepsen`).
+//! kept in the repository (`tests/data/jepsen`, with their source and licence).
 
 mod bad_input;
 mod cli;

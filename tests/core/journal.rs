@@ -1,4 +1,4 @@
-//! The fenced journal against its contract (DESIGN.md, "Journal" and "Client-side validity"):
+//! The fenced journal against its contract (docs/contracts.md#journal and "Client-side validity"):
 //! fences on open, fencing of stale and foreign writers, poisoning, ambiguous outcomes resolved
 //! by reading back, local validity, stale epochs and fence retries.
 //!
@@ -282,7 +282,7 @@ async fn each_journal_a_store_opens_has_its_own_writer_id(backend: Backend) {
 
 // --- Stale and foreign writers ------------------------------------------------------------
 
-/// A's host is suspended for a whole TTL: its monotonic clock stops (DESIGN.md, "Time"), so A
+/// A's host is suspended for a whole TTL: its monotonic clock stops (docs/contracts.md#time), so A
 /// still believes its lease valid, while the authority's clock runs on, the lease expires there
 /// and B takes over with token 2. This is exactly the drift no skew margin covers, and why
 /// safety must come from the ledger's fence, not from A's local check.

@@ -1,5 +1,5 @@
 //! The conformance suite against a **real** Kubernetes cluster (the `kube-cluster` feature),
-//! in real time: not run in CI (README, "The conformance suite on a real cluster").
+//! in real time: not run in CI (docs/backends.md#kubelease).
 //!
 //! ```text
 //! LEASESIM_KUBE_NAMESPACE=leasesim-test \
@@ -41,7 +41,7 @@ async fn cluster_subject(namespace: &str, prefix: &str) -> Subject {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs a real cluster (kubeconfig, a namespace, RBAC get/create/update on leases): see README"]
+#[ignore = "needs a real cluster (kubeconfig, a namespace, RBAC get/create/update on leases): see docs/backends.md#kubelease"]
 async fn conformance_suite_against_a_real_cluster() {
     let namespace = env("LEASESIM_KUBE_NAMESPACE")
         .expect("set LEASESIM_KUBE_NAMESPACE to the namespace the Lease objects go in");

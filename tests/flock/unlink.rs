@@ -1,5 +1,5 @@
 //! Field case F8: unlinking the session's lock file on release lets a process waiting on the
-//! old inode and one that creates a fresh file both hold "the" lock (DESIGN.md, "Backends").
+//! old inode and one that creates a fresh file both hold "the" lock (docs/backends.md#flocklease).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! L1 (`shared/cases/scenarios.md`) on real processes: a replica SIGSTOPped longer than its
+//! L1 (`docs/field-cases.md`) on real processes: a replica SIGSTOPped longer than its
 //! TTL cannot write after its successor's fence.
 
 use super::support;

@@ -148,8 +148,8 @@ fn names_round_trip_and_every_mutant_says_what_is_wrong() {
     assert_eq!(names.len(), Mutant::ALL.len(), "two mutants share a name");
 }
 
-/// The track record (README) also names `append-ignores-expected-tip` as F3's mutant: the
-/// world's ledger service runs it, so A's appends after fence 2 land instead of being fenced.
+/// The track record (docs/field-cases.md#track-record) also names `append-ignores-expected-tip`
+/// as F3's mutant: the world's ledger service runs it, so A's appends after fence 2 land instead of being fenced.
 #[test]
 fn append_ignores_expected_tip_is_also_killed_by_fence_on_f3() {
     let scenario = "sims/f3-slow-clock-cut-off-from-lease.toml";

@@ -397,8 +397,8 @@ async fn power_loss_during_an_append(
 // --- Crashes ------------------------------------------------------------------------------
 
 /// The crash loses the unsynced append; every acknowledged one is there after the restart, and
-/// the writer recovers as DESIGN.md says: drop the poisoned journal, release, acquire anew, open
-/// again — its new fence lands right after the acknowledged records.
+/// the writer recovers as docs/contracts.md#journal says: drop the poisoned journal, release,
+/// acquire anew, open again — its new fence lands right after the acknowledged records.
 #[tokio::test]
 async fn acknowledged_appends_survive_a_power_loss_that_drops_the_append_in_flight() {
     let mut world = World::start().await;

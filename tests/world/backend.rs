@@ -395,7 +395,7 @@ fn faults_the_backend_does_not_support_are_refused() {
 
 /// A backend whose decisions are not in the history is not passed on them: EXPIRY, which
 /// judges decisions (or an API server's writes), says "not judged"; EXCL is judged on the
-/// holders' validity windows (DESIGN.md, "Checkers": a backend that records no authority
+/// holders' validity windows (docs/checks.md: a backend that records no authority
 /// decisions is judged on its holders), and the ledger checks judge as for any backend.
 #[test]
 fn a_backend_without_recorded_decisions_is_not_judged_on_them() {

@@ -1,4 +1,4 @@
-//! Field cases F1 and F3 of `shared/cases/scenarios.md`, replayed exactly: their histories
+//! Field cases F1 and F3 of `docs/field-cases.md`, replayed exactly: their histories
 //! show A's stale append rejected and the ledger exactly as each case says.
 
 use std::time::Duration;
@@ -14,7 +14,7 @@ use crate::support::ledger;
 const A: &str = "replica-1";
 
 /// The schedule and script of a field case, as shipped in `sims/field-cases/` (the files
-/// the README's `leasesim run` example uses).
+/// docs/campaigns.md#commands runs).
 fn field_case(name: &str) -> (FaultSchedule, Script) {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sims/field-cases");
     let read = |kind: &str| std::fs::read_to_string(format!("{dir}/{name}.{kind}.json")).unwrap();

@@ -1,5 +1,5 @@
 //! The Kubernetes Lease backend in the world: field cases K1 and K2 of
-//! `shared/cases/scenarios.md` run from their scenario files end in the right outcomes, and a
+//! `docs/field-cases.md` run from their scenario files end in the right outcomes, and a
 //! kube world records what its checkers need (write lines, `kube_*` and `lease_*` operations,
 //! no authority).
 

@@ -1,5 +1,5 @@
 //! Scenario files in `sims/`: every one loads; each field case F1–F7 of
-//! `shared/cases/scenarios.md` run from its scenario file ends in the right outcome the case
+//! `docs/field-cases.md` run from its scenario file ends in the right outcome the case
 //! names, for more than one seed; a swarm run replays byte for byte from its run file.
 
 use std::time::Duration;

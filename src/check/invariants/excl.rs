@@ -20,9 +20,9 @@
 //! # On the holders (no decision lines: KubeLease)
 //!
 //! Where no authority judges expiry (KubeLease: the API server only orders writes) — and for
-//! any history without decision lines — exclusivity is judged on the holders (DESIGN.md,
-//! "Checkers"): no two owners' validity windows for one session (recomputed from their send
-//! times, mapped to true time through the clock segments: [`super::holders`]) overlap. Each
+//! any history without decision lines — exclusivity is judged on the holders
+//! (docs/checks.md#excl): no two owners' validity windows for one session (recomputed from their
+//! send times, mapped to true time through the clock segments: [`super::holders`]) overlap. Each
 //! ok `lease_acquire` / `lease_renew` of process P gives a window from its `invoke_local_us` to
 //! `invoke_local_us + ttl_us − skew_margin_us` on P's clock, cut short at P's own release of
 //! that token, at the completion of a renew of it answered `held`, and at P's crash.

@@ -35,10 +35,10 @@
 //!
 //! Used when TOKEN is judged on `leaseTransitions` (the config names no authority, or the
 //! history has `write` lines). No authority judges expiry there: the API server only orders
-//! writes, and a candidate judges the holder's lease expired **by observation** (DESIGN.md,
-//! "Backends"): it counts the TTL (`leaseDurationSeconds`) on its own monotonic clock from the
-//! moment it last saw the object change. So "no lease ends before its last acquire or renew +
-//! TTL" becomes, for the only event that ends a lease early there — a takeover write:
+//! writes, and a candidate judges the holder's lease expired **by observation**
+//! (docs/backends.md#kubelease): it counts the TTL (`leaseDurationSeconds`) on its own monotonic
+//! clock from the moment it last saw the object change. So "no lease ends before its last acquire
+//! or renew + TTL" becomes, for the only event that ends a lease early there — a takeover write:
 //!
 //! A write that moves a session from a non-empty holder A to a different holder B (not one
 //! after a release write, which leaves `holderIdentity` `""`, nor after a delete) is

@@ -1,7 +1,7 @@
 //! LIVE's grace rule: a restarted authority waits out the grace period once, not once per
-//! restart (DESIGN.md, "Lease": the remaining lifetime of its grants is counted down with its
-//! own uptime across restarts, so "repeated restarts never extend the grace beyond one TTL of
-//! accumulated uptime").
+//! restart (docs/contracts.md#the-authoritys-grace-period: the remaining lifetime of its grants is
+//! counted down with its own uptime across restarts, so "repeated restarts never extend the grace
+//! beyond one TTL of accumulated uptime").
 //!
 //! For each grace refusal (a `decision` line refusing with `grace_period`), the checker adds
 //! up the authority's uptime since its newest grant or renew before the refusal, on the

@@ -1,10 +1,10 @@
-//! The holders' side of a lease, for a backend without an authority clock (KubeLease, DESIGN.md
-//! "Backends" and EXCL in "Checkers"): which process a Lease object's `holderIdentity` names,
-//! each process's monotonic clock read through its clock segments, and each holder's validity
-//! windows placed in true time.
+//! The holders' side of a lease, for a backend without an authority clock (KubeLease,
+//! docs/backends.md#kubelease and docs/checks.md#excl): which process a Lease object's
+//! `holderIdentity` names, each process's monotonic clock read through its clock segments, and
+//! each holder's validity windows placed in true time.
 //!
 //! A **validity window** is what a successful `lease_acquire` / `lease_renew` of process P let
-//! P believe (DESIGN.md, "Client-side validity"): from the true time the call completed (P
+//! P believe (docs/contracts.md#client-side-validity): from the true time the call completed (P
 //! cannot act on a grant before it has it; a KubeLease acquire is a series of reads and
 //! updates that can take seconds under held replies, and its grant is written by the last of
 //! them) to `valid_until` = `invoke_local_us` + the granted `ttl_us` − the config's

@@ -1,4 +1,4 @@
-//! The single-writer invariants of DESIGN.md, "Checkers", one module each, judged over a
+//! The single-writer invariants of docs/checks.md, one module each, judged over a
 //! [`History`] only (never the simulation).
 //!
 //! - [`token`] — TOKEN: per session, a takeover's token exceeds every earlier grant's; a renew

@@ -167,7 +167,7 @@ fn grants_epoch(op: &OpLine, epoch: u64) -> bool {
 }
 
 /// The client-side `valid_until` a successful acquire or renew `grant` of `ttl_us` gives its
-/// caller, on the caller's own clock (DESIGN.md, "Client-side validity"): the local send time
+/// caller, on the caller's own clock (docs/contracts.md#client-side-validity): the local send time
 /// plus the granted TTL minus the skew margin, µs. EXCL on the holders ([`super::holders`])
 /// places the same deadline in true time.
 pub(crate) fn valid_until_local_us(grant: &OpLine, ttl_us: u64, skew_margin_us: u64) -> u64 {

@@ -10,7 +10,7 @@
 //! # On `leaseTransitions` (a backend without an authority clock: KubeLease)
 //!
 //! Used when the config names no authority (`authority: null`) or the history has `write`
-//! lines. The token is the Lease object's `leaseTransitions` (DESIGN.md, "Backends"), and the
+//! lines. The token is the Lease object's `leaseTransitions` (docs/backends.md#kubelease), and the
 //! API server's accepted writes are the decisions. Per session, in acceptance order:
 //!
 //! - `leaseTransitions` never decreases across accepted writes: a create or update must not

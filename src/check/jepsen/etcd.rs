@@ -4,7 +4,7 @@
 //! them here (porcupine's reader matches `\s+`), trailing blanks are ignored, and lines may end
 //! in CRLF.
 //!
-//! Reading follows `../shared/cases/jepsen/README.md`: a read's invoke value is `nil`; a cas
+//! Reading follows `tests/data/jepsen/README.md`: a read's invoke value is `nil`; a cas
 //! value is `[old new]`; `:fail :cas` completed without swapping; `:fail :read` timed out, so
 //! its outcome is unknown and it ends there; `:info` leaves the operation open to the end with
 //! an unknown outcome; a `:fail :write` did not happen and is dropped; any line without

@@ -1,4 +1,4 @@
-//! Readers for the Jepsen histories kept in `../shared/cases/jepsen` (porcupine's test data):
+//! Readers for the Jepsen histories kept in `tests/data/jepsen` (porcupine's test data):
 //! the etcd compare-and-set register logs ([`etcd`]) and the key-value EDN op maps ([`kv`]).
 //!
 //! Hand-written parsers: a malformed line is a [`ReadError`] naming the file and the line.

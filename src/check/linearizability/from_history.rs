@@ -27,8 +27,9 @@
 //! shifted by a constant (so comparisons with that boot's expiries are exact), and each boot
 //! starts where the previous one ended. After a restart the authority has lost its records
 //! but grants nothing until the longest lease it granted has run out on its own uptime (the
-//! grace period, DESIGN.md "Lease"), which is exactly "the old record has expired" on this
-//! timeline; so the model can keep the old record across the restart. A history without
+//! grace period, docs/contracts.md#the-authoritys-grace-period), which is exactly "the old record
+//! has expired" on this timeline; so the model can keep the old record across the restart. A
+//! history without
 //! `lease` clock segments is judged with the authority's clock equal to true time.
 //!
 //! When the history has authority decision lines, `info` lease calls are resolved before the

@@ -1,5 +1,5 @@
 //! The Kubernetes Lease objects KubeLease calls, as a compare-and-set register keyed by
-//! `resourceVersion`, one per session (DESIGN.md, "Backends", KubeLease: optimistic
+//! `resourceVersion`, one per session (docs/backends.md#kubelease: optimistic
 //! concurrency on `resourceVersion`).
 //!
 //! State: absent, or the object `(resourceVersion, holderIdentity, leaseTransitions)`. Per

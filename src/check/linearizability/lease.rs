@@ -1,8 +1,8 @@
 //! The session lease as a sequential object whose expiry is judged on the authority's clock.
 //!
-//! Semantics: the contract of DESIGN.md ("Lease", and "Checkers": linearizability of the lease
-//! service history with a timed model), as the conformance suite pins it
-//! (`src/conformance.rs`), per session:
+//! Semantics: the contract of docs/contracts.md#lease and docs/checks.md#lin-lease
+//! (linearizability of the lease service history with a timed model), as the conformance suite
+//! pins it (`src/conformance.rs`), per session:
 //!
 //! - **acquire(owner)** grants when the session is free, expired (`now >= expiry`) or released:
 //!   a *takeover*, whose token exceeds every token granted before (tokens may skip: a grant

@@ -1,5 +1,5 @@
 //! Why the timed lease model ([`super::lease::TimedLease`]) rejects a call: the rule of the
-//! lease contract (DESIGN.md, "Lease") the response breaks in a state, in plain words, for
+//! lease contract (docs/contracts.md#lease) the response breaks in a state, in plain words, for
 //! the explanation of a non-linearizable history. Times are on the authority's clock.
 
 use super::lease::{

@@ -1,6 +1,6 @@
 //! The fenced journal's ledger as a sequential object: one compare-and-set chain per session.
 //!
-//! Semantics (DESIGN.md, "Journal" and "Checkers", LEDGER and the CAS log model): a ledger
+//! Semantics (docs/contracts.md#journal and docs/checks.md#lin-ledger, the CAS log model): a ledger
 //! starts empty (tip 0); `append(expected, record)` commits the record at `expected + 1` when
 //! the tip is `expected` and answers `Conflict { actual: tip }` otherwise; `tip()` reads the
 //! tip. Sequence numbers start at 1 and have no gaps, and nothing is ever overwritten.

@@ -1,6 +1,6 @@
 //! A compare-and-set register: the object of the Jepsen etcd histories.
 //!
-//! Semantics as in `../shared/cases/jepsen/README.md` (porcupine's reading): the register starts
+//! Semantics as in `tests/data/jepsen/README.md` (porcupine's reading): the register starts
 //! empty; a read returns the current value (or empty); a successful cas swapped; a failed cas
 //! completed without swapping, so the value then differed from `old`; an operation with an
 //! unknown outcome may or may not have taken effect.

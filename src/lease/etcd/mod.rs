@@ -20,7 +20,7 @@
 //!   etcd lease (which deletes the key). Lease ids are never reused, so a revoke racing with
 //!   expiry and a takeover revokes nothing of the new holder's.
 //!
-//! # Validity (DESIGN.md, the STOP rule)
+//! # Validity (docs/contracts.md#client-side-validity, judged by docs/checks.md#stop)
 //! The returned [`Lease`]'s expiry is on the **client's** clock: the start of the request
 //! that set the etcd lease's TTL (the grant, or the keep-alive of a renew or same-owner
 //! acquire) plus the TTL etcd answered. etcd starts the TTL when it applies the request,

@@ -1,6 +1,6 @@
 //! The decisions of a [`FlockLease`]: each acquire, renew and release takes the session
-//! lock, reads the record, judges it on `CLOCK_BOOTTIME` and writes it (DESIGN.md, "Lease"
-//! and "Backends").
+//! lock, reads the record, judges it on `CLOCK_BOOTTIME` and writes it (docs/contracts.md#lease
+//! and docs/backends.md#flocklease).
 //!
 //! - Acquire: a live record of another holder is Held unless that holder's generation lock
 //!   can be taken (its process is gone: taken over at once); a live record of the same owner

@@ -1,5 +1,5 @@
 //! `FlockLease`: session leases between the processes of one host, through `flock(2)` on
-//! per-session files under one directory (DESIGN.md, "Backends").
+//! per-session files under one directory (docs/backends.md#flocklease).
 //!
 //! Files of a session, all named from its safe name ([`safe_name`]) and never unlinked while
 //! they can matter:

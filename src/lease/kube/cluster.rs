@@ -1,6 +1,6 @@
 //! A [`KubeLease`] on a real cluster (the `kube-cluster` feature): kubeconfig or in-cluster
 //! service account through `kube::Config::infer`, TLS by rustls. Never used by the world
-//! (DESIGN.md, "Known pitfalls": `Config::infer` reads the environment and the real clock).
+//! (docs/pitfalls.md#kube-rs: `Config::infer` reads the environment and the real clock).
 
 use super::{KubeConfigError, KubeLease, KubeLeaseConfig};
 

@@ -1,6 +1,6 @@
-//! `KubeLease`: session leases on `coordination.k8s.io/v1` Lease objects (DESIGN.md,
-//! "Backends"), through the kube-rs client, so the same code talks to the world's simulated
-//! API server and to a real cluster.
+//! `KubeLease`: session leases on `coordination.k8s.io/v1` Lease objects
+//! (docs/backends.md#kubelease), through the kube-rs client, so the same code talks to the world's
+//! simulated API server and to a real cluster.
 //!
 //! One Lease object per session, named [`object_name`]`(session)`, with the session id in the
 //! annotation [`SESSION_ANNOTATION`]:

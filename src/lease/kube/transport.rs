@@ -1,6 +1,6 @@
 //! A `kube::Client` over any [`Dialer`]: turmoil TCP in the world, tokio TCP elsewhere.
 //!
-//! What kube-rs needs to run deterministically under turmoil (DESIGN.md, "Known pitfalls"):
+//! What kube-rs needs to run deterministically under turmoil (docs/pitfalls.md#kube-rs):
 //! the client is built inside the host's runtime (tower's `Buffer` spawns its worker there);
 //! a base-URI layer turns kube's relative request paths into absolute URIs; hyper-util's
 //! `timer` and `pool_timer` are `TokioTimer`, so idle connections expire in the runtime's
@@ -19,7 +19,7 @@ use crate::net::{Conn, Dialer};
 
 /// A kube::Client over any crate::net::Dialer (turmoil TCP in the world, tokio TCP
 /// elsewhere), with a base-URI layer and hyper/hyper-util timer+pool_timer = TokioTimer
-/// (DESIGN.md "Known pitfalls"); build it inside the host's runtime.
+/// (docs/pitfalls.md#kube-rs); build it inside the host's runtime.
 ///
 /// `authority` is the API server's `host:port` (plain HTTP); `namespace_default` is the
 /// client's default namespace; a call whose connection and response head take longer than
@@ -90,7 +90,7 @@ async fn with_deadline<T>(
     call: impl std::future::Future<Output = Result<T, BoxError>>,
     deadline: Duration,
 ) -> Result<T, BoxError> {
-    // RPC deadlines may use the transport's own timers (DESIGN.md, "Time"): under turmoil the
+    // RPC deadlines may use the transport's own timers (docs/contracts.md#time): under turmoil the
     // runtime's time is simulated time, as for tonic's deadlines.
     #[allow(clippy::disallowed_methods)]
     let timed = tokio::time::timeout(deadline, call).await;

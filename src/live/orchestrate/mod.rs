@@ -68,7 +68,7 @@ pub struct LiveArgs {
 }
 
 /// `leasesim live`: every run, its banner, progress and verdict printed; returns the exit
-/// code (the worst of the runs', as DESIGN.md, "Exit codes", orders them).
+/// code (the worst of the runs', in docs/exit-codes.md's order).
 pub fn main(args: LiveArgs) -> Exit {
     let spawner = match Spawner::start() {
         Ok(spawner) => spawner,

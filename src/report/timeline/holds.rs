@@ -13,7 +13,7 @@
 //!   may take over). A holder that was deleted and re-created with the same token reigns
 //!   twice, two bars. A history with no `write` lines falls back to the `op` lines (each
 //!   granted acquire or renew: completion + TTL).
-//! - The **validity window** is the holder's own view (DESIGN.md, "Client-side validity"):
+//! - The **validity window** is the holder's own view (docs/contracts.md#client-side-validity):
 //!   send time of the last acquire or renew on its own clock + TTL − skew margin, mapped to
 //!   true time through its clock segments in its boot (its incarnation), cut at its release.
 

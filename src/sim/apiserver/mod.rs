@@ -1,6 +1,6 @@
 //! A Kubernetes API server for Lease objects (`coordination.k8s.io/v1`), small enough to run
 //! on a simulated host and exact where leases depend on it: the world's `apiserver` host
-//! (DESIGN.md, "Backends", KubeLease). It runs on any [`Incoming`] — turmoil TCP in the world,
+//! (docs/backends.md#kubelease). It runs on any [`Incoming`] — turmoil TCP in the world,
 //! tokio TCP or an in-memory transport in tests — and keeps its objects on any [`Storage`].
 //!
 //! # What it serves

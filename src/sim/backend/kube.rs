@@ -1,4 +1,4 @@
-//! The Kubernetes Lease backend in the world (DESIGN.md, "Backends", KubeLease): the
+//! The Kubernetes Lease backend in the world (docs/backends.md#kubelease): the
 //! simulated [`ApiServer`] on host `apiserver`, and on each replica a [`KubeLease`] over a
 //! `kube::Client` built inside the replica's runtime on turmoil TCP, on the replica's clock.
 //!

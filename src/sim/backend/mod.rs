@@ -1,4 +1,4 @@
-//! Lease backends the world can host (DESIGN.md, "Backends"): a backend puts its server on the
+//! Lease backends the world can host (docs/backends.md): a backend puts its server on the
 //! authority host and gives each replica a [`SessionLease`] client that talks to it over the
 //! world's transport, on the replica's own clock. The gRPC [`Grpc`] services are the default;
 //! [`Kube`] serves Kubernetes Lease objects from the simulated API server
@@ -127,7 +127,7 @@ pub enum AuthorityKind {
     /// No authority clock (e.g. a Kubernetes API server, whose holders judge expiry by
     /// observation): no decision is recorded on the host; EXCL is judged on the holders, and
     /// TOKEN and EXPIRY on the host's `write` lines if it records them (else "not judged";
-    /// DESIGN.md, "Checkers", EXCL).
+    /// docs/checks.md#excl).
     Holders,
 }
 
