@@ -50,7 +50,9 @@ enum Command {
     /// run at all: never clean). An expected coverage event that no
     /// run of its scenario reached is a warning in the verdict line (`clean, with 1 warning:
     /// coverage event X never reached in Y`), never a failure: it does not change the exit
-    /// code (reports/README.md says why).
+    /// code (reports/README.md says why). An event the scenario promises only within more
+    /// seeds than ran is a note printed above the verdict line instead (`note: coverage
+    /// event X not reached in 8 seeds of Y (expected within 64 seeds)`).
     Campaign(CampaignArgs),
     /// List the mutants (planted bugs) one per line: name, what is wrong, and what kills it
     /// (a scenario's check on a pinned seed, a conformance rule, or a loom suite).

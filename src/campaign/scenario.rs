@@ -83,11 +83,10 @@ pub struct Scenario {
     pub expect: Expect,
     /// Per expected coverage event, the seeds within which a campaign of the scenario must
     /// reach it (`expect.coverage_within_seeds`); an event not listed must be reached within
-    /// [`crate::results::coverage::DEFAULT_WITHIN_SEEDS`]. Below that many seeds, an event not reached is a note, not a
-    /// warning (`report::summary`).
+    /// [`crate::results::coverage::DEFAULT_WITHIN_SEEDS`]. Below that many seeds, an event not
+    /// reached is a note, not a warning (docs/campaigns.md#coverage-promises).
     pub coverage_within_seeds: BTreeMap<String, u64>,
 }
-
 
 /// A scenario file that cannot be used, with where and how to fix it.
 #[derive(Clone, PartialEq, Eq, Debug)]

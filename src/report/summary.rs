@@ -117,7 +117,7 @@ pub struct PendingCoverage {
 
 impl PendingCoverage {
     /// The note: ``coverage event `stale-append-rejected` not reached in 8 seeds of
-    /// swarm-freezes (expected within 100 seeds)``.
+    /// swarm-freezes (expected within 64 seeds)``.
     pub fn note(&self, scenario: &str) -> String {
         format!(
             "coverage event `{}` not reached in {} of {scenario} (expected within {} seeds)",

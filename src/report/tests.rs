@@ -400,7 +400,10 @@ fn an_event_promised_within_more_seeds_than_ran_is_a_note_not_a_warning() {
         ReportData::new(campaign, results, Vec::new()).summary()
     };
     let seeds = summary_within(None).scenarios[0].runs;
-    assert_eq!(seeds, 2, "the hand-built campaign ran seeds 0 and 1 of clean");
+    assert_eq!(
+        seeds, 2,
+        "the hand-built campaign ran seeds 0 and 1 of clean"
+    );
     let warning = "coverage event `graceful-handover` never reached in clean";
 
     // Promised within 3 seeds, 2 ran: a note, the verdict clean without a warning.
@@ -428,7 +431,11 @@ fn an_event_promised_within_more_seeds_than_ran_is_a_note_not_a_warning() {
     promised.scenarios[0]
         .coverage_within_seeds
         .insert("graceful-handover".into(), 3);
-    let data = ReportData::new(promised, results().into_iter().filter(clean).collect(), Vec::new());
+    let data = ReportData::new(
+        promised,
+        results().into_iter().filter(clean).collect(),
+        Vec::new(),
+    );
     let markdown = markdown::render(&data, &data.summary());
     assert!(
         markdown.contains("## Coverage for a longer campaign\n\n"),

@@ -7,7 +7,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The seeds within which a campaign must reach an event its scenario expects, when the
-/// scenario names no other number (`expect.coverage_within_seeds`, sims/README.md): any
+/// scenario names no other number (`expect.coverage_within_seeds`,
+/// docs/campaigns.md#coverage-promises): any
 /// campaign of the scenario must reach it. A campaign with fewer seeds than a scenario's
 /// number that did not reach the event gets a note, not a warning; one with as many or more
 /// gets the warning.
