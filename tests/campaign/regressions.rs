@@ -112,7 +112,7 @@ fn save_regressions_copies_the_minimal_run_into_the_sims_regressions_folder() {
     );
     assert_eq!(output.status.code(), Some(1), "{}", both(&output));
     let name = format!("{MUTANT_SCENARIO}-seed1-ledger.run.json");
-    let saved = sims.join("regressions").join(name);
+    let saved = sims.join("regressions").join(&name);
     assert!(
         stderr(&output).contains(&format!("saved as sims/regressions/{name}")),
         "{}",

@@ -108,7 +108,6 @@ fn started_pid(out: &Path, host: &str) -> Option<u32> {
 }
 
 #[test]
-#[ignore = "slow: a live run on real processes waited out in real time after its ledger is killed; runs in .ci/run's slow step: cargo test --release -- --ignored"]
 fn a_child_killed_from_outside_the_nemesis_makes_the_run_a_harness_error_never_a_verdict() {
     let _serial = support::serial();
     let dir = tempfile::tempdir().unwrap();
