@@ -523,6 +523,7 @@ fn write_campaign_file(
             about: l.scenario.about.clone(),
             coverage: l.scenario.expect.coverage.clone(),
             violate: l.scenario.expect.violate.clone(),
+            coverage_within_seeds: l.scenario.coverage_within_seeds.clone(),
         })
         .collect();
     crate::report::write_campaign_file(out, meta, &info, wall_ms)

@@ -9,6 +9,7 @@
 //! Every error names the file, the line and column, the field, and how to fix it; bad input
 //! never panics.
 
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
@@ -18,6 +19,7 @@ use super::swarm::{self, SwarmProfile};
 use crate::check::Check;
 use crate::mutant::Mutant;
 use crate::results::CoverageEvent;
+use crate::results::coverage::MAX_WITHIN_SEEDS;
 use crate::sim::config::{WorkloadMix, WorldConfig};
 use crate::sim::runfile::pair::Pair;
 use crate::sim::runfile::validate::check_mix;
@@ -79,6 +81,11 @@ pub struct Scenario {
     pub faults: ScenarioFaults,
     /// The expectations.
     pub expect: Expect,
+    /// Per expected coverage event, the seeds within which a campaign of the scenario must
+    /// reach it (`expect.coverage_within_seeds`); an event not listed must be reached within
+    /// [`crate::results::coverage::DEFAULT_WITHIN_SEEDS`]. Below that many seeds, an event not
+    /// reached is a note, not a warning (docs/campaigns.md#coverage-promises).
+    pub coverage_within_seeds: BTreeMap<String, u64>,
 }
 
 /// A scenario file that cannot be used, with where and how to fix it.
@@ -151,6 +158,7 @@ struct RawExpect {
     violate: Vec<Spanned<String>>,
     #[serde(default)]
     coverage: Vec<Spanned<String>>,
+    coverage_within_seeds: Option<Spanned<BTreeMap<String, u64>>>,
 }
 
 /// Builds errors for one file's text.
@@ -304,7 +312,7 @@ impl Scenario {
         config.liveness_phase = matches!(workload, ScenarioWorkload::Generated(_));
         check_world_run_end(&errors, world_at, &config)?;
         let faults = resolve_faults(&errors, folder, &config, raw.faults)?;
-        let expect = resolve_expect(&errors, raw.expect)?;
+        let (expect, coverage_within_seeds) = resolve_expect(&errors, raw.expect)?;
         let mutant = match raw.mutant {
             Some(name) => {
                 let at = name.span().start;
@@ -334,6 +342,7 @@ impl Scenario {
             workload,
             faults,
             expect,
+            coverage_within_seeds,
             mutant,
         })
     }
@@ -618,11 +627,13 @@ fn resolve_faults(
     }
 }
 
+/// The expectations, and each expected coverage event's seeds (`coverage_within_seeds`).
 fn resolve_expect(
     errors: &Errors<'_>,
     raw: Option<Spanned<RawExpect>>,
-) -> Result<Expect, ScenarioError> {
-    let raw = raw.map(Spanned::into_inner).unwrap_or_default();
+) -> Result<(Expect, BTreeMap<String, u64>), ScenarioError> {
+    let mut raw = raw.map(Spanned::into_inner).unwrap_or_default();
+    let within = raw.coverage_within_seeds.take();
     let invariant = |field: &str, name: &Spanned<String>| {
         name.get_ref()
             .parse::<Check>()
@@ -664,9 +675,52 @@ fn resolve_expect(
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Expect {
+    let within = resolve_within_seeds(errors, within, &coverage)?;
+    let expect = Expect {
         hold,
         violate,
         coverage,
-    })
+    };
+    Ok((expect, within))
+}
+
+/// `expect.coverage_within_seeds`: each key an event `expect.coverage` lists, each number of
+/// seeds from 1 to [`MAX_WITHIN_SEEDS`].
+fn resolve_within_seeds(
+    errors: &Errors<'_>,
+    raw: Option<Spanned<BTreeMap<String, u64>>>,
+    coverage: &[String],
+) -> Result<BTreeMap<String, u64>, ScenarioError> {
+    let Some(raw) = raw else {
+        return Ok(BTreeMap::new());
+    };
+    let at = raw.span().start;
+    let field = "expect.coverage_within_seeds";
+    let raw = raw.into_inner();
+    for (event, seeds) in &raw {
+        if let Err(unknown) = event.parse::<CoverageEvent>() {
+            return Err(errors.at(at, field, unknown.to_string()));
+        }
+        if !coverage.contains(event) {
+            return Err(errors.at(
+                at,
+                field,
+                format!(
+                    "`{event}` has a number of seeds but is not expected; add it to \
+                     `expect.coverage`, or remove it here"
+                ),
+            ));
+        }
+        if !(1..=MAX_WITHIN_SEEDS).contains(seeds) {
+            return Err(errors.at(
+                at,
+                field,
+                format!(
+                    "`{event} = {seeds}`: give 1 to {MAX_WITHIN_SEEDS} seeds (the length of \
+                     campaign that must reach it)"
+                ),
+            ));
+        }
+    }
+    Ok(raw)
 }

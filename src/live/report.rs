@@ -144,6 +144,7 @@ mod tests {
             about: "live mode".into(),
             coverage: Vec::new(),
             violate: Vec::new(),
+            coverage_within_seeds: std::collections::BTreeMap::new(),
         }];
         let verdict = write(
             dir.path(),

@@ -63,7 +63,8 @@ use crate::mutant::Mutant;
 use crate::results::plan::{CampaignPlan, MAX_MISSING_LISTED};
 use crate::results::record::{CampaignMeta, Detection, RECORD_VERSION, RunRecord, ShrunkRun};
 pub use summary::{
-    CheckSummary, HarnessErrorSummary, SUMMARY_VERSION, ScenarioSummary, ShrunkSummary, Summary,
+    CheckSummary, HarnessErrorSummary, PendingCoverage, SUMMARY_VERSION, ScenarioSummary,
+    ShrunkSummary, Summary,
 };
 
 /// `campaign.json`: the campaign's identity and its scenarios.
@@ -137,6 +138,22 @@ pub struct ScenarioInfo {
     /// Checks its runs are expected to violate (a mutant's scenario), by check name.
     #[serde(default)]
     pub violate: Vec<Check>,
+    /// Expected coverage events that a campaign of fewer seeds may miss, with the seeds within
+    /// which they must be reached (`expect.coverage_within_seeds`); absent for the others,
+    /// which any campaign must reach ([`ScenarioInfo::within_seeds`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub coverage_within_seeds: BTreeMap<String, u64>,
+}
+
+impl ScenarioInfo {
+    /// The seeds within which a campaign must reach expected coverage event `event`: the
+    /// scenario's own number, or [`crate::results::coverage::DEFAULT_WITHIN_SEEDS`].
+    pub fn within_seeds(&self, event: &str) -> u64 {
+        self.coverage_within_seeds
+            .get(event)
+            .copied()
+            .unwrap_or(crate::results::coverage::DEFAULT_WITHIN_SEEDS)
+    }
 }
 
 /// `campaign.json`.

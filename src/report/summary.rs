@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::ReportData;
+use super::{ReportData, ScenarioInfo};
 use crate::check::Check;
 use crate::exit::Exit;
 use crate::results::CoverageEvent;
@@ -27,10 +27,16 @@ pub struct Summary {
     /// `inconclusive: …` or `harness error: …`, then its warnings, if any (`, with 1
     /// warning: coverage event `x` never reached in y`).
     pub verdict: String,
-    /// Every warning: each coverage event a scenario expects and none of its runs reached.
-    /// Warnings never change the exit code (docs/campaigns.md#coverage).
+    /// Every warning: each coverage event a scenario expects and none of its runs reached,
+    /// over at least the seeds within which the scenario promises it. Warnings never change
+    /// the exit code (docs/campaigns.md#coverage).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Every note: each expected coverage event not reached in a campaign shorter than the
+    /// seeds within which its scenario promises it ([`PendingCoverage`]). Not a warning: a
+    /// run of that length is not expected to reach it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// The seeds that ran: those that ran on every scenario, as ranges (`0..37`, `0..12,
     /// 40..45`), then each seed that ran on only some of them named apart, with how many
     /// (`0..12; 12 on 17 of 40 scenarios`: the last seed of a budget campaign, or a shard's
@@ -87,10 +93,39 @@ pub struct ScenarioSummary {
     pub checks: Vec<CheckSummary>,
     /// Coverage events reached over its runs (event → count), every known event present.
     pub coverage: BTreeMap<String, u64>,
-    /// Coverage events it expects that no run reached.
+    /// Coverage events it expects that no run reached, over at least the seeds within which
+    /// it promises them (each a warning).
     pub unreached_coverage: Vec<String>,
+    /// Coverage events it expects that no run reached, in fewer seeds than it promises them
+    /// within (each a note).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_coverage: Vec<PendingCoverage>,
     /// Checks it expects to be violated that no run violated (each makes the exit code 1).
     pub unreached_violations: Vec<Check>,
+}
+
+/// An expected coverage event not reached by a campaign too short to promise it.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct PendingCoverage {
+    /// The event's name.
+    pub event: String,
+    /// The seeds the scenario ran (runs judged, harness errors aside).
+    pub seeds: u64,
+    /// The seeds within which the scenario promises it (`expect.coverage_within_seeds`).
+    pub within_seeds: u64,
+}
+
+impl PendingCoverage {
+    /// The note: ``coverage event `stale-append-rejected` not reached in 8 seeds of
+    /// swarm-freezes (expected within 64 seeds)``.
+    pub fn note(&self, scenario: &str) -> String {
+        format!(
+            "coverage event `{}` not reached in {} of {scenario} (expected within {} seeds)",
+            self.event,
+            plural(self.seeds as usize, "seed", "seeds"),
+            self.within_seeds
+        )
+    }
 }
 
 /// One check over one scenario's runs.
@@ -196,6 +231,14 @@ impl Summary {
         Exit::from_code(self.exit_code).unwrap_or(Exit::HarnessError)
     }
 
+    /// What a campaign prints last: each note (`note: coverage event … not reached in 8
+    /// seeds of …`), then [`Summary::final_line`], one per line, without a final newline.
+    pub fn closing_lines(&self, dir: &std::path::Path) -> String {
+        let mut lines: Vec<String> = self.notes.iter().map(|n| format!("note: {n}")).collect();
+        lines.push(self.final_line(dir));
+        lines.join("\n")
+    }
+
     /// The line a campaign, `report render` and `report merge` print last: the verdict, the
     /// exit code and where the report is (`FAIL: 1 scenario violated EXCL — exit 1 — report:
     /// reports/latest/report.md`), `dir` being the report folder.
@@ -235,6 +278,7 @@ impl Summary {
             exit_code: exit.code(),
             verdict,
             warnings: coverage_warnings(&scenarios),
+            notes: coverage_notes(&scenarios),
             seeds_run: seeds_run(&data.results, scenarios.len()),
             runs: data.results.len() as u64,
             planned_runs: completeness.planned,
@@ -556,6 +600,15 @@ pub(super) fn coverage_warnings(scenarios: &[ScenarioSummary]) -> Vec<String> {
         .collect()
 }
 
+/// One note per expected coverage event a scenario did not reach in fewer seeds than it
+/// promises it within ([`PendingCoverage::note`]).
+pub(super) fn coverage_notes(scenarios: &[ScenarioSummary]) -> Vec<String> {
+    scenarios
+        .iter()
+        .flat_map(|s| s.pending_coverage.iter().map(|p| p.note(&s.name)))
+        .collect()
+}
+
 /// `, with 1 warning: …` (the first [`MAX_LISTED`], then `… and N more (see
 /// Expectations)`); empty without warnings.
 fn warnings_clause(warnings: &[String]) -> String {
@@ -635,17 +688,7 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
     let checks = check_summaries(expected_violations, &runs);
     let coverage = coverage_counts(expected_coverage, &runs);
     let judged = runs.iter().any(|r| r.status != RunStatus::HarnessError);
-    let mut unreached_coverage: Vec<String> = if judged {
-        expected_coverage
-            .iter()
-            .filter(|e| coverage.get(*e).copied().unwrap_or(0) == 0)
-            .cloned()
-            .collect()
-    } else {
-        Vec::new()
-    };
-    order_events(&mut unreached_coverage);
-    unreached_coverage.dedup();
+    let (unreached_coverage, pending_coverage) = unreached(info, &coverage, &runs);
     let unreached_violations = checks
         .iter()
         .filter(|c| c.result == "not-caught" || (c.expected_violation && judged && c.runs == 0))
@@ -659,8 +702,48 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
         checks,
         coverage,
         unreached_coverage,
+        pending_coverage,
         unreached_violations,
     }
+}
+
+/// The expected coverage events no run reached, in report order: those due (the scenario
+/// ran at least the seeds it promises them within: a warning each), and those pending (fewer
+/// seeds: a note each). Nothing when no run was judged.
+fn unreached(
+    info: Option<&ScenarioInfo>,
+    coverage: &BTreeMap<String, u64>,
+    runs: &[&RunRecord],
+) -> (Vec<String>, Vec<PendingCoverage>) {
+    let seeds: BTreeSet<u64> = runs
+        .iter()
+        .filter(|r| r.status != RunStatus::HarnessError)
+        .map(|r| r.seed)
+        .collect();
+    let seeds = seeds.len() as u64;
+    let Some(info) = info.filter(|_| seeds > 0) else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut missed: Vec<String> = info
+        .coverage
+        .iter()
+        .filter(|e| coverage.get(*e).copied().unwrap_or(0) == 0)
+        .cloned()
+        .collect();
+    order_events(&mut missed);
+    missed.dedup();
+    let (due, pending): (Vec<String>, Vec<String>) = missed
+        .into_iter()
+        .partition(|event| seeds >= info.within_seeds(event));
+    let pending = pending
+        .into_iter()
+        .map(|event| PendingCoverage {
+            within_seeds: info.within_seeds(&event),
+            event,
+            seeds,
+        })
+        .collect();
+    (due, pending)
 }
 
 /// One check's totals before any run: nothing counted.

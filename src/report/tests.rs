@@ -49,6 +49,7 @@ pub(super) fn info(name: &str, about: &str, coverage: &[&str], violate: &[&str])
         about: about.into(),
         coverage: coverage.iter().map(|s| (*s).to_owned()).collect(),
         violate: violate.iter().map(|s| s.parse().unwrap()).collect(),
+        coverage_within_seeds: BTreeMap::new(),
     }
 }
 
@@ -380,6 +381,78 @@ fn verdict_lines_say_what_failed_and_warn_of_unreached_coverage() {
             "FAIL: 1 mutant survived (fence-written-blind)".to_owned()
         )
     );
+}
+
+/// An expected event promised within more seeds than a campaign ran is a note, not a
+/// warning; from that many seeds on, a miss is the warning again (the promise never hides a
+/// miss of a campaign long enough to keep it).
+#[test]
+fn an_event_promised_within_more_seeds_than_ran_is_a_note_not_a_warning() {
+    let clean = |r: &RunRecord| r.scenario == "clean";
+    let summary_within = |within: Option<u64>| {
+        let mut campaign = campaign("c", None);
+        if let Some(within) = within {
+            campaign.scenarios[0]
+                .coverage_within_seeds
+                .insert("graceful-handover".into(), within);
+        }
+        let results: Vec<RunRecord> = results().into_iter().filter(clean).collect();
+        ReportData::new(campaign, results, Vec::new()).summary()
+    };
+    let seeds = summary_within(None).scenarios[0].runs;
+    assert_eq!(
+        seeds, 2,
+        "the hand-built campaign ran seeds 0 and 1 of clean"
+    );
+    let warning = "coverage event `graceful-handover` never reached in clean";
+
+    // Promised within 3 seeds, 2 ran: a note, the verdict clean without a warning.
+    let short = summary_within(Some(3));
+    assert_eq!(short.verdict, "clean");
+    assert!(short.warnings.is_empty(), "{:?}", short.warnings);
+    let note = "coverage event `graceful-handover` not reached in 2 seeds of clean (expected \
+                within 3 seeds)";
+    assert_eq!(short.notes, vec![note]);
+    assert!(short.scenarios[0].unreached_coverage.is_empty());
+    assert_eq!(
+        short.scenarios[0].pending_coverage,
+        vec![PendingCoverage {
+            event: "graceful-handover".into(),
+            seeds: 2,
+            within_seeds: 3,
+        }]
+    );
+    let closing = short.closing_lines(Path::new("out"));
+    assert_eq!(
+        closing,
+        format!("note: {note}\nclean — exit 0 — report: out/report.md")
+    );
+    let mut promised = campaign("c", None);
+    promised.scenarios[0]
+        .coverage_within_seeds
+        .insert("graceful-handover".into(), 3);
+    let data = ReportData::new(
+        promised,
+        results().into_iter().filter(clean).collect(),
+        Vec::new(),
+    );
+    let markdown = markdown::render(&data, &data.summary());
+    assert!(
+        markdown.contains("## Coverage for a longer campaign\n\n"),
+        "{markdown}"
+    );
+    assert!(markdown.contains(&format!("- {note}.\n")), "{markdown}");
+    assert!(markdown.contains(" 0 (within 3 seeds) |"), "{markdown}");
+    assert!(!markdown.contains("## Expectations not met"), "{markdown}");
+
+    // Promised within the 2 seeds that ran, or by default within 1: the warning.
+    for within in [Some(2), None] {
+        let due = summary_within(within);
+        assert_eq!(due.verdict, format!("clean, with 1 warning: {warning}"));
+        assert_eq!(due.warnings, vec![warning]);
+        assert!(due.notes.is_empty());
+        assert!(due.scenarios[0].pending_coverage.is_empty());
+    }
 }
 
 #[test]

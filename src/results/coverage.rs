@@ -6,6 +6,18 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// The seeds within which a campaign must reach an event its scenario expects, when the
+/// scenario names no other number (`expect.coverage_within_seeds`,
+/// docs/campaigns.md#coverage-promises): any
+/// campaign of the scenario must reach it. A campaign with fewer seeds than a scenario's
+/// number that did not reach the event gets a note, not a warning; one with as many or more
+/// gets the warning.
+pub const DEFAULT_WITHIN_SEEDS: u64 = 1;
+
+/// The most seeds `expect.coverage_within_seeds` may promise: a promise no campaign keeps
+/// would hide a miss for good.
+pub const MAX_WITHIN_SEEDS: u64 = 100_000;
+
 /// One coverage event.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum CoverageEvent {

@@ -5,7 +5,8 @@
 use leasesim::check::Check;
 
 use crate::support::{
-    MUTANT, MUTANT_SEEDS, both, copy_sims, edit_scenario, leasesim, mutant_sims, results, stderr,
+    MUTANT, MUTANT_SCENARIO, MUTANT_SEEDS, MUTANT_VIOLATES, both, copy_sims, edit_scenario,
+    leasesim, mutant_sims, results, stderr,
 };
 
 #[test]
@@ -36,7 +37,7 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
     assert_eq!(records[0]["status"], "violation");
     assert_eq!(
         records[0]["unexpected"],
-        serde_json::json!(["TOKEN", "EXCL", "EXPIRY", "LIN-LEASE"]),
+        serde_json::json!(MUTANT_VIOLATES),
         "{}",
         records[0]
     );
@@ -44,7 +45,7 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
     // The report shows the minimal run, its replay command, the evidence and a diagram.
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("| mutant | none |"), "{report}");
-    let verdict = "FAIL: 1 scenario violated TOKEN, EXCL, EXPIRY, LIN-LEASE";
+    let verdict = "FAIL: 1 scenario violated LEDGER, LIN-LEDGER";
     assert!(
         report.contains(&format!("**Verdict: {verdict}")),
         "{report}"
@@ -66,22 +67,19 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
         .lines()
         .filter(|line| line.starts_with("### "))
         .collect();
+    let in_run = format!(" in {MUTANT_SCENARIO} (seed 1)");
     let mut checks: Vec<&str> = headings
         .iter()
-        .filter_map(|h| h.strip_suffix(" in swarm-freezes (seed 1)"))
+        .filter_map(|h| h.strip_suffix(in_run.as_str()))
         .map(|h| h.trim_start_matches("### "))
         .collect();
     checks.sort_unstable();
-    assert_eq!(
-        checks,
-        ["EXCL", "EXPIRY", "LIN-LEASE", "TOKEN"],
-        "{headings:?}"
-    );
+    assert_eq!(checks, MUTANT_VIOLATES, "{headings:?}");
     let section = shrunk
         .split("\n### ")
-        .find(|s| s.starts_with("TOKEN in swarm-freezes (seed 1)\n"))
-        .unwrap_or_else(|| panic!("no TOKEN counterexample:\n{shrunk}"));
-    let run_file = "shrunk/swarm-freezes-seed1-token.run.json";
+        .find(|s| s.starts_with(&format!("LEDGER{in_run}\n")))
+        .unwrap_or_else(|| panic!("no LEDGER counterexample:\n{shrunk}"));
+    let run_file = format!("shrunk/{MUTANT_SCENARIO}-seed1-ledger.run.json");
     let replay = format!("leasesim replay out/{run_file}");
     assert!(
         section.contains(&format!("- minimal run: `{run_file}`")),
@@ -91,16 +89,19 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
         section.contains(&format!("  ```sh\n  {replay}\n  ```")),
         "{section}"
     );
-    // The check and its rule, then TOKEN's violation message and the history lines proving
+    // The check and its rule, then LEDGER's violation message and the history lines proving
     // it.
     let rule = format!(
-        "```\n\nCheck failed: **TOKEN** ({}).\n\n**",
-        Check::Token.rule()
+        "```\n\nCheck failed: **LEDGER** ({}).\n\n**",
+        Check::Ledger.rule()
     );
     assert!(section.contains(&rule), "{section}");
     let evidence = section.split(&rule).nth(1).unwrap_or_default();
-    assert!(evidence.contains("changed its token"), "{section}");
-    assert!(evidence.contains("\n- decision s1 by "), "{section}");
+    assert!(
+        evidence.contains("was acknowledged at seq 2 but another record is there"),
+        "{section}"
+    );
+    assert!(evidence.contains("\n- ledger s1 seq 2"), "{section}");
     let mermaid = section
         .split("```mermaid\n")
         .nth(1)
@@ -109,7 +110,7 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
     assert!(mermaid.contains("participant lease"), "{mermaid}");
     assert!(mermaid.contains("\n```\n"), "unterminated mermaid block");
     // Shrinking was asked for by default, and the shrunk file is what the report names.
-    assert!(out.join(run_file).is_file());
+    assert!(out.join(&run_file).is_file());
     assert!(
         !sims.join("regressions").exists(),
         "saved without --save-regressions"
@@ -123,19 +124,19 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
     let replayed = leasesim(tmp.path(), &args);
     assert_eq!(replayed.status.code(), Some(1), "{}", both(&replayed));
     let stdout = String::from_utf8_lossy(&replayed.stdout);
-    let token_line = stdout
+    let ledger_line = stdout
         .lines()
-        .find(|line| line.starts_with("TOKEN: "))
+        .find(|line| line.starts_with("LEDGER: "))
         .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(!token_line.ends_with(" 0 violations"), "{token_line}");
+    assert!(!ledger_line.ends_with(" 0 violations"), "{ledger_line}");
     let verdict = stdout.lines().last().unwrap();
     assert!(
-        verdict.starts_with("verdict: FAIL: TOKEN") && verdict.ends_with("violated — exit 1"),
+        verdict.starts_with("verdict: FAIL: LEDGER") && verdict.ends_with("violated — exit 1"),
         "{verdict}"
     );
     // The minimal run carries the planted bug itself (a run file is self-contained).
     let minimal: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join(run_file)).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(out.join(&run_file)).unwrap()).unwrap();
     assert_eq!(minimal["mutant"], MUTANT);
     assert_eq!(minimal["seed"], 1);
 }

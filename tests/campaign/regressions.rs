@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{MUTANT_SEEDS, both, leasesim, mutant_sims, repo_sims, stderr};
+use crate::support::{
+    MUTANT_SCENARIO, MUTANT_SEEDS, MUTANT_VIOLATES, both, leasesim, mutant_sims, repo_sims, stderr,
+};
 
 /// Replays every `*.run.json` in `dir` (sorted), each into a fresh folder; returns each file
 /// with its exit code and output.
@@ -109,8 +111,8 @@ fn save_regressions_copies_the_minimal_run_into_the_sims_regressions_folder() {
         ],
     );
     assert_eq!(output.status.code(), Some(1), "{}", both(&output));
-    let name = "swarm-freezes-seed1-token.run.json";
-    let saved = sims.join("regressions").join(name);
+    let name = format!("{MUTANT_SCENARIO}-seed1-ledger.run.json");
+    let saved = sims.join("regressions").join(&name);
     assert!(
         stderr(&output).contains(&format!("saved as sims/regressions/{name}")),
         "{}",
@@ -118,7 +120,7 @@ fn save_regressions_copies_the_minimal_run_into_the_sims_regressions_folder() {
     );
     assert_eq!(
         std::fs::read(&saved).unwrap(),
-        std::fs::read(tmp.path().join("out/shrunk").join(name)).unwrap(),
+        std::fs::read(tmp.path().join("out/shrunk").join(&name)).unwrap(),
         "the saved regression is not the minimal run"
     );
     // One minimal run per violated check.
@@ -127,20 +129,22 @@ fn save_regressions_copies_the_minimal_run_into_the_sims_regressions_folder() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     files.sort_unstable();
-    let checks = ["excl", "expiry", "lin-lease", "token"];
-    let names: Vec<String> = checks
+    let names: Vec<String> = MUTANT_VIOLATES
         .iter()
-        .map(|check| format!("swarm-freezes-seed1-{check}.run.json"))
+        .map(|check| {
+            let check = check.to_lowercase();
+            format!("{MUTANT_SCENARIO}-seed1-{check}.run.json")
+        })
         .collect();
     assert_eq!(files, names);
     // The bug is still planted, so the replay-all check would flag every regression.
     let replayed = replay_all(&sims.join("regressions"));
-    assert_eq!(replayed.len(), 4);
+    assert_eq!(replayed.len(), MUTANT_VIOLATES.len());
     for (_, code, output) in &replayed {
         assert_eq!(*code, Some(1), "{output}");
         assert!(output.contains("verdict: FAIL: "), "{output}");
     }
-    let token = replayed.iter().find(|(file, ..)| file.ends_with(name));
-    let (_, _, output) = token.expect("the TOKEN regression replayed");
-    assert!(output.contains("verdict: FAIL: TOKEN"), "{output}");
+    let ledger = replayed.iter().find(|(file, ..)| file.ends_with(&name));
+    let (_, _, output) = ledger.expect("the LEDGER regression replayed");
+    assert!(output.contains("verdict: FAIL: LEDGER"), "{output}");
 }

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Output;
 
 use crate::support::{
-    MUTANT_SEEDS, both, copy_sims, every, keys, leasesim, mutant_sims, results, stderr,
-    without_wall_time,
+    MUTANT_SCENARIO, MUTANT_SEEDS, MUTANT_VIOLATES, both, copy_sims, every, keys, leasesim,
+    mutant_sims, results, stderr, without_wall_time,
 };
 
 const SCENARIOS: [&str; 2] = ["f1-pause-longer-than-ttl", "f6-late-release"];
@@ -235,10 +235,13 @@ fn failures_found_before_a_resume_are_shrunk_on_resume() {
     assert_eq!(resumed.status.code(), Some(1), "{}", both(&resumed));
     let err = stderr(&resumed);
     assert!(err.contains("\n0 runs in "), "{err}");
-    assert!(err.contains("shrinking swarm-freezes seed 1"), "{err}");
+    assert!(
+        err.contains(&format!("shrinking {MUTANT_SCENARIO} seed 1")),
+        "{err}"
+    );
     let shrunk = std::fs::read_to_string(&shrunk_path).unwrap();
-    // One counterexample per check the failing run broke (TOKEN, EXCL, EXPIRY, LIN-LEASE).
-    assert_eq!(shrunk.lines().count(), 4, "{shrunk}");
+    // One counterexample per check the failing run broke (LEDGER, LIN-LEDGER).
+    assert_eq!(shrunk.lines().count(), MUTANT_VIOLATES.len(), "{shrunk}");
     let report = std::fs::read_to_string(tmp.path().join("out/report.md")).unwrap();
     assert!(report.contains("## Violations (shrunk)"), "{report}");
 

@@ -21,6 +21,7 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 /// makes over a hundred operations in 20 s; its shrunk run is a plan of at most 20 that still breaks
 /// STOP, and `leasesim replay` of the saved file gives the shrinker's history byte for byte.
 #[test]
+#[ignore = "slow: a shrink of a generated 20 s run: every attempt is a whole world; runs in .ci/run's slow step: cargo test --release -- --ignored"]
 fn a_generated_counterexample_shrinks_to_a_few_calls_and_replays_byte_for_byte() {
     let scenario = Scenario::load(&repo_sims().join("graceful-shutdowns.toml")).unwrap();
     let mut run = scenario.resolve(0).unwrap();
@@ -86,6 +87,7 @@ fn a_generated_counterexample_shrinks_to_a_few_calls_and_replays_byte_for_byte()
 /// renewals before the heal are gone: at most 20 operations, LIVE still violated, the
 /// shrunk file replays the same history, and a second shrink gives the same file.
 #[test]
+#[ignore = "slow: two shrinks of a 40 s Kubernetes run: every attempt is a whole world; runs in .ci/run's slow step: cargo test --release -- --ignored"]
 fn pulling_the_heal_earlier_drops_the_renewals_before_it() {
     let scenario = Scenario::load(&repo_sims().join("kube-swarm-clocks.toml")).unwrap();
     let mut run = scenario.resolve(0).unwrap();
@@ -140,6 +142,7 @@ fn pulling_the_heal_earlier_drops_the_renewals_before_it() {
 /// shrinker pins every run to the time it started, so the s1 run goes while the s2 run keeps
 /// its start: LIVE still violated, no s1 run left, fewer operations.
 #[test]
+#[ignore = "slow: a shrink of a 40 s Kubernetes run: every attempt is a whole world; runs in .ci/run's slow step: cargo test --release -- --ignored"]
 fn a_run_there_only_to_delay_the_next_is_dropped_keeping_the_next_runs_start() {
     let scenario = Scenario::load(&repo_sims().join("kube-swarm-clocks.toml")).unwrap();
     let mut run = scenario.resolve(0).unwrap();

@@ -120,19 +120,27 @@ pub fn without_wall_time(records: &[serde_json::Value]) -> Vec<serde_json::Value
     records
 }
 
-/// The swarm scenario planted with a bug the invariants catch: `swarm-freezes` with
-/// `mutant = "release-by-session-only"` (a release ends whoever holds the session) and no
-/// `violate` expectation, so the scenario's expectation is wrong.
-pub const MUTANT: &str = "release-by-session-only";
+/// The scenario planted with a bug the invariants catch, and the bug: the F4 field case
+/// with `mutant = "fence-written-blind"` (a journal's fence is appended without comparing the
+/// tip) and no `violate` expectation, so the scenario's expectation is wrong. A scripted
+/// field case: its shrinks take a few seconds (a swarm run's take minutes), and it breaks two
+/// checks, so "one counterexample per violated check" is still asserted.
+pub const MUTANT_SCENARIO: &str = "f4-fence-compares-the-tip";
 
-/// Seeds of `swarm-freezes` with [`MUTANT`] where the first violated check is TOKEN: seed 1
-/// (pinned; seed 0 is clean, seed 1 violates TOKEN, EXCL, EXPIRY and LIN-LEASE).
+/// The planted bug of [`MUTANT_SCENARIO`].
+pub const MUTANT: &str = "fence-written-blind";
+
+/// Seeds of [`MUTANT_SCENARIO`] with [`MUTANT`]: seed 1 (pinned; it violates LEDGER and
+/// LIN-LEDGER, as every seed of the scripted case does).
 pub const MUTANT_SEEDS: &str = "1..2";
 
-/// A copy of `swarm-freezes` carrying [`MUTANT`], in `<root>/sims/`.
+/// The checks [`MUTANT`] breaks on [`MUTANT_SEEDS`], in report order.
+pub const MUTANT_VIOLATES: [&str; 2] = ["LEDGER", "LIN-LEDGER"];
+
+/// A copy of [`MUTANT_SCENARIO`] carrying [`MUTANT`], in `<root>/sims/`.
 pub fn mutant_sims(root: &Path) -> PathBuf {
-    let sims = copy_sims(root, "sims", &["swarm-freezes"]);
-    edit_scenario(&sims, "swarm-freezes", |text| {
+    let sims = copy_sims(root, "sims", &[MUTANT_SCENARIO]);
+    edit_scenario(&sims, MUTANT_SCENARIO, |text| {
         text.replacen(
             "\n[world]",
             &format!("\nmutant = \"{MUTANT}\"\n\n[world]"),

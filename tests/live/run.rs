@@ -4,6 +4,7 @@
 use super::support;
 
 #[test]
+#[ignore = "slow: a 6 s live run and its liveness phase on real processes in real time; runs in .ci/run's slow step: cargo test --release -- --ignored"]
 fn a_correct_run_with_pauses_crashes_and_partitions_is_judged_clean() {
     let _serial = support::serial();
     let dir = tempfile::tempdir().unwrap();

@@ -67,15 +67,14 @@ fn first_difference(what: &str, a: &(String, Vec<u8>), b: &(String, Vec<u8>)) ->
     (a.1 != b.1).then(|| format!("{what}: the traces differ"))
 }
 
-/// The same run, started after the process has handed out task numbers of each residue
+/// Each of `runs`, started after the process has handed out task numbers of each residue
 /// modulo 4, gives the same history and trace bytes every time.
-#[test]
-fn a_world_gives_the_same_bytes_whatever_tasks_the_process_spawned_before() {
-    for run in runs() {
-        let first = bytes(&run);
+fn same_bytes_whatever_tasks_the_process_spawned_before(runs: &[RunFile]) {
+    for run in runs {
+        let first = bytes(run);
         for residue in 0..4 {
             shift_task_numbers_to(residue);
-            let again = bytes(&run);
+            let again = bytes(run);
             let what = format!(
                 "{} seed {}, task numbers from {residue} mod 4",
                 run.scenario, run.seed
@@ -85,6 +84,20 @@ fn a_world_gives_the_same_bytes_whatever_tasks_the_process_spawned_before() {
             }
         }
     }
+}
+
+/// The case first seen (`graceful-shutdowns` seed 1 with `cleanup-before-invalidate`): the
+/// same bytes after task numbers of each residue modulo 4.
+#[test]
+fn the_first_seen_case_gives_the_same_bytes_whatever_tasks_the_process_spawned_before() {
+    same_bytes_whatever_tasks_the_process_spawned_before(&runs()[..1]);
+}
+
+/// Every run of `runs()`: the same bytes after task numbers of each residue modulo 4.
+#[test]
+#[ignore = "slow: 10 worlds with crashes and restarts; runs in .ci/run's slow step: cargo test --release -- --ignored"]
+fn a_world_gives_the_same_bytes_whatever_tasks_the_process_spawned_before() {
+    same_bytes_whatever_tasks_the_process_spawned_before(&runs());
 }
 
 /// Two executions of the same run at once, on two threads, give the bytes of one alone.

@@ -286,3 +286,42 @@ fn victim_odds_that_are_not_odds_or_have_nothing_to_aim_at_are_refused() {
         "three numbers are not odds"
     );
 }
+
+/// `expect.coverage_within_seeds` promises only events the scenario expects, each within 1 to
+/// 100000 seeds; its key must be an event's name.
+#[test]
+fn a_coverage_promise_names_an_expected_event_and_a_number_of_seeds_in_range() {
+    let expect = |within: &str| {
+        format!(
+            "{HEAD}[expect]\ncoverage = [\"stale-append-rejected\"]\n\
+             coverage_within_seeds = {within}\n"
+        )
+    };
+    assert_eq!(
+        error(&expect("{ renew-lost = 10 }")),
+        "DIR/bad.toml:5:25: `expect.coverage_within_seeds`: `renew-lost` has a number of seeds \
+         but is not expected; add it to `expect.coverage`, or remove it here"
+    );
+    assert_eq!(
+        error(&expect("{ stale-append-rejected = 0 }")),
+        "DIR/bad.toml:5:25: `expect.coverage_within_seeds`: `stale-append-rejected = 0`: give \
+         1 to 100000 seeds (the length of campaign that must reach it)"
+    );
+    assert!(
+        error(&expect("{ stale-appends = 10 }")).starts_with(
+            "DIR/bad.toml:5:25: `expect.coverage_within_seeds`: unknown coverage event \
+             `stale-appends`; the events are takeover-after-expiry, "
+        ),
+        "{}",
+        error(&expect("{ stale-appends = 10 }"))
+    );
+    let promised = expect("{ stale-append-rejected = 100 }");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("good.toml");
+    std::fs::write(&path, promised).unwrap();
+    let scenario = Scenario::load(&path).unwrap();
+    assert_eq!(
+        scenario.coverage_within_seeds,
+        std::collections::BTreeMap::from([("stale-append-rejected".to_owned(), 100)])
+    );
+}

@@ -130,6 +130,7 @@ pub fn main(args: LiveArgs) -> Exit {
                 about: format!("live mode ({} backend)", backend_name(args.backend)),
                 coverage: Vec::new(),
                 violate: resolved.expect.violate.clone(),
+                coverage_within_seeds: std::collections::BTreeMap::new(),
             });
         }
         let replay = replay_command(&request, args.backend, &out);
