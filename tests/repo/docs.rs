@@ -119,14 +119,14 @@ fn every_cited_page_and_section_of_docs_exists() {
                 ));
                 continue;
             };
-            if let Some(anchor) = &citation.anchor {
-                if !anchors(&markdown).contains(anchor) {
-                    broken.push(format!(
-                        "{}: docs/{} has no section #{anchor}",
-                        path.display(),
-                        citation.page
-                    ));
-                }
+            if let Some(anchor) = &citation.anchor
+                && !anchors(&markdown).contains(anchor)
+            {
+                broken.push(format!(
+                    "{}: docs/{} has no section #{anchor}",
+                    path.display(),
+                    citation.page
+                ));
             }
         }
     }

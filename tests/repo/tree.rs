@@ -52,10 +52,10 @@ fn walk(root: &Path, dir: &Path, found: &mut Vec<(PathBuf, String)>) {
         }
         if path.is_dir() {
             walk(root, &path, found);
-        } else if is_text(&path) {
-            if let Ok(text) = fs::read_to_string(&path) {
-                found.push((relative, text));
-            }
+        } else if is_text(&path)
+            && let Ok(text) = fs::read_to_string(&path)
+        {
+            found.push((relative, text));
         }
     }
 }
