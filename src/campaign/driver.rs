@@ -678,12 +678,19 @@ fn mutant_planted_somewhere(
         .iter()
         .find_map(|backend| mutant.check_planted_in(backend).err())
         .unwrap_or_default();
+    let hint = match mutant.backend() {
+        Some("flock") => "flock runs only in real processes (`leasesim flock`, the process \
+                          tests of tests/flock)"
+            .to_owned(),
+        other => format!(
+            "give --sims a folder with a {} scenario",
+            other.unwrap_or("any")
+        ),
+    };
     Err(CampaignError::BadInput(format!(
-        "--mutant {}: no scenario of {} is on its backend: {refusal}; give --sims a folder \
-         with a {} scenario",
+        "--mutant {}: no scenario of {} is on its backend: {refusal}; {hint}",
         mutant.name(),
         options.sims.display(),
-        mutant.backend().unwrap_or("any"),
     )))
 }
 
