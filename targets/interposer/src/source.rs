@@ -46,7 +46,7 @@ impl ClockKind {
 /// read it makes itself (directly or through a library) gets the real function. A panic in
 /// either is caught at the hook: the panic hook reports it and the read fails (`-1`,
 /// `errno = ENOTRECOVERABLE`), so the reader (std's `SystemTime::now`, rand) fails loudly on its
-/// own side instead of going on with real values.
+/// own side instead of going on with real values (with `panic = "abort"` the process aborts).
 #[derive(Clone, Copy, Debug)]
 pub struct Source {
     /// The simulated time of `kind` on the calling thread, or `None` for "not mine: forward
