@@ -15,7 +15,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 use super::explanation::LinExplanation;
 use super::markdown::{runs_line, seeds_line};
 use super::overview::{Cell, LEGEND, columns};
-use super::summary::Summary;
+use super::summary::{PENDING_COVERAGE_INTRO, Summary};
 use super::{Counterexample, ReportData};
 use crate::check::Check;
 use crate::results::record::{ShrunkRun, ViolationRecord};
@@ -66,6 +66,7 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
                     }
                 }
                 (matrix(summary))
+                (coverage(summary))
                 @if let Some((killed, all)) = summary.mutation_score {
                     p #mutation-score {
                         "Mutation score: " strong { (killed) "/" (all) } " planted bugs killed"
@@ -83,6 +84,26 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
         }
     };
     page.into_string()
+}
+
+/// The coverage warnings (expected events a campaign of the promised length missed) and notes
+/// (events promised only within more seeds than this campaign ran), as report.md lists them.
+fn coverage(summary: &Summary) -> Markup {
+    html! {
+        @if !summary.warnings.is_empty() {
+            h2 { "Coverage warnings" }
+            ul #coverage-warnings {
+                @for warning in &summary.warnings { li { (code_spans(warning)) } }
+            }
+        }
+        @if !summary.notes.is_empty() {
+            h2 { "Coverage for a longer campaign" }
+            p { (PENDING_COVERAGE_INTRO) }
+            ul #coverage-notes {
+                @for note in &summary.notes { li { (code_spans(note)) } }
+            }
+        }
+    }
 }
 
 /// The scenario × check matrix.

@@ -2,13 +2,14 @@
 //! `<failure>` with the evidence when the check failed unexpectedly (or an expected
 //! violation was never seen), `<skipped>` when it was only inconclusive or judged nothing
 //! (`<skipped message="not judged: …"/>`), and a `harness`
-//! testcase with an `<error>` naming the seeds of the runs that could not be judged.
+//! testcase with an `<error>` naming the seeds of the runs that could not be judged; the
+//! scenario's coverage warnings and notes in the suite's `<system-out>`.
 
 use std::fmt::Write as _;
 
 use super::ReportData;
 use super::markdown::runs;
-use super::summary::{CheckSummary, ScenarioSummary, Summary};
+use super::summary::{CheckSummary, ScenarioSummary, Summary, coverage_notes, coverage_warnings};
 use crate::results::record::RunStatus;
 
 /// Failing runs whose violations a `<failure>` quotes at most.
@@ -82,7 +83,27 @@ fn suite(data: &ReportData, scenario: &ScenarioSummary) -> (String, Counts) {
         counts.errors += 1;
         cases.push_str(&text);
     }
+    cases.push_str(&coverage_out(scenario));
     (cases, counts)
+}
+
+/// The scenario's coverage warnings and notes as the suite's `<system-out>` (neither fails a
+/// testcase: a warning is not a violation), or nothing when it has none.
+fn coverage_out(scenario: &ScenarioSummary) -> String {
+    let warnings = coverage_warnings(std::slice::from_ref(scenario));
+    let notes = coverage_notes(std::slice::from_ref(scenario));
+    if warnings.is_empty() && notes.is_empty() {
+        return String::new();
+    }
+    let lines: Vec<String> = warnings
+        .iter()
+        .map(|w| format!("warning: {w}"))
+        .chain(notes.iter().map(|n| format!("note: {n}")))
+        .collect();
+    format!(
+        "    <system-out>{}</system-out>\n",
+        escape(&lines.join("\n"))
+    )
 }
 
 /// The testcase of one check: a `<failure>` when it failed unexpectedly or an expected

@@ -12,7 +12,8 @@ use super::ReportData;
 use super::counterexamples;
 use super::overview::{self, Anchors, FAILING_RUNS_ANCHOR, HARNESS_ERRORS_ANCHOR, anchor_line};
 use super::summary::{
-    CheckSummary, ScenarioSummary, Summary, and_more, order_events, plural, status_name,
+    CheckSummary, PENDING_COVERAGE_INTRO, ScenarioSummary, Summary, and_more, order_events, plural,
+    status_name,
 };
 use crate::check::Check;
 use crate::results::CoverageEvent;
@@ -390,10 +391,9 @@ fn pending_coverage(out: &mut String, summary: &Summary) {
     if summary.notes.is_empty() {
         return;
     }
-    out.push_str(
-        "## Coverage for a longer campaign\n\nNot warnings: each scenario promises these \
-         events only within more seeds than this campaign ran; a campaign of that many seeds \
-         that misses one warns.\n\n",
+    let _ = write!(
+        out,
+        "## Coverage for a longer campaign\n\n{PENDING_COVERAGE_INTRO}\n\n"
     );
     for note in &summary.notes {
         let _ = writeln!(out, "- {note}.");

@@ -600,6 +600,11 @@ pub(super) fn coverage_warnings(scenarios: &[ScenarioSummary]) -> Vec<String> {
         .collect()
 }
 
+/// What the notes are, in every format that lists them (report.md, report.html).
+pub(super) const PENDING_COVERAGE_INTRO: &str = "Not warnings: each scenario promises these \
+     events only within more seeds than this campaign ran; a campaign of that many seeds that \
+     misses one warns.";
+
 /// One note per expected coverage event a scenario did not reach in fewer seeds than it
 /// promises it within ([`PendingCoverage::note`]).
 pub(super) fn coverage_notes(scenarios: &[ScenarioSummary]) -> Vec<String> {

@@ -455,6 +455,67 @@ fn an_event_promised_within_more_seeds_than_ran_is_a_note_not_a_warning() {
     }
 }
 
+/// report.html and junit.xml list what report.md lists: a coverage warning, and a note for an
+/// event promised within more seeds than ran — in JUnit as the suite's output, never as a
+/// failing testcase (a warning is not a violation).
+#[test]
+fn coverage_warnings_and_notes_are_in_every_format() {
+    let clean = |r: &RunRecord| r.scenario == "clean";
+    let render = |within: Option<u64>| {
+        let mut campaign = campaign("c", None);
+        if let Some(within) = within {
+            campaign.scenarios[0]
+                .coverage_within_seeds
+                .insert("graceful-handover".into(), within);
+        }
+        let data = ReportData::new(
+            campaign,
+            results().into_iter().filter(clean).collect(),
+            Vec::new(),
+        );
+        let summary = data.summary();
+        (html::render(&data, &summary), render_text(&data).2)
+    };
+    let warning = "coverage event `graceful-handover` never reached in clean";
+    let note = "coverage event `graceful-handover` not reached in 2 seeds of clean (expected \
+                within 3 seeds)";
+
+    let (page, junit) = render(None);
+    assert!(page.contains("<h2>Coverage warnings</h2>"), "{page}");
+    assert!(
+        page.contains("never reached in clean</li>")
+            && page.contains("<code>graceful-handover</code>"),
+        "{page}"
+    );
+    assert!(!page.contains("Coverage for a longer campaign"), "{page}");
+    assert!(
+        junit.contains(&format!(
+            "<system-out>warning: {}</system-out>",
+            junit::escape(warning)
+        )),
+        "{junit}"
+    );
+    assert!(!junit.contains("<failure message=\"coverage"), "{junit}");
+
+    let (page, junit) = render(Some(3));
+    assert!(
+        page.contains("<h2>Coverage for a longer campaign</h2>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("Not warnings: each scenario promises"),
+        "{page}"
+    );
+    assert!(!page.contains("Coverage warnings"), "{page}");
+    assert!(
+        junit.contains(&format!(
+            "<system-out>note: {}</system-out>",
+            junit::escape(note)
+        )),
+        "{junit}"
+    );
+}
+
 #[test]
 fn seeds_that_ran_are_listed_as_ranges() {
     use super::summary::seed_ranges;
