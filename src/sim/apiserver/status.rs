@@ -22,7 +22,7 @@ pub struct ApiError {
     /// `Status.message`.
     pub message: String,
     /// `Status.details`: the object's name, group and kind, and the causes.
-    pub details: Option<StatusDetails>,
+    pub details: Option<Box<StatusDetails>>,
 }
 
 impl ApiError {
@@ -31,7 +31,7 @@ impl ApiError {
             code,
             reason,
             message,
-            details: name.map(details),
+            details: name.map(|name| Box::new(details(name))),
         }
     }
 
@@ -91,12 +91,12 @@ impl ApiError {
             code: 422,
             reason: "Invalid",
             message,
-            details: Some(StatusDetails {
+            details: Some(Box::new(StatusDetails {
                 group: Some("meta.k8s.io".to_owned()),
                 kind: Some("PatchOptions".to_owned()),
                 causes: Some(vec![cause]),
                 ..StatusDetails::default()
-            }),
+            })),
         }
     }
 
@@ -126,10 +126,10 @@ impl ApiError {
             code: 409,
             reason: "Conflict",
             message: conflict_message(conflicts),
-            details: Some(StatusDetails {
+            details: Some(Box::new(StatusDetails {
                 causes: Some(causes),
                 ..StatusDetails::default()
-            }),
+            })),
         }
     }
 
@@ -231,10 +231,10 @@ impl ApiError {
             code,
             reason,
             message,
-            details: Some(StatusDetails {
+            details: Some(Box::new(StatusDetails {
                 retry_after_seconds: Some(seconds),
                 ..StatusDetails::default()
-            }),
+            })),
         }
     }
 
@@ -245,7 +245,7 @@ impl ApiError {
             message: Some(self.message.clone()),
             reason: Some(self.reason.to_owned()),
             status: Some("Failure".to_owned()),
-            details: self.details.clone(),
+            details: self.details.as_deref().cloned(),
             ..Status::default()
         }
     }
