@@ -910,3 +910,56 @@ async fn a_too_many_requests_window_sends_retry_after() {
     assert!(head.contains("\r\nretry-after: 1\r\n"), "{response}");
     assert!(response.contains("\"retryAfterSeconds\":1"), "{response}");
 }
+
+#[tokio::test]
+async fn a_field_an_update_removes_belongs_to_nobody_so_the_next_apply_takes_it_unforced() {
+    // kube-lease-manager's cycle: create `spec: {}`, take the orphaned Lease by a non-forced
+    // apply without `metadata.name`, release by a strategic patch of nulls.
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    let empty = Lease {
+        metadata: ObjectMeta {
+            name: Some("s1-a".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec::default()),
+    };
+    leases.create(&PostParams::default(), &empty).await.unwrap();
+    let take = |who: &str| {
+        let mut body = config("s1-a", serde_json::json!({"holderIdentity": who}));
+        body["metadata"] = serde_json::json!({});
+        body
+    };
+    apply(&leases, "klm-a", false, &take("a")).await.unwrap();
+    let release = serde_json::json!({"spec": {"holderIdentity": null}});
+    let params = PatchParams {
+        field_manager: Some("klm-a".into()),
+        ..PatchParams::default()
+    };
+    let released = leases
+        .patch("s1-a", &params, &Patch::Strategic(&release))
+        .await
+        .unwrap();
+    assert_eq!(released.spec.as_ref().unwrap().holder_identity, None);
+    let owned = owners(&released);
+    assert!(
+        owned
+            .iter()
+            .all(|(.., fields)| fields.pointer("/f:spec/f:holderIdentity").is_none()),
+        "a removed field leaves every entry: {owned:?}"
+    );
+    let taken = apply(&leases, "klm-b", false, &take("b")).await.unwrap();
+    assert_eq!(holder(&taken), "b");
+    let status = refused_status(
+        apply(&leases, "klm-c", false, &take("c"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        conflict_causes(&status),
+        [(
+            ".spec.holderIdentity".into(),
+            "conflict with \"klm-b\"".into()
+        )]
+    );
+}
