@@ -14,7 +14,7 @@ use crate::hooks::PausePoint;
 use crate::sim::config::WorldConfig;
 use crate::sim::generate::{FaultKind, Intensity, REPLICA_POINTS, replica};
 use crate::sim::runfile::Drawn;
-use crate::sim::schedule::{check_run_end, limits};
+use crate::sim::schedule::{ErrorStatus, check_run_end, limits};
 use crate::sim::seed::{Subsystem, between, chance, rng};
 
 /// A swarm profile: a scenario's `[faults.swarm]` section.
@@ -146,6 +146,9 @@ pub struct IntensityProfile {
     /// Sweeps of a record collector (`delete_lease_record`), one a second (default `[1, 20]`).
     #[serde(deserialize_with = "crate::sim::runfile::pair::exact_option")]
     pub gc_sweeps: Option<(u64, u64)>,
+    /// The statuses an `authority_errors` window draws from, each once (default
+    /// [`ErrorStatus::DRAWN_BY_DEFAULT`]: `internal`, `unavailable`, `permission_denied`).
+    pub error_statuses: Option<Vec<ErrorStatus>>,
 }
 
 impl IntensityProfile {
@@ -166,6 +169,7 @@ impl IntensityProfile {
             delay_ms: self.delay_ttl_percent.map_or(base.delay_ms, percent),
             downtime_ms: self.downtime_ms.unwrap_or(base.downtime_ms),
             gc_sweeps: self.gc_sweeps.unwrap_or(base.gc_sweeps),
+            error_statuses: self.error_statuses.clone().unwrap_or(base.error_statuses),
         }
     }
 
@@ -217,8 +221,26 @@ impl IntensityProfile {
         unsigned("delay_ttl_percent", self.delay_ttl_percent, 1, 10_000)?;
         unsigned("downtime_ms", self.downtime_ms, 1, 86_400_000)?;
         unsigned("gc_sweeps", self.gc_sweeps, 1, 1_000)?;
-        Ok(())
+        check_error_statuses(self.error_statuses.as_deref())
     }
+}
+
+/// `error_statuses`, when given: at least one, none twice.
+fn check_error_statuses(statuses: Option<&[ErrorStatus]>) -> Result<(), (String, String)> {
+    let Some(statuses) = statuses else {
+        return Ok(());
+    };
+    let field = "intensity.error_statuses".to_owned();
+    if statuses.is_empty() {
+        return Err((field, "must name at least one status".into()));
+    }
+    for (index, status) in statuses.iter().enumerate() {
+        if statuses[..index].contains(status) {
+            let message = format!("names {status:?} twice; name each status once");
+            return Err((field, message));
+        }
+    }
+    Ok(())
 }
 
 impl SwarmProfile {
@@ -466,6 +488,8 @@ pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
         delay_ms: sub(full.delay_ms),
         downtime_ms: sub(full.downtime_ms),
         gc_sweeps: sub(full.gc_sweeps),
+        // Taken whole: no draw, so the seed's other draws stay where they were.
+        error_statuses: full.error_statuses.clone(),
     };
     let widen = |(a, b): (u32, u32)| (u64::from(a), u64::from(b));
     let narrow = |(a, b): (u64, u64)| (a as u32, b as u32);
@@ -544,5 +568,49 @@ mod tests {
                 "{fault:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_error_window_draws_only_the_profiles_statuses() {
+        let mut profile = profile();
+        profile.kinds = vec![FaultKind::AuthorityErrors];
+        profile.faults = (8, 8);
+        let wanted = [ErrorStatus::Conflict, ErrorStatus::TooManyRequests];
+        profile.intensity.error_statuses = Some(wanted.to_vec());
+        let mut config = WorldConfig::default();
+        let mut seen = std::collections::BTreeSet::new();
+        for seed in 0..20 {
+            config.seed = seed;
+            for fault in draw(&profile, &config).schedule(&config).faults {
+                if let crate::sim::schedule::Fault::AuthorityErrors { status, .. } = fault.fault {
+                    seen.insert(status);
+                }
+            }
+        }
+        assert_eq!(seen, wanted.into());
+    }
+
+    #[test]
+    fn error_statuses_left_out_draw_the_original_three_and_stay_out_of_run_files() {
+        let drawn = draw(&profile(), &WorldConfig::default());
+        assert_eq!(
+            drawn.intensity.error_statuses,
+            ErrorStatus::DRAWN_BY_DEFAULT
+        );
+        let text = serde_json::to_string(&drawn.intensity).unwrap();
+        assert!(!text.contains("error_statuses"), "{text}");
+    }
+
+    #[test]
+    fn error_statuses_must_be_non_empty_and_each_named_once() {
+        let mut profile = profile();
+        profile.intensity.error_statuses = Some(vec![]);
+        assert_eq!(profile.check().unwrap_err().0, "intensity.error_statuses");
+        profile.intensity.error_statuses = Some(vec![ErrorStatus::Timeout, ErrorStatus::Timeout]);
+        let (field, message) = profile.check().unwrap_err();
+        assert_eq!(field, "intensity.error_statuses");
+        assert!(message.contains("twice"), "{message}");
+        profile.intensity.error_statuses = Some(vec![ErrorStatus::Timeout, ErrorStatus::Invalid]);
+        assert_eq!(profile.check(), Ok(()));
     }
 }

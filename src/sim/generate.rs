@@ -168,10 +168,25 @@ pub struct Intensity {
     /// expired) a second apart, this many times.
     #[serde(default = "default_gc_sweeps")]
     pub gc_sweeps: (u64, u64),
+    /// The statuses an `authority_errors` window draws from, uniformly (default, and left
+    /// out of a file when it is: [`ErrorStatus::DRAWN_BY_DEFAULT`]).
+    #[serde(
+        default = "default_error_statuses",
+        skip_serializing_if = "is_default_error_statuses"
+    )]
+    pub error_statuses: Vec<ErrorStatus>,
 }
 
 fn default_gc_sweeps() -> (u64, u64) {
     (1, 20)
+}
+
+fn default_error_statuses() -> Vec<ErrorStatus> {
+    ErrorStatus::DRAWN_BY_DEFAULT.to_vec()
+}
+
+fn is_default_error_statuses(statuses: &[ErrorStatus]) -> bool {
+    statuses == ErrorStatus::DRAWN_BY_DEFAULT
 }
 
 impl Intensity {
@@ -192,6 +207,7 @@ impl Intensity {
             flap_ppm: (1, 2_000),
             delay_ms: (ttl_ms, ttl_ms * 2),
             downtime_ms: (1_000, ttl_ms),
+            error_statuses: default_error_statuses(),
             gc_sweeps: default_gc_sweeps(),
         }
     }
@@ -579,7 +595,11 @@ fn draw_authority_errors(
     config: &WorldConfig,
 ) -> Fault {
     let duration_ms = range(rng, strength.downtime_ms);
-    let status = ErrorStatus::ALL[between(rng, 0, ErrorStatus::ALL.len() as u64 - 1) as usize];
+    let statuses = match strength.error_statuses.as_slice() {
+        [] => &ErrorStatus::DRAWN_BY_DEFAULT[..],
+        some => some,
+    };
+    let status = statuses[between(rng, 0, statuses.len() as u64 - 1) as usize];
     let to = rng
         .next_u32()
         .is_multiple_of(2)

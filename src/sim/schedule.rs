@@ -245,7 +245,8 @@ pub enum Fault {
 }
 
 /// An answer the authority gives that the lease contract does not name: one word for every
-/// backend, each backend's protocol spelling it its own way.
+/// backend, each backend's protocol spelling it its own way. The API server answers each with
+/// the `Status` body the Kubernetes API documents for it (docs/apiserver.md#error-windows).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", try_from = "StatusSpelling")]
 pub enum ErrorStatus {
@@ -256,11 +257,32 @@ pub enum ErrorStatus {
     Unavailable,
     /// gRPC PERMISSION_DENIED; HTTP 403 Forbidden.
     PermissionDenied,
+    /// gRPC ABORTED; HTTP 409 Conflict (a write only: reads pass).
+    Conflict,
+    /// gRPC INVALID_ARGUMENT; HTTP 422 Invalid (a write only: reads pass).
+    Invalid,
+    /// gRPC RESOURCE_EXHAUSTED; HTTP 429 TooManyRequests with `Retry-After`.
+    TooManyRequests,
+    /// gRPC DEADLINE_EXCEEDED; HTTP 504 Timeout.
+    Timeout,
 }
 
 impl ErrorStatus {
-    /// Every status, in drawing order.
-    pub const ALL: [ErrorStatus; 3] = [
+    /// Every status, in the order a file's spelling is looked up.
+    pub const ALL: [ErrorStatus; 7] = [
+        ErrorStatus::Internal,
+        ErrorStatus::Unavailable,
+        ErrorStatus::PermissionDenied,
+        ErrorStatus::Conflict,
+        ErrorStatus::Invalid,
+        ErrorStatus::TooManyRequests,
+        ErrorStatus::Timeout,
+    ];
+
+    /// The statuses an `authority_errors` window draws unless a swarm profile names others
+    /// (`error_statuses`), in drawing order: the three there were before the others, so
+    /// every existing seed draws what it drew (docs/campaigns.md#swarm-profiles).
+    pub const DRAWN_BY_DEFAULT: [ErrorStatus; 3] = [
         ErrorStatus::Internal,
         ErrorStatus::Unavailable,
         ErrorStatus::PermissionDenied,
@@ -272,6 +294,10 @@ impl ErrorStatus {
             ErrorStatus::Internal => 500,
             ErrorStatus::Unavailable => 503,
             ErrorStatus::PermissionDenied => 403,
+            ErrorStatus::Conflict => 409,
+            ErrorStatus::Invalid => 422,
+            ErrorStatus::TooManyRequests => 429,
+            ErrorStatus::Timeout => 504,
         }
     }
 
@@ -281,7 +307,17 @@ impl ErrorStatus {
             ErrorStatus::Internal => tonic::Code::Internal,
             ErrorStatus::Unavailable => tonic::Code::Unavailable,
             ErrorStatus::PermissionDenied => tonic::Code::PermissionDenied,
+            ErrorStatus::Conflict => tonic::Code::Aborted,
+            ErrorStatus::Invalid => tonic::Code::InvalidArgument,
+            ErrorStatus::TooManyRequests => tonic::Code::ResourceExhausted,
+            ErrorStatus::Timeout => tonic::Code::DeadlineExceeded,
         }
+    }
+
+    /// Whether the API server answers reads with it too: a real server answers 409 and 422
+    /// only to writes, so a window of either lets reads through.
+    pub fn answers_reads(self) -> bool {
+        !matches!(self, ErrorStatus::Conflict | ErrorStatus::Invalid)
     }
 }
 
@@ -309,8 +345,9 @@ impl TryFrom<StatusSpelling> for ErrorStatus {
                 StatusSpelling::Code(code) => code.to_string(),
             };
             format!(
-                "unknown status {given}; a status is internal, unavailable or permission_denied \
-                 (HTTP 500, 503, 403)"
+                "unknown status {given}; a status is internal, unavailable, permission_denied, \
+                 conflict, invalid, too_many_requests or timeout (HTTP 500, 503, 403, 409, 422, \
+                 429, 504)"
             )
         })
     }

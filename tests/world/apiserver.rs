@@ -376,3 +376,590 @@ async fn a_damaged_state_file_is_a_clear_error() {
         "{text}"
     );
 }
+
+// Server-side apply (docs/apiserver.md#server-side-apply), and what the server does not serve
+// (docs/apiserver.md#not-served).
+
+/// The refusal's full `Status` (code, reason, message, causes).
+fn refused_status(error: kube::Error) -> kube::core::Status {
+    match error {
+        kube::Error::Api(status) => *status,
+        other => panic!("expected a Status refusal, got {other}"),
+    }
+}
+
+/// `(field, message)` of each `FieldManagerConflict` cause.
+fn conflict_causes(status: &kube::core::Status) -> Vec<(String, String)> {
+    let causes = &status.details.as_ref().expect("details").causes;
+    assert!(causes.iter().all(|c| c.reason == "FieldManagerConflict"));
+    causes
+        .iter()
+        .map(|c| (c.field.clone(), c.message.clone()))
+        .collect()
+}
+
+/// An apply configuration of Lease `name` with `spec`.
+fn config(name: &str, spec: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+async fn apply(
+    leases: &Api<Lease>,
+    manager: &str,
+    force: bool,
+    body: &serde_json::Value,
+) -> Result<Lease, kube::Error> {
+    let params = PatchParams::apply(manager);
+    let params = if force { params.force() } else { params };
+    leases.patch("s1-a", &params, &Patch::Apply(body)).await
+}
+
+/// Each `managedFields` entry as (manager, operation, fieldsV1).
+fn owners(lease: &Lease) -> Vec<(String, String, serde_json::Value)> {
+    lease
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|entry| {
+            assert_eq!(entry.api_version.as_deref(), Some("coordination.k8s.io/v1"));
+            assert_eq!(entry.fields_type.as_deref(), Some("FieldsV1"));
+            assert_eq!(entry.time, None, "the server reads no clock");
+            (
+                entry.manager.clone().unwrap_or_default(),
+                entry.operation.clone().unwrap_or_default(),
+                entry.fields_v1.clone().map(|f| f.0).unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// A request kube's typed API would refuse to send, through the same client.
+async fn raw(
+    running: &Running,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+) -> Result<Lease, kube::Error> {
+    let request = hyper::Request::builder()
+        .method(method)
+        .uri(format!(
+            "/apis/coordination.k8s.io/v1/namespaces/{NS}/leases{path}"
+        ))
+        .header("content-type", content_type)
+        .header("user-agent", "leader-tool/1.2 (linux)")
+        .body(body.as_bytes().to_vec())
+        .unwrap();
+    client(&running.addr, tcp_dialer()).request(request).await
+}
+
+#[tokio::test]
+async fn an_apply_creates_a_missing_lease_owned_by_the_applier() {
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    let body = config(
+        "s1-a",
+        serde_json::json!({"holderIdentity": "a", "leaseDurationSeconds": 10}),
+    );
+    let created = apply(&leases, "mgr-a", false, &body).await.unwrap();
+    assert_eq!((holder(&created), rv(&created)), ("a", 1));
+    assert_eq!(
+        owners(&created),
+        [(
+            "mgr-a".into(),
+            "Apply".into(),
+            serde_json::json!({"f:spec": {"f:holderIdentity": {}, "f:leaseDurationSeconds": {}}})
+        )]
+    );
+    assert_eq!(leases.get("s1-a").await.unwrap(), created);
+    let verbs: Vec<_> = running
+        .writes
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|w| w.verb)
+        .collect();
+    assert_eq!(verbs, [WriteVerb::Create]);
+}
+
+#[tokio::test]
+async fn an_apply_that_creates_must_name_the_object() {
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    let mut body = config("s1-a", serde_json::json!({"holderIdentity": "a"}));
+    body["metadata"] = serde_json::json!({});
+    let status = refused_status(apply(&leases, "mgr-a", false, &body).await.unwrap_err());
+    assert_eq!((status.code, status.reason.as_str()), (400, "BadRequest"));
+    assert!(
+        status
+            .message
+            .contains("does not match the name on the URL (s1-a)"),
+        "{}",
+        status.message
+    );
+    assert_eq!(refusal(leases.get("s1-a").await.unwrap_err()).0, 404);
+}
+
+#[tokio::test]
+async fn an_apply_without_a_field_manager_is_invalid() {
+    let running = start(&MemStorage::new()).await;
+    let body = config("s1-a", serde_json::json!({"holderIdentity": "a"})).to_string();
+    let error = raw(
+        &running,
+        "PATCH",
+        "/s1-a",
+        "application/apply-patch+yaml",
+        &body,
+    )
+    .await;
+    let status = refused_status(error.unwrap_err());
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        status.message,
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for \
+         apply patch"
+    );
+    assert!(running.writes.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_non_forced_apply_of_a_field_another_manager_owns_is_a_409_naming_the_field_and_the_manager()
+ {
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    let mine = config(
+        "s1-a",
+        serde_json::json!({"holderIdentity": "a", "leaseDurationSeconds": 10}),
+    );
+    apply(&leases, "mgr-a", false, &mine).await.unwrap();
+    let theirs = config(
+        "s1-a",
+        serde_json::json!({"holderIdentity": "b", "leaseDurationSeconds": 20}),
+    );
+    let status = refused_status(apply(&leases, "mgr-b", false, &theirs).await.unwrap_err());
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        conflict_causes(&status),
+        [
+            (
+                ".spec.holderIdentity".into(),
+                "conflict with \"mgr-a\"".into()
+            ),
+            (
+                ".spec.leaseDurationSeconds".into(),
+                "conflict with \"mgr-a\"".into()
+            ),
+        ]
+    );
+    assert_eq!(
+        status.message,
+        "Apply failed with 2 conflicts: conflicts with \"mgr-a\":\n- .spec.holderIdentity\n- \
+         .spec.leaseDurationSeconds"
+    );
+    let now = leases.get("s1-a").await.unwrap();
+    assert_eq!((holder(&now), rv(&now)), ("a", 1));
+}
+
+#[tokio::test]
+async fn a_conflict_with_an_updater_names_it_with_the_api_version() {
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    let params = PostParams {
+        field_manager: Some("creator".into()),
+        ..PostParams::default()
+    };
+    leases
+        .create(&params, &lease("s1-a", "a", 1))
+        .await
+        .unwrap();
+    let body = config("s1-a", serde_json::json!({"holderIdentity": "b"}));
+    let status = refused_status(apply(&leases, "mgr-b", false, &body).await.unwrap_err());
+    assert_eq!(
+        status.message,
+        "Apply failed with 1 conflict: conflict with \"creator\" using coordination.k8s.io/v1: \
+         .spec.holderIdentity"
+    );
+    assert_eq!(
+        conflict_causes(&status),
+        [(
+            ".spec.holderIdentity".into(),
+            "conflict with \"creator\" using coordination.k8s.io/v1".into()
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_non_forced_apply_of_the_same_value_shares_the_field() {
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    let same = config("s1-a", serde_json::json!({"holderIdentity": "a"}));
+    apply(&leases, "mgr-a", false, &same).await.unwrap();
+    let shared = apply(&leases, "mgr-b", false, &same).await.unwrap();
+    let field = serde_json::json!({"f:spec": {"f:holderIdentity": {}}});
+    assert_eq!(
+        owners(&shared),
+        [
+            ("mgr-a".into(), "Apply".into(), field.clone()),
+            ("mgr-b".into(), "Apply".into(), field),
+        ]
+    );
+    // Shared: a change by either owner now conflicts with the other.
+    let change = config("s1-a", serde_json::json!({"holderIdentity": "c"}));
+    let status = refused_status(apply(&leases, "mgr-a", false, &change).await.unwrap_err());
+    assert_eq!(
+        conflict_causes(&status),
+        [(
+            ".spec.holderIdentity".into(),
+            "conflict with \"mgr-b\"".into()
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_forced_apply_takes_the_field_over() {
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    let mine = config(
+        "s1-a",
+        serde_json::json!({"holderIdentity": "a", "leaseDurationSeconds": 10}),
+    );
+    apply(&leases, "mgr-a", false, &mine).await.unwrap();
+    let theirs = config("s1-a", serde_json::json!({"holderIdentity": "b"}));
+    let taken = apply(&leases, "mgr-b", true, &theirs).await.unwrap();
+    assert_eq!((holder(&taken), rv(&taken)), ("b", 2));
+    assert_eq!(
+        owners(&taken),
+        [
+            (
+                "mgr-a".into(),
+                "Apply".into(),
+                serde_json::json!({"f:spec": {"f:leaseDurationSeconds": {}}})
+            ),
+            (
+                "mgr-b".into(),
+                "Apply".into(),
+                serde_json::json!({"f:spec": {"f:holderIdentity": {}}})
+            ),
+        ]
+    );
+    // mgr-a no longer owns the holder: its own unchanged apply now conflicts with mgr-b.
+    let status = refused_status(apply(&leases, "mgr-a", false, &mine).await.unwrap_err());
+    assert_eq!(
+        conflict_causes(&status),
+        [(
+            ".spec.holderIdentity".into(),
+            "conflict with \"mgr-b\"".into()
+        )]
+    );
+}
+
+#[tokio::test]
+async fn fields_an_applier_leaves_out_are_removed_unless_another_manager_owns_them() {
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    let all = serde_json::json!({
+        "holderIdentity": "a", "leaseDurationSeconds": 10, "leaseTransitions": 3,
+    });
+    apply(&leases, "mgr-a", false, &config("s1-a", all))
+        .await
+        .unwrap();
+    // mgr-b co-owns the duration (same value)...
+    let co = config("s1-a", serde_json::json!({"leaseDurationSeconds": 10}));
+    apply(&leases, "mgr-b", false, &co).await.unwrap();
+    // ...so when mgr-a leaves out the duration and the transitions, only the transitions go.
+    let fewer = config("s1-a", serde_json::json!({"holderIdentity": "a"}));
+    let after = apply(&leases, "mgr-a", false, &fewer).await.unwrap();
+    let spec = after.spec.unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some("a"));
+    assert_eq!(spec.lease_duration_seconds, Some(10));
+    assert_eq!(spec.lease_transitions, None);
+}
+
+#[tokio::test]
+async fn an_update_takes_the_fields_it_changes_from_their_owner() {
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    let mine = config(
+        "s1-a",
+        serde_json::json!({"holderIdentity": "a", "leaseDurationSeconds": 10}),
+    );
+    apply(&leases, "mgr-a", false, &mine).await.unwrap();
+    let renew = serde_json::json!({"spec": {"leaseDurationSeconds": 20}});
+    let params = PatchParams {
+        field_manager: Some("renewer".into()),
+        ..PatchParams::default()
+    };
+    let patched = leases
+        .patch("s1-a", &params, &Patch::Strategic(&renew))
+        .await
+        .unwrap();
+    assert_eq!(
+        owners(&patched),
+        [
+            (
+                "mgr-a".into(),
+                "Apply".into(),
+                serde_json::json!({"f:spec": {"f:holderIdentity": {}}})
+            ),
+            (
+                "renewer".into(),
+                "Update".into(),
+                serde_json::json!({"f:spec": {"f:leaseDurationSeconds": {}}})
+            ),
+        ]
+    );
+    // mgr-a's apply of its old duration would undo the renewer's change: a conflict.
+    let status = refused_status(apply(&leases, "mgr-a", false, &mine).await.unwrap_err());
+    assert_eq!(
+        conflict_causes(&status),
+        [(
+            ".spec.leaseDurationSeconds".into(),
+            "conflict with \"renewer\" using coordination.k8s.io/v1".into()
+        )]
+    );
+}
+
+#[tokio::test]
+async fn an_update_without_a_field_manager_is_owned_by_the_user_agent_prefix() {
+    let running = start(&MemStorage::new()).await;
+    let body = serde_json::to_string(&lease("s1-a", "a", 1)).unwrap();
+    let created = raw(&running, "POST", "", "application/json", &body)
+        .await
+        .unwrap();
+    let entries = owners(&created);
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        (entries[0].0.as_str(), entries[0].1.as_str()),
+        ("leader-tool", "Update")
+    );
+    assert_eq!(
+        entries[0].2["f:spec"],
+        serde_json::json!({"f:holderIdentity": {}, "f:leaseDurationSeconds": {}, "f:leaseTransitions": {}})
+    );
+}
+
+#[tokio::test]
+async fn an_apply_with_a_stale_resource_version_is_a_409() {
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    leases
+        .create(&PostParams::default(), &lease("s1-a", "a", 1))
+        .await
+        .unwrap();
+    let mut claim = config(
+        "s1-a",
+        serde_json::json!({"holderIdentity": "b", "leaseTransitions": 2}),
+    );
+    claim["metadata"]["resourceVersion"] = "7".into();
+    let status = refused_status(apply(&leases, "kubert", true, &claim).await.unwrap_err());
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert!(
+        status.message.contains("the object has been modified"),
+        "{}",
+        status.message
+    );
+    assert_eq!(holder(&leases.get("s1-a").await.unwrap()), "a");
+    claim["metadata"]["resourceVersion"] = "1".into();
+    let taken = apply(&leases, "kubert", true, &claim).await.unwrap();
+    assert_eq!((holder(&taken), rv(&taken)), ("b", 2));
+}
+
+#[tokio::test]
+async fn a_json_patch_is_a_415_naming_the_docs_page() {
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    leases
+        .create(&PostParams::default(), &lease("s1-a", "a", 1))
+        .await
+        .unwrap();
+    let ops = r#"[{"op": "replace", "path": "/spec/holderIdentity", "value": "b"}]"#;
+    let error = raw(
+        &running,
+        "PATCH",
+        "/s1-a",
+        "application/json-patch+json",
+        ops,
+    )
+    .await;
+    let status = refused_status(error.unwrap_err());
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (415, "UnsupportedMediaType")
+    );
+    assert!(
+        status.message.contains("application/json-patch+json")
+            && status
+                .message
+                .contains("docs/apiserver.md#adding-a-patch-type"),
+        "{}",
+        status.message
+    );
+    // An apply body in YAML that is not JSON is not served either.
+    let yaml = "apiVersion: coordination.k8s.io/v1\nkind: Lease\n";
+    let error = raw(
+        &running,
+        "PATCH",
+        "/s1-a?fieldManager=m",
+        "application/apply-patch+yaml",
+        yaml,
+    );
+    assert_eq!(
+        refusal(error.await.unwrap_err()),
+        (415, "UnsupportedMediaType".into())
+    );
+    assert_eq!(holder(&leases.get("s1-a").await.unwrap()), "a");
+}
+
+#[tokio::test]
+async fn a_method_a_path_does_not_take_and_a_watch_are_405_naming_the_docs_page() {
+    let running = start(&MemStorage::new()).await;
+    for (method, path) in [("POST", "/s1-a"), ("DELETE", ""), ("GET", "?watch=true")] {
+        let error = raw(&running, method, path, "application/json", "{}").await;
+        let status = refused_status(error.unwrap_err());
+        assert_eq!(
+            (status.code, status.reason.as_str()),
+            (405, "MethodNotAllowed")
+        );
+        assert!(
+            status
+                .message
+                .contains("docs/apiserver.md#adding-a-request"),
+            "{method} {path}: {}",
+            status.message
+        );
+    }
+}
+
+#[tokio::test]
+async fn each_error_window_answers_its_documented_status_and_applies_nothing() {
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    leases
+        .create(&PostParams::default(), &lease("s1-a", "a", 1))
+        .await
+        .unwrap();
+    let expected = [
+        (ErrorStatus::Internal, 500, "InternalError"),
+        (ErrorStatus::Unavailable, 503, "ServiceUnavailable"),
+        (ErrorStatus::PermissionDenied, 403, "Forbidden"),
+        (ErrorStatus::Conflict, 409, "Conflict"),
+        (ErrorStatus::Invalid, 422, "Invalid"),
+        (ErrorStatus::TooManyRequests, 429, "TooManyRequests"),
+        (ErrorStatus::Timeout, 504, "Timeout"),
+    ];
+    assert_eq!(expected.map(|(s, ..)| s), ErrorStatus::ALL);
+    let renew = serde_json::json!({"spec": {"leaseDurationSeconds": 20}});
+    for (status, code, reason) in expected {
+        running.faults.open(None, status);
+        let refused = leases
+            .patch("s1-a", &PatchParams::default(), &Patch::Merge(&renew))
+            .await
+            .unwrap_err();
+        let body = refused_status(refused);
+        assert_eq!(
+            (body.code, body.reason.as_str()),
+            (code, reason),
+            "{status:?}"
+        );
+        let retry = body.details.as_ref().map_or(0, |d| d.retry_after_seconds);
+        assert_eq!(
+            retry,
+            u32::from(status == ErrorStatus::TooManyRequests),
+            "{status:?}"
+        );
+        // A real server answers 409 and 422 only to writes: a read passes those windows.
+        let read = leases.get("s1-a").await;
+        assert_eq!(read.is_ok(), !status.answers_reads(), "{status:?}");
+        if status == ErrorStatus::Conflict {
+            assert!(
+                body.message
+                    .contains("\"s1-a\": the object has been modified")
+            );
+        }
+        running.faults.heal();
+    }
+    let now = leases.get("s1-a").await.unwrap();
+    assert_eq!(
+        (rv(&now), now.spec.unwrap().lease_duration_seconds),
+        (1, Some(10))
+    );
+    assert_eq!(running.writes.lock().unwrap().len(), 1, "only the create");
+}
+
+#[tokio::test]
+async fn a_too_many_requests_window_sends_retry_after() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let running = start(&MemStorage::new()).await;
+    running.faults.open(None, ErrorStatus::TooManyRequests);
+    let mut stream = tokio::net::TcpStream::connect(&running.addr).await.unwrap();
+    let request = format!(
+        "GET /apis/coordination.k8s.io/v1/namespaces/{NS}/leases/s1-a HTTP/1.1\r\nhost: \
+         apiserver\r\nconnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let head = response.to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 429"), "{response}");
+    assert!(head.contains("\r\nretry-after: 1\r\n"), "{response}");
+    assert!(response.contains("\"retryAfterSeconds\":1"), "{response}");
+}
+
+#[tokio::test]
+async fn a_field_an_update_removes_belongs_to_nobody_so_the_next_apply_takes_it_unforced() {
+    // kube-lease-manager's cycle: create `spec: {}`, take the orphaned Lease by a non-forced
+    // apply without `metadata.name`, release by a strategic patch of nulls.
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    let empty = Lease {
+        metadata: ObjectMeta {
+            name: Some("s1-a".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec::default()),
+    };
+    leases.create(&PostParams::default(), &empty).await.unwrap();
+    let take = |who: &str| {
+        let mut body = config("s1-a", serde_json::json!({"holderIdentity": who}));
+        body["metadata"] = serde_json::json!({});
+        body
+    };
+    apply(&leases, "klm-a", false, &take("a")).await.unwrap();
+    let release = serde_json::json!({"spec": {"holderIdentity": null}});
+    let params = PatchParams {
+        field_manager: Some("klm-a".into()),
+        ..PatchParams::default()
+    };
+    let released = leases
+        .patch("s1-a", &params, &Patch::Strategic(&release))
+        .await
+        .unwrap();
+    assert_eq!(released.spec.as_ref().unwrap().holder_identity, None);
+    let owned = owners(&released);
+    assert!(
+        owned
+            .iter()
+            .all(|(.., fields)| fields.pointer("/f:spec/f:holderIdentity").is_none()),
+        "a removed field leaves every entry: {owned:?}"
+    );
+    let taken = apply(&leases, "klm-b", false, &take("b")).await.unwrap();
+    assert_eq!(holder(&taken), "b");
+    let status = refused_status(
+        apply(&leases, "klm-c", false, &take("c"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        conflict_causes(&status),
+        [(
+            ".spec.holderIdentity".into(),
+            "conflict with \"klm-b\"".into()
+        )]
+    );
+}

@@ -429,7 +429,10 @@ fn authority_errors_answer_the_api_servers_status_for_a_while() {
     )
     .unwrap_err();
     assert!(
-        bad.contains("internal, unavailable or permission_denied"),
+        bad.contains(
+            "internal, unavailable, permission_denied, conflict, invalid, too_many_requests or \
+             timeout"
+        ),
         "{bad}"
     );
     let world = World::builder()

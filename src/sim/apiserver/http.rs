@@ -78,7 +78,16 @@ async fn respond(
         Err(error) => {
             let code =
                 StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            json(code, to_json(&error.status()))
+            let mut response = json(code, to_json(&error.status()));
+            // As the real server's `ErrorNegotiated` (k8s.io/apiserver
+            // `pkg/endpoints/handlers/responsewriters`): a retry delay is also a header.
+            let delay = error.details.as_ref().and_then(|d| d.retry_after_seconds);
+            if let Some(seconds) = delay.filter(|s| *s > 0) {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
+            }
+            response
         }
     }
 }
@@ -98,19 +107,63 @@ fn to_json(value: &impl Serialize) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
+/// The query parameters this server reads (k8s.io/apimachinery `PatchOptions`,
+/// `ListOptions`).
+#[derive(Default)]
+struct Query {
+    field_manager: Option<String>,
+    force: Option<bool>,
+    dry_run: bool,
+    watch: bool,
+}
+
+fn query(uri: &hyper::Uri) -> Query {
+    let mut found = Query::default();
+    let pairs = form_urlencoded::parse(uri.query().unwrap_or("").as_bytes());
+    for (key, value) in pairs {
+        match &*key {
+            "fieldManager" => found.field_manager = Some(value.into_owned()),
+            "force" => found.force = Some(value == "true" || value == "1"),
+            "dryRun" => found.dry_run = true,
+            "watch" => found.watch = value == "true" || value == "1",
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The manager of an update: `fieldManager`, else the `User-Agent` up to its first `/`
+/// (`managerOrUserAgent` in k8s.io/apiserver `pkg/endpoints/handlers/create.go`).
+fn manager(query: &Query, headers: &hyper::HeaderMap) -> String {
+    if let Some(manager) = query.field_manager.as_deref().filter(|m| !m.is_empty()) {
+        return manager.to_owned();
+    }
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let prefix = agent.split('/').next().unwrap_or("");
+    prefix
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(128)
+        .collect()
+}
+
 async fn handle(
     server: &ApiServer,
     peer: Option<&str>,
     request: Request<HttpBody>,
 ) -> Result<(StatusCode, String), ApiError> {
     server.handler_start().await;
-    server.check_faults(peer)?;
     let (parts, body) = request.into_parts();
-    if parts
-        .uri
-        .query()
-        .is_some_and(|q| q.split('&').any(|p| p.starts_with("dryRun=")))
-    {
+    let name = match route(parts.uri.path()) {
+        Ok(Route::Object(key)) => Some(key.name),
+        _ => None,
+    };
+    server.check_faults(peer, parts.method == Method::GET, name.as_deref())?;
+    let query = query(&parts.uri);
+    if query.dry_run {
         return Err(ApiError::bad_request(
             "dryRun is not supported by this API server".into(),
         ));
@@ -122,44 +175,93 @@ async fn handle(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_owned();
+    let manager = manager(&query, &parts.headers);
     let body = read_body(body).await?;
     match (parts.method, route) {
+        (Method::GET, _) if query.watch => Err(ApiError::method_not_allowed("GET ?watch=true")),
         (Method::GET, Route::Collection(namespace)) => {
             let (items, rv) = server.list(&namespace).await?;
             Ok((StatusCode::OK, list_json(&items, rv)))
         }
         (Method::POST, Route::Collection(namespace)) => {
-            let created = server.create(&namespace, parse(&body)?).await?;
+            let created = server.create(&namespace, parse(&body)?, &manager).await?;
             Ok((StatusCode::CREATED, to_json(&created)))
         }
         (Method::GET, Route::Object(key)) => {
             Ok((StatusCode::OK, to_json(&server.get(&key).await?)))
         }
         (Method::PUT, Route::Object(key)) => {
-            let (lease, created) = server.replace(&key, parse(&body)?).await?;
-            let code = if created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
-            Ok((code, to_json(&lease)))
+            let written = server.replace(&key, parse(&body)?, &manager).await?;
+            Ok(created_or_ok(written))
         }
         (Method::PATCH, Route::Object(key)) => {
-            let media = content_type.split(';').next().unwrap_or("").trim();
-            if !matches!(
-                media,
-                "application/merge-patch+json" | "application/strategic-merge-patch+json"
-            ) {
-                return Err(ApiError::unsupported_media_type(media));
-            }
-            let patch: Value = parse(&body)?;
-            Ok((StatusCode::OK, to_json(&server.patch(&key, &patch).await?)))
+            patch(server, &key, &content_type, &query, &manager, &body).await
         }
         (Method::DELETE, Route::Object(key)) => {
             let uid = server.delete(&key, &preconditions(&body)?).await?;
             Ok((StatusCode::OK, to_json(&status::deleted(&key.name, uid))))
         }
-        (method, _) => Err(ApiError::method_not_allowed(method.as_str())),
+        (method, Route::Collection(_)) => Err(ApiError::method_not_allowed(&format!(
+            "{method} on a collection"
+        ))),
+        (method, Route::Object(_)) => Err(ApiError::method_not_allowed(&format!(
+            "{method} on an object"
+        ))),
+    }
+}
+
+/// 201 with a created object, else 200.
+fn created_or_ok((lease, created): (Lease, bool)) -> (StatusCode, String) {
+    let code = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    (code, to_json(&lease))
+}
+
+/// A PATCH, by its content type: server-side apply (docs/apiserver.md#server-side-apply),
+/// merge or strategic merge patch; any other is 415.
+async fn patch(
+    server: &ApiServer,
+    key: &ObjectKey,
+    content_type: &str,
+    query: &Query,
+    manager: &str,
+    body: &[u8],
+) -> Result<(StatusCode, String), ApiError> {
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    match media {
+        "application/apply-patch+yaml" => {
+            if query.field_manager.as_deref().is_none_or(str::is_empty) {
+                return Err(ApiError::invalid_patch_options(
+                    "fieldManager",
+                    "FieldValueRequired",
+                    "Required value: is required for apply patch",
+                ));
+            }
+            // YAML is a superset of JSON; a body that is YAML but not JSON is not served.
+            let config: Value = serde_json::from_slice(body)
+                .map_err(|_| ApiError::unsupported_media_type("application/apply-patch+yaml"))?;
+            let force = query.force.unwrap_or(false);
+            let written = server.apply(key, &config, manager, force).await?;
+            Ok(created_or_ok(written))
+        }
+        "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+            if query.force.is_some() {
+                return Err(ApiError::invalid_patch_options(
+                    "force",
+                    "FieldValueForbidden",
+                    "Forbidden: may not be specified for non-apply patch",
+                ));
+            }
+            let patch: Value = parse(body)?;
+            Ok((
+                StatusCode::OK,
+                to_json(&server.patch(key, &patch, manager).await?),
+            ))
+        }
+        other => Err(ApiError::unsupported_media_type(other)),
     }
 }
 

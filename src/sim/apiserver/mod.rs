@@ -14,10 +14,14 @@
 //! | `GET …/leases/{name}` | 200 the object · 404 `NotFound` |
 //! | `PUT …/leases/{name}` | 200 the replaced object · 409 `Conflict` when `metadata.resourceVersion` differs from the stored one · 422 `Invalid` without a `resourceVersion` (see below) · on a missing name: 201 created without a `resourceVersion`, 404 with one |
 //! | `PATCH …/leases/{name}` | merge patch (`application/merge-patch+json`, or the strategic one, the same for a Lease): 200 · 404 · 409 when the patch carries a `metadata.resourceVersion` that differs |
+//! | `PATCH …/leases/{name}` server-side apply (`application/apply-patch+yaml`, a JSON body; `fieldManager` required, `force`) | 200 · 201 created · 409 `Conflict` with a `FieldManagerConflict` cause per field another manager owns, or a stale `metadata.resourceVersion` · 422 without `fieldManager` (docs/apiserver.md#server-side-apply) |
+//! | anything else | 415 `UnsupportedMediaType` (JSON patch, YAML beyond JSON) · 405 `MethodNotAllowed` (another method, a watch), naming docs/apiserver.md#not-served |
 //! | `DELETE …/leases/{name}` | 200 `Status` Success · 404 · 409 when `DeleteOptions.preconditions` (`resourceVersion`, `uid`) do not hold |
 //!
 //! Refusals carry a `Status` body (`kind: Status`, `status: Failure`, `reason`, `code`,
-//! `message`, `details`) with a real server's texts ([`ApiError`]).
+//! `message`, `details`) with a real server's texts ([`ApiError`]). Every accepted write
+//! keeps `metadata.managedFields` per manager and operation, without `time`
+//! (docs/apiserver.md#managedfields).
 //!
 //! # resourceVersion
 //! One durable global counter: every accepted write (create, replace, patch, delete) takes the
@@ -31,8 +35,8 @@
 //! ([`store`]), so objects and counter survive a crash; a restarted server reloads them.
 //!
 //! # Left out
-//! Watches, `generateName`, field and label selectors, server-side apply and JSON patch (415),
-//! `dryRun` (refused 400), `creationTimestamp` and `managedFields` (no clock is read: the
+//! Watches (405), `generateName`, field and label selectors, JSON patch (415), `dryRun`
+//! (refused 400), `creationTimestamp` and `managedFields` times (no clock is read: the
 //! server judges no time), a no-op update keeping its `resourceVersion` (every accepted write
 //! takes a new one), admission and RBAC.
 //!
@@ -40,10 +44,13 @@
 //! [`ApiServerConfig::on_write`] is told each accepted write ([`AcceptedWrite`]) — the world
 //! turns it into a history `write` line; nothing is recorded without it.
 //! [`ApiServerConfig::faults`] are the nemesis's error windows (`authority_errors`): a request
-//! from a caller a window covers is answered with the window's HTTP status (500, 503, 403)
-//! and nothing is applied.
+//! from a caller a window covers is answered with the window's HTTP status and its documented
+//! body (500, 503, 403, 409, 422, 429, 504; docs/apiserver.md#error-windows) and nothing is
+//! applied.
 
+mod apply;
 mod http;
+mod managed;
 mod patch;
 mod status;
 pub mod store;
@@ -54,6 +61,7 @@ use std::sync::Arc;
 use k8s_openapi::api::coordination::v1::Lease;
 use serde_json::Value;
 
+use self::managed::Managers;
 pub use self::status::ApiError;
 pub use self::store::ObjectKey;
 use self::store::{Change, Store};
@@ -185,17 +193,20 @@ impl ApiServer {
             .await;
     }
 
-    /// Refuses a request from host `peer` that an error window covers, with its status.
-    pub(crate) fn check_faults(&self, peer: Option<&str>) -> Result<(), ApiError> {
+    /// Refuses a request from host `peer` that an error window covers, with its status
+    /// (docs/apiserver.md#error-windows); `read`: the request is a GET, which a 409 or 422
+    /// window lets through; `name`: the object the path names.
+    pub(crate) fn check_faults(
+        &self,
+        peer: Option<&str>,
+        read: bool,
+        name: Option<&str>,
+    ) -> Result<(), ApiError> {
         match self.config.faults.answer_for(peer) {
-            Some(status) => Err(ApiError::server_error(
-                status.http_code(),
-                format!(
-                    "the API server answers {} (an authority_errors window)",
-                    status.http_code()
-                ),
-            )),
-            None => Ok(()),
+            Some(status) if !read || status.answers_reads() => {
+                Err(ApiError::from_window(status, name))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -227,12 +238,17 @@ impl ApiServer {
         Ok((items, state.last_rv))
     }
 
-    /// Creates `lease` in `namespace` (POST).
+    /// Creates `lease` in `namespace` (POST), its fields owned by `manager`'s `Update` entry.
     ///
     /// # Errors
     /// 400 with a `resourceVersion` set or another namespace in the body; 422 for an invalid
     /// object; 409 `AlreadyExists`; an error window's status.
-    pub async fn create(&self, namespace: &str, mut lease: Lease) -> Result<Lease, ApiError> {
+    pub async fn create(
+        &self,
+        namespace: &str,
+        mut lease: Lease,
+        manager: &str,
+    ) -> Result<Lease, ApiError> {
         let key = key_in(namespace, &lease)?;
         if lease.metadata.resource_version.is_some() {
             return Err(ApiError::bad_request(
@@ -246,11 +262,13 @@ impl ApiServer {
         }
         let rv = state.last_rv + 1;
         lease.metadata.uid = Some(uid_for(rv));
+        let lease = updated_by(manager, None, lease)?;
         self.put(&mut state, &key, rv, lease, WriteVerb::Create)
             .await
     }
 
-    /// Replaces the object `key` with `lease` (PUT); returns it and whether it was created.
+    /// Replaces the object `key` with `lease` (PUT) for `manager` (who takes the fields it
+    /// changes); returns it and whether it was created.
     ///
     /// # Errors
     /// 400 when the body names another object; 422 invalid or without `resourceVersion`;
@@ -260,6 +278,7 @@ impl ApiServer {
         &self,
         key: &ObjectKey,
         mut lease: Lease,
+        manager: &str,
     ) -> Result<(Lease, bool), ApiError> {
         if key_in(&key.namespace, &lease)? != *key {
             return Err(ApiError::bad_request(format!(
@@ -276,6 +295,7 @@ impl ApiServer {
                 return Err(ApiError::not_found(key));
             }
             lease.metadata.uid = Some(uid_for(rv));
+            let lease = updated_by(manager, None, lease)?;
             let created = self
                 .put(&mut state, key, rv, lease, WriteVerb::Create)
                 .await?;
@@ -297,20 +317,26 @@ impl ApiServer {
             ));
         }
         lease.metadata.uid = stored.metadata.uid.clone();
+        let lease = updated_by(manager, Some(stored), lease)?;
         let replaced = self
             .put(&mut state, key, rv, lease, WriteVerb::Update)
             .await?;
         Ok((replaced, false))
     }
 
-    /// Applies a JSON merge patch (RFC 7386) to the object `key` (PATCH). A
-    /// `metadata.resourceVersion` in the patch is a precondition; without one the patch is
-    /// unconditional.
+    /// Applies a JSON merge patch (RFC 7386) to the object `key` (PATCH) for `manager` (who
+    /// takes the fields it changes). A `metadata.resourceVersion` in the patch is a
+    /// precondition; without one the patch is unconditional.
     ///
     /// # Errors
     /// 404 missing; 409 `Conflict` on a failed precondition; 400/422 when the result is not a
     /// valid Lease of that name; an error window's status.
-    pub async fn patch(&self, key: &ObjectKey, patch: &Value) -> Result<Lease, ApiError> {
+    pub async fn patch(
+        &self,
+        key: &ObjectKey,
+        patch: &Value,
+        manager: &str,
+    ) -> Result<Lease, ApiError> {
         let mut state = self.store.lock().await;
         let stored = state
             .objects
@@ -331,9 +357,64 @@ impl ApiServer {
         }
         validate(&lease)?;
         lease.metadata.uid = stored.metadata.uid.clone();
+        let lease = updated_by(manager, Some(stored), lease)?;
         let rv = state.last_rv + 1;
         self.put(&mut state, key, rv, lease, WriteVerb::Update)
             .await
+    }
+
+    /// Server-side apply of `config` to the object `key` for `manager`
+    /// (docs/apiserver.md#server-side-apply): creates the object when missing; returns it and
+    /// whether it was created. A `metadata.resourceVersion` in `config` is a precondition.
+    ///
+    /// # Errors
+    /// 400 for a configuration that is not a Lease of `coordination.k8s.io/v1`, carries
+    /// `managedFields` or names another object (a create without a name too); 409 `Conflict`
+    /// with a `FieldManagerConflict` cause per field when `force` is false and the apply
+    /// changes fields another manager owns, and on a failed precondition; 404 for a missing
+    /// object with a `resourceVersion`; 422 invalid; an error window's status.
+    pub async fn apply(
+        &self,
+        key: &ObjectKey,
+        config: &Value,
+        manager: &str,
+        force: bool,
+    ) -> Result<(Lease, bool), ApiError> {
+        apply::check_config(config)?;
+        let mut state = self.store.lock().await;
+        let stored = state.objects.get(key).cloned();
+        let live = stored.as_ref().map_or(Ok(Value::Null), to_value)?;
+        let mut managers = Managers::decode(
+            stored
+                .as_ref()
+                .and_then(|s| s.metadata.managed_fields.as_deref()),
+        );
+        let object = managers
+            .apply(manager, &live, config, force)
+            .map_err(|conflicts| ApiError::apply_conflict(&conflicts))?;
+        let precondition = config
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str);
+        let mut lease = apply::to_lease(key, object)?;
+        validate(&lease)?;
+        lease.metadata.managed_fields = managers.encode();
+        let rv = state.last_rv + 1;
+        let (verb, uid) = match (&stored, precondition) {
+            (None, Some(_)) => return Err(ApiError::not_found(key)),
+            (None, None) => (WriteVerb::Create, uid_for(rv)),
+            (Some(stored), expected) => {
+                if let Some(expected) = expected {
+                    check_resource_version(key, stored, expected)?;
+                }
+                (
+                    WriteVerb::Update,
+                    stored.metadata.uid.clone().unwrap_or_default(),
+                )
+            }
+        };
+        lease.metadata.uid = Some(uid);
+        let applied = self.put(&mut state, key, rv, lease, verb).await?;
+        Ok((applied, verb == WriteVerb::Create))
     }
 
     /// Deletes the object `key` (DELETE), if `preconditions` hold; returns the uid it had.
@@ -498,6 +579,24 @@ fn check_preconditions(
         ));
     }
     Ok(())
+}
+
+/// `lease` as JSON.
+fn to_value(lease: &Lease) -> Result<Value, ApiError> {
+    serde_json::to_value(lease)
+        .map_err(|e| ApiError::server_error(500, format!("cannot encode a Lease: {e}")))
+}
+
+/// `lease` after an update by `manager` from `stored` (`None`: a create): the fields it
+/// changed move to `manager`'s `Update` entry (docs/apiserver.md#managedfields). A
+/// `managedFields` in the body is not taken (the stored record is kept).
+fn updated_by(manager: &str, stored: Option<&Lease>, mut lease: Lease) -> Result<Lease, ApiError> {
+    let entries = stored.and_then(|s| s.metadata.managed_fields.as_deref());
+    let mut managers = Managers::decode(entries);
+    let old = stored.map_or(Ok(Value::Null), to_value)?;
+    managers.update(manager, &old, &to_value(&lease)?);
+    lease.metadata.managed_fields = managers.encode();
+    Ok(lease)
 }
 
 /// A deterministic uid (the server reads no randomness): derived from the object's first

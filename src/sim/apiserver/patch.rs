@@ -25,7 +25,7 @@ pub(super) fn merge(stored: &Lease, patch: &Value) -> Result<Lease, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("the patched object is not a Lease: {e}")))
 }
 
-fn merge_value(target: &mut Value, patch: &Value) {
+pub(super) fn merge_value(target: &mut Value, patch: &Value) {
     let Value::Object(changes) = patch else {
         *target = patch.clone();
         return;
