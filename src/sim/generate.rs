@@ -250,7 +250,8 @@ pub fn random_schedule(config: &WorldConfig) -> FaultSchedule {
 /// `schedule` for a world whose lease backend is `view`, with a skew margin of
 /// `skew_margin_percent` of the TTL: faults drawn for the lease service's host name the
 /// backend's host instead; faults the backend does not support (record deletion; restarts of
-/// its host; error windows its server does not answer) are dropped; and for a backend judged
+/// its host; error windows its server does not answer; freezes and drift its code cannot
+/// take) are dropped; and for a backend judged
 /// on its holders (no authority clock: KubeLease) every drift is clamped to ±half the margin
 /// ([`holders_drift_bound_ppm`]), so a slow holder and a fast candidate together stay inside
 /// the margin (docs/checks.md#excl). Drawing is unchanged, so the default gRPC
@@ -265,6 +266,8 @@ pub fn fit_to_backend(
         Fault::LeaseServiceRestarts { .. } => view.restarts,
         Fault::Crash { host } | Fault::Restart { host } => view.restarts || host != hosts::LEASE,
         Fault::AuthorityErrors { .. } => view.error_windows,
+        Fault::Pause { .. } | Fault::Suspend { .. } | Fault::Stall { .. } => view.freezes,
+        Fault::ClockDrift { .. } => view.drift,
         _ => true,
     });
     let bound = holders_drift_bound_ppm(skew_margin_percent);
