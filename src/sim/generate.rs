@@ -247,6 +247,19 @@ pub fn random_schedule(config: &WorldConfig) -> FaultSchedule {
     fit_to_backend(schedule, &config.backend.view(), config.skew_margin_percent)
 }
 
+/// The capability a world whose lease backend is `view` lacks to take `kind` (`freezes` for
+/// a pause, suspend or stall, `drift` for a clock drift), if it lacks one: such a world
+/// refuses the kind in a schedule and never draws it (docs/targets.md#what-a-target-world-refuses).
+pub fn lacked_capability(view: &BackendView, kind: FaultKind) -> Option<&'static str> {
+    match kind {
+        FaultKind::Pause | FaultKind::Suspend | FaultKind::Stall if !view.freezes => {
+            Some("freezes")
+        }
+        FaultKind::ClockDrift if !view.drift => Some("drift"),
+        _ => None,
+    }
+}
+
 /// `schedule` for a world whose lease backend is `view`, with a skew margin of
 /// `skew_margin_percent` of the TTL: faults drawn for the lease service's host name the
 /// backend's host instead; faults the backend does not support (record deletion; restarts of

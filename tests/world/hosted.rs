@@ -417,7 +417,10 @@ fn a_targets_binary_knows_its_targets_and_lists_them_for_an_unknown_name() {
     let (mut probe, _) = Probe::new(true);
     let misnamed = Backend::new(probe.clone());
     let error = register_targets(vec![misnamed]).unwrap_err();
-    assert!(error.contains("`target:<name>`"), "{error}");
+    assert_eq!(
+        error,
+        "target backend `probe-unmodified`: a target's name is `target:<name>`"
+    );
     probe.name = "target:probe";
     register_targets(vec![Backend::new(probe.clone())]).unwrap();
     assert_eq!(
@@ -437,5 +440,49 @@ fn a_targets_binary_knows_its_targets_and_lists_them_for_an_unknown_name() {
     assert!(
         register_targets(vec![Backend::new(probe)]).is_err(),
         "only once"
+    );
+}
+
+#[test]
+fn a_swarm_profile_on_code_that_takes_no_freezes_or_drift_draws_only_the_other_kinds() {
+    use leasesim::campaign::swarm::{IntensityProfile, SwarmProfile, draw};
+    use leasesim::sim::generate::FaultKind::{ClockDrift, Partition, Pause, Stall, WallJump};
+    let (probe, _) = Probe::new(true);
+    let world = World::builder()
+        .backend(Backend::new(probe))
+        .build()
+        .unwrap();
+    let mut config = world.config().clone();
+    let profile = SwarmProfile {
+        kinds: vec![Pause, ClockDrift, WallJump, Partition],
+        faults: (1, 8),
+        heal_at_percent: 66,
+        points: None,
+        victim_chance: None,
+        intensity: IntensityProfile::default(),
+    };
+    assert_eq!(profile.left_out(&config), [Pause, ClockDrift]);
+    assert_eq!(profile.check_in(&config), Ok(()));
+    let mut drawn_kinds = Vec::new();
+    for seed in 0..32 {
+        config.seed = seed;
+        for kind in draw(&profile, &config).kinds {
+            assert!(
+                matches!(kind, WallJump | Partition),
+                "seed {seed}: {kind:?}"
+            );
+            drawn_kinds.push(kind);
+        }
+    }
+    assert!(drawn_kinds.contains(&WallJump) && drawn_kinds.contains(&Partition));
+    let only_freezes = SwarmProfile {
+        kinds: vec![Pause, Stall],
+        ..profile
+    };
+    let (field, message) = only_freezes.check_in(&config).unwrap_err();
+    assert_eq!(field, "kinds");
+    assert!(
+        message.contains("`pause` needs freezes, `stall` needs freezes"),
+        "{message}"
     );
 }
