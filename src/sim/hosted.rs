@@ -154,6 +154,27 @@ pub fn fill_random(buf: &mut [u8]) -> bool {
     with_registry(|registry| registry.random.borrow_mut().fill_bytes(buf)).is_some()
 }
 
+/// Runs `f` inside a simulated host of a one-host world of its own (seed 0), on this thread,
+/// and returns what it returned: what the targets binary's self-test needs, to prove that
+/// this build's reads of time and entropy reach the world (docs/targets.md#the-targets-binary).
+///
+/// # Errors
+/// turmoil's, should the host fail (a panic in `f`).
+pub fn in_a_host<R: 'static>(f: impl FnOnce() -> R + 'static) -> Result<R, String> {
+    let _world = WorldThread::enter(0);
+    let clock = HostClock::new(WALL_EPOCH);
+    let out = std::rc::Rc::new(RefCell::new(None));
+    let mut sim = turmoil::Builder::new().build();
+    let slot = out.clone();
+    sim.client("self-test", async move {
+        register_host(&clock);
+        *slot.borrow_mut() = Some(f());
+        Ok(())
+    });
+    sim.run().map_err(|e| e.to_string())?;
+    out.take().ok_or_else(|| "the host never ran".to_owned())
+}
+
 /// `f` of this thread's world registry, or `None` when it runs no world.
 fn with_registry<R>(f: impl FnOnce(&Registry) -> R) -> Option<R> {
     WORLD
