@@ -447,7 +447,6 @@ fn parse_lines<T: serde::de::DeserializeOwned>(
     Ok((items, bytes.len()))
 }
 
-/// Cuts `path` to its first `good_len` bytes, saying so.
 /// A note per scenario whose swarm profile has kinds its backend cannot take: they are left
 /// out of every draw (docs/targets.md#what-a-target-world-refuses).
 fn print_left_out_kinds(scenarios: &[Loaded]) {
@@ -466,6 +465,7 @@ fn print_left_out_kinds(scenarios: &[Loaded]) {
     }
 }
 
+/// Cuts `path` to its first `good_len` bytes, saying so.
 fn cut_torn_line(path: &Path, bytes: &[u8], good_len: usize) -> Result<(), CampaignError> {
     let file = crate::input::open_regular(OpenOptions::new().write(true), path)
         .map_err(|e| cannot_write(e.into_io(), path))?;

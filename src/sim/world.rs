@@ -128,12 +128,12 @@ impl World {
 
     /// Runs the world to its end and returns its history.
     ///
+    /// A world whose backend asks for it ([`super::backend::BackendView::own_thread`]) runs
+    /// on a thread of its own, which this call waits for (a panic there is raised here).
+    ///
     /// # Errors
     /// [`WorldError::NotDeterministic`] in a build without `tokio_unstable`;
     /// [`WorldError::Simulation`] for a host failure reported by turmoil.
-    ///
-    /// A world whose backend asks for it ([`super::backend::BackendView::own_thread`]) runs
-    /// on a thread of its own, which this call waits for (a panic there is raised here).
     pub fn run(&self) -> Result<RunOutput, WorldError> {
         if !cfg!(tokio_unstable) {
             return Err(WorldError::NotDeterministic);
