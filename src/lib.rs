@@ -11,6 +11,7 @@
 
 pub mod campaign;
 pub mod check;
+pub mod cli;
 pub mod clock;
 pub mod conformance;
 pub mod exit;

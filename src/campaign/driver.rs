@@ -160,6 +160,7 @@ pub fn campaign(options: &CampaignOptions) -> Result<Summary, CampaignError> {
         },
         options.out.display()
     );
+    print_left_out_kinds(&scenarios);
     run_all(options, &scenarios, done, &results_path)?;
     if options.shrink {
         let failures = unshrunk_failures(&options.out, &scenarios)?;
@@ -444,6 +445,24 @@ fn parse_lines<T: serde::de::DeserializeOwned>(
         }
     }
     Ok((items, bytes.len()))
+}
+
+/// A note per scenario whose swarm profile has kinds its backend cannot take: they are left
+/// out of every draw (docs/targets.md#what-a-target-world-refuses).
+fn print_left_out_kinds(scenarios: &[Loaded]) {
+    for loaded in scenarios {
+        let left_out = loaded.scenario.left_out_kinds();
+        if !left_out.is_empty() {
+            let names: Vec<&str> = left_out.iter().map(|kind| kind.name()).collect();
+            eprintln!(
+                "note: {} runs on the {} backend, which cannot take {}: its swarm profile draws \
+                 none of them (docs/targets.md#what-a-target-world-refuses)",
+                loaded.scenario.name(),
+                loaded.scenario.world.backend.name(),
+                names.join(", ")
+            );
+        }
+    }
 }
 
 /// Cuts `path` to its first `good_len` bytes, saying so.

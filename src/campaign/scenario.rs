@@ -383,6 +383,17 @@ impl Scenario {
         Ok(run)
     }
 
+    /// The kinds of its swarm profile its world never draws, its backend lacking what they
+    /// need ([`SwarmProfile::left_out`]); none for a scenario without a profile.
+    pub fn left_out_kinds(&self) -> Vec<crate::sim::generate::FaultKind> {
+        match &self.faults {
+            ScenarioFaults::Swarm(profile) => {
+                profile.left_out(&self.run_without_faults(0).world_config_unchecked())
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether its faults are drawn from a swarm profile.
     pub fn is_swarm(&self) -> bool {
         matches!(self.faults, ScenarioFaults::Swarm(_))

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hooks::PausePoint;
 use crate::sim::config::WorldConfig;
-use crate::sim::generate::{FaultKind, Intensity, REPLICA_POINTS, replica};
+use crate::sim::generate::{FaultKind, Intensity, REPLICA_POINTS, lacked_capability, replica};
 use crate::sim::runfile::Drawn;
 use crate::sim::schedule::{ErrorStatus, check_run_end, limits};
 use crate::sim::seed::{Subsystem, between, chance, rng};
@@ -415,10 +415,40 @@ impl SwarmProfile {
 }
 
 impl SwarmProfile {
+    /// The profile's kinds a world of `config` never draws: those its backend lacks a
+    /// capability for (freezes or drift, for code the world hosts unmodified;
+    /// docs/targets.md#what-a-target-world-refuses). The campaign's banner names them.
+    pub fn left_out(&self, config: &WorldConfig) -> Vec<FaultKind> {
+        let view = config.backend.view();
+        self.kinds
+            .iter()
+            .filter(|kind| lacked_capability(&view, **kind).is_some())
+            .copied()
+            .collect()
+    }
+
     /// A kind the world's backend cannot take would be dropped from every drawn schedule
-    /// while the banner says it was drawn: refused instead, naming the backend.
+    /// while the banner says it was drawn: refused instead, naming the backend. Kinds it
+    /// lacks a capability for are left out instead ([`SwarmProfile::left_out`]), unless
+    /// that leaves none.
     fn check_backend(&self, config: &WorldConfig) -> Result<(), (String, String)> {
         let view = config.backend.view();
+        if self.left_out(config).len() == self.kinds.len() {
+            return Err((
+                "kinds".into(),
+                format!(
+                    "the {} backend lacks what every kind of this profile needs ({}; \
+                     docs/targets.md#what-a-target-world-refuses); add a kind it takes",
+                    config.backend.name(),
+                    self.kinds
+                        .iter()
+                        .filter_map(|kind| lacked_capability(&view, *kind)
+                            .map(|lacks| format!("`{}` needs {lacks}", kind.name())))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
         let unsupported = |kind: &FaultKind| match kind {
             FaultKind::DeleteLeaseRecord => !view.record_deletion,
             FaultKind::AuthorityErrors => !view.error_windows,
@@ -455,18 +485,26 @@ fn limits_check(
     })
 }
 
-/// Draws a seed's options from `profile` for `config` (its seed, TTL and duration).
+/// Draws a seed's options from `profile` for `config` (its seed, TTL and duration), from the
+/// profile's kinds the world's backend can take ([`SwarmProfile::left_out`] are not drawn).
 pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
     let mut rng = rng(config.seed, Subsystem::Swarm);
+    let left_out = profile.left_out(config);
+    let drawable: Vec<FaultKind> = profile
+        .kinds
+        .iter()
+        .filter(|kind| !left_out.contains(kind))
+        .copied()
+        .collect();
     let mut kinds: Vec<FaultKind> = Vec::new();
-    for kind in &profile.kinds {
+    for kind in &drawable {
         if chance(&mut rng, 1, 2) && !kinds.contains(kind) {
             kinds.push(*kind);
         }
     }
     if kinds.is_empty() {
-        let last = profile.kinds.len().saturating_sub(1) as u64;
-        kinds.push(profile.kinds[between(&mut rng, 0, last) as usize]);
+        let last = drawable.len().saturating_sub(1) as u64;
+        kinds.push(drawable[between(&mut rng, 0, last) as usize]);
     }
     let faults = between(&mut rng, profile.faults.0, profile.faults.1);
     let heal_at_ms = config.duration.as_millis() as u64 * u64::from(profile.heal_at_percent) / 100;

@@ -266,6 +266,11 @@ impl HostClock {
         state.segments.clone()
     }
 
+    /// Whether `other` is a handle to this same clock.
+    pub fn same_clock(&self, other: &HostClock) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The host's freeze gate, shared with [`super::freeze::HostFreeze`].
     pub(crate) fn gate(&self) -> &Gate {
         &self.inner.gate

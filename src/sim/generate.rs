@@ -263,10 +263,24 @@ pub fn random_schedule(config: &WorldConfig) -> FaultSchedule {
     fit_to_backend(schedule, &config.backend.view(), config.skew_margin_percent)
 }
 
+/// The capability a world whose lease backend is `view` lacks to take `kind` (`freezes` for
+/// a pause, suspend or stall, `drift` for a clock drift), if it lacks one: such a world
+/// refuses the kind in a schedule and never draws it (docs/targets.md#what-a-target-world-refuses).
+pub fn lacked_capability(view: &BackendView, kind: FaultKind) -> Option<&'static str> {
+    match kind {
+        FaultKind::Pause | FaultKind::Suspend | FaultKind::Stall if !view.freezes => {
+            Some("freezes")
+        }
+        FaultKind::ClockDrift if !view.drift => Some("drift"),
+        _ => None,
+    }
+}
+
 /// `schedule` for a world whose lease backend is `view`, with a skew margin of
 /// `skew_margin_percent` of the TTL: faults drawn for the lease service's host name the
 /// backend's host instead; faults the backend does not support (record deletion; restarts of
-/// its host; error windows its server does not answer) are dropped; and for a backend judged
+/// its host; error windows its server does not answer; freezes and drift its code cannot
+/// take) are dropped; and for a backend judged
 /// on its holders (no authority clock: KubeLease) every drift is clamped to ±half the margin
 /// ([`holders_drift_bound_ppm`]), so a slow holder and a fast candidate together stay inside
 /// the margin (docs/checks.md#excl). Drawing is unchanged, so the default gRPC
@@ -281,6 +295,8 @@ pub fn fit_to_backend(
         Fault::LeaseServiceRestarts { .. } => view.restarts,
         Fault::Crash { host } | Fault::Restart { host } => view.restarts || host != hosts::LEASE,
         Fault::AuthorityErrors { .. } => view.error_windows,
+        Fault::Pause { .. } | Fault::Suspend { .. } | Fault::Stall { .. } => view.freezes,
+        Fault::ClockDrift { .. } => view.drift,
         _ => true,
     });
     let bound = holders_drift_bound_ppm(skew_margin_percent);

@@ -13,6 +13,7 @@
 //! - [`script`], [`plan`], `workload`, [`record`] — scripted, planned and generated workloads
 //!   (a generated workload is a plan drawn from the seed), recorded as a history.
 //! - [`net`], [`seed`] — turmoil TCP as a transport; sub-seeds per subsystem.
+//! - [`hosted`] — the time and randomness code the world hosts unmodified reads (per host).
 //! - [`errors`], [`reply_hold`] — the authority's error windows and one-way reply holds,
 //!   which the nemesis opens and closes.
 //!
@@ -29,6 +30,7 @@ mod fault_lines;
 pub mod freeze;
 pub mod gate;
 pub mod generate;
+pub mod hosted;
 mod hosts;
 mod kind_spelling;
 mod nemesis;

@@ -104,6 +104,7 @@ pub(crate) fn drive(
         if restart_stopped {
             restart_stopped_replicas(sim, hosts, &replicas, now, &mut stopped_since);
         }
+        super::hosted::set_true_now(now);
         sim.step()?;
     }
 }

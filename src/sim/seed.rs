@@ -19,6 +19,10 @@ pub enum Subsystem {
     /// (`campaign::swarm`). Its own stream, so swarm choices reshuffle neither the workload
     /// nor the faults drawn from them.
     Swarm,
+    /// The entropy code the world hosts unmodified draws (`getrandom`, through
+    /// [`super::hosted::fill_random`]). Its own stream, so what such code draws moves no other
+    /// draw of the run.
+    Hosted,
 }
 
 impl Subsystem {
@@ -31,6 +35,7 @@ impl Subsystem {
             Subsystem::Network => 3,
             Subsystem::Clocks => 4,
             Subsystem::Swarm => 5,
+            Subsystem::Hosted => 6,
         }
     }
 }

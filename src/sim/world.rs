@@ -128,6 +128,9 @@ impl World {
 
     /// Runs the world to its end and returns its history.
     ///
+    /// A world whose backend asks for it ([`super::backend::BackendView::own_thread`]) runs
+    /// on a thread of its own, which this call waits for (a panic there is raised here).
+    ///
     /// # Errors
     /// [`WorldError::NotDeterministic`] in a build without `tokio_unstable`;
     /// [`WorldError::Simulation`] for a host failure reported by turmoil.
@@ -135,6 +138,34 @@ impl World {
         if !cfg!(tokio_unstable) {
             return Err(WorldError::NotDeterministic);
         }
+        if self.config.backend.view().own_thread {
+            return self.run_on_own_thread();
+        }
+        self.run_here()
+    }
+
+    /// [`World::run`] on a fresh thread, which keeps the caller's trace subscriber: hosted
+    /// code keeps per-thread state seeded through the hooks (docs/targets.md#the-worlds-side).
+    // One thread per world and no more: the simulation itself stays on it.
+    #[allow(clippy::disallowed_methods)]
+    fn run_on_own_thread(&self) -> Result<RunOutput, WorldError> {
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        std::thread::scope(|scope| {
+            let thread = std::thread::Builder::new()
+                .name(format!("leasesim-world-{}", self.config.seed))
+                .spawn_scoped(scope, || {
+                    tracing::dispatcher::with_default(&dispatch, || self.run_here())
+                })
+                .map_err(|e| WorldError::Simulation(format!("cannot start its thread: {e}")))?;
+            thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
+
+    /// The run itself, on this thread.
+    fn run_here(&self) -> Result<RunOutput, WorldError> {
+        let _world_thread = super::hosted::WorldThread::enter(self.config.seed);
         let config = &self.config;
         let recorder = Recorder::default();
         let hosts = Arc::new(Hosts::new(config, &recorder, &self.schedule));
@@ -342,8 +373,9 @@ fn check_config(config: &WorldConfig) -> Result<(), WorldError> {
     Ok(())
 }
 
-/// Refuses faults the backend cannot take: record deletion, and crashes or restarts of its
-/// host when it does not restart.
+/// Refuses faults the backend cannot take: record deletion, crashes or restarts of its host
+/// when it does not restart, and freezes and drift when its code cannot take them (code the
+/// world hosts unmodified: docs/targets.md#what-a-target-world-refuses).
 fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Result<(), WorldError> {
     let view = backend.view();
     for fault in &schedule.faults {
@@ -357,6 +389,14 @@ fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Result<(
                 if !view.restarts && *host == view.host =>
             {
                 "a crash or restart of its host"
+            }
+            Fault::Pause { .. } | Fault::Suspend { .. } | Fault::Stall { .. } if !view.freezes => {
+                "pause, suspend or stall: it lacks the capability `freezes` (a pause cannot \
+                 stop a task that passes none of the world's gates, and its code passes none)"
+            }
+            Fault::ClockDrift { .. } if !view.drift => {
+                "clock_drift: it lacks the capability `drift` (its code sleeps on tokio's \
+                 timers, which do not follow a host's drift)"
             }
             _ => continue,
         };
@@ -481,8 +521,10 @@ fn host_authority(
             error_windows: hosts.error_windows.clone(),
             conns: conns.clone(),
         };
+        let clock = host.clock.clone();
         let serve = backend.inner().serve(host);
         async move {
+            super::hosted::register_host(&clock);
             conns.close_at_teardown();
             serve.await
         }
@@ -491,11 +533,13 @@ fn host_authority(
 
 fn host_ledger_service(sim: &mut turmoil::Sim<'static>, config: &WorldConfig, hosts: &Hosts) {
     let (disk, freeze) = (hosts.ledger_disk.clone(), hosts.freeze(LEDGER));
-    let conns = hosts.conns(LEDGER);
+    let (conns, clock) = (hosts.conns(LEDGER), hosts.clock(LEDGER));
     let mutant = config.mutant;
     sim.host(LEDGER, move || {
         let (disk, freeze, conns) = (disk.clone(), freeze.clone(), conns.clone());
+        let clock = clock.clone();
         async move {
+            super::hosted::register_host(&clock);
             conns.close_at_teardown();
             let ledger = DurableLedger::open(Arc::new(disk))
                 .await?
@@ -534,6 +578,7 @@ fn host_replica(
         let (dialer, conns) = (dialer.clone(), conns.clone());
         let (config, recorder, host) = (config.clone(), recorder.clone(), host.clone());
         async move {
+            super::hosted::register_host(&clock);
             conns.close_at_teardown();
             let name = host.name.clone();
             let process = Process::new(name.clone(), next_boot(&boots));

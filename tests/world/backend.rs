@@ -51,6 +51,9 @@ impl WorldBackend for JsonLease {
             record_deletion: false,
             restarts: false,
             error_windows: false,
+            drift: true,
+            freezes: true,
+            own_thread: false,
         }
     }
 

@@ -11,6 +11,7 @@ mod cli;
 mod determinism;
 mod field_cases;
 mod fuzz;
+mod hosted;
 mod kube;
 mod plans;
 mod replica_faults;

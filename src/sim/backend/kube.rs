@@ -49,6 +49,9 @@ impl WorldBackend for Kube {
             record_deletion: false,
             restarts: true,
             error_windows: true,
+            drift: true,
+            freezes: true,
+            own_thread: false,
         }
     }
 

@@ -20,8 +20,10 @@
 //! ([`super::runfile::BackendSpec`]).
 
 mod kube;
+mod target;
 
 pub use kube::{APISERVER_PORT, Kube, NAMESPACE, RecordedKubeCalls, check_whole_seconds};
+pub use target::{TARGET_PREFIX, TARGETS_BINARY, register_targets, target_backend};
 
 use std::fmt;
 use std::future::Future;
@@ -106,6 +108,19 @@ pub struct BackendView {
     /// (`authority_errors`): it must consult [`AuthorityHost::error_windows`] with each
     /// request's caller ([`crate::net::Conn::peer`]).
     pub error_windows: bool,
+    /// Whether a host's timers follow its clock's drift (`clock_drift`): true for code that
+    /// sleeps on the host's [`Clock`]; false for code the world hosts unmodified, which sleeps
+    /// on tokio's timers, and they run on true time (docs/targets.md#what-a-target-world-refuses).
+    pub drift: bool,
+    /// Whether a freeze can stop the code on the hosts (`pause`, `suspend`, `stall`): true for
+    /// code that passes the world's gates (its [`Clock`] timers and pause points); false for
+    /// code the world hosts unmodified, which passes none.
+    pub freezes: bool,
+    /// Whether the world runs on a thread of its own ([`crate::sim::world::World::run`]):
+    /// code the world hosts unmodified keeps per-thread state seeded through the hooks
+    /// (rand's thread RNG, fastrand, std's `RandomState` keys), which a second world on that
+    /// thread would inherit (docs/targets.md#the-worlds-side).
+    pub own_thread: bool,
 }
 
 impl BackendView {
@@ -406,6 +421,9 @@ impl WorldBackend for Grpc {
             record_deletion: true,
             restarts: true,
             error_windows: true,
+            drift: true,
+            freezes: true,
+            own_thread: false,
         }
     }
 

@@ -6,13 +6,17 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::lease::SessionId;
-use crate::sim::backend::{Backend, Grpc, Kube, check_whole_seconds};
+use crate::sim::backend::{
+    Backend, Grpc, Kube, TARGET_PREFIX, check_whole_seconds, target_backend,
+};
 use crate::sim::config::{WorkloadMix, WorldConfig};
 
-/// The lease backend a run file or scenario names: the backends built into leasesim (a
-/// user's own backend plugs into [`crate::sim::world::World::builder`] from Rust instead).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// The lease backend a run file or scenario names: the backends built into leasesim, or a
+/// target backend (`target:<name>`) that only a targets binary knows
+/// ([`crate::sim::backend::target_backend`]; docs/targets.md#the-targets-binary). A user's
+/// own backend plugs into [`crate::sim::world::World::builder`] from Rust instead.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum BackendSpec {
     /// The remote lease and ledger services over gRPC on turmoil's TCP
     /// ([`crate::sim::backend::Grpc`]).
@@ -21,27 +25,59 @@ pub enum BackendSpec {
     /// Kubernetes Lease objects on a simulated API server (host `apiserver`), reached by
     /// `KubeLease` ([`crate::sim::backend::Kube`]); the TTL must be whole seconds.
     Kube,
+    /// A target backend, by its whole spelling (`target:kube-lease-manager`).
+    Target(String),
 }
 
 impl BackendSpec {
     /// The backend itself.
-    pub fn backend(self) -> Backend {
+    ///
+    /// # Panics
+    /// For a target backend this process does not know: [`WorldSpec::check`] refuses it
+    /// first, naming the targets binary.
+    pub fn backend(&self) -> Backend {
         match self {
             BackendSpec::Grpc => Backend::new(Grpc),
             BackendSpec::Kube => Backend::new(Kube),
+            BackendSpec::Target(spelling) => target_backend(spelling)
+                .unwrap_or_else(|message| panic!("{message} (check the world first)")),
         }
     }
 
-    /// Its name in files (`grpc`).
-    pub fn name(self) -> &'static str {
+    /// Its name in files (`grpc`, `target:kube-lease-manager`).
+    pub fn name(&self) -> &str {
         match self {
             BackendSpec::Grpc => "grpc",
             BackendSpec::Kube => "kube",
+            BackendSpec::Target(spelling) => spelling,
         }
     }
 
     /// Every built-in backend, in the order campaigns run them.
     pub const ALL: [BackendSpec; 2] = [BackendSpec::Grpc, BackendSpec::Kube];
+}
+
+impl TryFrom<String> for BackendSpec {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Self, String> {
+        match name.as_str() {
+            "grpc" => Ok(BackendSpec::Grpc),
+            "kube" => Ok(BackendSpec::Kube),
+            target if target.len() > TARGET_PREFIX.len() && target.starts_with(TARGET_PREFIX) => {
+                Ok(BackendSpec::Target(name))
+            }
+            other => Err(format!(
+                "unknown backend `{other}`, expected `grpc`, `kube` or `{TARGET_PREFIX}<name>`"
+            )),
+        }
+    }
+}
+
+impl From<BackendSpec> for String {
+    fn from(spec: BackendSpec) -> String {
+        spec.name().to_owned()
+    }
 }
 
 /// Longest simulated duration of a run, s (one day; `duration_s` and `leasesim run
@@ -72,7 +108,8 @@ pub struct WorldSpec {
     /// Network latency range, ms, `[least, most]` (default `[1, 5]`).
     #[serde(deserialize_with = "super::pair::exact")]
     pub latency_ms: (u64, u64),
-    /// The backend: `"grpc"` (default) or `"kube"` (whose `ttl_ms` must be whole seconds).
+    /// The backend: `"grpc"` (default), `"kube"` (whose `ttl_ms` must be whole seconds), or
+    /// `"target:<name>"`, known only to a targets binary.
     pub backend: BackendSpec,
     /// The TTL the replicas' own configuration names, ms, 1..=86400000, when it differs from
     /// the `ttl_ms` the authority grants (default: none, the same). The correct client ignores
@@ -154,6 +191,9 @@ impl WorldSpec {
                 "replica_ttl_ms",
                 format!("must be 1..={TTL_MS_MAX} ms, got {ms}"),
             ));
+        }
+        if let BackendSpec::Target(spelling) = &self.backend {
+            target_backend(spelling).map_err(|message| ("backend", message))?;
         }
         if self.backend == BackendSpec::Kube
             && let Err(message) = check_whole_seconds(Duration::from_millis(self.ttl_ms))
