@@ -161,23 +161,7 @@ impl WorldSpec {
         if !(1..=64).contains(&self.replicas) {
             return Err(("replicas", format!("must be 1..=64, got {}", self.replicas)));
         }
-        if self.sessions.is_empty() {
-            return Err((
-                "sessions",
-                "give at least one session, e.g. [\"s1\"]".into(),
-            ));
-        }
-        for (index, session) in self.sessions.iter().enumerate() {
-            if SessionId::new(session.clone()).is_err() {
-                return Err(("sessions", format!("`{session}` is not a valid session id")));
-            }
-            if self.sessions[..index].contains(session) {
-                return Err((
-                    "sessions",
-                    format!("`{session}` is named twice; name each session once"),
-                ));
-            }
-        }
+        self.check_sessions()?;
         if !(1..=TTL_MS_MAX).contains(&self.ttl_ms) {
             return Err((
                 "ttl_ms",
@@ -192,14 +176,7 @@ impl WorldSpec {
                 format!("must be 1..={TTL_MS_MAX} ms, got {ms}"),
             ));
         }
-        if let BackendSpec::Target(spelling) = &self.backend {
-            target_backend(spelling).map_err(|message| ("backend", message))?;
-        }
-        if self.backend == BackendSpec::Kube
-            && let Err(message) = check_whole_seconds(Duration::from_millis(self.ttl_ms))
-        {
-            return Err(("ttl_ms", message));
-        }
+        self.check_backend()?;
         if self.skew_margin_percent > 99 {
             return Err((
                 "skew_margin_percent",
@@ -224,6 +201,41 @@ impl WorldSpec {
                 "latency_ms",
                 format!("must be [least, most] with least <= most <= 60000, got [{low}, {high}]"),
             ));
+        }
+        Ok(())
+    }
+
+    /// At least one session, each a valid session id, named once.
+    fn check_sessions(&self) -> Result<(), (&'static str, String)> {
+        if self.sessions.is_empty() {
+            return Err((
+                "sessions",
+                "give at least one session, e.g. [\"s1\"]".into(),
+            ));
+        }
+        for (index, session) in self.sessions.iter().enumerate() {
+            if SessionId::new(session.clone()).is_err() {
+                return Err(("sessions", format!("`{session}` is not a valid session id")));
+            }
+            if self.sessions[..index].contains(session) {
+                return Err((
+                    "sessions",
+                    format!("`{session}` is named twice; name each session once"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A target backend this binary registered; whole seconds of TTL for the kube backend.
+    fn check_backend(&self) -> Result<(), (&'static str, String)> {
+        if let BackendSpec::Target(spelling) = &self.backend {
+            target_backend(spelling).map_err(|message| ("backend", message))?;
+        }
+        if self.backend == BackendSpec::Kube
+            && let Err(message) = check_whole_seconds(Duration::from_millis(self.ttl_ms))
+        {
+            return Err(("ttl_ms", message));
         }
         Ok(())
     }
