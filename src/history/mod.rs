@@ -115,6 +115,8 @@
 //! | `kube_create` | `holder_identity`, `transitions` |
 //! | `kube_update` | `expected_rv` (the `resourceVersion` precondition, `null`: none), `holder_identity`, `transitions` |
 //! | `kube_delete` | `expected_rv` |
+//! | `target_get` | — (a target adapter's own read of the session's Lease object: the token of a crate that exposes none; docs/targets.md#kube-lease-manager) |
+//! | `target_signal` | — (a target crate's "I lead" signal changed; invoked and completed at once) |
 //!
 //! `result` ([`OpResult`]), with the outcome that usually goes with it:
 //!
@@ -142,6 +144,7 @@
 //! | `kube_not_found` | — | ok for a get, fail otherwise | kube calls |
 //! | `kube_conflict` | — (409) | fail | kube create, update, delete |
 //! | `kube_status` | `code`, `reason` | info for a 5xx, fail for a 4xx | kube calls |
+//! | `signal` | `leads` (the value the crate's signal changed to) | ok | target signal |
 //!
 //! More examples:
 //!

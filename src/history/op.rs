@@ -129,6 +129,15 @@ pub enum Op {
         /// The `resourceVersion` precondition, if any.
         expected_rv: Option<u64>,
     },
+    /// A target adapter's own read of the session's Lease object, for the token the crate
+    /// does not expose: `{"type":"target_get"}`, with the results of a `kube_get`. Not a
+    /// `kube_get`: the crate's own API calls are not recorded, so LIN-LEASE and LIVE must not
+    /// take the adapter's reads for a recorded client's (docs/targets.md#kube-lease-manager).
+    TargetGet {},
+    /// A target crate's own "I lead" signal changed, as its adapter saw it:
+    /// `{"type":"target_signal"}`, invoked and completed at once with result `signal`
+    /// (docs/targets.md#kube-lease-manager).
+    TargetSignal {},
 }
 
 impl Op {
@@ -146,6 +155,8 @@ impl Op {
             Op::KubeCreate { .. } => "kube_create",
             Op::KubeUpdate { .. } => "kube_update",
             Op::KubeDelete { .. } => "kube_delete",
+            Op::TargetGet {} => "target_get",
+            Op::TargetSignal {} => "target_signal",
         }
     }
 }
@@ -291,6 +302,12 @@ pub enum OpResult {
         code: u16,
         /// The Kubernetes `Status.reason`, or the status text.
         reason: String,
+    },
+    /// The value a target crate's "I lead" signal changed to (`ok`, of a `target_signal`):
+    /// `{"type":"signal","leads":true}`.
+    Signal {
+        /// Whether the crate now says it leads.
+        leads: bool,
     },
 }
 

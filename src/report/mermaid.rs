@@ -335,6 +335,8 @@ pub(super) fn request(op: &OpLine) -> String {
             Some(rv) => format!("delete lease {session} (rv {rv})"),
             None => format!("delete lease {session} (unconditional)"),
         },
+        Op::TargetGet {} => format!("adapter gets lease {session}"),
+        Op::TargetSignal {} => format!("signal of {session} changed"),
     }
 }
 
@@ -388,6 +390,8 @@ pub(super) fn reply(outcome: Outcome, result: &OpResult, id: u64) -> String {
         OpResult::KubeNotFound {} => "404 Not Found".to_owned(),
         OpResult::KubeConflict {} => "409 Conflict".to_owned(),
         OpResult::KubeStatus { code, reason } => format!("{code} {}", short(reason)),
+        OpResult::Signal { leads: true } => "I lead".to_owned(),
+        OpResult::Signal { leads: false } => "I do not lead".to_owned(),
     };
     let outcome = match outcome {
         Outcome::Ok => "",

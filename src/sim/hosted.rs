@@ -45,6 +45,33 @@ struct Registry {
     random: RefCell<ChaCha20Rng>,
     /// The world's true time at its latest step (what the world thread reads outside hosts).
     true_now: Cell<Duration>,
+    /// The true time of the latest read of a host's clock, and how many reads were made at it
+    /// ([`Registry::spin_nudge`]).
+    reads_at: Cell<(Duration, u64)>,
+}
+
+/// Reads of the hosts' clocks at one true instant after which each further read moves on by a
+/// nanosecond more ([`Registry::spin_nudge`]); a step makes a few dozen (tokio's metrics read
+/// the monotonic clock at every poll of a runtime).
+const STILL_READS: u64 = 10_000;
+
+/// The most [`Registry::spin_nudge`] moves a read on: a microsecond, far under a step (1 ms),
+/// so a host's clock never runs back at the next step.
+const MAX_SPIN_NUDGE: Duration = Duration::from_micros(1);
+
+impl Registry {
+    /// How far a host's clock read at true time `now` moves on past `now`: nothing for the
+    /// first [`STILL_READS`] reads at one instant, then a nanosecond more per read, at most
+    /// [`MAX_SPIN_NUDGE`]. A real clock never stands still, and code that sleeps until a
+    /// wall-clock expiry and then checks `now > expiry` spins on a clock that does: the
+    /// sleep of `expiry - now = 0` never lets turmoil's step end (a world that hangs), where
+    /// on a real host it lasts a nanosecond (docs/targets.md#a-clock-that-never-stands-still).
+    fn spin_nudge(&self, now: Duration) -> Duration {
+        let (at, reads) = self.reads_at.get();
+        let reads = if at == now { reads + 1 } else { 1 };
+        self.reads_at.set((now, reads));
+        Duration::from_nanos(reads.saturating_sub(STILL_READS)).min(MAX_SPIN_NUDGE)
+    }
 }
 
 thread_local! {
@@ -68,6 +95,7 @@ impl WorldThread {
             hosts: RefCell::new(Vec::new()),
             random: RefCell::new(rng(seed, Subsystem::Hosted)),
             true_now: Cell::new(Duration::ZERO),
+            reads_at: Cell::new((Duration::ZERO, 0)),
         };
         let previous = WORLD.with(|world| world.borrow_mut().replace(registry));
         WorldThread {
@@ -140,9 +168,10 @@ pub fn clock_now(kind: ClockKind) -> Option<Duration> {
         // Inside a host turmoil knows true time; `true_now` is the fallback should turmoil's
         // world be busy (it answers `None` then rather than panic).
         let now = turmoil::sim_elapsed().unwrap_or_else(|| registry.true_now.get());
+        let nudge = registry.spin_nudge(now);
         match kind {
-            ClockKind::Wall => since_epoch(clock.wall_at(now)),
-            ClockKind::Monotonic => clock.now_at(now).since_origin(),
+            ClockKind::Wall => since_epoch(clock.wall_at(now)) + nudge,
+            ClockKind::Monotonic => clock.now_at(now).since_origin() + nudge,
         }
     })
 }

@@ -247,6 +247,29 @@ fn on_a_worlds_thread_outside_every_host_the_wall_epoch_and_a_monotonic_zero_ans
 }
 
 #[test]
+fn a_hosts_clock_read_over_and_over_in_one_instant_moves_on_by_a_nanosecond_a_read() {
+    // Code that sleeps until a wall-clock expiry and then asks `now > expiry` spins on a clock
+    // that stands still; a real one moves on (docs/targets.md#a-clock-that-never-stands-still).
+    let reads = leasesim::sim::hosted::in_a_host(|| {
+        (0..10_500)
+            .map(|_| clock_now(ClockKind::Wall).unwrap())
+            .collect::<Vec<_>>()
+    })
+    .unwrap();
+    let first = reads[0];
+    assert!(reads[..10_000].iter().all(|read| *read == first), "still at first");
+    assert_eq!(reads[10_000] - first, Duration::from_nanos(1));
+    assert_eq!(reads[10_499] - first, Duration::from_nanos(500));
+    let capped = leasesim::sim::hosted::in_a_host(|| {
+        (0..12_000)
+            .map(|_| clock_now(ClockKind::Monotonic).unwrap())
+            .collect::<Vec<_>>()
+    })
+    .unwrap();
+    assert_eq!(capped[11_999] - capped[0], Duration::from_micros(1), "at most 1 µs");
+}
+
+#[test]
 fn two_runs_of_a_seed_draw_the_same_random_bytes_and_two_seeds_different_ones() {
     let draws = |seed: u64| {
         let (probe, samples) = Probe::new(false);

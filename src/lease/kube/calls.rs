@@ -196,6 +196,38 @@ impl Caller<'_> {
     }
 }
 
+/// Reads Lease object `name` through `api` as `owner`'s call about `session`, reported to
+/// `calls` as a [`KubeCall::Get`]: for a client other than [`super::KubeLease`] (a target
+/// adapter's own read, docs/targets.md#kube-lease-manager).
+///
+/// # Errors
+/// As [`super::KubeLease`]'s calls classify them: a status or transport error as
+/// [`LeaseError::Unavailable`], [`LeaseError::Unexpected`] or [`LeaseError::Unsupported`]
+/// (a 409, which a get never answers, as `Unavailable`). A missing object is `Ok(None)`.
+pub async fn recorded_get(
+    api: &Api<LeaseObject>,
+    calls: &dyn KubeCalls,
+    owner: &Owner,
+    session: &SessionId,
+    name: &str,
+) -> Result<Option<LeaseObject>, LeaseError> {
+    let caller = Caller {
+        api,
+        calls,
+        owner,
+        session,
+        name,
+    };
+    match caller.get().await {
+        Ok(object) => Ok(Some(object)),
+        Err(Failure::NotFound) => Ok(None),
+        Err(Failure::Conflict) => Err(LeaseError::Unavailable {
+            reason: format!("a get of Lease {name} answered 409"),
+        }),
+        Err(Failure::Lease(error)) => Err(error),
+    }
+}
+
 /// A resourceVersion as a number for [`KubeCalls`]; [`UNPARSED_RESOURCE_VERSION`] when it is
 /// not a decimal `u64`.
 pub fn parse_rv(rv: &str) -> u64 {

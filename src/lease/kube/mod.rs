@@ -65,7 +65,9 @@ use calls::{Caller, Failure};
 use object::Held;
 use observe::Observations;
 
-pub use calls::{KubeCall, KubeCalls, KubeReply, NoCalls, UNPARSED_RESOURCE_VERSION, parse_rv};
+pub use calls::{
+    KubeCall, KubeCalls, KubeReply, NoCalls, UNPARSED_RESOURCE_VERSION, parse_rv, recorded_get,
+};
 #[cfg(feature = "kube-cluster")]
 pub use cluster::ClusterError;
 pub use name::{OBJECT_NAME_MAX_CHARS, object_name};

@@ -800,6 +800,8 @@ fn op_kind(op: &Op) -> &'static str {
         Op::KubeCreate { .. } => "create",
         Op::KubeUpdate { .. } => "update",
         Op::KubeDelete { .. } => "delete",
+        Op::TargetGet {} => "get",
+        Op::TargetSignal {} => "signal",
     }
 }
 

@@ -111,12 +111,16 @@ pub fn check_whole_seconds(ttl: Duration) -> Result<(), String> {
 }
 
 /// Records each Lease API call of a replica's [`KubeLease`] as a `kube_*` operation of the
-/// calling owner's process, on the replica's clock.
+/// calling owner's process, on the replica's clock; or, made with
+/// [`RecordedKubeCalls::for_target`], a target adapter's own reads as `target_get` and its
+/// crate's signal as `target_signal` (docs/targets.md#kube-lease-manager).
 #[derive(Debug)]
 pub struct RecordedKubeCalls {
     recorder: Recorder,
     clock: Arc<dyn Clock>,
     open: Mutex<Open>,
+    /// Whether gets are a target adapter's own reads (`target_get`).
+    target: bool,
 }
 
 #[derive(Debug, Default)]
@@ -133,7 +137,29 @@ impl RecordedKubeCalls {
             recorder,
             clock,
             open: Mutex::new(Open::default()),
+            target: false,
         }
+    }
+
+    /// Records a target adapter's calls into `recorder`, timed on `clock`: its gets as
+    /// `target_get` (the crate's own API calls go unrecorded, so a `kube_get` would have
+    /// LIN-LEASE judge reads of writes it never saw), and [`RecordedKubeCalls::signal`].
+    pub fn for_target(recorder: Recorder, clock: Arc<dyn Clock>) -> Self {
+        RecordedKubeCalls {
+            target: true,
+            ..Self::new(recorder, clock)
+        }
+    }
+
+    /// Records that `owner`'s crate changed its "I lead" signal for `session` to `leads`: a
+    /// `target_signal` operation, invoked and completed now.
+    pub fn signal(&self, owner: &Owner, session: &SessionId, leads: bool) {
+        let op = Op::TargetSignal {};
+        let invocation = self
+            .recorder
+            .invoke(Process::from(owner), session, op, &self.clock);
+        self.recorder
+            .complete(invocation, Outcome::Ok, OpResult::Signal { leads });
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Open> {
@@ -144,9 +170,13 @@ impl RecordedKubeCalls {
 impl KubeCalls for RecordedKubeCalls {
     fn invoke(&self, owner: &Owner, session: &SessionId, call: &KubeCall) -> u64 {
         let is_get = matches!(call, KubeCall::Get);
-        let invocation =
-            self.recorder
-                .invoke(Process::from(owner), session, kube_op(call), &self.clock);
+        let op = match call {
+            KubeCall::Get if self.target => Op::TargetGet {},
+            call => kube_op(call),
+        };
+        let invocation = self
+            .recorder
+            .invoke(Process::from(owner), session, op, &self.clock);
         let mut open = self.lock();
         open.next += 1;
         let id = open.next;

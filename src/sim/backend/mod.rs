@@ -398,6 +398,12 @@ impl ReplicaEnv {
     pub fn ttl(&self) -> Duration {
         self.ttl
     }
+
+    /// The run's history recorder: a backend outside `src/` records its client's calls with
+    /// it (a target adapter: [`RecordedKubeCalls::for_target`]).
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
 }
 
 /// Port of the lease service on its host.

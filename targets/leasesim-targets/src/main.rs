@@ -1,12 +1,14 @@
 //! `leasesim-targets`: leasesim's command line ([`leasesim::cli`]) with the interposer linked,
 //! its source answering from the world ([`leasesim::sim::hosted`]): code a world hosts
 //! unmodified reads its host's clocks and the run's seeded entropy through libc
-//! (docs/targets.md#the-targets-binary). No target backend is registered yet: the command line
-//! runs leasesim's own backends with the hooks live.
+//! (docs/targets.md#the-targets-binary). Its targets: kube-lease-manager 0.13
+//! (`target:kube-lease-manager`, docs/targets.md#kube-lease-manager), beside leasesim's own
+//! backends.
 
 use std::process::ExitCode;
 
 use leasesim::exit::Exit;
+use leasesim::sim::backend::Backend;
 use leasesim::sim::hosted::{self, ClockKind};
 use leasesim_interposer::Source;
 
@@ -42,5 +44,8 @@ fn main() -> ExitCode {
             return ExitCode::from(Exit::HarnessError);
         }
     }
-    leasesim::cli::main_with_targets("leasesim-targets", Vec::new())
+    let targets = vec![Backend::new(
+        leasesim_target_kube_lease_manager::KubeLeaseManager,
+    )];
+    leasesim::cli::main_with_targets("leasesim-targets", targets)
 }

@@ -71,7 +71,7 @@ fn the_targets_binary_lists_its_targets_for_an_unknown_one() {
     let scenario = dir.path().join("target.toml");
     std::fs::write(
         &scenario,
-        "v = 1\nabout = \"a target world\"\n\n[world]\nbackend = \"target:kube-lease-manager\"\n",
+        "v = 1\nabout = \"a target world\"\n\n[world]\nbackend = \"target:no-such-crate\"\n",
     )
     .unwrap();
     let scenario = scenario.to_str().unwrap();
@@ -83,7 +83,7 @@ fn the_targets_binary_lists_its_targets_for_an_unknown_one() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
         stderr
-            .contains("unknown target backend `target:kube-lease-manager`; this binary knows none"),
+            .contains("unknown target backend `target:no-such-crate`; this binary knows target:kube-lease-manager"),
         "{stderr}"
     );
 }
