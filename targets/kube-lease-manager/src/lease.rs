@@ -15,7 +15,7 @@ use leasesim::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use leasesim::sim::backend::{NAMESPACE, RecordedKubeCalls};
 
 use crate::Params;
-use crate::signal::{Running, Seen};
+use crate::signal::{Running, Seen, Stopping};
 
 /// A replica's lease client over kube-lease-manager: per session a `LeaseManager` whose
 /// identity is the owner (`replica-N#incarnation`), on the Lease named as the session.
@@ -25,7 +25,8 @@ use crate::signal::{Running, Seen};
 ///   says no; when it says yes, the token is the Lease's `leaseTransitions` from the adapter's
 ///   own read (a `target_get` line: the crate exposes no token).
 /// - `renew` succeeds while the signal has said "I lead" without a change since the grant.
-/// - `release` drops the signal's receiver and joins the crate's task, at most a TTL.
+/// - `release` drops the signal's receiver, on which the crate releases its lock on its own
+///   time; the session's next manager starts only once that task has ended (at most a TTL).
 ///
 /// A grant is valid for [`Params::granted_validity`] from the call, on the replica's clock.
 pub struct ManagedLease {
@@ -48,11 +49,13 @@ impl std::fmt::Debug for ManagedLease {
     }
 }
 
-/// One session's manager, and the signal change its current grant was made on.
+/// One session's manager, the signal change its current grant was made on, and the manager
+/// let go before it, if its task has not been joined yet.
 #[derive(Debug, Default)]
 struct Slot {
     running: Option<Running>,
     granted_on: Option<u64>,
+    stopping: Option<Stopping>,
 }
 
 impl ManagedLease {
@@ -82,8 +85,8 @@ impl ManagedLease {
         sessions.entry(session.clone()).or_default().clone()
     }
 
-    /// How long a release waits for the crate's task: a TTL, after which its lock has
-    /// lapsed anyway.
+    /// How long the adapter waits for a let-go manager's task: a TTL, after which its lock
+    /// has lapsed anyway.
     fn stop_bound(&self) -> Duration {
         Duration::from_secs(self.params.duration_s)
     }
@@ -94,8 +97,10 @@ impl ManagedLease {
         self.call_timeout * 4
     }
 
-    /// Makes sure `owner`'s manager of `session` runs in `slot`: stops one of another owner
-    /// or one whose task ended; starts one and waits for its first answer.
+    /// Makes sure `owner`'s manager of `session` runs in `slot`: lets go one of another owner
+    /// or one whose task ended; joins the task of the one let go before (two managers of one
+    /// identity would undo each other: the old one's release would clear the new one's
+    /// lock); starts one and waits for its first answer.
     async fn ensure_running(
         &self,
         slot: &mut Slot,
@@ -107,10 +112,15 @@ impl ManagedLease {
             .as_ref()
             .is_some_and(|running| running.owner != *owner || running.now().is_none());
         if stale && let Some(old) = slot.running.take() {
-            // Whatever it says, the new manager's answer is what counts.
-            let _ = old.stop(&self.clock, self.stop_bound()).await;
+            slot.stopping = Some(old.let_go());
         }
         if slot.running.is_none() {
+            if let Some(stopping) = slot.stopping.take()
+                && let Err(error) = stopping.join(&self.clock, self.stop_bound()).await
+            {
+                // Whatever it says, the new manager's answer is what counts.
+                tracing::debug!(%session, %error, "the previous manager's release");
+            }
             let name = object_name(session)?;
             let running = Running::start(
                 self.client.clone(),
@@ -203,10 +213,10 @@ impl SessionLease for ManagedLease {
             return Ok(());
         }
         slot.granted_on = None;
-        match slot.running.take() {
-            Some(running) => running.stop(&self.clock, self.stop_bound()).await,
-            None => Ok(()),
+        if let Some(running) = slot.running.take() {
+            slot.stopping = Some(running.let_go());
         }
+        Ok(())
     }
 }
 

@@ -1,6 +1,7 @@
 //! One session's running `LeaseManager`: started with `watch()`, its "I lead" signal recorded
-//! on every change the adapter sees (a `target_signal` line), stopped by dropping the signal's
-//! receivers and joining the crate's task (docs/targets.md#kube-lease-manager).
+//! on every change the adapter sees (a `target_signal` line), let go by dropping the signal's
+//! receivers, and its task joined before the session's next manager starts
+//! (docs/targets.md#kube-lease-manager).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,13 +88,26 @@ impl Running {
         (!self.task.is_finished()).then(|| *self.seen.borrow())
     }
 
-    /// Stops the manager: drops the signal's receiver (the watcher's), so the crate releases
-    /// its lock and its task ends; waits for that at most `bound` on `clock`, then aborts it.
+    /// Lets the manager go: drops the signal's receiver (the watcher's), on which the crate
+    /// releases its lock and its task ends, on its own time ([`Stopping::join`]).
+    pub fn let_go(self) -> Stopping {
+        self.watcher.abort();
+        Stopping { task: self.task }
+    }
+}
+
+/// A manager let go: its task is releasing the lock and will end.
+#[derive(Debug)]
+pub(crate) struct Stopping {
+    task: JoinHandle<kube_lease_manager::Result<LeaseManager>>,
+}
+
+impl Stopping {
+    /// Waits for the crate's task to end, at most `bound` on `clock`, then aborts it.
     ///
     /// # Errors
     /// The crate's release failed, its task panicked, or it outlasted `bound`: unavailable.
-    pub async fn stop(mut self, clock: &Arc<dyn Clock>, bound: Duration) -> Result<(), LeaseError> {
-        self.watcher.abort();
+    pub async fn join(mut self, clock: &Arc<dyn Clock>, bound: Duration) -> Result<(), LeaseError> {
         let joined = tokio::select! {
             joined = &mut self.task => joined,
             () = clock.sleep(bound) => {
@@ -116,14 +130,6 @@ impl Running {
                 reason: format!("kube-lease-manager's task failed: {error}"),
             }),
         }
-    }
-}
-
-impl Drop for Running {
-    /// A manager dropped unstopped (its adapter replaced it) still lets go: without the
-    /// watcher's receiver the crate releases its lock and its task ends on its own.
-    fn drop(&mut self) {
-        self.watcher.abort();
     }
 }
 
