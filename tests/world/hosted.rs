@@ -257,7 +257,10 @@ fn a_hosts_clock_read_over_and_over_in_one_instant_moves_on_by_a_nanosecond_a_re
     })
     .unwrap();
     let first = reads[0];
-    assert!(reads[..10_000].iter().all(|read| *read == first), "still at first");
+    assert!(
+        reads[..10_000].iter().all(|read| *read == first),
+        "still at first"
+    );
     assert_eq!(reads[10_000] - first, Duration::from_nanos(1));
     assert_eq!(reads[10_499] - first, Duration::from_nanos(500));
     let capped = leasesim::sim::hosted::in_a_host(|| {
@@ -266,7 +269,11 @@ fn a_hosts_clock_read_over_and_over_in_one_instant_moves_on_by_a_nanosecond_a_re
             .collect::<Vec<_>>()
     })
     .unwrap();
-    assert_eq!(capped[11_999] - capped[0], Duration::from_micros(1), "at most 1 µs");
+    assert_eq!(
+        capped[11_999] - capped[0],
+        Duration::from_micros(1),
+        "at most 1 µs"
+    );
 }
 
 #[test]

@@ -157,7 +157,13 @@ impl ManagedLease {
 
     fn granted(&self, session: &SessionId, owner: &Owner, token: u64, at: Instant) -> Lease {
         let validity = self.params.granted_validity();
-        Lease::new(session.clone(), owner.clone(), token, at + validity, validity)
+        Lease::new(
+            session.clone(),
+            owner.clone(),
+            token,
+            at + validity,
+            validity,
+        )
     }
 }
 

@@ -68,7 +68,10 @@ mod tests {
     #[test]
     fn ttls_under_three_seconds_are_refused() {
         let error = Params::for_ttl(Duration::from_secs(2)).unwrap_err();
-        assert!(error.contains("at least 3 s") && error.contains("2000 ms"), "{error}");
+        assert!(
+            error.contains("at least 3 s") && error.contains("2000 ms"),
+            "{error}"
+        );
         let three = Params::for_ttl(Duration::from_secs(3)).unwrap();
         assert_eq!(
             (three.grace_s, three.granted_validity()),

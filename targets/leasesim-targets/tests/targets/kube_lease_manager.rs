@@ -1,0 +1,165 @@
+//! The kube-lease-manager target (docs/targets.md#kube-lease-manager): a kube swarm run of the
+//! crate, unmodified, is a real contest (leadership changes, API writes, its signal recorded)
+//! and replays byte for byte; each finding of targets/kube-lease-manager/FINDINGS.md replays
+//! with its violation.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use leasesim::history::{History, Line, Op, OpResult};
+
+fn targets(args: &[&str], out: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasesim-targets"))
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .current_dir(repo())
+        .output()
+        .unwrap()
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A partitions swarm seed on the target: 13 leadership changes, 80 accepted writes.
+const RUN: [&str; 5] = [
+    "run",
+    "--seed",
+    "1",
+    "--scenario",
+    "targets/kube-lease-manager/sims/kube-swarm-partitions.toml",
+];
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The verdict line a run or replay prints last.
+fn verdict(output: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().rfind(|line| line.starts_with("verdict:"));
+    last.unwrap_or_default().to_owned()
+}
+
+/// Changes of the Lease's holder to another (non-empty) one, over every session.
+fn leadership_changes(history: &History) -> usize {
+    let mut last: std::collections::BTreeMap<&str, &str> = Default::default();
+    let mut changes = 0;
+    for write in history.writes() {
+        let holder = write.holder_identity.as_str();
+        if !holder.is_empty() && last.insert(&write.session, holder) != Some(holder) {
+            changes += 1;
+        }
+    }
+    changes
+}
+
+/// How many times a crate's signal changed to "I lead" (`target_signal` lines).
+fn signals_to_lead(history: &History) -> usize {
+    history
+        .lines()
+        .iter()
+        .filter(|line| {
+            matches!(line, Line::Op(op) if op.op == Op::TargetSignal {}
+                && op.result == Some(OpResult::Signal { leads: true }))
+        })
+        .count()
+}
+
+#[test]
+fn a_kube_swarm_run_of_the_crate_changes_leaders_and_shows_only_its_two_write_takeover() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = targets(&RUN, dir.path());
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    // Finding 2 (FINDINGS.md), on every takeover; every other check holds.
+    assert_eq!(
+        verdict(&output),
+        "verdict: FAIL: TOKEN violated — exit 1",
+        "{}",
+        text(&output)
+    );
+    let history = History::read_jsonl_path(dir.path().join("history.jsonl")).unwrap();
+    let changes = leadership_changes(&history);
+    assert!(changes >= 3, "{changes} leadership changes");
+    let writes = history.writes().count();
+    assert!(writes >= 20, "{writes} API writes");
+    assert!(signals_to_lead(&history) >= 3, "the crate's signal");
+}
+
+#[test]
+fn the_target_passes_check_determinism_on_that_kube_swarm_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = RUN.to_vec();
+    args.push("--check-determinism");
+    let output = targets(&args, dir.path());
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("wrote identical history.jsonl and trace.jsonl for seed 1"),
+        "{stdout}"
+    );
+}
+
+/// Replays finding `file` (targets/kube-lease-manager/findings/) and returns its verdict.
+fn replay_finding(file: &str) -> (Output, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = format!("targets/kube-lease-manager/findings/{file}");
+    let output = targets(&["replay", &path], dir.path());
+    let line = verdict(&output);
+    (output, line)
+}
+
+#[test]
+fn finding_1_two_managers_say_i_lead_after_a_forced_release_cleared_a_fresh_lock() {
+    let (output, line) = replay_finding("1-two-leaders-after-a-forced-release.run.json");
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("EXCL: s2: replica-2's window (token 2")
+            && stdout.contains("and replica-3's window (token 3"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn finding_2_a_takeover_writes_the_holder_before_it_raises_lease_transitions() {
+    let (output, line) = replay_finding("2-takeover-in-two-writes.run.json");
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert_eq!(line, "verdict: FAIL: TOKEN violated — exit 1");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(
+            "a takeover by \"replica-3#0\" kept leaseTransitions 0, not above the earlier value"
+        ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn leasesim_itself_cannot_run_a_finding_it_names_the_targets_binary() {
+    // This test process links leasesim without registering any target, as `leasesim` does
+    // (the binary's exit 2 is tests/world/hosted.rs's
+    // leasesim_refuses_a_target_backend_naming_the_targets_binary).
+    let path = repo().join("targets/kube-lease-manager/findings/2-takeover-in-two-writes.run.json");
+    let error = match leasesim::sim::runfile::RunFile::load(&path) {
+        Err(error) => error.to_string(),
+        Ok(run) => {
+            let dir = tempfile::tempdir().unwrap();
+            let timeout = std::time::Duration::from_secs(60);
+            match leasesim::campaign::single::run_into(&run, dir.path(), timeout) {
+                Err(error) => error.to_string(),
+                Ok(_) => panic!("leasesim ran a target world"),
+            }
+        }
+    };
+    assert!(
+        error.contains("target:kube-lease-manager") && error.contains("leasesim-targets"),
+        "{error}"
+    );
+}
