@@ -142,6 +142,20 @@ fn finding_2_a_takeover_writes_the_holder_before_it_raises_lease_transitions() {
 }
 
 #[test]
+fn finding_3_a_candidate_whose_wall_clock_is_ahead_takes_over_a_live_lock() {
+    let (output, line) =
+        replay_finding("3-a-candidate-with-its-wall-clock-ahead-takes-a-live-lock.run.json");
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("EXCL: s1: replica-1's window (token 1")
+            && stdout.contains("and replica-3's window (token 2"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn leasesim_itself_cannot_run_a_finding_it_names_the_targets_binary() {
     // This test process links leasesim without registering any target, as `leasesim` does
     // (the binary's exit 2 is tests/world/hosted.rs's
