@@ -23,7 +23,8 @@ use crate::signal::{Running, Seen, Stopping};
 /// - `acquire` starts the session's manager if none runs (and waits for its first answer, at
 ///   most four call deadlines), then answers from the crate's "I lead" signal: `Held` when it
 ///   says no; when it says yes, the token is the Lease's `leaseTransitions` from the adapter's
-///   own read (a `target_get` line: the crate exposes no token).
+///   own read (a `target_get` line: the crate exposes no token). An acquire that grants
+///   nothing lets the manager go.
 /// - `renew` succeeds while the signal has said "I lead" without a change since the grant.
 /// - `release` drops the signal's receiver, on which the crate releases its lock on its own
 ///   time; the session's next manager starts only once that task has ended (at most a TTL).
@@ -155,6 +156,28 @@ impl ManagedLease {
         Ok(transitions.map_or(0, |t| u64::try_from(t).unwrap_or(0)))
     }
 
+    /// `acquire` in `slot`: the manager running, its signal "I lead", the token read.
+    async fn grant(
+        &self,
+        slot: &mut Slot,
+        session: &SessionId,
+        owner: &Owner,
+        at: Instant,
+    ) -> Result<Lease, LeaseError> {
+        self.ensure_running(slot, session, owner).await?;
+        let current = |slot: &Slot| slot.running.as_ref().and_then(Running::now);
+        let Some(change) = leads(current(slot)) else {
+            return Err(LeaseError::Held { holder_token: None });
+        };
+        let token = self.read_token(session, owner).await?;
+        // The signal must not have moved while the adapter read the token.
+        if leads(current(slot)) != Some(change) {
+            return Err(LeaseError::Held { holder_token: None });
+        }
+        slot.granted_on = Some(change);
+        Ok(self.granted(session, owner, token, at))
+    }
+
     fn granted(&self, session: &SessionId, owner: &Owner, token: u64, at: Instant) -> Lease {
         let validity = self.params.granted_validity();
         Lease::new(
@@ -174,22 +197,22 @@ fn leads(seen: Option<Seen>) -> Option<u64> {
 
 #[async_trait]
 impl SessionLease for ManagedLease {
+    /// A refused or failed acquire lets the session's manager go: nobody in the world wants
+    /// that lock until the next acquire, and a manager left running would take and hold it
+    /// for nobody (every other replica's acquire refused: a liveness failure of the adapter's
+    /// making).
     async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
         let at = self.clock.now();
         let slot = self.slot(session);
         let mut slot = slot.lock().await;
-        self.ensure_running(&mut slot, session, owner).await?;
-        let current = || slot.running.as_ref().and_then(Running::now);
-        let Some(change) = leads(current()) else {
-            return Err(LeaseError::Held { holder_token: None });
-        };
-        let token = self.read_token(session, owner).await?;
-        // The signal must not have moved while the adapter read the token.
-        if leads(current()) != Some(change) {
-            return Err(LeaseError::Held { holder_token: None });
+        let granted = self.grant(&mut slot, session, owner, at).await;
+        if granted.is_err()
+            && let Some(running) = slot.running.take()
+        {
+            slot.granted_on = None;
+            slot.stopping = Some(running.let_go());
         }
-        slot.granted_on = Some(change);
-        Ok(self.granted(session, owner, token, at))
+        granted
     }
 
     async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
