@@ -57,13 +57,13 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
                     tr { th { "config hash" } td { code { (meta.config_hash) } } }
                     tr { th { "Cargo.lock hash" } td { code { (meta.cargo_lock_hash) } } }
                     tr { th { "mutant" } td { (meta.mutant.as_deref().unwrap_or("none")) } }
+                    @if let Some(backend) = &meta.backend {
+                        tr { th { "backend" } td { code { (backend) } " (every scenario's)" } }
+                    }
                 }
                 p #reproduction {
                     "Reproduction key: git commit + config hash + Cargo.lock hash + a seed: "
-                    code {
-                        "leasesim run --scenario " (meta.sims) "/<scenario>.toml --seed <seed>"
-                        @if let Some(m) = &meta.mutant { " --mutant " (m) }
-                    }
+                    code { (meta.run_command()) }
                 }
                 (matrix(summary))
                 (coverage(summary))

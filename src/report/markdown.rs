@@ -46,6 +46,9 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
     for (key, value) in rows {
         let _ = writeln!(out, "| {key} | {} |", cell(&value));
     }
+    if let Some(backend) = &meta.backend {
+        let _ = writeln!(out, "| backend | `{}` (every scenario's) |", cell(backend));
+    }
     let _ = writeln!(
         out,
         "\n**Verdict: {} (exit {})**\n",

@@ -750,7 +750,13 @@ pub fn merge_summary(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Summar
     for run in &mut shrunk {
         // The run file is copied into `out`: replay it from there, as a whole campaign
         // writing into `out` would say, not from the shard's folder.
-        run.replay = format!("leasesim replay {}", out.join(&run.run_file).display());
+        let binary = run
+            .replay
+            .split(' ')
+            .next()
+            .unwrap_or("leasesim")
+            .to_owned();
+        run.replay = format!("{binary} replay {}", out.join(&run.run_file).display());
     }
     let (mutants, mutant_copies) = merged_mutants(&shards, force)?;
     for (relative, source) in mutant_copies {
@@ -889,6 +895,8 @@ fn merged_meta(shards: &Shards<'_>) -> CampaignMeta {
         shard: joined(|m| m.shard.clone()),
         merged: true,
         mutant: joined(|m| m.mutant.clone()),
+        backend: joined(|m| m.backend.clone()),
+        binary: joined(|m| Some(m.binary.clone())).unwrap_or_default(),
         git_commit: joined(|m| Some(m.git_commit.clone())).unwrap_or_default(),
         config_hash: joined(|m| Some(m.config_hash.clone())).unwrap_or_default(),
         cargo_lock_hash: joined(|m| Some(m.cargo_lock_hash.clone())).unwrap_or_default(),

@@ -37,6 +37,8 @@ pub(super) fn meta(commit: &str, shard: Option<&str>) -> CampaignMeta {
         shard: shard.map(str::to_owned),
         merged: false,
         mutant: None,
+        backend: None,
+        binary: "leasesim".into(),
         git_commit: commit.into(),
         config_hash: "c0ffee".into(),
         cargo_lock_hash: "10c4".into(),
