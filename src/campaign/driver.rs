@@ -560,10 +560,20 @@ fn write_campaign_file(
             coverage: l.scenario.expect.coverage.clone(),
             violate: l.scenario.expect.violate.clone(),
             coverage_within_seeds: l.scenario.coverage_within_seeds.clone(),
+            left_out: left_out(&l.scenario),
         })
         .collect();
     crate::report::write_campaign_file(out, meta, &info, wall_ms)
         .map_err(|e| CampaignError::Harness(e.to_string()))
+}
+
+/// The kinds of `scenario`'s swarm profile its backend cannot take, for the report.
+fn left_out(scenario: &Scenario) -> Option<crate::report::LeftOut> {
+    let kinds = scenario.left_out_kinds();
+    (!kinds.is_empty()).then(|| crate::report::LeftOut {
+        backend: scenario.world.backend.name().to_owned(),
+        kinds: kinds.iter().map(|kind| kind.name().to_owned()).collect(),
+    })
 }
 
 /// A failing run worth shrinking.

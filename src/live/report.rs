@@ -147,6 +147,7 @@ mod tests {
             coverage: Vec::new(),
             violate: Vec::new(),
             coverage_within_seeds: std::collections::BTreeMap::new(),
+            left_out: None,
         }];
         let verdict = write(
             dir.path(),

@@ -15,7 +15,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 use super::explanation::LinExplanation;
 use super::markdown::{runs_line, seeds_line};
 use super::overview::{Cell, LEGEND, columns};
-use super::summary::{PENDING_COVERAGE_INTRO, Summary};
+use super::summary::{LEFT_OUT_INTRO, PENDING_COVERAGE_INTRO, Summary};
 use super::{Counterexample, ReportData};
 use crate::check::Check;
 use crate::results::record::{ShrunkRun, ViolationRecord};
@@ -101,6 +101,13 @@ fn coverage(summary: &Summary) -> Markup {
             p { (PENDING_COVERAGE_INTRO) }
             ul #coverage-notes {
                 @for note in &summary.notes { li { (code_spans(note)) } }
+            }
+        }
+        @if !summary.left_out.is_empty() {
+            h2 { "Fault kinds left out" }
+            p { (LEFT_OUT_INTRO) }
+            ul #left-out {
+                @for line in &summary.left_out { li { (code_spans(line)) } }
             }
         }
     }

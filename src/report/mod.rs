@@ -143,6 +143,19 @@ pub struct ScenarioInfo {
     /// which any campaign must reach ([`ScenarioInfo::within_seeds`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub coverage_within_seeds: BTreeMap<String, u64>,
+    /// The fault kinds of its swarm profile that its backend cannot take, so none of its runs
+    /// drew them (docs/targets.md#what-a-target-world-refuses); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<LeftOut>,
+}
+
+/// Fault kinds a scenario's swarm profile names and its backend cannot take.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct LeftOut {
+    /// The backend (`target:kube-lease-manager`).
+    pub backend: String,
+    /// The kinds, as the profile names them (`pause`, `clock_drift`).
+    pub kinds: Vec<String>,
 }
 
 impl ScenarioInfo {
