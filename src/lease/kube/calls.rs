@@ -228,6 +228,39 @@ pub async fn recorded_get(
     }
 }
 
+/// Creates `object` through `api` as `owner`'s call about `session`, reported to `calls` as a
+/// [`KubeCall::Create`]: for a client other than [`super::KubeLease`] (a target adapter that
+/// creates the Lease its crate needs, docs/targets.md#kubert). Returns the created object, or
+/// `None` when the name is taken already (409 `AlreadyExists`).
+///
+/// # Errors
+/// As [`recorded_get`]'s: a status or transport error as [`LeaseError::Unavailable`],
+/// [`LeaseError::Unexpected`] or [`LeaseError::Unsupported`].
+pub async fn recorded_create(
+    api: &Api<LeaseObject>,
+    calls: &dyn KubeCalls,
+    owner: &Owner,
+    session: &SessionId,
+    object: &LeaseObject,
+) -> Result<Option<LeaseObject>, LeaseError> {
+    let name = object.metadata.name.as_deref().unwrap_or_default();
+    let caller = Caller {
+        api,
+        calls,
+        owner,
+        session,
+        name,
+    };
+    match caller.create(object).await {
+        Ok(created) => Ok(Some(created)),
+        Err(Failure::Conflict) => Ok(None),
+        Err(Failure::NotFound) => Err(LeaseError::Unavailable {
+            reason: format!("a create of Lease {name} answered 404"),
+        }),
+        Err(Failure::Lease(error)) => Err(error),
+    }
+}
+
 /// A resourceVersion as a number for [`KubeCalls`]; [`UNPARSED_RESOURCE_VERSION`] when it is
 /// not a decimal `u64`.
 pub fn parse_rv(rv: &str) -> u64 {

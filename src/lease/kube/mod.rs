@@ -66,12 +66,13 @@ use object::Held;
 use observe::Observations;
 
 pub use calls::{
-    KubeCall, KubeCalls, KubeReply, NoCalls, UNPARSED_RESOURCE_VERSION, parse_rv, recorded_get,
+    KubeCall, KubeCalls, KubeReply, NoCalls, UNPARSED_RESOURCE_VERSION, parse_rv, recorded_create,
+    recorded_get,
 };
 #[cfg(feature = "kube-cluster")]
 pub use cluster::ClusterError;
 pub use name::{OBJECT_NAME_MAX_CHARS, object_name};
-pub use transport::client_over;
+pub use transport::{api_base, client_over, http_over};
 
 /// The annotation holding the full session id of a Lease object (object names are sanitised
 /// and hashed; the world's API server records the session from it).

@@ -35,12 +35,14 @@ pub fn client_over(
     namespace_default: &str,
     call_timeout: Duration,
 ) -> kube::Client {
-    match format!("http://{authority}/").parse::<Uri>() {
-        Ok(base) if base.authority().is_some() => {
-            kube::Client::new(http_stack(dialer, base, call_timeout), namespace_default)
+    match api_base(authority) {
+        Ok(base) => {
+            let http = ServiceBuilder::new()
+                .layer(BaseUriLayer::new(base))
+                .service(http_over(dialer, call_timeout));
+            kube::Client::new(http, namespace_default)
         }
-        _ => {
-            let reason = format!("bad API server address `{authority}` (want host:port)");
+        Err(reason) => {
             let refuse = tower::service_fn(move |_: hyper::Request<kube::client::Body>| {
                 let reason = reason.clone();
                 async move { Err::<hyper::Response<kube::client::Body>, BoxError>(reason.into()) }
@@ -50,33 +52,49 @@ pub fn client_over(
     }
 }
 
-/// Base URI → call deadline → hyper-util's pooled HTTP/1 client over `dialer`.
-fn http_stack(
+/// The base URI of a plain-HTTP API server at `authority` (`host:port`): `http://{authority}/`.
+///
+/// # Errors
+/// `authority` is not a valid URI authority: a message naming it.
+pub fn api_base(authority: &str) -> Result<Uri, String> {
+    match format!("http://{authority}/").parse::<Uri>() {
+        Ok(base) if base.authority().is_some() => Ok(base),
+        _ => Err(format!("bad API server address `{authority}` (want host:port)")),
+    }
+}
+
+/// The HTTP side of [`client_over`] for any request body `B`, so that a client of another
+/// kube-rs version (a target crate's, docs/targets.md#kubert) runs on the same transport:
+/// hyper-util's pooled HTTP/1 client over `dialer`, with `timer` and `pool_timer` =
+/// `TokioTimer`, each call failing as a transport error once `call_timeout` passes on the
+/// runtime's clock. Requests must carry absolute URIs (put the client's base-URI layer in
+/// front, with [`api_base`]).
+pub fn http_over<B>(
     dialer: Dialer,
-    base: Uri,
     call_timeout: Duration,
 ) -> impl tower::Service<
-    hyper::Request<kube::client::Body>,
+    hyper::Request<B>,
     Response = hyper::Response<hyper::body::Incoming>,
     Error = BoxError,
     Future = impl Send + 'static,
 > + Send
-+ 'static {
++ 'static
+where
+    B: hyper::body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
     let connector = tower::service_fn(move |uri: Uri| {
         let dialer = dialer.clone();
         Box::pin(async move { dial(&dialer, &uri).await })
             as crate::BoxFuture<std::io::Result<TokioIo<Conn>>>
     });
-    let http: HttpClient<_, kube::client::Body> = HttpClient::builder(TokioExecutor::new())
+    let http: HttpClient<_, B> = HttpClient::builder(TokioExecutor::new())
         .timer(TokioTimer::new())
         .pool_timer(TokioTimer::new())
         .build(connector);
-    let http = http
-        .map_err(BoxError::from)
-        .map_future(move |call| with_deadline(call, call_timeout));
-    ServiceBuilder::new()
-        .layer(BaseUriLayer::new(base))
-        .service(http)
+    http.map_err(BoxError::from)
+        .map_future(move |call| with_deadline(call, call_timeout))
 }
 
 async fn dial(dialer: &Dialer, uri: &Uri) -> std::io::Result<TokioIo<Conn>> {

@@ -2,8 +2,8 @@
 //! its source answering from the world ([`leasesim::sim::hosted`]): code a world hosts
 //! unmodified reads its host's clocks and the run's seeded entropy through libc
 //! (docs/targets.md#the-targets-binary). Its targets: kube-lease-manager 0.13
-//! (`target:kube-lease-manager`, docs/targets.md#kube-lease-manager), beside leasesim's own
-//! backends.
+//! (`target:kube-lease-manager`, docs/targets.md#kube-lease-manager) and kubert 0.25
+//! (`target:kubert`, docs/targets.md#kubert), beside leasesim's own backends.
 
 use std::process::ExitCode;
 
@@ -44,8 +44,9 @@ fn main() -> ExitCode {
             return ExitCode::from(Exit::HarnessError);
         }
     }
-    let targets = vec![Backend::new(
-        leasesim_target_kube_lease_manager::KubeLeaseManager,
-    )];
+    let targets = vec![
+        Backend::new(leasesim_target_kube_lease_manager::KubeLeaseManager),
+        Backend::new(leasesim_target_kubert::Kubert),
+    ];
     leasesim::cli::main_with_targets("leasesim-targets", targets)
 }
