@@ -2,8 +2,10 @@
 //! its source answering from the world ([`leasesim::sim::hosted`]): code a world hosts
 //! unmodified reads its host's clocks and the run's seeded entropy through libc
 //! (docs/targets.md#the-targets-binary). Its targets: kube-lease-manager 0.13
-//! (`target:kube-lease-manager`, docs/targets.md#kube-lease-manager) and kubert 0.25
-//! (`target:kubert`, docs/targets.md#kubert), beside leasesim's own backends.
+//! (`target:kube-lease-manager`, docs/targets.md#kube-lease-manager), kubert 0.25
+//! (`target:kubert`, docs/targets.md#kubert) and kube-leader-election 0.44
+//! (`target:kube-leader-election`, docs/targets.md#kube-leader-election), beside leasesim's
+//! own backends.
 
 use std::process::ExitCode;
 
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
     let targets = vec![
         Backend::new(leasesim_target_kube_lease_manager::KubeLeaseManager),
         Backend::new(leasesim_target_kubert::Kubert),
+        Backend::new(leasesim_target_kube_leader_election::KubeLeaderElection),
     ];
     leasesim::cli::main_with_targets("leasesim-targets", targets)
 }
