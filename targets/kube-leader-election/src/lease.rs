@@ -89,8 +89,7 @@ impl ElectionLease {
         let until = seen.valid_until?;
         let now = self.clock.now();
         let left = until.saturating_duration_since(now);
-        (!left.is_zero())
-            .then(|| Lease::new(session.clone(), owner.clone(), token, until, left))
+        (!left.is_zero()).then(|| Lease::new(session.clone(), owner.clone(), token, until, left))
     }
 }
 

@@ -2,6 +2,7 @@
 //! leasesim, and inside a world a host's `SystemTime::now()` is that host's wall clock
 //! (docs/targets.md#the-targets-binary).
 
+mod kube_leader_election;
 mod kube_lease_manager;
 mod probe;
 mod same_bytes;
