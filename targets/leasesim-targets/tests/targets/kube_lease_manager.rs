@@ -156,6 +156,20 @@ fn finding_3_a_candidate_whose_wall_clock_is_ahead_takes_over_a_live_lock() {
 }
 
 #[test]
+fn finding_4_the_signal_outlives_the_lease_while_the_api_is_unreachable() {
+    let (output, line) =
+        replay_finding("4-the-signal-outlives-the-lease-while-the-api-is-unreachable.run.json");
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("EXCL: s2: replica-1's window (token 1")
+            && stdout.contains("and replica-3's window (token 2"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn leasesim_itself_cannot_run_a_finding_it_names_the_targets_binary() {
     // This test process links leasesim without registering any target, as `leasesim` does
     // (the binary's exit 2 is tests/world/hosted.rs's
