@@ -18,7 +18,7 @@ use crate::results::plan::{SeedPlan, Shard};
 use crate::serve::{
     LiveOptions, ServeError, ServeOptions, parse_duration, parse_grace_persist_interval, parse_ttl,
 };
-use crate::sim::runfile::RunFile;
+use crate::sim::runfile::{BackendSpec, RunFile};
 use crate::sim::runner::RunnerError;
 use crate::time::seconds_ms;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -197,6 +197,18 @@ struct CampaignArgs {
     /// 1 to 1000 (the mutant phase has no budget of its own, so this bounds it).
     #[arg(long, value_name = "N", default_value_t = 20)]
     mutant_seeds: u64,
+    /// Run every scenario on this backend (`grpc`, `kube`, or `target:<name>` in the targets
+    /// binary) in place of its `[world] backend`, e.g. the kube swarm profiles against a
+    /// target. A scenario the backend cannot run as written (a schedule naming a fault it
+    /// cannot take, a TTL it cannot grant) is refused (exit 2); a swarm profile draws only
+    /// the kinds it can take, and the banner names the rest (docs/targets.md).
+    #[arg(long, value_name = "NAME", value_parser = parse_backend)]
+    backend: Option<BackendSpec>,
+}
+
+/// `--backend`'s value: a backend's name as run files spell it.
+fn parse_backend(name: &str) -> Result<BackendSpec, String> {
+    BackendSpec::try_from(name.to_owned())
 }
 
 /// The mutants of `--mutants`.
@@ -299,6 +311,12 @@ struct RunArgs {
     /// run left there is replaced.
     #[arg(long, value_name = "DIR", default_value = "runs/latest")]
     out: PathBuf,
+    /// Run the world on this backend (`grpc`, `kube`, or `target:<name>` in the targets
+    /// binary), in place of the scenario's `[world] backend` or the default `grpc`: the run
+    /// file records it, so `replay` needs no flag. Refused (exit 2) when the scenario's
+    /// schedule names a fault it cannot take or its TTL is one it cannot grant.
+    #[arg(long, value_name = "NAME", value_parser = parse_backend)]
+    backend: Option<BackendSpec>,
     /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3). Default:
     /// a minute plus 4 × what the run's simulated time takes here (10 ms per simulated
     /// second); a limit under 2 × that is refused (exit 2), as the run may merely be long.
@@ -366,7 +384,7 @@ const HARNESS_ERROR: Exit = Exit::HarnessError;
 /// its exit code (docs/exit-codes.md). A `target:` backend is refused (exit 2), naming the
 /// targets binary.
 pub fn main() -> ExitCode {
-    run_cli(Cli::parse())
+    run_cli(Cli::parse(), "leasesim")
 }
 
 /// The same command line in a targets binary named `binary` (its name in `--help` and usage
@@ -383,19 +401,19 @@ pub fn main_with_targets(
     }
     let matches = Cli::command().name(binary).bin_name(binary).get_matches();
     match Cli::from_arg_matches(&matches) {
-        Ok(cli) => run_cli(cli),
+        Ok(cli) => run_cli(cli, binary),
         Err(error) => error.exit(),
     }
 }
 
-/// Runs the parsed command line.
-fn run_cli(cli: Cli) -> ExitCode {
+/// Runs the parsed command line as `binary` (`leasesim`, `leasesim-targets`).
+fn run_cli(cli: Cli, binary: &'static str) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(log_filter(&cli.command))
         .with_writer(std::io::stderr)
         .init();
     match cli.command {
-        Command::Campaign(args) => campaign(args),
+        Command::Campaign(args) => campaign(args, binary),
         Command::Mutants => {
             print!("{}", crate::mutant::catalogue());
             ExitCode::from(CLEAN)
@@ -510,7 +528,8 @@ fn execute_run(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
     print!("{}", run.describe(out, timeout));
     let outcome = crate::campaign::single::run_into(run, out, timeout);
     let replay = run.replay_command(&out.join("run.json"));
-    let flags = RunRequest::equivalent(run, out).map(|request| request.command());
+    let flags =
+        RunRequest::equivalent(run, out).map(|request| request.command(run.world.backend.binary()));
     let print_replay = |print: &dyn Fn(String)| {
         print(format!("replay: {replay}"));
         if let Some(flags) = &flags {
@@ -550,7 +569,7 @@ fn execute_run(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
     }
 }
 
-fn campaign(args: CampaignArgs) -> ExitCode {
+fn campaign(args: CampaignArgs, binary: &'static str) -> ExitCode {
     let jobs = args.jobs.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |n| n as usize,
@@ -573,6 +592,8 @@ fn campaign(args: CampaignArgs) -> ExitCode {
         mutant: args.mutant.map(|m| m.name().to_owned()),
         detect: args.mutants.map(|list| list.0).unwrap_or_default(),
         mutant_seeds: args.mutant_seeds,
+        backend: args.backend,
+        binary,
     };
     match crate::campaign::driver::campaign(&options) {
         Ok(summary) => {
@@ -591,7 +612,7 @@ fn campaign(args: CampaignArgs) -> ExitCode {
 /// `run`: resolve the flags (or the scenario) to a run file, then run that file — here, or
 /// with --check-determinism twice in fresh processes.
 fn run(args: RunArgs) -> ExitCode {
-    let run = match args.request.resolve() {
+    let run = match args.request.resolve_on(args.backend.as_ref()) {
         Ok(run) => run,
         Err(error) => {
             eprintln!("error: {error}");

@@ -18,6 +18,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha2::{Digest, Sha256};
 
 use super::execute::{Executed, execute};
+use super::request::scenario_command;
 use super::scenario::Scenario;
 use super::shrink;
 use super::stopwatch::Stopwatch;
@@ -28,7 +29,7 @@ use crate::report::Summary;
 use crate::results::plan::CampaignPlan;
 use crate::results::plan::{RunKey, SeedPlan, Shard, runs};
 use crate::results::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
-use crate::sim::runfile::RunFile;
+use crate::sim::runfile::{BackendSpec, RunFile};
 
 /// Everything `leasesim campaign` is told.
 #[derive(Clone, Debug)]
@@ -64,6 +65,12 @@ pub struct CampaignOptions {
     pub detect: Vec<Mutant>,
     /// Seeds tried per mutant before it counts as survived.
     pub mutant_seeds: u64,
+    /// The backend every scenario runs on (`--backend`), in place of its own `[world]
+    /// backend`; every scenario is checked on it when loaded ([`Scenario::load_on`]).
+    pub backend: Option<BackendSpec>,
+    /// The binary running the campaign (`leasesim`, `leasesim-targets`), recorded in
+    /// `campaign.json` for the report's reproduction key.
+    pub binary: &'static str,
 }
 
 /// Why a campaign could not run (its runs' own failures are results, not errors).
@@ -116,7 +123,7 @@ fn seeds_phrase(seeds: SeedPlan) -> String {
 /// [`CampaignError::Harness`] when the report folder cannot be written.
 pub fn campaign(options: &CampaignOptions) -> Result<Summary, CampaignError> {
     validate(options)?;
-    let scenarios = load_scenarios(&options.sims)?;
+    let scenarios = load_scenarios(&options.sims, options.backend.as_ref())?;
     owns_some_run(options, scenarios.len())?;
     mutant_planted_somewhere(options, &scenarios)?;
     run_timeout_fits(options, &scenarios)?;
@@ -231,7 +238,10 @@ fn owns_some_run(options: &CampaignOptions, scenarios: usize) -> Result<(), Camp
 }
 
 /// Every `*.toml` directly in `sims`, by file name.
-fn load_scenarios(sims: &Path) -> Result<Vec<Loaded>, CampaignError> {
+fn load_scenarios(
+    sims: &Path,
+    backend: Option<&BackendSpec>,
+) -> Result<Vec<Loaded>, CampaignError> {
     let entries = std::fs::read_dir(sims).map_err(|e| {
         CampaignError::BadInput(format!(
             "--sims {}: cannot read that folder: {e}; pass the folder of scenario files (sims/ in the repository)",
@@ -253,8 +263,8 @@ fn load_scenarios(sims: &Path) -> Result<Vec<Loaded>, CampaignError> {
     paths
         .into_iter()
         .map(|path| {
-            let scenario =
-                Scenario::load(&path).map_err(|e| CampaignError::BadInput(e.to_string()))?;
+            let scenario = Scenario::load_on(&path, backend)
+                .map_err(|e| CampaignError::BadInput(e.to_string()))?;
             Ok(Loaded { path, scenario })
         })
         .collect()
@@ -273,6 +283,11 @@ fn meta(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<CampaignMeta,
     }
     config.update(options.seeds.to_string().as_bytes());
     config.update(options.mutant.as_deref().unwrap_or("").as_bytes());
+    // Past the mutant's bytes, so a campaign without --backend keeps its hash.
+    if let Some(backend) = &options.backend {
+        config.update(b"\0backend ");
+        config.update(backend.name().as_bytes());
+    }
     Ok(CampaignMeta {
         v: RECORD_VERSION,
         seeds: options.seeds.to_string(),
@@ -281,6 +296,8 @@ fn meta(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<CampaignMeta,
         shard: options.shard.map(|s| s.to_string()),
         merged: false,
         mutant: options.mutant.clone(),
+        backend: options.backend.as_ref().map(|b| b.name().to_owned()),
+        binary: options.binary.to_owned(),
         git_commit: git_commit(&options.sims),
         config_hash: hex(&config.finalize()[..8]),
         cargo_lock_hash: cargo_lock_hash(),
@@ -543,10 +560,20 @@ fn write_campaign_file(
             coverage: l.scenario.expect.coverage.clone(),
             violate: l.scenario.expect.violate.clone(),
             coverage_within_seeds: l.scenario.coverage_within_seeds.clone(),
+            left_out: left_out(&l.scenario),
         })
         .collect();
     crate::report::write_campaign_file(out, meta, &info, wall_ms)
         .map_err(|e| CampaignError::Harness(e.to_string()))
+}
+
+/// The kinds of `scenario`'s swarm profile its backend cannot take, for the report.
+fn left_out(scenario: &Scenario) -> Option<crate::report::LeftOut> {
+    let kinds = scenario.left_out_kinds();
+    (!kinds.is_empty()).then(|| crate::report::LeftOut {
+        backend: scenario.world.backend.name().to_owned(),
+        kinds: kinds.iter().map(|kind| kind.name().to_owned()).collect(),
+    })
 }
 
 /// A failing run worth shrinking.
@@ -749,13 +776,7 @@ fn planted(options: &CampaignOptions, loaded: &Loaded) -> bool {
 fn run_one(options: &CampaignOptions, loaded: &Loaded, seed: u64) -> Executed {
     match resolve(options, loaded, seed) {
         Ok(run) => {
-            let mut replay = format!(
-                "leasesim run --scenario {} --seed {seed}",
-                loaded.path.display()
-            );
-            if let Some(mutant) = options.mutant.as_ref().filter(|_| planted(options, loaded)) {
-                replay += &format!(" --mutant {mutant}");
-            }
+            let replay = scenario_command(&run, &loaded.path, options.backend.as_ref());
             execute(&run, run.wall_timeout(options.run_timeout), replay)
         }
         Err(error) => Executed {
@@ -846,7 +867,7 @@ fn shrink_failure(
         seed: failure.key.seed,
         check: failure.check,
         run_file: format!("shrunk/{file_name}"),
-        replay: format!("leasesim replay {}", path.display()),
+        replay: shrunk.run.replay_command(&path),
         faults: (run.schedule.faults.len(), shrunk.run.schedule.faults.len()),
         operations: (failure.operations, shrunk.operations),
         attempts: shrunk.attempts,
@@ -910,6 +931,7 @@ fn detect_mutants(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<(),
     let table = super::mutants::detect(
         &super::mutants::DetectOptions {
             scenarios: &listed,
+            backend: options.backend.as_ref(),
             first_seed,
             seeds: options.mutant_seeds,
             jobs: options.jobs,

@@ -18,6 +18,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::execute::execute;
+use super::request::scenario_command;
 use super::scenario::Scenario;
 use super::shrink;
 use super::stopwatch::Stopwatch;
@@ -27,6 +28,7 @@ use crate::lease::{FlockLease, FlockLeaseConfig, MemLease};
 use crate::mutant::{Kill, Mutant};
 use crate::results::plan::Shard;
 use crate::results::record::Detection;
+use crate::sim::runfile::BackendSpec;
 
 /// The mutants of `selected` that `shard` detects, in catalogue order: the selection sorted
 /// by [`Mutant::position`] with repeats dropped, then every N-th from the K-th (see the
@@ -48,6 +50,8 @@ pub fn owned_mutants(selected: &[Mutant], shard: Option<Shard>) -> Vec<Mutant> {
 pub struct DetectOptions<'a> {
     /// The campaign's scenarios, in campaign order, with their paths.
     pub scenarios: &'a [(&'a Path, &'a Scenario)],
+    /// The backend every scenario runs on (the campaign's `--backend`), if one was given.
+    pub backend: Option<&'a BackendSpec>,
     /// The first seed to try.
     pub first_seed: u64,
     /// How many seeds to try per mutant before it counts as survived.
@@ -157,11 +161,7 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
             };
             run.mutant = Some(mutant.name().to_owned());
             runs += 1;
-            let replay = format!(
-                "leasesim run --scenario {} --seed {seed} --mutant {}",
-                path.display(),
-                mutant.name()
-            );
+            let replay = scenario_command(&run, path, options.backend);
             let executed = execute(&run, run.wall_timeout(options.run_timeout), replay.clone());
             let Some(check) = executed.record.unexpected.first().cloned() else {
                 continue;

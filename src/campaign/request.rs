@@ -11,11 +11,31 @@ use std::time::Duration;
 use super::scenario::Scenario;
 use crate::mutant::Mutant;
 use crate::sim::runfile::{
-    COMMAND_LINE, DURATION_S_MAX, Expect, RUN_FILE_SCHEMA_VERSION, RunFile, RunFileError,
-    RunWorkload, WorldSpec, duration_token, shell_word,
+    BackendSpec, COMMAND_LINE, DURATION_S_MAX, Expect, RUN_FILE_SCHEMA_VERSION, RunFile,
+    RunFileError, RunWorkload, WorldSpec, duration_token, shell_word,
 };
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::script::Script;
+
+/// The command that reruns `run`, resolved from the scenario at `path` with its seed: `BINARY
+/// run --scenario PATH --seed SEED`, with `--backend` when the campaign gave one
+/// (`backend_flag`) and `--mutant` when the run carries one; `BINARY` is the one that knows
+/// the run's backend ([`BackendSpec::binary`]).
+pub fn scenario_command(run: &RunFile, path: &Path, backend_flag: Option<&BackendSpec>) -> String {
+    let mut command = format!(
+        "{} run --scenario {} --seed {}",
+        run.world.backend.binary(),
+        shell_word(&path.display().to_string()),
+        run.seed
+    );
+    if let Some(backend) = backend_flag {
+        command += &format!(" --backend {}", backend.name());
+    }
+    if let Some(mutant) = &run.mutant {
+        command += &format!(" --mutant {mutant}");
+    }
+    command
+}
 
 /// What `leasesim run` was asked for: the run's flags, defined once (clap parses them here,
 /// [`RunRequest::args`] writes them back).
@@ -79,11 +99,21 @@ impl RunRequest {
     /// [`DURATION_S_MAX`], or a run a run file would be refused for ([`RunFile::validate`]),
     /// a `--mutant` planted in another backend than the run's included.
     pub fn resolve(&self) -> Result<RunFile, RunFileError> {
+        self.resolve_on(None)
+    }
+
+    /// [`RunRequest::resolve`] with the world on `backend` when one is given (`leasesim run
+    /// --backend`), in place of the scenario's or the default one; the scenario's checks
+    /// are made on that backend ([`Scenario::load_on`]).
+    ///
+    /// # Errors
+    /// As [`RunRequest::resolve`].
+    pub fn resolve_on(&self, backend: Option<&BackendSpec>) -> Result<RunFile, RunFileError> {
         let mut run = match &self.scenario {
-            Some(path) => Scenario::load(path)
+            Some(path) => Scenario::load_on(path, backend)
                 .map_err(|e| RunFileError(e.to_string()))?
                 .resolve(self.seed)?,
-            None => self.resolve_flags()?,
+            None => self.resolve_flags(backend)?,
         };
         if let Some(mutant) = self.mutant {
             run.mutant = Some(mutant.name().to_owned());
@@ -95,7 +125,7 @@ impl RunRequest {
         Ok(run)
     }
 
-    fn resolve_flags(&self) -> Result<RunFile, RunFileError> {
+    fn resolve_flags(&self, backend: Option<&BackendSpec>) -> Result<RunFile, RunFileError> {
         if self.duration.subsec_nanos() != 0 {
             return Err(RunFileError(format!(
                 "--duration {}: give whole seconds (e.g. 90s)",
@@ -112,13 +142,13 @@ impl RunRequest {
         let world = WorldSpec {
             replicas: self.replicas,
             duration_s: self.duration.as_secs(),
+            backend: backend.cloned().unwrap_or_default(),
             ..WorldSpec::default()
         };
         if let Err((field, message)) = world.check() {
-            let flag = if field == "duration_s" {
-                "duration"
-            } else {
-                field
+            let flag = match field {
+                "duration_s" => "duration",
+                other => other,
             };
             return Err(RunFileError(format!("--{flag}: {message}")));
         }
@@ -221,10 +251,11 @@ impl RunRequest {
         args
     }
 
-    /// `leasesim run` with [`RunRequest::args`], each quoted for a shell where it must be.
-    pub fn command(&self) -> String {
+    /// `binary run` with [`RunRequest::args`], each quoted for a shell where it must be
+    /// (`binary`: the one that knows the run's backend, [`BackendSpec::binary`]).
+    pub fn command(&self, binary: &str) -> String {
         let words: Vec<String> = self.args().iter().map(|a| shell_word(a)).collect();
-        format!("leasesim run {}", words.join(" "))
+        format!("{binary} run {}", words.join(" "))
     }
 }
 

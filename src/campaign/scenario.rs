@@ -24,10 +24,11 @@ use crate::sim::config::{WorkloadMix, WorldConfig};
 use crate::sim::runfile::pair::Pair;
 use crate::sim::runfile::validate::check_mix;
 use crate::sim::runfile::{
-    Expect, RUN_FILE_SCHEMA_VERSION, RunFile, RunFileError, RunWorkload, WorldSpec,
+    BackendSpec, Expect, RUN_FILE_SCHEMA_VERSION, RunFile, RunFileError, RunWorkload, WorldSpec,
 };
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::script::Script;
+use crate::sim::world::check_backend_faults;
 
 /// Schema version of scenario files.
 pub const SCENARIO_SCHEMA_VERSION: u32 = 1;
@@ -263,6 +264,17 @@ impl Scenario {
     /// schema version, a value out of range, both a script and a mix (or a schedule and a
     /// swarm), a missing or malformed script or schedule file, or one the world refuses.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_on(path, None)
+    }
+
+    /// [`Scenario::load`], its world on `backend` when one is given (`--backend`), in place
+    /// of the file's `[world] backend`: every check the file gets is made on that backend (a
+    /// schedule naming a fault it cannot take, a profile none of whose kinds it can take, a
+    /// TTL it cannot grant are refused).
+    ///
+    /// # Errors
+    /// As [`Scenario::load`]; a refusal the backend causes says it was given by `--backend`.
+    pub fn load_on(path: &Path, backend: Option<&BackendSpec>) -> Result<Scenario, ScenarioError> {
         let text =
             crate::input::read_to_string(path, crate::input::DOCUMENT_LIMIT).map_err(|e| {
                 ScenarioError {
@@ -272,7 +284,12 @@ impl Scenario {
                     message: format!("cannot read the scenario file: {e}"),
                 }
             })?;
-        Scenario::parse(path, &text)
+        Scenario::parse_on(path, &text, backend).map_err(|mut error| {
+            if let Some(backend) = backend {
+                error.message = format!("with --backend {}: {}", backend.name(), error.message);
+            }
+            error
+        })
     }
 
     /// Checks a scenario file's `text`, as if read from `path` (files it names are read
@@ -281,6 +298,19 @@ impl Scenario {
     /// # Errors
     /// As [`Scenario::load`].
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_on(path, text, None)
+    }
+
+    /// [`Scenario::parse`] with the world on `backend` when one is given
+    /// ([`Scenario::load_on`]).
+    ///
+    /// # Errors
+    /// As [`Scenario::load`].
+    pub fn parse_on(
+        path: &Path,
+        text: &str,
+        backend: Option<&BackendSpec>,
+    ) -> Result<Scenario, ScenarioError> {
         let errors = Errors { path, text };
         let raw: RawScenario = toml::from_str(text).map_err(|e| errors.toml(&e))?;
         if *raw.v.get_ref() != SCENARIO_SCHEMA_VERSION {
@@ -295,22 +325,20 @@ impl Scenario {
             ));
         }
         let folder = path.parent().unwrap_or(Path::new("."));
-        let world_at = raw.world.as_ref().map_or(0, |world| world.span().start);
-        let world = match raw.world {
-            Some(world) => {
-                let span = world.span().start;
-                let world = world.into_inner();
-                if let Err((field, message)) = world.check() {
-                    return Err(errors.at(span, &format!("world.{field}"), message));
-                }
-                world
-            }
-            None => WorldSpec::default(),
+        let (world_span, mut world) = match raw.world {
+            Some(world) => (world.span().start, world.into_inner()),
+            None => (0, WorldSpec::default()),
         };
+        if let Some(backend) = backend {
+            world.backend = backend.clone();
+        }
+        if let Err((field, message)) = world.check() {
+            return Err(errors.at(world_span, &format!("world.{field}"), message));
+        }
         let mut config = world.config(0, WorkloadMix::default());
         let workload = resolve_workload(&errors, folder, &config, raw.workload)?;
         config.liveness_phase = matches!(workload, ScenarioWorkload::Generated(_));
-        check_world_run_end(&errors, world_at, &config)?;
+        check_world_run_end(&errors, world_span, &config)?;
         let faults = resolve_faults(&errors, folder, &config, raw.faults)?;
         let (expect, coverage_within_seeds) = resolve_expect(&errors, raw.expect)?;
         let mutant = match raw.mutant {
@@ -614,7 +642,13 @@ fn resolve_faults(
             let (path, schedule) = read_json(errors, folder, "faults.schedule", &file, |text| {
                 FaultSchedule::from_json(text)
             })?;
-            schedule.validate_in(config).map_err(|e| {
+            let refusal = schedule
+                .validate_in(config)
+                .map_err(|e| e.to_string())
+                .and_then(|()| {
+                    check_backend_faults(&config.backend, &schedule).map_err(|e| e.to_string())
+                });
+            refusal.map_err(|e| {
                 errors.at(
                     file.span().start,
                     "faults.schedule",

@@ -80,6 +80,8 @@ pub fn write(
         shard: None,
         merged: false,
         mutant,
+        backend: None,
+        binary: "leasesim".to_owned(),
         git_commit: crate::campaign::driver::git_commit(Path::new(".")),
         config_hash,
         cargo_lock_hash: crate::campaign::driver::cargo_lock_hash(),
@@ -145,6 +147,7 @@ mod tests {
             coverage: Vec::new(),
             violate: Vec::new(),
             coverage_within_seeds: std::collections::BTreeMap::new(),
+            left_out: None,
         }];
         let verdict = write(
             dir.path(),

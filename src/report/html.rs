@@ -15,7 +15,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 use super::explanation::LinExplanation;
 use super::markdown::{runs_line, seeds_line};
 use super::overview::{Cell, LEGEND, columns};
-use super::summary::{PENDING_COVERAGE_INTRO, Summary};
+use super::summary::{LEFT_OUT_INTRO, PENDING_COVERAGE_INTRO, Summary};
 use super::{Counterexample, ReportData};
 use crate::check::Check;
 use crate::results::record::{ShrunkRun, ViolationRecord};
@@ -57,13 +57,13 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
                     tr { th { "config hash" } td { code { (meta.config_hash) } } }
                     tr { th { "Cargo.lock hash" } td { code { (meta.cargo_lock_hash) } } }
                     tr { th { "mutant" } td { (meta.mutant.as_deref().unwrap_or("none")) } }
+                    @if let Some(backend) = &meta.backend {
+                        tr { th { "backend" } td { code { (backend) } " (every scenario's)" } }
+                    }
                 }
                 p #reproduction {
                     "Reproduction key: git commit + config hash + Cargo.lock hash + a seed: "
-                    code {
-                        "leasesim run --scenario " (meta.sims) "/<scenario>.toml --seed <seed>"
-                        @if let Some(m) = &meta.mutant { " --mutant " (m) }
-                    }
+                    code { (meta.run_command()) }
                 }
                 (matrix(summary))
                 (coverage(summary))
@@ -101,6 +101,13 @@ fn coverage(summary: &Summary) -> Markup {
             p { (PENDING_COVERAGE_INTRO) }
             ul #coverage-notes {
                 @for note in &summary.notes { li { (code_spans(note)) } }
+            }
+        }
+        @if !summary.left_out.is_empty() {
+            h2 { "Fault kinds left out" }
+            p { (LEFT_OUT_INTRO) }
+            ul #left-out {
+                @for line in &summary.left_out { li { (code_spans(line)) } }
             }
         }
     }

@@ -12,8 +12,8 @@ use super::ReportData;
 use super::counterexamples;
 use super::overview::{self, Anchors, FAILING_RUNS_ANCHOR, HARNESS_ERRORS_ANCHOR, anchor_line};
 use super::summary::{
-    CheckSummary, PENDING_COVERAGE_INTRO, ScenarioSummary, Summary, and_more, order_events, plural,
-    status_name,
+    CheckSummary, LEFT_OUT_INTRO, PENDING_COVERAGE_INTRO, ScenarioSummary, Summary, and_more,
+    order_events, plural, status_name,
 };
 use crate::check::Check;
 use crate::results::CoverageEvent;
@@ -45,6 +45,9 @@ pub(super) fn render(data: &ReportData, summary: &Summary) -> String {
     ];
     for (key, value) in rows {
         let _ = writeln!(out, "| {key} | {} |", cell(&value));
+    }
+    if let Some(backend) = &meta.backend {
+        let _ = writeln!(out, "| backend | `{}` (every scenario's) |", cell(backend));
     }
     let _ = writeln!(
         out,
@@ -384,6 +387,19 @@ fn expectations(out: &mut String, summary: &Summary) {
         out.push('\n');
     }
     pending_coverage(out, summary);
+    left_out(out, summary);
+}
+
+/// The kinds no run drew, their backends lacking what they need.
+fn left_out(out: &mut String, summary: &Summary) {
+    if summary.left_out.is_empty() {
+        return;
+    }
+    let _ = write!(out, "## Fault kinds left out\n\n{LEFT_OUT_INTRO}\n\n");
+    for line in &summary.left_out {
+        let _ = writeln!(out, "- {line}.");
+    }
+    out.push('\n');
 }
 
 /// The notes: expected events a campaign this short is not expected to reach yet.

@@ -143,6 +143,19 @@ pub struct ScenarioInfo {
     /// which any campaign must reach ([`ScenarioInfo::within_seeds`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub coverage_within_seeds: BTreeMap<String, u64>,
+    /// The fault kinds of its swarm profile that its backend cannot take, so none of its runs
+    /// drew them (docs/targets.md#what-a-target-world-refuses); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<LeftOut>,
+}
+
+/// Fault kinds a scenario's swarm profile names and its backend cannot take.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct LeftOut {
+    /// The backend (`target:kube-lease-manager`).
+    pub backend: String,
+    /// The kinds, as the profile names them (`pause`, `clock_drift`).
+    pub kinds: Vec<String>,
 }
 
 impl ScenarioInfo {
@@ -750,7 +763,13 @@ pub fn merge_summary(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Summar
     for run in &mut shrunk {
         // The run file is copied into `out`: replay it from there, as a whole campaign
         // writing into `out` would say, not from the shard's folder.
-        run.replay = format!("leasesim replay {}", out.join(&run.run_file).display());
+        let binary = run
+            .replay
+            .split(' ')
+            .next()
+            .unwrap_or("leasesim")
+            .to_owned();
+        run.replay = format!("{binary} replay {}", out.join(&run.run_file).display());
     }
     let (mutants, mutant_copies) = merged_mutants(&shards, force)?;
     for (relative, source) in mutant_copies {
@@ -889,6 +908,8 @@ fn merged_meta(shards: &Shards<'_>) -> CampaignMeta {
         shard: joined(|m| m.shard.clone()),
         merged: true,
         mutant: joined(|m| m.mutant.clone()),
+        backend: joined(|m| m.backend.clone()),
+        binary: joined(|m| Some(m.binary.clone())).unwrap_or_default(),
         git_commit: joined(|m| Some(m.git_commit.clone())).unwrap_or_default(),
         config_hash: joined(|m| Some(m.config_hash.clone())).unwrap_or_default(),
         cargo_lock_hash: joined(|m| Some(m.cargo_lock_hash.clone())).unwrap_or_default(),

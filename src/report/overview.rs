@@ -100,17 +100,12 @@ fn slug(name: &str) -> String {
 
 /// The reproduction key in one line: what, with a seed, reruns a run byte for byte.
 pub(super) fn reproduction_key(out: &mut String, meta: &CampaignMeta) {
-    let mutant = meta
-        .mutant
-        .as_deref()
-        .map_or(String::new(), |m| format!(" --mutant {m}"));
     let _ = writeln!(
         out,
         "**Reproduction key:** git commit + config hash + Cargo.lock hash (above) + a seed. \
-         On that commit, `leasesim run --scenario {}/<scenario>.toml --seed <seed>{mutant}` \
-         reruns a run byte for byte (each run's own command is in `results.jsonl`; the \
-         failing ones are below).\n",
-        meta.sims
+         On that commit, `{}` reruns a run byte for byte (each run's own command is in \
+         `results.jsonl`; the failing ones are below).\n",
+        meta.run_command()
     );
 }
 

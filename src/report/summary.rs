@@ -37,6 +37,10 @@ pub struct Summary {
     /// run of that length is not expected to reach it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Per scenario whose backend cannot take some kinds of its swarm profile: which, so
+    /// none of its runs drew them (`kube-swarm-freezes on target:x: pause, suspend`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
     /// The seeds that ran: those that ran on every scenario, as ranges (`0..37`, `0..12,
     /// 40..45`), then each seed that ran on only some of them named apart, with how many
     /// (`0..12; 12 on 17 of 40 scenarios`: the last seed of a budget campaign, or a shard's
@@ -279,6 +283,7 @@ impl Summary {
             verdict,
             warnings: coverage_warnings(&scenarios),
             notes: coverage_notes(&scenarios),
+            left_out: left_out(data),
             seeds_run: seeds_run(&data.results, scenarios.len()),
             runs: data.results.len() as u64,
             planned_runs: completeness.planned,
@@ -611,6 +616,28 @@ pub(super) fn coverage_notes(scenarios: &[ScenarioSummary]) -> Vec<String> {
     scenarios
         .iter()
         .flat_map(|s| s.pending_coverage.iter().map(|p| p.note(&s.name)))
+        .collect()
+}
+
+/// What a reader is told when a backend leaves kinds out (report.md, report.html).
+pub(super) const LEFT_OUT_INTRO: &str = "These scenarios' backends cannot take some fault kinds \
+     their swarm profiles name (docs/targets.md#what-a-target-world-refuses): no run drew them, \
+     so this campaign says nothing about them.";
+
+/// One line per scenario whose swarm profile names kinds its backend cannot take.
+fn left_out(data: &ReportData) -> Vec<String> {
+    data.campaign
+        .scenarios
+        .iter()
+        .filter_map(|scenario| {
+            let left_out = scenario.left_out.as_ref()?;
+            Some(format!(
+                "`{}` on `{}`: {}",
+                scenario.name,
+                left_out.backend,
+                left_out.kinds.join(", ")
+            ))
+        })
         .collect()
 }
 

@@ -37,6 +37,8 @@ pub(super) fn meta(commit: &str, shard: Option<&str>) -> CampaignMeta {
         shard: shard.map(str::to_owned),
         merged: false,
         mutant: None,
+        backend: None,
+        binary: "leasesim".into(),
         git_commit: commit.into(),
         config_hash: "c0ffee".into(),
         cargo_lock_hash: "10c4".into(),
@@ -50,6 +52,7 @@ pub(super) fn info(name: &str, about: &str, coverage: &[&str], violate: &[&str])
         coverage: coverage.iter().map(|s| (*s).to_owned()).collect(),
         violate: violate.iter().map(|s| s.parse().unwrap()).collect(),
         coverage_within_seeds: BTreeMap::new(),
+        left_out: None,
     }
 }
 
@@ -1145,4 +1148,36 @@ fn a_seed_that_ran_on_only_some_scenarios_is_named_apart() {
         ),
         "{md}"
     );
+}
+
+#[test]
+fn kinds_a_backend_left_out_are_in_the_markdown_the_page_and_the_summary() {
+    let mut campaign = campaign("c", None);
+    campaign.scenarios[0].left_out = Some(crate::report::LeftOut {
+        backend: "target:kube-lease-manager".into(),
+        kinds: vec!["pause".into(), "clock_drift".into()],
+    });
+    let data = ReportData::new(campaign, results(), Vec::new());
+    let summary = data.summary();
+    let line = "`clean` on `target:kube-lease-manager`: pause, clock_drift";
+    assert_eq!(summary.left_out, vec![line.to_owned()]);
+    let (md, _, _) = render_text(&data);
+    assert!(
+        md.contains(&format!(
+            "## Fault kinds left out\n\n{}\n\n- {line}.\n",
+            super::summary::LEFT_OUT_INTRO
+        )),
+        "{md}"
+    );
+    let page = html::render(&data, &summary);
+    assert!(
+        page.contains(
+            "<ul id=\"left-out\"><li><code>clean</code> on <code>target:kube-lease-manager</code>: pause, clock_drift</li></ul>"
+        ),
+        "{page}"
+    );
+
+    let data = ReportData::new(super::tests::campaign("c", None), results(), Vec::new());
+    assert!(data.summary().left_out.is_empty());
+    assert!(!render_text(&data).0.contains("Fault kinds left out"));
 }

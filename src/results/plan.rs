@@ -418,6 +418,8 @@ mod tests {
             shard: shard.map(str::to_owned),
             merged,
             mutant: None,
+            backend: None,
+            binary: "leasesim".into(),
             git_commit: "c".into(),
             config_hash: "h".into(),
             cargo_lock_hash: "l".into(),

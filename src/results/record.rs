@@ -147,6 +147,10 @@ pub struct ShrunkRun {
     pub sequence_diagram: String,
 }
 
+fn default_binary() -> String {
+    "leasesim".to_owned()
+}
+
 /// What identifies a campaign's results: printed on every report.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct CampaignMeta {
@@ -166,12 +170,40 @@ pub struct CampaignMeta {
     pub merged: bool,
     /// The mutant planted, if any.
     pub mutant: Option<String>,
+    /// The backend every scenario ran on (`campaign --backend`), when one was given in place
+    /// of the scenarios' own (absent in JSON otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// The binary that ran the campaign and reruns its runs: `leasesim`, or `leasesim-targets`
+    /// for target backends (docs/targets.md#the-targets-binary; `leasesim` in files written
+    /// before it was kept).
+    #[serde(default = "default_binary")]
+    pub binary: String,
     /// `git rev-parse HEAD` of the build's tree (`unknown` outside a git checkout).
     pub git_commit: String,
     /// A hash of every scenario file's bytes and the campaign options (hex).
     pub config_hash: String,
     /// A hash of `Cargo.lock` (hex): turmoil's RNG is only portable within one lock.
     pub cargo_lock_hash: String,
+}
+
+impl CampaignMeta {
+    /// The command that reruns one run of the campaign, a scenario and a seed left as
+    /// placeholders: `BINARY run --scenario SIMS/<scenario>.toml --seed <seed>` with the
+    /// campaign's `--backend` and `--mutant`.
+    pub fn run_command(&self) -> String {
+        let mut command = format!(
+            "{} run --scenario {}/<scenario>.toml --seed <seed>",
+            self.binary, self.sims
+        );
+        if let Some(backend) = &self.backend {
+            command += &format!(" --backend {backend}");
+        }
+        if let Some(mutant) = &self.mutant {
+            command += &format!(" --mutant {mutant}");
+        }
+        command
+    }
 }
 
 /// One mutant's detection by a `--mutants` campaign: a line of `mutants.jsonl`.

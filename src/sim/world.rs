@@ -375,8 +375,12 @@ fn check_config(config: &WorldConfig) -> Result<(), WorldError> {
 
 /// Refuses faults the backend cannot take: record deletion, crashes or restarts of its host
 /// when it does not restart, and freezes and drift when its code cannot take them (code the
-/// world hosts unmodified: docs/targets.md#what-a-target-world-refuses).
-fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Result<(), WorldError> {
+/// world hosts unmodified: docs/targets.md#what-a-target-world-refuses). A world refuses them
+/// when built, a scenario when loaded.
+///
+/// # Errors
+/// [`WorldError::Unsupported`] naming the backend, the fault and its time.
+pub fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Result<(), WorldError> {
     let view = backend.view();
     for fault in &schedule.faults {
         let refused = match &fault.fault {

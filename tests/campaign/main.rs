@@ -2,6 +2,7 @@
 //! shrinking and invariant reports"): every test drives the real binary in a temp folder
 //! with a copy of a few scenarios from `sims/` and a small, pinned seed range.
 
+mod backend;
 mod bad_input;
 mod deploy;
 mod expectations;

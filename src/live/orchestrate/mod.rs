@@ -131,6 +131,7 @@ pub fn main(args: LiveArgs) -> Exit {
                 coverage: Vec::new(),
                 violate: resolved.expect.violate.clone(),
                 coverage_within_seeds: std::collections::BTreeMap::new(),
+                left_out: None,
             });
         }
         let replay = replay_command(&request, args.backend, &out);

@@ -330,10 +330,12 @@ impl RunFile {
         text
     }
 
-    /// The command that replays this run once saved at `path`.
+    /// The command that replays this run once saved at `path`, by the binary that knows its
+    /// backend ([`BackendSpec::binary`]).
     pub fn replay_command(&self, path: &Path) -> String {
         format!(
-            "leasesim replay {}",
+            "{} replay {}",
+            self.world.backend.binary(),
             shell_word(&path.display().to_string())
         )
     }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::lease::SessionId;
 use crate::sim::backend::{
-    Backend, Grpc, Kube, TARGET_PREFIX, check_whole_seconds, target_backend,
+    Backend, Grpc, Kube, TARGET_PREFIX, TARGETS_BINARY, check_whole_seconds, target_backend,
 };
 use crate::sim::config::{WorkloadMix, WorldConfig};
 
@@ -50,6 +50,16 @@ impl BackendSpec {
             BackendSpec::Grpc => "grpc",
             BackendSpec::Kube => "kube",
             BackendSpec::Target(spelling) => spelling,
+        }
+    }
+
+    /// The binary that runs a world on this backend: `leasesim`, or for a target backend
+    /// the targets binary ([`TARGETS_BINARY`]), the only one that knows it
+    /// (docs/targets.md#the-targets-binary). Replay lines name it.
+    pub fn binary(&self) -> &'static str {
+        match self {
+            BackendSpec::Grpc | BackendSpec::Kube => "leasesim",
+            BackendSpec::Target(_) => TARGETS_BINARY,
         }
     }
 

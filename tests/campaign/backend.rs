@@ -1,0 +1,150 @@
+//! `--backend` on `campaign` and `run`: every scenario's world on the backend named, checked
+//! there when loaded, recorded in the run files and the campaign's identity, and named in
+//! every command that reruns a run (docs/campaigns.md#another-backend).
+
+use super::support::{both, copy_sims, leasesim, results, stderr};
+
+#[test]
+fn a_campaign_with_backend_runs_every_scenario_on_it_and_every_rerun_command_says_so() {
+    let root = tempfile::tempdir().unwrap();
+    copy_sims(root.path(), "sims", &["swarm-partitions"]);
+    let output = leasesim(
+        root.path(),
+        &[
+            "campaign",
+            "--sims",
+            "sims",
+            "--seeds",
+            "0..2",
+            "--backend",
+            "kube",
+            "--out",
+            "out",
+            "--no-progress",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", both(&output));
+    let out = root.path().join("out");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("campaign.json")).unwrap()).unwrap();
+    assert_eq!(meta["meta"]["backend"], "kube", "{meta}");
+    assert_eq!(meta["meta"]["binary"], "leasesim", "{meta}");
+    let mut runs = results(&out);
+    runs.sort_by_key(|run| run["seed"].as_u64());
+    assert_eq!(runs.len(), 2);
+    for (seed, run) in runs.iter().enumerate() {
+        assert_eq!(
+            run["replay"],
+            format!(
+                "leasesim run --scenario sims/swarm-partitions.toml --seed {seed} --backend kube"
+            ),
+        );
+    }
+    // The run a rerun command makes is the campaign's: on kube, whose API server writes
+    // `write` lines (the gRPC authority writes `decision` lines instead).
+    let rerun = leasesim(
+        root.path(),
+        &[
+            "run",
+            "--scenario",
+            "sims/swarm-partitions.toml",
+            "--seed",
+            "1",
+            "--backend",
+            "kube",
+            "--out",
+            "rerun",
+        ],
+    );
+    assert_eq!(rerun.status.code(), Some(0), "{}", both(&rerun));
+    let run_file = std::fs::read_to_string(root.path().join("rerun/run.json")).unwrap();
+    assert!(run_file.contains("\"backend\": \"kube\""), "{run_file}");
+    let history = std::fs::read_to_string(root.path().join("rerun/history.jsonl")).unwrap();
+    assert!(
+        history.contains("\"kind\":\"write\""),
+        "no API server write in the rerun"
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("| backend | `kube` (every scenario's) |"),
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "`leasesim run --scenario sims/<scenario>.toml --seed <seed> --backend kube`"
+        ),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_campaign_with_backend_refuses_a_scenario_whose_schedule_it_cannot_run_naming_the_flag() {
+    let root = tempfile::tempdir().unwrap();
+    // Its schedule deletes a lease record: the kube backend has no record deletion.
+    copy_sims(root.path(), "sims", &["f5a-token-survives-record-deletion"]);
+    let output = leasesim(
+        root.path(),
+        &[
+            "campaign",
+            "--sims",
+            "sims",
+            "--seeds",
+            "0..1",
+            "--backend",
+            "kube",
+            "--out",
+            "out",
+            "--no-progress",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", both(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("f5a-token-survives-record-deletion.toml")
+            && message.contains("with --backend kube:"),
+        "{message}"
+    );
+}
+
+#[test]
+fn leasesim_refuses_a_target_backend_naming_the_targets_binary() {
+    let root = tempfile::tempdir().unwrap();
+    copy_sims(root.path(), "sims", &["swarm-partitions"]);
+    for args in [
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--backend",
+            "target:kube-lease-manager",
+        ][..],
+        &[
+            "campaign",
+            "--seeds",
+            "0..1",
+            "--backend",
+            "target:kube-lease-manager",
+            "--no-progress",
+        ][..],
+    ] {
+        let output = leasesim(root.path(), args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", both(&output));
+        assert!(
+            stderr(&output).contains("leasesim-targets"),
+            "{}",
+            both(&output)
+        );
+    }
+}
+
+#[test]
+fn an_unknown_backend_name_is_refused_listing_the_names() {
+    let root = tempfile::tempdir().unwrap();
+    let output = leasesim(root.path(), &["run", "--seed", "1", "--backend", "etcd"]);
+    assert_eq!(output.status.code(), Some(2), "{}", both(&output));
+    assert!(
+        stderr(&output).contains("expected `grpc`, `kube` or `target:<name>`"),
+        "{}",
+        both(&output)
+    );
+}
