@@ -23,12 +23,14 @@ fn repo() -> PathBuf {
 }
 
 /// A partitions swarm seed on the target: 13 leadership changes, 80 accepted writes.
-const RUN: [&str; 5] = [
+const RUN: [&str; 7] = [
     "run",
     "--seed",
     "1",
     "--scenario",
-    "targets/kube-lease-manager/sims/kube-swarm-partitions.toml",
+    "sims/kube-swarm-partitions.toml",
+    "--backend",
+    "target:kube-lease-manager",
 ];
 
 fn text(output: &Output) -> String {
