@@ -23,12 +23,14 @@ fn repo() -> PathBuf {
 }
 
 /// A partitions swarm seed on the target: 13 leadership changes, 80 accepted writes.
-const RUN: [&str; 5] = [
+const RUN: [&str; 7] = [
     "run",
     "--seed",
     "1",
     "--scenario",
-    "targets/kube-lease-manager/sims/kube-swarm-partitions.toml",
+    "sims/kube-swarm-partitions.toml",
+    "--backend",
+    "target:kube-lease-manager",
 ];
 
 fn text(output: &Output) -> String {
@@ -156,6 +158,20 @@ fn finding_3_a_candidate_whose_wall_clock_is_ahead_takes_over_a_live_lock() {
 }
 
 #[test]
+fn finding_4_the_signal_outlives_the_lease_while_the_api_is_unreachable() {
+    let (output, line) =
+        replay_finding("4-the-signal-outlives-the-lease-while-the-api-is-unreachable.run.json");
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("EXCL: s2: replica-1's window (token 1")
+            && stdout.contains("and replica-3's window (token 2"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn leasesim_itself_cannot_run_a_finding_it_names_the_targets_binary() {
     // This test process links leasesim without registering any target, as `leasesim` does
     // (the binary's exit 2 is tests/world/hosted.rs's
@@ -175,5 +191,72 @@ fn leasesim_itself_cannot_run_a_finding_it_names_the_targets_binary() {
     assert!(
         error.contains("target:kube-lease-manager") && error.contains("leasesim-targets"),
         "{error}"
+    );
+}
+
+/// A campaign's run is `replay`'s: the history a campaign keeps of the minimal run it shrank
+/// to is byte for byte the one `replay` of that run file writes, in the targets binary.
+#[test]
+fn a_campaigns_history_of_a_target_run_is_the_one_replay_writes() {
+    let work = tempfile::tempdir().unwrap();
+    let sims = work.path().join("sims");
+    std::fs::create_dir_all(&sims).unwrap();
+    std::fs::copy(
+        repo().join("sims/kube-swarm-partitions.toml"),
+        sims.join("kube-swarm-partitions.toml"),
+    )
+    .unwrap();
+    let out = work.path().join("campaign");
+    let sims_arg = sims.display().to_string();
+    // Seed 1 breaks TOKEN only (finding 2): one shrink, of a few dozen runs.
+    let campaign = targets(
+        &[
+            "campaign",
+            "--sims",
+            &sims_arg,
+            "--seeds",
+            "1..2",
+            "--backend",
+            "target:kube-lease-manager",
+            "--no-progress",
+        ],
+        &out,
+    );
+    assert_eq!(campaign.status.code(), Some(1), "{}", text(&campaign));
+    let shrunk = out.join("shrunk");
+    let run_file = std::fs::read_dir(&shrunk)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.to_string_lossy().ends_with(".run.json"))
+        .expect("the campaign shrank its TOKEN failure into a run file");
+    let kept = std::fs::read(
+        run_file
+            .to_string_lossy()
+            .replace(".run.json", ".history.jsonl"),
+    )
+    .unwrap();
+    let replayed = work.path().join("replayed");
+    let replay = targets(&["replay", &run_file.display().to_string()], &replayed);
+    assert_eq!(replay.status.code(), Some(1), "{}", text(&replay));
+    // Every command that reruns a run names the binary that knows the target.
+    let shrunk_lines = std::fs::read_to_string(out.join("shrunk.jsonl")).unwrap();
+    assert!(
+        shrunk_lines.contains(&format!(
+            "\"replay\":\"leasesim-targets replay {}\"",
+            run_file.display()
+        )),
+        "{shrunk_lines}"
+    );
+    let results = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    assert!(
+        results.contains(&format!(
+            "\"replay\":\"leasesim-targets run --scenario {sims_arg}/kube-swarm-partitions.toml --seed 1 --backend target:kube-lease-manager\""
+        )),
+        "{results}"
+    );
+    let history = std::fs::read(replayed.join("history.jsonl")).unwrap();
+    assert!(
+        kept == history,
+        "the campaign's history differs from replay's"
     );
 }
