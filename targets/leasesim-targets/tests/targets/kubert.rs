@@ -94,3 +94,21 @@ fn finding_1_a_candidate_whose_wall_clock_is_ahead_takes_over_a_live_claim() {
         "{stdout}"
     );
 }
+
+#[test]
+fn finding_1b_a_restarted_candidate_takes_over_by_its_wall_clock_before_watching_a_ttl() {
+    let (output, line) = replay_finding(
+        "1b-a-restarted-candidate-takes-over-by-wall-clock-before-watching-a-ttl.run.json",
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    // No clock fault: the takeover breaks the rule, and overlaps nothing.
+    assert_eq!(line, "verdict: FAIL: EXPIRY violated — exit 1");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(
+            "replica-2#1 took the lease over from \"replica-3#0\" at 10.424 s (rv 3) after its \
+             clock advanced only 0.008 s since it booted"
+        ),
+        "{stdout}"
+    );
+}
