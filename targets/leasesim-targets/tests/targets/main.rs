@@ -5,3 +5,4 @@
 mod kube_lease_manager;
 mod probe;
 mod same_bytes;
+mod support;
