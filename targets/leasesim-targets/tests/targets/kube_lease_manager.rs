@@ -3,24 +3,11 @@
 //! and replays byte for byte; each finding of targets/kube-lease-manager/FINDINGS.md replays
 //! with its violation.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use leasesim::history::History;
 
-use leasesim::history::{History, Line, Op, OpResult};
-
-fn targets(args: &[&str], out: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasesim-targets"))
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .current_dir(repo())
-        .output()
-        .unwrap()
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use super::support::{
+    leadership_changes, replay_finding, repo, signals_to_lead, targets, text, verdict,
+};
 
 /// A partitions swarm seed on the target: 13 leadership changes, 80 accepted writes.
 const RUN: [&str; 7] = [
@@ -32,46 +19,6 @@ const RUN: [&str; 7] = [
     "--backend",
     "target:kube-lease-manager",
 ];
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-/// The verdict line a run or replay prints last.
-fn verdict(output: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let last = stdout.lines().rfind(|line| line.starts_with("verdict:"));
-    last.unwrap_or_default().to_owned()
-}
-
-/// Changes of the Lease's holder to another (non-empty) one, over every session.
-fn leadership_changes(history: &History) -> usize {
-    let mut last: std::collections::BTreeMap<&str, &str> = Default::default();
-    let mut changes = 0;
-    for write in history.writes() {
-        let holder = write.holder_identity.as_str();
-        if !holder.is_empty() && last.insert(&write.session, holder) != Some(holder) {
-            changes += 1;
-        }
-    }
-    changes
-}
-
-/// How many times a crate's signal changed to "I lead" (`target_signal` lines).
-fn signals_to_lead(history: &History) -> usize {
-    history
-        .lines()
-        .iter()
-        .filter(|line| {
-            matches!(line, Line::Op(op) if op.op == Op::TargetSignal {}
-                && op.result == Some(OpResult::Signal { leads: true }))
-        })
-        .count()
-}
 
 #[test]
 fn a_kube_swarm_run_of_the_crate_changes_leaders_and_shows_only_its_two_write_takeover() {
@@ -107,18 +54,12 @@ fn the_target_passes_check_determinism_on_that_kube_swarm_run() {
     );
 }
 
-/// Replays finding `file` (targets/kube-lease-manager/findings/) and returns its verdict.
-fn replay_finding(file: &str) -> (Output, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = format!("targets/kube-lease-manager/findings/{file}");
-    let output = targets(&["replay", &path], dir.path());
-    let line = verdict(&output);
-    (output, line)
-}
-
 #[test]
 fn finding_1_two_managers_say_i_lead_after_a_forced_release_cleared_a_fresh_lock() {
-    let (output, line) = replay_finding("1-two-leaders-after-a-forced-release.run.json");
+    let (output, line) = replay_finding(
+        "kube-lease-manager",
+        "1-two-leaders-after-a-forced-release.run.json",
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -131,7 +72,7 @@ fn finding_1_two_managers_say_i_lead_after_a_forced_release_cleared_a_fresh_lock
 
 #[test]
 fn finding_2_a_takeover_writes_the_holder_before_it_raises_lease_transitions() {
-    let (output, line) = replay_finding("2-takeover-in-two-writes.run.json");
+    let (output, line) = replay_finding("kube-lease-manager", "2-takeover-in-two-writes.run.json");
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert_eq!(line, "verdict: FAIL: TOKEN violated — exit 1");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -145,8 +86,10 @@ fn finding_2_a_takeover_writes_the_holder_before_it_raises_lease_transitions() {
 
 #[test]
 fn finding_3_a_candidate_whose_wall_clock_is_ahead_takes_over_a_live_lock() {
-    let (output, line) =
-        replay_finding("3-a-candidate-with-its-wall-clock-ahead-takes-a-live-lock.run.json");
+    let (output, line) = replay_finding(
+        "kube-lease-manager",
+        "3-a-candidate-with-its-wall-clock-ahead-takes-a-live-lock.run.json",
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -159,8 +102,10 @@ fn finding_3_a_candidate_whose_wall_clock_is_ahead_takes_over_a_live_lock() {
 
 #[test]
 fn finding_4_the_signal_outlives_the_lease_while_the_api_is_unreachable() {
-    let (output, line) =
-        replay_finding("4-the-signal-outlives-the-lease-while-the-api-is-unreachable.run.json");
+    let (output, line) = replay_finding(
+        "kube-lease-manager",
+        "4-the-signal-outlives-the-lease-while-the-api-is-unreachable.run.json",
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
     let stdout = String::from_utf8_lossy(&output.stdout);

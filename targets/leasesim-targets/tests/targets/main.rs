@@ -7,3 +7,4 @@ mod kube_lease_manager;
 mod kubert;
 mod probe;
 mod same_bytes;
+mod support;
