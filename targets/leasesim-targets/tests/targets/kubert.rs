@@ -4,7 +4,7 @@
 
 use leasesim::history::{History, Op};
 
-use crate::common::{leadership_changes, signals_to_lead, targets, text, verdict};
+use crate::support::{leadership_changes, replay_finding, signals_to_lead, targets, text, verdict};
 
 /// A partitions swarm seed on the target: 12 leadership changes, 63 accepted writes.
 const RUN: [&str; 7] = [
@@ -68,19 +68,15 @@ fn the_target_passes_check_determinism_on_that_kube_swarm_run() {
     );
 }
 
-/// Replays finding `file` (targets/kubert/findings/) and returns its output and verdict.
-fn replay_finding(file: &str) -> (std::process::Output, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = format!("targets/kubert/findings/{file}");
-    let output = targets(&["replay", &path], dir.path());
-    let line = verdict(&output);
-    (output, line)
+/// Replays finding `file` of targets/kubert/findings/.
+fn replay(file: &str) -> (std::process::Output, String) {
+    replay_finding("kubert", file)
 }
 
 #[test]
 fn finding_1_a_candidate_whose_wall_clock_is_ahead_takes_over_a_live_claim() {
     let (output, line) =
-        replay_finding("1-a-candidate-with-its-wall-clock-ahead-takes-a-live-claim.run.json");
+        replay("1-a-candidate-with-its-wall-clock-ahead-takes-a-live-claim.run.json");
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert_eq!(line, "verdict: FAIL: EXCL, EXPIRY violated — exit 1");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -97,9 +93,8 @@ fn finding_1_a_candidate_whose_wall_clock_is_ahead_takes_over_a_live_claim() {
 
 #[test]
 fn finding_1b_a_restarted_candidate_takes_over_by_its_wall_clock_before_watching_a_ttl() {
-    let (output, line) = replay_finding(
-        "1b-a-restarted-candidate-takes-over-by-wall-clock-before-watching-a-ttl.run.json",
-    );
+    let (output, line) =
+        replay("1b-a-restarted-candidate-takes-over-by-wall-clock-before-watching-a-ttl.run.json");
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     // No clock fault: the takeover breaks the rule, and overlaps nothing.
     assert_eq!(line, "verdict: FAIL: EXPIRY violated — exit 1");

@@ -2,7 +2,6 @@
 //! leasesim, and inside a world a host's `SystemTime::now()` is that host's wall clock
 //! (docs/targets.md#the-targets-binary).
 
-mod common;
 mod kube_lease_manager;
 mod kubert;
 mod probe;
