@@ -273,6 +273,8 @@ fn everything() -> History {
         Op::KubeDelete {
             expected_rv: Some(17),
         },
+        Op::TargetGet {},
+        Op::TargetSignal {},
     ];
     let results = [
         (
@@ -392,6 +394,7 @@ fn everything() -> History {
                 reason: "InternalError".into(),
             },
         ),
+        (Outcome::Ok, OpResult::Signal { leads: true }),
     ];
     let mut id = 100;
     for (i, (outcome, result)) in results.into_iter().enumerate() {
@@ -902,7 +905,7 @@ fn a_file_reads_back_under_its_path() {
 fn accessors_select_lines_by_kind_in_order() {
     let history = everything();
     assert_eq!(history.config().expect("one").seed, u64::MAX);
-    assert_eq!(history.ops().count(), 26);
+    assert_eq!(history.ops().count(), 27);
     assert_eq!(history.ops().next(), Some(&append_op()));
     assert_eq!(history.ops().filter(|op| op.is_pending()).count(), 1);
     assert_eq!(history.decisions().count(), 7);

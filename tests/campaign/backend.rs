@@ -2,27 +2,33 @@
 //! there when loaded, recorded in the run files and the campaign's identity, and named in
 //! every command that reruns a run (docs/campaigns.md#another-backend).
 
+use std::path::Path;
+use std::process::Output;
+
 use super::support::{both, copy_sims, leasesim, results, stderr};
+
+/// `leasesim campaign` over `root/sims` with `--seeds seeds --backend backend`, into `root/out`.
+fn campaign_on(root: &Path, seeds: &str, backend: &str) -> Output {
+    let args = [
+        "campaign",
+        "--sims",
+        "sims",
+        "--seeds",
+        seeds,
+        "--backend",
+        backend,
+    ];
+    leasesim(
+        root,
+        &[&args[..], &["--out", "out", "--no-progress"]].concat(),
+    )
+}
 
 #[test]
 fn a_campaign_with_backend_runs_every_scenario_on_it_and_every_rerun_command_says_so() {
     let root = tempfile::tempdir().unwrap();
     copy_sims(root.path(), "sims", &["swarm-partitions"]);
-    let output = leasesim(
-        root.path(),
-        &[
-            "campaign",
-            "--sims",
-            "sims",
-            "--seeds",
-            "0..2",
-            "--backend",
-            "kube",
-            "--out",
-            "out",
-            "--no-progress",
-        ],
-    );
+    let output = campaign_on(root.path(), "0..2", "kube");
     assert_eq!(output.status.code(), Some(0), "{}", both(&output));
     let out = root.path().join("out");
     let meta: serde_json::Value =
@@ -82,21 +88,7 @@ fn a_campaign_with_backend_refuses_a_scenario_whose_schedule_it_cannot_run_namin
     let root = tempfile::tempdir().unwrap();
     // Its schedule deletes a lease record: the kube backend has no record deletion.
     copy_sims(root.path(), "sims", &["f5a-token-survives-record-deletion"]);
-    let output = leasesim(
-        root.path(),
-        &[
-            "campaign",
-            "--sims",
-            "sims",
-            "--seeds",
-            "0..1",
-            "--backend",
-            "kube",
-            "--out",
-            "out",
-            "--no-progress",
-        ],
-    );
+    let output = campaign_on(root.path(), "0..1", "kube");
     assert_eq!(output.status.code(), Some(2), "{}", both(&output));
     let message = stderr(&output);
     assert!(
@@ -110,25 +102,12 @@ fn a_campaign_with_backend_refuses_a_scenario_whose_schedule_it_cannot_run_namin
 fn leasesim_refuses_a_target_backend_naming_the_targets_binary() {
     let root = tempfile::tempdir().unwrap();
     copy_sims(root.path(), "sims", &["swarm-partitions"]);
-    for args in [
-        &[
-            "run",
-            "--seed",
-            "1",
-            "--backend",
-            "target:kube-lease-manager",
-        ][..],
-        &[
-            "campaign",
-            "--seeds",
-            "0..1",
-            "--backend",
-            "target:kube-lease-manager",
-            "--no-progress",
-        ][..],
+    let target = "target:kube-lease-manager";
+    for output in [
+        leasesim(root.path(), &["run", "--seed", "1", "--backend", target]),
+        campaign_on(root.path(), "0..1", target),
     ] {
-        let output = leasesim(root.path(), args);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", both(&output));
+        assert_eq!(output.status.code(), Some(2), "{}", both(&output));
         assert!(
             stderr(&output).contains("leasesim-targets"),
             "{}",

@@ -59,7 +59,9 @@ pub fn client_over(
 pub fn api_base(authority: &str) -> Result<Uri, String> {
     match format!("http://{authority}/").parse::<Uri>() {
         Ok(base) if base.authority().is_some() => Ok(base),
-        _ => Err(format!("bad API server address `{authority}` (want host:port)")),
+        _ => Err(format!(
+            "bad API server address `{authority}` (want host:port)"
+        )),
     }
 }
 

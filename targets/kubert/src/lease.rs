@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi_025::chrono;
 use kube::Api;
 use kubert::lease::Claim;
-use leasesim::clock::Clock;
+use leasesim::clock::{Clock, Instant};
 use leasesim::lease::kube::{SESSION_ANNOTATION, object_name, recorded_create, recorded_get};
 use leasesim::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use leasesim::sim::backend::{NAMESPACE, RecordedKubeCalls};
@@ -144,7 +144,12 @@ impl KubertLease {
     /// must already have been created"; `init` refuses one without a `spec`): an empty
     /// `spec`, and the session annotation so the API server's `write` lines name the session.
     /// Recorded (a `kube_create` line); a Lease someone else created meanwhile is fine.
-    async fn create(&self, session: &SessionId, owner: &Owner, name: &str) -> Result<(), LeaseError> {
+    async fn create(
+        &self,
+        session: &SessionId,
+        owner: &Owner,
+        name: &str,
+    ) -> Result<(), LeaseError> {
         let annotations = BTreeMap::from([(SESSION_ANNOTATION.to_owned(), session.to_string())]);
         let object = LeaseObject {
             metadata: ObjectMeta {
@@ -161,7 +166,11 @@ impl KubertLease {
 
     /// The token: `leaseTransitions` as the adapter reads the Lease now, if the read names
     /// `owner` as the holder (`None` otherwise: the crate's claim is already stale).
-    async fn read_token(&self, session: &SessionId, owner: &Owner) -> Result<Option<u64>, LeaseError> {
+    async fn read_token(
+        &self,
+        session: &SessionId,
+        owner: &Owner,
+    ) -> Result<Option<u64>, LeaseError> {
         let name = object_name(session.as_str());
         let read = recorded_get(&self.api, self.calls.as_ref(), owner, session, &name).await?;
         let Some(spec) = read.and_then(|object| object.spec) else {
@@ -180,10 +189,15 @@ impl KubertLease {
         slot: &mut Slot,
         session: &SessionId,
         owner: &Owner,
+        at: Instant,
     ) -> Result<Lease, LeaseError> {
         self.ensure_running(slot, session, owner).await?;
         let held = LeaseError::Held { holder_token: None };
-        let now = |slot: &Slot| slot.running.as_ref().map(|running| running.signal.observe(None));
+        let now = |slot: &Slot| {
+            slot.running
+                .as_ref()
+                .map(|running| running.signal.observe(None))
+        };
         let Some(before) = now(slot).filter(|seen| seen.leads) else {
             return Err(held);
         };
@@ -196,15 +210,28 @@ impl KubertLease {
             return Err(held);
         };
         slot.granted_on = Some(after.changes);
-        self.granted(session, owner, token, &after).ok_or(held)
+        self.granted(session, owner, token, &after, at).ok_or(held)
     }
 
-    /// A grant on `seen`'s claim: valid for what is left of it by the host's wall clock, at
+    /// A grant on `seen`'s claim, for a call made `at`: valid from the call for what is left
+    /// of the claim now by the host's wall clock (less than what was left at the call), at
     /// most a TTL; `None` when nothing is left.
-    fn granted(&self, session: &SessionId, owner: &Owner, token: u64, seen: &Seen) -> Option<Lease> {
+    fn granted(
+        &self,
+        session: &SessionId,
+        owner: &Owner,
+        token: u64,
+        seen: &Seen,
+        at: Instant,
+    ) -> Option<Lease> {
         let left = claim_left(seen.claim.as_deref()?)?.min(self.params.lease_duration);
-        let now = self.clock.now();
-        Some(Lease::new(session.clone(), owner.clone(), token, now + left, left))
+        Some(Lease::new(
+            session.clone(),
+            owner.clone(),
+            token,
+            at + left,
+            left,
+        ))
     }
 }
 
@@ -223,9 +250,10 @@ impl SessionLease for KubertLease {
     /// for nobody (every other replica's acquire refused: a liveness failure of the adapter's
     /// making).
     async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
+        let at = self.clock.now();
         let slot = self.slot(session);
         let mut slot = slot.lock().await;
-        let granted = self.grant(&mut slot, session, owner).await;
+        let granted = self.grant(&mut slot, session, owner, at).await;
         if granted.is_err()
             && let Some(running) = slot.running.take()
         {
@@ -236,6 +264,7 @@ impl SessionLease for KubertLease {
     }
 
     async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
+        let at = self.clock.now();
         let slot = self.slot(lease.session());
         let slot = slot.lock().await;
         let running = slot
@@ -245,7 +274,10 @@ impl SessionLease for KubertLease {
         let seen = running.map(|running| running.signal.observe(None));
         let renewed = seen
             .filter(|seen| seen.leads && slot.granted_on == Some(seen.changes))
-            .and_then(|seen| self.granted(lease.session(), lease.owner(), lease.token(), &seen));
+            .and_then(|seen| {
+                let (session, owner) = (lease.session(), lease.owner());
+                self.granted(session, owner, lease.token(), &seen, at)
+            });
         renewed.ok_or(LeaseError::Held { holder_token: None })
     }
 

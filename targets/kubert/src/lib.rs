@@ -67,12 +67,8 @@ impl WorldBackend for Kubert {
         let params = Params::for_ttl(replica.ttl())?;
         let config = replica.client_config();
         let authority = replica.authority_addr(APISERVER_PORT);
-        let crate_client = client_over(
-            replica.dialer(),
-            &authority,
-            NAMESPACE,
-            config.call_timeout,
-        )?;
+        let crate_client =
+            client_over(replica.dialer(), &authority, NAMESPACE, config.call_timeout)?;
         let client = leasesim::lease::client_over(
             replica.dialer(),
             &authority,

@@ -3,11 +3,11 @@
 //! recorded) and replays byte for byte; each finding of
 //! targets/kube-leader-election/FINDINGS.md replays with its violation.
 
-use std::process::Output;
-
 use leasesim::history::History;
 
-use super::kube_lease_manager::{leadership_changes, signals_to_lead, targets, text, verdict};
+use crate::support::{leadership_changes, replay_finding, signals_to_lead, targets, text, verdict};
+
+const TARGET: &str = "kube-leader-election";
 
 /// A partitions swarm seed on the target: 20 changes of a crate's signal to "I lead", 47 API
 /// writes, and every check holds.
@@ -54,22 +54,14 @@ fn the_target_passes_check_determinism_on_that_kube_swarm_run() {
     );
 }
 
-/// Replays finding `file` (targets/kube-leader-election/findings/) and returns its output,
-/// its verdict and its stdout.
-fn replay_finding(file: &str) -> (Output, String, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = format!("targets/kube-leader-election/findings/{file}");
-    let output = targets(&["replay", &path], dir.path());
-    let line = verdict(&output);
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    (output, line, stdout)
-}
-
 #[test]
 fn finding_1_two_candidates_that_read_a_vacated_lease_both_take_it_with_one_token() {
-    let (output, line, stdout) =
-        replay_finding("1-two-candidates-take-a-vacated-lease-at-once.run.json");
+    let (output, line) = replay_finding(
+        TARGET,
+        "1-two-candidates-take-a-vacated-lease-at-once.run.json",
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(line, "verdict: FAIL: TOKEN, EXCL, EXPIRY violated — exit 1");
     assert!(
         stdout.contains("a takeover by \"replica-3#0\" kept leaseTransitions 3")
@@ -81,9 +73,12 @@ fn finding_1_two_candidates_that_read_a_vacated_lease_both_take_it_with_one_toke
 
 #[test]
 fn finding_2_a_candidate_whose_wall_clock_is_ahead_takes_over_a_live_lease() {
-    let (output, line, stdout) =
-        replay_finding("2-a-candidate-with-its-wall-clock-ahead-takes-a-live-lease.run.json");
+    let (output, line) = replay_finding(
+        TARGET,
+        "2-a-candidate-with-its-wall-clock-ahead-takes-a-live-lease.run.json",
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(line, "verdict: FAIL: EXCL, EXPIRY violated — exit 1");
     assert!(
         stdout.contains("EXCL: s1: replica-2's window (token 1")
@@ -94,10 +89,12 @@ fn finding_2_a_candidate_whose_wall_clock_is_ahead_takes_over_a_live_lease() {
 
 #[test]
 fn finding_3_a_candidate_whose_wall_clock_is_behind_never_takes_a_vacated_lease() {
-    let (output, line, stdout) = replay_finding(
+    let (output, line) = replay_finding(
+        TARGET,
         "3-a-candidate-with-its-wall-clock-behind-never-takes-a-vacated-lease.run.json",
     );
     assert_eq!(output.status.code(), Some(5), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(line, "verdict: FAIL: LIVE violated (liveness) — exit 5");
     assert!(
         stdout.contains("LIVE: s1: no acknowledged journal append between the heal at 23.250 s"),

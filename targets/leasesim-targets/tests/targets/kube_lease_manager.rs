@@ -3,73 +3,22 @@
 //! and replays byte for byte; each finding of targets/kube-lease-manager/FINDINGS.md replays
 //! with its violation.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use leasesim::history::History;
 
-use leasesim::history::{History, Line, Op, OpResult};
-
-fn targets(args: &[&str], out: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasesim-targets"))
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .current_dir(repo())
-        .output()
-        .unwrap()
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use super::support::{
+    leadership_changes, replay_finding, repo, signals_to_lead, targets, text, verdict,
+};
 
 /// A partitions swarm seed on the target: 13 leadership changes, 80 accepted writes.
-const RUN: [&str; 5] = [
+const RUN: [&str; 7] = [
     "run",
     "--seed",
     "1",
     "--scenario",
-    "targets/kube-lease-manager/sims/kube-swarm-partitions.toml",
+    "sims/kube-swarm-partitions.toml",
+    "--backend",
+    "target:kube-lease-manager",
 ];
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-/// The verdict line a run or replay prints last.
-fn verdict(output: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let last = stdout.lines().rfind(|line| line.starts_with("verdict:"));
-    last.unwrap_or_default().to_owned()
-}
-
-/// Changes of the Lease's holder to another (non-empty) one, over every session.
-fn leadership_changes(history: &History) -> usize {
-    let mut last: std::collections::BTreeMap<&str, &str> = Default::default();
-    let mut changes = 0;
-    for write in history.writes() {
-        let holder = write.holder_identity.as_str();
-        if !holder.is_empty() && last.insert(&write.session, holder) != Some(holder) {
-            changes += 1;
-        }
-    }
-    changes
-}
-
-/// How many times a crate's signal changed to "I lead" (`target_signal` lines).
-fn signals_to_lead(history: &History) -> usize {
-    history
-        .lines()
-        .iter()
-        .filter(|line| {
-            matches!(line, Line::Op(op) if op.op == Op::TargetSignal {}
-                && op.result == Some(OpResult::Signal { leads: true }))
-        })
-        .count()
-}
 
 #[test]
 fn a_kube_swarm_run_of_the_crate_changes_leaders_and_shows_only_its_two_write_takeover() {
@@ -105,18 +54,12 @@ fn the_target_passes_check_determinism_on_that_kube_swarm_run() {
     );
 }
 
-/// Replays finding `file` (targets/kube-lease-manager/findings/) and returns its verdict.
-fn replay_finding(file: &str) -> (Output, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = format!("targets/kube-lease-manager/findings/{file}");
-    let output = targets(&["replay", &path], dir.path());
-    let line = verdict(&output);
-    (output, line)
-}
-
 #[test]
 fn finding_1_two_managers_say_i_lead_after_a_forced_release_cleared_a_fresh_lock() {
-    let (output, line) = replay_finding("1-two-leaders-after-a-forced-release.run.json");
+    let (output, line) = replay_finding(
+        "kube-lease-manager",
+        "1-two-leaders-after-a-forced-release.run.json",
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -129,7 +72,7 @@ fn finding_1_two_managers_say_i_lead_after_a_forced_release_cleared_a_fresh_lock
 
 #[test]
 fn finding_2_a_takeover_writes_the_holder_before_it_raises_lease_transitions() {
-    let (output, line) = replay_finding("2-takeover-in-two-writes.run.json");
+    let (output, line) = replay_finding("kube-lease-manager", "2-takeover-in-two-writes.run.json");
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert_eq!(line, "verdict: FAIL: TOKEN violated — exit 1");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -143,13 +86,31 @@ fn finding_2_a_takeover_writes_the_holder_before_it_raises_lease_transitions() {
 
 #[test]
 fn finding_3_a_candidate_whose_wall_clock_is_ahead_takes_over_a_live_lock() {
-    let (output, line) =
-        replay_finding("3-a-candidate-with-its-wall-clock-ahead-takes-a-live-lock.run.json");
+    let (output, line) = replay_finding(
+        "kube-lease-manager",
+        "3-a-candidate-with-its-wall-clock-ahead-takes-a-live-lock.run.json",
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.contains("EXCL: s1: replica-1's window (token 1")
+            && stdout.contains("and replica-3's window (token 2"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn finding_4_the_signal_outlives_the_lease_while_the_api_is_unreachable() {
+    let (output, line) = replay_finding(
+        "kube-lease-manager",
+        "4-the-signal-outlives-the-lease-while-the-api-is-unreachable.run.json",
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("EXCL: s2: replica-1's window (token 1")
             && stdout.contains("and replica-3's window (token 2"),
         "{stdout}"
     );
@@ -175,5 +136,72 @@ fn leasesim_itself_cannot_run_a_finding_it_names_the_targets_binary() {
     assert!(
         error.contains("target:kube-lease-manager") && error.contains("leasesim-targets"),
         "{error}"
+    );
+}
+
+/// A campaign's run is `replay`'s: the history a campaign keeps of the minimal run it shrank
+/// to is byte for byte the one `replay` of that run file writes, in the targets binary.
+#[test]
+fn a_campaigns_history_of_a_target_run_is_the_one_replay_writes() {
+    let work = tempfile::tempdir().unwrap();
+    let sims = work.path().join("sims");
+    std::fs::create_dir_all(&sims).unwrap();
+    std::fs::copy(
+        repo().join("sims/kube-swarm-partitions.toml"),
+        sims.join("kube-swarm-partitions.toml"),
+    )
+    .unwrap();
+    let out = work.path().join("campaign");
+    let sims_arg = sims.display().to_string();
+    // Seed 1 breaks TOKEN only (finding 2): one shrink, of a few dozen runs.
+    let campaign = targets(
+        &[
+            "campaign",
+            "--sims",
+            &sims_arg,
+            "--seeds",
+            "1..2",
+            "--backend",
+            "target:kube-lease-manager",
+            "--no-progress",
+        ],
+        &out,
+    );
+    assert_eq!(campaign.status.code(), Some(1), "{}", text(&campaign));
+    let shrunk = out.join("shrunk");
+    let run_file = std::fs::read_dir(&shrunk)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.to_string_lossy().ends_with(".run.json"))
+        .expect("the campaign shrank its TOKEN failure into a run file");
+    let kept = std::fs::read(
+        run_file
+            .to_string_lossy()
+            .replace(".run.json", ".history.jsonl"),
+    )
+    .unwrap();
+    let replayed = work.path().join("replayed");
+    let replay = targets(&["replay", &run_file.display().to_string()], &replayed);
+    assert_eq!(replay.status.code(), Some(1), "{}", text(&replay));
+    // Every command that reruns a run names the binary that knows the target.
+    let shrunk_lines = std::fs::read_to_string(out.join("shrunk.jsonl")).unwrap();
+    assert!(
+        shrunk_lines.contains(&format!(
+            "\"replay\":\"leasesim-targets replay {}\"",
+            run_file.display()
+        )),
+        "{shrunk_lines}"
+    );
+    let results = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    assert!(
+        results.contains(&format!(
+            "\"replay\":\"leasesim-targets run --scenario {sims_arg}/kube-swarm-partitions.toml --seed 1 --backend target:kube-lease-manager\""
+        )),
+        "{results}"
+    );
+    let history = std::fs::read(replayed.join("history.jsonl")).unwrap();
+    assert!(
+        kept == history,
+        "the campaign's history differs from replay's"
     );
 }

@@ -4,5 +4,7 @@
 
 mod kube_leader_election;
 mod kube_lease_manager;
+mod kubert;
 mod probe;
 mod same_bytes;
+mod support;

@@ -2,25 +2,11 @@
 //! clock and entropy read of the world answered by the hooks, the run is the one leasesim
 //! makes, byte for byte.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::Duration;
 
 use leasesim::sim::runfile::RunFile;
 
-fn targets(args: &[&str], out: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasesim-targets"))
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .current_dir(repo())
-        .output()
-        .unwrap()
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use super::support::targets;
 
 const RUN: [&str; 5] = [
     "run",
