@@ -20,9 +20,11 @@
 //! ([`super::runfile::BackendSpec`]).
 
 mod kube;
+mod on_apiserver;
 mod target;
 
 pub use kube::{APISERVER_PORT, Kube, NAMESPACE, RecordedKubeCalls, check_whole_seconds};
+pub use on_apiserver::{LeaseObjectTarget, OnApiServer};
 pub use target::{TARGET_PREFIX, TARGETS_BINARY, register_targets, target_backend};
 
 use std::fmt;

@@ -10,15 +10,12 @@ mod lease;
 mod params;
 mod signal;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use leasesim::lease::SessionLease;
 use leasesim::sim::backend::{
-    APISERVER_PORT, AuthorityHost, BackendView, HostResult, Kube, NAMESPACE, RecordedKubeCalls,
-    ReplicaEnv, WorldBackend, check_whole_seconds,
+    APISERVER_PORT, LeaseObjectTarget, NAMESPACE, OnApiServer, RecordedKubeCalls, ReplicaEnv,
 };
 
 pub use client::client_over;
@@ -28,41 +25,31 @@ pub use params::Params;
 /// The backend's name in run files and scenarios (`[world] backend`).
 pub const NAME: &str = "target:kube-leader-election";
 
-/// The kube-leader-election target: [`Kube`]'s API server on host `apiserver`, an
-/// [`ElectionLease`] on each replica. Its TTL must be whole seconds ([`Params`]).
+/// The kube-leader-election target: an [`ElectionLease`] on each replica, on the simulated
+/// API server. Its TTL must be whole seconds ([`Params`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KubeLeaderElection;
 
-impl WorldBackend for KubeLeaderElection {
-    fn name(&self) -> &str {
+impl KubeLeaderElection {
+    /// The target as a world backend: on the simulated API server ([`OnApiServer`]).
+    pub fn backend() -> leasesim::sim::backend::Backend {
+        leasesim::sim::backend::Backend::new(OnApiServer(KubeLeaderElection))
+    }
+}
+
+impl LeaseObjectTarget for KubeLeaderElection {
+    fn name(&self) -> &'static str {
         NAME
     }
 
-    /// [`Kube`]'s view, as code the world hosts unmodified sees it: its timers do not drift,
-    /// no freeze reaches it, and the world runs on a thread of its own
-    /// (docs/targets.md#what-a-target-world-refuses).
-    fn view(&self) -> BackendView {
-        BackendView {
-            drift: false,
-            freezes: false,
-            own_thread: true,
-            ..Kube.view()
-        }
-    }
-
     fn check_ttl(&self, ttl: Duration) -> Result<(), String> {
-        check_whole_seconds(ttl)
-            .and_then(|()| Params::for_ttl(ttl).map(|_| ()))
-            .map_err(|error| format!("{NAME}: {error}"))
-    }
-
-    fn serve(&self, host: AuthorityHost) -> Pin<Box<dyn Future<Output = HostResult>>> {
-        Kube.serve(host)
+        Params::for_ttl(ttl).map(|_| ())
     }
 
     fn client(
         &self,
         replica: &ReplicaEnv,
+        calls: Arc<RecordedKubeCalls>,
     ) -> Result<Arc<dyn SessionLease>, Box<dyn std::error::Error>> {
         let params = Params::for_ttl(replica.ttl())?;
         let config = replica.client_config();
@@ -72,10 +59,9 @@ impl WorldBackend for KubeLeaderElection {
             NAMESPACE,
             config.call_timeout,
         )?;
-        let calls = RecordedKubeCalls::for_target(replica.recorder().clone(), replica.clock());
         Ok(Arc::new(ElectionLease::new(
             client,
-            Arc::new(calls),
+            calls,
             replica.clock(),
             params,
         )))

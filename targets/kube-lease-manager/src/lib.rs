@@ -9,15 +9,13 @@ mod lease;
 mod params;
 mod signal;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasesim::lease::{SessionLease, client_over};
+use leasesim::lease::SessionLease;
+use leasesim::lease::client_over;
 use leasesim::sim::backend::{
-    APISERVER_PORT, AuthorityHost, BackendView, HostResult, Kube, NAMESPACE, RecordedKubeCalls,
-    ReplicaEnv, WorldBackend, check_whole_seconds,
+    APISERVER_PORT, LeaseObjectTarget, NAMESPACE, OnApiServer, RecordedKubeCalls, ReplicaEnv,
 };
 
 pub use lease::ManagedLease;
@@ -26,41 +24,31 @@ pub use params::Params;
 /// The backend's name in run files and scenarios (`[world] backend`).
 pub const NAME: &str = "target:kube-lease-manager";
 
-/// The kube-lease-manager target: [`Kube`]'s API server on host `apiserver`, a
-/// [`ManagedLease`] on each replica. Its TTL must be whole seconds, at least 3 ([`Params`]).
+/// The kube-lease-manager target: a [`ManagedLease`] on each replica, on the simulated API
+/// server. Its TTL must be whole seconds, at least 3 ([`Params`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KubeLeaseManager;
 
-impl WorldBackend for KubeLeaseManager {
-    fn name(&self) -> &str {
+impl KubeLeaseManager {
+    /// The target as a world backend: on the simulated API server ([`OnApiServer`]).
+    pub fn backend() -> leasesim::sim::backend::Backend {
+        leasesim::sim::backend::Backend::new(OnApiServer(KubeLeaseManager))
+    }
+}
+
+impl LeaseObjectTarget for KubeLeaseManager {
+    fn name(&self) -> &'static str {
         NAME
     }
 
-    /// [`Kube`]'s view, as code the world hosts unmodified sees it: its timers do not drift,
-    /// no freeze reaches it, and the world runs on a thread of its own
-    /// (docs/targets.md#what-a-target-world-refuses).
-    fn view(&self) -> BackendView {
-        BackendView {
-            drift: false,
-            freezes: false,
-            own_thread: true,
-            ..Kube.view()
-        }
-    }
-
     fn check_ttl(&self, ttl: Duration) -> Result<(), String> {
-        check_whole_seconds(ttl)
-            .and_then(|()| Params::for_ttl(ttl).map(|_| ()))
-            .map_err(|error| format!("{NAME}: {error}"))
-    }
-
-    fn serve(&self, host: AuthorityHost) -> Pin<Box<dyn Future<Output = HostResult>>> {
-        Kube.serve(host)
+        Params::for_ttl(ttl).map(|_| ())
     }
 
     fn client(
         &self,
         replica: &ReplicaEnv,
+        calls: Arc<RecordedKubeCalls>,
     ) -> Result<Arc<dyn SessionLease>, Box<dyn std::error::Error>> {
         let params = Params::for_ttl(replica.ttl())?;
         let config = replica.client_config();
@@ -70,10 +58,9 @@ impl WorldBackend for KubeLeaseManager {
             NAMESPACE,
             config.call_timeout,
         );
-        let calls = RecordedKubeCalls::for_target(replica.recorder().clone(), replica.clock());
         Ok(Arc::new(ManagedLease::new(
             client,
-            Arc::new(calls),
+            calls,
             replica.clock(),
             params,
             config.call_timeout,

@@ -10,7 +10,6 @@
 use std::process::ExitCode;
 
 use leasesim::exit::Exit;
-use leasesim::sim::backend::Backend;
 use leasesim::sim::hosted::{self, ClockKind};
 use leasesim_interposer::Source;
 
@@ -47,9 +46,9 @@ fn main() -> ExitCode {
         }
     }
     let targets = vec![
-        Backend::new(leasesim_target_kube_lease_manager::KubeLeaseManager),
-        Backend::new(leasesim_target_kubert::Kubert),
-        Backend::new(leasesim_target_kube_leader_election::KubeLeaderElection),
+        leasesim_target_kube_lease_manager::KubeLeaseManager::backend(),
+        leasesim_target_kubert::Kubert::backend(),
+        leasesim_target_kube_leader_election::KubeLeaderElection::backend(),
     ];
     leasesim::cli::main_with_targets("leasesim-targets", targets)
 }
