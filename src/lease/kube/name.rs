@@ -3,6 +3,8 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::lease::{LeaseError, SessionId};
+
 /// Longest Lease object name this backend writes: a DNS-1123 label (63 characters), so the
 /// name is also valid where Kubernetes wants a label value.
 pub const OBJECT_NAME_MAX_CHARS: usize = 63;
@@ -33,6 +35,33 @@ pub fn object_name(id: &str) -> String {
     } else {
         format!("{prefix}-{hash}")
     }
+}
+
+/// `session` itself as its Lease object's name, for a crate that names the Lease it creates
+/// after the session (a target's, docs/targets.md#kube-lease-manager): without leasesim's
+/// [`super::SESSION_ANNOTATION`] on the object, the API server's `write` lines name the
+/// session by the object. Kubernetes' rule for object names applies: a DNS-1123 subdomain
+/// name — lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit,
+/// at most 253 characters.
+///
+/// # Errors
+/// [`LeaseError::InvalidSession`] naming `who` (what names the Lease so) and the rule.
+pub fn session_object_name<'a>(who: &str, session: &'a SessionId) -> Result<&'a str, LeaseError> {
+    let name = session.as_str();
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let inner = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    if name.len() <= 253 && inner && edge(name.chars().next()) && edge(name.chars().last()) {
+        return Ok(name);
+    }
+    Err(LeaseError::InvalidSession {
+        reason: format!(
+            "{who} names the Lease as the session, so a session must be a DNS-1123 subdomain \
+             name (lowercase letters, digits, '-' and '.', starting and ending with a letter or \
+             digit, at most 253 characters): {name:?} is not"
+        ),
+    })
 }
 
 fn hash_hex(id: &str) -> String {
@@ -78,6 +107,24 @@ mod tests {
             && bytes.iter().all(inner)
             && bytes.first().is_some_and(edge)
             && bytes.last().is_some_and(edge)
+    }
+
+    #[test]
+    fn sessions_name_their_lease_themselves_when_they_are_dns_subdomain_names() {
+        let name = |id: &str| {
+            session_object_name("target:x", &SessionId::new(id).unwrap()).map(str::to_owned)
+        };
+        assert_eq!(name("s1").unwrap(), "s1");
+        assert_eq!(name("orders.eu-1").unwrap(), "orders.eu-1");
+        assert_eq!(name(&"a".repeat(253)).unwrap(), "a".repeat(253));
+        for bad in ["S1", "-s1", "s1-", "s_1", "a b", ".s1", &"a".repeat(254)] {
+            let error = name(bad).unwrap_err().to_string();
+            assert!(
+                error.contains("target:x names the Lease as the session")
+                    && error.contains("DNS-1123 subdomain"),
+                "{bad}: {error}"
+            );
+        }
     }
 
     #[test]

@@ -21,10 +21,12 @@
 
 mod kube;
 mod on_apiserver;
+mod signal_lease;
 mod target;
 
 pub use kube::{APISERVER_PORT, Kube, NAMESPACE, RecordedKubeCalls, check_whole_seconds};
-pub use on_apiserver::{LeaseObjectTarget, OnApiServer};
+pub use on_apiserver::{LeaseObjectTarget, OnApiServer, renew_period};
+pub use signal_lease::{Ended, Seen, SignalCrate, SignalLease};
 pub use target::{TARGET_PREFIX, TARGETS_BINARY, register_targets, target_backend};
 
 use std::fmt;

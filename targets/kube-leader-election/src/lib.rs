@@ -11,15 +11,15 @@ mod params;
 mod signal;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use leasesim::lease::SessionLease;
 use leasesim::sim::backend::{
     APISERVER_PORT, LeaseObjectTarget, NAMESPACE, OnApiServer, RecordedKubeCalls, ReplicaEnv,
+    SignalLease,
 };
 
 pub use client::client_over;
-pub use lease::ElectionLease;
+pub use lease::{ElectionLease, LeaseLocks};
 pub use params::Params;
 
 /// The backend's name in run files and scenarios (`[world] backend`).
@@ -42,10 +42,6 @@ impl LeaseObjectTarget for KubeLeaderElection {
         NAME
     }
 
-    fn check_ttl(&self, ttl: Duration) -> Result<(), String> {
-        Params::for_ttl(ttl).map(|_| ())
-    }
-
     fn client(
         &self,
         replica: &ReplicaEnv,
@@ -59,11 +55,11 @@ impl LeaseObjectTarget for KubeLeaderElection {
             NAMESPACE,
             config.call_timeout,
         )?;
-        Ok(Arc::new(ElectionLease::new(
-            client,
-            calls,
+        let locks = LeaseLocks::new(client, calls, replica.clock(), params);
+        Ok(Arc::new(SignalLease::new(
+            locks,
             replica.clock(),
-            params,
+            replica.ttl(),
         )))
     }
 }

@@ -15,14 +15,13 @@ use tokio::task::JoinHandle;
 use crate::Params;
 
 /// The crate's signal as its last result left it.
+pub type Seen = leasesim::sim::backend::Seen<Leadership>;
+
+/// What the adapter grants on: the token and expiry of the leadership the signal shows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Seen {
-    /// The last result was `Acquired` ("I lead").
-    pub leads: bool,
-    /// Changes of `leads` since the lock started (each one a `target_signal` line).
-    pub changes: u64,
-    /// `spec.leaseTransitions` of the `Acquired` response that made `leads` true (the token
-    /// of this leadership), while `leads`.
+pub struct Leadership {
+    /// `spec.leaseTransitions` of the `Acquired` response that made the signal say "I lead"
+    /// (the token of this leadership), while it does.
     pub token: Option<u64>,
     /// When the last `Acquired` lease runs out, on the replica's clock: the TTL after the call
     /// that wrote it started (its `renewTime` is the host's wall clock at or after that
@@ -32,7 +31,7 @@ pub(crate) struct Seen {
 
 /// What one `try_acquire_or_renew` said, as the signal takes it.
 #[derive(Debug)]
-pub(crate) enum Answer {
+pub enum Answer {
     /// `Acquired(lease)`: "I lead", with the token the response carries.
     Leads { token: u64 },
     /// `NotAcquired`: another holder's lease has not expired by this host's clock.
@@ -61,7 +60,7 @@ fn transitions(lease: &LeaseObject) -> u64 {
 
 /// One lock's "I lead" signal, recorded on every change.
 #[derive(Debug)]
-pub(crate) struct Signal {
+pub struct Signal {
     owner: Owner,
     session: SessionId,
     calls: Arc<RecordedKubeCalls>,
@@ -87,14 +86,14 @@ impl Signal {
             self.calls.signal(&self.owner, &self.session, leads);
             seen.leads = leads;
             seen.changes += 1;
-            seen.token = None;
+            seen.state.token = None;
         }
         if let Answer::Leads { token } = answer {
             // A leadership's token is the one of the response that started it.
-            seen.token.get_or_insert(*token);
-            seen.valid_until = Some(started + self.params.lease_ttl);
+            seen.state.token.get_or_insert(*token);
+            seen.state.valid_until = Some(started + self.params.lease_ttl);
         } else {
-            seen.valid_until = None;
+            seen.state.valid_until = None;
         }
         *seen
     }
@@ -107,15 +106,12 @@ impl Signal {
             seen.leads = false;
             seen.changes += 1;
         }
-        seen.token = None;
-        seen.valid_until = None;
+        seen.state = Leadership::default();
     }
 }
 
 /// A session's lock and, while it leads, the loop that renews it.
-pub(crate) struct Running {
-    /// The owner the lock's `holder_id` names.
-    pub owner: Owner,
+pub struct Running {
     /// The crate's signal.
     pub signal: Arc<Signal>,
     lock: Arc<LeaseLock>,
@@ -123,10 +119,9 @@ pub(crate) struct Running {
 }
 
 impl std::fmt::Debug for Running {
-    /// The crate's lock prints nothing: the owner and the signal do.
+    /// The crate's lock prints nothing: the signal does.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Running")
-            .field("owner", &self.owner)
             .field("signal", &self.signal)
             .finish_non_exhaustive()
     }
@@ -158,29 +153,25 @@ impl Running {
         let task = seen
             .leads
             .then(|| tokio::spawn(renew(lock.clone(), signal.clone(), clock, params)));
-        let running = Running {
-            owner: owner.clone(),
-            signal,
-            lock,
-            task,
-        };
+        let running = Running { signal, lock, task };
         (running, answer)
     }
 
-    /// Stops believing the crate and stops the loop (a call in flight is dropped); then, if
-    /// `step_down`, the crate's `step_down()`, which vacates the Lease if it still names this
-    /// holder.
-    ///
-    /// # Errors
-    /// `step_down` failed (the lock was not ours by then: not an error).
-    pub async fn stop(mut self, step_down: bool) -> Result<(), ElectionError> {
+    /// Stops believing the crate and stops the loop (a call in flight is dropped).
+    pub fn let_go(&mut self) {
         self.signal.stop();
         if let Some(task) = self.task.take() {
             task.abort();
         }
-        if !step_down {
-            return Ok(());
-        }
+    }
+
+    /// [`Running::let_go`], then the crate's `step_down()`, which vacates the Lease if it
+    /// still names this holder.
+    ///
+    /// # Errors
+    /// `step_down` failed (the lock was not ours by then: not an error).
+    pub async fn step_down(mut self) -> Result<(), ElectionError> {
+        self.let_go();
         match self.lock.step_down().await {
             Ok(()) | Err(ElectionError::ReleaseLockWhenNotLeading { .. }) => Ok(()),
             Err(error) => Err(error),

@@ -16,9 +16,10 @@ use leasesim::lease::SessionLease;
 use leasesim::lease::client_over;
 use leasesim::sim::backend::{
     APISERVER_PORT, LeaseObjectTarget, NAMESPACE, OnApiServer, RecordedKubeCalls, ReplicaEnv,
+    SignalLease,
 };
 
-pub use lease::ManagedLease;
+pub use lease::{LeaseManagers, ManagedLease};
 pub use params::Params;
 
 /// The backend's name in run files and scenarios (`[world] backend`).
@@ -58,12 +59,12 @@ impl LeaseObjectTarget for KubeLeaseManager {
             NAMESPACE,
             config.call_timeout,
         );
-        Ok(Arc::new(ManagedLease::new(
-            client,
-            calls,
+        let managers =
+            LeaseManagers::new(client, calls, replica.clock(), params, config.call_timeout);
+        Ok(Arc::new(SignalLease::new(
+            managers,
             replica.clock(),
-            params,
-            config.call_timeout,
+            replica.ttl(),
         )))
     }
 }

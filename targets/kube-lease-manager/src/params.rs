@@ -3,14 +3,16 @@
 
 use std::time::Duration;
 
+use leasesim::sim::backend::renew_period;
+
 /// kube-lease-manager's `LeaseParams` for one world, and the validity the adapter grants.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Params {
     /// `duration`: the TTL, written to `leaseDurationSeconds`.
     pub duration_s: u64,
     /// `grace`: the holder renews this long before the expiry it computed, so its renew
-    /// period is `duration - grace`: the world's renew interval (TTL / 3, as leasesim's
-    /// renewer renews: src/service/renewer.rs) rounded down to whole seconds, at least 1.
+    /// period is `duration - grace`: a target's renew period ([`renew_period`], a third of
+    /// the TTL) rounded down to whole seconds, at least 1.
     pub grace_s: u64,
 }
 
@@ -23,7 +25,7 @@ impl Params {
     /// ([`Params::granted_validity`]) must be at least a second.
     pub fn for_ttl(ttl: Duration) -> Result<Params, String> {
         let duration_s = ttl.as_secs();
-        let period_s = (duration_s / 3).max(1);
+        let period_s = renew_period(ttl).as_secs().max(1);
         let grace_s = duration_s.saturating_sub(period_s);
         if duration_s < 3 || grace_s <= period_s {
             return Err(format!(

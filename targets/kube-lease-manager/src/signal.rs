@@ -1,34 +1,21 @@
 //! One session's running `LeaseManager`: started with `watch()`, its "I lead" signal recorded
 //! on every change the adapter sees (a `target_signal` line), let go by dropping the signal's
 //! receivers, and its task joined before the session's next manager starts
-//! (docs/targets.md#kube-lease-manager).
+//! ([`leasesim::sim::backend::SignalLease`], docs/targets.md#kube-lease-manager).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use kube_lease_manager::{LeaseCreateMode, LeaseManager, LeaseParams};
-use leasesim::clock::Clock;
 use leasesim::lease::{LeaseError, Owner, SessionId};
-use leasesim::sim::backend::{NAMESPACE, RecordedKubeCalls};
+use leasesim::sim::backend::{NAMESPACE, RecordedKubeCalls, Seen};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::Params;
 
-/// The signal as the adapter saw it last: the value, and how many changes it has seen.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub(crate) struct Seen {
-    /// Whether the crate says it leads.
-    pub leads: bool,
-    /// Changes seen since the manager started (each one a `target_signal` line).
-    pub changes: u64,
-}
-
 /// A session's running manager: the crate's task and the adapter's watcher of its signal.
 #[derive(Debug)]
-pub(crate) struct Running {
-    /// The owner the manager's identity names.
-    pub owner: Owner,
+pub struct Running {
     /// The signal as recorded ([`Seen`]); the watcher task holds the crate's receiver.
     pub seen: watch::Receiver<Seen>,
     /// The crate's task (`LeaseManager::watch`); it releases and ends when every receiver of
@@ -75,7 +62,6 @@ impl Running {
             session.clone(),
         ));
         Ok(Running {
-            owner: owner.clone(),
             seen,
             task,
             watcher,
@@ -89,47 +75,10 @@ impl Running {
     }
 
     /// Lets the manager go: drops the signal's receiver (the watcher's), on which the crate
-    /// releases its lock and its task ends, on its own time ([`Stopping::join`]).
-    pub fn let_go(self) -> Stopping {
+    /// releases its lock and its task ends, on its own time: the task to join.
+    pub fn let_go(self) -> JoinHandle<kube_lease_manager::Result<LeaseManager>> {
         self.watcher.abort();
-        Stopping { task: self.task }
-    }
-}
-
-/// A manager let go: its task is releasing the lock and will end.
-#[derive(Debug)]
-pub(crate) struct Stopping {
-    task: JoinHandle<kube_lease_manager::Result<LeaseManager>>,
-}
-
-impl Stopping {
-    /// Waits for the crate's task to end, at most `bound` on `clock`, then aborts it.
-    ///
-    /// # Errors
-    /// The crate's release failed, its task panicked, or it outlasted `bound`: unavailable.
-    pub async fn join(mut self, clock: &Arc<dyn Clock>, bound: Duration) -> Result<(), LeaseError> {
-        let joined = tokio::select! {
-            joined = &mut self.task => joined,
-            () = clock.sleep(bound) => {
-                self.task.abort();
-                return Err(LeaseError::Unavailable {
-                    reason: format!(
-                        "kube-lease-manager's task did not end within {} ms of its signal's \
-                         receiver being dropped; aborted",
-                        bound.as_millis()
-                    ),
-                });
-            }
-        };
-        match joined {
-            Ok(Ok(_manager)) => Ok(()),
-            Ok(Err(error)) => Err(LeaseError::Unavailable {
-                reason: format!("kube-lease-manager's release failed: {error}"),
-            }),
-            Err(error) => Err(LeaseError::Unavailable {
-                reason: format!("kube-lease-manager's task failed: {error}"),
-            }),
-        }
+        self.task
     }
 }
 

@@ -11,15 +11,15 @@ mod params;
 mod signal;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use leasesim::lease::SessionLease;
 use leasesim::sim::backend::{
     APISERVER_PORT, LeaseObjectTarget, NAMESPACE, OnApiServer, RecordedKubeCalls, ReplicaEnv,
+    SignalLease,
 };
 
 pub use client::client_over;
-pub use lease::KubertLease;
+pub use lease::{KubertLease, KubertManagers};
 pub use params::Params;
 
 /// The backend's name in run files and scenarios (`[world] backend`).
@@ -42,10 +42,6 @@ impl LeaseObjectTarget for Kubert {
         NAME
     }
 
-    fn check_ttl(&self, ttl: Duration) -> Result<(), String> {
-        Params::for_ttl(ttl).map(|_| ())
-    }
-
     fn client(
         &self,
         replica: &ReplicaEnv,
@@ -62,12 +58,11 @@ impl LeaseObjectTarget for Kubert {
             NAMESPACE,
             config.call_timeout,
         );
-        Ok(Arc::new(KubertLease::new(
-            crate_client,
-            client,
-            calls,
+        let managers = KubertManagers::new(crate_client, client, calls, params);
+        Ok(Arc::new(SignalLease::new(
+            managers,
             replica.clock(),
-            params,
+            replica.ttl(),
         )))
     }
 }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use kubert::lease::ClaimParams;
+use leasesim::sim::backend::{check_whole_seconds, renew_period};
 
 /// kubert's claim parameters for one world.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -12,8 +13,8 @@ pub struct Params {
     /// whole seconds (`chrono::Duration::num_seconds`), so the TTL must be whole seconds.
     pub lease_duration: Duration,
     /// `renew_grace_period`: the holder renews this long before its claim's expiry, so it
-    /// writes `renewTime` every `lease_duration - renew_grace_period`: the world's renew
-    /// interval, TTL / 3 (as leasesim's renewer renews: src/service/renewer.rs).
+    /// writes `renewTime` every `lease_duration - renew_grace_period`: a target's renew period
+    /// ([`renew_period`], a third of the TTL).
     pub renew_grace_period: Duration,
 }
 
@@ -21,20 +22,14 @@ impl Params {
     /// The parameters for a world TTL of `ttl`.
     ///
     /// # Errors
-    /// A TTL that is not a whole, non-zero number of seconds: kubert would write a
-    /// `leaseDurationSeconds` shorter than the claim it keeps itself.
+    /// A TTL that is not a whole, non-zero number of seconds ([`check_whole_seconds`]): kubert
+    /// writes `leaseDurationSeconds` truncated (`chrono::Duration::num_seconds`), shorter than
+    /// the claim it keeps itself.
     pub fn for_ttl(ttl: Duration) -> Result<Params, String> {
-        if ttl.is_zero() || ttl.subsec_nanos() != 0 {
-            return Err(format!(
-                "kubert writes leaseDurationSeconds truncated to whole seconds, so the TTL must \
-                 be whole seconds, got {} ms; use e.g. ttl_ms = {}",
-                ttl.as_millis(),
-                ttl.as_secs().max(1) * 1_000
-            ));
-        }
+        check_whole_seconds(ttl)?;
         Ok(Params {
             lease_duration: ttl,
-            renew_grace_period: ttl - ttl / 3,
+            renew_grace_period: ttl - renew_period(ttl),
         })
     }
 
@@ -65,16 +60,5 @@ mod tests {
             params.renew_grace_period,
             Duration::from_nanos(6_666_666_667)
         );
-    }
-
-    #[test]
-    fn ttls_of_part_seconds_are_refused_naming_the_truncation() {
-        let error = Params::for_ttl(Duration::from_millis(2500)).unwrap_err();
-        assert!(
-            error.contains("truncated") && error.contains("2500 ms") && error.contains("2000"),
-            "{error}"
-        );
-        assert!(Params::for_ttl(Duration::ZERO).is_err());
-        assert!(Params::for_ttl(Duration::from_secs(1)).is_ok());
     }
 }

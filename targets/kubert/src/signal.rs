@@ -1,15 +1,14 @@
 //! One session's running kubert `LeaseManager`: started with `spawn`, its claim judged "I lead"
 //! as the crate defines it (`Claim::is_current_for` the claimant) and every change of that
 //! recorded (a `target_signal` line), let go by dropping the claim's receiver, and its task
-//! joined before the session's next manager starts (docs/targets.md#kubert).
+//! joined before the session's next manager starts ([`leasesim::sim::backend::SignalLease`],
+//! docs/targets.md#kubert).
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use k8s_openapi_025::api::coordination::v1::Lease as LeaseObject;
 use kubert::LeaseManager;
 use kubert::lease::{Claim, Error as KubertError};
-use leasesim::clock::Clock;
 use leasesim::lease::{LeaseError, Owner, SessionId};
 use leasesim::sim::backend::RecordedKubeCalls;
 use tokio::sync::watch;
@@ -17,16 +16,9 @@ use tokio::task::JoinHandle;
 
 use crate::Params;
 
-/// The crate's signal as the adapter judged it last.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Seen {
-    /// The latest claim the crate published (`None` before its first).
-    pub claim: Option<Arc<Claim>>,
-    /// Whether that claim is current for this manager's claimant ("I lead").
-    pub leads: bool,
-    /// Changes of `leads` since the manager started (each one a `target_signal` line).
-    pub changes: u64,
-}
+/// The crate's signal as the adapter judged it last; its state is the latest claim the crate
+/// published (`None` before its first).
+pub type Seen = leasesim::sim::backend::Seen<Option<Arc<Claim>>>;
 
 /// One manager's "I lead" signal. The crate publishes claims; whether a claim says "I lead"
 /// depends on when it is asked (`is_current_for` compares its expiry with the host's wall
@@ -34,7 +26,7 @@ pub(crate) struct Seen {
 /// each claim's expiry, and at each of the world's calls — and a change is recorded when
 /// seen.
 #[derive(Debug)]
-pub(crate) struct Signal {
+pub struct Signal {
     owner: Owner,
     claimant: String,
     session: SessionId,
@@ -58,10 +50,10 @@ impl Signal {
     pub fn observe(&self, claim: Option<Arc<Claim>>) -> Seen {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(claim) = claim {
-            seen.claim = Some(claim);
+            seen.state = Some(claim);
         }
         let leads = seen
-            .claim
+            .state
             .as_ref()
             .is_some_and(|claim| claim.is_current_for(&self.claimant));
         if leads != seen.leads {
@@ -76,9 +68,7 @@ impl Signal {
 /// A session's running manager: the crate's task, the adapter's watcher of its claims, and
 /// the signal they feed.
 #[derive(Debug)]
-pub(crate) struct Running {
-    /// The owner the claimant names.
-    pub owner: Owner,
+pub struct Running {
     /// The crate's signal, judged when looked at.
     pub signal: Arc<Signal>,
     /// The crate's task (`LeaseManager::spawn`); it vacates and ends when every receiver of
@@ -128,7 +118,6 @@ impl Running {
         signal.observe(Some(claims.borrow().clone()));
         let watcher = tokio::spawn(judge_claims(claims, signal.clone()));
         Ok(Running {
-            owner: owner.clone(),
             signal,
             task,
             watcher,
@@ -141,10 +130,10 @@ impl Running {
     }
 
     /// Lets the manager go: drops the claims' receiver (the watcher's), on which the crate
-    /// vacates the Lease if it holds it and its task ends, on its own time ([`Stopping::join`]).
-    pub fn let_go(self) -> Stopping {
+    /// vacates the Lease if it holds it and its task ends, on its own time: the task to join.
+    pub fn let_go(self) -> JoinHandle<Result<(), KubertError>> {
         self.watcher.abort();
-        Stopping { task: self.task }
+        self.task
     }
 }
 
@@ -152,42 +141,6 @@ impl Running {
 fn unavailable(what: &str, error: &KubertError) -> LeaseError {
     LeaseError::Unavailable {
         reason: format!("kubert {what}: {error}"),
-    }
-}
-
-/// A manager let go: its task is vacating the Lease and will end.
-#[derive(Debug)]
-pub(crate) struct Stopping {
-    task: JoinHandle<Result<(), KubertError>>,
-}
-
-impl Stopping {
-    /// Waits for the crate's task to end, at most `bound` on `clock`, then aborts it.
-    ///
-    /// # Errors
-    /// The crate's task failed (its vacate, or a claim before it), panicked, or outlasted
-    /// `bound`: unavailable.
-    pub async fn join(mut self, clock: &Arc<dyn Clock>, bound: Duration) -> Result<(), LeaseError> {
-        let joined = tokio::select! {
-            joined = &mut self.task => joined,
-            () = clock.sleep(bound) => {
-                self.task.abort();
-                return Err(LeaseError::Unavailable {
-                    reason: format!(
-                        "kubert's task did not end within {} ms of its claims' receiver being \
-                         dropped; aborted",
-                        bound.as_millis()
-                    ),
-                });
-            }
-        };
-        match joined {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(unavailable("ended with an error", &error)),
-            Err(error) => Err(LeaseError::Unavailable {
-                reason: format!("kubert's task failed: {error}"),
-            }),
-        }
     }
 }
 

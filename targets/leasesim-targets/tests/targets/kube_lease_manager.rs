@@ -1,118 +1,58 @@
 //! The kube-lease-manager target (docs/targets.md#kube-lease-manager): a kube swarm run of the
 //! crate, unmodified, is a real contest (leadership changes, API writes, its signal recorded)
 //! and replays byte for byte; each finding of targets/kube-lease-manager/FINDINGS.md replays
-//! with its violation.
+//! with its violation. What each expects is its row of the table ([`super::table`]).
 
-use leasesim::history::History;
-
-use super::support::{
-    leadership_changes, replay_finding, repo, signals_to_lead, targets, text, verdict,
+use crate::support::{
+    a_swarm_run_is_a_contest, its_swarm_run_passes_check_determinism, repo, targets, text,
+    the_finding_replays_with_its_violation,
 };
+use crate::table::{Target, target};
 
-/// A partitions swarm seed on the target: 13 leadership changes, 80 accepted writes.
-const RUN: [&str; 7] = [
-    "run",
-    "--seed",
-    "1",
-    "--scenario",
-    "sims/kube-swarm-partitions.toml",
-    "--backend",
-    "target:kube-lease-manager",
-];
+fn kube_lease_manager() -> &'static Target {
+    target("kube-lease-manager")
+}
 
+/// Finding 2 (FINDINGS.md), on every takeover; every other check holds.
 #[test]
 fn a_kube_swarm_run_of_the_crate_changes_leaders_and_shows_only_its_two_write_takeover() {
-    let dir = tempfile::tempdir().unwrap();
-    let output = targets(&RUN, dir.path());
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    // Finding 2 (FINDINGS.md), on every takeover; every other check holds.
-    assert_eq!(
-        verdict(&output),
-        "verdict: FAIL: TOKEN violated — exit 1",
-        "{}",
-        text(&output)
-    );
-    let history = History::read_jsonl_path(dir.path().join("history.jsonl")).unwrap();
-    let changes = leadership_changes(&history);
-    assert!(changes >= 3, "{changes} leadership changes");
-    let writes = history.writes().count();
-    assert!(writes >= 20, "{writes} API writes");
-    assert!(signals_to_lead(&history) >= 3, "the crate's signal");
+    a_swarm_run_is_a_contest(kube_lease_manager());
 }
 
 #[test]
 fn the_target_passes_check_determinism_on_that_kube_swarm_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut args = RUN.to_vec();
-    args.push("--check-determinism");
-    let output = targets(&args, dir.path());
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("wrote identical history.jsonl and trace.jsonl for seed 1"),
-        "{stdout}"
-    );
+    its_swarm_run_passes_check_determinism(kube_lease_manager());
 }
 
 #[test]
 fn finding_1_two_managers_say_i_lead_after_a_forced_release_cleared_a_fresh_lock() {
-    let (output, line) = replay_finding(
-        "kube-lease-manager",
+    the_finding_replays_with_its_violation(
+        kube_lease_manager(),
         "1-two-leaders-after-a-forced-release.run.json",
-    );
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("EXCL: s2: replica-2's window (token 2")
-            && stdout.contains("and replica-3's window (token 3"),
-        "{stdout}"
     );
 }
 
 #[test]
 fn finding_2_a_takeover_writes_the_holder_before_it_raises_lease_transitions() {
-    let (output, line) = replay_finding("kube-lease-manager", "2-takeover-in-two-writes.run.json");
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    assert_eq!(line, "verdict: FAIL: TOKEN violated — exit 1");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains(
-            "a takeover by \"replica-3#0\" kept leaseTransitions 0, not above the earlier value"
-        ),
-        "{stdout}"
+    the_finding_replays_with_its_violation(
+        kube_lease_manager(),
+        "2-takeover-in-two-writes.run.json",
     );
 }
 
 #[test]
 fn finding_3_a_candidate_whose_wall_clock_is_ahead_takes_over_a_live_lock() {
-    let (output, line) = replay_finding(
-        "kube-lease-manager",
+    the_finding_replays_with_its_violation(
+        kube_lease_manager(),
         "3-a-candidate-with-its-wall-clock-ahead-takes-a-live-lock.run.json",
-    );
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("EXCL: s1: replica-1's window (token 1")
-            && stdout.contains("and replica-3's window (token 2"),
-        "{stdout}"
     );
 }
 
 #[test]
 fn finding_4_the_signal_outlives_the_lease_while_the_api_is_unreachable() {
-    let (output, line) = replay_finding(
-        "kube-lease-manager",
+    the_finding_replays_with_its_violation(
+        kube_lease_manager(),
         "4-the-signal-outlives-the-lease-while-the-api-is-unreachable.run.json",
-    );
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    assert_eq!(line, "verdict: FAIL: TOKEN, EXCL violated — exit 1");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("EXCL: s2: replica-1's window (token 1")
-            && stdout.contains("and replica-3's window (token 2"),
-        "{stdout}"
     );
 }
 

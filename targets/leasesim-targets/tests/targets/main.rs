@@ -8,3 +8,4 @@ mod kubert;
 mod probe;
 mod same_bytes;
 mod support;
+mod table;
