@@ -47,7 +47,7 @@ impl Span<'_> {
         &self.on.process
     }
 
-    fn from_us(&self) -> u64 {
+    fn start_us(&self) -> u64 {
         self.on.invoke_us
     }
 }
@@ -144,16 +144,16 @@ fn spans<'h>(
         for span in spans.iter_mut() {
             let host = &span.process().replica;
             let crash = faults
-                .crash_in(host, span.from_us(), span.until_us)
+                .crash_in(host, span.start_us(), span.until_us)
                 .or_else(|| clocks.boot_end(span.process()));
             if let Some(crash) = crash
                 && crash < span.until_us
             {
-                span.until_us = crash.max(span.from_us());
+                span.until_us = crash.max(span.start_us());
                 span.end = "its host crashed".into();
             }
         }
-        spans.sort_by_key(|s| (s.from_us(), s.on.id));
+        spans.sort_by_key(|s| (s.start_us(), s.on.id));
     }
     by_session
 }
@@ -213,7 +213,7 @@ impl<'a> Judge<'a> {
             "{}: {process}'s signal outlives the lease: it says \"I lead\" from {} until {} ({}), \
              but {lease}: {} past it",
             span.on.session,
-            seconds_us(span.from_us()),
+            seconds_us(span.start_us()),
             seconds_us(span.until_us),
             span.end,
             seconds_us(outlived.until_us - outlived.from_us),
@@ -240,9 +240,9 @@ impl<'a> Judge<'a> {
             .filter(|w| w.session == span.on.session)
             .filter(|w| parse_holder(&w.holder_identity).as_ref() == Some(span.process()))
             .collect();
-        let mut write = naming.iter().copied().rfind(|w| w.at_us <= span.from_us());
-        let mut from_us = span.from_us();
-        let later = naming.iter().copied().filter(|w| w.at_us > span.from_us());
+        let mut write = naming.iter().copied().rfind(|w| w.at_us <= span.start_us());
+        let mut from_us = span.start_us();
+        let later = naming.iter().copied().filter(|w| w.at_us > span.start_us());
         for next in later.map(Some).chain([None]) {
             let until_us = next.map_or(span.until_us, |w| w.at_us.min(span.until_us));
             let expiry = write.map_or(from_us, |w| self.expiry(span.process(), w));
@@ -277,7 +277,7 @@ impl<'a> Judge<'a> {
     fn overlaps(&self, report: &mut InvariantReport, spans: &[Span<'a>]) {
         for (i, old) in spans.iter().enumerate() {
             for new in &spans[i + 1..] {
-                let (from_us, until_us) = (new.from_us(), old.until_us.min(new.until_us));
+                let (from_us, until_us) = (new.start_us(), old.until_us.min(new.until_us));
                 if from_us >= until_us || old.process() == new.process() {
                     continue;
                 }
@@ -286,9 +286,9 @@ impl<'a> Judge<'a> {
                      ({} together)",
                     old.on.session,
                     old.process(),
-                    seconds_us(old.from_us()),
+                    seconds_us(old.start_us()),
                     new.process(),
-                    seconds_us(new.from_us()),
+                    seconds_us(new.start_us()),
                     seconds_us(until_us),
                     seconds_us(until_us - from_us),
                 );
