@@ -117,7 +117,9 @@ line_from!(
 pub struct ConfigLine {
     /// Lease TTL the authority grants, µs.
     pub ttl_us: u64,
-    /// Skew margin subtracted from the TTL in the holder's validity, µs.
+    /// Skew margin the holder subtracts from a grant of `ttl_us` in its validity, µs; from a
+    /// grant of another TTL it subtracts the same fraction of that TTL
+    /// (docs/contracts.md#client-side-validity).
     pub skew_margin_us: u64,
     /// Interval between renewals, µs.
     pub renew_interval_us: u64,

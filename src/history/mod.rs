@@ -69,7 +69,7 @@
 //! | field | |
 //! |---|---|
 //! | `ttl_us` | lease TTL the authority grants |
-//! | `skew_margin_us` | subtracted from the TTL in the holder's validity |
+//! | `skew_margin_us` | the holder's margin for a grant of `ttl_us` (the same fraction of any other) |
 //! | `renew_interval_us` | time between renewals |
 //! | `longest_reconnect_backoff_us` | longest reconnect backoff of any client |
 //! | `grace_period_us` | the authority's restart grace period |

@@ -613,17 +613,35 @@ fn stop_an_open_and_a_cleanup_append_within_validity_pass() {
     assert_eq!(report.checks, 2);
 }
 
-#[test]
-fn stop_uses_the_granted_ttl_not_the_config() {
-    // Granted TTL 4 s: valid_until = 4 s − 1 s = 3 s.
-    let h = history()
+/// replica-1 was granted 4 s (less than the configured 10 s, as a target adapter grants what
+/// is left of a claim) at 0, and judged its lease valid at `at_us` on its clock.
+fn short_grant_judged_at(at_us: u64) -> History {
+    history()
         .config()
         .op(1, "replica-1", span(0, 1000), acquire(), granted(1, 4 * S))
-        .validity(judges_valid("replica-1", 1).at(3 * S).claiming_until(3 * S))
-        .build();
+        .validity(judges_valid("replica-1", 1).at(at_us).claiming_until(at_us))
+        .build()
+}
+
+#[test]
+fn stop_uses_the_granted_ttl_not_the_config() {
+    // The config's margin is 1 s of 10 s: a grant of 4 s has 0.4 s, valid_until = 3.6 s
+    // (neither 10 s − 1 s nor 4 s − 1 s).
+    let report = stop::check(&short_grant_judged_at(3 * S + 500_000));
+    assert!(report.passed(), "{:?}", report.violations);
+    assert_eq!(report.checks, 1);
+
+    let report = stop::check(&short_grant_judged_at(3 * S + 600_000));
+    let violation = one(&report);
     assert_eq!(
-        one(&stop::check(&h)).evidence,
-        [Evidence::Op(1), checked("replica-1", 3 * S)]
+        violation.evidence,
+        [Evidence::Op(1), checked("replica-1", 3 * S + 600_000)]
+    );
+    assert!(
+        violation
+            .message
+            .contains("valid_until 3.600 s: its acquire (op 1) was sent at 0.000 s on its clock, + TTL 4.000 s - skew margin 0.400 s"),
+        "{violation}"
     );
 }
 

@@ -264,6 +264,17 @@ fn expiry_does_not_judge_a_takeover_after_a_release() {
 /// replica-1 (clock `holder_ppm`) acquires at 0; replica-2 (clock `candidate_ppm`) acquires at
 /// true `candidate_us`. TTL 10 s, skew margin 1 s: replica-1's window ends at local 9 s.
 fn windows(holder_ppm: i64, candidate_ppm: i64, candidate_us: u64) -> leasesim::history::History {
+    windows_granting(10 * S, holder_ppm, candidate_ppm, candidate_us)
+}
+
+/// As [`windows`], but replica-1 is granted `holder_ttl_us` (a target adapter grants what is
+/// left of a claim, less than the configured 10 s).
+fn windows_granting(
+    holder_ttl_us: u64,
+    holder_ppm: i64,
+    candidate_ppm: i64,
+    candidate_us: u64,
+) -> leasesim::history::History {
     let candidate_local =
         (i128::from(candidate_us) * (1_000_000 + i128::from(candidate_ppm)) / 1_000_000) as u64;
     history()
@@ -275,7 +286,7 @@ fn windows(holder_ppm: i64, candidate_ppm: i64, candidate_us: u64) -> leasesim::
             "replica-1",
             span(0, 10_000),
             acquire(),
-            granted(1, 10 * S),
+            granted(1, holder_ttl_us),
         )
         .op_reading(
             2,
@@ -332,6 +343,44 @@ fn excl_passes_a_takeover_after_the_holders_window() {
 fn excl_does_not_judge_an_overlap_outside_the_drift_bound() {
     // A −9% holder and a +9% candidate overlap by design: not judged, never pass.
     let report = excl::check(&windows(-90_000, 90_000, 9 * S));
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 0);
+    let why = report.not_judged().expect("not judged");
+    assert!(why.contains("1 overlapping pairs"), "{why}");
+}
+
+#[test]
+fn excl_ends_a_short_grants_window_at_the_same_fraction_of_its_ttl_as_margin() {
+    // A 4 s grant under a config of 1 s in 10 s: margin 0.4 s, the window ends at 3.6 s (not
+    // 4 s − 1 s = 3 s), so a candidate granted at 3.51 s overlaps it.
+    let report = excl::check(&windows_granting(4 * S, 0, 0, 3 * S + 500_000));
+    let violation = one(&report);
+    assert_eq!(
+        violation.evidence,
+        vec![
+            window("replica-1", 1, 1, 10_000, 3_600_000),
+            Evidence::Op(1),
+            window("replica-2", 2, 2, 3_510_000, 12_500_000),
+            Evidence::Op(2),
+        ]
+    );
+    assert!(
+        violation
+            .message
+            .contains("bound 100000ppm (skew margin 0.400 s of TTL 4.000 s)"),
+        "{violation}"
+    );
+
+    let report = excl::check(&windows_granting(4 * S, 0, 0, 3 * S + 600_000));
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
+}
+
+#[test]
+fn excl_bounds_a_short_grants_drift_by_the_configs_fraction_not_by_its_fixed_margin() {
+    // −6 % and +6 % is 120 000 ppm, beyond 10 % of any TTL (1 s of a 4 s grant would be 25 %):
+    // not judged, never pass.
+    let report = excl::check(&windows_granting(4 * S, -60_000, 60_000, 3 * S + 500_000));
     assert!(report.passed(), "{report:?}");
     assert_eq!(report.checks, 0);
     let why = report.not_judged().expect("not judged");

@@ -23,22 +23,25 @@
 //! any history without decision lines — exclusivity is judged on the holders
 //! (docs/checks.md#excl): no two owners' validity windows for one session (recomputed from their
 //! send times, mapped to true time through the clock segments: [`super::holders`]) overlap. Each
-//! ok `lease_acquire` / `lease_renew` of process P gives a window from its `invoke_local_us` to
-//! `invoke_local_us + ttl_us − skew_margin_us` on P's clock, cut short at P's own release of
-//! that token, at the completion of a renew of it answered `held`, and at P's crash.
+//! ok `lease_acquire` / `lease_renew` of process P gives a window from its completion to
+//! `invoke_local_us + ttl_us − margin` on P's clock (the margin: the same fraction of the granted
+//! `ttl_us` as the config's `skew_margin_us` is of its `ttl_us`, [`Margin`]), cut short at P's
+//! own release of that token, at the completion of a renew of it answered `held`, and at P's
+//! crash.
 //!
 //! This holds only while the holder's slowness plus the candidate's speed stays within the
 //! skew margin (±5% each at a 10% margin; a −9% holder and a +9% candidate overlap by design).
 //! So each overlapping pair (the holder: the window that starts first; the candidate: the
 //! other owner's) is judged only when the holder's worst slowness plus the candidate's worst
 //! speed over both windows, in ppm from the clock segments (a stopped clock is −1 000 000),
-//! is at most `skew_margin_us / ttl_us` (the holder's granted TTL) as ppm; within that bound
-//! the overlap is a violation, with both windows and their ops as evidence. An overlapping
-//! pair outside the bound is counted and not judged. Each window that follows another owner's
-//! window is one check when every overlap it has (none, or only judged ones) was judged; when
-//! nothing could be judged EXCL says "not judged (why)", never "pass".
+//! is at most the holder's margin over its granted TTL (the config's fraction) as ppm; within
+//! that bound the overlap is a violation, with both windows and their ops as evidence. An
+//! overlapping pair outside the bound is counted and not judged. Each window that follows
+//! another owner's window is one check when every overlap it has (none, or only judged ones)
+//! was judged; when nothing could be judged EXCL says "not judged (why)", never "pass".
 
 use super::holders::{Clocks, Window, windows};
+use super::stop::Margin;
 use super::{
     AuthorityClock, Check, Evidence, InvariantReport, caller, decision_evidence,
     decisions_by_session, who,
@@ -368,9 +371,10 @@ fn check_holders(history: &History) -> InvariantReport {
         return report;
     };
     let clocks = Clocks::new(history);
+    let margin = Margin::new(config);
     let mut outside = 0u64;
     let mut followers = 0u64;
-    for windows in windows(history, &clocks, config.skew_margin_us).values() {
+    for windows in windows(history, &clocks, margin).values() {
         for (j, candidate) in windows.iter().enumerate() {
             let earlier = windows[..j]
                 .iter()
@@ -382,7 +386,7 @@ fn check_holders(history: &History) -> InvariantReport {
                 if held.until_us <= candidate.from_us {
                     continue;
                 }
-                match within_drift_bound(&clocks, held, candidate, config.skew_margin_us) {
+                match within_drift_bound(&clocks, held, candidate, margin) {
                     Err(_) => {
                         outside += 1;
                         judged = false;
@@ -419,19 +423,20 @@ fn within_drift_bound(
     clocks: &Clocks,
     held: &Window,
     candidate: &Window,
-    skew_margin_us: u64,
+    margin: Margin,
 ) -> Result<String, String> {
     let from_us = held.from_us.min(candidate.from_us);
     let to_us = held.until_us.max(candidate.until_us);
     let (holder_slowest, _) = clocks.drift_range(held.process(), from_us, to_us);
     let (_, candidate_fastest) = clocks.drift_range(candidate.process(), from_us, to_us);
     let spread = i128::from((-holder_slowest).max(0)) + i128::from(candidate_fastest.max(0));
-    let bound = i128::from(skew_margin_us) * 1_000_000 / i128::from(held.ttl_us.max(1));
+    let held_margin_us = margin.of(held.ttl_us);
+    let bound = i128::from(held_margin_us) * 1_000_000 / i128::from(held.ttl_us.max(1));
     let words = format!(
         "holder's slowness {}ppm + candidate's speed {}ppm, bound {bound}ppm (skew margin {} of TTL {})",
         (-holder_slowest).max(0),
         candidate_fastest.max(0),
-        seconds_us(skew_margin_us),
+        seconds_us(held_margin_us),
         seconds_us(held.ttl_us)
     );
     if spread <= bound {

@@ -7,10 +7,10 @@
 //! P believe (docs/contracts.md#client-side-validity): from the true time the call completed (P
 //! cannot act on a grant before it has it; a KubeLease acquire is a series of reads and
 //! updates that can take seconds under held replies, and its grant is written by the last of
-//! them) to `valid_until` = `invoke_local_us` + the granted `ttl_us` − the config's
-//! `skew_margin_us` on P's own clock — the deadline STOP recomputes
-//! ([`super::stop::valid_until_local_us`]), counted from the call's start, which only shortens
-//! it — mapped to true time through P's clock segments in P's boot (its incarnation)
+//! them) to `valid_until` = `invoke_local_us` + the granted `ttl_us` − the skew margin of that
+//! TTL on P's own clock — the deadline STOP recomputes
+//! ([`super::stop::Margin::valid_until_local_us`]), counted from the call's start, which only
+//! shortens it — mapped to true time through P's clock segments in P's boot (its incarnation)
 //! ([`ClockMap::true_at_in_boot`]). It is cut short at the first of, after it starts:
 //! the true invoke time of P's own release of that token; the completion of P's renew of that
 //! token answered `held` (P observed the loss); the end of P's boot (P crashed). A release or
@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use super::stop::valid_until_local_us;
+use super::stop::Margin;
 use crate::history::{ClockLine, ClockMap, History, Op, OpLine, OpResult, Outcome, Process};
 
 /// The process `holder_identity` names: an owner's Display form `replica-N#incarnation`
@@ -191,7 +191,7 @@ impl Window<'_> {
 pub(crate) fn windows<'h>(
     history: &'h History,
     clocks: &Clocks,
-    skew_margin_us: u64,
+    margin: Margin,
 ) -> BTreeMap<String, Vec<Window<'h>>> {
     let mut by_session: BTreeMap<String, Vec<Window<'h>>> = BTreeMap::new();
     for op in history.ops() {
@@ -205,7 +205,7 @@ pub(crate) fn windows<'h>(
         let Some(granted_us) = op.complete_us else {
             continue;
         };
-        let valid_until = valid_until_local_us(op, ttl_us, skew_margin_us);
+        let valid_until = margin.valid_until_local_us(op, ttl_us);
         // The deadline in true time; when P's boot ends before its clock gets there, the
         // crash cuts the window (below). A deadline already past when the grant arrived
         // leaves an empty window.

@@ -7,8 +7,9 @@
 //! `valid_until` is recomputed from the op lines, never taken from the validity line:
 //! `invoke_local_us` of the replica's last successful `lease_acquire` / `lease_renew` for that
 //! session granting that epoch (token), completed by the check (true time), + the `ttl_us` in
-//! its `granted` result − the config's `skew_margin_us`. The check is valid only while its
-//! local reading is below that (`now >= valid_until` is lost, as in the client).
+//! its `granted` result − the skew margin of that TTL ([`Margin`]: the fraction the config's
+//! `skew_margin_us` is of its `ttl_us`). The check is valid only while its local reading is
+//! below that (`now >= valid_until` is lost, as in the client).
 //!
 //! Observed loss, for that epoch: a renew of it answered `held`, an acknowledged release of
 //! it, or a journal call of a journal opened under it answered `lease_lost`. Such a loss
@@ -20,15 +21,15 @@ use std::collections::BTreeMap;
 
 use super::{Check, Evidence, InvariantReport, who};
 use crate::history::{
-    HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, ValidityLine,
+    ConfigLine, HistRecord, HistWriterId, History, Op, OpLine, OpResult, Outcome, ValidityLine,
 };
 
 /// Checks STOP over `history`: collect each replica's grants and observed losses from the op
 /// lines, then judge every validity check against them.
 pub fn check(history: &History) -> InvariantReport {
     let mut report = InvariantReport::new(Check::Stop);
-    let skew_margin_us = match history.config() {
-        Ok(config) => config.skew_margin_us,
+    let margin = match history.config() {
+        Ok(config) => Margin::new(config),
         Err(error) => {
             if history.validity_checks().next().is_some() {
                 report.violation(format!("cannot recompute valid_until: {error}"), Vec::new());
@@ -40,7 +41,7 @@ pub fn check(history: &History) -> InvariantReport {
     let leases = Leases::collect(history, &journal_epoch);
     for check in history.validity_checks() {
         report.checks += 1;
-        judge(&mut report, &leases, check, skew_margin_us);
+        judge(&mut report, &leases, check, margin);
     }
     report
 }
@@ -166,17 +167,60 @@ fn grants_epoch(op: &OpLine, epoch: u64) -> bool {
     matches!(op.result, Some(OpResult::Granted { token, .. }) if token == epoch)
 }
 
-/// The client-side `valid_until` a successful acquire or renew `grant` of `ttl_us` gives its
-/// caller, on the caller's own clock (docs/contracts.md#client-side-validity): the local send time
-/// plus the granted TTL minus the skew margin, µs. EXCL on the holders ([`super::holders`])
-/// places the same deadline in true time.
-pub(crate) fn valid_until_local_us(grant: &OpLine, ttl_us: u64, skew_margin_us: u64) -> u64 {
-    (grant.invoke_local_us + ttl_us).saturating_sub(skew_margin_us)
+/// The skew margin a holder subtracts from a grant (docs/contracts.md#client-side-validity):
+/// the same fraction of the **granted** TTL as the config line's `skew_margin_us` is of its
+/// `ttl_us`. The world and live mode always give their clients `SkewMargin::Percent`, a
+/// fraction of whatever TTL a grant names, so a grant shorter than the configured TTL (a target
+/// adapter's, granting what is left of a claim) has a proportionally shorter margin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Margin {
+    /// The config line's margin, µs.
+    skew_margin_us: u64,
+    /// The config line's TTL it is a margin of, µs (0: the margin is taken as fixed).
+    ttl_us: u64,
+}
+
+impl Margin {
+    /// No margin at all: for a history without a config line.
+    pub(crate) const NONE: Margin = Margin {
+        skew_margin_us: 0,
+        ttl_us: 0,
+    };
+
+    /// The margin rule of a run with `config`.
+    pub(crate) fn new(config: &ConfigLine) -> Self {
+        Margin {
+            skew_margin_us: config.skew_margin_us,
+            ttl_us: config.ttl_us,
+        }
+    }
+
+    /// The margin of a grant of `granted_ttl_us`, µs, rounded down (a checker never holds a
+    /// holder to a deadline earlier than its own); the config's fixed margin when its TTL is 0.
+    pub(crate) fn of(self, granted_ttl_us: u64) -> u64 {
+        if self.ttl_us == 0 {
+            return self.skew_margin_us;
+        }
+        let scaled =
+            u128::from(granted_ttl_us) * u128::from(self.skew_margin_us) / u128::from(self.ttl_us);
+        u64::try_from(scaled).unwrap_or(u64::MAX)
+    }
+
+    /// The client-side `valid_until` a successful acquire or renew `grant` of `ttl_us` gives
+    /// its caller, on the caller's own clock: the local send time plus the granted TTL minus
+    /// the margin of that TTL, µs. EXCL on the holders ([`super::holders`]) places the same
+    /// deadline in true time; the timeline draws it.
+    pub(crate) fn valid_until_local_us(self, grant: &OpLine, ttl_us: u64) -> u64 {
+        grant
+            .invoke_local_us
+            .saturating_add(ttl_us)
+            .saturating_sub(self.of(ttl_us))
+    }
 }
 
 /// Judges one validity check: it needs a grant of its epoch, must come before that grant's
 /// `valid_until`, and must not follow an observed loss.
-fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, skew_margin_us: u64) {
+fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, margin: Margin) {
     let checked = Evidence::Validity {
         process: check.process.clone(),
         session: check.session.clone(),
@@ -200,11 +244,11 @@ fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, sk
         grant.complete_us.is_some_and(|c| c <= check.at_us),
         "the grant a check relies on completed before it"
     );
-    let valid_until = valid_until_local_us(grant, ttl_us, skew_margin_us);
+    let valid_until = margin.valid_until_local_us(grant, ttl_us);
     if check.at_local_us >= valid_until {
         report.violation(
             format!(
-                "{}: {} judged its lease of epoch {} valid {} at {} on its clock ({} true time), at or after valid_until {}: its {} (op {}) was sent at {} on its clock, + TTL {} - skew margin {}",
+                "{}: {} judged its lease of epoch {} valid {} at {} on its clock ({} true time), at or after valid_until {}: its {} (op {}) was sent at {} on its clock, + TTL {} - skew margin {} (of that TTL)",
                 check.session,
                 who(&check.process),
                 check.epoch,
@@ -216,7 +260,7 @@ fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, sk
                 grant.id,
                 seconds_us(grant.invoke_local_us),
                 seconds_us(ttl_us),
-                seconds_us(skew_margin_us)
+                seconds_us(margin.of(ttl_us))
             ),
             vec![Evidence::Op(grant.id), checked.clone()],
         );

@@ -33,6 +33,7 @@
 
 use super::excl::Hold;
 use super::holders::{Clocks, windows};
+use super::stop::Margin;
 use super::{
     AuthorityClock, Check, Evidence, InvariantReport, caller, decision_evidence,
     decisions_by_session, who,
@@ -224,9 +225,9 @@ fn judge_renews(report: &mut InvariantReport, history: &History) {
 
 /// An ok acquire inside one of its caller's own live windows keeps that window's token.
 fn judge_reacquires(report: &mut InvariantReport, history: &History) {
-    let skew_margin_us = history.config().map_or(0, |c| c.skew_margin_us);
+    let margin = history.config().map_or(Margin::NONE, Margin::new);
     let clocks = Clocks::new(history);
-    let windows = windows(history, &clocks, skew_margin_us);
+    let windows = windows(history, &clocks, margin);
     for op in history.ops() {
         let (Op::LeaseAcquire { .. }, Outcome::Ok, Some(OpResult::Granted { token, .. })) =
             (&op.op, op.outcome, &op.result)

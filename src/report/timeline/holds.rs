@@ -14,8 +14,9 @@
 //!   twice, two bars. A history with no `write` lines falls back to the `op` lines (each
 //!   granted acquire or renew: completion + TTL).
 //! - The **validity window** is the holder's own view (docs/contracts.md#client-side-validity):
-//!   send time of the last acquire or renew on its own clock + TTL − skew margin, mapped to
-//!   true time through its clock segments in its boot (its incarnation), cut at its release.
+//!   send time of the last acquire or renew on its own clock + the TTL it granted − the skew
+//!   margin of that TTL (the deadline STOP and EXCL recompute, [`Margin`]), mapped to true time
+//!   through its clock segments in its boot (its incarnation), cut at its release.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +24,7 @@ use svg::node::element::{Group, Rectangle, Text, Title};
 
 use super::{CHAR_W, Scale, px};
 use crate::check::invariants::holders::parse_holder;
+use crate::check::invariants::stop::Margin;
 use crate::history::{ClockMap, History, Op, OpResult, Outcome, Process, WriteLine, WriteVerb};
 
 /// Fill of a hold bar.
@@ -65,16 +67,14 @@ pub(super) fn holds(history: &History) -> Vec<Hold> {
 fn granted(history: &History) -> Vec<Hold> {
     let maps = history.clock_maps().unwrap_or_default();
     let authority = history.authority_host().and_then(|h| maps.get(h));
-    let (ttl_us, skew_us) = history
-        .config()
-        .map_or((0, 0), |c| (c.ttl_us, c.skew_margin_us));
+    let (ttl_us, margin) = config_ttl_and_margin(history);
     let mut holds: BTreeMap<(Process, String, u64), Hold> = BTreeMap::new();
     for op in history.ops() {
-        let Some((token, until_us)) = grant(op, authority, ttl_us) else {
+        let Some((token, until_us, granted_ttl_us)) = grant(op, authority, ttl_us) else {
             continue;
         };
         let own = maps.get(&op.process.replica);
-        let valid_until_us = validity_end(op, own, ttl_us.saturating_sub(skew_us));
+        let valid_until_us = validity_end(op, own, margin, granted_ttl_us);
         let start = op.complete_us.unwrap_or(op.invoke_us);
         let key = (op.process.clone(), op.session.clone(), token);
         let hold = holds.entry(key).or_insert_with(|| Hold {
@@ -100,9 +100,7 @@ fn granted(history: &History) -> Vec<Hold> {
 /// empty, the holder never learnt of it).
 fn reigns(history: &History) -> Vec<Hold> {
     let maps = history.clock_maps().unwrap_or_default();
-    let (ttl_us, skew_us) = history
-        .config()
-        .map_or((0, 0), |c| (c.ttl_us, c.skew_margin_us));
+    let (ttl_us, margin) = config_ttl_and_margin(history);
     let mut by_session: BTreeMap<&str, Vec<&WriteLine>> = BTreeMap::new();
     for write in history.writes() {
         by_session.entry(&write.session).or_default().push(write);
@@ -152,7 +150,6 @@ fn reigns(history: &History) -> Vec<Hold> {
     }
     for hold in &mut holds {
         let own = maps.get(&hold.host);
-        let span = ttl_us.saturating_sub(skew_us);
         hold.valid_until_us = history
             .ops()
             .filter(|op| op.process == hold.process && op.session == hold.session)
@@ -160,9 +157,13 @@ fn reigns(history: &History) -> Vec<Hold> {
                 let done = op.complete_us.unwrap_or(op.invoke_us);
                 op.invoke_us <= hold.until_us && done >= hold.from_us
             })
-            .filter(|op| matches!(grant(op, None, ttl_us), Some((token, _)) if token == hold.token))
             .filter(|op| matches!(op.op, Op::LeaseAcquire { .. } | Op::LeaseRenew { .. }))
-            .filter_map(|op| validity_end(op, own, span))
+            .filter_map(|op| match grant(op, None, ttl_us) {
+                Some((token, _, granted_ttl_us)) if token == hold.token => {
+                    validity_end(op, own, margin, granted_ttl_us)
+                }
+                _ => None,
+            })
             .max()
             .or(Some(hold.from_us));
     }
@@ -198,12 +199,20 @@ fn cut_at_releases(history: &History, holds: &mut [Hold]) {
     }
 }
 
-/// `op`'s token and the true time its grant expires, if it made the caller a holder.
+/// The config's TTL, µs, and its margin rule (0 and none without a config line).
+fn config_ttl_and_margin(history: &History) -> (u64, Margin) {
+    history
+        .config()
+        .map_or((0, Margin::NONE), |c| (c.ttl_us, Margin::new(c)))
+}
+
+/// `op`'s token, the true time its grant expires and the TTL it granted, µs, if it made the
+/// caller a holder (a Lease API write that did: the config's `ttl_us`).
 fn grant(
     op: &crate::history::OpLine,
     authority: Option<&ClockMap>,
     ttl_us: u64,
-) -> Option<(u64, u64)> {
+) -> Option<(u64, u64, u64)> {
     let done = op.complete_us.unwrap_or(op.invoke_us);
     match (&op.op, &op.result) {
         (
@@ -217,7 +226,7 @@ fn grant(
             let until = authority
                 .and_then(|map| map.true_at(*expiry_authority_us))
                 .unwrap_or(done + ttl_us);
-            Some((*token, until))
+            Some((*token, until, *ttl_us))
         }
         (
             Op::KubeCreate { .. } | Op::KubeUpdate { .. },
@@ -229,15 +238,23 @@ fn grant(
         ) if op.outcome == Outcome::Ok
             && parse_holder(holder_identity).as_ref() == Some(&op.process) =>
         {
-            Some((*transitions, done + ttl_us))
+            Some((*transitions, done + ttl_us, ttl_us))
         }
         _ => None,
     }
 }
 
-/// True time the caller's validity from `op` ends: its send time on its own clock + `span`.
-fn validity_end(op: &crate::history::OpLine, own: Option<&ClockMap>, span: u64) -> Option<u64> {
-    let deadline = op.invoke_local_us.saturating_add(span);
+/// True time the caller's validity from `op`, a grant of `ttl_us`, ends: its deadline on its
+/// own clock ([`Margin::valid_until_local_us`]) in its boot; without clock segments, as long
+/// after its true send time.
+fn validity_end(
+    op: &crate::history::OpLine,
+    own: Option<&ClockMap>,
+    margin: Margin,
+    ttl_us: u64,
+) -> Option<u64> {
+    let deadline = margin.valid_until_local_us(op, ttl_us);
+    let span = deadline.saturating_sub(op.invoke_local_us);
     match own {
         Some(map) => map.true_at_in_boot(op.process.incarnation, deadline),
         None => Some(op.invoke_us.saturating_add(span)),

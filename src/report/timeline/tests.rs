@@ -153,6 +153,26 @@ fn a_slow_clocks_validity_window_overruns_the_hold() {
 }
 
 #[test]
+fn a_short_grants_validity_window_takes_the_checkers_margin_of_the_granted_ttl() {
+    // replica-2 granted 1.5 s of the configured 3 s: margin 0.15 s (the config's 10 %, as the
+    // client and STOP take it), valid until 4.5 + 1.5 − 0.15 = 5.85 s on its clock (no drift).
+    let short = HISTORY.replace(
+        r#""token":2,"expiry_authority_us":7510000,"ttl_us":3000000"#,
+        r#""token":2,"expiry_authority_us":6010000,"ttl_us":1500000"#,
+    );
+    let history = History::read_jsonl(short.as_bytes(), "history.jsonl").expect("a history");
+    let holds = holds::holds(&history);
+    let second = holds
+        .iter()
+        .find(|h| h.token == 2)
+        .expect("replica-2's hold");
+    assert_eq!(
+        (second.until_us, second.valid_until_us),
+        (6_010_000, Some(5_850_000))
+    );
+}
+
+#[test]
 fn every_fault_is_a_band_on_each_host_it_hits() {
     let svg = picture();
     let mut faults = attributes(&svg, "fault", "data-fault");
