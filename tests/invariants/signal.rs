@@ -208,9 +208,11 @@ fn an_overlap_after_a_clock_fault_on_the_old_leader_is_allowed() {
 
 #[test]
 fn a_history_without_signals_is_not_judged() {
+    // A release (of our own lease) is no signal.
     let h = history()
         .kube_config()
         .accepted(0, updated("replica-1#0", 1, 1))
+        .op(1, "replica-1", span(S, S), release_lease(1), released())
         .build();
     assert_eq!(
         signal::check(&h).not_judged().as_deref(),
