@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::coverage;
 use crate::check::Check;
+use crate::check::invariants;
 use crate::check::judge::{self, Judgement, LinearizabilityOutcome, Status};
 use crate::check::linearizability::{Budget, Verdict};
 use crate::history::History;
@@ -109,14 +110,8 @@ pub fn check_records(
             expected_violation: expects_violation(expect, name),
             verdict: judge::invariant_status(report).verdict().to_owned(),
             not_judged: report.not_judged(),
-            violations: report
-                .violations
-                .iter()
-                .map(|v| ViolationRecord {
-                    message: v.message.clone(),
-                    evidence: v.evidence.iter().map(ToString::to_string).collect(),
-                })
-                .collect(),
+            violations: report.violations.iter().map(violation_record).collect(),
+            allowed: report.allowed.iter().map(violation_record).collect(),
         }
     });
     let linearizability = judgement.linearizability.iter().map(|(check, outcome)| {
@@ -154,7 +149,16 @@ pub fn check_records(
                 _ => None,
             },
             violations,
+            allowed: Vec::new(),
         }
     });
     invariants.chain(linearizability).collect()
+}
+
+/// `violation` as a record: its message and each piece of evidence as the history names it.
+fn violation_record(violation: &invariants::Violation) -> ViolationRecord {
+    ViolationRecord {
+        message: violation.message.clone(),
+        evidence: violation.evidence.iter().map(ToString::to_string).collect(),
+    }
 }

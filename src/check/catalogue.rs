@@ -1,4 +1,4 @@
-//! The nine checks of docs/checks.md, as one type: the seven invariants and the two
+//! The ten checks of docs/checks.md, as one type: the eight invariants and the two
 //! linearizability checks.
 //!
 //! Every file format spells a check by its name ([`Check::name`]: `TOKEN`, `LIN-LEASE`, …):
@@ -28,6 +28,9 @@ pub enum Check {
     Stop,
     /// LIVE: after faults heal, each session is written again within a bound.
     Live,
+    /// SIGNAL: a target crate's own "I lead" signal holds only while its lease does, and
+    /// never beside another leader's (docs/checks.md#signal).
+    Signal,
     /// LIN-LEASE: the lease service's history against the timed lease model (for KubeLease:
     /// the Lease API calls against a CAS register keyed by `resourceVersion`).
     LinLease,
@@ -37,7 +40,7 @@ pub enum Check {
 
 impl Check {
     /// Every check, in report order (the order of [`Ord`] too).
-    pub const ALL: [Check; 9] = [
+    pub const ALL: [Check; 10] = [
         Check::Token,
         Check::Excl,
         Check::Expiry,
@@ -45,12 +48,13 @@ impl Check {
         Check::Ledger,
         Check::Stop,
         Check::Live,
+        Check::Signal,
         Check::LinLease,
         Check::LinLedger,
     ];
 
     /// The invariants (judged by `check::invariants`), in report order.
-    pub const INVARIANTS: [Check; 7] = [
+    pub const INVARIANTS: [Check; 8] = [
         Check::Token,
         Check::Excl,
         Check::Expiry,
@@ -58,6 +62,7 @@ impl Check {
         Check::Ledger,
         Check::Stop,
         Check::Live,
+        Check::Signal,
     ];
 
     /// The linearizability checks, in report order.
@@ -73,6 +78,7 @@ impl Check {
             Check::Ledger => "LEDGER",
             Check::Stop => "STOP",
             Check::Live => "LIVE",
+            Check::Signal => "SIGNAL",
             Check::LinLease => "LIN-LEASE",
             Check::LinLedger => "LIN-LEDGER",
         }
@@ -92,6 +98,9 @@ impl Check {
             }
             Check::Live => {
                 "after faults heal, each contended session is written again within a bound"
+            }
+            Check::Signal => {
+                "a crate's own \"I lead\" holds only while its lease does, beside no other leader"
             }
             Check::LinLease => "the lease calls have a linearization against the timed lease model",
             Check::LinLedger => "the ledger calls have a linearization against the CAS log model",
@@ -176,6 +185,7 @@ mod tests {
                 "LEDGER",
                 "STOP",
                 "LIVE",
+                "SIGNAL",
                 "LIN-LEASE",
                 "LIN-LEDGER"
             ]
@@ -195,7 +205,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "unknown check `token`; the checks are TOKEN, EXCL, EXPIRY, FENCE, LEDGER, STOP, \
-             LIVE, LIN-LEASE, LIN-LEDGER"
+             LIVE, SIGNAL, LIN-LEASE, LIN-LEDGER"
         );
     }
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use super::*;
 use crate::results::record::{CheckRecord, Detection, RunStatus, ViolationRecord};
 
-const CHECKS: [&str; 9] = [
+const CHECKS: [&str; 10] = [
     "TOKEN",
     "EXCL",
     "EXPIRY",
@@ -17,6 +17,7 @@ const CHECKS: [&str; 9] = [
     "LEDGER",
     "STOP",
     "LIVE",
+    "SIGNAL",
     "LIN-LEASE",
     "LIN-LEDGER",
 ];
@@ -103,6 +104,7 @@ pub(super) fn checks(expected: &[&str]) -> Vec<CheckRecord> {
             verdict: "pass".into(),
             not_judged: None,
             violations: Vec::new(),
+            allowed: Vec::new(),
         })
         .collect()
 }
@@ -164,7 +166,8 @@ pub(super) fn results() -> Vec<RunRecord> {
     harness.error = Some("panicked at src/sim/world.rs: <boom> & \"quotes\" | pipe".into());
     out.push(harness);
     let mut unknown = checks(&[]);
-    unknown[7].verdict = "unknown".into();
+    let lin_lease = unknown.iter_mut().find(|c| c.name.name() == "LIN-LEASE");
+    lin_lease.unwrap().verdict = "unknown".into();
     out.push(run("slow", 1, RunStatus::Inconclusive, unknown));
     let mut caught = checks(&["FENCE"]);
     fail(&mut caught, "FENCE", "stale append landed", &["op 3"]);
@@ -257,7 +260,7 @@ fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
     assert!(order.windows(2).all(|w| w[0] < w[1]));
 
     let junit = read(dir.path(), "junit.xml");
-    assert!(junit.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leasesim campaign\" tests=\"46\" failures=\"2\" errors=\"1\" skipped=\"1\">"));
+    assert!(junit.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leasesim campaign\" tests=\"51\" failures=\"2\" errors=\"1\" skipped=\"1\">"));
     assert!(junit.contains("<testcase classname=\"leasesim.clean\" name=\"TOKEN\"/>"));
     assert!(junit.contains("<failure message=\"FENCE violated in 1 of 2 runs (1 violations)\" type=\"violation\">seed 2 (replay: leasesim run --scenario sims/field-cases/f1-pause.toml --seed 2)\n  a record of writer epoch 1 committed after Fence{2}\n    - ledger s1 seq 4\n    - op 12\nminimal run: shrunk/f1-pause-2-FENCE.json"));
     assert!(junit.contains("type=\"expected-violation-not-seen\""));
@@ -265,7 +268,7 @@ fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
         "<skipped message=\"inconclusive in 1 of 1 run (a search ran out of budget)\"/>"
     ));
     assert!(junit.contains("<error message=\"1 run could not be judged (seeds 0)\" type=\"harness-error\">seed 0: panicked at src/sim/world.rs: &lt;boom&gt; &amp; &quot;quotes&quot; | pipe"));
-    assert_eq!(junit.matches("<testcase ").count(), 46);
+    assert_eq!(junit.matches("<testcase ").count(), 51);
 
     let summary: Summary = serde_json::from_str(&read(dir.path(), "summary.json")).unwrap();
     assert_eq!(summary.v, SUMMARY_VERSION);

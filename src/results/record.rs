@@ -67,6 +67,10 @@ pub struct CheckRecord {
     pub not_judged: Option<String>,
     /// The violations found (empty when it passed).
     pub violations: Vec<ViolationRecord>,
+    /// What the check saw and classed as expected, not violated (SIGNAL's unfenced
+    /// overlaps, docs/checks.md#signal); left out when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed: Vec<ViolationRecord>,
 }
 
 /// One finished run: a line of `results.jsonl`.

@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The nine checks every run is judged by, in report order.
-pub const CHECKS: [&str; 9] = [
+/// The ten checks every run is judged by, in report order.
+pub const CHECKS: [&str; 10] = [
     "TOKEN",
     "EXCL",
     "EXPIRY",
@@ -12,6 +12,7 @@ pub const CHECKS: [&str; 9] = [
     "LEDGER",
     "STOP",
     "LIVE",
+    "SIGNAL",
     "LIN-LEASE",
     "LIN-LEDGER",
 ];

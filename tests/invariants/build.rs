@@ -16,8 +16,8 @@
 
 use leasesim::history::{
     ClockLine, ConfigLine, Decision, DecisionLine, HistRecord, HistWriterId, History, LeaseUse,
-    LedgerLine, Line, Op, OpLine, OpResult, Outcome, Phase, PhaseLine, Process, Refusal, Request,
-    ValidityLine, WriteLine, WriteVerb,
+    LedgerLine, Line, NemesisLine, Op, OpLine, OpResult, Outcome, Phase, PhaseLine, Process,
+    Refusal, Request, ValidityLine, WriteLine, WriteVerb,
 };
 
 /// One second, µs.
@@ -101,6 +101,33 @@ impl Builder {
             resource_version: write.resource_version,
             at_us,
         })
+    }
+
+    /// The nemesis did `action` at `at_us` to `host` (and `peer`, the other end of a link).
+    pub fn nemesis(self, at_us: u64, action: &str, host: &str, peer: Option<&str>) -> Self {
+        self.line(NemesisLine {
+            at_us,
+            host: host.to_string(),
+            action: action.to_string(),
+            peer: peer.map(str::to_string),
+            detail: None,
+        })
+    }
+
+    /// Op `id`: `replica`'s crate changed its "I lead" signal to `leads` at `at_us` (a
+    /// `target_signal`, invoked and completed at once).
+    pub fn signal(self, id: u64, replica: &str, at_us: u64, leads: bool) -> Self {
+        let answer = Answer {
+            outcome: Outcome::Ok,
+            result: OpResult::Signal { leads },
+        };
+        self.op(
+            id,
+            replica,
+            span(at_us, at_us),
+            Call::Kube(Op::TargetSignal {}),
+            answer,
+        )
     }
 
     /// A segment of `host`'s monotonic clock (a replica's boot is its incarnation).
@@ -409,7 +436,7 @@ pub enum Call {
     JournalAppend { seq_in_writer: u64 },
     /// `lease_release` presenting `token`.
     Release { token: u64 },
-    /// A Lease API call.
+    /// A Lease API call (or a target adapter's own call).
     Kube(Op),
 }
 

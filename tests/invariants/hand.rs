@@ -701,7 +701,9 @@ fn check_all_reports_every_invariant_and_names_the_violated_one() {
         .collect();
     assert_eq!(
         names,
-        ["TOKEN", "EXCL", "EXPIRY", "FENCE", "LEDGER", "STOP", "LIVE"]
+        [
+            "TOKEN", "EXCL", "EXPIRY", "FENCE", "LEDGER", "STOP", "LIVE", "SIGNAL"
+        ]
     );
     assert!(
         report.to_string().contains("EXCL: 2 checks, 1 violation"),
@@ -884,6 +886,7 @@ fn checks_with_nothing_to_judge_say_not_judged_never_pass() {
             Check::Expiry,
             Check::Stop,
             Check::Live,
+            Check::Signal,
             Check::LinLease
         ]
     );

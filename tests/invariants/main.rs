@@ -5,4 +5,5 @@
 mod build;
 mod hand;
 mod kube;
+mod signal;
 mod sim;

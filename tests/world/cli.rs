@@ -563,7 +563,7 @@ fn a_check_that_judged_nothing_is_not_judged_in_result_json_and_the_verdict() {
     let stdout = text(&output.stdout);
     assert_eq!(
         stdout.lines().last().unwrap(),
-        "verdict: clean (not judged: LIVE) — exit 0"
+        "verdict: clean (not judged: LIVE, SIGNAL) — exit 0"
     );
     assert!(
         stdout.contains("LIVE: not judged (no contended session to judge after the faults healed)"),

@@ -20,6 +20,9 @@
 //!   `valid_until`, recomputed here from the op lines (validity lines).
 //! - [`live`] — LIVE: after the faults heal, each contended session gets an acknowledged
 //!   journal append within the bound the config line gives.
+//! - [`signal`] — SIGNAL: a target crate's own "I lead" signal holds only while its lease does,
+//!   and never beside another's (`target_signal` and `write` lines, classed by the `nemesis`
+//!   lines).
 //!
 //! Each checker returns an [`InvariantReport`]: how many checks it made and the
 //! [`Violation`]s, each with [`Evidence`] (op ids, ledger seqs, decisions) a reviewer can look
@@ -30,8 +33,10 @@ pub mod expiry;
 pub mod fence;
 pub mod grace;
 pub mod holders;
+mod host_faults;
 pub mod ledger;
 pub mod live;
+pub mod signal;
 pub mod stop;
 pub mod token;
 
@@ -251,6 +256,9 @@ pub struct InvariantReport {
     /// (`3 overlapping pairs outside the drift bound`); read through
     /// [`InvariantReport::not_judged`].
     pub why_not_judged: Option<String>,
+    /// What the check saw and classed as expected, not violated (SIGNAL's unfenced overlaps,
+    /// docs/checks.md#signal): shown with the check, never a finding, never in the exit code.
+    pub allowed: Vec<Violation>,
 }
 
 impl InvariantReport {
@@ -261,6 +269,7 @@ impl InvariantReport {
             checks: 0,
             violations: Vec::new(),
             why_not_judged: None,
+            allowed: Vec::new(),
         }
     }
 
@@ -299,6 +308,7 @@ fn judged_lines(invariant: Check) -> &'static str {
         Check::Ledger => "final ledger and no acknowledged append",
         Check::Stop => "validity lines",
         Check::Live => "contended session to judge after the faults healed",
+        Check::Signal => "target_signal lines",
         Check::LinLease | Check::LinLedger => "operations",
     }
 }
@@ -338,7 +348,7 @@ impl fmt::Display for Report {
             }
             let plural = |n: u64| if n == 1 { "" } else { "s" };
             let violations = result.violations.len() as u64;
-            writeln!(
+            write!(
                 f,
                 "{}: {} check{}, {violations} violation{}",
                 result.invariant,
@@ -346,8 +356,15 @@ impl fmt::Display for Report {
                 plural(result.checks),
                 plural(violations),
             )?;
+            match result.allowed.len() as u64 {
+                0 => writeln!(f)?,
+                n => writeln!(f, ", {n} allowed (expected, not a finding)")?,
+            }
             for violation in &result.violations {
                 writeln!(f, "  {violation}")?;
+            }
+            for allowed in &result.allowed {
+                writeln!(f, "  allowed: {allowed}")?;
             }
         }
         Ok(())
@@ -365,6 +382,7 @@ pub fn check_all(history: &History) -> Report {
             ledger::check(history),
             stop::check(history),
             live::check(history),
+            signal::check(history),
         ],
     }
 }

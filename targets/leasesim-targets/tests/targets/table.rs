@@ -52,8 +52,9 @@ pub const TARGETS: [Target; 3] = [
             Finding {
                 file: "1-two-leaders-after-a-forced-release.run.json",
                 exit: 1,
-                verdict: "verdict: FAIL: TOKEN, EXCL violated — exit 1",
+                verdict: "verdict: FAIL: TOKEN, EXCL, SIGNAL violated — exit 1",
                 shows: &[
+                    "SIGNAL: s2: two leaders: replica-2 says \"I lead\" from 8.369 s and replica-3 from 10.305 s",
                     "EXCL: s2: replica-2's window (token 2",
                     "and replica-3's window (token 3",
                 ],
@@ -69,8 +70,9 @@ pub const TARGETS: [Target; 3] = [
             Finding {
                 file: "3-a-candidate-with-its-wall-clock-ahead-takes-a-live-lock.run.json",
                 exit: 1,
-                verdict: "verdict: FAIL: TOKEN, EXCL violated — exit 1",
+                verdict: "verdict: FAIL: TOKEN, EXCL, SIGNAL violated — exit 1",
                 shows: &[
+                    "SIGNAL: s1: two leaders: replica-1 says \"I lead\" from 33.274 s and replica-3 from 38.268 s",
                     "EXCL: s1: replica-1's window (token 1",
                     "and replica-3's window (token 2",
                 ],
@@ -78,8 +80,9 @@ pub const TARGETS: [Target; 3] = [
             Finding {
                 file: "4-the-signal-outlives-the-lease-while-the-api-is-unreachable.run.json",
                 exit: 1,
-                verdict: "verdict: FAIL: TOKEN, EXCL violated — exit 1",
+                verdict: "verdict: FAIL: TOKEN, EXCL, SIGNAL violated — exit 1",
                 shows: &[
+                    "SIGNAL: s2: replica-1's signal outlives the lease: it says \"I lead\" from 0.022 s until 13.796 s",
                     "EXCL: s2: replica-1's window (token 1",
                     "and replica-3's window (token 2",
                 ],
@@ -99,8 +102,9 @@ pub const TARGETS: [Target; 3] = [
             Finding {
                 file: "1-a-candidate-with-its-wall-clock-ahead-takes-a-live-claim.run.json",
                 exit: 1,
-                verdict: "verdict: FAIL: EXCL, EXPIRY violated — exit 1",
+                verdict: "verdict: FAIL: EXCL, EXPIRY, SIGNAL violated — exit 1",
                 shows: &[
+                    "SIGNAL: s2: two leaders: replica-2#1 says \"I lead\" from 21.923 s and replica-3 from 22.373 s",
                     "EXCL: s2: replica-2#1's window (token 2",
                     "and replica-3's window (token 3",
                     "replica-3#0 took the lease over from \"replica-2#1\"",
@@ -131,8 +135,9 @@ pub const TARGETS: [Target; 3] = [
             Finding {
                 file: "1-two-candidates-take-a-vacated-lease-at-once.run.json",
                 exit: 1,
-                verdict: "verdict: FAIL: TOKEN, EXCL, EXPIRY violated — exit 1",
+                verdict: "verdict: FAIL: TOKEN, EXCL, EXPIRY, SIGNAL violated — exit 1",
                 shows: &[
+                    "SIGNAL: s2: two leaders: replica-2#1 says \"I lead\" from 33.353 s and replica-3 from 33.354 s",
                     "a takeover by \"replica-3#0\" kept leaseTransitions 3",
                     "replica-2#1's window (token 3",
                     "and replica-3's window (token 3",
@@ -141,8 +146,9 @@ pub const TARGETS: [Target; 3] = [
             Finding {
                 file: "2-a-candidate-with-its-wall-clock-ahead-takes-a-live-lease.run.json",
                 exit: 1,
-                verdict: "verdict: FAIL: EXCL, EXPIRY violated — exit 1",
+                verdict: "verdict: FAIL: EXCL, EXPIRY, SIGNAL violated — exit 1",
                 shows: &[
+                    "SIGNAL: s1: two leaders: replica-2 says \"I lead\" from 1.348 s and replica-3 from 2.580 s",
                     "EXCL: s1: replica-2's window (token 1",
                     "and replica-3's window (token 2",
                 ],
