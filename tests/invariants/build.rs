@@ -14,6 +14,7 @@
 //! local times equal its true times; every grant and renew is for a 10 s TTL. The built history
 //! is validated as a history file is when read.
 
+use leasesim::check::invariants::Evidence;
 use leasesim::history::{
     ClockLine, ConfigLine, Decision, DecisionLine, HistRecord, HistWriterId, History, LeaseUse,
     LedgerLine, Line, NemesisLine, Op, OpLine, OpResult, Outcome, Phase, PhaseLine, Process,
@@ -654,5 +655,24 @@ impl Check {
             claimed_valid_until_us: until_us,
             ..self
         }
+    }
+}
+
+/// The evidence naming a write of s1's object the API server accepted at `at_us`: `verb`, to
+/// `holder` with `transitions`, producing `rv`.
+pub fn accepted_write(
+    verb: WriteVerb,
+    holder: &str,
+    transitions: u64,
+    rv: u64,
+    at_us: u64,
+) -> Evidence {
+    Evidence::Write {
+        session: SESSION.to_string(),
+        verb,
+        holder_identity: holder.into(),
+        transitions,
+        resource_version: rv,
+        at_us,
     }
 }

@@ -11,27 +11,15 @@ use leasesim::check::linearizability::Budget;
 use leasesim::history::{Process, WriteVerb};
 
 use super::build::{
-    Builder, S, acquire, boot, created, deleted, granted, held, history, kube_conflict,
-    kube_create, kube_get, kube_object, kube_unavailable, kube_update, p, release_lease, released,
-    renew_lease, span, updated,
+    Builder, S, accepted_write, acquire, boot, created, deleted, granted, held, history,
+    kube_conflict, kube_create, kube_get, kube_object, kube_unavailable, kube_update, p,
+    release_lease, released, renew_lease, span, updated,
 };
 
 /// The one violation of `report`.
 fn one(report: &InvariantReport) -> &Violation {
     assert_eq!(report.violations.len(), 1, "{:?}", report.violations);
     &report.violations[0]
-}
-
-/// The evidence naming a write of s1's object.
-fn write(verb: WriteVerb, holder: &str, transitions: u64, rv: u64, at_us: u64) -> Evidence {
-    Evidence::Write {
-        session: "s1".into(),
-        verb,
-        holder_identity: holder.into(),
-        transitions,
-        resource_version: rv,
-        at_us,
-    }
 }
 
 /// K1's start: replica-1 creates s1 (transitions 1), renews at 3 s, and crashes.
@@ -67,8 +55,8 @@ fn token_catches_k1_unconditional_update_two_holders_one_transitions_value() {
     assert_eq!(
         violation.evidence,
         vec![
-            write(WriteVerb::Update, "replica-2#0", 2, 3, 13 * S),
-            write(WriteVerb::Update, "replica-3#0", 2, 4, 13 * S + 1_000),
+            accepted_write(WriteVerb::Update, "replica-2#0", 2, 3, 13 * S),
+            accepted_write(WriteVerb::Update, "replica-3#0", 2, 4, 13 * S + 1_000),
         ]
     );
 }
@@ -103,8 +91,8 @@ fn token_catches_k2_delete_on_release_resetting_transitions() {
     assert_eq!(
         violation.evidence,
         vec![
-            write(WriteVerb::Create, "replica-1#0", 3, 1, 0),
-            write(WriteVerb::Create, "replica-2#0", 1, 2, 6 * S),
+            accepted_write(WriteVerb::Create, "replica-1#0", 3, 1, 0),
+            accepted_write(WriteVerb::Create, "replica-2#0", 1, 2, 6 * S),
         ]
     );
 }
@@ -224,8 +212,8 @@ fn expiry_catches_an_early_takeover_by_a_fast_wall_candidate() {
     assert_eq!(
         violation.evidence,
         vec![
-            write(WriteVerb::Update, "replica-1#0", 1, 2, 3 * S),
-            write(WriteVerb::Update, "replica-2#0", 2, 3, 8 * S),
+            accepted_write(WriteVerb::Update, "replica-1#0", 1, 2, 3 * S),
+            accepted_write(WriteVerb::Update, "replica-2#0", 2, 3, 8 * S),
         ]
     );
 }

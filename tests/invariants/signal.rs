@@ -10,19 +10,9 @@ use leasesim::check::linearizability::Budget;
 use leasesim::exit::Exit;
 use leasesim::history::WriteVerb;
 
-use super::build::{Builder, S, acquire, history, release_lease, released, span, updated};
-
-/// The evidence naming an update of s1's object by `holder`.
-fn write(holder: &str, transitions: u64, rv: u64, at_us: u64) -> Evidence {
-    Evidence::Write {
-        session: "s1".into(),
-        verb: WriteVerb::Update,
-        holder_identity: holder.into(),
-        transitions,
-        resource_version: rv,
-        at_us,
-    }
-}
+use super::build::{
+    Builder, S, accepted_write, acquire, history, release_lease, released, span, updated,
+};
 
 /// replica-1 takes s1 at 0 s (says "I lead" at 0.01 s) and renews at 3 s and 6 s: its lease
 /// runs until 16 s.
@@ -82,7 +72,10 @@ fn a_signal_past_its_last_write_plus_the_ttl_outlives_the_lease() {
     );
     assert_eq!(
         report.violations[0].evidence,
-        [Evidence::Op(1), write("replica-1#0", 1, 3, 6 * S)]
+        [
+            Evidence::Op(1),
+            accepted_write(WriteVerb::Update, "replica-1#0", 1, 3, 6 * S)
+        ]
     );
 }
 
