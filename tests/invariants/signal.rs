@@ -167,6 +167,18 @@ fn an_overlap_while_the_old_leaders_link_is_held_is_allowed_not_violated() {
 }
 
 #[test]
+fn a_hold_on_another_link_of_the_old_leader_excuses_nothing() {
+    // replica-1's link to the ledger, not to the API server, is held over the overlap.
+    let h = replica_2_takes_over_early(
+        replica_1_leads()
+            .nemesis(6 * S + 500_000, "hold", "replica-1", Some("ledger"))
+            .nemesis(7 * S + 500_000, "release", "replica-1", Some("ledger")),
+    )
+    .build();
+    assert!(only(&signal::check(&h)).contains("two leaders"));
+}
+
+#[test]
 fn an_overlap_that_outlasts_the_hold_by_more_than_a_renew_interval_is_violated() {
     // The hold ends at 7.5 s; replica-1 still says "I lead" at 11 s (> 7.5 s + 3.33 s).
     let h = replica_1_leads()

@@ -2,7 +2,7 @@
 //! when its link was **held or delayed**, and when its **clock** was faulted. SIGNAL classes an
 //! overlap by them (docs/checks.md#signal); the other checks ignore nemesis lines.
 //!
-//! A link fault names the host at either end (`host` or `peer`). Held or delayed: `hold` until
+//! A link fault is kept for its pair of hosts (`host` and `peer`, either way). Held or delayed: `hold` until
 //! the pair's `release`, `hold_replies` until the pair's `release_replies`, `delay_replies`
 //! until the pair's `deliver`, `latency` until a `heal`; every one of them also ends at a `heal`
 //! (on `all`) and at the end of the history. A clock fault is an instant: `clock_drift`,
@@ -46,7 +46,8 @@ pub(crate) struct Held {
 /// Each host's held or delayed stretches, clock faults and crashes, by host name.
 #[derive(Debug, Default)]
 pub(crate) struct HostFaults {
-    held: BTreeMap<String, Vec<Held>>,
+    /// By the pair of hosts, in order.
+    held: BTreeMap<[String; 2], Vec<Held>>,
     clock_faults: BTreeMap<String, Vec<u64>>,
     crashes: BTreeMap<String, Vec<u64>>,
 }
@@ -90,18 +91,19 @@ impl HostFaults {
                 from_us: line.at_us,
                 until_us,
             };
-            for host in [Some(&line.host), line.peer.as_ref()].into_iter().flatten() {
-                faults.held.entry(host.clone()).or_default().push(held);
+            if let Some(peer) = &line.peer {
+                let pair = ordered(&line.host, peer);
+                faults.held.entry(pair).or_default().push(held);
             }
         }
         faults
     }
 
-    /// The held or delayed stretch of `host`'s links that true time `at_us` falls in (the one
-    /// that ends last, when several do).
-    pub(crate) fn held_at(&self, host: &str, at_us: u64) -> Option<Held> {
+    /// The held or delayed stretch of the link between `host` and `peer` that true time `at_us`
+    /// falls in (the one that ends last, when several do).
+    pub(crate) fn held_at(&self, host: &str, peer: &str, at_us: u64) -> Option<Held> {
         self.held
-            .get(host)?
+            .get(&ordered(host, peer))?
             .iter()
             .filter(|held| held.from_us <= at_us && at_us < held.until_us)
             .max_by_key(|held| held.until_us)
@@ -118,6 +120,13 @@ impl HostFaults {
     pub(crate) fn crash_in(&self, host: &str, from_us: u64, until_us: u64) -> Option<u64> {
         first_in(&self.crashes, host, from_us, until_us)
     }
+}
+
+/// The pair `a`, `b` in order: a link's key either way round.
+fn ordered(a: &str, b: &str) -> [String; 2] {
+    let mut pair = [a.to_owned(), b.to_owned()];
+    pair.sort();
+    pair
 }
 
 /// The first of `host`'s instants in true time `[from_us, until_us)`.

@@ -60,30 +60,34 @@ enum Event<'h> {
     LetGo(&'h OpLine),
 }
 
+/// Why a history without a span of "I lead" is not judged.
+const NO_SIGNAL: &str = "no target_signal lines: only a target crate reports its own \"I lead\"";
+
 /// Checks SIGNAL over `history`.
 pub fn check(history: &History) -> InvariantReport {
     let mut report = InvariantReport::new(Check::Signal);
-    let ttl_us = match history.config() {
-        Ok(config) => config.ttl_us,
-        Err(_) => {
-            report.why_not_judged = Some("no config line (no TTL to judge a signal by)".into());
-            return report;
-        }
+    // Every backend of our own has no signal: judge nothing before reading clocks and faults.
+    if !history.ops().any(|op| matches!(op.op, Op::TargetSignal {})) {
+        report.why_not_judged = Some(NO_SIGNAL.into());
+        return report;
+    }
+    let Ok(config) = history.config() else {
+        report.why_not_judged = Some("no config line (no TTL to judge a signal by)".into());
+        return report;
     };
-    let renew_us = history.config().map_or(0, |c| c.renew_interval_us);
     let clocks = Clocks::new(history);
     let faults = HostFaults::new(history);
     let judge = Judge {
         history,
         clocks: &clocks,
         faults: &faults,
-        ttl_us,
-        renew_us,
+        server: history.writes().next().map(|write| write.host.as_str()),
+        ttl_us: config.ttl_us,
+        renew_us: config.renew_interval_us,
     };
     let spans = spans(history, &clocks, &faults);
     if spans.values().all(Vec::is_empty) {
-        report.why_not_judged =
-            Some("no target_signal lines: only a target crate reports its own \"I lead\"".into());
+        report.why_not_judged = Some(NO_SIGNAL.into());
     }
     for spans in spans.values() {
         for span in spans {
@@ -177,6 +181,9 @@ struct Judge<'a> {
     history: &'a History,
     clocks: &'a Clocks,
     faults: &'a HostFaults,
+    /// The host that accepted the Lease writes (the API server), whose link to a process is
+    /// the one that can be held or delayed; `None` without write lines.
+    server: Option<&'a str>,
     /// The crates' lease duration (the world's TTL), µs.
     ttl_us: u64,
     /// The crates' renew interval, µs.
@@ -311,12 +318,13 @@ impl<'a> Judge<'a> {
     ) {
         let host = process.replica.as_str();
         let held = self
-            .faults
-            .held_at(host, from_us)
+            .server
+            .and_then(|server| self.faults.held_at(host, server, from_us))
             .filter(|held| until_us <= held.until_us.saturating_add(self.renew_us));
         let class = if held.is_some() {
             Some(format!(
-                "unfenced overlap (expected without fencing): {host}'s link was held or delayed"
+                "unfenced overlap (expected without fencing): {host}'s link to the API server \
+                 was held or delayed"
             ))
         } else {
             self.faults
