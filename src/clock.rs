@@ -68,6 +68,11 @@ impl Sub<Instant> for Instant {
     /// Panics when `earlier > self`, like `std::time::Instant`; use
     /// [`Instant::saturating_duration_since`] when the order is not known.
     fn sub(self, earlier: Instant) -> Duration {
+        assert!(
+            earlier <= self,
+            "clock order (docs/contracts.md#time): {earlier:?} is after {self:?}; use \
+             saturating_duration_since for readings that may be out of order"
+        );
         self.0 - earlier.0
     }
 }
@@ -148,10 +153,25 @@ impl ManualClock {
     pub fn advance(&self, duration: Duration) {
         let woken = {
             let mut state = lock(&self.inner);
+            let before = state.now;
             state.now = state.now + duration;
+            debug_assert!(
+                state.now >= before,
+                "clock order (docs/contracts.md#time): a manual clock never goes backwards"
+            );
             let first_later = (state.now + Duration::from_nanos(1), 0);
             let later = state.sleepers.split_off(&first_later);
-            std::mem::replace(&mut state.sleepers, later)
+            let woken = std::mem::replace(&mut state.sleepers, later);
+            debug_assert!(
+                woken.keys().all(|(deadline, _)| *deadline <= state.now)
+                    && state
+                        .sleepers
+                        .keys()
+                        .all(|(deadline, _)| *deadline > state.now),
+                "sleepers in deadline order: exactly those due by {:?} wake",
+                state.now
+            );
+            woken
         };
         woken.into_values().for_each(Waker::wake);
     }
@@ -207,6 +227,11 @@ impl Future for ManualSleep {
                 state.next_sleeper
             }
         };
+        debug_assert!(
+            id >= 1 && id <= state.next_sleeper,
+            "sleepers are numbered from 1 in arrival order: sleeper {id} of {}",
+            state.next_sleeper
+        );
         state
             .sleepers
             .insert((self.deadline, id), cx.waker().clone());

@@ -129,6 +129,12 @@ impl DurableLedger {
                 continue; // a file whose header never became durable: nothing was acked
             }
             let (session, records) = decode_file(&file, &recovered)?;
+            debug_assert_eq!(
+                recovered.end().frames,
+                records.len() as u64 + 1,
+                "frame bounds: frame 0 of {file} is its header and frame n its record at seq n \
+                 (docs/services.md#what-is-on-disk)"
+            );
             positions.insert(file.clone(), recovered.end());
             let log = SessionLog {
                 file,
@@ -176,6 +182,10 @@ impl DurableLedger {
             .map_err(|e| LedgerError::Unavailable {
                 reason: format!("cannot create the ledger file of {name}: {e}"),
             })?;
+        debug_assert!(
+            !recovered.frames.is_empty(),
+            "recover_or_create leaves at least the header frame in {file}"
+        );
         if recovered.frames.len() != 1 {
             // Only a file with no durable header was skipped at open (see `open`).
             return Err(LedgerError::Unavailable {
@@ -204,6 +214,11 @@ impl DurableLedger {
         seq: Seq,
         record: Record,
     ) -> Result<Seq, LedgerError> {
+        assert!(
+            seq >= 1 && seq as usize <= log.records.len(),
+            "a blind put lands on a committed record: seq {seq} of 1..={}",
+            log.records.len()
+        );
         let index = (seq - 1) as usize;
         let mut records = log.records.clone();
         records[index] = record;
@@ -246,10 +261,23 @@ impl DurableLedger {
             checkpoint.record(&*self.storage, &log.file, end).await?;
             Ok::<_, StorageError>(end)
         };
+        let before = log.end;
         match written.await {
             Ok(end) => {
+                assert!(
+                    end.frames == before.frames + 1 && end.bytes > before.bytes,
+                    "frame bounds: one append adds one frame to {} ({before:?} then {end:?})",
+                    log.file
+                );
                 log.end = end;
                 log.records.push(record);
+                assert_eq!(
+                    log.end.frames,
+                    log.records.len() as u64 + 1,
+                    "seq continuity (docs/contracts.md#journal): frame n of {} holds the record at \
+                     seq n",
+                    log.file
+                );
                 Ok(())
             }
             Err(error) => {
@@ -304,6 +332,11 @@ impl Ledger for DurableLedger {
             return Err(LedgerError::Conflict { actual });
         }
         self.write(log, checkpoint, record).await?;
+        debug_assert_eq!(
+            log.records.len() as Seq,
+            actual + 1,
+            "seq continuity (docs/contracts.md#journal): the tip after an append at {actual}"
+        );
         Ok(actual + 1)
     }
 
@@ -319,7 +352,16 @@ impl Ledger for DurableLedger {
                 seq,
                 record: record.clone(),
             })
-            .collect();
+            .collect::<Vec<Entry>>();
+        debug_assert!(
+            entries.first().is_none_or(|e| e.seq == first)
+                && entries
+                    .last()
+                    .is_none_or(|e| e.seq == log.records.len() as Seq),
+            "seq continuity (docs/contracts.md#journal): a read from {first} returns seqs \
+             {first}..=tip (tip {})",
+            log.records.len()
+        );
         Ok(entries)
     }
 }

@@ -120,6 +120,10 @@ impl JournalLease {
         let sent = clock.now();
         let lease = authority.acquire(session, owner).await?;
         let received = clock.now();
+        debug_assert!(
+            received >= sent,
+            "clock order (docs/contracts.md#time): a monotonic reading {received:?} after {sent:?}"
+        );
         hooks.pause_point(PausePoint::AfterGrantReceived).await;
         if configured_ttl.is_some_and(|ttl| ttl != lease.ttl()) {
             tracing::debug!(%session, granted = ?lease.ttl(), configured = ?configured_ttl, "the authority granted another TTL than configured; validity counts the granted one");
@@ -255,6 +259,16 @@ impl JournalLease {
         match self.shared.authority.renew(&lease).await {
             Ok(renewed) => {
                 let received = self.shared.clock.now();
+                debug_assert!(
+                    received >= sent,
+                    "clock order (docs/contracts.md#time): a monotonic reading {received:?} after \
+                     {sent:?}"
+                );
+                debug_assert_eq!(
+                    renewed.session(),
+                    lease.session(),
+                    "a renew answers for the session it renewed (docs/contracts.md#lease)"
+                );
                 self.shared
                     .hooks
                     .pause_point(PausePoint::AfterGrantReceived)
@@ -294,6 +308,12 @@ impl JournalLease {
             self.shared.skew_margin,
         );
         let mut hold = lock(&self.shared.state);
+        debug_assert!(
+            sent >= hold.granted_at,
+            "clock order (docs/contracts.md#time): a renew sent at {sent:?} before the grant it \
+             renews ({:?})",
+            hold.granted_at
+        );
         hold.valid_until = valid_until;
         hold.granted_at = sent;
         hold.lease = renewed;
@@ -344,6 +364,11 @@ fn deadline(
         Some(configured) if mutant == Some(Mutant::ClientUsesConfiguredTtl) => configured,
         _ => lease.ttl(),
     };
+    debug_assert!(
+        matches!(margin, SkewMargin::Fixed(_)) || margin.of(ttl) <= ttl,
+        "client-side validity (docs/contracts.md#client-side-validity): a percentage margin \
+         {margin:?} exceeds the TTL {ttl:?}"
+    );
     let margin = margin.of(ttl);
     match mutant {
         Some(Mutant::ValidityFromAuthorityExpiry) => lease.expiry().saturating_sub(margin),

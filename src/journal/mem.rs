@@ -51,13 +51,25 @@ impl Ledger for MemLedger {
             && matches!(record, Record::Fence { .. })
         {
             // A blind put at `expected + 1`: overwrites what committed there.
+            let len = log.len();
             log[expected as usize] = record;
+            debug_assert_eq!(
+                log.len(),
+                len,
+                "a blind put overwrites a committed record, never adds one"
+            );
             return Ok(expected + 1);
         }
         if actual != expected && self.mutant != Some(Mutant::AppendIgnoresExpectedTip) {
             return Err(LedgerError::Conflict { actual });
         }
         log.push(record);
+        debug_assert_eq!(
+            log.len() as Seq,
+            actual + 1,
+            "seq continuity: a ledger's records are numbered from 1 with no gaps \
+             (docs/contracts.md#journal); tip after an append at {actual}"
+        );
         Ok(actual + 1)
     }
 
@@ -75,7 +87,14 @@ impl Ledger for MemLedger {
                 seq,
                 record: record.clone(),
             })
-            .collect();
+            .collect::<Vec<Entry>>();
+        debug_assert!(
+            entries.first().is_none_or(|e| e.seq == first)
+                && entries.last().is_none_or(|e| e.seq == log.len() as Seq),
+            "seq continuity (docs/contracts.md#journal): a read from {first} returns seqs \
+             {first}..=tip (tip {})",
+            log.len()
+        );
         Ok(entries)
     }
 }

@@ -164,6 +164,13 @@ impl Store {
                     highest_fence: scan.highest_epoch,
                 });
             }
+            debug_assert!(
+                epoch > scan.highest_epoch
+                    || self.config.mutant == Some(Mutant::OpenAcceptsStaleEpoch),
+                "fence epochs rise (docs/contracts.md#journal): fence {epoch} would follow fence \
+                 {}",
+                scan.highest_epoch
+            );
             let expected = scan.tip;
             let outcome = self.ledger.append(&session, expected, fence.clone()).await;
             let committed = match outcome {
@@ -236,11 +243,19 @@ struct FenceScan {
 
 impl FenceScan {
     fn advance(&mut self, entries: Vec<Entry>) {
+        let (tip, highest_epoch) = (self.tip, self.highest_epoch);
         for entry in entries {
             self.tip = self.tip.max(entry.seq);
             if let Some(epoch) = entry.record.fence_epoch() {
                 self.highest_epoch = self.highest_epoch.max(epoch);
             }
         }
+        debug_assert!(
+            self.tip >= tip && self.highest_epoch >= highest_epoch,
+            "a fence scan only moves forward: tip {tip} then {}, highest fence {highest_epoch} \
+             then {}",
+            self.tip,
+            self.highest_epoch
+        );
     }
 }

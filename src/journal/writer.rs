@@ -211,6 +211,10 @@ impl Journal {
         });
         hooks.pause_point(PausePoint::BeforeAppendSend).await;
         let expected = state.tip;
+        debug_assert!(
+            state.poison.is_none(),
+            "a poisoned journal sends nothing (docs/contracts.md#journal)"
+        );
         let record = Record::Event {
             writer_id: self.writer_id.clone(),
             seq_in_writer: state.appended + 1,
@@ -240,6 +244,11 @@ impl Journal {
         };
         match &result {
             Ok(tip) => {
+                debug_assert!(
+                    *tip > expected,
+                    "seq continuity (docs/contracts.md#journal): an append sent at tip {expected} \
+                     committed at {tip}, not after it"
+                );
                 state.tip = *tip;
                 state.appended += 1;
             }
@@ -259,7 +268,16 @@ impl Journal {
     ) -> Result<Seq, JournalError> {
         match self.ledger.read(&self.session, expected + 1).await {
             Ok(entries) => match entries.first() {
-                Some(entry) if entry.record == *record => Ok(entry.seq),
+                Some(entry) if entry.record == *record => {
+                    debug_assert!(
+                        entry.seq > expected,
+                        "seq continuity (docs/contracts.md#journal): a read from {} returned seq \
+                         {}",
+                        expected + 1,
+                        entry.seq
+                    );
+                    Ok(entry.seq)
+                }
                 Some(_) => Err(JournalError::Fenced {
                     expected,
                     actual: entries.last().map_or(expected + 1, |e| e.seq),

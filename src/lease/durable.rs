@@ -200,6 +200,10 @@ impl DurableLease {
         let mut recovered = checkpoint.recover(&*storage, STATE_FILE).await?;
         warn_if_cut(STATE_FILE, recovered.truncated_bytes);
         log::create_if_empty(&*storage, STATE_FILE, &mut recovered, &header).await?;
+        debug_assert!(
+            !recovered.frames.is_empty(),
+            "frame bounds: {STATE_FILE} starts with its header frame once created"
+        );
         let end = recovered.end();
         let positions = BTreeMap::from([(STATE_FILE.to_string(), end)]);
         checkpoint.rewrite(&*storage, positions).await?;
@@ -221,12 +225,18 @@ impl DurableLease {
             Some(Mutant::GraceResetOnRestart) if !grace.is_zero() => config.ttl,
             _ => grace,
         };
+        let grace_until = saturating_add(now, grace);
+        debug_assert!(
+            grace_until >= now,
+            "the grace period (docs/contracts.md#the-authoritys-grace-period) ends no \
+             earlier than the restart"
+        );
         Ok(DurableLease {
             inner,
             storage,
             config,
             // Saturating: the countdown is read from disk and must not be able to panic here.
-            grace_until: saturating_add(now, grace),
+            grace_until,
             recovered_cut_bytes: recovered.truncated_bytes,
             state: Mutex::new(Persisted {
                 high_water,
@@ -292,6 +302,11 @@ impl DurableLease {
                 return;
             }
             state.grace_stored = state.grace_stored.min(needed);
+            debug_assert!(
+                state.grace_stored <= needed,
+                "the grace countdown only falls between grants: stored {:?}, needed {needed:?}",
+                state.grace_stored
+            );
         }
     }
 
@@ -323,6 +338,12 @@ impl DurableLease {
                 .high_water
                 .insert(lease.session().clone(), lease.token());
         }
+        debug_assert!(
+            state.high_water.get(lease.session()).copied().unwrap_or(0) >= lease.token().max(known),
+            "tokens never fall (docs/contracts.md#tokens): the persisted high-water mark of {} \
+             covers every token granted",
+            lease.session()
+        );
         state.grace_stored = state.grace_stored.max(self.config.ttl);
         state.latest_expiry = state.latest_expiry.max(lease.expiry());
         Ok(())
@@ -336,8 +357,14 @@ impl DurableLease {
             state.checkpoint.record(storage, STATE_FILE, end).await?;
             Ok::<_, StorageError>(end)
         };
+        let before = state.end;
         match outcome.await {
             Ok(end) => {
+                assert_eq!(
+                    end.frames,
+                    before.frames + frames.len() as u64,
+                    "seq continuity: {STATE_FILE} grows by one frame per record written"
+                );
                 state.end = end;
                 Ok(())
             }

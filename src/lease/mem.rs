@@ -104,6 +104,12 @@ impl MemLease {
         let mut sessions = lock(&self.sessions);
         let entry = sessions.entry(session.clone()).or_default();
         entry.high_water = entry.high_water.max(token);
+        debug_assert!(
+            entry.high_water >= token,
+            "tokens never fall (docs/contracts.md#tokens): a restored high-water mark {} is \
+             below the token {token} restored",
+            entry.high_water
+        );
     }
 
     /// Deletes the session's record whatever its state (an operator deleting the object);
@@ -284,17 +290,34 @@ impl SessionLease for MemLease {
             sessions = lock(&self.sessions);
         }
         let entry = sessions.entry(session.clone()).or_default();
+        let high_water_before = entry.high_water;
         let token = match grant {
             Grant::Keep(token) => token,
             Grant::Takeover => self.takeover_token(entry, owner),
         };
         entry.high_water = entry.high_water.max(token);
+        debug_assert!(
+            entry.high_water >= high_water_before && entry.high_water >= token,
+            "tokens never fall (docs/contracts.md#tokens): the high-water mark went from \
+             {high_water_before} to {} on granting token {token}",
+            entry.high_water
+        );
         let record = Record {
             owner: owner.clone(),
             token,
             expiry: now + self.ttl,
         };
+        debug_assert!(
+            self.is_live(&record, now),
+            "a grant's TTL > 0: a record is live when granted (now {now:?}, expiry {:?})",
+            record.expiry
+        );
         let lease = self.grant(session, &record);
+        debug_assert_eq!(
+            lease.token(),
+            token,
+            "a lease value carries the token of the record it was granted from"
+        );
         entry.record = Some(record);
         Ok(lease)
     }
@@ -313,6 +336,12 @@ impl SessionLease for MemLease {
         match current {
             Some(record) if record.owner == *lease.owner() && self.token_matches(record, lease) => {
                 record.expiry = now + self.ttl;
+                debug_assert!(
+                    self.is_live(record, now),
+                    "a grant's TTL > 0: a renewed record is live when renewed (now {now:?}, \
+                     expiry {:?})",
+                    record.expiry
+                );
                 Ok(self.grant(lease.session(), record))
             }
             other => Err(LeaseError::Held {

@@ -98,6 +98,10 @@ impl Future for Enter {
         let state = &mut *state;
         match state.inside.entry(this.session.clone()) {
             Entry::Vacant(free) => {
+                debug_assert!(
+                    this.waiter.is_none_or(|id| id <= state.last_waiter),
+                    "gate waiters are numbered from 1 in arrival order"
+                );
                 free.insert(BTreeMap::new());
                 // Our waker, if any, went with the entry of the run that woke us.
                 this.waiter = None;
@@ -109,6 +113,11 @@ impl Future for Enter {
                     state.last_waiter
                 });
                 taken.get_mut().insert(waiter, cx.waker().clone());
+                debug_assert!(
+                    waiter >= 1 && waiter <= state.last_waiter,
+                    "gate waiters are numbered from 1 in arrival order: waiter {waiter} of {}",
+                    state.last_waiter
+                );
                 Poll::Pending
             }
         }

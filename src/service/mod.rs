@@ -207,6 +207,10 @@ impl Service {
                     if error.poisons() && recoveries < self.config.max_recoveries =>
                 {
                     recoveries += 1;
+                    debug_assert!(
+                        recoveries <= self.config.max_recoveries,
+                        "a run re-acquires at most max_recoveries times (docs/contracts.md#service)"
+                    );
                     tracing::info!(%session, %error, recoveries, "journal poisoned; re-acquiring");
                 }
                 outcome => return outcome,
@@ -311,6 +315,10 @@ impl Hold {
         if let Err(error) = self.lease.release().await {
             tracing::warn!(session = %self.lease.session(), %error, "release failed; the lease will expire");
         }
+        debug_assert!(
+            self.lease.loss().is_some(),
+            "a released hold is lost to its holder before the run ends (docs/contracts.md#service)"
+        );
         self.released = true;
     }
 }

@@ -73,6 +73,7 @@ async fn renew_before_deadline(lease: &JournalLease, backoff: Backoff) -> Result
                         () = clock.sleep(wait) => {}
                     }
                     wait = (wait * 2).min(backoff.max);
+                    debug_assert!(wait <= backoff.max, "the renew backoff is capped at its max");
                 }
             },
         }
@@ -105,5 +106,9 @@ async fn renew_until_held(lease: &JournalLease, backoff: Backoff) -> Result<(), 
             () = clock.sleep(wait) => {}
         }
         wait = (wait * 2).min(backoff.max);
+        debug_assert!(
+            wait <= backoff.max,
+            "the renew backoff is capped at its max"
+        );
     }
 }

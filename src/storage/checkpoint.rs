@@ -207,7 +207,13 @@ impl Checkpoint {
             0 => vec![HEADER, &entry],
             _ => vec![&entry],
         };
+        let before = self.end;
         self.end = log::append_frames(storage, &self.file, self.end, &payloads).await?;
+        debug_assert_eq!(
+            self.end.frames,
+            before.frames + payloads.len() as u64,
+            "frame bounds: a checkpoint write adds one frame per entry (and the header first)"
+        );
         self.acked.insert(file.to_string(), at);
         Ok(())
     }
@@ -227,6 +233,11 @@ impl Checkpoint {
             .chain(entries.iter().map(Vec::as_slice))
             .collect();
         let (bytes, end) = log::encode_log(&self.file, &payloads)?;
+        debug_assert_eq!(
+            end.frames,
+            acked.len() as u64 + 1,
+            "frame bounds: a rewritten checkpoint is its header and one entry per log"
+        );
         storage.replace(&self.file, &bytes).await?;
         self.end = end;
         self.acked = acked;
@@ -242,6 +253,16 @@ fn encode_entry(file: &str, at: Position) -> Vec<u8> {
     entry.extend_from_slice(&at.frames.to_le_bytes());
     entry.extend_from_slice(&at.bytes.to_le_bytes());
     entry.extend_from_slice(&at.crc.to_le_bytes());
+    debug_assert_eq!(
+        entry.len(),
+        ENTRY_FIXED_BYTES + file.len(),
+        "frame bounds: a checkpoint entry is its fixed fields and the file name"
+    );
+    debug_assert_eq!(
+        decode_entry(&entry),
+        Some((file.to_string(), at)),
+        "encode/decode round trip: a checkpoint entry decodes to what was encoded"
+    );
     entry
 }
 
@@ -277,6 +298,10 @@ fn decode(file: &str, recovered: &Recovered) -> Result<BTreeMap<String, Position
     }
     for (index, entry) in entries.iter().enumerate() {
         let (name, at) = decode_entry(entry).ok_or_else(|| corrupt(index + 1, "bad entry"))?;
+        debug_assert!(
+            super::validate_name(&name).is_ok(),
+            "a decoded checkpoint entry names a valid storage file"
+        );
         acked.insert(name, at);
     }
     Ok(acked)

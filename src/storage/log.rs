@@ -136,6 +136,13 @@ pub async fn append_frames(
         return Ok(at);
     }
     let (bytes, end) = encode_frames(file, at, payloads)?;
+    debug_assert!(
+        end.frames == at.frames + payloads.len() as u64
+            && end.bytes == at.bytes + bytes.len() as u64,
+        "frame bounds: appending {} frames of {} bytes at {at:?} ends at {end:?}",
+        payloads.len(),
+        bytes.len()
+    );
     storage.append(file, &bytes).await?;
     storage.sync(file).await?;
     Ok(end)
@@ -206,6 +213,10 @@ pub async fn create_if_empty(
         let end = append_frames(storage, file, Position::EMPTY, &[header]).await?;
         recovered.frames.push(header.to_vec());
         recovered.positions.push(end);
+        debug_assert_eq!(
+            end.frames, 1,
+            "frame bounds: a new log holds its header as frame 0 (docs/services.md#what-is-on-disk)"
+        );
     }
     Ok(())
 }
@@ -245,6 +256,11 @@ fn encode_frames(
     let mut end = at;
     for payload in payloads {
         check_payload(file, payload)?;
+        debug_assert!(
+            (1..=MAX_FRAME_BYTES).contains(&payload.len()),
+            "frame bounds: a payload is 1..=MAX_FRAME_BYTES bytes, not {}",
+            payload.len()
+        );
         let len = u32::try_from(payload.len()).expect("checked against MAX_FRAME_BYTES");
         let fields = FrameFields {
             len,
@@ -252,14 +268,32 @@ fn encode_frames(
             prev_crc: end.crc,
         };
         let crc = fields.crc(payload);
+        let frame_start = bytes.len();
         fields.write(&mut bytes, crc);
         bytes.extend_from_slice(payload);
+        debug_assert_eq!(
+            bytes.len() - frame_start,
+            FRAME_HEADER_BYTES + payload.len(),
+            "frame bounds: a frame is its {FRAME_HEADER_BYTES}-byte header and its payload"
+        );
         end = Position {
             frames: end.frames + 1,
             bytes: at.bytes + bytes.len() as u64,
             crc,
         };
     }
+    debug_assert_eq!(
+        bytes.len(),
+        total + if at.frames == 0 { FILE_HEADER_BYTES } else { 0 },
+        "frame bounds: the encoded size is the frames' headers and payloads (and the file \
+         header before frame 0)"
+    );
+    debug_assert!(
+        end.frames == at.frames + payloads.len() as u64,
+        "seq continuity: frames are numbered from {} with no gap \
+         (docs/services.md#what-is-on-disk)",
+        at.frames
+    );
     Ok((bytes, end))
 }
 
@@ -283,10 +317,21 @@ impl FrameFields {
     }
 
     fn write(&self, bytes: &mut Vec<u8>, crc: u32) {
+        let start = bytes.len();
         bytes.extend_from_slice(&self.len.to_le_bytes());
         bytes.extend_from_slice(&self.seq.to_le_bytes());
         bytes.extend_from_slice(&self.prev_crc.to_le_bytes());
         bytes.extend_from_slice(&crc.to_le_bytes());
+        debug_assert_eq!(
+            bytes.len() - start,
+            FRAME_HEADER_BYTES,
+            "frame bounds: FRAME_HEADER_BYTES is len | seq | prev_crc | crc as written"
+        );
+        debug_assert_eq!(
+            FrameFields::read(bytes, start),
+            Some((*self, crc)),
+            "frame bounds: a frame header reads back as written"
+        );
     }
 
     /// The fields and stored crc of the frame header at `at`, if the file holds one there.
@@ -345,6 +390,15 @@ fn scan(file: &str, bytes: &[u8]) -> Result<Recovered, StorageError> {
     while at < bytes.len() {
         match parse_at(bytes, at, end) {
             Parse::Intact { payload, crc } => {
+                debug_assert!(
+                    payload.0 == at + FRAME_HEADER_BYTES
+                        && payload.0 < payload.1
+                        && payload.1 - payload.0 <= MAX_FRAME_BYTES
+                        && payload.1 <= bytes.len(),
+                    "frame bounds: an intact frame at byte {at} has a payload of \
+                     1..=MAX_FRAME_BYTES bytes inside the file ({payload:?} of {} bytes)",
+                    bytes.len()
+                );
                 recovered.frames.push(bytes[payload.0..payload.1].to_vec());
                 at = payload.1;
                 end = Position {
@@ -363,6 +417,21 @@ fn scan(file: &str, bytes: &[u8]) -> Result<Recovered, StorageError> {
             }
         }
     }
+    debug_assert!(
+        end.frames == recovered.frames.len() as u64
+            && recovered.positions.len() == recovered.frames.len()
+            && recovered
+                .positions
+                .windows(2)
+                .all(|w| w[0].bytes < w[1].bytes),
+        "seq continuity: {file} recovers one rising position per frame, frame n at seq n"
+    );
+    debug_assert!(
+        end.bytes <= bytes.len() as u64,
+        "frame bounds: intact frames end inside {file} ({} of {} bytes)",
+        end.bytes,
+        bytes.len()
+    );
     recovered.truncated_bytes = (bytes.len() as u64) - end.bytes;
     Ok(recovered)
 }
@@ -453,6 +522,10 @@ fn parse_at(bytes: &[u8], at: usize, expected: Position) -> Parse {
     if let Some(reason) = frame_problem(&fields, &bytes[start..end], crc) {
         return Parse::Damaged { end, reason };
     }
+    debug_assert!(
+        start < end && end <= bytes.len(),
+        "frame bounds: a complete frame's payload {start}..{end} lies inside the file"
+    );
     if fields.seq != expected.frames || fields.prev_crc != expected.crc {
         return Parse::Misplaced {
             seq: fields.seq,
@@ -561,6 +634,7 @@ pub(super) fn find_hidden_frame(bytes: &[u8], from: usize) -> Hidden {
         }
         budget -= payload.len();
         checked += 1;
+
         if fields.crc(payload) == crc {
             return Hidden::At(at);
         }

@@ -46,8 +46,13 @@ impl MemFile {
     }
 
     fn sync(&mut self) {
+        let len = self.len();
         self.synced.append(&mut self.unsynced);
         self.entry_synced = true;
+        debug_assert!(
+            self.unsynced.is_empty() && self.synced.len() == len,
+            "a sync makes every byte durable and loses none"
+        );
     }
 
     /// Applies a crash that lets the first `keep` unsynced bytes reach the disk; returns
@@ -132,6 +137,11 @@ impl Storage for MemStorage {
             entry.sync();
             // `len` is at most the current length (checked), so it fits in a usize.
             entry.synced.truncate(len as usize);
+            debug_assert_eq!(
+                entry.len(),
+                len as usize,
+                "a truncated file is `len` bytes long"
+            );
         }
         Ok(())
     }

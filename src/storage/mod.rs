@@ -267,12 +267,20 @@ fn is_name_char(c: char) -> bool {
 pub fn safe_name(id: &str, suffix: &str) -> String {
     let prefix = sanitise(id, SAFE_NAME_PREFIX_MAX_BYTES);
     let hash = format!("{:016x}", fnv1a_64(id.as_bytes()));
+    debug_assert!(
+        prefix.len() <= SAFE_NAME_PREFIX_MAX_BYTES && hash.len() == 16,
+        "safe names: the prefix is at most SAFE_NAME_PREFIX_MAX_BYTES and the hash 16 digits"
+    );
     let room = NAME_MAX_BYTES - prefix.len() - 1 - hash.len();
     let mut name = format!("{prefix}-{hash}{}", sanitise(suffix, room));
     if name.starts_with('.') {
         // Only the prefix can lead, and only with `.`: hidden files and `..` are refused.
         name.replace_range(..1, "_");
     }
+    debug_assert!(
+        name_problem(&name).is_none(),
+        "safe names (docs/contracts.md#safe-names): {name:?} is not a valid storage name"
+    );
     name
 }
 
