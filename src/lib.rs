@@ -26,7 +26,6 @@ pub mod net;
 pub mod remote;
 pub mod report;
 pub mod results;
-pub mod serve;
 pub mod service;
 pub mod sim;
 pub mod storage;

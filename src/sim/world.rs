@@ -313,7 +313,7 @@ impl WorldBuilder {
         if self.random_faults {
             self.schedule = super::generate::random_schedule(&self.config);
         }
-        self.schedule.validate_in(&self.config)?;
+        self.schedule.validate_in(&self.config.schedule_bounds())?;
         check_backend_faults(&self.config.backend, &self.schedule)?;
         match &self.workload {
             Workload::Scripted(script) => check_script(&self.config, script)?,

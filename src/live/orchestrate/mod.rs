@@ -63,7 +63,7 @@ pub struct LiveArgs {
     pub backend: Backend,
     /// Wall-clock limit of one run (past it: a harness error, exit 3). Default: the run's
     /// duration and liveness phase plus a minute.
-    #[arg(long, value_parser = crate::serve::parse_duration)]
+    #[arg(long, value_parser = crate::time::parse_duration)]
     pub timeout: Option<Duration>,
 }
 
@@ -418,7 +418,11 @@ fn one_run(
         v: RESULT_VERSION,
         verdict: verdict.line.clone(),
         exit_code: verdict.exit.code(),
-        checks: crate::campaign::execute::check_records(&verdict.judgement, &run.expect, &history),
+        checks: crate::report::checks::check_records(
+            &verdict.judgement,
+            &run.expect.violate,
+            &history,
+        ),
         drawn: run.drawn.clone(),
         run: RunResult {
             seed: run.seed,

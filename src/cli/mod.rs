@@ -3,6 +3,8 @@
 //! its target backends known (`target:<name>` in a run file or a scenario's `[world]`). It
 //! only parses arguments and calls into the library.
 
+pub mod serve;
+
 use std::process::ExitCode;
 
 use std::path::PathBuf;
@@ -15,13 +17,12 @@ use crate::lease::DurableLeaseConfig;
 use crate::mutant::Mutant;
 use crate::report::ReportError;
 use crate::results::plan::{SeedPlan, Shard};
-use crate::serve::{
-    LiveOptions, ServeError, ServeOptions, parse_duration, parse_grace_persist_interval, parse_ttl,
-};
 use crate::sim::runfile::{BackendSpec, RunFile};
 use crate::sim::runner::RunnerError;
+use crate::time::parse_duration;
 use crate::time::seconds_ms;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use serve::{LiveOptions, ServeError, ServeOptions, parse_grace_persist_interval, parse_ttl};
 use std::path::Path;
 
 /// Deterministic simulation and model checking for session leases with fencing tokens and
@@ -679,11 +680,11 @@ async fn serve(service: Service) -> ExitCode {
             config.grace_persist_interval =
                 grace_persist_interval.unwrap_or(Duration::from_secs(1));
             let options = options(common);
-            crate::serve::until_stopped(|stop| crate::serve::lease(options, config, stop)).await
+            serve::until_stopped(|stop| serve::lease(options, config, stop)).await
         }
         Service::Ledger { common } => {
             let options = options(common);
-            crate::serve::until_stopped(|stop| crate::serve::ledger(options, stop)).await
+            serve::until_stopped(|stop| serve::ledger(options, stop)).await
         }
     };
     match served {
