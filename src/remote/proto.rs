@@ -1,4 +1,5 @@
-//! Generated protobuf and gRPC types of `proto/leasesim.proto`.
-#![allow(missing_docs, clippy::all)]
+//! Generated protobuf and gRPC types of `proto/leasesim.proto`, committed
+//! (docs/architecture.md#generated-code): regenerate with `cargo run -p leasesim-protogen`.
+#![allow(missing_docs, clippy::all, clippy::pedantic)]
 
-tonic::include_proto!("leasesim.v1");
+include!("generated/leasesim.v1.rs");
