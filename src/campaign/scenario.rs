@@ -475,7 +475,9 @@ fn read_json<T>(
     let path = inside(folder, file.get_ref()).map_err(|message| errors.at(at, field, message))?;
     let text = crate::input::read_to_string(&path, crate::input::DOCUMENT_LIMIT).map_err(|e| {
         let e = match e {
-            crate::input::InputError::Io { source, .. } => source.to_string(),
+            crate::input::InputError::Read(crate::input::FileError::Io { source, .. }) => {
+                source.to_string()
+            }
             other => other.to_string(),
         };
         errors.at(

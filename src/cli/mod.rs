@@ -408,6 +408,17 @@ pub fn main_with_targets(
 }
 
 /// Runs the parsed command line as `binary` (`leasesim`, `leasesim-targets`).
+/// `leasesim flock`'s exit code: 0 at `quit` or EOF, 2 on a bad argument, 3 when it could
+/// not start (docs/exit-codes.md).
+fn flock_exit(outcome: Result<(), crate::lease::flock::driver::StartError>) -> Exit {
+    use crate::lease::flock::driver::StartError;
+    match outcome {
+        Ok(()) => Exit::Clean,
+        Err(StartError::BadInput) => Exit::BadInput,
+        Err(StartError::Harness) => Exit::HarnessError,
+    }
+}
+
 fn run_cli(cli: Cli, binary: &'static str) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(log_filter(&cli.command))
@@ -416,7 +427,7 @@ fn run_cli(cli: Cli, binary: &'static str) -> ExitCode {
     match cli.command {
         Command::Campaign(args) => campaign(args, binary),
         Command::Mutants => {
-            print!("{}", crate::mutant::catalogue());
+            print!("{}", crate::mutants::catalogue());
             ExitCode::from(CLEAN)
         }
         Command::Run(args) => run(args),
@@ -425,7 +436,7 @@ fn run_cli(cli: Cli, binary: &'static str) -> ExitCode {
         Command::Check(args) => check(args),
         Command::Report { command } => report(command),
         // Single-threaded on purpose (it forks): no multi-thread runtime is built for it.
-        Command::Flock(args) => ExitCode::from(crate::lease::flock::driver::main(args)),
+        Command::Flock(args) => ExitCode::from(flock_exit(crate::lease::flock::driver::main(args))),
         Command::Live(args) => ExitCode::from(crate::live::orchestrate::main(args)),
         Command::Replica(args) => ExitCode::from(crate::live::replica::main(args)),
     }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{Clock, RealClock};
+use crate::history::LedgerLine;
 use crate::history::hosts::{LEASE, LEDGER};
-use crate::history::{HistRecord, LedgerLine};
 use crate::hooks::HookSlot;
 use crate::journal::{DurableLedger, Ledger, LedgerServer};
 use crate::lease::{DurableLease, DurableLeaseConfig, LeaseServer, SessionId, SessionLease};
@@ -25,6 +25,7 @@ use crate::sim::backend::RecordingAuthority;
 use crate::sim::config::WorldConfig;
 use crate::sim::record::{Recorder, SinkHooks, event_sink};
 use crate::sim::runfile::RunFile;
+use crate::sim::to_history::ToHistory;
 use crate::storage::{FileStorage, Storage};
 use crate::time::parse_duration;
 
@@ -276,7 +277,7 @@ async fn record_final_ledger(
             recorder.ledger(LedgerLine {
                 session: session.clone(),
                 seq: entry.seq,
-                record: HistRecord::from(&entry.record),
+                record: entry.record.to_history(),
             });
         }
     }

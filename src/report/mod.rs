@@ -291,7 +291,7 @@ impl From<crate::input::InputError> for ReportError {
     /// [`ReportError::Input`] (bad input).
     fn from(error: crate::input::InputError) -> Self {
         match error {
-            crate::input::InputError::Io { path, source }
+            crate::input::InputError::Read(crate::input::FileError::Io { path, source })
             | crate::input::InputError::Write { path, source } => ReportError::Io { path, source },
             other => ReportError::Input(other),
         }

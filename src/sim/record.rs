@@ -17,11 +17,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
+use super::to_history::{ToHistory, granted};
 use super::true_time::{true_now, true_sleep};
 use crate::clock::{Clock, Instant};
 use crate::history::{
-    ClockLine, DecisionLine, EventLine, HistEvent, HistRecord, LedgerLine, Line, NemesisLine, Op,
-    OpLine, OpResult, Outcome, Process, ValidityLine, WriteLine, micros,
+    ClockLine, DecisionLine, EventLine, HistEvent, LedgerLine, Line, NemesisLine, Op, OpLine,
+    OpResult, Outcome, Process, ValidityLine, WriteLine, micros,
 };
 use crate::hooks::{Hooks, Observation, PausePoint};
 use crate::journal::{Entry, Ledger, LedgerError, Record, Seq};
@@ -342,8 +343,8 @@ impl RecordingLease {
 
     fn record_lease(&self, invocation: Invocation, result: &Result<Lease, LeaseError>) {
         let op_result = match result {
-            Ok(lease) => OpResult::granted(lease),
-            Err(error) => error.into(),
+            Ok(lease) => granted(lease),
+            Err(error) => error.to_history(),
         };
         self.recorder
             .complete(invocation, lease_outcome(result), op_result);
@@ -354,7 +355,7 @@ impl RecordingLease {
 impl SessionLease for RecordingLease {
     async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
         let op = Op::LeaseAcquire {
-            owner: owner.into(),
+            owner: owner.to_history(),
         };
         let invocation = self
             .recorder
@@ -366,7 +367,7 @@ impl SessionLease for RecordingLease {
 
     async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
         let op = Op::LeaseRenew {
-            owner: lease.owner().into(),
+            owner: lease.owner().to_history(),
             token: lease.token(),
         };
         let invocation =
@@ -379,7 +380,7 @@ impl SessionLease for RecordingLease {
 
     async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
         let op = Op::LeaseRelease {
-            owner: lease.owner().into(),
+            owner: lease.owner().to_history(),
             token: lease.token(),
         };
         let invocation =
@@ -388,7 +389,7 @@ impl SessionLease for RecordingLease {
         let result = self.inner.release(lease).await;
         let op_result = match &result {
             Ok(()) => OpResult::Released {},
-            Err(error) => error.into(),
+            Err(error) => error.to_history(),
         };
         self.recorder
             .complete(invocation, lease_outcome(&result), op_result);
@@ -431,7 +432,7 @@ impl Ledger for RecordingLedger {
         let result = self.inner.tip(name).await;
         let op_result = match &result {
             Ok(seq) => OpResult::Tip { seq: *seq },
-            Err(error) => error.into(),
+            Err(error) => error.to_history(),
         };
         self.recorder
             .complete(invocation, ledger_outcome(&result), op_result);
@@ -446,7 +447,7 @@ impl Ledger for RecordingLedger {
     ) -> Result<Seq, LedgerError> {
         let op = Op::LedgerAppend {
             expected,
-            record: HistRecord::from(&record),
+            record: record.to_history(),
         };
         let invocation = self
             .recorder
@@ -454,7 +455,7 @@ impl Ledger for RecordingLedger {
         let result = self.inner.append(name, expected, record).await;
         let op_result = match &result {
             Ok(seq) => OpResult::Appended { seq: *seq },
-            Err(error) => error.into(),
+            Err(error) => error.to_history(),
         };
         self.recorder
             .complete(invocation, ledger_outcome(&result), op_result);
@@ -509,7 +510,7 @@ pub fn validity_sink(recorder: Recorder, process: Process) -> impl Fn(Observatio
         } => recorder.validity(ValidityLine {
             process: process.clone(),
             session: session.as_str().to_owned(),
-            purpose,
+            purpose: purpose.to_history(),
             epoch,
             at_local_us: micros(local.since_origin()),
             at_us: micros(recorder.now()),

@@ -459,7 +459,7 @@ fn one_run(
 }
 
 /// Refuses a `--mutant` the run's processes would not plant, before any of them starts:
-/// one of another backend than `--backend` ([`crate::mutant::Mutant::check_planted_in`]),
+/// one of another backend than `--backend` ([`crate::mutants::check_planted_in`]),
 /// and a flock mutant, which the replicas cannot take (they read the run file, whose world is
 /// the simulated gRPC one).
 fn check_mutant(args: &LiveArgs) -> Result<(), String> {
@@ -467,7 +467,7 @@ fn check_mutant(args: &LiveArgs) -> Result<(), String> {
         return Ok(());
     };
     let backend = backend_name(args.backend);
-    mutant.check_planted_in(backend).map_err(|refusal| {
+    crate::mutants::check_planted_in(mutant, backend).map_err(|refusal| {
         let hint = if mutant.backend() == Some("grpc") {
             "; use --backend grpc"
         } else {

@@ -232,7 +232,7 @@ impl RunFile {
             message: e.to_string(),
         })?;
         let backend = self.world.backend.name();
-        match mutant.map(|mutant| (mutant, mutant.check_planted_in(backend))) {
+        match mutant.map(|mutant| (mutant, crate::mutants::check_planted_in(mutant, backend))) {
             Some((mutant, Err(refusal))) => Err(validate::Invalid {
                 field: "mutant".into(),
                 message: match mutant.backend() {
