@@ -22,7 +22,8 @@ use std::time::Duration;
 use leasesim::campaign::scenario::Scenario;
 use leasesim::check::judge::judge;
 use leasesim::check::linearizability::Budget;
-use leasesim::mutant::{Kill, Mutant};
+use leasesim::mutant::Mutant;
+use leasesim::mutants::{self, Kill};
 use leasesim::sim::runfile;
 
 const RANGES: u64 = 20;
@@ -78,7 +79,7 @@ fn main() {
         "mutant", "scenario", "median", "worst", "not found", "wall s"
     );
     for &mutant in Mutant::ALL {
-        let Kill::Scenario { scenario, .. } = mutant.kill() else {
+        let Kill::Scenario { scenario, .. } = mutants::kill(mutant) else {
             continue;
         };
         let loaded = Scenario::load(&root.join(scenario)).expect("the kill's scenario loads");
@@ -187,12 +188,12 @@ fn swarm_only(root: &Path) {
     let all_started = std::time::Instant::now();
     let mut survivors: Vec<&str> = Vec::new();
     for &mutant in Mutant::ALL.iter().filter(|m| chosen.contains(m)) {
-        if !matches!(mutant.kill(), Kill::Scenario { .. }) {
+        if !matches!(mutants::kill(mutant), Kill::Scenario { .. }) {
             continue;
         }
         let own: Vec<Scenario> = profiles
             .iter()
-            .filter(|p| mutant.applies_to(p.world.backend.name()))
+            .filter(|p| mutants::applies_to(mutant, p.world.backend.name()))
             .cloned()
             .collect();
         let started = std::time::Instant::now();

@@ -36,7 +36,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use leasesim::mutant::{Kill, Mutant};
+use leasesim::mutant::Mutant;
+use leasesim::mutants::{self, Kill};
 
 /// The mutants measured (issue 16), each on `sims/live/m-NAME.toml`.
 const MUTANTS: [&str; 3] = [
@@ -421,7 +422,7 @@ fn main() {
     let mut notes = Vec::new();
     for mutant in MUTANTS {
         let parsed = Mutant::parse(mutant).expect("a mutant of the catalogue");
-        let Kill::Scenario { check, .. } = parsed.kill() else {
+        let Kill::Scenario { check, .. } = mutants::kill(parsed) else {
             panic!("{mutant} is killed by a scenario in simulation");
         };
         let check = check.name();

@@ -75,40 +75,15 @@ impl PausePoint {
 }
 
 /// What a holder decided to use its lease for at a validity check (docs/checks.md#stop: every
-/// decision to use the lease writes one): the `purpose` of a history `validity` line.
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Debug,
-    Default,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
+/// decision to use the lease writes one).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum LeaseUse {
-    /// Sending an append (`"append"`; the default, so older histories read as before).
-    #[default]
+    /// Sending an append.
     Append,
-    /// Sending a journal's fence while opening it (`"journal_open"`).
+    /// Sending a journal's fence while opening it.
     JournalOpen,
-    /// Sending a graceful shutdown's final clean-up append (`"cleanup_append"`).
+    /// Sending a graceful shutdown's final clean-up append.
     CleanupAppend,
-}
-
-impl LeaseUse {
-    /// What the holder went on to do, for explanations ("to open its journal").
-    pub fn describe(self) -> &'static str {
-        match self {
-            LeaseUse::Append => "to append",
-            LeaseUse::JournalOpen => "to open its journal",
-            LeaseUse::CleanupAppend => "for its clean-up append",
-        }
-    }
 }
 
 /// Something the system under test decided that a checker needs to see.

@@ -1,6 +1,7 @@
 //! Times in messages for people: seconds with milliseconds (`21.003 s`), one format used by
 //! every verdict, violation, evidence and report line. Files for machines (JSONL, JSON)
-//! keep integer µs or ms and never go through here.
+//! keep integer µs or ms and never go through here. And durations people write on the
+//! command line (`10s`, `1m30s`): [`parse_duration`], one parser for every flag.
 
 /// `us` microseconds as seconds with milliseconds: `21.003 s`; the microsecond digits
 /// follow only when they are not zero (`0.000499 s`, `21.003250 s`), so nothing a reviewer
@@ -23,6 +24,20 @@ pub fn seconds_ms(ms: u64) -> String {
 pub fn seconds_signed_us(us: i64) -> String {
     let text = seconds_us(us.unsigned_abs());
     if us < 0 { format!("-{text}") } else { text }
+}
+
+/// Parses a duration such as `10s`, `500ms` or `1m30s`.
+///
+/// # Errors
+/// A message naming the bad value and the expected form.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let duration = humantime::parse_duration(text).map_err(|e| {
+        format!("`{text}` is not a duration ({e}); write it like 10s, 500ms or 1m30s")
+    })?;
+    if duration.is_zero() {
+        return Err(format!("`{text}`: the duration must be positive"));
+    }
+    Ok(duration)
 }
 
 #[cfg(test)]

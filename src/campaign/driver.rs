@@ -703,7 +703,7 @@ fn resolve(
 }
 
 /// Refuses a `--mutant` that no scenario's backend runs
-/// ([`crate::mutant::Mutant::check_planted_in`]): planted nowhere, it would change nothing
+/// ([`crate::mutants::check_planted_in`]): planted nowhere, it would change nothing
 /// and the campaign would pass on the correct code. A mutant planted in some of the
 /// scenarios leaves the others as written.
 fn mutant_planted_somewhere(
@@ -722,7 +722,7 @@ fn mutant_planted_somewhere(
         .collect();
     let refusal = backends
         .iter()
-        .find_map(|backend| mutant.check_planted_in(backend).err())
+        .find_map(|backend| crate::mutants::check_planted_in(mutant, backend).err())
         .unwrap_or_default();
     let hint = match mutant.backend() {
         Some("flock") => "flock runs only in real processes (`leasesim flock`, the process \
@@ -770,7 +770,7 @@ fn planted(options: &CampaignOptions, loaded: &Loaded) -> bool {
         .mutant
         .as_deref()
         .and_then(crate::mutant::Mutant::from_name)
-        .is_some_and(|mutant| mutant.applies_to(backend))
+        .is_some_and(|mutant| crate::mutants::applies_to(mutant, backend))
 }
 
 fn run_one(options: &CampaignOptions, loaded: &Loaded, seed: u64) -> Executed {

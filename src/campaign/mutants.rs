@@ -25,7 +25,8 @@ use super::stopwatch::Stopwatch;
 use crate::clock::ManualClock;
 use crate::conformance::{RULES, Subject};
 use crate::lease::{FlockLease, FlockLeaseConfig, MemLease};
-use crate::mutant::{Kill, Mutant};
+use crate::mutant::Mutant;
+use crate::mutants::{self, Kill};
 use crate::results::plan::Shard;
 use crate::results::record::Detection;
 use crate::sim::runfile::BackendSpec;
@@ -106,7 +107,7 @@ pub fn detect(options: &DetectOptions<'_>, mutants: &[Mutant]) -> Vec<Detection>
 fn detect_one(options: &DetectOptions<'_>, mutant: Mutant) -> Detection {
     let mut detection = Detection {
         mutant: mutant.name().to_owned(),
-        about: mutant.describe().to_owned(),
+        about: mutants::describe(mutant).to_owned(),
         killed: false,
         killed_by: String::new(),
         seeds_to_detection: None,
@@ -118,7 +119,7 @@ fn detect_one(options: &DetectOptions<'_>, mutant: Mutant) -> Detection {
         violations: Vec::new(),
         replay: None,
     };
-    match mutant.kill() {
+    match mutants::kill(mutant) {
         Kill::Conformance { rule } => {
             detection.killed = conformance_breaks(mutant, rule);
             detection.killed_by = format!("conformance rule {rule}");
@@ -153,7 +154,7 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
         let seed = options.first_seed + n;
         for (path, scenario) in options.scenarios {
             // A mutant planted in another backend's code cannot show on this scenario.
-            if !mutant.applies_to(scenario.world.backend.name()) {
+            if !mutants::applies_to(mutant, scenario.world.backend.name()) {
                 continue;
             }
             let Ok(mut run) = scenario.resolve(seed) else {
@@ -307,7 +308,7 @@ mod tests {
     #[test]
     fn a_flock_conformance_kill_runs_over_flock_lease() {
         let mutant = Mutant::RenewWithoutExpiryCheck;
-        let Kill::Conformance { rule } = mutant.kill() else {
+        let Kill::Conformance { rule } = mutants::kill(mutant) else {
             panic!("{mutant}: no longer a conformance kill")
         };
         assert!(conformance_breaks(mutant, rule), "{mutant} passed {rule}");

@@ -52,7 +52,7 @@ pub struct RunRequest {
     #[arg(long, default_value_t = RunRequest::DEFAULT_REPLICAS, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub replicas: u32,
     /// Simulated duration of the run, whole seconds (e.g. 90s).
-    #[arg(long, default_value = "60s", value_parser = crate::serve::parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = crate::time::parse_duration)]
     pub duration: Duration,
     /// Fault schedule (JSON; see `leasesim::sim::schedule`). Default: faults drawn from the
     /// seed (written to DIR/schedule.json).

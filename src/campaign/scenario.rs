@@ -435,7 +435,9 @@ impl Scenario {
         let config = run.world_config_unchecked();
         match &self.faults {
             ScenarioFaults::None => run.simulated_end_ms(),
-            ScenarioFaults::Schedule { schedule, .. } => schedule.run_end_ms(&config),
+            ScenarioFaults::Schedule { schedule, .. } => {
+                schedule.run_end_ms(&config.schedule_bounds())
+            }
             ScenarioFaults::Swarm(profile) => profile.longest_run_end_ms(&config),
         }
     }
@@ -473,7 +475,9 @@ fn read_json<T>(
     let path = inside(folder, file.get_ref()).map_err(|message| errors.at(at, field, message))?;
     let text = crate::input::read_to_string(&path, crate::input::DOCUMENT_LIMIT).map_err(|e| {
         let e = match e {
-            crate::input::InputError::Io { source, .. } => source.to_string(),
+            crate::input::InputError::Read(crate::input::FileError::Io { source, .. }) => {
+                source.to_string()
+            }
             other => other.to_string(),
         };
         errors.at(
@@ -499,14 +503,16 @@ fn check_world_run_end(
     config: &WorldConfig,
 ) -> Result<(), ScenarioError> {
     let duration_ms = config.duration.as_millis() as u64;
-    crate::sim::schedule::check_run_end(config, duration_ms, 0).map_err(|message| {
-        let field = if config.ttl.as_millis() as u64 * 3 > duration_ms {
-            "world.ttl_ms"
-        } else {
-            "world.duration_s"
-        };
-        errors.at(at, field, message)
-    })
+    crate::sim::schedule::check_run_end(&config.schedule_bounds(), duration_ms, 0).map_err(
+        |message| {
+            let field = if config.ttl.as_millis() as u64 * 3 > duration_ms {
+                "world.ttl_ms"
+            } else {
+                "world.duration_s"
+            };
+            errors.at(at, field, message)
+        },
+    )
 }
 
 /// `file` (as a scenario names it) joined to the scenario's `folder`, if it stays inside:
@@ -643,7 +649,7 @@ fn resolve_faults(
                 FaultSchedule::from_json(text)
             })?;
             let refusal = schedule
-                .validate_in(config)
+                .validate_in(&config.schedule_bounds())
                 .map_err(|e| e.to_string())
                 .and_then(|()| {
                     check_backend_faults(&config.backend, &schedule).map_err(|e| e.to_string())

@@ -18,12 +18,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::ddmin::ddmin;
-use super::execute::check_records;
 use super::retime::{instants, pulled_earlier};
 use crate::check::Check;
 use crate::check::judge::judge;
 use crate::check::linearizability::Budget;
 use crate::history::History;
+use crate::report::checks::check_records;
 use crate::results::record::ViolationRecord;
 use crate::sim::plan::{Plan, PlannedRun};
 use crate::sim::runfile::{self, RunFile, RunWorkload};
@@ -506,7 +506,7 @@ impl Shrinker {
                         best = with_runs(&best, plan.without_unstarted(&output.started).runs);
                     }
                     let judgement = judge(&history, Budget::steps(super::execute::RUN_BUDGET));
-                    let violations = check_records(&judgement, &best.expect, &history)
+                    let violations = check_records(&judgement, &best.expect.violate, &history)
                         .into_iter()
                         .find(|record| record.name == self.check)
                         .map(|record| record.violations)

@@ -25,9 +25,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::execute::check_records;
 use crate::check::judge::{self, RunVerdict};
 use crate::history::History;
+use crate::report::checks::check_records;
 use crate::report::timeline::{self, Highlight};
 use crate::results::record::CheckRecord;
 use crate::sim::runfile::{self, Drawn, RunFile};
@@ -74,7 +74,7 @@ pub fn run_into(run: &RunFile, out: &Path, timeout: Duration) -> Result<Judged, 
     let _lock = runner::lock_out(out)?;
     let (result, history) = runfile::execute_to(run, out, timeout)?;
     let verdict = judge::judge_run(&history, &run.expect.violate);
-    let checks = check_records(&verdict.judgement, &run.expect, &history);
+    let checks = check_records(&verdict.judgement, &run.expect.violate, &history);
     write_timeline(
         &out.join(runner::TIMELINE_FILE),
         &history,

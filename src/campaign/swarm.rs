@@ -391,7 +391,7 @@ impl SwarmProfile {
     /// heal): what bounds a campaign's wall-clock timeout for it.
     pub fn longest_run_end_ms(&self, config: &WorldConfig) -> u64 {
         let (heal_ms, freeze_end_ms) = self.latest_heal_and_freeze_end_ms(config);
-        crate::sim::schedule::run_end_ms(config, heal_ms, freeze_end_ms)
+        crate::sim::schedule::run_end_ms(&config.schedule_bounds(), heal_ms, freeze_end_ms)
     }
 
     /// The heal, ms, and the latest a freeze drawn just before it can end, ms.
@@ -475,7 +475,7 @@ fn limits_check(
     heal_ms: u64,
     freeze_end_ms: u64,
 ) -> Result<(), (String, String)> {
-    check_run_end(config, heal_ms, freeze_end_ms).map_err(|message| {
+    check_run_end(&config.schedule_bounds(), heal_ms, freeze_end_ms).map_err(|message| {
         let field = if freeze_end_ms > heal_ms {
             "intensity.freeze_ttl_percent"
         } else {

@@ -111,7 +111,7 @@ impl<W: Write> HistoryWriter<W> {
 }
 
 /// Reads every line of `reader`, naming `file` in errors; no validation across lines (live
-/// mode reads its per-process files with it, `crate::live::lines`).
+/// mode reads its per-process files with it).
 pub(crate) fn read_lines(mut reader: impl BufRead, file: &str) -> Result<Vec<Line>, HistoryError> {
     let mut lines = Vec::new();
     let mut buf = Vec::new();
@@ -188,11 +188,13 @@ impl History {
         let name = path.display().to_string();
         let bytes = crate::input::read_bytes(path, crate::input::HISTORY_LIMIT).map_err(
             |error| match error {
-                crate::input::InputError::Io { source, .. } => HistoryError::Io {
-                    file: name.clone(),
-                    line: 1,
-                    source,
-                },
+                crate::input::InputError::Read(crate::input::FileError::Io { source, .. }) => {
+                    HistoryError::Io {
+                        file: name.clone(),
+                        line: 1,
+                        source,
+                    }
+                }
                 refused => HistoryError::Input(refused),
             },
         )?;

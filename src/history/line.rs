@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use super::SCHEMA_VERSION;
 use super::op::OpLine;
 use super::record::{HistRecord, Process};
-use crate::hooks::LeaseUse;
 
 /// One line of a history. JSON: `{"v":1,"kind":"<kind>", …the payload's fields in
 /// declaration order…}`; the `v` is added by the writer and checked by the reader, so it does
@@ -272,7 +271,7 @@ pub struct ValidityLine {
     /// What it goes on to do: `"append"` (the default when absent), `"journal_open"`,
     /// `"cleanup_append"`.
     #[serde(default)]
-    pub purpose: LeaseUse,
+    pub purpose: HistLeaseUse,
     /// The lease token it writes under.
     pub epoch: u64,
     /// Its monotonic clock when it judged, µs.
@@ -282,6 +281,33 @@ pub struct ValidityLine {
     /// The deadline it judged against, on its own clock, µs, as the replica computed it
     /// (checkers recompute it and never trust this value).
     pub valid_until_local_us: u64,
+}
+
+/// What a holder decided to use its lease for at a validity check (docs/checks.md#stop): the
+/// `purpose` of a `validity` line, as the system under test's own lease use is written.
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum HistLeaseUse {
+    /// Sending an append (`"append"`; the default, so older histories read as before).
+    #[default]
+    Append,
+    /// Sending a journal's fence while opening it (`"journal_open"`).
+    JournalOpen,
+    /// Sending a graceful shutdown's final clean-up append (`"cleanup_append"`).
+    CleanupAppend,
+}
+
+impl HistLeaseUse {
+    /// What the holder went on to do, for explanations ("to open its journal").
+    pub fn describe(self) -> &'static str {
+        match self {
+            HistLeaseUse::Append => "to append",
+            HistLeaseUse::JournalOpen => "to open its journal",
+            HistLeaseUse::CleanupAppend => "for its clean-up append",
+        }
+    }
 }
 
 /// A marker in the run.
@@ -411,7 +437,7 @@ pub enum WriteVerb {
     Delete,
 }
 
-/// One action of the nemesis (live mode's, [`crate::live`], or the simulated world's), in
+/// One action of the nemesis (live mode's or the simulated world's), in
 /// true time:
 /// `{"v":1,"kind":"nemesis","at_us":5000123,"host":"replica-1","action":"sigstop",
 /// "peer":null,"detail":"pause for 5000 ms"}`. A link action names both ends

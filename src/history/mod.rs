@@ -286,14 +286,13 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-pub use crate::hooks::LeaseUse;
 pub use clock_map::{ClockMap, ClockMapError};
 pub use error::{HistoryError, LineProblem};
 pub use io::HistoryWriter;
 pub(crate) use io::read_lines;
 pub use line::{
-    ClockLine, ConfigLine, Decision, DecisionLine, EventLine, HistEvent, LedgerLine, Line,
-    NemesisLine, Phase, PhaseLine, Refusal, Request, ValidityLine, WriteLine, WriteVerb,
+    ClockLine, ConfigLine, Decision, DecisionLine, EventLine, HistEvent, HistLeaseUse, LedgerLine,
+    Line, NemesisLine, Phase, PhaseLine, Refusal, Request, ValidityLine, WriteLine, WriteVerb,
 };
 pub use op::{HistLossCause, Op, OpLine, OpResult, Outcome, micros};
 pub use record::{HistRecord, HistWriterId, Process};

@@ -5,8 +5,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::record::{HistRecord, HistWriterId, Process};
-use crate::journal::{JournalError, LedgerError, LossCause};
-use crate::lease::{Lease, LeaseError};
 
 /// One client operation: its call, its window in true time and on the caller's own monotonic
 /// clock, and its outcome. See the module documentation for the JSON shape.
@@ -311,88 +309,7 @@ pub enum OpResult {
     },
 }
 
-impl OpResult {
-    /// The result of a successful acquire or renew that returned `lease`.
-    pub fn granted(lease: &Lease) -> Self {
-        OpResult::Granted {
-            token: lease.token(),
-            expiry_authority_us: micros(lease.expiry().since_origin()),
-            ttl_us: micros(lease.ttl()),
-        }
-    }
-}
-
-impl From<&LeaseError> for OpResult {
-    fn from(error: &LeaseError) -> Self {
-        match error {
-            LeaseError::Held { holder_token } => OpResult::Held {
-                holder_token: *holder_token,
-            },
-            LeaseError::Unsupported => OpResult::Unsupported {},
-            // The history keeps one word for "no answer the contract names": both are
-            // unknown outcomes to the checkers.
-            LeaseError::Unavailable { reason } | LeaseError::Unexpected { status: reason } => {
-                OpResult::Unavailable {
-                    reason: reason.clone(),
-                }
-            }
-            LeaseError::InvalidSession { reason } => OpResult::Invalid {
-                reason: reason.clone(),
-            },
-        }
-    }
-}
-
-impl From<&LedgerError> for OpResult {
-    fn from(error: &LedgerError) -> Self {
-        match error {
-            LedgerError::Conflict { actual } => OpResult::Conflict { actual: *actual },
-            LedgerError::Unavailable { reason } => OpResult::Unavailable {
-                reason: reason.clone(),
-            },
-            LedgerError::Invalid { reason } => OpResult::Invalid {
-                reason: reason.clone(),
-            },
-            LedgerError::Unknown { reason } => OpResult::Unknown {
-                reason: reason.clone(),
-            },
-        }
-    }
-}
-
-impl From<&JournalError> for OpResult {
-    fn from(error: &JournalError) -> Self {
-        match error {
-            JournalError::LeaseLost { cause } => OpResult::LeaseLost {
-                cause: cause.into(),
-            },
-            JournalError::Fenced { expected, actual } => OpResult::Fenced {
-                expected: *expected,
-                actual: *actual,
-            },
-            JournalError::Ambiguous { expected, reason } => OpResult::Ambiguous {
-                expected: *expected,
-                reason: reason.clone(),
-            },
-            JournalError::Poisoned { first } => OpResult::Poisoned {
-                first: first.to_string(),
-            },
-            JournalError::StaleEpoch {
-                epoch,
-                highest_fence,
-            } => OpResult::StaleEpoch {
-                epoch: *epoch,
-                highest_fence: *highest_fence,
-            },
-            JournalError::FenceContention { attempts } => OpResult::FenceContention {
-                attempts: *attempts,
-            },
-            JournalError::Ledger(ledger) => ledger.into(),
-        }
-    }
-}
-
-/// Why a journal's lease was lost, as [`LossCause`] (JSON tag `type`):
+/// Why a journal's lease was lost, as the journal's loss cause says (JSON tag `type`):
 /// `{"type":"released"}`, `{"type":"overtaken","holder_token":4}` or
 /// `{"type":"deadline","valid_until_local_us":…}`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -410,20 +327,6 @@ pub enum HistLossCause {
         /// The deadline on the holder's monotonic clock, µs.
         valid_until_local_us: u64,
     },
-}
-
-impl From<&LossCause> for HistLossCause {
-    fn from(cause: &LossCause) -> Self {
-        match cause {
-            LossCause::Released => HistLossCause::Released {},
-            LossCause::Overtaken { holder_token } => HistLossCause::Overtaken {
-                holder_token: *holder_token,
-            },
-            LossCause::Deadline { valid_until } => HistLossCause::Deadline {
-                valid_until_local_us: micros(valid_until.since_origin()),
-            },
-        }
-    }
 }
 
 /// Whole microseconds in `d` (truncated), saturating at `u64::MAX`.

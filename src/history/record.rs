@@ -1,15 +1,13 @@
-//! Processes and ledger records as the history writes them, with conversions from and to the
-//! system under test's [`Owner`], [`WriterId`] and [`Record`].
+//! Processes and ledger records as the history writes them: the system under test's lease
+//! owners, journal writer ids and ledger records, in the history's own types (the recorder
+//! converts, docs/history.md).
 
 use serde::{Deserialize, Serialize};
-
-use crate::journal::{Record, WriterId};
-use crate::lease::Owner;
 
 /// One incarnation of one process, the shape of both an operation's `process` and a lease
 /// `owner`: `{"replica":"replica-1","incarnation":0}`.
 ///
-/// The same pair as [`Owner`]; the incarnation is bumped at every restart, so a restarted
+/// The same pair as a lease owner; the incarnation is bumped at every restart, so a restarted
 /// replica is a new process.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,19 +40,7 @@ impl std::fmt::Display for Process {
     }
 }
 
-impl From<&Owner> for Process {
-    fn from(owner: &Owner) -> Self {
-        Process::new(owner.replica.clone(), owner.incarnation)
-    }
-}
-
-impl From<Process> for Owner {
-    fn from(process: Process) -> Self {
-        Owner::new(process.replica, process.incarnation)
-    }
-}
-
-/// One opened journal, as [`WriterId`]: `{"owner":{…process…},"journal":1}`.
+/// One opened journal, as the journal's writer id: `{"owner":{…process…},"journal":1}`.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HistWriterId {
@@ -64,25 +50,8 @@ pub struct HistWriterId {
     pub journal: u64,
 }
 
-impl From<&WriterId> for HistWriterId {
-    fn from(id: &WriterId) -> Self {
-        HistWriterId {
-            owner: Process::from(&id.owner),
-            journal: id.journal,
-        }
-    }
-}
-
-impl From<HistWriterId> for WriterId {
-    fn from(id: HistWriterId) -> Self {
-        WriterId {
-            owner: id.owner.into(),
-            journal: id.journal,
-        }
-    }
-}
-
-/// A ledger record as the history writes it: the same information as [`Record`], losslessly.
+/// A ledger record as the history writes it: the same information as the journal's record,
+/// losslessly.
 ///
 /// JSON: `{"type":"fence","epoch":3,"owner":{…},"writer_id":{…}}` or
 /// `{"type":"event","writer_id":{…},"seq_in_writer":2,"payload_hex":"00ff"}`. The payload is
@@ -126,56 +95,6 @@ impl HistRecord {
         match self {
             HistRecord::Fence { epoch, .. } => Some(*epoch),
             HistRecord::Event { .. } => None,
-        }
-    }
-}
-
-impl From<&Record> for HistRecord {
-    fn from(record: &Record) -> Self {
-        match record {
-            Record::Fence {
-                epoch,
-                owner,
-                writer_id,
-            } => HistRecord::Fence {
-                epoch: *epoch,
-                owner: owner.into(),
-                writer_id: writer_id.into(),
-            },
-            Record::Event {
-                writer_id,
-                seq_in_writer,
-                payload,
-            } => HistRecord::Event {
-                writer_id: writer_id.into(),
-                seq_in_writer: *seq_in_writer,
-                payload: payload.clone(),
-            },
-        }
-    }
-}
-
-impl From<HistRecord> for Record {
-    fn from(record: HistRecord) -> Self {
-        match record {
-            HistRecord::Fence {
-                epoch,
-                owner,
-                writer_id,
-            } => Record::Fence {
-                epoch,
-                owner: owner.into(),
-                writer_id: writer_id.into(),
-            },
-            HistRecord::Event {
-                writer_id,
-                seq_in_writer,
-                payload,
-            } => Record::Event {
-                writer_id: writer_id.into(),
-                seq_in_writer,
-                payload,
-            },
         }
     }
 }

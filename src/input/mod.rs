@@ -13,15 +13,16 @@
 //!   never leaves another run's verdict beside its own (N7);
 //! - **inputs are never overwritten by an output** ([`refuse_input_as_output`], N6).
 //!
-//! Scenario, run, schedule, script, history and Jepsen files, report folders, a campaign's
-//! `--resume` files and the services' data files all go through here.
+//! Scenario, run, schedule, script, history and Jepsen files, report folders and a
+//! campaign's `--resume` files all go through here; the services' data files go through
+//! [`crate::regular_file`] itself, which reads for both.
 
 mod output;
 mod read;
 
-use std::fmt;
 use std::path::PathBuf;
 
+pub use crate::regular_file::{FileError, FileKind};
 pub use output::{LOCK_FILE, OutputLock, refuse_input_as_output, remove_stale, replace};
 pub use read::{open_regular, read_bytes, read_optional, read_to_string};
 
@@ -37,22 +38,13 @@ pub const HISTORY_LIMIT: u64 = 1024 * 1024 * 1024;
 /// timelines (1 GiB, some million run records).
 pub const RECORDS_LIMIT: u64 = 1024 * 1024 * 1024;
 
-/// The cap for one of a service's data files (`serve lease`, `serve ledger`): 16 GiB. The
-/// services hold their state in memory, so this bounds what one damaged or planted file can
-/// make them allocate, far above any ledger they serve.
-pub const DATA_LIMIT: u64 = 16 * 1024 * 1024 * 1024;
-
 /// Why an input file was not read.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    /// The file could not be opened or read (missing, no permission, not UTF-8…).
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What the system said.
-        source: std::io::Error,
-    },
+    /// A file could not be opened or read, is not a regular file, or is over its cap
+    /// ([`crate::regular_file`]).
+    #[error(transparent)]
+    Read(#[from] FileError),
     /// An output could not be written, replaced or removed, or its folder made or locked.
     #[error("cannot write {}: {source}", path.display())]
     Write {
@@ -60,14 +52,6 @@ pub enum InputError {
         path: PathBuf,
         /// What the system said.
         source: std::io::Error,
-    },
-    /// The path is not a regular file (a directory, FIFO, socket or device).
-    #[error("{} is {kind}, not a regular file; give the path of a file", path.display())]
-    NotAFile {
-        /// The path.
-        path: PathBuf,
-        /// What it is instead.
-        kind: FileKind,
     },
     /// An output folder is locked by another command writing it ([`OutputLock`]).
     #[error(
@@ -93,147 +77,31 @@ pub enum InputError {
         /// The input it is.
         input: PathBuf,
     },
-    /// The file is larger than the cap for its kind.
-    #[error("{} is larger than the {limit}-byte limit for this kind of file", path.display())]
-    TooLarge {
-        /// The file.
-        path: PathBuf,
-        /// The cap, bytes.
-        limit: u64,
-    },
 }
 
 impl InputError {
     /// Whether the file does not exist (a reader of an optional file skips it).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, InputError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+        matches!(self, InputError::Read(read) if read.is_not_found())
     }
 
-    /// This error as an [`std::io::Error`] of the same kind (`InvalidInput` for a path that
-    /// is not a regular file, `FileTooLarge` for one over its cap), its text without the path:
-    /// for callers whose errors name the file themselves.
+    /// This error as an [`std::io::Error`] of the same kind ([`FileError::into_io`] for a
+    /// file not read), its text without the path: for callers whose errors name the file
+    /// themselves.
     pub fn into_io(self) -> std::io::Error {
-        use std::io::{Error, ErrorKind};
         match self {
-            InputError::Io { source, .. } | InputError::Write { source, .. } => source,
-            InputError::NotAFile { kind, .. } => Error::new(
-                ErrorKind::InvalidInput,
-                format!("it is {kind}, not a regular file"),
-            ),
-            InputError::TooLarge { limit, .. } => Error::new(
-                ErrorKind::FileTooLarge,
-                format!("it is larger than the {limit}-byte limit for this kind of file"),
-            ),
+            InputError::Read(read) => read.into_io(),
+            InputError::Write { source, .. } => source,
             other @ (InputError::InUse { .. } | InputError::InputAsOutput { .. }) => {
-                Error::other(other.to_string())
+                std::io::Error::other(other.to_string())
             }
         }
-    }
-}
-
-/// What a path that is not a regular file is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileKind {
-    /// A directory.
-    Directory,
-    /// A FIFO (named pipe).
-    Fifo,
-    /// A character or block device.
-    Device,
-    /// A socket or anything else.
-    Other,
-}
-
-impl fmt::Display for FileKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            FileKind::Directory => "a directory",
-            FileKind::Fifo => "a FIFO",
-            FileKind::Device => "a device",
-            FileKind::Other => "a socket or special file",
-        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    #[test]
-    fn a_regular_file_within_the_cap_is_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.json");
-        std::fs::write(&path, "{}").unwrap();
-        assert_eq!(read_to_string(&path, 2).unwrap(), "{}");
-    }
-
-    #[test]
-    fn a_file_over_the_cap_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.json");
-        std::fs::write(&path, "{ }").unwrap();
-        let error = read_to_string(&path, 2).unwrap_err();
-        assert!(
-            matches!(error, InputError::TooLarge { limit: 2, .. }),
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn directories_and_devices_are_refused_without_reading() {
-        let dir = tempfile::tempdir().unwrap();
-        let error = read_bytes(dir.path(), DOCUMENT_LIMIT).unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            format!(
-                "{} is a directory, not a regular file; give the path of a file",
-                dir.path().display()
-            )
-        );
-        let error = read_bytes(Path::new("/dev/zero"), DOCUMENT_LIMIT).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                InputError::NotAFile {
-                    kind: FileKind::Device,
-                    ..
-                }
-            ),
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn a_fifo_is_refused_instead_of_blocking() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f.json");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&path)
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let error = read_to_string(&path, DOCUMENT_LIMIT).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                InputError::NotAFile {
-                    kind: FileKind::Fifo,
-                    ..
-                }
-            ),
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn text_that_is_not_utf8_is_an_io_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.json");
-        std::fs::write(&path, [0xff, 0xfe]).unwrap();
-        let error = read_to_string(&path, DOCUMENT_LIMIT).unwrap_err();
-        assert!(error.to_string().starts_with("cannot read "), "{error}");
-    }
 
     #[test]
     fn an_output_folder_is_locked_until_its_holder_drops_the_lock() {
@@ -289,34 +157,5 @@ mod tests {
         std::fs::write(dir.path().join("junit.xml"), "old").unwrap();
         remove_stale(dir.path(), &["junit.xml", "report.md"]).unwrap();
         assert!(!dir.path().join("junit.xml").exists());
-    }
-
-    #[test]
-    fn a_missing_optional_file_is_none_and_a_fifo_still_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(
-            read_optional(&dir.path().join("absent"), 10)
-                .unwrap()
-                .is_none()
-        );
-        let fifo = dir.path().join("f");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true);
-        let error = open_regular(&mut options, &fifo).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                InputError::NotAFile {
-                    kind: FileKind::Fifo,
-                    ..
-                }
-            ),
-            "{error}"
-        );
     }
 }

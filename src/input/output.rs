@@ -6,7 +6,7 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::{InputError, open_regular};
+use super::{FileError, InputError, open_regular};
 
 /// The lock file [`OutputLock`] holds in an output folder; hidden, so no report lists it.
 pub const LOCK_FILE: &str = ".lock";
@@ -27,7 +27,7 @@ impl OutputLock {
     /// # Errors
     /// [`InputError::InUse`] when another process holds it; [`InputError::Write`] when the
     /// folder cannot be created or the lock file opened (a FIFO planted there is refused
-    /// as [`InputError::NotAFile`]).
+    /// as [`FileError::NotAFile`]).
     pub fn take(out: &Path) -> Result<Self, InputError> {
         std::fs::create_dir_all(out).map_err(|source| InputError::Write {
             path: out.to_owned(),
@@ -39,15 +39,17 @@ impl OutputLock {
     /// As [`OutputLock::take`], for a folder that must already exist (`report render`).
     ///
     /// # Errors
-    /// As [`OutputLock::take`]; [`InputError::Io`] when `out` is missing or not a folder.
+    /// As [`OutputLock::take`]; [`FileError::Io`] when `out` is missing or not a folder.
     pub fn take_existing(out: &Path) -> Result<Self, InputError> {
         let io = |path: &Path, source| InputError::Write {
             path: path.to_owned(),
             source,
         };
-        let read = |source| InputError::Io {
-            path: out.to_owned(),
-            source,
+        let read = |source| {
+            InputError::Read(FileError::Io {
+                path: out.to_owned(),
+                source,
+            })
         };
         if !std::fs::metadata(out).map_err(read)?.is_dir() {
             return Err(read(std::io::Error::new(
@@ -59,7 +61,7 @@ impl OutputLock {
         let mut options = OpenOptions::new();
         options.create(true).truncate(false).write(true);
         let file = open_regular(&mut options, &path).map_err(|e| match e {
-            InputError::Io { path, source } => InputError::Write { path, source },
+            InputError::Read(FileError::Io { path, source }) => InputError::Write { path, source },
             other => other,
         })?;
         match file.try_lock() {

@@ -4,7 +4,7 @@
 //! The contract (docs/contracts.md#lease): one live owner per session; the token advances on every
 //! takeover and is strictly increasing per session forever; renew never recreates a record;
 //! release only removes the caller's own hold. The conformance suite
-//! ([`crate::conformance`]) checks a backend against every rule.
+//! (docs/contracts.md#conformance-suite) checks a backend against every rule.
 //!
 //! Backends: [`MemLease`] (the reference), [`DurableLease`] and [`RemoteLease`] (the lease
 //! service and its gRPC driver), [`FlockLease`] (`flock(2)` on per-session files: one host,

@@ -222,7 +222,7 @@ async fn replica(
 ) -> Result<(), ReplicaError> {
     // Registered before anything is announced, so a SIGTERM right after the banner is a
     // graceful shutdown, never the default kill.
-    let stop = crate::serve::stop_signal()
+    let stop = super::process::stop_signal()
         .map_err(|e| ReplicaError::Failed(format!("cannot handle SIGTERM: {e}")))?;
     let clock: Arc<dyn Clock> = Arc::new(RealClock::new());
     let process = Process::new(args.name.clone(), args.incarnation);

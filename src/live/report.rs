@@ -41,7 +41,7 @@ pub fn record(
         seed: run.seed,
         status,
         unexpected,
-        checks: crate::campaign::execute::check_records(&verdict.judgement, expect, history),
+        checks: crate::report::checks::check_records(&verdict.judgement, &expect.violate, history),
         coverage: crate::campaign::coverage::coverage(history),
         drawn: run
             .drawn

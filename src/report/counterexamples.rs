@@ -10,8 +10,8 @@
 use std::fmt::Write as _;
 
 use super::explanation::LinExplanation;
-use super::markdown::runs;
 use super::overview::{Anchors, anchor_line};
+use super::text::{cell, runs};
 use super::{Counterexample, ReportData};
 use crate::check::Check;
 use crate::results::record::{Detection, ShrunkRun, ViolationRecord};
@@ -67,7 +67,7 @@ impl<'a> Shown<'a> {
             heading: format!(
                 "#### `{}`: {}",
                 detection.mutant,
-                super::markdown::cell(&detection.killed_by)
+                cell(&detection.killed_by)
             ),
             anchor: None,
             run_file,

@@ -2,7 +2,7 @@
 //! out: the stuck operation, the states possible before it, the longest valid prefix, and the
 //! op ids the timeline draws them on.
 //!
-//! The evidence is what [`crate::campaign::execute::check_records`] writes: the lines of the
+//! The evidence is what [`super::checks::check_records`] writes: the lines of the
 //! engine's explanation ([`crate::check::linearizability::engine::Explanation`]'s `Display`:
 //! a summary sentence, `partition: …`, `the operation that cannot be placed is #N of the
 //! history: …`, `states possible just before it …:` and its indented states, `longest valid

@@ -8,8 +8,8 @@
 use std::fmt::Write as _;
 
 use super::ReportData;
-use super::markdown::runs;
 use super::summary::{CheckSummary, ScenarioSummary, Summary, coverage_notes, coverage_warnings};
+use super::text::runs;
 use crate::results::record::RunStatus;
 
 /// Failing runs whose violations a `<failure>` quotes at most.

@@ -15,6 +15,7 @@ use super::summary::{
     CheckSummary, LEFT_OUT_INTRO, PENDING_COVERAGE_INTRO, ScenarioSummary, Summary, and_more,
     order_events, plural, status_name,
 };
+use super::text::{cell, runs};
 use crate::check::Check;
 use crate::results::CoverageEvent;
 use crate::results::record::RunStatus;
@@ -146,14 +147,6 @@ pub(super) fn seeds_line(summary: &Summary) -> String {
 }
 
 /// `1 run`, `2 runs`.
-pub(super) fn runs(n: u64) -> String {
-    if n == 1 {
-        "1 run".to_owned()
-    } else {
-        format!("{n} runs")
-    }
-}
-
 pub(super) fn runs_line(summary: &Summary) -> String {
     let parts: Vec<String> = [
         RunStatus::Clean,
@@ -172,14 +165,6 @@ pub(super) fn runs_line(summary: &Summary) -> String {
     })
     .collect();
     format!("{} ({})", summary.runs, parts.join(", "))
-}
-
-/// Text safe in a table cell: no `|`, no line breaks, no HTML tags.
-pub(super) fn cell(text: &str) -> String {
-    text.replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace(['\n', '\r'], " ")
 }
 
 /// Every scenario's checks in full (what each judged, its violations, failing and

@@ -34,6 +34,7 @@
 //! never reached: that is a warning, printed in the verdict line ([`Summary::verdict`],
 //! [`Summary::warnings`]; reports/README.md says why).
 
+pub mod checks;
 mod counterexamples;
 mod explanation;
 mod html;
@@ -48,6 +49,7 @@ mod overview_tests;
 mod summary;
 #[cfg(test)]
 mod tests;
+mod text;
 pub mod timeline;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -289,7 +291,7 @@ impl From<crate::input::InputError> for ReportError {
     /// [`ReportError::Input`] (bad input).
     fn from(error: crate::input::InputError) -> Self {
         match error {
-            crate::input::InputError::Io { path, source }
+            crate::input::InputError::Read(crate::input::FileError::Io { path, source })
             | crate::input::InputError::Write { path, source } => ReportError::Io { path, source },
             other => ReportError::Input(other),
         }
@@ -726,7 +728,7 @@ pub fn render_text(data: &ReportData) -> (String, String, String) {
 ///
 /// Shards must share git commit, config hash and Cargo.lock hash, and each mutant must be
 /// in one shard's detection table only (shard K/N detects the mutants at positions
-/// `i % N == K - 1`: [`crate::campaign::mutants::owned_mutants`]); with `force`, folders
+/// `i % N == K - 1`, docs/campaigns.md#shards-and-merge); with `force`, folders
 /// that differ are merged anyway, the merged meta lists every value (`a+b`), and the first
 /// folder given with a run or a mutant keeps it.
 ///

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::ReportData;
-use super::markdown::cell;
 use super::summary::{CheckSummary, ScenarioSummary, Summary, plural};
+use super::text::cell;
 use crate::check::Check;
 use crate::results::record::CampaignMeta;
 

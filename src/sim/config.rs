@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::backend::Backend;
 use super::plan::Plan;
 pub use super::plan::WorkloadMix;
+use super::schedule::ScheduleBounds;
 use super::script::Script;
 use crate::clock::WallTime;
 use crate::history::{ConfigLine, hosts, micros};
@@ -88,6 +89,20 @@ impl WorldConfig {
         let mut hosts = vec![self.backend.view().host, hosts::LEDGER.to_owned()];
         hosts.extend((1..=self.replicas).map(replica_name));
         hosts
+    }
+
+    /// What a fault schedule is checked against in this world: its hosts and sessions, its
+    /// duration and TTL, and LIVE's bound after the heal when it has a liveness phase.
+    pub fn schedule_bounds(&self) -> ScheduleBounds {
+        ScheduleBounds {
+            hosts: self.hosts(),
+            sessions: self.sessions.clone(),
+            duration_ms: self.duration.as_millis() as u64,
+            ttl_ms: self.ttl.as_millis() as u64,
+            live_bound_us: self
+                .liveness_phase
+                .then(|| config_line(self).live_bound_us(true)),
+        }
     }
 
     pub(crate) fn client_config(&self) -> ClientConfig {

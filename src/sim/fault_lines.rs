@@ -41,38 +41,7 @@ pub fn line(
 /// [`freeze_lines`].
 pub fn fault_lines(now: Duration, fault: &Fault, authority: &str) -> Vec<NemesisLine> {
     let at = micros(now);
-    let ms = |n: u64| Some(format!("{n} ms"));
     match fault {
-        Fault::Partition { a, b } => vec![line(at, "partition", a, Some(b), None)],
-        Fault::PartitionOneWay { from, to } => {
-            vec![line(at, "partition_one_way", from, Some(to), None)]
-        }
-        Fault::Isolate { host } => vec![line(at, "isolate", host, None, None)],
-        Fault::Heal => vec![line(at, "heal", ALL, None, None)],
-        Fault::Hold { a, b } => vec![line(at, "hold", a, Some(b), None)],
-        Fault::Release { a, b } => vec![line(at, "release", a, Some(b), None)],
-        Fault::Latency {
-            a,
-            b,
-            latency_ms,
-            jitter_ms,
-        } => vec![line(
-            at,
-            "latency",
-            a,
-            Some(b),
-            Some(format!("{latency_ms} ms + up to {jitter_ms} ms")),
-        )],
-        Fault::LinkFlaps { a, b, fail_ppm } => vec![line(
-            at,
-            "link_flaps",
-            a,
-            Some(b),
-            Some(format!("{fail_ppm} ppm")),
-        )],
-        Fault::DelayReplies { from, to, delay_ms } => {
-            vec![line(at, "delay_replies", from, Some(to), ms(*delay_ms))]
-        }
         Fault::Pause {
             host,
             duration_ms,
@@ -83,62 +52,102 @@ pub fn fault_lines(now: Duration, fault: &Fault, authority: &str) -> Vec<Nemesis
             duration_ms,
             at_point: None,
         } => timed_freeze(at, "suspend", host, *duration_ms, None),
-        Fault::Pause { .. } | Fault::Suspend { .. } | Fault::Stall { .. } => Vec::new(),
-        Fault::ClockDrift { host, ppm } => {
-            vec![line(
-                at,
-                "clock_drift",
-                host,
-                None,
-                Some(format!("{ppm:+} ppm")),
-            )]
+        // Armed freezes and worker panics are written when a task reaches their point
+        // ([`freeze_lines`]); each bounce of a restart series as a `restart` when it happens.
+        Fault::Pause { .. }
+        | Fault::Suspend { .. }
+        | Fault::Stall { .. }
+        | Fault::WorkerPanic { .. }
+        | Fault::LeaseServiceRestarts { .. } => Vec::new(),
+        Fault::Partition { .. }
+        | Fault::PartitionOneWay { .. }
+        | Fault::Hold { .. }
+        | Fault::Release { .. }
+        | Fault::Latency { .. }
+        | Fault::LinkFlaps { .. }
+        | Fault::DelayReplies { .. }
+        | Fault::HoldReplies { .. } => link_line(at, fault).into_iter().collect(),
+        Fault::Isolate { .. }
+        | Fault::Heal
+        | Fault::ClockDrift { .. }
+        | Fault::WallJump { .. }
+        | Fault::WallOffset { .. }
+        | Fault::Crash { .. }
+        | Fault::Restart { .. }
+        | Fault::DeleteLeaseRecord { .. }
+        | Fault::AuthorityErrors { .. } => host_line(at, fault, authority).into_iter().collect(),
+    }
+}
+
+/// The one line of a fault on a link (host, then peer), at `at` µs; `None` for any other.
+fn link_line(at: u64, fault: &Fault) -> Option<NemesisLine> {
+    let ms = |n: u64| Some(format!("{n} ms"));
+    let (action, host, peer, detail) = match fault {
+        Fault::Partition { a, b } => ("partition", a, b, None),
+        Fault::PartitionOneWay { from, to } => ("partition_one_way", from, to, None),
+        Fault::Hold { a, b } => ("hold", a, b, None),
+        Fault::Release { a, b } => ("release", a, b, None),
+        Fault::Latency {
+            a,
+            b,
+            latency_ms,
+            jitter_ms,
+        } => (
+            "latency",
+            a,
+            b,
+            Some(format!("{latency_ms} ms + up to {jitter_ms} ms")),
+        ),
+        Fault::LinkFlaps { a, b, fail_ppm } => {
+            ("link_flaps", a, b, Some(format!("{fail_ppm} ppm")))
         }
-        Fault::WallJump { host, delta_ms } => {
-            vec![line(
-                at,
-                "wall_jump",
-                host,
-                None,
-                Some(format!("{delta_ms:+} ms")),
-            )]
-        }
-        Fault::WallOffset { host, offset_ms } => vec![line(
-            at,
-            "wall_offset",
-            host,
-            None,
-            Some(format!("{offset_ms:+} ms")),
-        )],
-        Fault::Crash { host } => vec![line(at, "crash", host, None, None)],
-        Fault::Restart { host } => vec![line(at, "restart", host, None, None)],
-        // Each bounce is written as a `restart` when it happens.
-        Fault::LeaseServiceRestarts { .. } => Vec::new(),
-        Fault::DeleteLeaseRecord { session } => vec![line(
-            at,
-            "delete_lease_record",
-            authority,
-            None,
-            Some(format!("session {session}")),
-        )],
-        Fault::AuthorityErrors {
-            duration_ms,
-            status,
-            to,
-        } => vec![line(
-            at,
-            "authority_errors",
-            authority,
-            to.as_deref(),
-            Some(format!("{status:?} for {duration_ms} ms")),
-        )],
+        Fault::DelayReplies { from, to, delay_ms } => ("delay_replies", from, to, ms(*delay_ms)),
         Fault::HoldReplies {
             from,
             to,
             duration_ms,
-        } => vec![line(at, "hold_replies", from, Some(to), ms(*duration_ms))],
-        // A worker panic is written when a task reaches its point ([`freeze_lines`]).
-        Fault::WorkerPanic { .. } => Vec::new(),
-    }
+        } => ("hold_replies", from, to, ms(*duration_ms)),
+        _ => return None,
+    };
+    Some(line(at, action, host, Some(peer), detail))
+}
+
+/// The one line of a fault on a host (or, for a heal, on [`ALL`]), at `at` µs; `None` for
+/// any other.
+fn host_line(at: u64, fault: &Fault, authority: &str) -> Option<NemesisLine> {
+    let (action, host, peer, detail): (_, &str, _, _) = match fault {
+        Fault::Isolate { host } => ("isolate", host, None, None),
+        Fault::Heal => ("heal", ALL, None, None),
+        Fault::ClockDrift { host, ppm } => {
+            ("clock_drift", host, None, Some(format!("{ppm:+} ppm")))
+        }
+        Fault::WallJump { host, delta_ms } => {
+            ("wall_jump", host, None, Some(format!("{delta_ms:+} ms")))
+        }
+        Fault::WallOffset { host, offset_ms } => {
+            ("wall_offset", host, None, Some(format!("{offset_ms:+} ms")))
+        }
+        Fault::Crash { host } => ("crash", host, None, None),
+        Fault::Restart { host } => ("restart", host, None, None),
+        Fault::DeleteLeaseRecord { session } => (
+            "delete_lease_record",
+            authority,
+            None,
+            Some(format!("session {session}")),
+        ),
+        Fault::AuthorityErrors {
+            duration_ms,
+            status,
+            to,
+        } => (
+            "authority_errors",
+            authority,
+            to.as_deref(),
+            Some(format!("{status:?} for {duration_ms} ms")),
+        ),
+        _ => return None,
+    };
+    Some(line(at, action, host, peer, detail))
 }
 
 /// The lines of an armed freeze that fired on `host` at true time `start`.

@@ -229,8 +229,8 @@ pub struct DrawOptions {
     /// [`CLASSIC_POINTS`]; swarm profiles draw from [`REPLICA_POINTS`]).
     #[serde(default = "classic_points")]
     pub points: Vec<PausePoint>,
-    /// The replica every fault drawn for a replica is aimed at: a swarm seed's victim
-    /// ([`crate::campaign::swarm::SwarmProfile::victim_chance`]). `None`: each fault draws
+    /// The replica every fault drawn for a replica is aimed at: a swarm seed's victim (a
+    /// profile's `victim_chance`, docs/campaigns.md#swarm-profiles). `None`: each fault draws
     /// its own replica.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub victim: Option<String>,

@@ -11,8 +11,10 @@
 //! - [`schedule`], [`generate`], `nemesis` — fault schedules, drawing them, applying them;
 //!   `kind_spelling` — the words a file writes for a drawn kind (the schedule's words).
 //! - [`script`], [`plan`], `workload`, [`record`] — scripted, planned and generated workloads
-//!   (a generated workload is a plan drawn from the seed), recorded as a history.
+//!   (a generated workload is a plan drawn from the seed), recorded as a history;
+//!   [`to_history`] — the system under test's values as the history writes them.
 //! - [`net`], [`seed`] — turmoil TCP as a transport; sub-seeds per subsystem.
+//! - `trace` — the run's trace, stamped with true simulated time (the runner collects it).
 //! - [`hosted`] — the time and randomness code the world hosts unmodified reads (per host).
 //! - [`errors`], [`reply_hold`] — the authority's error windows and one-way reply holds,
 //!   which the nemesis opens and closes.
@@ -43,6 +45,8 @@ pub mod runner;
 pub mod schedule;
 pub mod script;
 pub mod seed;
+pub mod to_history;
+mod trace;
 pub mod true_time;
 pub mod wall;
 pub(crate) mod workload;

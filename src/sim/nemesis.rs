@@ -137,7 +137,7 @@ fn apply(
     now: Duration,
     action: Action,
 ) -> Vec<(u64, Action)> {
-    super::runner::set_trace_now(now);
+    super::trace::set_trace_now(now);
     tracing::info!(target: "leasesim::nemesis", at = ?now, ?action, "nemesis");
     hosts.recorder.set_harness_now(now);
     let at = crate::history::micros(now);

@@ -7,40 +7,56 @@
 //! they happen; lines are emitted in a fixed order at the end (see [`Recorder::finish`]).
 //!
 //! The recorder is harness-neutral: the same wrappers record a live process
-//! ([`Recorder::live`]), which stamps lines with the run's [`TrueClock`] instead of turmoil's
-//! elapsed time and appends each one to its process's [`LineFile`] the moment it is recorded
-//! (an `op` line at the invocation, and again, same id, at its completion).
+//! ([`Recorder::live`]), which stamps lines with its [`LineSink`]'s true time instead of
+//! turmoil's elapsed time and appends each one to the sink the moment it is recorded (an `op`
+//! line at the invocation, and again, same id, at its completion). Live mode implements the
+//! sink with its per-process file and the run's true clock (docs/live.md#what-runs).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
+use super::to_history::{ToHistory, granted};
 use super::true_time::{true_now, true_sleep};
 use crate::clock::{Clock, Instant};
 use crate::history::{
-    ClockLine, DecisionLine, EventLine, HistEvent, HistRecord, LedgerLine, Line, NemesisLine, Op,
-    OpLine, OpResult, Outcome, Process, ValidityLine, WriteLine, micros,
+    ClockLine, DecisionLine, EventLine, HistEvent, LedgerLine, Line, NemesisLine, Op, OpLine,
+    OpResult, Outcome, Process, ValidityLine, WriteLine, micros,
 };
 use crate::hooks::{Hooks, Observation, PausePoint};
 use crate::journal::{Entry, Ledger, LedgerError, Record, Seq};
 use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
-use crate::live::lines::LineFile;
-use crate::live::truth::TrueClock;
 
 /// The shared recorder of one run (the default: a simulation's, on turmoil's time) or of one
 /// live process ([`Recorder::live`]). Cloning gives another handle.
 #[derive(Clone, Debug, Default)]
 pub struct Recorder {
     state: Arc<Mutex<State>>,
-    live: Option<Arc<Live>>,
+    live: Option<Arc<dyn LineSink>>,
 }
 
-/// A live process's true time and file.
-#[derive(Debug)]
-struct Live {
-    file: LineFile,
-    truth: TrueClock,
+/// Where a live process's recorder writes: its true time and an append-only file of lines,
+/// each handed over the moment it is recorded. Implemented by live mode (so the simulation
+/// never imports it).
+pub trait LineSink: std::fmt::Debug + Send + Sync {
+    /// True time now (comparable across the processes of one run).
+    fn now(&self) -> std::time::Duration;
+
+    /// Appends `line`.
+    ///
+    /// # Errors
+    /// The write failed, or the sink was closed.
+    fn append(&self, line: &Line) -> std::io::Result<()>;
+
+    /// Syncs and closes the sink; later appends fail.
+    ///
+    /// # Errors
+    /// The sync failed.
+    fn close(&self) -> std::io::Result<()>;
+
+    /// What an error names: the file's path.
+    fn describe(&self) -> String;
 }
 
 #[derive(Debug, Default)]
@@ -68,23 +84,23 @@ impl Recorder {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A live process's recorder: lines are stamped with `truth` and appended to `file` as
-    /// they are recorded (op ids count from 1 in the file).
-    pub fn live(file: LineFile, truth: TrueClock) -> Self {
+    /// A live process's recorder: lines are stamped with `sink`'s true time and appended to
+    /// it as they are recorded (op ids count from 1 in the file).
+    pub fn live(sink: Arc<dyn LineSink>) -> Self {
         Recorder {
             state: Arc::default(),
-            live: Some(Arc::new(Live { file, truth })),
+            live: Some(sink),
         }
     }
 
     /// True time now: turmoil's elapsed time in a simulation (inside a host or client), the
-    /// run's [`TrueClock`] in a live process.
+    /// [`LineSink`]'s in a live process.
     ///
     /// # Panics
     /// In a simulation, outside a turmoil host or client (see [`true_now`]).
     pub fn now(&self) -> std::time::Duration {
         match &self.live {
-            Some(live) => live.truth.now(),
+            Some(live) => live.now(),
             None => true_now(),
         }
     }
@@ -112,11 +128,12 @@ impl Recorder {
     /// Appends `line` to the live file (a simulation keeps lines in memory instead).
     fn append(&self, state: &mut State, line: &Line) {
         if let Some(live) = &self.live
-            && let Err(error) = live.file.append(line)
+            && let Err(error) = live.append(line)
             && state.write_error.is_none()
         {
-            tracing::error!(file = %live.file.path().display(), %error, "history line lost");
-            state.write_error = Some(format!("{}: {error}", live.file.path().display()));
+            let file = live.describe();
+            tracing::error!(%file, %error, "history line lost");
+            state.write_error = Some(format!("{file}: {error}"));
         }
     }
 
@@ -203,7 +220,7 @@ impl Recorder {
     /// process's true time).
     pub fn event(&self, host: &str, event: HistEvent) {
         let at_us = match &self.live {
-            Some(live) => micros(live.truth.now()),
+            Some(live) => micros(live.now()),
             None => turmoil::sim_elapsed().map_or(self.lock().harness_now_us, micros),
         };
         self.push(Line::Event(EventLine {
@@ -249,9 +266,8 @@ impl Recorder {
         if let Some(error) = self.lock().write_error.clone() {
             return Err(format!("history line lost: {error}"));
         }
-        live.file
-            .close()
-            .map_err(|e| format!("{}: {e}", live.file.path().display()))
+        live.close()
+            .map_err(|e| format!("{}: {e}", live.describe()))
     }
 
     /// The true time of the nemesis action about to be applied, for what it makes the
@@ -327,8 +343,8 @@ impl RecordingLease {
 
     fn record_lease(&self, invocation: Invocation, result: &Result<Lease, LeaseError>) {
         let op_result = match result {
-            Ok(lease) => OpResult::granted(lease),
-            Err(error) => error.into(),
+            Ok(lease) => granted(lease),
+            Err(error) => error.to_history(),
         };
         self.recorder
             .complete(invocation, lease_outcome(result), op_result);
@@ -339,7 +355,7 @@ impl RecordingLease {
 impl SessionLease for RecordingLease {
     async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
         let op = Op::LeaseAcquire {
-            owner: owner.into(),
+            owner: owner.to_history(),
         };
         let invocation = self
             .recorder
@@ -351,7 +367,7 @@ impl SessionLease for RecordingLease {
 
     async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
         let op = Op::LeaseRenew {
-            owner: lease.owner().into(),
+            owner: lease.owner().to_history(),
             token: lease.token(),
         };
         let invocation =
@@ -364,7 +380,7 @@ impl SessionLease for RecordingLease {
 
     async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
         let op = Op::LeaseRelease {
-            owner: lease.owner().into(),
+            owner: lease.owner().to_history(),
             token: lease.token(),
         };
         let invocation =
@@ -373,7 +389,7 @@ impl SessionLease for RecordingLease {
         let result = self.inner.release(lease).await;
         let op_result = match &result {
             Ok(()) => OpResult::Released {},
-            Err(error) => error.into(),
+            Err(error) => error.to_history(),
         };
         self.recorder
             .complete(invocation, lease_outcome(&result), op_result);
@@ -416,7 +432,7 @@ impl Ledger for RecordingLedger {
         let result = self.inner.tip(name).await;
         let op_result = match &result {
             Ok(seq) => OpResult::Tip { seq: *seq },
-            Err(error) => error.into(),
+            Err(error) => error.to_history(),
         };
         self.recorder
             .complete(invocation, ledger_outcome(&result), op_result);
@@ -431,7 +447,7 @@ impl Ledger for RecordingLedger {
     ) -> Result<Seq, LedgerError> {
         let op = Op::LedgerAppend {
             expected,
-            record: HistRecord::from(&record),
+            record: record.to_history(),
         };
         let invocation = self
             .recorder
@@ -439,7 +455,7 @@ impl Ledger for RecordingLedger {
         let result = self.inner.append(name, expected, record).await;
         let op_result = match &result {
             Ok(seq) => OpResult::Appended { seq: *seq },
-            Err(error) => error.into(),
+            Err(error) => error.to_history(),
         };
         self.recorder
             .complete(invocation, ledger_outcome(&result), op_result);
@@ -494,7 +510,7 @@ pub fn validity_sink(recorder: Recorder, process: Process) -> impl Fn(Observatio
         } => recorder.validity(ValidityLine {
             process: process.clone(),
             session: session.as_str().to_owned(),
-            purpose,
+            purpose: purpose.to_history(),
             epoch,
             at_local_us: micros(local.since_origin()),
             at_us: micros(recorder.now()),
@@ -529,67 +545,5 @@ impl<F: Fn(Observation) + Send + Sync> Hooks for SinkHooks<F> {
 
     fn observe(&self, observation: Observation) {
         (self.sink)(observation);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-    use crate::clock::ManualClock;
-    use crate::live::lines::read_line_file;
-
-    #[test]
-    fn a_live_recorder_writes_an_op_at_invocation_and_again_at_completion() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("replica-1-0.jsonl");
-        let recorder = Recorder::live(LineFile::create(&path).unwrap(), TrueClock::start());
-        let manual = ManualClock::new();
-        let clock: Arc<dyn Clock> = Arc::new(manual.clone());
-        recorder.clock_started("replica-1", 0, clock.now(), 250);
-        let session = SessionId::new("s1").unwrap();
-        let process = Process::new("replica-1", 0);
-        let first = recorder.invoke(process.clone(), &session, Op::LedgerTip {}, &clock);
-        manual.advance(Duration::from_millis(3));
-        recorder.event("replica-1", HistEvent::StickyDisable);
-        recorder.complete(first, Outcome::Ok, OpResult::Tip { seq: 4 });
-        let second = recorder.invoke(process, &session, Op::LedgerTip {}, &clock);
-        recorder.close().unwrap();
-        drop(second);
-
-        let lines = read_line_file(&path).unwrap().lines;
-        let [
-            Line::Clock(clock_line),
-            Line::Op(invoked),
-            Line::Event(_),
-            Line::Op(done),
-            Line::Op(pending),
-        ] = &lines[..]
-        else {
-            panic!("unexpected lines: {lines:?}");
-        };
-        assert_eq!(
-            (clock_line.host.as_str(), clock_line.drift_ppm),
-            ("replica-1", 250)
-        );
-        assert_eq!(
-            (invoked.id, done.id, pending.id),
-            (1, 1, 2),
-            "ids count from 1"
-        );
-        assert!(invoked.is_pending() && pending.is_pending());
-        assert_eq!(done.result, Some(OpResult::Tip { seq: 4 }));
-        assert_eq!(done.invoke_us, invoked.invoke_us);
-        assert_eq!(
-            done.complete_local_us,
-            Some(3_000),
-            "timed on the local clock"
-        );
-        assert_eq!(
-            recorder.finish(0).len(),
-            1,
-            "a live recorder keeps only its pending operation in memory"
-        );
     }
 }

@@ -3,15 +3,15 @@
 //! its timeout or panics is a harness error that names its seed. What runs is always a run file
 //! ([`super::runfile`]).
 
-use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use super::config::{Workload, WorldConfig};
 use super::schedule::FaultSchedule;
+use super::trace::{TraceBuffer, trace_subscriber};
 use super::world::{RunOutput, World, WorldError};
 
 /// The determinism self-check's test hook ([`super::determinism`]): a process with this
@@ -32,7 +32,8 @@ pub enum RunnerError {
 }
 
 /// What a run's world did, as `result.json` carries it (the verdict and every check's result
-/// are added by whoever judges the run: [`crate::campaign::single`]).
+/// are added by whoever judges the run: the campaign's single run,
+/// docs/campaigns.md#run-files).
 #[derive(Clone, Debug, Serialize)]
 pub struct RunResult {
     /// The master seed.
@@ -90,8 +91,8 @@ pub fn lock_out(out: &Path) -> Result<crate::input::OutputLock, RunnerError> {
     })
 }
 
-/// The timeline picture `leasesim run`/`replay` draw beside the history
-/// ([`crate::report::timeline`]).
+/// The timeline picture `leasesim run`/`replay` draw beside the history (the report's
+/// timeline, docs/campaigns.md#run-files).
 pub const TIMELINE_FILE: &str = "timeline.svg";
 
 /// The files a run writes into its folder (besides `run.json`).
@@ -244,70 +245,4 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         .cloned()
         .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
         .unwrap_or_else(|| "(no message)".into())
-}
-
-/// The trace: JSON lines stamped with true simulated time, from leasesim's own events only
-/// (tonic and h2 events carry nothing a reviewer needs, and some are not stable across
-/// versions). `RUST_LOG` overrides the filter.
-fn trace_subscriber(writer: TraceBuffer) -> impl tracing::Subscriber + Send + Sync {
-    use tracing_subscriber::EnvFilter;
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("leasesim=debug"));
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(filter)
-        .with_timer(SimTime)
-        .with_current_span(false)
-        .with_span_list(false)
-        .with_writer(move || writer.clone())
-        .finish()
-}
-
-thread_local! {
-    /// True simulated time of the step the harness is taking outside any host (the nemesis
-    /// applying a fault): turmoil only knows the time inside a host.
-    static HARNESS_NOW: std::cell::Cell<Option<Duration>> = const { std::cell::Cell::new(None) };
-}
-
-/// Stamps the trace events the harness logs from now on, outside any host, with true
-/// simulated time `now` (the nemesis calls it before each action it logs).
-pub(crate) fn set_trace_now(now: Duration) {
-    HARNESS_NOW.with(|cell| cell.set(Some(now)));
-}
-
-/// Stamps events with true simulated time, µs: inside a host turmoil's, outside one (the
-/// nemesis) the harness's step ([`set_trace_now`]); `-` before the world starts.
-struct SimTime;
-
-impl tracing_subscriber::fmt::time::FormatTime for SimTime {
-    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
-        match turmoil::sim_elapsed().or_else(|| HARNESS_NOW.with(std::cell::Cell::get)) {
-            Some(elapsed) => write!(w, "{}us", elapsed.as_micros()),
-            None => write!(w, "-"),
-        }
-    }
-}
-
-/// An in-memory writer shared by the subscriber and the runner.
-#[derive(Clone, Default)]
-struct TraceBuffer(Arc<Mutex<Vec<u8>>>);
-
-impl TraceBuffer {
-    fn take(&self) -> Vec<u8> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-}
-
-impl Write for TraceBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }

@@ -13,7 +13,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::config::WorldConfig;
 use crate::history::hosts;
 use crate::hooks::PausePoint;
 
@@ -385,6 +384,24 @@ impl Fault {
     }
 }
 
+/// What a schedule is checked against: the numbers of one world it needs, as plain data (so
+/// the schedule, a file format live mode reads too, depends on no world configuration; the
+/// world's configuration gives them with `WorldConfig::schedule_bounds`).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ScheduleBounds {
+    /// Every host of the world, as faults name them.
+    pub hosts: Vec<String>,
+    /// The world's sessions (a `delete_lease_record` names one).
+    pub sessions: Vec<String>,
+    /// The run's duration, ms.
+    pub duration_ms: u64,
+    /// The lease TTL, ms (named when a run would last too long).
+    pub ttl_ms: u64,
+    /// LIVE's bound after the heal, µs, when the run has a liveness phase; `None`: the run
+    /// ends at its duration.
+    pub live_bound_us: Option<u64>,
+}
+
 /// A schedule that cannot be applied to a world.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[error("{}{reason}", index.map_or(String::new(), |i| format!("fault {i} (at {at_ms} ms): ")))]
@@ -481,26 +498,26 @@ impl FaultSchedule {
         Ok(())
     }
 
-    /// Checks the schedule against a whole world: as [`FaultSchedule::validate`] with its
-    /// hosts, every `delete_lease_record` names one of its sessions, `heal_at_ms` lies within
+    /// Checks the schedule against a whole world's `bounds`: as [`FaultSchedule::validate`]
+    /// with its hosts, every `delete_lease_record` names one of its sessions, `heal_at_ms` lies within
     /// the run (at most its duration), and the run, liveness phase included, ends within
     /// [`limits::RUN_MS_MAX`] ([`run_end_ms`]).
     ///
     /// # Errors
     /// The first fault that cannot be applied, or (without an index) a heal or a run length
     /// over its bound, saying which bound and what to change.
-    pub fn validate_in(&self, config: &WorldConfig) -> Result<(), ScheduleError> {
-        self.validate(&config.hosts())?;
+    pub fn validate_in(&self, bounds: &ScheduleBounds) -> Result<(), ScheduleError> {
+        self.validate(&bounds.hosts)?;
         for (index, scheduled) in self.faults.iter().enumerate() {
             if let Fault::DeleteLeaseRecord { session } = &scheduled.fault
-                && !config.sessions.contains(session)
+                && !bounds.sessions.contains(session)
             {
                 return Err(ScheduleError {
                     index: Some(index),
                     at_ms: scheduled.at_ms,
                     reason: format!(
                         "unknown session `{session}`; the world's sessions are {}",
-                        config.sessions.join(", ")
+                        bounds.sessions.join(", ")
                     ),
                 });
             }
@@ -510,7 +527,7 @@ impl FaultSchedule {
             at_ms: self.heal_at_ms.unwrap_or(0),
             reason,
         };
-        let duration_ms = config.duration.as_millis() as u64;
+        let duration_ms = bounds.duration_ms;
         if let Some(heal_at_ms) = self.heal_at_ms
             && heal_at_ms > duration_ms
         {
@@ -520,19 +537,19 @@ impl FaultSchedule {
             )));
         }
         check_run_end(
-            config,
+            bounds,
             self.heal_at_ms.unwrap_or(duration_ms),
             self.longest_freeze_end_ms(),
         )
         .map_err(whole)
     }
 
-    /// The latest true simulated time a run of `config` on this schedule can reach, ms
+    /// The latest true simulated time a run within `bounds` on this schedule can reach, ms
     /// ([`run_end_ms`] at its heal, or the end of the run without one, and its freezes).
-    pub fn run_end_ms(&self, config: &WorldConfig) -> u64 {
-        let duration_ms = config.duration.as_millis() as u64;
+    pub fn run_end_ms(&self, bounds: &ScheduleBounds) -> u64 {
+        let duration_ms = bounds.duration_ms;
         run_end_ms(
-            config,
+            bounds,
             self.heal_at_ms.unwrap_or(duration_ms),
             self.longest_freeze_end_ms(),
         )
@@ -554,18 +571,16 @@ impl FaultSchedule {
     }
 }
 
-/// The latest true simulated time a run of `config` can reach, ms, when it heals at
+/// The latest true simulated time a run within `bounds` can reach, ms, when it heals at
 /// `heal_ms` and its freezes end by `freeze_end_ms`: the end of its duration, or with the
 /// liveness phase the heal (which waits for frozen hosts) plus LIVE's bound after it (TTL +
 /// grace period + 3 renew intervals + the longest reconnect backoff, about 3 TTLs).
-pub fn run_end_ms(config: &WorldConfig, heal_ms: u64, freeze_end_ms: u64) -> u64 {
-    let duration_ms = config.duration.as_millis() as u64;
-    if !config.liveness_phase {
+pub fn run_end_ms(bounds: &ScheduleBounds, heal_ms: u64, freeze_end_ms: u64) -> u64 {
+    let duration_ms = bounds.duration_ms;
+    let Some(live_bound_us) = bounds.live_bound_us else {
         return duration_ms;
-    }
-    let live_ms = super::config::config_line(config)
-        .live_bound_us(true)
-        .div_ceil(1_000);
+    };
+    let live_ms = live_bound_us.div_ceil(1_000);
     let healed = heal_ms.max(freeze_end_ms);
     duration_ms.max(healed.saturating_add(live_ms).saturating_add(1))
 }
@@ -574,8 +589,12 @@ pub fn run_end_ms(config: &WorldConfig, heal_ms: u64, freeze_end_ms: u64) -> u64
 ///
 /// # Errors
 /// A message naming the bound, the run's end and what to lower.
-pub fn check_run_end(config: &WorldConfig, heal_ms: u64, freeze_end_ms: u64) -> Result<(), String> {
-    let end_ms = run_end_ms(config, heal_ms, freeze_end_ms);
+pub fn check_run_end(
+    bounds: &ScheduleBounds,
+    heal_ms: u64,
+    freeze_end_ms: u64,
+) -> Result<(), String> {
+    let end_ms = run_end_ms(bounds, heal_ms, freeze_end_ms);
     if end_ms <= limits::RUN_MS_MAX {
         return Ok(());
     }
@@ -589,8 +608,8 @@ pub fn check_run_end(config: &WorldConfig, heal_ms: u64, freeze_end_ms: u64) -> 
          {heal_ms} ms{freezes}, then the liveness phase of about 3 TTLs with ttl_ms = {}); a whole run \
          must end within {} ms (one simulated day): lower ttl_ms, duration_s, the heal or the \
          freezes",
-        config.duration.as_millis(),
-        config.ttl.as_millis(),
+        bounds.duration_ms,
+        bounds.ttl_ms,
         limits::RUN_MS_MAX
     ))
 }
@@ -619,6 +638,12 @@ pub const LIMITS: &str = "durations 1..=86400000 ms, drift -999999..=1000000 ppm
 impl Fault {
     /// Checks the fault's own values; `Err` says what is wrong.
     fn check_values(&self) -> Result<(), String> {
+        self.check_numbers()?;
+        self.check_hosts()
+    }
+
+    /// Checks the fault's numbers against [`limits`].
+    fn check_numbers(&self) -> Result<(), String> {
         use super::clock::{MAX_DRIFT_PPM, MIN_DRIFT_PPM};
         use limits::*;
         if let Some(duration) = self.duration_ms()
@@ -653,6 +678,20 @@ impl Fault {
                 "a restart's downtime_ms must be 1..{every_ms} (below every_ms, so one restart \
                  ends before the next), got {downtime_ms}"
             )),
+            Fault::WallJump { delta_ms: ms, .. } | Fault::WallOffset { offset_ms: ms, .. }
+                if ms.unsigned_abs() > WALL_MS_MAX.unsigned_abs() =>
+            {
+                Err(format!(
+                    "a wall-clock step must be within ±{WALL_MS_MAX} ms, got {ms}"
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks the hosts, links and pause points the fault names fit its kind.
+    fn check_hosts(&self) -> Result<(), String> {
+        match self {
             Fault::HoldReplies { from, to, .. } if !is_service(from) || !is_replica(to) => {
                 Err(format!(
                     "hold_replies holds a service's replies to a replica: `from` is lease, \
@@ -662,13 +701,6 @@ impl Fault {
             Fault::AuthorityErrors { to: Some(to), .. } if !is_replica(to) => Err(format!(
                 "authority_errors answers a replica's calls: `to` must be a replica, got `{to}`"
             )),
-            Fault::WallJump { delta_ms: ms, .. } | Fault::WallOffset { offset_ms: ms, .. }
-                if ms.unsigned_abs() > WALL_MS_MAX.unsigned_abs() =>
-            {
-                Err(format!(
-                    "a wall-clock step must be within ±{WALL_MS_MAX} ms, got {ms}"
-                ))
-            }
             Fault::Partition { a, b }
             | Fault::Hold { a, b }
             | Fault::Release { a, b }

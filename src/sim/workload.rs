@@ -13,8 +13,9 @@ use super::config::WorldConfig;
 use super::plan::{Drawer, Plan, PlannedRun, StartedRuns, drawn_runs};
 use super::record::Recorder;
 use super::script::{Call, ScriptedCall};
+use super::to_history::ToHistory;
 use crate::clock::Clock;
-use crate::history::{HistWriterId, Op, OpResult, Outcome, Process};
+use crate::history::{Op, OpResult, Outcome, Process};
 use crate::hooks::LeaseUse;
 use crate::journal::{Journal, JournalError, JournalLease, Store};
 use crate::lease::{LeaseError, SessionId};
@@ -50,11 +51,11 @@ impl Replica {
             Ok(journal) => (
                 Outcome::Ok,
                 OpResult::Opened {
-                    writer_id: HistWriterId::from(journal.writer_id()),
+                    writer_id: journal.writer_id().to_history(),
                     fence_seq: journal.tip().await,
                 },
             ),
-            Err(error) => (journal_outcome(error), error.into()),
+            Err(error) => (journal_outcome(error), error.to_history()),
         };
         self.recorder.complete(invocation, outcome, result);
         opened.map(Arc::new)
@@ -80,7 +81,7 @@ impl Replica {
         purpose: LeaseUse,
     ) -> Result<u64, JournalError> {
         let op = Op::JournalAppend {
-            writer_id: HistWriterId::from(journal.writer_id()),
+            writer_id: journal.writer_id().to_history(),
             seq_in_writer: journal.next_seq_in_writer().await,
         };
         let invocation =
@@ -92,7 +93,7 @@ impl Replica {
         };
         let (outcome, result) = match &appended {
             Ok(seq) => (Outcome::Ok, OpResult::Appended { seq: *seq }),
-            Err(error) => (journal_outcome(error), error.into()),
+            Err(error) => (journal_outcome(error), error.to_history()),
         };
         self.recorder.complete(invocation, outcome, result);
         appended

@@ -37,12 +37,11 @@ use super::record::{Recorder, RecordingLease, RecordingLedger, event_sink, valid
 use super::schedule::{Fault, FaultSchedule, ScheduleError, limits};
 use super::script::{Call, Script};
 use super::seed::{Subsystem, sub_seed};
+use super::to_history::ToHistory;
 use super::workload;
 use crate::clock::Clock;
 use crate::history::hosts::LEDGER;
-use crate::history::{
-    ClockLine, HistRecord, History, LedgerLine, Line, Phase, PhaseLine, Process, micros,
-};
+use crate::history::{ClockLine, History, LedgerLine, Line, Phase, PhaseLine, Process, micros};
 use crate::hooks::HookSlot;
 use crate::journal::{
     DurableLedger, Ledger, LedgerServer, RemoteLedger, SkewMargin, Store, StoreConfig,
@@ -313,7 +312,7 @@ impl WorldBuilder {
         if self.random_faults {
             self.schedule = super::generate::random_schedule(&self.config);
         }
-        self.schedule.validate_in(&self.config)?;
+        self.schedule.validate_in(&self.config.schedule_bounds())?;
         check_backend_faults(&self.config.backend, &self.schedule)?;
         match &self.workload {
             Workload::Scripted(script) => check_script(&self.config, script)?,
@@ -730,7 +729,7 @@ fn final_ledger(config: &WorldConfig, disk: &MemStorage) -> Vec<Line> {
                 lines.push(Line::Ledger(LedgerLine {
                     session: session.as_str().to_owned(),
                     seq: entry.seq,
-                    record: HistRecord::from(&entry.record),
+                    record: entry.record.to_history(),
                 }));
             }
         }

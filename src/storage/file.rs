@@ -10,6 +10,12 @@ use async_trait::async_trait;
 
 use super::mem::check_truncate;
 use super::{Storage, StorageError, io_error, validate_name};
+use crate::regular_file;
+
+/// The cap for one data file (`serve lease`, `serve ledger`): 16 GiB. The services hold their
+/// state in memory, so this bounds what one damaged or planted file can make them allocate,
+/// far above any ledger they serve.
+const DATA_LIMIT: u64 = 16 * 1024 * 1024 * 1024;
 
 /// A [`Storage`] over a directory: each storage file is a regular file of the same name.
 ///
@@ -181,7 +187,7 @@ fn probe_writable(dir: &Path) -> io::Result<()> {
     let probe = dir.join(PROBE_NAME);
     let mut options = OpenOptions::new();
     options.write(true).create(true).truncate(true);
-    crate::input::open_regular(&mut options, &probe).map_err(|e| e.into_io())?;
+    regular_file::open_regular(&mut options, &probe).map_err(|e| e.into_io())?;
     fs::remove_file(&probe)
 }
 
@@ -216,13 +222,13 @@ impl Inner {
         Ok(Some(handle))
     }
 
-    /// Opens `name` for appending through [`crate::input::open_regular`]: a FIFO, device or
+    /// Opens `name` for appending through [`regular_file::open_regular`]: a FIFO, device or
     /// directory planted there is refused at once instead of blocking the open for ever
     /// (reliability probe, N3).
     fn open_file(&self, name: &str, create: bool) -> Result<Option<Handle>, StorageError> {
         let path = self.dir.join(name);
         let open = |create: bool| {
-            crate::input::open_regular(OpenOptions::new().append(true).create(create), &path)
+            regular_file::open_regular(OpenOptions::new().append(true).create(create), &path)
         };
         let opened = match open(false) {
             Ok(file) => Some((file, false)),
@@ -272,7 +278,7 @@ impl Inner {
         if meta.is_file() {
             return Ok(());
         }
-        let kind = crate::input::FileKind::of(&meta.file_type());
+        let kind = regular_file::FileKind::of(&meta.file_type());
         let e = io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
@@ -299,7 +305,7 @@ impl Inner {
             .and_then(|()| {
                 let mut options = OpenOptions::new();
                 options.write(true).create_new(true);
-                crate::input::open_regular(&mut options, &tmp).map_err(|e| e.into_io())
+                regular_file::open_regular(&mut options, &tmp).map_err(|e| e.into_io())
             })
             .and_then(|mut f| {
                 f.write_all(bytes)?;
@@ -316,7 +322,7 @@ impl Inner {
         // Holding the file's lock keeps a concurrent append from being seen half-written.
         let _guard = handle.as_ref().map(|h| lock(h));
         let path = self.dir.join(name);
-        match crate::input::read_optional(&path, crate::input::DATA_LIMIT) {
+        match regular_file::read_optional(&path, DATA_LIMIT) {
             Ok(bytes) => Ok(bytes.unwrap_or_default()),
             Err(e) => Err(io_error(self.path(name), "read", e.into_io())),
         }

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use leasesim::conformance::{RULES, Subject};
 use leasesim::lease::{FlockLease, FlockLeaseConfig};
-use leasesim::mutant::{Kill, Mutant};
+use leasesim::mutant::Mutant;
+use leasesim::mutants::{self, Kill};
 
 /// Small enough to keep the file short, large enough that a record write (two fsyncs, about
 /// 12 ms on this machine's ext4) and a loaded scheduler stay well inside the rules' margins
@@ -70,7 +71,7 @@ async fn broken_by(mutant: Option<Mutant>) -> Vec<&'static str> {
 async fn every_flock_conformance_kill_breaks_exactly_its_rule() {
     let mut planted = 0;
     for &mutant in Mutant::ALL {
-        let Kill::Conformance { rule } = mutant.kill() else {
+        let Kill::Conformance { rule } = mutants::kill(mutant) else {
             continue;
         };
         if mutant.backend() != Some("flock") {

@@ -1,7 +1,8 @@
 //! The mutant catalogue's `Kill::Process` rows: each names a process test here, which the
 //! mutant must fail and the correct implementation pass.
 
-use leasesim::mutant::{Kill, Mutant};
+use leasesim::mutant::Mutant;
+use leasesim::mutants::{self, Kill};
 
 use crate::support::ProcessTest;
 use crate::{crash, fork, suspend, unlink};
@@ -47,7 +48,7 @@ fn lookup(name: &str) -> Result<ProcessTest, String> {
 fn every_flock_kill_fails_its_test() {
     let mut pairs: Vec<(Mutant, &str)> = Mutant::ALL
         .iter()
-        .filter_map(|mutant| match mutant.kill() {
+        .filter_map(|mutant| match mutants::kill(*mutant) {
             Kill::Process { test } => Some((*mutant, test)),
             _ => None,
         })

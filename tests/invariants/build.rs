@@ -16,7 +16,7 @@
 
 use leasesim::check::invariants::Evidence;
 use leasesim::history::{
-    ClockLine, ConfigLine, Decision, DecisionLine, HistRecord, HistWriterId, History, LeaseUse,
+    ClockLine, ConfigLine, Decision, DecisionLine, HistLeaseUse, HistRecord, HistWriterId, History,
     LedgerLine, Line, NemesisLine, Op, OpLine, OpResult, Outcome, Phase, PhaseLine, Process,
     Refusal, Request, ValidityLine, WriteLine, WriteVerb,
 };
@@ -620,7 +620,7 @@ pub fn appended(seq: u64) -> Answer {
 /// A validity check by `replica` of its lease of `epoch`, at local = true time `at_us`.
 pub struct Check {
     replica: String,
-    purpose: LeaseUse,
+    purpose: HistLeaseUse,
     epoch: u64,
     at_us: u64,
     claimed_valid_until_us: u64,
@@ -630,7 +630,7 @@ pub struct Check {
 pub fn judges_valid(replica: &str, epoch: u64) -> Check {
     Check {
         replica: replica.to_string(),
-        purpose: LeaseUse::Append,
+        purpose: HistLeaseUse::Append,
         epoch,
         at_us: 0,
         claimed_valid_until_us: 0,
@@ -639,7 +639,7 @@ pub fn judges_valid(replica: &str, epoch: u64) -> Check {
 
 impl Check {
     /// Deciding to use the lease for `purpose` (an append unless set).
-    pub fn to(self, purpose: LeaseUse) -> Self {
+    pub fn to(self, purpose: HistLeaseUse) -> Self {
         Check { purpose, ..self }
     }
 

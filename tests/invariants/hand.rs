@@ -4,7 +4,7 @@
 use leasesim::check::invariants::{
     Check, Evidence, InvariantReport, check_all, excl, expiry, fence, ledger, live, stop, token,
 };
-use leasesim::history::{History, LeaseUse};
+use leasesim::history::{HistLeaseUse, History};
 
 use super::build::{
     FREE, S, acquire, appended, at, boot, event_record, fence_record, grant, granted, held,
@@ -530,7 +530,7 @@ fn stop_check_after_valid_until_is_caught_whatever_the_replica_claims() {
 /// replica-1 got token 1 at 0 (valid until 9 s on its clock) and never renewed; replica-2
 /// took over with token 2 at 11 s and fenced, so the ledger refuses whatever replica-1 sends:
 /// only STOP sees replica-1's late decision.
-fn taken_over_then_judged(purpose: LeaseUse, at_us: u64) -> History {
+fn taken_over_then_judged(purpose: HistLeaseUse, at_us: u64) -> History {
     history()
         .config()
         .op(1, "replica-1", span(0, 1000), acquire(), granted(1, 10 * S))
@@ -553,7 +553,7 @@ fn taken_over_then_judged(purpose: LeaseUse, at_us: u64) -> History {
 
 #[test]
 fn stop_a_journal_open_past_the_holders_deadline_is_caught_though_the_fence_saves_it() {
-    let h = taken_over_then_judged(LeaseUse::JournalOpen, 12 * S);
+    let h = taken_over_then_judged(HistLeaseUse::JournalOpen, 12 * S);
     let report = stop::check(&h);
     let violation = one(&report);
     assert_eq!(violation.invariant, Check::Stop);
@@ -573,7 +573,7 @@ fn stop_a_journal_open_past_the_holders_deadline_is_caught_though_the_fence_save
 
 #[test]
 fn stop_a_cleanup_append_past_the_holders_deadline_is_caught_though_the_fence_saves_it() {
-    let h = taken_over_then_judged(LeaseUse::CleanupAppend, 17 * S);
+    let h = taken_over_then_judged(HistLeaseUse::CleanupAppend, 17 * S);
     let report = stop::check(&h);
     let violation = one(&report);
     assert_eq!(
@@ -597,13 +597,13 @@ fn stop_an_open_and_a_cleanup_append_within_validity_pass() {
         .op(1, "replica-1", span(0, 1000), acquire(), granted(1, 10 * S))
         .validity(
             judges_valid("replica-1", 1)
-                .to(LeaseUse::JournalOpen)
+                .to(HistLeaseUse::JournalOpen)
                 .at(1000)
                 .claiming_until(9 * S),
         )
         .validity(
             judges_valid("replica-1", 1)
-                .to(LeaseUse::CleanupAppend)
+                .to(HistLeaseUse::CleanupAppend)
                 .at(9 * S - 1)
                 .claiming_until(9 * S),
         )

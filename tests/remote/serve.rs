@@ -393,7 +393,7 @@ fn a_fifo_as_a_state_or_checkpoint_file_exits_2_instead_of_hanging() {
 }
 
 /// SIGTERM and SIGINT stop a serving service cleanly (exit 0) within
-/// [`leasesim::serve::STOP_BOUND`].
+/// [`leasesim::cli::serve::STOP_BOUND`].
 // A child process runs in real time: the deadline and the polling are real time too.
 #[allow(clippy::disallowed_types, clippy::disallowed_methods)]
 #[test]
@@ -404,7 +404,7 @@ fn sigterm_and_sigint_stop_a_service_within_the_bound() {
         let pid = i32::try_from(process.child.id()).unwrap();
         // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-        let deadline = std::time::Instant::now() + leasesim::serve::STOP_BOUND;
+        let deadline = std::time::Instant::now() + leasesim::cli::serve::STOP_BOUND;
         let status = loop {
             if let Some(status) = process.child.try_wait().unwrap() {
                 break status;

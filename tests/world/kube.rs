@@ -305,11 +305,11 @@ fn violated(
 /// `mutant` dies where the catalogue says (its scenario, pinned seed and check), and the
 /// correct implementation is clean on the same run.
 fn killed_where_the_catalogue_says(mutant: leasesim::mutant::Mutant) -> History {
-    let leasesim::mutant::Kill::Scenario {
+    let leasesim::mutants::Kill::Scenario {
         scenario,
         check,
         seed,
-    } = mutant.kill()
+    } = leasesim::mutants::kill(mutant)
     else {
         panic!("{mutant} is not killed by a scenario");
     };

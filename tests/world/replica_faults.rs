@@ -6,7 +6,7 @@
 use leasesim::check::judge::judge;
 use leasesim::check::linearizability::Budget;
 use leasesim::history::{
-    Decision, HistLossCause, HistRecord, History, LeaseUse, Op, OpLine, OpResult, Outcome,
+    Decision, HistLeaseUse, HistLossCause, HistRecord, History, Op, OpLine, OpResult, Outcome,
 };
 
 use crate::support::{ledger, run};
@@ -57,7 +57,7 @@ fn appended(seq: u64) -> (Outcome, OpResult) {
 }
 
 /// What `replica` judged its lease valid for, in order.
-fn decisions(history: &History, replica: &str) -> Vec<LeaseUse> {
+fn decisions(history: &History, replica: &str) -> Vec<HistLeaseUse> {
     history
         .validity_checks()
         .filter(|check| check.process.replica == replica)
@@ -89,9 +89,9 @@ fn a_scripted_shutdown_cleans_up_releases_and_hands_over_at_once() {
         assert_eq!(
             decisions(&history, A),
             [
-                LeaseUse::JournalOpen,
-                LeaseUse::Append,
-                LeaseUse::CleanupAppend
+                HistLeaseUse::JournalOpen,
+                HistLeaseUse::Append,
+                HistLeaseUse::CleanupAppend
             ],
             "seed {seed}: the open, a1 and the clean-up are each judged"
         );
@@ -180,7 +180,7 @@ fn a_pause_before_the_cleanup_append_ends_in_a_refusal_never_sent() {
         );
         assert_eq!(
             decisions(&history, A),
-            [LeaseUse::JournalOpen, LeaseUse::Append],
+            [HistLeaseUse::JournalOpen, HistLeaseUse::Append],
             "seed {seed}: no clean-up decision was made"
         );
         assert_eq!(

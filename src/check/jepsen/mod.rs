@@ -57,10 +57,12 @@ impl ReadError {
 /// [`crate::input::HISTORY_LIMIT`] bytes, so a FIFO or `/dev/zero` is refused at once.
 pub(crate) fn read_text(file: &Path) -> Result<String, ReadError> {
     crate::input::read_to_string(file, crate::input::HISTORY_LIMIT).map_err(|error| match error {
-        crate::input::InputError::Io { source, .. } => ReadError::Io {
-            file: file.to_path_buf(),
-            source,
-        },
+        crate::input::InputError::Read(crate::input::FileError::Io { source, .. }) => {
+            ReadError::Io {
+                file: file.to_path_buf(),
+                source,
+            }
+        }
         refused => ReadError::Input(refused),
     })
 }

@@ -54,7 +54,6 @@ mod from_history;
 pub mod kube;
 pub mod kv;
 pub mod lease;
-mod lease_rules;
 pub mod ledger;
 mod memo;
 mod named;

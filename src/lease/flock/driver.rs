@@ -25,9 +25,19 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use super::{FlockError, FlockHooks, FlockLease, FlockLeaseConfig, FlockPoint};
-use crate::exit::Exit;
 use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use crate::mutant::Mutant;
+
+/// Why `leasesim flock` stopped before reading any command; the command line turns it into
+/// its exit code (2 and 3 of docs/exit-codes.md).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum StartError {
+    /// A bad argument: a mutant of another backend, or a directory or TTL
+    /// [`FlockLease::open`] refuses.
+    BadInput,
+    /// The runtime could not start or the lease directory could not be read.
+    Harness,
+}
 
 /// The exit code of a process that `--crash-at` stopped: `_exit(86)`, no clean-up at all.
 pub const CRASH_EXIT_CODE: i32 = 86;
@@ -503,25 +513,31 @@ struct Driver {
     lingering: Vec<libc::pid_t>,
 }
 
-/// Runs `leasesim flock` over this process's stdin and stdout; returns the exit code.
-pub fn main(args: FlockArgs) -> Exit {
+/// Runs `leasesim flock` over this process's stdin and stdout, as [`run`] does.
+///
+/// # Errors
+/// As [`run`].
+pub fn main(args: FlockArgs) -> Result<(), StartError> {
     let stdin = Box::new(std::io::BufReader::new(std::io::stdin()));
     let console = Arc::new(Console::new(stdin, Box::new(std::io::stdout())));
     run(args, console)
 }
 
 /// Runs `leasesim flock` over `console`: opens the lease directory, emits `ready`, then runs
-/// commands until `quit` or EOF. Exit 0 then; 2 on a mutant of another backend or a
-/// directory or TTL [`FlockLease::open`] refuses; 3 when the runtime cannot start or the
-/// directory cannot be read. Call it only from a single-threaded process: the `fork`
+/// commands until `quit` or EOF. Call it only from a single-threaded process: the `fork`
 /// commands fork, and a fork copies only the calling thread.
-pub fn run(args: FlockArgs, console: Arc<Console>) -> Exit {
+///
+/// # Errors
+/// [`StartError::BadInput`] on a mutant of another backend or a directory or TTL
+/// [`FlockLease::open`] refuses; [`StartError::Harness`] when the runtime cannot start or the
+/// directory cannot be read. Either is also written as an error line.
+pub fn run(args: FlockArgs, console: Arc<Console>) -> Result<(), StartError> {
     let mut driver = match Driver::open(args, console.clone()) {
         Ok(driver) => driver,
-        Err((exit, error)) => {
+        Err((start, error)) => {
             eprintln!("error: {}", error.reason);
             console.emit(&Line::Error(error));
-            return exit;
+            return Err(start);
         }
     };
     console.emit(&Line::Event(Event::Ready {
@@ -535,7 +551,7 @@ pub fn run(args: FlockArgs, console: Arc<Console>) -> Exit {
             Ok(Command::Quit) => {
                 driver.reap_lingering();
                 console.emit(&Line::Reply(Reply::ok(Verb::Quit, None)));
-                return Exit::Clean;
+                return Ok(());
             }
             Ok(command) => {
                 if driver.execute(command) == Step::ForkedChildDone {
@@ -550,7 +566,7 @@ pub fn run(args: FlockArgs, console: Arc<Console>) -> Exit {
         }
     }
     driver.reap_lingering();
-    Exit::Clean
+    Ok(())
 }
 
 /// What the command loop does after a command.
@@ -564,7 +580,7 @@ enum Step {
 
 impl Driver {
     /// The runtime and the lease authority of `args`.
-    fn open(args: FlockArgs, console: Arc<Console>) -> Result<Driver, (Exit, ErrorLine)> {
+    fn open(args: FlockArgs, console: Arc<Console>) -> Result<Driver, (StartError, ErrorLine)> {
         if let Some(mutant) = args.mutant
             && mutant.backend() != Some("flock")
         {
@@ -577,14 +593,14 @@ impl Driver {
                 ),
                 flock_mutants()
             );
-            return Err((Exit::BadInput, ErrorLine::new("bad-input", reason)));
+            return Err((StartError::BadInput, ErrorLine::new("bad-input", reason)));
         }
         // One thread only: the process forks, and a fork copies only the calling thread.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .map_err(|error| {
                 let reason = format!("cannot start the async runtime: {error}");
-                (Exit::HarnessError, ErrorLine::new("io", reason))
+                (StartError::Harness, ErrorLine::new("io", reason))
             })?;
         let hooks = DriverHooks {
             pid: std::process::id(),
@@ -597,11 +613,11 @@ impl Driver {
         config.mutant = args.mutant;
         config.hooks = Some(Arc::new(hooks));
         let lease = FlockLease::open(config).map_err(|error| {
-            let exit = match error {
-                FlockError::Io { .. } => Exit::HarnessError,
-                _ => Exit::BadInput,
+            let start = match error {
+                FlockError::Io { .. } => StartError::Harness,
+                _ => StartError::BadInput,
             };
-            (exit, ErrorLine::new("bad-input", error.to_string()))
+            (start, ErrorLine::new("bad-input", error.to_string()))
         })?;
         Ok(Driver {
             runtime,
@@ -912,7 +928,7 @@ mod tests {
             Box::new(std::io::Cursor::new(Vec::new())),
             Box::new(output.clone()),
         ));
-        assert_eq!(run(args, console), Exit::BadInput);
+        assert_eq!(run(args, console), Err(StartError::BadInput));
         let text = output.text();
         let line: Line = serde_json::from_str(text.trim()).unwrap();
         let Line::Error(error) = line else {

@@ -63,7 +63,7 @@ pub struct LiveArgs {
     pub backend: Backend,
     /// Wall-clock limit of one run (past it: a harness error, exit 3). Default: the run's
     /// duration and liveness phase plus a minute.
-    #[arg(long, value_parser = crate::serve::parse_duration)]
+    #[arg(long, value_parser = crate::time::parse_duration)]
     pub timeout: Option<Duration>,
 }
 
@@ -418,7 +418,11 @@ fn one_run(
         v: RESULT_VERSION,
         verdict: verdict.line.clone(),
         exit_code: verdict.exit.code(),
-        checks: crate::campaign::execute::check_records(&verdict.judgement, &run.expect, &history),
+        checks: crate::report::checks::check_records(
+            &verdict.judgement,
+            &run.expect.violate,
+            &history,
+        ),
         drawn: run.drawn.clone(),
         run: RunResult {
             seed: run.seed,
@@ -455,7 +459,7 @@ fn one_run(
 }
 
 /// Refuses a `--mutant` the run's processes would not plant, before any of them starts:
-/// one of another backend than `--backend` ([`crate::mutant::Mutant::check_planted_in`]),
+/// one of another backend than `--backend` ([`crate::mutants::check_planted_in`]),
 /// and a flock mutant, which the replicas cannot take (they read the run file, whose world is
 /// the simulated gRPC one).
 fn check_mutant(args: &LiveArgs) -> Result<(), String> {
@@ -463,7 +467,7 @@ fn check_mutant(args: &LiveArgs) -> Result<(), String> {
         return Ok(());
     };
     let backend = backend_name(args.backend);
-    mutant.check_planted_in(backend).map_err(|refusal| {
+    crate::mutants::check_planted_in(mutant, backend).map_err(|refusal| {
         let hint = if mutant.backend() == Some("grpc") {
             "; use --backend grpc"
         } else {

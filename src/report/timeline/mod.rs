@@ -151,7 +151,7 @@ impl Highlight {
     /// The highlight of `check`'s `violations` in `history`: every `op N` their evidence
     /// names, every `ledger S seq N` as the operation that committed that record, and a
     /// linearizability explanation's `stuck: op N` and `prefix: op A, op B…` lines
-    /// ([`crate::campaign::execute::check_records`] writes them).
+    /// ([`crate::report::checks::check_records`] writes them).
     pub fn of_violations(check: &str, violations: &[ViolationRecord], history: &History) -> Self {
         let mut highlight = Highlight {
             check: check.to_owned(),

@@ -17,13 +17,14 @@ use std::time::Duration;
 
 use super::{AuthorityHost, AuthorityKind, BackendView, HostResult, ReplicaEnv, WorldBackend};
 use crate::clock::Clock;
-use crate::history::{Op, OpResult, Outcome, Process, hosts};
+use crate::history::{Op, OpResult, Outcome, hosts};
 use crate::lease::{
     KubeCall, KubeCalls, KubeLease, KubeLeaseConfig, KubeReply, Owner, SessionId, SessionLease,
     client_over,
 };
 use crate::sim::apiserver::{ApiServer, ApiServerConfig};
 use crate::sim::record::{Invocation, Recorder};
+use crate::sim::to_history::ToHistory;
 
 /// Port of the API server on its host (plain HTTP).
 pub const APISERVER_PORT: u16 = 8080;
@@ -157,7 +158,7 @@ impl RecordedKubeCalls {
         let op = Op::TargetSignal {};
         let invocation = self
             .recorder
-            .invoke(Process::from(owner), session, op, &self.clock);
+            .invoke(owner.to_history(), session, op, &self.clock);
         self.recorder
             .complete(invocation, Outcome::Ok, OpResult::Signal { leads });
     }
@@ -176,7 +177,7 @@ impl KubeCalls for RecordedKubeCalls {
         };
         let invocation = self
             .recorder
-            .invoke(Process::from(owner), session, op, &self.clock);
+            .invoke(owner.to_history(), session, op, &self.clock);
         let mut open = self.lock();
         open.next += 1;
         let id = open.next;

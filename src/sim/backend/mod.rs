@@ -42,6 +42,7 @@ use super::clock::HostClock;
 use super::errors::ErrorWindows;
 use super::net::HostConns;
 use super::record::Recorder;
+use super::to_history::ToHistory;
 use crate::clock::{Clock, Instant};
 use crate::history::{Decision, DecisionLine, Refusal, Request, WriteLine, hosts, micros};
 use crate::hooks::HookSlot;
@@ -522,7 +523,7 @@ impl RecordingAuthority {
     fn decide(&self, session: &SessionId, owner: &Owner, decision: Decision) {
         self.recorder.decision(DecisionLine {
             session: session.as_str().to_owned(),
-            owner: owner.into(),
+            owner: owner.to_history(),
             decision,
             at_authority_us: micros(self.clock.now().since_origin()),
             at_us: micros(self.recorder.now()),

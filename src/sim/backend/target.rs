@@ -2,8 +2,8 @@
 //! scenario's `[world] backend` (docs/targets.md#the-targets-binary). Such a backend hosts
 //! code nobody here wrote, which reads time and entropy through libc: only a binary that
 //! links the interposer answers those reads from the world ([`crate::sim::hosted`]), so only
-//! it registers target backends, once, before its command line runs
-//! ([`crate::cli::main_with_targets`]); `leasesim` refuses them.
+//! it registers target backends, once, before its command line runs (the command line's
+//! `main_with_targets`); `leasesim` refuses them.
 
 use std::sync::OnceLock;
 

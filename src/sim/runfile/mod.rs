@@ -232,7 +232,7 @@ impl RunFile {
             message: e.to_string(),
         })?;
         let backend = self.world.backend.name();
-        match mutant.map(|mutant| (mutant, mutant.check_planted_in(backend))) {
+        match mutant.map(|mutant| (mutant, crate::mutants::check_planted_in(mutant, backend))) {
             Some((mutant, Err(refusal))) => Err(validate::Invalid {
                 field: "mutant".into(),
                 message: match mutant.backend() {
@@ -252,7 +252,8 @@ impl RunFile {
     /// ([`crate::sim::schedule::FaultSchedule::run_end_ms`]); what its wall-clock limit is
     /// derived from ([`crate::sim::wall`]).
     pub fn simulated_end_ms(&self) -> u64 {
-        self.schedule.run_end_ms(&self.world_config_unchecked())
+        self.schedule
+            .run_end_ms(&self.world_config_unchecked().schedule_bounds())
     }
 
     /// The wall-clock limit of this run: `given` (a campaign's `--run-timeout`, checked when
@@ -461,7 +462,8 @@ pub fn execute_world(run: &RunFile, timeout: Duration) -> Result<RunOutput, Runn
 /// Runs `run` and writes into `out`: `run.json`, `history.jsonl`, `trace.jsonl`,
 /// `schedule.json` (the faults applied) and `script.json` for a scripted run; returns what
 /// the world did (whose `replay` is `leasesim replay <out>/run.json`) and the history, for
-/// the caller to judge and write `result.json` from ([`crate::campaign::single`]).
+/// the caller to judge and write `result.json` from (the campaign's single run,
+/// docs/campaigns.md#run-files).
 ///
 /// # Errors
 /// As [`execute`], and [`RunnerError::Harness`] when a file cannot be written.

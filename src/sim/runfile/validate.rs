@@ -124,7 +124,7 @@ pub fn validate(
         ));
     }
     schedule
-        .validate_in(&config)
+        .validate_in(&config.schedule_bounds())
         .map_err(|e| invalid("schedule", e.to_string()))?;
     check_expect(expect).map_err(|(field, message)| invalid(format!("expect.{field}"), message))
 }

@@ -1,10 +1,8 @@
-//! Why the timed lease model ([`super::lease::TimedLease`]) rejects a call: the rule of the
+//! Why the timed lease model ([`super::TimedLease`]) rejects a call: the rule of the
 //! lease contract (docs/contracts.md#lease) the response breaks in a state, in plain words, for
 //! the explanation of a non-linearizable history. Times are on the authority's clock.
 
-use super::lease::{
-    AuthorityWindow, Holder, LeaseCall, LeaseInput, LeaseOutput, LeaseState, TimedLease,
-};
+use super::{AuthorityWindow, Holder, LeaseCall, LeaseInput, LeaseOutput, LeaseState, TimedLease};
 use crate::time::seconds_us;
 
 /// The rule `input` answering `output` breaks in `state` (called where the model's step

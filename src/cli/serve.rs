@@ -14,18 +14,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{Clock, RealClock};
+use crate::history::LedgerLine;
 use crate::history::hosts::{LEASE, LEDGER};
-use crate::history::{HistRecord, LedgerLine};
 use crate::hooks::HookSlot;
 use crate::journal::{DurableLedger, Ledger, LedgerServer};
 use crate::lease::{DurableLease, DurableLeaseConfig, LeaseServer, SessionId, SessionLease};
-use crate::live::process::LiveStart;
+use crate::live::process::{LiveStart, stop_signal};
 use crate::net::tcp_incoming;
 use crate::sim::backend::RecordingAuthority;
 use crate::sim::config::WorldConfig;
 use crate::sim::record::{Recorder, SinkHooks, event_sink};
 use crate::sim::runfile::RunFile;
+use crate::sim::to_history::ToHistory;
 use crate::storage::{FileStorage, Storage};
+use crate::time::parse_duration;
 
 /// Why a service could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -94,23 +96,6 @@ fn live_lease_config(config: &WorldConfig) -> DurableLeaseConfig {
         mutant: config.mutant,
         ..DurableLeaseConfig::with_ttl(config.ttl)
     }
-}
-
-/// Completes on SIGINT or SIGTERM, both handled from the moment this returns (so a signal
-/// that arrives before the future is first polled is not the default kill).
-///
-/// # Errors
-/// The signal handlers cannot be installed. Must be called inside a tokio runtime.
-pub fn stop_signal() -> std::io::Result<impl Future<Output = ()> + Send> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    Ok(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = interrupt.recv() => {}
-        }
-    })
 }
 
 /// How long a service may take to stop once SIGTERM or SIGINT arrived: past it the process
@@ -292,7 +277,7 @@ async fn record_final_ledger(
             recorder.ledger(LedgerLine {
                 session: session.clone(),
                 seq: entry.seq,
-                record: HistRecord::from(&entry.record),
+                record: entry.record.to_history(),
             });
         }
     }
@@ -337,20 +322,6 @@ fn parse_duration_at_most(text: &str, max: Duration) -> Result<Duration, String>
             "`{text}` is too long: the limit is {}",
             humantime::format_duration(max)
         ));
-    }
-    Ok(duration)
-}
-
-/// Parses a duration such as `10s`, `500ms` or `1m30s`.
-///
-/// # Errors
-/// A message naming the bad value and the expected form.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let duration = humantime::parse_duration(text).map_err(|e| {
-        format!("`{text}` is not a duration ({e}); write it like 10s, 500ms or 1m30s")
-    })?;
-    if duration.is_zero() {
-        return Err(format!("`{text}`: the duration must be positive"));
     }
     Ok(duration)
 }

@@ -34,6 +34,8 @@
 //! be either side). An unknown-outcome acquire leaves the state [`Holder::Unknown`], in which every response is accepted until a grant pins it again;
 //! the token high-water mark stays a lower bound throughout.
 
+mod rules;
+
 use super::Model;
 use crate::history::Process;
 use crate::time::seconds_us;
@@ -301,7 +303,7 @@ impl Model for TimedLease {
         )
     }
 
-    /// The lease contract's rule the response breaks ([`super::lease_rules`]).
+    /// The lease contract's rule the response breaks ([`rules`]).
     fn describe_rejection(
         &self,
         state: &LeaseState,
@@ -309,7 +311,7 @@ impl Model for TimedLease {
         output: Option<&LeaseOutput>,
     ) -> String {
         match output {
-            Some(output) => super::lease_rules::rejection(self, state, input, output),
+            Some(output) => rules::rejection(self, state, input, output),
             None => "an unknown outcome is accepted in every state".to_owned(),
         }
     }

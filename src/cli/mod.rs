@@ -3,6 +3,8 @@
 //! its target backends known (`target:<name>` in a run file or a scenario's `[world]`). It
 //! only parses arguments and calls into the library.
 
+pub mod serve;
+
 use std::process::ExitCode;
 
 use std::path::PathBuf;
@@ -15,13 +17,12 @@ use crate::lease::DurableLeaseConfig;
 use crate::mutant::Mutant;
 use crate::report::ReportError;
 use crate::results::plan::{SeedPlan, Shard};
-use crate::serve::{
-    LiveOptions, ServeError, ServeOptions, parse_duration, parse_grace_persist_interval, parse_ttl,
-};
 use crate::sim::runfile::{BackendSpec, RunFile};
 use crate::sim::runner::RunnerError;
+use crate::time::parse_duration;
 use crate::time::seconds_ms;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use serve::{LiveOptions, ServeError, ServeOptions, parse_grace_persist_interval, parse_ttl};
 use std::path::Path;
 
 /// Deterministic simulation and model checking for session leases with fencing tokens and
@@ -407,6 +408,17 @@ pub fn main_with_targets(
 }
 
 /// Runs the parsed command line as `binary` (`leasesim`, `leasesim-targets`).
+/// `leasesim flock`'s exit code: 0 at `quit` or EOF, 2 on a bad argument, 3 when it could
+/// not start (docs/exit-codes.md).
+fn flock_exit(outcome: Result<(), crate::lease::flock::driver::StartError>) -> Exit {
+    use crate::lease::flock::driver::StartError;
+    match outcome {
+        Ok(()) => Exit::Clean,
+        Err(StartError::BadInput) => Exit::BadInput,
+        Err(StartError::Harness) => Exit::HarnessError,
+    }
+}
+
 fn run_cli(cli: Cli, binary: &'static str) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(log_filter(&cli.command))
@@ -415,7 +427,7 @@ fn run_cli(cli: Cli, binary: &'static str) -> ExitCode {
     match cli.command {
         Command::Campaign(args) => campaign(args, binary),
         Command::Mutants => {
-            print!("{}", crate::mutant::catalogue());
+            print!("{}", crate::mutants::catalogue());
             ExitCode::from(CLEAN)
         }
         Command::Run(args) => run(args),
@@ -424,7 +436,7 @@ fn run_cli(cli: Cli, binary: &'static str) -> ExitCode {
         Command::Check(args) => check(args),
         Command::Report { command } => report(command),
         // Single-threaded on purpose (it forks): no multi-thread runtime is built for it.
-        Command::Flock(args) => ExitCode::from(crate::lease::flock::driver::main(args)),
+        Command::Flock(args) => ExitCode::from(flock_exit(crate::lease::flock::driver::main(args))),
         Command::Live(args) => ExitCode::from(crate::live::orchestrate::main(args)),
         Command::Replica(args) => ExitCode::from(crate::live::replica::main(args)),
     }
@@ -679,11 +691,11 @@ async fn serve(service: Service) -> ExitCode {
             config.grace_persist_interval =
                 grace_persist_interval.unwrap_or(Duration::from_secs(1));
             let options = options(common);
-            crate::serve::until_stopped(|stop| crate::serve::lease(options, config, stop)).await
+            serve::until_stopped(|stop| serve::lease(options, config, stop)).await
         }
         Service::Ledger { common } => {
             let options = options(common);
-            crate::serve::until_stopped(|stop| crate::serve::ledger(options, stop)).await
+            serve::until_stopped(|stop| serve::ledger(options, stop)).await
         }
     };
     match served {
