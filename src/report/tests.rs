@@ -826,7 +826,7 @@ fn write_mutants(dir: &Path, rows: &[Detection]) {
 }
 
 /// The minimal run file of `release-by-session-only` in shard 2/2's detection table.
-const SHRUNK_FILE: &str = "shrunk/mutant-release-by-session-only-clean-seed1.run.json";
+const MUTANT_RUN_FILE: &str = "shrunk/mutant-release-by-session-only-clean-seed1.run.json";
 
 /// Shards `a` (1/2) and `b` (2/2) of a clean campaign under `root`, with their detection
 /// tables out of catalogue order within a shard and across shards; returns `a`, `b` and the
@@ -851,7 +851,7 @@ fn shards_with_detections(root: &Path) -> (PathBuf, PathBuf, PathBuf) {
         &[detection(
             "release-by-session-only",
             "EXCL in clean (seed 1)",
-            Some(SHRUNK_FILE),
+            Some(MUTANT_RUN_FILE),
         )],
     );
     (a, b, out)
@@ -877,7 +877,7 @@ fn merge_unions_detection_tables_in_catalogue_order() {
         detection(
             "release-by-session-only",
             "EXCL in clean (seed 1)",
-            Some(SHRUNK_FILE)
+            Some(MUTANT_RUN_FILE)
         )
     );
 }
@@ -888,8 +888,8 @@ fn merge_copies_each_mutants_minimal_run_file() {
     let (a, b, out) = shards_with_detections(root.path());
     merge(&[a, b], &out, false).unwrap();
     assert_eq!(
-        read(&out, SHRUNK_FILE),
-        format!("{{\"file\":\"{SHRUNK_FILE}\"}}\n"),
+        read(&out, MUTANT_RUN_FILE),
+        format!("{{\"file\":\"{MUTANT_RUN_FILE}\"}}\n"),
         "the mutant's minimal run file is copied"
     );
 }
