@@ -132,39 +132,9 @@ fn swarm_detection(profiles: &[Scenario], mutant: Mutant, first: u64) -> Option<
 /// The swarm-only table (see the module page).
 #[allow(clippy::disallowed_types, clippy::disallowed_methods)]
 fn swarm_only(root: &Path) {
-    let mut paths: Vec<_> = std::fs::read_dir(root.join("sims"))
-        .expect("sims/ is readable")
-        .map(|entry| entry.expect("a sims/ entry").path())
-        .filter(|path| {
-            let name = path.file_name().unwrap_or_default().to_string_lossy();
-            (name.starts_with("swarm-") || name.starts_with("kube-swarm-"))
-                && name.ends_with(".toml")
-        })
-        .collect();
-    paths.sort();
-    let profiles: Vec<Scenario> = paths
-        .iter()
-        .map(|path| Scenario::load(path).expect("a swarm profile loads"))
-        .collect();
-    let starts: Vec<u64> = match env_list("DETECTION_STARTS") {
-        Some(list) => list
-            .iter()
-            .map(|s| {
-                s.parse()
-                    .expect("DETECTION_STARTS is a comma list of seeds")
-            })
-            .collect(),
-        None => (0..env_number("DETECTION_RANGES", 4).max(1))
-            .map(|range| range * RANGE_STRIDE)
-            .collect(),
-    };
-    let chosen: Vec<Mutant> = match env_list("DETECTION_MUTANTS") {
-        Some(names) => names
-            .iter()
-            .map(|name| Mutant::parse(name).unwrap_or_else(|e| panic!("DETECTION_MUTANTS: {e}")))
-            .collect(),
-        None => Mutant::ALL.to_vec(),
-    };
+    let profiles = swarm_profiles(root);
+    let starts = range_starts();
+    let chosen = chosen_mutants();
     let jobs = env_number(
         "DETECTION_JOBS",
         std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
@@ -197,50 +167,10 @@ fn swarm_only(root: &Path) {
             .cloned()
             .collect();
         let started = std::time::Instant::now();
-        let next = std::sync::Mutex::new(starts.iter().copied().enumerate());
-        let results = std::sync::Mutex::new(Vec::new());
-        std::thread::scope(|scope| {
-            for _ in 0..jobs.min(starts.len()) {
-                scope.spawn(|| {
-                    loop {
-                        let range = next.lock().unwrap_or_else(|p| p.into_inner()).next();
-                        let Some((index, first)) = range else { return };
-                        let found = swarm_detection(&own, mutant, first);
-                        results
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push((index, found));
-                    }
-                });
-            }
-        });
-        let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-        results.sort_unstable();
-        let per_range: Vec<String> = results
-            .iter()
-            .map(|(_, found)| match found {
-                Some((n, profile)) => format!("{n}:{profile}"),
-                None => "-".into(),
-            })
-            .collect();
-        let found: Vec<u64> = results
-            .iter()
-            .filter_map(|(_, found)| found.as_ref().map(|(n, _)| *n))
-            .collect();
-        let missed = results.len() - found.len();
-        if missed > 0 {
+        let results = detect_in_ranges(&own, mutant, &starts, jobs);
+        if !print_swarm_row(mutant, &results, started.elapsed().as_secs_f64()) {
             survivors.push(mutant.name());
         }
-        let (median, worst) = median_worst(&found);
-        println!(
-            "{:<34} {:<48} {:>6} {:>6} {:>9} {:>8.1}",
-            mutant.name(),
-            per_range.join(","),
-            median,
-            worst,
-            missed,
-            started.elapsed().as_secs_f64()
-        );
     }
     println!(
         "not found within {MAX_SEEDS} seeds in some range: {}",
@@ -251,4 +181,112 @@ fn swarm_only(root: &Path) {
         }
     );
     println!("wall time: {:.1} s", all_started.elapsed().as_secs_f64());
+}
+
+/// The swarm profiles in `root`'s `sims/` (`swarm-*.toml`, `kube-swarm-*.toml`), by path.
+fn swarm_profiles(root: &Path) -> Vec<Scenario> {
+    let mut paths: Vec<_> = std::fs::read_dir(root.join("sims"))
+        .expect("sims/ is readable")
+        .map(|entry| entry.expect("a sims/ entry").path())
+        .filter(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            (name.starts_with("swarm-") || name.starts_with("kube-swarm-"))
+                && name.ends_with(".toml")
+        })
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|path| Scenario::load(path).expect("a swarm profile loads"))
+        .collect()
+}
+
+/// The first seed of each range: `DETECTION_STARTS`, else `DETECTION_RANGES` (4) ranges
+/// [`RANGE_STRIDE`] apart from 0.
+fn range_starts() -> Vec<u64> {
+    match env_list("DETECTION_STARTS") {
+        Some(list) => list
+            .iter()
+            .map(|s| {
+                s.parse()
+                    .expect("DETECTION_STARTS is a comma list of seeds")
+            })
+            .collect(),
+        None => (0..env_number("DETECTION_RANGES", 4).max(1))
+            .map(|range| range * RANGE_STRIDE)
+            .collect(),
+    }
+}
+
+/// The mutants `DETECTION_MUTANTS` names, else all.
+fn chosen_mutants() -> Vec<Mutant> {
+    match env_list("DETECTION_MUTANTS") {
+        Some(names) => names
+            .iter()
+            .map(|name| Mutant::parse(name).unwrap_or_else(|e| panic!("DETECTION_MUTANTS: {e}")))
+            .collect(),
+        None => Mutant::ALL.to_vec(),
+    }
+}
+
+/// [`swarm_detection`] of `mutant` from each of `starts`, on `jobs` threads: `(range index,
+/// what it found)`, in range order.
+fn detect_in_ranges(
+    profiles: &[Scenario],
+    mutant: Mutant,
+    starts: &[u64],
+    jobs: usize,
+) -> Vec<(usize, Option<(u64, String)>)> {
+    let next = std::sync::Mutex::new(starts.iter().copied().enumerate());
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.min(starts.len()) {
+            scope.spawn(|| {
+                loop {
+                    let range = next.lock().unwrap_or_else(|p| p.into_inner()).next();
+                    let Some((index, first)) = range else { return };
+                    let found = swarm_detection(profiles, mutant, first);
+                    results
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((index, found));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    results.sort_unstable();
+    results
+}
+
+/// Prints `mutant`'s row of the swarm-only table from its ranges' `results`, `wall_s`
+/// seconds; whether every range found it.
+fn print_swarm_row(
+    mutant: Mutant,
+    results: &[(usize, Option<(u64, String)>)],
+    wall_s: f64,
+) -> bool {
+    let per_range: Vec<String> = results
+        .iter()
+        .map(|(_, found)| match found {
+            Some((n, profile)) => format!("{n}:{profile}"),
+            None => "-".into(),
+        })
+        .collect();
+    let found: Vec<u64> = results
+        .iter()
+        .filter_map(|(_, found)| found.as_ref().map(|(n, _)| *n))
+        .collect();
+    let missed = results.len() - found.len();
+    let (median, worst) = median_worst(&found);
+    println!(
+        "{:<34} {:<48} {:>6} {:>6} {:>9} {:>8.1}",
+        mutant.name(),
+        per_range.join(","),
+        median,
+        worst,
+        missed,
+        wall_s
+    );
+    missed == 0
 }

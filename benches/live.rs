@@ -379,8 +379,8 @@ fn binary(root: &Path) -> PathBuf {
         .unwrap_or_else(|| root.join("target/release/leasesim"))
 }
 
-fn main() {
-    // `cargo bench` passes `--bench`; nothing else is taken from the command line.
+/// The bench's set-up from the environment (see the module page).
+fn bench_from_env() -> Bench {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let bin = binary(&root);
     assert!(
@@ -388,9 +388,6 @@ fn main() {
         "no leasesim binary at {}: run `cargo build --release` or set LEASESIM_BIN",
         bin.display()
     );
-    let runs = env_u64("LIVE_BENCH_RUNS", 200);
-    let starts = env_u64("LIVE_BENCH_SEEDS", 5);
-    let max = env_u64("LIVE_BENCH_MAX", 10).max(1);
     let out = std::env::var_os("LIVE_BENCH_OUT")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("runs/live-bench"));
@@ -398,29 +395,28 @@ fn main() {
         humantime::parse_duration(&text)
             .unwrap_or_else(|e| panic!("LIVE_BENCH_BUDGET={text}: not a duration ({e})"))
     });
-    let bench = Bench {
+    Bench {
         bin,
         root,
         out,
         started: Instant::now(),
         budget,
-    };
-    eprintln!(
-        "live bench: {} — {starts} starting seeds × at most {max} runs per mutant, {runs} \
-         correct runs per mode, folders in {}",
-        bench.bin.display(),
-        bench.out.display()
-    );
+    }
+}
 
-    let mut table = String::new();
-    let _ = writeln!(
-        table,
-        "{:<28} {:<6} {:<5} {:>14} {:>18} {:>10}",
-        "mutant", "check", "mode", "runs med/worst", "wall s med/worst", "not found"
-    );
-    let mut ratios = Vec::new();
-    let mut notes = Vec::new();
-    for mutant in MUTANTS {
+/// The bench's table as it is written, and what is said below it.
+#[derive(Default)]
+struct Table {
+    text: String,
+    /// Live against simulation, per mutant.
+    ratios: Vec<String>,
+    notes: Vec<String>,
+}
+
+impl Table {
+    /// The rows of `mutant` (one per mode): runs and wall time to detection from `starts`
+    /// starting seeds, at most `max` runs each; its ratio and notes.
+    fn add_mutant(&mut self, bench: &Bench, mutant: &str, starts: u64, max: u64) {
         let parsed = Mutant::parse(mutant).expect("a mutant of the catalogue");
         let Kill::Scenario { check, .. } = mutants::kill(parsed) else {
             panic!("{mutant} is killed by a scenario in simulation");
@@ -429,36 +425,8 @@ fn main() {
         let mut medians = Vec::new();
         let mut run_files = Vec::new();
         for mode in [Mode::Sim, Mode::Live] {
-            let d = detect(&bench, mode, mutant, check, starts, max);
-            let mut counts: Vec<u64> = d.found.iter().map(|f| f.0).collect();
-            let mut walls: Vec<Duration> = d.found.iter().map(|f| f.1).collect();
-            let runs = median_worst(&mut counts).map_or("-".into(), |(m, w)| format!("{m} / {w}"));
-            let wall = median_worst(&mut walls).map_or("-".into(), |(m, w)| {
-                format!("{:.2} / {:.2}", m.as_secs_f64(), w.as_secs_f64())
-            });
-            let mut missed = format!("{} of {}", d.missed, starts - d.skipped as u64);
-            if d.skipped > 0 {
-                let _ = write!(missed, " ({} skipped: budget)", d.skipped);
-            }
-            let _ = writeln!(
-                table,
-                "{:<28} {:<6} {:<5} {:>14} {:>18} {:>10}",
-                mutant,
-                check,
-                mode.name(),
-                runs,
-                wall,
-                missed
-            );
-            if d.harness > 0 {
-                notes.push(format!(
-                    "{mutant}, {}: {} of {} runs ended without a verdict (harness error)",
-                    mode.name(),
-                    d.harness,
-                    d.runs
-                ));
-            }
-            medians.push(median_worst(&mut counts).zip(median_worst(&mut walls)));
+            let d = detect(bench, mode, mutant, check, starts, max);
+            medians.push(self.add_mode_row(mutant, check, mode, &d, starts));
             run_files.push(d.seed_1_run_file);
         }
         if let [
@@ -466,7 +434,7 @@ fn main() {
             Some(((live_runs, _), (live_wall, _))),
         ] = medians[..]
         {
-            ratios.push(format!(
+            self.ratios.push(format!(
                 "{mutant}: live needs {:.1}× the runs and {:.0}× the wall time (medians)",
                 live_runs as f64 / sim_runs as f64,
                 live_wall.as_secs_f64() / sim_wall.as_secs_f64().max(1e-9)
@@ -474,12 +442,84 @@ fn main() {
         }
         match &run_files[..] {
             [Some(sim), Some(live)] if sim == live => {}
-            [Some(_), Some(_)] => notes.push(format!(
+            [Some(_), Some(_)] => self.notes.push(format!(
                 "{mutant}: the two modes' run.json of seed 1 differ"
             )),
-            _ => notes.push(format!("{mutant}: seed 1 made no run.json in a mode")),
+            _ => self
+                .notes
+                .push(format!("{mutant}: seed 1 made no run.json in a mode")),
         }
     }
+
+    /// The row of `mutant` in `mode` from its detections `d`; returns the medians and worsts
+    /// of its runs and wall times to detection.
+    fn add_mode_row(
+        &mut self,
+        mutant: &str,
+        check: &str,
+        mode: Mode,
+        d: &Detections,
+        starts: u64,
+    ) -> Option<((u64, u64), (Duration, Duration))> {
+        let mut counts: Vec<u64> = d.found.iter().map(|f| f.0).collect();
+        let mut walls: Vec<Duration> = d.found.iter().map(|f| f.1).collect();
+        let runs = median_worst(&mut counts).map_or("-".into(), |(m, w)| format!("{m} / {w}"));
+        let wall = median_worst(&mut walls).map_or("-".into(), |(m, w)| {
+            format!("{:.2} / {:.2}", m.as_secs_f64(), w.as_secs_f64())
+        });
+        let mut missed = format!("{} of {}", d.missed, starts - d.skipped as u64);
+        if d.skipped > 0 {
+            let _ = write!(missed, " ({} skipped: budget)", d.skipped);
+        }
+        let _ = writeln!(
+            self.text,
+            "{:<28} {:<6} {:<5} {:>14} {:>18} {:>10}",
+            mutant,
+            check,
+            mode.name(),
+            runs,
+            wall,
+            missed
+        );
+        if d.harness > 0 {
+            self.notes.push(format!(
+                "{mutant}, {}: {} of {} runs ended without a verdict (harness error)",
+                mode.name(),
+                d.harness,
+                d.runs
+            ));
+        }
+        median_worst(&mut counts).zip(median_worst(&mut walls))
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else is taken from the command line.
+    let bench = bench_from_env();
+    let runs = env_u64("LIVE_BENCH_RUNS", 200);
+    let starts = env_u64("LIVE_BENCH_SEEDS", 5);
+    let max = env_u64("LIVE_BENCH_MAX", 10).max(1);
+    eprintln!(
+        "live bench: {} — {starts} starting seeds × at most {max} runs per mutant, {runs} \
+         correct runs per mode, folders in {}",
+        bench.bin.display(),
+        bench.out.display()
+    );
+
+    let mut table = Table::default();
+    let _ = writeln!(
+        table.text,
+        "{:<28} {:<6} {:<5} {:>14} {:>18} {:>10}",
+        "mutant", "check", "mode", "runs med/worst", "wall s med/worst", "not found"
+    );
+    for mutant in MUTANTS {
+        table.add_mutant(&bench, mutant, starts, max);
+    }
+    let Table {
+        text: mut table,
+        ratios,
+        notes,
+    } = table;
     let _ = writeln!(table);
     let mut alarm_lines = Vec::new();
     for mode in [Mode::Sim, Mode::Live] {

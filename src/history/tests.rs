@@ -202,40 +202,18 @@ fn a_validity_line_without_a_purpose_is_an_append() {
     assert_eq!(Line::from_json(json), Ok(append.into()));
 }
 
-/// Every variant of every enum in the format, at least once.
-fn everything() -> History {
-    let mut history = History::new("everything.jsonl");
-    history.push(ConfigLine {
-        mutant: Some("token-not-advanced-on-expiry".into()),
-        seed: u64::MAX,
-        ..config()
-    });
-    for (_, json) in golden() {
-        let line = Line::from_json(json).expect("golden lines parse");
-        if line.kind() != "config" {
-            history.push(line);
-        }
-    }
-    for kind in [
-        HistEvent::RunCancelledOnLoss,
-        HistEvent::StickyDisable,
-        HistEvent::RecordDeleted,
-        HistEvent::BackwardWallJump,
-    ] {
-        history.push(EventLine {
-            event: kind,
-            ..event()
-        });
-    }
-    for verb in [WriteVerb::Create, WriteVerb::Update, WriteVerb::Delete] {
-        history.push(WriteLine { verb, ..write() });
-    }
-    let fence = HistRecord::Fence {
+/// The fence record of replica-2's journal 1 at epoch 3.
+fn fence() -> HistRecord {
+    HistRecord::Fence {
         epoch: 3,
         owner: p("replica-2", 1),
         writer_id: writer("replica-2", 1, 1),
-    };
-    let ops = [
+    }
+}
+
+/// One operation of each kind.
+fn every_op() -> Vec<Op> {
+    vec![
         Op::LeaseAcquire {
             owner: p("replica-2", 1),
         },
@@ -250,7 +228,7 @@ fn everything() -> History {
         Op::LedgerTip {},
         Op::LedgerAppend {
             expected: 4,
-            record: fence.clone(),
+            record: fence(),
         },
         Op::JournalOpen { epoch: 3 },
         Op::KubeGet {},
@@ -273,8 +251,12 @@ fn everything() -> History {
         },
         Op::TargetGet {},
         Op::TargetSignal {},
-    ];
-    let results = [
+    ]
+}
+
+/// One result of each kind a lease call gives, with its outcome.
+fn lease_results() -> Vec<(Outcome, OpResult)> {
+    vec![
         (
             Outcome::Ok,
             OpResult::Granted {
@@ -304,6 +286,12 @@ fn everything() -> History {
                 reason: "too big".into(),
             },
         ),
+    ]
+}
+
+/// One result of each kind a ledger call gives, with its outcome.
+fn ledger_results() -> Vec<(Outcome, OpResult)> {
+    vec![
         (Outcome::Ok, OpResult::Tip { seq: 4 }),
         (Outcome::Fail, OpResult::Conflict { actual: 5 }),
         (
@@ -312,6 +300,12 @@ fn everything() -> History {
                 reason: "reset".into(),
             },
         ),
+    ]
+}
+
+/// One result of each kind a journal call gives, with its outcome.
+fn journal_results() -> Vec<(Outcome, OpResult)> {
+    vec![
         (
             Outcome::Ok,
             OpResult::Opened {
@@ -369,6 +363,13 @@ fn everything() -> History {
                 first: "fenced".into(),
             },
         ),
+    ]
+}
+
+/// The harness's cut-off, and one result of each kind the Kubernetes API server and a
+/// target give, with its outcome.
+fn other_results() -> Vec<(Outcome, OpResult)> {
+    vec![
         (
             Outcome::Info,
             OpResult::CutOff {
@@ -393,7 +394,20 @@ fn everything() -> History {
             },
         ),
         (Outcome::Ok, OpResult::Signal { leads: true }),
-    ];
+    ]
+}
+
+/// One operation line per result (each result's outcome, the operations in turn) from id
+/// 101, then one still pending.
+fn push_every_result(history: &mut History) {
+    let ops = every_op();
+    let results = [
+        lease_results(),
+        ledger_results(),
+        journal_results(),
+        other_results(),
+    ]
+    .concat();
     let mut id = 100;
     for (i, (outcome, result)) in results.into_iter().enumerate() {
         id += 1;
@@ -414,7 +428,11 @@ fn everything() -> History {
         result: None,
         ..append_op()
     });
-    let decisions = [
+}
+
+/// One decision of each kind but the grant (the golden decision line's).
+fn every_other_decision() -> Vec<Decision> {
+    vec![
         Decision::Renew {
             token: 3,
             expiry_authority_us: 8_000_000,
@@ -449,8 +467,39 @@ fn everything() -> History {
                 reason: "storage".into(),
             },
         },
-    ];
-    for kind in decisions {
+    ]
+}
+
+/// Every variant of every enum in the format, at least once.
+fn everything() -> History {
+    let mut history = History::new("everything.jsonl");
+    history.push(ConfigLine {
+        mutant: Some("token-not-advanced-on-expiry".into()),
+        seed: u64::MAX,
+        ..config()
+    });
+    for (_, json) in golden() {
+        let line = Line::from_json(json).expect("golden lines parse");
+        if line.kind() != "config" {
+            history.push(line);
+        }
+    }
+    for kind in [
+        HistEvent::RunCancelledOnLoss,
+        HistEvent::StickyDisable,
+        HistEvent::RecordDeleted,
+        HistEvent::BackwardWallJump,
+    ] {
+        history.push(EventLine {
+            event: kind,
+            ..event()
+        });
+    }
+    for verb in [WriteVerb::Create, WriteVerb::Update, WriteVerb::Delete] {
+        history.push(WriteLine { verb, ..write() });
+    }
+    push_every_result(&mut history);
+    for kind in every_other_decision() {
         history.push(DecisionLine {
             decision: kind,
             ..decision()
@@ -475,7 +524,7 @@ fn everything() -> History {
     });
     history.push(LedgerLine {
         seq: 5,
-        record: fence,
+        record: fence(),
         ..ledger()
     });
     history.push(LedgerLine {

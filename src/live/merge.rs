@@ -303,28 +303,27 @@ mod tests {
         History::from_lines("merged", lines).validate().unwrap();
     }
 
-    #[test]
-    fn clock_lines_are_ordered_by_host_boot_and_start_and_the_last_ledger_boot_wins() {
-        let ledger_line = |seq| {
-            Line::Ledger(LedgerLine {
-                session: "s1".into(),
-                seq,
-                record: HistRecord::Fence {
-                    epoch: 1,
-                    owner: Process {
-                        replica: "replica-1".into(),
-                        incarnation: 0,
-                    },
-                    writer_id: crate::history::HistWriterId {
-                        owner: Process {
-                            replica: "replica-1".into(),
-                            incarnation: 0,
-                        },
-                        journal: 1,
-                    },
-                },
-            })
+    /// The ledger's line `seq` of a fence by replica-1.
+    fn fence_ledger_line(seq: u64) -> Line {
+        let owner = Process {
+            replica: "replica-1".into(),
+            incarnation: 0,
         };
+        Line::Ledger(LedgerLine {
+            session: "s1".into(),
+            seq,
+            record: HistRecord::Fence {
+                epoch: 1,
+                owner: owner.clone(),
+                writer_id: crate::history::HistWriterId { owner, journal: 1 },
+            },
+        })
+    }
+
+    /// A merge of a driver file (config, a nemesis line, a phase line), the ledger's two boots
+    /// (the second rewrote ledger line 1 and added 2) and the lease host's one; returns the
+    /// merged lines, the nemesis line and the phase line.
+    fn merged_two_ledger_boots() -> (Vec<Line>, Line, Line) {
         let nemesis = Line::Nemesis(NemesisLine {
             at_us: 50,
             host: "ledger".into(),
@@ -344,18 +343,34 @@ mod tests {
                         boot: 0,
                         ..process("ledger", 50)
                     },
-                    vec![clock("ledger", 0, 0), ledger_line(1)],
+                    vec![clock("ledger", 0, 0), fence_ledger_line(1)],
                 ),
                 (
                     ProcessFile {
                         boot: 1,
                         ..process("ledger", 90)
                     },
-                    vec![clock("ledger", 1, 51), ledger_line(1), ledger_line(2)],
+                    vec![
+                        clock("ledger", 1, 51),
+                        fence_ledger_line(1),
+                        fence_ledger_line(2),
+                    ],
                 ),
                 (process("lease", 90), vec![clock("lease", 0, 3)]),
             ],
         );
+        (lines, nemesis, phase)
+    }
+
+    #[test]
+    fn a_merge_of_two_ledger_boots_is_a_valid_history() {
+        let (lines, _, _) = merged_two_ledger_boots();
+        History::from_lines("merged", lines).validate().unwrap();
+    }
+
+    #[test]
+    fn clock_lines_are_ordered_by_host_boot_and_start() {
+        let (lines, _, _) = merged_two_ledger_boots();
         let clocks: Vec<(String, u64)> = lines
             .iter()
             .filter_map(|l| match l {
@@ -371,14 +386,23 @@ mod tests {
                 ("ledger".into(), 1)
             ]
         );
+    }
+
+    #[test]
+    fn the_last_ledger_boot_wins() {
+        let (lines, _, _) = merged_two_ledger_boots();
         let ledgers = lines
             .iter()
             .filter(|l| matches!(l, Line::Ledger(_)))
             .count();
         assert_eq!(ledgers, 2, "the final ledger of the last boot only");
+    }
+
+    #[test]
+    fn the_driver_lines_follow_the_config_in_their_order() {
+        let (lines, nemesis, phase) = merged_two_ledger_boots();
         assert_eq!(lines[1], nemesis);
         assert_eq!(lines[2], phase);
-        History::from_lines("merged", lines).validate().unwrap();
     }
 
     #[test]

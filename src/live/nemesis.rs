@@ -30,7 +30,7 @@
 use std::collections::BTreeMap;
 
 use crate::history::hosts;
-use crate::sim::schedule::{Fault, FaultSchedule};
+use crate::sim::schedule::{Fault, FaultSchedule, ScheduledFault};
 
 /// What one step does.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -134,223 +134,23 @@ pub fn plan(
     lease_host: Option<&str>,
     drawn: bool,
 ) -> Result<Plan, String> {
-    let mut plan = Plan {
-        heal_at_ms: schedule.heal_at_ms.unwrap_or(duration_ms),
-        ..Plan::default()
+    let mut planner = Planner {
+        plan: Plan {
+            heal_at_ms: schedule.heal_at_ms.unwrap_or(duration_ms),
+            ..Plan::default()
+        },
+        refused: Vec::new(),
+        wall_offsets: BTreeMap::new(),
+        replicas,
+        lease_host,
     };
-    let mut refused = Vec::new();
-    let known = |host: &str| {
-        host == hosts::LEDGER
-            || (lease_host.is_some() && host == hosts::LEASE)
-            || Some(host) == lease_host
-            || (1..=replicas).any(|n| hosts::replica(n) == host)
-    };
-    // The etcd server (the schedule's `lease` host, or named `etcd`) is not started under
-    // libfaketime: its clock cannot be faulted.
-    let unfaked = |host: &str| {
-        lease_host == Some(super::etcd::HOST) && (host == hosts::LEASE || host == super::etcd::HOST)
-    };
-    let mut wall_offsets: BTreeMap<String, i64> = BTreeMap::new();
     for (index, scheduled) in schedule.faults.iter().enumerate() {
-        let at = scheduled.at_ms;
-        let why = format!("fault {} ({})", index + 1, describe(&scheduled.fault));
-        let mut no = |reason: &str| {
-            refused.push(format!("{why} at {at} ms: {reason}"));
-        };
-        let mut step = |at_ms: u64, action: Action| {
-            plan.steps.push(Step {
-                at_ms,
-                action,
-                why: why.clone(),
-            })
-        };
-        let hosts_known = scheduled.fault.clone().hosts_mut().iter().all(|h| known(h));
-        if !hosts_known {
-            no("names a host this live run does not have");
-            continue;
-        }
-        match &scheduled.fault {
-            Fault::Pause {
-                host,
-                duration_ms,
-                at_point: None,
-            } => {
-                step(at, Action::Stop(host.clone()));
-                step(at + duration_ms, Action::Cont(host.clone()));
-            }
-            Fault::Pause {
-                at_point: Some(point),
-                ..
-            } => no(&format!(
-                "a pause at `{}` waits for a task to reach that point, and a real process's \
-                 pause points are no-ops (no hook into its tasks); pause it at a time instead",
-                point.name()
-            )),
-            Fault::Suspend { .. } => {
-                no("a suspend stops CLOCK_MONOTONIC, which no unprivileged process can do")
-            }
-            Fault::Stall { point, .. } => no(&format!(
-                "a stall blocks the one task that reaches `{}`, and a real process's pause \
-                 points are no-ops (no hook into its tasks)",
-                point.name()
-            )),
-            Fault::WorkerPanic { point, .. } => no(&format!(
-                "a worker panic fires in the task that reaches `{}`, and a real process's \
-                 pause points are no-ops (no hook into its tasks)",
-                point.name()
-            )),
-            Fault::Crash { host } => step(at, Action::Kill(host.clone())),
-            // As in the world: a running host is crashed first.
-            Fault::Restart { host } => {
-                step(at, Action::Kill(host.clone()));
-                step(at, Action::Start(host.clone()));
-            }
-            // As the world bounces it (`crate::sim::nemesis`): the first restart at the
-            // fault's time, `count` in all, `every_ms` apart, each down for its downtime.
-            Fault::LeaseServiceRestarts {
-                every_ms,
-                count,
-                downtime_ms,
-            } => match lease_host {
-                Some(lease) => {
-                    for i in 0..u64::from(*count) {
-                        let down = at + i * every_ms;
-                        step(down, Action::Kill(lease.to_owned()));
-                        step(
-                            down + downtime_ms.unwrap_or(0),
-                            Action::Start(lease.to_owned()),
-                        );
-                    }
-                }
-                None => no("this backend has no lease service to restart"),
-            },
-            Fault::Partition { a, b } => step(
-                at,
-                Action::Link {
-                    a: a.clone(),
-                    b: b.clone(),
-                    change: LinkChange::Cut,
-                },
-            ),
-            Fault::PartitionOneWay { from, to } => step(
-                at,
-                Action::Link {
-                    a: from.clone(),
-                    b: to.clone(),
-                    change: LinkChange::DropFrom(from.clone()),
-                },
-            ),
-            Fault::Isolate { host } => step(at, Action::Isolate(host.clone())),
-            Fault::Heal => step(at, Action::HealAll),
-            Fault::Hold { a, b } => step(
-                at,
-                Action::Link {
-                    a: a.clone(),
-                    b: b.clone(),
-                    change: LinkChange::Hold,
-                },
-            ),
-            Fault::Release { a, b } => step(
-                at,
-                Action::Link {
-                    a: a.clone(),
-                    b: b.clone(),
-                    change: LinkChange::Release,
-                },
-            ),
-            Fault::Latency {
-                a,
-                b,
-                latency_ms,
-                jitter_ms,
-            } => step(
-                at,
-                Action::Link {
-                    a: a.clone(),
-                    b: b.clone(),
-                    change: LinkChange::Latency(*latency_ms, *jitter_ms),
-                },
-            ),
-            Fault::LinkFlaps { a, b, fail_ppm } => step(
-                at,
-                Action::Link {
-                    a: a.clone(),
-                    b: b.clone(),
-                    change: LinkChange::Flaps(*fail_ppm),
-                },
-            ),
-            Fault::DelayReplies { from, to, delay_ms } => {
-                let link = |change| Action::Link {
-                    a: from.clone(),
-                    b: to.clone(),
-                    change,
-                };
-                step(at, link(LinkChange::HoldFrom(from.clone())));
-                step(at + delay_ms, link(LinkChange::ReleaseFrom(from.clone())));
-            }
-            Fault::ClockDrift { host, .. }
-            | Fault::WallJump { host, .. }
-            | Fault::WallOffset { host, .. }
-                if unfaked(host) =>
-            {
-                no(
-                    "etcd is not run under libfaketime (a Go program reads its clocks through \
-                    the vDSO, not libc, so the fault would silently not happen); put clock \
-                    faults on the replicas or the ledger",
-                )
-            }
-            Fault::ClockDrift { host, ppm } => {
-                plan.clocks.entry(host.clone()).or_default().drift_ppm = *ppm;
-            }
-            Fault::WallJump { host, delta_ms } => {
-                let offset = wall_offsets.entry(host.clone()).or_default();
-                *offset += delta_ms;
-                let offset_ms = *offset;
-                plan.clocks.entry(host.clone()).or_default().wall_steps = true;
-                step(
-                    at,
-                    Action::WallOffset {
-                        host: host.clone(),
-                        offset_ms,
-                    },
-                );
-            }
-            Fault::WallOffset { host, offset_ms } => {
-                wall_offsets.insert(host.clone(), *offset_ms);
-                plan.clocks.entry(host.clone()).or_default().wall_steps = true;
-                step(
-                    at,
-                    Action::WallOffset {
-                        host: host.clone(),
-                        offset_ms: *offset_ms,
-                    },
-                );
-            }
-            Fault::DeleteLeaseRecord { .. } => {
-                no("deleting a lease record needs a hook into the lease service")
-            }
-            Fault::HoldReplies { .. } => no(
-                "the proxy holds bytes, not HTTP/2 frames: holding one direction's replies \
-                 holds its keepalive acks too, so the connection dies instead of living on to \
-                 deliver them late (that is `delay_replies`)",
-            ),
-            Fault::AuthorityErrors { .. } => no(
-                "answering calls with a status needs a hook in the lease authority: a real \
-                 lease service, etcd or flock answers what it decides",
-            ),
-        }
+        planner.add(index, scheduled);
     }
-    for (host, clock) in &mut plan.clocks {
-        if clock.drift_ppm != 0 && clock.wall_steps {
-            refused.push(format!(
-                "host {host} has both a clock drift and a wall step: under libfaketime a wall \
-                 step would step its monotonic clock too"
-            ));
-            clock.wall_steps = false;
-            plan.steps
-                .retain(|s| !matches!(&s.action, Action::WallOffset { host: h, .. } if h == host));
-        }
-    }
+    planner.refuse_drift_with_wall_steps();
+    let Planner {
+        mut plan, refused, ..
+    } = planner;
     if !refused.is_empty() {
         if !drawn {
             return Err(format!(
@@ -370,6 +170,246 @@ pub fn plan(
         rename_host(&mut plan, hosts::LEASE, lease);
     }
     Ok(plan)
+}
+
+/// The plan being built from a schedule's faults, in order, and the faults refused so far.
+struct Planner<'a> {
+    plan: Plan,
+    /// One message per fault live mode cannot apply.
+    refused: Vec<String>,
+    /// Each host's wall clock offset so far, in ms (a wall jump moves it by its delta).
+    wall_offsets: BTreeMap<String, i64>,
+    replicas: u32,
+    lease_host: Option<&'a str>,
+}
+
+/// A change of the link between hosts `a` and `b`.
+fn link(a: &str, b: &str, change: LinkChange) -> Action {
+    Action::Link {
+        a: a.to_owned(),
+        b: b.to_owned(),
+        change,
+    }
+}
+
+/// Why live mode cannot apply `fault`, one that needs a hook into a task or a service.
+fn no_counterpart(fault: &Fault) -> String {
+    match fault {
+        Fault::Pause {
+            at_point: Some(point),
+            ..
+        } => format!(
+            "a pause at `{}` waits for a task to reach that point, and {NO_PAUSE_POINTS}; \
+             pause it at a time instead",
+            point.name()
+        ),
+        Fault::Suspend { .. } => {
+            "a suspend stops CLOCK_MONOTONIC, which no unprivileged process can do".into()
+        }
+        Fault::Stall { point, .. } => format!(
+            "a stall blocks the one task that reaches `{}`, and {NO_PAUSE_POINTS}",
+            point.name()
+        ),
+        Fault::WorkerPanic { point, .. } => format!(
+            "a worker panic fires in the task that reaches `{}`, and {NO_PAUSE_POINTS}",
+            point.name()
+        ),
+        Fault::DeleteLeaseRecord { .. } => {
+            "deleting a lease record needs a hook into the lease service".into()
+        }
+        Fault::HoldReplies { .. } => "the proxy holds bytes, not HTTP/2 frames: holding one \
+             direction's replies holds its keepalive acks too, so the connection dies instead \
+             of living on to deliver them late (that is `delay_replies`)"
+            .into(),
+        Fault::AuthorityErrors { .. } => "answering calls with a status needs a hook in the \
+             lease authority: a real lease service, etcd or flock answers what it decides"
+            .into(),
+        other => format!("{} has no live counterpart", describe(other)),
+    }
+}
+
+/// Why no clock fault can be applied to the etcd server.
+const ETCD_CLOCK: &str = "etcd is not run under libfaketime (a Go program reads its clocks \
+    through the vDSO, not libc, so the fault would silently not happen); put clock faults on \
+    the replicas or the ledger";
+
+/// Why no fault at a pause point can be applied live.
+const NO_PAUSE_POINTS: &str = "a real process's pause points are no-ops (no hook into its tasks)";
+
+impl Planner<'_> {
+    /// Whether the run has `host`: the ledger, the replicas, the lease host under either name.
+    fn knows(&self, host: &str) -> bool {
+        host == hosts::LEDGER
+            || (self.lease_host.is_some() && host == hosts::LEASE)
+            || Some(host) == self.lease_host
+            || (1..=self.replicas).any(|n| hosts::replica(n) == host)
+    }
+
+    /// Whether `host` is the etcd server (the schedule's `lease` host, or named `etcd`), which
+    /// is not started under libfaketime: its clock cannot be faulted.
+    fn unfaked(&self, host: &str) -> bool {
+        self.lease_host == Some(super::etcd::HOST)
+            && (host == hosts::LEASE || host == super::etcd::HOST)
+    }
+
+    /// Adds the steps of fault number `index` (from 0), or its refusal.
+    fn add(&mut self, index: usize, scheduled: &ScheduledFault) {
+        let at = scheduled.at_ms;
+        let why = format!("fault {} ({})", index + 1, describe(&scheduled.fault));
+        let hosts_known = scheduled
+            .fault
+            .clone()
+            .hosts_mut()
+            .iter()
+            .all(|h| self.knows(h));
+        let steps = if hosts_known {
+            self.steps(at, &scheduled.fault)
+        } else {
+            Err("names a host this live run does not have".to_owned())
+        };
+        match steps {
+            Ok(steps) => self
+                .plan
+                .steps
+                .extend(steps.into_iter().map(|(at_ms, action)| Step {
+                    at_ms,
+                    action,
+                    why: why.clone(),
+                })),
+            Err(reason) => self.refused.push(format!("{why} at {at} ms: {reason}")),
+        }
+    }
+
+    /// The timed actions that apply `fault` at `at` ms, or why live mode cannot apply it.
+    fn steps(&mut self, at: u64, fault: &Fault) -> Result<Vec<(u64, Action)>, String> {
+        Ok(match fault {
+            Fault::Pause {
+                host,
+                duration_ms,
+                at_point: None,
+            } => vec![
+                (at, Action::Stop(host.clone())),
+                (at + duration_ms, Action::Cont(host.clone())),
+            ],
+            Fault::Pause {
+                at_point: Some(_), ..
+            }
+            | Fault::Suspend { .. }
+            | Fault::Stall { .. }
+            | Fault::WorkerPanic { .. }
+            | Fault::DeleteLeaseRecord { .. }
+            | Fault::HoldReplies { .. }
+            | Fault::AuthorityErrors { .. } => return Err(no_counterpart(fault)),
+            Fault::Crash { host } => vec![(at, Action::Kill(host.clone()))],
+            // As in the world: a running host is crashed first.
+            Fault::Restart { host } => vec![
+                (at, Action::Kill(host.clone())),
+                (at, Action::Start(host.clone())),
+            ],
+            Fault::LeaseServiceRestarts {
+                every_ms,
+                count,
+                downtime_ms,
+            } => self.lease_restarts(at, *every_ms, *count, downtime_ms.unwrap_or(0))?,
+            Fault::Partition { a, b } => vec![(at, link(a, b, LinkChange::Cut))],
+            Fault::PartitionOneWay { from, to } => {
+                vec![(at, link(from, to, LinkChange::DropFrom(from.clone())))]
+            }
+            Fault::Isolate { host } => vec![(at, Action::Isolate(host.clone()))],
+            Fault::Heal => vec![(at, Action::HealAll)],
+            Fault::Hold { a, b } => vec![(at, link(a, b, LinkChange::Hold))],
+            Fault::Release { a, b } => vec![(at, link(a, b, LinkChange::Release))],
+            Fault::Latency {
+                a,
+                b,
+                latency_ms,
+                jitter_ms,
+            } => vec![(at, link(a, b, LinkChange::Latency(*latency_ms, *jitter_ms)))],
+            Fault::LinkFlaps { a, b, fail_ppm } => {
+                vec![(at, link(a, b, LinkChange::Flaps(*fail_ppm)))]
+            }
+            Fault::DelayReplies { from, to, delay_ms } => vec![
+                (at, link(from, to, LinkChange::HoldFrom(from.clone()))),
+                (
+                    at + delay_ms,
+                    link(from, to, LinkChange::ReleaseFrom(from.clone())),
+                ),
+            ],
+            Fault::ClockDrift { host, .. }
+            | Fault::WallJump { host, .. }
+            | Fault::WallOffset { host, .. }
+                if self.unfaked(host) =>
+            {
+                return Err(ETCD_CLOCK.into());
+            }
+            Fault::ClockDrift { host, ppm } => {
+                self.plan.clocks.entry(host.clone()).or_default().drift_ppm = *ppm;
+                Vec::new()
+            }
+            Fault::WallJump { host, delta_ms } => {
+                let offset_ms = self.wall_offsets.get(host).copied().unwrap_or(0) + delta_ms;
+                self.wall_step(at, host, offset_ms)
+            }
+            Fault::WallOffset { host, offset_ms } => self.wall_step(at, host, *offset_ms),
+        })
+    }
+
+    /// As the world bounces the lease service (`crate::sim::nemesis`): the first restart at
+    /// `at`, `count` in all, `every_ms` apart, each down for `downtime_ms`.
+    fn lease_restarts(
+        &self,
+        at: u64,
+        every_ms: u64,
+        count: u32,
+        downtime_ms: u64,
+    ) -> Result<Vec<(u64, Action)>, String> {
+        let Some(lease) = self.lease_host else {
+            return Err("this backend has no lease service to restart".into());
+        };
+        Ok((0..u64::from(count))
+            .flat_map(|i| {
+                let down = at + i * every_ms;
+                [
+                    (down, Action::Kill(lease.to_owned())),
+                    (down + downtime_ms, Action::Start(lease.to_owned())),
+                ]
+            })
+            .collect())
+    }
+
+    /// A step of `host`'s wall clock to `offset_ms` from true time at `at` ms.
+    fn wall_step(&mut self, at: u64, host: &str, offset_ms: i64) -> Vec<(u64, Action)> {
+        self.wall_offsets.insert(host.to_owned(), offset_ms);
+        self.plan
+            .clocks
+            .entry(host.to_owned())
+            .or_default()
+            .wall_steps = true;
+        vec![(
+            at,
+            Action::WallOffset {
+                host: host.to_owned(),
+                offset_ms,
+            },
+        )]
+    }
+
+    /// A host with both a drift and a wall step keeps the drift: under libfaketime a wall step
+    /// would step its monotonic clock too.
+    fn refuse_drift_with_wall_steps(&mut self) {
+        for (host, clock) in &mut self.plan.clocks {
+            if clock.drift_ppm != 0 && clock.wall_steps {
+                self.refused.push(format!(
+                    "host {host} has both a clock drift and a wall step: under libfaketime a \
+                     wall step would step its monotonic clock too"
+                ));
+                clock.wall_steps = false;
+                self.plan.steps.retain(
+                    |s| !matches!(&s.action, Action::WallOffset { host: h, .. } if h == host),
+                );
+            }
+        }
+    }
 }
 
 /// Every mention of host `from` in `plan` made `to`.

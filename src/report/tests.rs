@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::*;
 use crate::results::record::{CheckRecord, Detection, RunStatus, ViolationRecord};
@@ -825,22 +825,20 @@ fn write_mutants(dir: &Path, rows: &[Detection]) {
     }
 }
 
-#[test]
-fn merge_unions_detection_tables_in_catalogue_order() {
-    let root = tempfile::tempdir().unwrap();
-    let (a, b, out) = (
-        root.path().join("a"),
-        root.path().join("b"),
-        root.path().join("out"),
-    );
+/// The minimal run file of `release-by-session-only` in shard 2/2's detection table.
+const MUTANT_RUN_FILE: &str = "shrunk/mutant-release-by-session-only-clean-seed1.run.json";
+
+/// Shards `a` (1/2) and `b` (2/2) of a clean campaign under `root`, with their detection
+/// tables out of catalogue order within a shard and across shards; returns `a`, `b` and the
+/// merge's `out` folder (not yet written).
+fn shards_with_detections(root: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let (a, b, out) = (root.join("a"), root.join("b"), root.join("out"));
     let plan = crate::results::plan::CampaignPlan::of(&meta("abc123", Some("1/2"))).unwrap();
     let (one, two): (Vec<RunRecord>, Vec<RunRecord>) = clean_runs(|_| true)
         .into_iter()
         .partition(|r| plan.owns(&r.scenario, r.seed));
     write_folder(&a, &campaign("abc123", Some("1/2")), &one, &[]);
     write_folder(&b, &campaign("abc123", Some("2/2")), &two, &[]);
-    // Out of catalogue order within a shard, and across shards.
-    let file = "shrunk/mutant-release-by-session-only-clean-seed1.run.json";
     write_mutants(
         &a,
         &[
@@ -853,10 +851,17 @@ fn merge_unions_detection_tables_in_catalogue_order() {
         &[detection(
             "release-by-session-only",
             "EXCL in clean (seed 1)",
-            Some(file),
+            Some(MUTANT_RUN_FILE),
         )],
     );
-    merge(&[a.clone(), b.clone()], &out, false).unwrap();
+    (a, b, out)
+}
+
+#[test]
+fn merge_unions_detection_tables_in_catalogue_order() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, out) = shards_with_detections(root.path());
+    merge(&[a, b], &out, false).unwrap();
     let merged = ReportData::read(&out).unwrap();
     let names: Vec<&str> = merged.mutants.iter().map(|d| d.mutant.as_str()).collect();
     assert_eq!(
@@ -872,19 +877,38 @@ fn merge_unions_detection_tables_in_catalogue_order() {
         detection(
             "release-by-session-only",
             "EXCL in clean (seed 1)",
-            Some(file)
+            Some(MUTANT_RUN_FILE)
         )
     );
+}
+
+#[test]
+fn merge_copies_each_mutants_minimal_run_file() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, out) = shards_with_detections(root.path());
+    merge(&[a, b], &out, false).unwrap();
     assert_eq!(
-        read(&out, file),
-        format!("{{\"file\":\"{file}\"}}\n"),
+        read(&out, MUTANT_RUN_FILE),
+        format!("{{\"file\":\"{MUTANT_RUN_FILE}\"}}\n"),
         "the mutant's minimal run file is copied"
     );
+}
+
+#[test]
+fn merge_scores_the_union_of_the_detection_tables() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, out) = shards_with_detections(root.path());
+    merge(&[a, b], &out, false).unwrap();
     let md = read(&out, "report.md");
     assert!(md.contains("Mutation score: **3/3**"), "{md}");
     let summary: Summary = serde_json::from_str(&read(&out, "summary.json")).unwrap();
     assert_eq!(summary.mutation_score, Some((3, 3)));
+}
 
+#[test]
+fn merge_refuses_a_mutant_in_two_shards_unless_forced() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, out) = shards_with_detections(root.path());
     // The same mutant in two shards (shards made before detection was sharded) is refused,
     // naming both folders; --force keeps the first folder's row.
     write_mutants(
@@ -906,12 +930,18 @@ fn merge_unions_detection_tables_in_catalogue_order() {
             && error.contains("--force"),
         "{error}"
     );
-    merge(&[a.clone(), b], &out, true).unwrap();
+    merge(&[a, b], &out, true).unwrap();
     let forced = ReportData::read(&out).unwrap();
     assert_eq!(forced.mutants.len(), 2);
     assert_eq!(forced.mutants[0].killed_by, "conformance rule b");
+}
 
-    // Merged again without any table, the old one is gone.
+#[test]
+fn merged_again_without_any_detection_table_the_old_one_is_gone() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, out) = shards_with_detections(root.path());
+    merge(&[a.clone(), b], &out, false).unwrap();
+    assert!(out.join(MUTANTS_FILE).exists());
     fs::remove_file(a.join(MUTANTS_FILE)).unwrap();
     merge(std::slice::from_ref(&a), &out, false).unwrap();
     assert!(!out.join(MUTANTS_FILE).exists());

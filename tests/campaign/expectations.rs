@@ -31,8 +31,31 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
     );
     assert_eq!(output.status.code(), Some(1), "{}", both(&output));
     let out = tmp.path().join("out");
+    the_run_is_an_unexpected_violation(&out);
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    the_report_and_the_terminal_give_the_verdict(&report, &output.stdout);
+    let section = the_ledger_counterexample(&report);
+    let run_file = format!("shrunk/{MUTANT_SCENARIO}-seed1-ledger.run.json");
+    let replay = format!("leasesim replay out/{run_file}");
+    the_counterexample_shows_the_minimal_run_evidence_and_diagram(&section, &run_file, &replay);
+    // Shrinking was asked for by default, and the shrunk file is what the report names.
+    assert!(out.join(&run_file).is_file());
+    assert!(
+        !sims.join("regressions").exists(),
+        "saved without --save-regressions"
+    );
+    the_replay_command_reproduces_the_violation(tmp.path(), &replay);
+    // The minimal run carries the planted bug itself (a run file is self-contained).
+    let minimal: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join(&run_file)).unwrap()).unwrap();
+    assert_eq!(minimal["mutant"], MUTANT);
+    assert_eq!(minimal["seed"], 1);
+}
 
-    let records = results(&out);
+/// The campaign in `out` made one run, seed 1, a violation of the checks the mutant breaks
+/// that its scenario does not expect.
+fn the_run_is_an_unexpected_violation(out: &std::path::Path) {
+    let records = results(out);
     assert_eq!(records.len(), 1);
     assert_eq!(records[0]["seed"], 1);
     assert_eq!(records[0]["status"], "violation");
@@ -42,28 +65,33 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
         "{}",
         records[0]
     );
+}
 
-    // The report shows the minimal run, its replay command, the evidence and a diagram.
-    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+/// The report's verdict, and the terminal's last line: the verdict, the exit code and the
+/// report.
+fn the_report_and_the_terminal_give_the_verdict(report: &str, stdout: &[u8]) {
     assert!(report.contains("| mutant | none |"), "{report}");
     let verdict = "FAIL: 1 scenario violated LEDGER, LIN-LEDGER";
     assert!(
         report.contains(&format!("**Verdict: {verdict}")),
         "{report}"
     );
-    // The terminal's last line: the verdict, the exit code and the report.
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(stdout);
     let last = stdout.lines().last().unwrap();
     assert!(last.starts_with(verdict), "{last}");
     assert!(
         last.ends_with(" — exit 1 — report: out/report.md"),
         "{last}"
     );
+}
+
+/// The report's LEDGER counterexample, once it has one per violated check, each the first
+/// run that broke it.
+fn the_ledger_counterexample(report: &str) -> String {
     let shrunk = report
         .split("## Violations (shrunk)\n")
         .nth(1)
         .unwrap_or_else(|| panic!("no shrunk section:\n{report}"));
-    // One counterexample per violated check, each the first run that broke it.
     let headings: Vec<&str> = shrunk
         .lines()
         .filter(|line| line.starts_with("### "))
@@ -76,12 +104,21 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
         .collect();
     checks.sort_unstable();
     assert_eq!(checks, MUTANT_VIOLATES, "{headings:?}");
-    let section = shrunk
+    shrunk
         .split("\n### ")
         .find(|s| s.starts_with(&format!("LEDGER{in_run}\n")))
-        .unwrap_or_else(|| panic!("no LEDGER counterexample:\n{shrunk}"));
-    let run_file = format!("shrunk/{MUTANT_SCENARIO}-seed1-ledger.run.json");
-    let replay = format!("leasesim replay out/{run_file}");
+        .unwrap_or_else(|| panic!("no LEDGER counterexample:\n{shrunk}"))
+        .to_owned()
+}
+
+/// A counterexample `section` names its minimal run `run_file` and `replay` command, the
+/// check and its rule, the violation message and the history lines proving it, and a
+/// sequence diagram.
+fn the_counterexample_shows_the_minimal_run_evidence_and_diagram(
+    section: &str,
+    run_file: &str,
+    replay: &str,
+) {
     assert!(
         section.contains(&format!("- minimal run: `{run_file}`")),
         "{section}"
@@ -90,8 +127,6 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
         section.contains(&format!("  ```sh\n  {replay}\n  ```")),
         "{section}"
     );
-    // The check and its rule, then LEDGER's violation message and the history lines proving
-    // it.
     let rule = format!(
         "```\n\nCheck failed: **LEDGER** ({}).\n\n**",
         Check::Ledger.rule()
@@ -110,19 +145,16 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
     assert!(mermaid.starts_with("sequenceDiagram\n"), "{mermaid}");
     assert!(mermaid.contains("participant lease"), "{mermaid}");
     assert!(mermaid.contains("\n```\n"), "unterminated mermaid block");
-    // Shrinking was asked for by default, and the shrunk file is what the report names.
-    assert!(out.join(&run_file).is_file());
-    assert!(
-        !sims.join("regressions").exists(),
-        "saved without --save-regressions"
-    );
+}
 
-    // The replay command, exactly as printed, reproduces the violation of the same check.
+/// The `replay` command, exactly as printed and run in `dir`, reproduces the violation of
+/// the same check.
+fn the_replay_command_reproduces_the_violation(dir: &std::path::Path, replay: &str) {
     let words: Vec<&str> = replay.split_whitespace().collect();
     assert_eq!(words[0], "leasesim");
     let mut args = words[1..].to_vec();
     args.extend(["--out", "replayed"]);
-    let replayed = leasesim(tmp.path(), &args);
+    let replayed = leasesim(dir, &args);
     assert_eq!(replayed.status.code(), Some(1), "{}", both(&replayed));
     let stdout = String::from_utf8_lossy(&replayed.stdout);
     let ledger_line = stdout
@@ -135,11 +167,6 @@ fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_repl
         verdict.starts_with("verdict: FAIL: LEDGER") && verdict.ends_with("violated — exit 1"),
         "{verdict}"
     );
-    // The minimal run carries the planted bug itself (a run file is self-contained).
-    let minimal: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join(&run_file)).unwrap()).unwrap();
-    assert_eq!(minimal["mutant"], MUTANT);
-    assert_eq!(minimal["seed"], 1);
 }
 
 #[test]

@@ -25,13 +25,37 @@ fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
     );
     assert_eq!(output.status.code(), Some(0), "{}", both(&output));
     let out = tmp.path().join("out");
-    // The last line on the terminal is the verdict (with its warnings), the exit code and
-    // the report, as summary.json says.
+    let verdict = the_terminal_ends_on_the_summarys_verdict_and_its_note(&out, &output.stdout);
+    for file in [
+        "report.md",
+        "summary.json",
+        "junit.xml",
+        "results.jsonl",
+        "campaign.json",
+    ] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+    one_clean_result_per_run(&out, &scenarios);
+    one_junit_testcase_per_scenario_and_check(&out, &scenarios);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["exit_code"], 0, "{summary}");
+    assert_eq!(summary["runs"], 4, "{summary}");
+    the_report_counts_four_clean_runs_and_shrinks_nothing(&out, &verdict);
+}
+
+/// The last line on the terminal (`stdout`) is the verdict (with its warnings), the exit
+/// code and the report, as `out`'s summary.json says; a coverage note stands just above it.
+/// Returns the verdict.
+fn the_terminal_ends_on_the_summarys_verdict_and_its_note(
+    out: &std::path::Path,
+    stdout: &[u8],
+) -> String {
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     let verdict = summary["verdict"].as_str().unwrap();
     assert!(verdict.starts_with("clean"), "{verdict}");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(stdout);
     assert_eq!(
         stdout.lines().last().unwrap(),
         format!("{verdict} — exit 0 — report: out/report.md")
@@ -51,20 +75,15 @@ fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
         sum > 0 && summary["wall_ms"].as_u64().unwrap() > 0,
         "{summary}"
     );
-    for file in [
-        "report.md",
-        "summary.json",
-        "junit.xml",
-        "results.jsonl",
-        "campaign.json",
-    ] {
-        assert!(out.join(file).is_file(), "{file} missing");
-    }
+    verdict.to_owned()
+}
 
-    // One line per (scenario, seed), each clean.
-    let records = results(&out);
+/// One line per (scenario, seed) of seeds 0..2 in `out`'s results.jsonl, each clean, with
+/// every check.
+fn one_clean_result_per_run(out: &std::path::Path, scenarios: &[&str]) {
+    let records = results(out);
     assert_eq!(records.len(), 4);
-    assert_eq!(keys(&records), every(&scenarios, 0..2));
+    assert_eq!(keys(&records), every(scenarios, 0..2));
     for record in &records {
         assert_eq!(record["status"], "clean", "{record}");
         assert_eq!(record["unexpected"], serde_json::json!([]), "{record}");
@@ -76,16 +95,18 @@ fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
             .collect();
         assert_eq!(names, CHECKS, "{record}");
     }
+}
 
-    // One passing testcase per scenario × check, and nothing else, except LIVE in the
-    // scripted field case: it has no heal marker, so LIVE judges nothing there (skipped); and
-    // SIGNAL everywhere: our own lease has no signal of its own (skipped).
+/// One passing testcase per scenario × check in `out`'s junit.xml, and nothing else, except
+/// LIVE in the scripted field case: it has no heal marker, so LIVE judges nothing there
+/// (skipped); and SIGNAL everywhere: our own lease has no signal of its own (skipped).
+fn one_junit_testcase_per_scenario_and_check(out: &std::path::Path, scenarios: &[&str]) {
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     assert_eq!(junit.matches("<testcase ").count(), 20, "{junit}");
     for scenario in scenarios {
         for check in CHECKS {
             let open = format!("<testcase classname=\"leasesim.{scenario}\" name=\"{check}\"");
-            let case = if scenario == "f1-pause-longer-than-ttl" && check == "LIVE" {
+            let case = if *scenario == "f1-pause-longer-than-ttl" && check == "LIVE" {
                 format!(
                     "{open}>\n      <skipped message=\"not judged: no contended session to judge after the faults healed\"/>"
                 )
@@ -105,12 +126,11 @@ fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
         junit.contains("tests=\"20\" failures=\"0\" errors=\"0\" skipped=\"3\""),
         "{junit}"
     );
+}
 
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["exit_code"], 0, "{summary}");
-    assert_eq!(summary["runs"], 4, "{summary}");
-
+/// `out`'s report.md gives `verdict` and four clean runs; nothing failed, so nothing was
+/// shrunk.
+fn the_report_counts_four_clean_runs_and_shrinks_nothing(out: &std::path::Path, verdict: &str) {
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
         report.contains(&format!("**Verdict: {verdict} (exit 0)**")),
@@ -122,7 +142,6 @@ fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
         ),
         "{report}"
     );
-    // Nothing failed, so nothing was shrunk.
     assert!(!report.contains("## Violations (shrunk)"), "{report}");
     assert!(
         std::fs::read_to_string(out.join("shrunk.jsonl"))

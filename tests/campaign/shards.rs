@@ -439,8 +439,28 @@ fn four_shards_merged_hold_the_whole_detection_table() {
     let tmp = tempfile::tempdir().unwrap();
     let merged = whole_and_shards(tmp.path(), &["--mutants", MUTANTS, "--mutant-seeds", "2"]);
     assert_eq!(merged.status.code(), Some(0), "{}", both(&merged));
-    // Shard K/4 detects the selected mutants at positions i % 4 == K-1, in catalogue order.
-    let shard = |k: u32| detected(&tmp.path().join(format!("s{k}")));
+    let whole = each_shard_detects_its_share_and_the_merge_the_whole(tmp.path());
+    the_scenario_kills_run_files_are_copied(&tmp.path().join("merged"));
+    let report = std::fs::read_to_string(tmp.path().join("merged/report.md")).unwrap();
+    assert!(report.contains("Mutation score: **5/5**"), "{report}");
+    the_counterexamples_replay_command_reproduces_the_kill(tmp.path(), &report);
+    let found = assert_outputs_equal(tmp.path());
+    let every: Vec<(&str, &str)> = MAY_DIFFER
+        .iter()
+        .map(|(f, field, _)| (*f, *field))
+        .collect();
+    assert_eq!(
+        found,
+        sorted(every),
+        "every field MAY_DIFFER lists is one the outputs have"
+    );
+    one_mutant_in_two_shards_is_refused_unless_forced(tmp.path(), &whole);
+}
+
+/// Shard K/4 under `dir` detects the selected mutants at positions i % 4 == K-1, in
+/// catalogue order; the merge detects what the whole campaign does. Returns the whole's.
+fn each_shard_detects_its_share_and_the_merge_the_whole(dir: &Path) -> Vec<String> {
+    let shard = |k: u32| detected(&dir.join(format!("s{k}")));
     assert_eq!(
         shard(1),
         ["token-not-advanced-on-expiry", "expiry-off-by-one"]
@@ -448,7 +468,7 @@ fn four_shards_merged_hold_the_whole_detection_table() {
     assert_eq!(shard(2), ["acquire-check-then-act"]);
     assert_eq!(shard(3), ["release-by-session-only"]);
     assert_eq!(shard(4), ["clock-read-before-lock"]);
-    let whole = detected(&tmp.path().join("whole"));
+    let whole = detected(&dir.join("whole"));
     assert_eq!(
         whole,
         [
@@ -459,10 +479,14 @@ fn four_shards_merged_hold_the_whole_detection_table() {
             "expiry-off-by-one"
         ]
     );
-    assert_eq!(detected(&tmp.path().join("merged")), whole);
-    // The scenario kill's minimal run file was copied from its shard, with its history and
-    // timeline and its clean twin's (a mutant's counterexample).
-    let merged: Vec<String> = run_files(&tmp.path().join("merged"))
+    assert_eq!(detected(&dir.join("merged")), whole);
+    whole
+}
+
+/// The scenario kill's minimal run file was copied from its shard into `merged`, with its
+/// history and timeline and its clean twin's (a mutant's counterexample).
+fn the_scenario_kills_run_files_are_copied(merged: &Path) {
+    let merged: Vec<String> = run_files(merged)
         .into_iter()
         .map(|(name, _)| name)
         .collect();
@@ -481,10 +505,11 @@ fn four_shards_merged_hold_the_whole_detection_table() {
             "{kept} not in {merged:?}"
         );
     }
-    let report = std::fs::read_to_string(tmp.path().join("merged/report.md")).unwrap();
-    assert!(report.contains("Mutation score: **5/5**"), "{report}");
-    // The scenario kill's counterexample says which check failed and how to rerun it with the
-    // mutant planted; that command reproduces the kill.
+}
+
+/// The scenario kill's counterexample in `report` says which check failed and how to rerun
+/// it with the mutant planted; that command, run in `dir`, reproduces the kill.
+fn the_counterexamples_replay_command_reproduces_the_kill(dir: &Path, report: &str) {
     let counterexample = report
         .split("#### `release-by-session-only`: ")
         .nth(1)
@@ -505,7 +530,7 @@ fn four_shards_merged_hold_the_whole_detection_table() {
     );
     let mut args: Vec<&str> = replay.split_whitespace().skip(1).collect();
     args.extend(["--out", "replayed"]);
-    let replayed = leasesim(tmp.path(), &args);
+    let replayed = leasesim(dir, &args);
     let stdout = String::from_utf8_lossy(&replayed.stdout);
     let verdict = stdout.lines().last().unwrap_or_default();
     assert!(
@@ -513,29 +538,22 @@ fn four_shards_merged_hold_the_whole_detection_table() {
         "{}",
         both(&replayed)
     );
-    let found = assert_outputs_equal(tmp.path());
-    let every: Vec<(&str, &str)> = MAY_DIFFER
-        .iter()
-        .map(|(f, field, _)| (*f, *field))
-        .collect();
-    assert_eq!(
-        found,
-        sorted(every),
-        "every field MAY_DIFFER lists is one the outputs have"
-    );
+}
 
-    // Shards made before detection was sharded each hold the whole table: the same mutant
-    // in two shards is refused, naming both, unless --force (the first folder's row wins).
+/// Shards made before detection was sharded each hold the whole table: with shard 2 under
+/// `dir` given the `whole` campaign's, the same mutant in two shards is refused, naming both,
+/// unless --force (the first folder's row wins).
+fn one_mutant_in_two_shards_is_refused_unless_forced(dir: &Path, whole: &[String]) {
     std::fs::copy(
-        tmp.path().join("whole/mutants.jsonl"),
-        tmp.path().join("s2/mutants.jsonl"),
+        dir.join("whole/mutants.jsonl"),
+        dir.join("s2/mutants.jsonl"),
     )
     .unwrap();
-    std::fs::create_dir_all(tmp.path().join("s2/shrunk")).unwrap();
-    for (name, bytes) in run_files(&tmp.path().join("whole")) {
-        std::fs::write(tmp.path().join("s2/shrunk").join(name), bytes).unwrap();
+    std::fs::create_dir_all(dir.join("s2/shrunk")).unwrap();
+    for (name, bytes) in run_files(&dir.join("whole")) {
+        std::fs::write(dir.join("s2/shrunk").join(name), bytes).unwrap();
     }
-    let twice = merge_shards(tmp.path(), "twice", &[]);
+    let twice = merge_shards(dir, "twice", &[]);
     assert_eq!(twice.status.code(), Some(2), "{}", both(&twice));
     assert!(
         stderr(&twice).contains(
@@ -544,9 +562,9 @@ fn four_shards_merged_hold_the_whole_detection_table() {
         "{}",
         stderr(&twice)
     );
-    let forced = merge_shards(tmp.path(), "forced", &["--force"]);
+    let forced = merge_shards(dir, "forced", &["--force"]);
     assert_eq!(forced.status.code(), Some(0), "{}", both(&forced));
-    assert_eq!(detected(&tmp.path().join("forced")), whole);
+    assert_eq!(detected(&dir.join("forced")), whole);
 }
 
 fn sorted(mut items: Vec<(&'static str, &'static str)>) -> Vec<(&'static str, &'static str)> {

@@ -165,6 +165,89 @@ struct Record {
     expiry_us: u64,
 }
 
+/// The reference lease authority: the record, and the highest token granted.
+#[derive(Default)]
+struct Authority {
+    record: Option<Record>,
+    high_water: u64,
+}
+
+/// A grant of `token` decided at `now`.
+fn granted(token: u64, now: u64) -> OpResult {
+    OpResult::Granted {
+        token,
+        expiry_authority_us: now + TTL_US,
+        ttl_us: TTL_US,
+    }
+}
+
+impl Authority {
+    /// The record, if it is live at `now`.
+    fn live(&self, now: u64) -> Option<Record> {
+        self.record.filter(|l| l.expiry_us > now)
+    }
+
+    /// Replica `r`'s acquire decided at `now`: its own live lease extended, refused while
+    /// another's is live (unless `plant`: granted anyway), else a new token.
+    fn acquire(&mut self, r: usize, now: u64, plant: bool) -> (Outcome, OpResult) {
+        match self.live(now) {
+            Some(l) if l.owner == r => {
+                self.record = Some(Record {
+                    expiry_us: now + TTL_US,
+                    ..l
+                });
+                (Outcome::Ok, granted(l.token, now))
+            }
+            Some(l) if !plant => (
+                Outcome::Fail,
+                OpResult::Held {
+                    holder_token: Some(l.token),
+                },
+            ),
+            _ => {
+                self.high_water += 1;
+                self.record = Some(Record {
+                    owner: r,
+                    token: self.high_water,
+                    expiry_us: now + TTL_US,
+                });
+                (Outcome::Ok, granted(self.high_water, now))
+            }
+        }
+    }
+
+    /// Replica `r`'s release of `token`: the record ends if it is that lease.
+    fn release(&mut self, r: usize, token: u64) -> (Outcome, OpResult) {
+        if self
+            .record
+            .is_some_and(|l| l.owner == r && l.token == token)
+        {
+            self.record = None;
+        }
+        (Outcome::Ok, OpResult::Released {})
+    }
+
+    /// Replica `r`'s renew of `token` decided at `now`: extended while that lease is live,
+    /// else refused with the live holder's token.
+    fn renew(&mut self, r: usize, token: u64, now: u64) -> (Outcome, OpResult) {
+        match self.live(now) {
+            Some(l) if l.owner == r && l.token == token => {
+                self.record = Some(Record {
+                    expiry_us: now + TTL_US,
+                    ..l
+                });
+                (Outcome::Ok, granted(token, now))
+            }
+            other => (
+                Outcome::Fail,
+                OpResult::Held {
+                    holder_token: other.map(|l| l.token),
+                },
+            ),
+        }
+    }
+}
+
 /// A lease history: replicas acquire when they hold nothing (again every 100–300 ms while
 /// refused), renew every 100–300 ms while they hold, and now and then release (3%) or pause for
 /// longer than the TTL (2%, so another replica takes over and the paused one is refused).
@@ -174,87 +257,32 @@ pub fn lease_history(shape: &Shape) -> History {
     let mut queue = BinaryHeap::new();
     // Per replica: the token of the lease it believes it holds.
     let mut held: Vec<Option<u64>> = vec![None; shape.replicas];
-    let mut record: Option<Record> = None;
-    let mut high_water = 0;
+    let mut authority = Authority::default();
     let mut ops = Vec::with_capacity(shape.ops);
     let mut planted = false;
     first_calls(&mut queue, &mut rng, shape.replicas, 300_000);
     while ops.len() < shape.ops {
         let Reverse(call) = queue.pop().expect("every replica always has a next call");
         let (r, now) = (call.replica, call.decide_us);
-        let live = record.filter(|l| l.expiry_us > now);
-        let grant = |token| OpResult::Granted {
-            token,
-            expiry_authority_us: now + TTL_US,
-            ttl_us: TTL_US,
-        };
-        let (op, outcome, result) = match held[r] {
+        let owner = process(r);
+        let (op, (outcome, result)) = match held[r] {
             None => {
-                let op = Op::LeaseAcquire { owner: process(r) };
                 let plant = matches!(shape.corruption, Some(Corruption::DoubleGrant { after })
                     if !planted && ops.len() >= after)
-                    && live.is_some_and(|l| {
+                    && authority.live(now).is_some_and(|l| {
                         l.owner != r && l.expiry_us > call.complete_us + TTL_US / 2
                     });
-                match live {
-                    Some(l) if l.owner == r => {
-                        record = Some(Record {
-                            expiry_us: now + TTL_US,
-                            ..l
-                        });
-                        (op, Outcome::Ok, grant(l.token))
-                    }
-                    Some(l) if !plant => (
-                        op,
-                        Outcome::Fail,
-                        OpResult::Held {
-                            holder_token: Some(l.token),
-                        },
-                    ),
-                    _ => {
-                        planted |= plant;
-                        high_water += 1;
-                        record = Some(Record {
-                            owner: r,
-                            token: high_water,
-                            expiry_us: now + TTL_US,
-                        });
-                        (op, Outcome::Ok, grant(high_water))
-                    }
-                }
+                planted |= plant;
+                (Op::LeaseAcquire { owner }, authority.acquire(r, now, plant))
             }
-            Some(token) if chance(&mut rng, 30) => {
-                if record.is_some_and(|l| l.owner == r && l.token == token) {
-                    record = None;
-                }
-                let op = Op::LeaseRelease {
-                    owner: process(r),
-                    token,
-                };
-                (op, Outcome::Ok, OpResult::Released {})
-            }
-            Some(token) => {
-                let op = Op::LeaseRenew {
-                    owner: process(r),
-                    token,
-                };
-                match live {
-                    Some(l) if l.owner == r && l.token == token => {
-                        record = Some(Record {
-                            expiry_us: now + TTL_US,
-                            ..l
-                        });
-                        (op, Outcome::Ok, grant(token))
-                    }
-                    other => (
-                        op,
-                        Outcome::Fail,
-                        OpResult::Held {
-                            holder_token: other.map(|l| l.token),
-                        },
-                    ),
-                }
-            }
+            Some(token) if chance(&mut rng, 30) => (
+                Op::LeaseRelease { owner, token },
+                authority.release(r, token),
+            ),
+            Some(token) => (
+                Op::LeaseRenew { owner, token },
+                authority.renew(r, token, now),
+            ),
         };
         held[r] = match &result {
             OpResult::Granted { token, .. } => Some(*token),
@@ -288,6 +316,61 @@ enum Next {
     Append { expected: u64 },
 }
 
+/// The ledger's records, each with when the append that committed it returned, if it was
+/// answered (µs; `None` for an unknown outcome).
+type Ledger = Vec<(Option<u64>, HistRecord)>;
+
+/// The records every linearization of a tip read invoked at `invoke_us` has before it, less
+/// one: the stale tip a corrupt read answers (`None` when there is no record to go back from).
+fn stale_tip(ledger: &Ledger, invoke_us: u64) -> Option<u64> {
+    let certain = ledger
+        .iter()
+        .rposition(|(answered, _)| answered.is_some_and(|at| at < invoke_us))
+        .map_or(0, |i| i as u64 + 1);
+    certain.checked_sub(1)
+}
+
+/// Replica `r`'s append of its record number `written` at `expected`, returning at
+/// `complete_us`: an unknown outcome (1%, which took effect half the time when it could),
+/// else committed at the tip or a conflict. Returns the call, its answer and the replica's
+/// next call.
+fn append(
+    ledger: &mut Ledger,
+    rng: &mut ChaCha8Rng,
+    (r, written): (usize, u64),
+    expected: u64,
+    complete_us: u64,
+) -> (Op, Outcome, OpResult, Next) {
+    let tip = ledger.len() as u64;
+    let record = HistRecord::Event {
+        writer_id: HistWriterId {
+            owner: process(r),
+            journal: 1,
+        },
+        seq_in_writer: written,
+        payload: vec![written as u8],
+    };
+    let op = Op::LedgerAppend {
+        expected,
+        record: record.clone(),
+    };
+    let commits = expected == tip;
+    if chance(rng, 10) {
+        if commits && chance(rng, 500) {
+            ledger.push((None, record));
+        }
+        let reason = "deadline exceeded".into();
+        (op, Outcome::Info, OpResult::Unknown { reason }, Next::Tip)
+    } else if commits {
+        ledger.push((Some(complete_us), record));
+        let next = Next::Append { expected: tip + 1 };
+        (op, Outcome::Ok, OpResult::Appended { seq: tip + 1 }, next)
+    } else {
+        let next = Next::Append { expected: tip };
+        (op, Outcome::Fail, OpResult::Conflict { actual: tip }, next)
+    }
+}
+
 /// A ledger history: each replica reads the tip, then appends at it (1–20 ms apart) until a
 /// conflict, after which it appends at the tip the conflict reported, or, after an append with
 /// an unknown outcome (1%, which took effect half the time), reads the tip again. The final
@@ -297,66 +380,32 @@ pub fn ledger_history(shape: &Shape) -> History {
     let mut queue = BinaryHeap::new();
     let mut next = vec![Next::Tip; shape.replicas];
     let mut written = vec![0u64; shape.replicas];
-    // The ledger's records, each with when the append that committed it returned, if it was
-    // answered (µs; `None` for an unknown outcome).
-    let mut ledger: Vec<(Option<u64>, HistRecord)> = Vec::new();
+    let mut ledger = Ledger::new();
     let mut ops = Vec::with_capacity(shape.ops);
     let mut planted = false;
     first_calls(&mut queue, &mut rng, shape.replicas, 20_000);
     while ops.len() < shape.ops {
         let Reverse(call) = queue.pop().expect("every replica always has a next call");
         let r = call.replica;
-        let tip = ledger.len() as u64;
-        let (op, outcome, result) = match next[r] {
+        let (op, outcome, result, then) = match next[r] {
             Next::Tip => {
                 let pending = matches!(shape.corruption, Some(Corruption::StaleTip { after })
                     if !planted && ops.len() >= after);
-                // The records every linearization has before the read.
-                let certain = || {
-                    ledger
-                        .iter()
-                        .rposition(|(answered, _)| answered.is_some_and(|at| at < call.invoke_us))
-                        .map_or(0, |i| i as u64 + 1)
-                };
-                let stale = pending.then(certain).filter(|certain| *certain >= 1);
-                let plant = stale.is_some();
-                planted |= plant;
-                let seq = stale.map_or(tip, |certain| certain - 1);
-                next[r] = Next::Append { expected: seq };
-                (Op::LedgerTip {}, Outcome::Ok, OpResult::Tip { seq })
+                let stale = pending
+                    .then(|| stale_tip(&ledger, call.invoke_us))
+                    .flatten();
+                planted |= stale.is_some();
+                let seq = stale.unwrap_or(ledger.len() as u64);
+                let then = Next::Append { expected: seq };
+                (Op::LedgerTip {}, Outcome::Ok, OpResult::Tip { seq }, then)
             }
             Next::Append { expected } => {
                 written[r] += 1;
-                let record = HistRecord::Event {
-                    writer_id: HistWriterId {
-                        owner: process(r),
-                        journal: 1,
-                    },
-                    seq_in_writer: written[r],
-                    payload: vec![written[r] as u8],
-                };
-                let op = Op::LedgerAppend {
-                    expected,
-                    record: record.clone(),
-                };
-                let commits = expected == tip;
-                if chance(&mut rng, 10) {
-                    if commits && chance(&mut rng, 500) {
-                        ledger.push((None, record));
-                    }
-                    next[r] = Next::Tip;
-                    let reason = "deadline exceeded".into();
-                    (op, Outcome::Info, OpResult::Unknown { reason })
-                } else if commits {
-                    ledger.push((Some(call.complete_us), record));
-                    next[r] = Next::Append { expected: tip + 1 };
-                    (op, Outcome::Ok, OpResult::Appended { seq: tip + 1 })
-                } else {
-                    next[r] = Next::Append { expected: tip };
-                    (op, Outcome::Fail, OpResult::Conflict { actual: tip })
-                }
+                let writer = (r, written[r]);
+                append(&mut ledger, &mut rng, writer, expected, call.complete_us)
             }
         };
+        next[r] = then;
         ops.push(op_line(&call, op, outcome, result));
         let think = between(&mut rng, 1_000, 20_000);
         schedule(&mut queue, &mut rng, r, call.complete_us, think);

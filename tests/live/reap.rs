@@ -107,16 +107,9 @@ fn started_pid(out: &Path, host: &str) -> Option<u32> {
     })
 }
 
-#[test]
-fn a_child_killed_from_outside_the_nemesis_makes_the_run_a_harness_error_never_a_verdict() {
-    let _serial = support::serial();
-    let dir = tempfile::tempdir().unwrap();
-    // TTL 1 s keeps the stop short (SIGKILL past 2·TTL + 6 s); no faults: the only death is
-    // the test's.
-    let scenario = dir.path().join("killed-from-outside.toml");
-    std::fs::write(
-        &scenario,
-        r#"v = 1
+/// A run without faults: the only death is the test's. TTL 1 s keeps the stop short
+/// (SIGKILL past 2·TTL + 6 s).
+const KILLED_FROM_OUTSIDE: &str = r#"v = 1
 about = "no faults; the test SIGKILLs the ledger service from outside the nemesis"
 
 [world]
@@ -127,31 +120,17 @@ duration_s = 30
 
 [workload]
 think_ms = [20, 200]
-"#,
-    )
-    .unwrap();
-    let out = dir.path().join("out");
-    let stdout = std::fs::File::create(dir.path().join("stdout")).unwrap();
-    let stderr = std::fs::File::create(dir.path().join("stderr")).unwrap();
-    let child = Command::new(support::leasesim())
-        .args(["live", "--seed", "5", "--timeout", "60s", "--scenario"])
-        .arg(&scenario)
-        .arg("--out")
-        .arg(&out)
-        .stdout(stdout)
-        .stderr(stderr)
-        .spawn()
-        .unwrap();
-    let mut orchestrator = Guard(child);
-    let pid = orchestrator.0.id();
-    // The ledger's pid, checked to be the orchestrator's child (so never a reused pid), once
-    // the 2 services and 2 replicas run.
+"#;
+
+/// The ledger's pid, checked to be a child of `orchestrator` (so never a reused pid), once
+/// the 2 services and 2 replicas of the run in `out` run; and the children then.
+fn ledger_among_children(out: &Path, orchestrator: u32) -> (u32, Vec<u32>) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut children = Vec::new();
     let mut ledger = None;
     while Instant::now() < deadline {
-        children = children_of(pid);
-        ledger = started_pid(&out, "ledger").filter(|p| children.contains(p));
+        children = children_of(orchestrator);
+        ledger = started_pid(out, "ledger").filter(|p| children.contains(p));
         if ledger.is_some() && children.len() >= 4 {
             break;
         }
@@ -159,34 +138,27 @@ think_ms = [20, 200]
     }
     let ledger = ledger.unwrap_or_else(|| panic!("no ledger among children {children:?}"));
     assert!(children.len() >= 4, "children started: {children:?}");
-    // Let the replicas work against it for a moment first.
-    std::thread::sleep(Duration::from_millis(1_500));
-    // SAFETY: kill(2) on a live child of the orchestrator, which has not reaped it.
-    assert_eq!(
-        unsafe { libc::kill(i32::try_from(ledger).unwrap(), libc::SIGKILL) },
-        0
-    );
-    let killed = Instant::now();
-    let deadline = killed + Duration::from_secs(45);
-    let status = loop {
+    (ledger, children)
+}
+
+/// The orchestrator's exit status, within 45 s.
+fn exit_within_45_s(orchestrator: &mut Guard) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(45);
+    loop {
         if let Some(status) = orchestrator.0.try_wait().unwrap() {
-            break status;
+            return status;
         }
         assert!(
             Instant::now() < deadline,
             "the orchestrator still runs 45 s after the kill"
         );
         std::thread::sleep(Duration::from_millis(50));
-    };
-    let stdout = std::fs::read_to_string(dir.path().join("stdout")).unwrap();
-    let stderr = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
-    // Exit 3, the harness error, with the host and its exit status named.
-    assert_eq!(status.code(), Some(3), "{stdout}\n{stderr}");
-    assert!(
-        stderr.contains("ledger (boot 0) exited by itself (signal: 9"),
-        "{stderr}"
-    );
-    // Never a verdict: no result.json, no verdict line, and the run's record says so.
+    }
+}
+
+/// Never a verdict in `out`: no result.json, no verdict line in `stdout`, and the run's
+/// record says it was a harness error of the ledger's SIGKILL.
+fn the_run_is_recorded_as_a_harness_error(out: &Path, stdout: &str) {
     assert!(!out.join("result.json").exists(), "{stdout}");
     assert!(!stdout.contains("verdict:"), "{stdout}");
     let results = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
@@ -201,6 +173,45 @@ think_ms = [20, 200]
         error.contains("ledger") && error.contains("signal: 9"),
         "{error}"
     );
+}
+
+#[test]
+fn a_child_killed_from_outside_the_nemesis_makes_the_run_a_harness_error_never_a_verdict() {
+    let _serial = support::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("killed-from-outside.toml");
+    std::fs::write(&scenario, KILLED_FROM_OUTSIDE).unwrap();
+    let out = dir.path().join("out");
+    let stdout = std::fs::File::create(dir.path().join("stdout")).unwrap();
+    let stderr = std::fs::File::create(dir.path().join("stderr")).unwrap();
+    let child = Command::new(support::leasesim())
+        .args(["live", "--seed", "5", "--timeout", "60s", "--scenario"])
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out)
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let mut orchestrator = Guard(child);
+    let (ledger, children) = ledger_among_children(&out, orchestrator.0.id());
+    // Let the replicas work against it for a moment first.
+    std::thread::sleep(Duration::from_millis(1_500));
+    // SAFETY: kill(2) on a live child of the orchestrator, which has not reaped it.
+    assert_eq!(
+        unsafe { libc::kill(i32::try_from(ledger).unwrap(), libc::SIGKILL) },
+        0
+    );
+    let status = exit_within_45_s(&mut orchestrator);
+    let stdout = std::fs::read_to_string(dir.path().join("stdout")).unwrap();
+    let stderr = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+    // Exit 3, the harness error, with the host and its exit status named.
+    assert_eq!(status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("ledger (boot 0) exited by itself (signal: 9"),
+        "{stderr}"
+    );
+    the_run_is_recorded_as_a_harness_error(&out, &stdout);
     // Every other child was stopped and reaped: none is left behind.
     let left: Vec<u32> = children.iter().copied().filter(|&c| alive(c)).collect();
     assert!(left.is_empty(), "children left behind: {left:?}");

@@ -195,80 +195,94 @@ fn bad_schedules_and_scripts_exit_2_saying_what_is_wrong() {
     );
 }
 
-/// Each hostile document is refused before the run with exit 2 and a message naming what is
-/// wrong (a panic deep in the simulation would abort with no seed).
+/// Faults out of range, each with what its refusal says.
+const OUT_OF_RANGE_FAULTS: [(&str, &str); 10] = [
+    (
+        r#"{"at_ms":0,"fault":"clock_drift","host":"replica-1","ppm":-2000000}"#,
+        "drift must be",
+    ),
+    (
+        r#"{"at_ms":0,"fault":"link_flaps","a":"replica-1","b":"lease","fail_ppm":4000000000}"#,
+        "fail_ppm",
+    ),
+    (
+        r#"{"at_ms":0,"fault":"latency","a":"replica-1","b":"lease","latency_ms":18446744073709551615,"jitter_ms":5}"#,
+        "latency + jitter",
+    ),
+    (
+        r#"{"at_ms":0,"fault":"lease_service_restarts","every_ms":1,"count":4294967295}"#,
+        "count must be",
+    ),
+    (
+        r#"{"at_ms":0,"fault":"delay_replies","from":"lease","to":"replica-1","delay_ms":18446744073709551615}"#,
+        "a duration must be",
+    ),
+    (
+        r#"{"at_ms":0,"fault":"wall_jump","host":"replica-1","delta_ms":9223372036854775807}"#,
+        "wall-clock step",
+    ),
+    (
+        r#"{"at_ms":0,"fault":"stall","host":"replica-1","point":"service_handler_start","duration_ms":5}"#,
+        "never reaches",
+    ),
+    (
+        r#"{"at_ms":0,"fault":"partition","a":"lease","b":"lease"}"#,
+        "two different hosts",
+    ),
+    (
+        r#"{"at_ms":0,"fault":"worker_panic","host":"replica-1","point":"before_renew_send"}"#,
+        "a worker panics only where a run's work goes",
+    ),
+    (
+        r#"{"at_ms":0,"fault":"worker_panic","host":"lease","point":"before_append_send"}"#,
+        "never reaches",
+    ),
+];
+
+/// Script calls that name what does not exist, each with what its refusal says.
+const DANGLING_SCRIPT_CALLS: [(&str, &str); 4] = [
+    (
+        r#"{"at_ms":0,"replica":"replica-1","call":"acquire","session":"zz"}"#,
+        "unknown session `zz`",
+    ),
+    (
+        r#"{"at_ms":0,"replica":"replica-1","call":"release","lease":"nothing"}"#,
+        "never acquired",
+    ),
+    (
+        r#"{"at_ms":0,"replica":"replica-1","call":"append","session":"s1","payload":"x"}"#,
+        "never opened",
+    ),
+    (
+        r#"{"at_ms":0,"replica":"replica-1","call":"shutdown"},{"at_ms":5,"replica":"replica-1","call":"acquire","session":"s1"}"#,
+        "comes after its shutdown at 0 ms; a replica that shut down makes no more calls",
+    ),
+];
+
+// Each hostile document is refused before the run with exit 2 and a message naming what is
+// wrong (a panic deep in the simulation would abort with no seed).
+
 #[test]
-fn out_of_range_faults_and_dangling_script_references_exit_2() {
+fn out_of_range_faults_exit_2() {
     let out = tempfile::tempdir().unwrap();
-    let schedules = [
-        (
-            r#"{"at_ms":0,"fault":"clock_drift","host":"replica-1","ppm":-2000000}"#,
-            "drift must be",
-        ),
-        (
-            r#"{"at_ms":0,"fault":"link_flaps","a":"replica-1","b":"lease","fail_ppm":4000000000}"#,
-            "fail_ppm",
-        ),
-        (
-            r#"{"at_ms":0,"fault":"latency","a":"replica-1","b":"lease","latency_ms":18446744073709551615,"jitter_ms":5}"#,
-            "latency + jitter",
-        ),
-        (
-            r#"{"at_ms":0,"fault":"lease_service_restarts","every_ms":1,"count":4294967295}"#,
-            "count must be",
-        ),
-        (
-            r#"{"at_ms":0,"fault":"delay_replies","from":"lease","to":"replica-1","delay_ms":18446744073709551615}"#,
-            "a duration must be",
-        ),
-        (
-            r#"{"at_ms":0,"fault":"wall_jump","host":"replica-1","delta_ms":9223372036854775807}"#,
-            "wall-clock step",
-        ),
-        (
-            r#"{"at_ms":0,"fault":"stall","host":"replica-1","point":"service_handler_start","duration_ms":5}"#,
-            "never reaches",
-        ),
-        (
-            r#"{"at_ms":0,"fault":"partition","a":"lease","b":"lease"}"#,
-            "two different hosts",
-        ),
-        (
-            r#"{"at_ms":0,"fault":"worker_panic","host":"replica-1","point":"before_renew_send"}"#,
-            "a worker panics only where a run's work goes",
-        ),
-        (
-            r#"{"at_ms":0,"fault":"worker_panic","host":"lease","point":"before_append_send"}"#,
-            "never reaches",
-        ),
-    ];
-    for (fault, expected) in schedules {
+    for (fault, expected) in OUT_OF_RANGE_FAULTS {
         let schedule = format!(r#"{{"v":1,"faults":[{fault}]}}"#);
         refused_before_the_run(out.path(), "--schedule", &schedule, expected);
     }
+}
+
+#[test]
+fn a_fault_after_the_heal_exits_2() {
+    let out = tempfile::tempdir().unwrap();
     let late =
         r#"{"v":1,"faults":[{"at_ms":10000,"fault":"isolate","host":"lease"}],"heal_at_ms":5000}"#;
     refused_before_the_run(out.path(), "--schedule", late, "comes after heal_at_ms");
+}
 
-    let scripts = [
-        (
-            r#"{"at_ms":0,"replica":"replica-1","call":"acquire","session":"zz"}"#,
-            "unknown session `zz`",
-        ),
-        (
-            r#"{"at_ms":0,"replica":"replica-1","call":"release","lease":"nothing"}"#,
-            "never acquired",
-        ),
-        (
-            r#"{"at_ms":0,"replica":"replica-1","call":"append","session":"s1","payload":"x"}"#,
-            "never opened",
-        ),
-        (
-            r#"{"at_ms":0,"replica":"replica-1","call":"shutdown"},{"at_ms":5,"replica":"replica-1","call":"acquire","session":"s1"}"#,
-            "comes after its shutdown at 0 ms; a replica that shut down makes no more calls",
-        ),
-    ];
-    for (call, expected) in scripts {
+#[test]
+fn dangling_script_references_exit_2() {
+    let out = tempfile::tempdir().unwrap();
+    for (call, expected) in DANGLING_SCRIPT_CALLS {
         let script = format!(r#"{{"v":1,"calls":[{call}]}}"#);
         refused_before_the_run(out.path(), "--script", &script, expected);
     }

@@ -67,62 +67,29 @@ pub fn check(history: &History) -> InvariantReport {
                     let live_same = hold.as_ref().filter(|held| {
                         held.owner == decision.owner && held.live_at(&clock, decision)
                     });
-                    if let Some(held) = live_same {
-                        if held.token != *token {
-                            report.violation(
-                                format!(
-                                    "{session}: {}, a live re-acquire, changed its token from {} (granted to {}) to {token}",
-                                    caller(history, decision),
-                                    held.token,
-                                    caller(history, held.set_by)
-                                ),
-                                [
-                                    decision_evidence(history, held.set_by),
-                                    decision_evidence(history, decision),
-                                ]
-                                .concat(),
-                            );
-                        }
-                    } else if let Some((top, by)) = highest
-                        && *token <= top
-                    {
-                        report.violation(
-                            format!(
-                                "{session}: {} took the session over with token {token}, not above token {top} granted earlier to {}",
-                                caller(history, decision),
-                                caller(history, by)
-                            ),
-                            [
-                                decision_evidence(history, by),
-                                decision_evidence(history, decision),
-                            ]
-                            .concat(),
-                        );
-                    }
+                    judge_grant(
+                        &mut report,
+                        history,
+                        &session,
+                        live_same,
+                        highest,
+                        decision,
+                        *token,
+                    );
                     if highest.is_none_or(|(top, _)| *token > top) {
                         highest = Some((*token, decision));
                     }
                 }
                 Decision::Renew { token, .. } => {
                     report.checks += 1;
-                    match &hold {
-                        Some(held) if held.owner == decision.owner && held.token == *token => {}
-                        _ => {
-                            let mut evidence: Vec<Evidence> =
-                                hold.iter().map(|h| Evidence::decision(h.set_by)).collect();
-                            evidence.extend(decision_evidence(history, decision));
-                            report.violation(
-                                format!(
-                                    "{session}: {} was granted token {token}, not the token of its current hold{}",
-                                    caller(history, decision),
-                                    hold.as_ref()
-                                        .map(|h| format!(" ({}'s token {})", who(&h.owner), h.token))
-                                        .unwrap_or_default()
-                                ),
-                                evidence,
-                            );
-                        }
-                    }
+                    judge_renew(
+                        &mut report,
+                        history,
+                        &session,
+                        hold.as_ref(),
+                        decision,
+                        *token,
+                    );
                     if highest.is_none_or(|(top, _)| *token > top) {
                         highest = Some((*token, decision));
                     }
@@ -133,6 +100,76 @@ pub fn check(history: &History) -> InvariantReport {
         }
     }
     report
+}
+
+/// TOKEN on one grant: a live re-acquire (`live_same`, the caller's own live hold) keeps its
+/// token; any other grant is a takeover, whose token must be above the `highest` granted before.
+fn judge_grant(
+    report: &mut InvariantReport,
+    history: &History,
+    session: &str,
+    live_same: Option<&Hold>,
+    highest: Option<(u64, &DecisionLine)>,
+    decision: &DecisionLine,
+    token: u64,
+) {
+    if let Some(held) = live_same {
+        if held.token != token {
+            report.violation(
+                format!(
+                    "{session}: {}, a live re-acquire, changed its token from {} (granted to {}) to {token}",
+                    caller(history, decision),
+                    held.token,
+                    caller(history, held.set_by)
+                ),
+                [
+                    decision_evidence(history, held.set_by),
+                    decision_evidence(history, decision),
+                ]
+                .concat(),
+            );
+        }
+    } else if let Some((top, by)) = highest
+        && token <= top
+    {
+        report.violation(
+            format!(
+                "{session}: {} took the session over with token {token}, not above token {top} granted earlier to {}",
+                caller(history, decision),
+                caller(history, by)
+            ),
+            [
+                decision_evidence(history, by),
+                decision_evidence(history, decision),
+            ]
+            .concat(),
+        );
+    }
+}
+
+/// TOKEN on one renew: it carries the token of the caller's current `hold`.
+fn judge_renew(
+    report: &mut InvariantReport,
+    history: &History,
+    session: &str,
+    hold: Option<&Hold>,
+    decision: &DecisionLine,
+    token: u64,
+) {
+    if hold.is_some_and(|held| held.owner == decision.owner && held.token == token) {
+        return;
+    }
+    let mut evidence: Vec<Evidence> = hold.iter().map(|h| Evidence::decision(h.set_by)).collect();
+    evidence.extend(decision_evidence(history, decision));
+    report.violation(
+        format!(
+            "{session}: {} was granted token {token}, not the token of its current hold{}",
+            caller(history, decision),
+            hold.map(|h| format!(" ({}'s token {})", who(&h.owner), h.token))
+                .unwrap_or_default()
+        ),
+        evidence,
+    );
 }
 
 /// TOKEN on `leaseTransitions` (see the module documentation).

@@ -725,22 +725,6 @@ impl<'a, M: Model> Search<'a, M> {
     ) -> Self {
         let events = Self::events(ops, indices);
         let nodes = events.len() + 1;
-        let words = indices.len().div_ceil(64);
-        let mut info_mask = vec![0u64; words];
-        let mut info_number = vec![None; indices.len()];
-        let mut infos = 0u32;
-        for (local, &i) in indices.iter().enumerate() {
-            if ops[i].output.is_none() {
-                mark(&mut info_mask, local, true);
-                info_number[local] = Some(infos);
-                infos += 1;
-            }
-        }
-        // Unknown-outcome ops count as placed in `known`, so a word of them alone is full.
-        let known = info_mask.clone();
-        let known_low = (0..words)
-            .find(|&w| known[w] != full_word(w, words, indices.len()))
-            .unwrap_or(words);
         let mut search = Search {
             model,
             ops,
@@ -765,55 +749,86 @@ impl<'a, M: Model> Search<'a, M> {
             longest_prefix: Vec::new(),
             prefix_agrees: 0,
             steps: 0,
-            at: Position {
-                linearized: vec![0u64; words],
-                cache: Memo::new((infos as usize).div_ceil(64)),
-                known,
-                known_low,
-                known_high: 0,
-                info_mask,
-                info_number,
-                info_placed: vec![0u64; (infos as usize).div_ceil(64)],
-                op_keys: indices
-                    .iter()
-                    .enumerate()
-                    .map(|(local, &i)| {
-                        if ops[i].output.is_some() {
-                            zobrist(local)
-                        } else {
-                            0
-                        }
-                    })
-                    .collect(),
-                known_hash: 0,
-                calls: Vec::new(),
-                known_total: 0,
-                known_left: 0,
-                state: model.init(),
-                entry: NIL,
-                reads_first: true,
-            },
+            at: Self::start(model, ops, indices),
         };
-        let mut call_node = vec![NIL; indices.len()];
+        search.link(&events);
+        search.at.known_total = search.known_ops();
+        search.at.known_left = search.at.known_total;
+        search.at.entry = search.next[HEAD];
+        search
+    }
+
+    /// The position before anything is placed: the unknown-outcome ops numbered and counted
+    /// as placed in `known` (they may take effect or not), the state the model's initial one.
+    fn start(
+        model: &M,
+        ops: &[Operation<M::Input, M::Output>],
+        indices: &[usize],
+    ) -> Position<M::State> {
+        let words = indices.len().div_ceil(64);
+        let mut info_mask = vec![0u64; words];
+        let mut info_number = vec![None; indices.len()];
+        let mut infos = 0u32;
+        for (local, &i) in indices.iter().enumerate() {
+            if ops[i].output.is_none() {
+                mark(&mut info_mask, local, true);
+                info_number[local] = Some(infos);
+                infos += 1;
+            }
+        }
+        // Unknown-outcome ops count as placed in `known`, so a word of them alone is full.
+        let known = info_mask.clone();
+        let known_low = (0..words)
+            .find(|&w| known[w] != full_word(w, words, indices.len()))
+            .unwrap_or(words);
+        Position {
+            linearized: vec![0u64; words],
+            cache: Memo::new((infos as usize).div_ceil(64)),
+            known,
+            known_low,
+            known_high: 0,
+            info_mask,
+            info_number,
+            info_placed: vec![0u64; (infos as usize).div_ceil(64)],
+            op_keys: indices
+                .iter()
+                .enumerate()
+                .map(|(local, &i)| {
+                    if ops[i].output.is_some() {
+                        zobrist(local)
+                    } else {
+                        0
+                    }
+                })
+                .collect(),
+            known_hash: 0,
+            calls: Vec::new(),
+            known_total: 0,
+            known_left: 0,
+            state: model.init(),
+            entry: NIL,
+            reads_first: true,
+        }
+    }
+
+    /// Lays the time-ordered `events` on the node list: each node's op, each call node's return.
+    fn link(&mut self, events: &[(u64, bool, usize)]) {
+        let mut call_node = vec![NIL; self.indices.len()];
         for (position, &(_, is_return, op)) in events.iter().enumerate() {
             let node = position + 1;
-            search.node_op[node] = op;
+            self.node_op[node] = op;
             if is_return {
                 debug_assert_ne!(call_node[op], NIL, "an op's call event precedes its return");
-                search.matching[call_node[op]] = node;
+                self.matching[call_node[op]] = node;
             } else {
                 call_node[op] = node;
             }
         }
         debug_assert_eq!(
-            search.matching.iter().filter(|&&m| m != NIL).count(),
-            indices.len(),
+            self.matching.iter().filter(|&&m| m != NIL).count(),
+            self.indices.len(),
             "every call node has its return node"
         );
-        search.at.known_total = search.known_ops();
-        search.at.known_left = search.at.known_total;
-        search.at.entry = search.next[HEAD];
-        search
     }
 
     /// Call and return events `(time, is_return, local op)`, in time order; calls before returns

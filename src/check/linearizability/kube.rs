@@ -125,12 +125,122 @@ impl Stored {
         }
     }
 
+    /// Its resourceVersion for a message: `rv N`, or that it is not yet known.
+    fn describe_rv(&self) -> String {
+        self.resource_version
+            .map_or("an rv not yet known".to_owned(), |rv| format!("rv {rv}"))
+    }
+
     fn pinned(object: &LeaseObject) -> Stored {
         Stored {
             resource_version: Some(object.resource_version),
             holder_identity: object.holder_identity.clone(),
             transitions: object.transitions,
         }
+    }
+}
+
+/// A create: it succeeds on an absent object (returning what it wrote) and answers 409 Conflict
+/// on a present one; of unknown outcome it may have written.
+fn step_create(
+    state: &KubeState,
+    holder_identity: &str,
+    transitions: u64,
+    output: Option<&KubeOutput>,
+) -> Option<KubeState> {
+    let next = |s: Stored| Some(KubeState(Some(s)));
+    match (state.0.as_ref(), output) {
+        (None, None) => next(Stored {
+            resource_version: None,
+            holder_identity: holder_identity.to_owned(),
+            transitions,
+        }),
+        (None, Some(KubeOutput::Object(object)))
+            if object.holder_identity == holder_identity && object.transitions == transitions =>
+        {
+            next(Stored::pinned(object))
+        }
+        (Some(_), None | Some(KubeOutput::Conflict)) => Some(state.clone()),
+        _ => None,
+    }
+}
+
+/// An update of a present object: it succeeds when `expected_rv` may match (returning what it
+/// wrote, at a new resourceVersion) and answers 409 Conflict when it may not.
+fn step_update(
+    state: &KubeState,
+    expected_rv: Option<u64>,
+    holder_identity: &str,
+    transitions: u64,
+    output: Option<&KubeOutput>,
+) -> Option<KubeState> {
+    let stored = state.0.as_ref()?;
+    match output {
+        None if stored.may_match(expected_rv) => Some(KubeState(Some(Stored {
+            resource_version: None,
+            holder_identity: holder_identity.to_owned(),
+            transitions,
+        }))),
+        None => Some(state.clone()),
+        Some(KubeOutput::Object(object)) => {
+            let new_rv = Some(object.resource_version);
+            let ok = stored.may_match(expected_rv)
+                && expected_rv != new_rv
+                && (stored.resource_version.is_none() || stored.resource_version != new_rv)
+                && object.holder_identity == holder_identity
+                && object.transitions == transitions;
+            ok.then(|| KubeState(Some(Stored::pinned(object))))
+        }
+        Some(KubeOutput::Conflict) => stored.may_mismatch(expected_rv).then(|| state.clone()),
+        Some(KubeOutput::NotFound) => None,
+    }
+}
+
+/// A delete of a present object: it succeeds when `expected_rv` may match (returning the object
+/// it deleted) and answers 409 Conflict when it may not.
+fn step_delete(
+    state: &KubeState,
+    expected_rv: Option<u64>,
+    output: Option<&KubeOutput>,
+) -> Option<KubeState> {
+    let stored = state.0.as_ref()?;
+    match output {
+        None if stored.may_match(expected_rv) => Some(KubeState(None)),
+        None => Some(state.clone()),
+        Some(KubeOutput::Object(object)) => (stored.is(object)
+            && expected_rv.is_none_or(|rv| rv == object.resource_version))
+        .then_some(KubeState(None)),
+        Some(KubeOutput::Conflict) => stored.may_mismatch(expected_rv).then(|| state.clone()),
+        Some(KubeOutput::NotFound) => None,
+    }
+}
+
+/// Why an update of `stored` that returned `object` breaks optimistic concurrency.
+fn reject_updated(
+    stored: &Stored,
+    expected_rv: Option<u64>,
+    holder_identity: &str,
+    transitions: u64,
+    object: &LeaseObject,
+) -> String {
+    if !stored.may_match(expected_rv) {
+        format!(
+            "CAS expected rv {}, object at {}: the update must answer 409 Conflict",
+            expected_rv.unwrap_or_default(),
+            stored.describe_rv()
+        )
+    } else if object.holder_identity != holder_identity || object.transitions != transitions {
+        format!(
+            "an update returns what it wrote (holder {holder_identity:?}, transitions \
+             {transitions}), not holder {:?} transitions {}",
+            object.holder_identity, object.transitions
+        )
+    } else {
+        format!(
+            "an update gets a new resourceVersion, but returned rv {}, the one it \
+             replaced",
+            object.resource_version
+        )
     }
 }
 
@@ -155,12 +265,11 @@ impl Model for KubeLeaseObjects {
         output: Option<&KubeOutput>,
     ) -> Option<KubeState> {
         let present = state.0.as_ref();
-        let next = |s: Stored| Some(KubeState(Some(s)));
         match (&input.call, output) {
             (KubeCall::Get, None) => Some(state.clone()),
             (KubeCall::Get, Some(KubeOutput::Object(object))) => {
                 present.filter(|s| s.is(object))?;
-                next(Stored::pinned(object))
+                Some(KubeState(Some(Stored::pinned(object))))
             }
             (_, Some(KubeOutput::NotFound)) => present.is_none().then(|| state.clone()),
             (
@@ -169,21 +278,7 @@ impl Model for KubeLeaseObjects {
                     transitions,
                 },
                 output,
-            ) => match (present, output) {
-                (None, None) => next(Stored {
-                    resource_version: None,
-                    holder_identity: holder_identity.clone(),
-                    transitions: *transitions,
-                }),
-                (None, Some(KubeOutput::Object(object)))
-                    if object.holder_identity == *holder_identity
-                        && object.transitions == *transitions =>
-                {
-                    next(Stored::pinned(object))
-                }
-                (Some(_), None | Some(KubeOutput::Conflict)) => Some(state.clone()),
-                _ => None,
-            },
+            ) => step_create(state, holder_identity, *transitions, output),
             (
                 KubeCall::Update {
                     expected_rv,
@@ -191,45 +286,8 @@ impl Model for KubeLeaseObjects {
                     transitions,
                 },
                 output,
-            ) => {
-                let stored = present?;
-                match output {
-                    None if stored.may_match(*expected_rv) => next(Stored {
-                        resource_version: None,
-                        holder_identity: holder_identity.clone(),
-                        transitions: *transitions,
-                    }),
-                    None => Some(state.clone()),
-                    Some(KubeOutput::Object(object)) => {
-                        let new_rv = Some(object.resource_version);
-                        let ok = stored.may_match(*expected_rv)
-                            && *expected_rv != new_rv
-                            && (stored.resource_version.is_none()
-                                || stored.resource_version != new_rv)
-                            && object.holder_identity == *holder_identity
-                            && object.transitions == *transitions;
-                        ok.then(|| KubeState(Some(Stored::pinned(object))))
-                    }
-                    Some(KubeOutput::Conflict) => {
-                        stored.may_mismatch(*expected_rv).then(|| state.clone())
-                    }
-                    Some(KubeOutput::NotFound) => None,
-                }
-            }
-            (KubeCall::Delete { expected_rv }, output) => {
-                let stored = present?;
-                match output {
-                    None if stored.may_match(*expected_rv) => Some(KubeState(None)),
-                    None => Some(state.clone()),
-                    Some(KubeOutput::Object(object)) => (stored.is(object)
-                        && expected_rv.is_none_or(|rv| rv == object.resource_version))
-                    .then_some(KubeState(None)),
-                    Some(KubeOutput::Conflict) => {
-                        stored.may_mismatch(*expected_rv).then(|| state.clone())
-                    }
-                    Some(KubeOutput::NotFound) => None,
-                }
-            }
+            ) => step_update(state, *expected_rv, holder_identity, *transitions, output),
+            (KubeCall::Delete { expected_rv }, output) => step_delete(state, *expected_rv, output),
             (KubeCall::Get, Some(KubeOutput::Conflict)) => None,
         }
     }
@@ -266,10 +324,7 @@ impl Model for KubeLeaseObjects {
         let Some(output) = output else {
             return "an unknown outcome is accepted in every state".to_owned();
         };
-        let rv = |s: &Stored| {
-            s.resource_version
-                .map_or("an rv not yet known".to_owned(), |rv| format!("rv {rv}"))
-        };
+        let rv = Stored::describe_rv;
         match (&state.0, &input.call, output) {
             (None, KubeCall::Create { .. }, KubeOutput::Object(_)) => {
                 "a create returns the object it wrote: holder or transitions differ".to_owned()
@@ -312,29 +367,7 @@ impl Model for KubeLeaseObjects {
                     transitions,
                 },
                 KubeOutput::Object(object),
-            ) => {
-                if !s.may_match(*expected_rv) {
-                    format!(
-                        "CAS expected rv {}, object at {}: the update must answer 409 Conflict",
-                        expected_rv.unwrap_or_default(),
-                        rv(s)
-                    )
-                } else if object.holder_identity != *holder_identity
-                    || object.transitions != *transitions
-                {
-                    format!(
-                        "an update returns what it wrote (holder {holder_identity:?}, transitions \
-                         {transitions}), not holder {:?} transitions {}",
-                        object.holder_identity, object.transitions
-                    )
-                } else {
-                    format!(
-                        "an update gets a new resourceVersion, but returned rv {}, the one it \
-                         replaced",
-                        object.resource_version
-                    )
-                }
-            }
+            ) => reject_updated(s, *expected_rv, holder_identity, *transitions, object),
             (Some(s), KubeCall::Delete { expected_rv }, KubeOutput::Object(_)) => {
                 if s.may_match(*expected_rv) {
                     "a delete returns the object it deleted, and this is not it".to_owned()
@@ -342,7 +375,7 @@ impl Model for KubeLeaseObjects {
                     format!(
                         "CAS expected rv {}, object at {}: the delete must answer 409 Conflict",
                         expected_rv.unwrap_or_default(),
-                        rv(s)
+                        s.describe_rv()
                     )
                 }
             }

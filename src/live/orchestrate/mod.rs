@@ -32,6 +32,7 @@ use crate::check::judge;
 use crate::exit::Exit;
 use crate::history::{History, Line, NemesisLine, Phase, PhaseLine, hosts, micros};
 use crate::results::record::RunRecord;
+use crate::sim::config::WorldConfig;
 use crate::sim::runfile::RunFile;
 use crate::sim::runner::RunResult;
 
@@ -83,31 +84,58 @@ pub fn main(args: LiveArgs) -> Exit {
             return Exit::BadInput;
         }
     };
-    let spawner = match Spawner::start() {
-        Ok(spawner) => spawner,
+    let (spawner, runtime) = match start_workers() {
+        Ok(workers) => workers,
         Err(error) => {
-            eprintln!("error: cannot start the spawner thread: {error}");
+            eprintln!("error: {error}");
             return Exit::HarnessError;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let mut runs = Runs::default();
+    for k in 0..args.runs {
+        if let Err(exit) = runs.make(&args, k, &spawner, &runtime) {
+            return exit;
+        }
+    }
+    runs.report(&args)
+}
+
+/// The spawner thread and the async runtime every run of the command shares.
+fn start_workers() -> Result<(Spawner, tokio::runtime::Runtime), String> {
+    let spawner =
+        Spawner::start().map_err(|error| format!("cannot start the spawner thread: {error}"))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
-            return Exit::HarnessError;
-        }
-    };
-    let mut exits = Vec::new();
-    let mut lines = Vec::new();
-    let mut records = Vec::new();
-    let mut scenarios: Vec<crate::report::ScenarioInfo> = Vec::new();
-    // The runs' identity in the report (as a campaign's `config_hash`): their run files.
-    let mut config = Sha256::new();
-    for k in 0..args.runs {
+        .map_err(|error| format!("cannot start the async runtime: {error}"))?;
+    Ok((spawner, runtime))
+}
+
+/// What the command's runs gave so far, for its report.
+#[derive(Default)]
+struct Runs {
+    exits: Vec<Exit>,
+    /// One summary line per run.
+    lines: Vec<String>,
+    records: Vec<RunRecord>,
+    scenarios: Vec<crate::report::ScenarioInfo>,
+    /// The runs' identity in the report (as a campaign's `config_hash`): their run files.
+    config: Sha256,
+}
+
+impl Runs {
+    /// Makes and judges run `k` (seed `--seed` + `k`, in `run-<k+1>/` when there are several).
+    ///
+    /// # Errors
+    /// The exit of the command when it must stop: bad input.
+    fn make(
+        &mut self,
+        args: &LiveArgs,
+        k: u64,
+        spawner: &Spawner,
+        runtime: &tokio::runtime::Runtime,
+    ) -> Result<(), Exit> {
         let mut request = args.request.clone();
         request.seed = args.request.seed.wrapping_add(k);
         let out = if args.runs > 1 {
@@ -115,31 +143,18 @@ pub fn main(args: LiveArgs) -> Exit {
         } else {
             args.out.clone()
         };
-        let resolved = match request.resolve() {
-            Ok(run) => run,
-            Err(error) => {
-                eprintln!("error: {error}");
-                return Exit::BadInput;
-            }
-        };
-        config.update(resolved.to_json().as_bytes());
-        config.update(backend_name(args.backend).as_bytes());
-        if !scenarios.iter().any(|s| s.name == resolved.scenario) {
-            scenarios.push(crate::report::ScenarioInfo {
-                name: resolved.scenario.clone(),
-                about: format!("live mode ({} backend)", backend_name(args.backend)),
-                coverage: Vec::new(),
-                violate: resolved.expect.violate.clone(),
-                coverage_within_seeds: std::collections::BTreeMap::new(),
-                left_out: None,
-            });
-        }
+        let resolved = request.resolve().map_err(|error| {
+            eprintln!("error: {error}");
+            Exit::BadInput
+        })?;
+        self.add_config(&resolved, args.backend);
         let replay = replay_command(&request, args.backend, &out);
         let wall = crate::campaign::stopwatch::Stopwatch::start();
-        let exit = match one_run(&args, &request, &out, &spawner, &runtime) {
+        let exit = match one_run(args, &request, &out, spawner, runtime) {
             Ok(judged) => {
-                lines.push(format!("seed {}: {}", request.seed, judged.verdict.line));
-                records.push(super::report::record(
+                self.lines
+                    .push(format!("seed {}: {}", request.seed, judged.verdict.line));
+                self.records.push(super::report::record(
                     &judged.run,
                     &judged.history,
                     &judged.verdict,
@@ -150,12 +165,13 @@ pub fn main(args: LiveArgs) -> Exit {
             }
             Err(LiveError::BadInput(error)) => {
                 eprintln!("error: {error}");
-                return Exit::BadInput;
+                return Err(Exit::BadInput);
             }
             Err(LiveError::Harness(error)) => {
                 eprintln!("error: seed {}: {error}", request.seed);
-                lines.push(format!("seed {}: harness error: {error}", request.seed));
-                records.push(RunRecord::harness_error(
+                self.lines
+                    .push(format!("seed {}: harness error: {error}", request.seed));
+                self.records.push(RunRecord::harness_error(
                     &resolved.scenario,
                     request.seed,
                     &error,
@@ -164,41 +180,64 @@ pub fn main(args: LiveArgs) -> Exit {
                 Exit::HarnessError
             }
         };
-        exits.push(exit);
+        self.exits.push(exit);
+        Ok(())
     }
-    let worst = Exit::worst(exits.iter().copied());
-    let mutant = args.request.mutant.map(|m| m.name().to_owned());
-    let config_hash = config.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let report = super::report::write(
-        &args.out,
-        records,
-        scenarios,
-        args.request.seed,
-        mutant,
-        config_hash,
-    );
-    if args.runs > 1 {
-        for line in &lines {
-            println!("{line}");
+
+    /// Adds run file `resolved` on `backend` to the runs' identity, and its scenario to the
+    /// report's when new.
+    fn add_config(&mut self, resolved: &RunFile, backend: Backend) {
+        self.config.update(resolved.to_json().as_bytes());
+        self.config.update(backend_name(backend).as_bytes());
+        if !self.scenarios.iter().any(|s| s.name == resolved.scenario) {
+            self.scenarios.push(crate::report::ScenarioInfo {
+                name: resolved.scenario.clone(),
+                about: format!("live mode ({} backend)", backend_name(backend)),
+                coverage: Vec::new(),
+                violate: resolved.expect.violate.clone(),
+                coverage_within_seeds: std::collections::BTreeMap::new(),
+                left_out: None,
+            });
         }
-        match report {
-            Ok(verdict) => println!(
-                "{verdict} — exit {worst} — report: {}",
-                args.out.join("report.md").display()
-            ),
-            Err(error) => {
-                eprintln!("error: the report: {error}");
-                return Exit::worst([worst, Exit::HarnessError]);
+    }
+
+    /// Writes the report of the runs and prints the summary of several; returns the worst
+    /// exit (a harness error when the report could not be written).
+    fn report(self, args: &LiveArgs) -> Exit {
+        let worst = Exit::worst(self.exits.iter().copied());
+        let mutant = args.request.mutant.map(|m| m.name().to_owned());
+        let config_hash = self.config.finalize()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let report = super::report::write(
+            &args.out,
+            self.records,
+            self.scenarios,
+            args.request.seed,
+            mutant,
+            config_hash,
+        );
+        if args.runs > 1 {
+            for line in &self.lines {
+                println!("{line}");
             }
+            match report {
+                Ok(verdict) => println!(
+                    "{verdict} — exit {worst} — report: {}",
+                    args.out.join("report.md").display()
+                ),
+                Err(error) => {
+                    eprintln!("error: the report: {error}");
+                    return Exit::worst([worst, Exit::HarnessError]);
+                }
+            }
+        } else if let Err(error) = report {
+            eprintln!("error: the report: {error}");
+            return Exit::worst([worst, Exit::HarnessError]);
         }
-    } else if let Err(error) = report {
-        eprintln!("error: the report: {error}");
-        return Exit::worst([worst, Exit::HarnessError]);
+        worst
     }
-    worst
 }
 
 /// One run made and judged.
@@ -271,43 +310,8 @@ fn one_run(
     let config = run
         .world_config()
         .map_err(|e| LiveError::BadInput(e.to_string()))?;
-    if run.world.backend != crate::sim::runfile::BackendSpec::Grpc {
-        return Err(LiveError::BadInput(format!(
-            "the run's world backend is `{}`: live mode runs the gRPC services, flock or etcd \
-             (--backend), not a simulated API server",
-            run.world.backend.name()
-        )));
-    }
-    // What this build and machine lack is said before the schedule's needs (libfaketime):
-    // the backend is the first thing the command line chose.
-    if args.backend == Backend::Etcd && !cfg!(feature = "etcd") {
-        return Err(LiveError::BadInput(
-            "--backend etcd: this leasesim was built without the `etcd` feature; rebuild with \
-             `cargo build --release --features etcd` (or install with `--features etcd`)"
-                .into(),
-        ));
-    }
-    if args.backend == Backend::Etcd && which(super::etcd::ETCD_BINARY).is_none() {
-        return Err(LiveError::BadInput(
-            "--backend etcd: no `etcd` on PATH (apt-get install etcd-server)".into(),
-        ));
-    }
-
-    let lease_host = match args.backend {
-        Backend::Grpc => Some(hosts::LEASE),
-        Backend::Flock => None,
-        Backend::Etcd => Some(super::etcd::HOST),
-    };
-    let drawn = request.schedule.is_none() && (request.scenario.is_none() || run.drawn.is_some());
-    let duration_ms = config.duration.as_millis() as u64;
-    let plan = super::nemesis::plan(
-        &run.schedule,
-        duration_ms,
-        run.world.replicas,
-        lease_host,
-        drawn,
-    )
-    .map_err(LiveError::BadInput)?;
+    check_backend(args.backend, &run)?;
+    let plan = plan_faults(args.backend, request, &run, &config)?;
     let faketime = if plan.clocks.is_empty() {
         None
     } else {
@@ -322,33 +326,10 @@ fn one_run(
     let timeout = args.timeout.unwrap_or_else(|| {
         config.duration + Duration::from_micros(live_bound(&run, true)) + Duration::from_secs(60)
     });
-
-    println!("SEED={}", run.seed);
-    print!(
-        "{}",
-        run.describe_on(backend_name(args.backend), out, timeout)
-    );
-    println!(
-        "live: backend {}, {} replicas, {} s, heal at {} ms, out {}",
-        backend_name(args.backend),
-        run.world.replicas,
-        config.duration.as_secs(),
-        plan.heal_at_ms,
-        out.display()
-    );
+    announce(args.backend, &run, &config, &plan, out, timeout);
 
     let truth = TrueClock::start();
-    let nemesis = LineFile::create(&out.join("processes/orchestrator.jsonl"))
-        .map_err(harness("orchestrator history"))?;
-    let mut config_line = crate::sim::config::config_line(&config);
-    config_line.authority = match args.backend {
-        Backend::Grpc => Some(hosts::LEASE.to_owned()),
-        _ => None,
-    };
-    nemesis
-        .append(&Line::Config(config_line))
-        .map_err(harness("orchestrator history"))?;
-
+    let nemesis = orchestrator_history(out, &config, args.backend)?;
     let mut live = Run {
         out: out.to_owned(),
         run_file,
@@ -376,8 +357,112 @@ fn one_run(
     outcome?;
     stopped?;
 
-    let written: Vec<ProcessFile> = live
-        .ended
+    let (history, cut_off) = merge_history(out, &live.ended)?;
+    let verdict = judge::judge_run(&history, &run.expect.violate);
+    let judged = Judged {
+        run,
+        history,
+        verdict,
+    };
+    write_result(&judged, args.backend, request, &config, out, cut_off)?;
+    Ok(judged)
+}
+
+/// Refuses a run live mode cannot make with `backend`: a simulated API server, or etcd
+/// missing from this build or machine. What the build and machine lack is said before the
+/// schedule's needs (libfaketime): the backend is the first thing the command line chose.
+fn check_backend(backend: Backend, run: &RunFile) -> Result<(), LiveError> {
+    if run.world.backend != crate::sim::runfile::BackendSpec::Grpc {
+        return Err(LiveError::BadInput(format!(
+            "the run's world backend is `{}`: live mode runs the gRPC services, flock or etcd \
+             (--backend), not a simulated API server",
+            run.world.backend.name()
+        )));
+    }
+    if backend == Backend::Etcd && !cfg!(feature = "etcd") {
+        return Err(LiveError::BadInput(
+            "--backend etcd: this leasesim was built without the `etcd` feature; rebuild with \
+             `cargo build --release --features etcd` (or install with `--features etcd`)"
+                .into(),
+        ));
+    }
+    if backend == Backend::Etcd && which(super::etcd::ETCD_BINARY).is_none() {
+        return Err(LiveError::BadInput(
+            "--backend etcd: no `etcd` on PATH (apt-get install etcd-server)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The nemesis plan of `run`'s schedule on `backend`'s hosts (docs/live.md).
+fn plan_faults(
+    backend: Backend,
+    request: &RunRequest,
+    run: &RunFile,
+    config: &WorldConfig,
+) -> Result<super::nemesis::Plan, LiveError> {
+    let lease_host = match backend {
+        Backend::Grpc => Some(hosts::LEASE),
+        Backend::Flock => None,
+        Backend::Etcd => Some(super::etcd::HOST),
+    };
+    let drawn = request.schedule.is_none() && (request.scenario.is_none() || run.drawn.is_some());
+    super::nemesis::plan(
+        &run.schedule,
+        config.duration.as_millis() as u64,
+        run.world.replicas,
+        lease_host,
+        drawn,
+    )
+    .map_err(LiveError::BadInput)
+}
+
+/// Prints the run's seed, description and live set-up before it starts.
+fn announce(
+    backend: Backend,
+    run: &RunFile,
+    config: &WorldConfig,
+    plan: &super::nemesis::Plan,
+    out: &Path,
+    timeout: Duration,
+) {
+    println!("SEED={}", run.seed);
+    print!("{}", run.describe_on(backend_name(backend), out, timeout));
+    println!(
+        "live: backend {}, {} replicas, {} s, heal at {} ms, out {}",
+        backend_name(backend),
+        run.world.replicas,
+        config.duration.as_secs(),
+        plan.heal_at_ms,
+        out.display()
+    );
+}
+
+/// The orchestrator's own history file, `processes/orchestrator.jsonl`, begun with the config
+/// line (the gRPC lease service is the authority; the others have none the history sees).
+fn orchestrator_history(
+    out: &Path,
+    config: &WorldConfig,
+    backend: Backend,
+) -> Result<LineFile, LiveError> {
+    let nemesis = LineFile::create(&out.join("processes/orchestrator.jsonl"))
+        .map_err(harness("orchestrator history"))?;
+    let mut config_line = crate::sim::config::config_line(config);
+    config_line.authority = match backend {
+        Backend::Grpc => Some(hosts::LEASE.to_owned()),
+        _ => None,
+    };
+    nemesis
+        .append(&Line::Config(config_line))
+        .map_err(harness("orchestrator history"))?;
+    Ok(nemesis)
+}
+
+/// Merges the orchestrator's and the `ended` processes' files into `history.jsonl` (etcd
+/// writes none), saying what was torn or missing; returns the history and how many of its
+/// operations were cut off.
+fn merge_history(out: &Path, ended: &[ProcessFile]) -> Result<(History, usize), LiveError> {
+    let written: Vec<ProcessFile> = ended
         .iter()
         .filter(|p| p.host != super::etcd::HOST)
         .cloned()
@@ -411,8 +496,23 @@ fn one_run(
             out.join("logs").display()
         )));
     }
+    Ok((history, merged.cut_off))
+}
 
-    let verdict = judge::judge_run(&history, &run.expect.violate);
+/// Writes the run's `result.json` and prints its summary, the replay command and the verdict.
+fn write_result(
+    judged: &Judged,
+    backend: Backend,
+    request: &RunRequest,
+    config: &WorldConfig,
+    out: &Path,
+    cut_off: usize,
+) -> Result<(), LiveError> {
+    let Judged {
+        run,
+        history,
+        verdict,
+    } = judged;
     let ended_us = history.phase_at_us(Phase::RunEnded).unwrap_or(0);
     let result = ResultFile {
         v: RESULT_VERSION,
@@ -421,20 +521,20 @@ fn one_run(
         checks: crate::report::checks::check_records(
             &verdict.judgement,
             &run.expect.violate,
-            &history,
+            history,
         ),
         drawn: run.drawn.clone(),
         run: RunResult {
             seed: run.seed,
             replicas: run.world.replicas,
-            duration_ms,
+            duration_ms: config.duration.as_millis() as u64,
             ended_ms: ended_us / 1_000,
             schedule: run.schedule.clone(),
             faults: run.schedule.faults.len(),
-            script: script_of(&run).map(|_| "script.json".to_owned()),
+            script: script_of(run).map(|_| "script.json".to_owned()),
             history_lines: history.lines().len(),
             operations: history.ops().count(),
-            replay: replay_command(request, args.backend, out),
+            replay: replay_command(request, backend, out),
             scenario: run.scenario_path.clone(),
         },
     };
@@ -444,18 +544,14 @@ fn one_run(
         "ran {:.1} s of true time: {} operations ({} cut off), {} history lines in {}",
         ended_us as f64 / 1e6,
         result.run.operations,
-        merged.cut_off,
+        cut_off,
         result.run.history_lines,
         out.display()
     );
     println!("again: {}", result.run.replay);
     print!("{}", verdict.text);
     println!("{}", verdict.final_line());
-    Ok(Judged {
-        run,
-        history,
-        verdict,
-    })
+    Ok(())
 }
 
 /// Refuses a `--mutant` the run's processes would not plant, before any of them starts:

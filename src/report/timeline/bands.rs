@@ -73,139 +73,141 @@ pub(super) fn bands(history: &History, end_us: u64) -> Vec<Band> {
         })
         .collect();
     lines.sort_by_key(|n| n.at_us);
-    let mut open: Vec<Open<'_>> = Vec::new();
-    let mut done: Vec<Band> = Vec::new();
+    let mut bands = Bands::default();
     for line in lines {
+        let closed = bands.close_by(line);
+        if closed || ends_only(&line.action) {
+            continue;
+        }
+        let band = opened_by(line);
+        match extent(&line.action) {
+            Extent::Instant => bands.done.push(band),
+            extent => bands.open.push((band, extent, line)),
+        }
+    }
+    bands.finish(end_us)
+}
+
+/// Whether `action` only ends faults: an end with nothing left to end (a heal came first) is
+/// no fault of its own; a restart that ends no crash is one (a crash and a start at once).
+fn ends_only(action: &str) -> bool {
+    matches!(
+        action,
+        "resume"
+            | "sigcont"
+            | "start"
+            | "release"
+            | "deliver"
+            | "release_replies"
+            | "serve"
+            | "heal"
+    )
+}
+
+/// The band `line` starts, on its host and its peer.
+fn opened_by(line: &NemesisLine) -> Band {
+    let mut hosts = vec![line.host.clone()];
+    hosts.extend(line.peer.clone());
+    let detail = [
+        line.peer.as_ref().map(|p| format!("{} ↔ {p}", line.host)),
+        line.detail.clone(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(", ");
+    Band {
+        name: line.action.clone(),
+        hosts,
+        from_us: line.at_us,
+        until_us: None,
+        detail,
+    }
+}
+
+/// An open fault with how it ends and the line that opened it.
+type Open<'h> = (Band, Extent, &'h NemesisLine);
+
+/// The bands still open and those done, as the nemesis lines are read.
+#[derive(Default)]
+struct Bands<'h> {
+    open: Vec<Open<'h>>,
+    done: Vec<Band>,
+}
+
+impl Bands<'_> {
+    /// Closes the open bands the end action `line` ends (the table in the module
+    /// documentation); whether it is one that closes something (a heal always is).
+    fn close_by(&mut self, line: &NemesisLine) -> bool {
         let same_link = |n: &NemesisLine| {
             (n.host == line.host && n.peer == line.peer)
                 || (Some(&n.host) == line.peer.as_ref() && n.peer.as_ref() == Some(&line.host))
         };
-        let closed = match line.action.as_str() {
-            "resume" | "sigcont" => close(
-                &mut open,
-                &mut done,
-                line.at_us,
-                &|e, n| e == Extent::Freeze && n.host == line.host,
-                true,
-            ),
-            "restart" | "start" => close(
-                &mut open,
-                &mut done,
-                line.at_us,
-                &|e, n| e == Extent::Down && n.host == line.host,
-                true,
-            ),
-            "release" => close(
-                &mut open,
-                &mut done,
-                line.at_us,
-                &|_, n| n.action == "hold" && same_link(n),
-                false,
-            ),
-            "deliver" => close(
-                &mut open,
-                &mut done,
-                line.at_us,
+        let at = line.at_us;
+        match line.action.as_str() {
+            "resume" | "sigcont" => {
+                self.close(at, &|e, n| e == Extent::Freeze && n.host == line.host, true)
+            }
+            "restart" | "start" => {
+                self.close(at, &|e, n| e == Extent::Down && n.host == line.host, true)
+            }
+            "release" => self.close(at, &|_, n| n.action == "hold" && same_link(n), false),
+            "deliver" => self.close(
+                at,
                 &|_, n| n.action == "delay_replies" && same_link(n),
                 false,
             ),
-            "release_replies" => close(
-                &mut open,
-                &mut done,
-                line.at_us,
+            "release_replies" => self.close(
+                at,
                 &|_, n| n.action == "hold_replies" && same_link(n),
                 false,
             ),
-            "serve" => close(
-                &mut open,
-                &mut done,
-                line.at_us,
-                &|e, _| e == Extent::Errors,
-                true,
-            ),
+            "serve" => self.close(at, &|e, _| e == Extent::Errors, true),
             "heal" => {
-                close(
-                    &mut open,
-                    &mut done,
-                    line.at_us,
+                self.close(
+                    at,
                     &|e, _| matches!(e, Extent::Freeze | Extent::Down | Extent::Link),
                     true,
                 );
                 true
             }
             _ => false,
-        };
-        // An end with nothing left to end (a heal came first) is no fault of its own; a
-        // restart that ends no crash is one (a crash and a start at once).
-        let ends_only = matches!(
-            line.action.as_str(),
-            "resume"
-                | "sigcont"
-                | "start"
-                | "release"
-                | "deliver"
-                | "release_replies"
-                | "serve"
-                | "heal"
-        );
-        if closed || ends_only {
-            continue;
-        }
-        let mut hosts = vec![line.host.clone()];
-        hosts.extend(line.peer.clone());
-        let detail = [
-            line.peer.as_ref().map(|p| format!("{} ↔ {p}", line.host)),
-            line.detail.clone(),
-        ]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(", ");
-        let band = Band {
-            name: line.action.clone(),
-            hosts,
-            from_us: line.at_us,
-            until_us: None,
-            detail,
-        };
-        match extent(&line.action) {
-            Extent::Instant => done.push(band),
-            extent => open.push((band, extent, line)),
         }
     }
-    for (mut band, _, _) in open {
-        band.until_us = Some(end_us.max(band.from_us));
-        done.push(band);
+
+    /// Closes the open bands that `matches` (every one when `all`, else the first) at `at`;
+    /// whether any was.
+    fn close(
+        &mut self,
+        at: u64,
+        matches: &dyn Fn(Extent, &NemesisLine) -> bool,
+        all: bool,
+    ) -> bool {
+        let mut closed = false;
+        let mut index = 0;
+        while index < self.open.len() {
+            if (all || !closed) && matches(self.open[index].1, self.open[index].2) {
+                let (mut band, _, _) = self.open.remove(index);
+                band.until_us = Some(at.max(band.from_us));
+                self.done.push(band);
+                closed = true;
+            } else {
+                index += 1;
+            }
+        }
+        closed
     }
-    done.sort_by(|a, b| (a.from_us, &a.name, &a.hosts).cmp(&(b.from_us, &b.name, &b.hosts)));
-    done
-}
 
-/// An open fault with how it ends and the line that opened it.
-type Open<'h> = (Band, Extent, &'h NemesisLine);
-
-/// Closes the open bands that `matches` (every one when `all`, else the first) at `at`;
-/// whether any was.
-fn close(
-    open: &mut Vec<Open<'_>>,
-    done: &mut Vec<Band>,
-    at: u64,
-    matches: &dyn Fn(Extent, &NemesisLine) -> bool,
-    all: bool,
-) -> bool {
-    let mut closed = false;
-    let mut index = 0;
-    while index < open.len() {
-        if (all || !closed) && matches(open[index].1, open[index].2) {
-            let (mut band, _, _) = open.remove(index);
-            band.until_us = Some(at.max(band.from_us));
+    /// Every band, those still open ending at `end_us`, by start, name and hosts.
+    fn finish(self, end_us: u64) -> Vec<Band> {
+        let mut done = self.done;
+        for (mut band, _, _) in self.open {
+            band.until_us = Some(end_us.max(band.from_us));
             done.push(band);
-            closed = true;
-        } else {
-            index += 1;
         }
+        done.sort_by(|a, b| (a.from_us, &a.name, &a.hosts).cmp(&(b.from_us, &b.name, &b.hosts)));
+        done
     }
-    closed
 }
 
 /// `band` on the lane of `host` whose top is `top`: shaded across the lane, named where the

@@ -266,22 +266,50 @@ pub fn render(history: &History, title: &str, highlight: &Highlight) -> String {
             groups.insert(lane, group.add(node));
         }
     };
+    faults(history, &lanes, &scale, &mut add);
+    decisions(history, &lanes, &scale, &mut add);
+    op_marks(history, &lanes, &scale, &mut add);
+    let mut document = frame(title, height);
+    for (_, group) in groups {
+        document = document.add(group);
+    }
+    document = document.add(highlights(history, highlight, &lanes, &scale));
+    document = document.add(axis(&scale, TOP + LANE_H * lanes.len() as f64));
+    document = document.add(legend(TOP + LANE_H * lanes.len() as f64 + 40.0));
+    document.to_string()
+}
+
+/// The fault bands and the held links, on the lanes of the hosts they hit.
+fn faults(
+    history: &History,
+    lanes: &Lanes,
+    scale: &Scale,
+    add: &mut impl FnMut(usize, Box<dyn svg::Node>),
+) {
     for band in bands::bands(history, scale.end_us) {
         for host in &band.hosts {
             if let Some(lane) = lanes.index(host) {
                 add(
                     lane,
-                    Box::new(bands::draw(&band, host, lane_top(lane), &scale)),
+                    Box::new(bands::draw(&band, host, lane_top(lane), scale)),
                 );
             }
         }
     }
     for hold in holds::holds(history) {
         if let Some(lane) = lanes.index(&hold.host) {
-            add(lane, Box::new(holds::draw(&hold, lane_top(lane), &scale)));
+            add(lane, Box::new(holds::draw(&hold, lane_top(lane), scale)));
         }
     }
-    decisions(history, &lanes, &scale, &mut add);
+}
+
+/// Each operation's mark on its replica's lane, and a landed record's tick on the ledger's.
+fn op_marks(
+    history: &History,
+    lanes: &Lanes,
+    scale: &Scale,
+    add: &mut impl FnMut(usize, Box<dyn svg::Node>),
+) {
     // A process's journal calls stand for the ledger calls they made.
     let journal_users: BTreeSet<&crate::history::Process> = history
         .ops()
@@ -297,22 +325,20 @@ pub fn render(history: &History, title: &str, highlight: &Highlight) -> String {
         }
         let class = MarkClass::of(op);
         if let Some(lane) = lanes.index(&op.process.replica) {
-            add(
-                lane,
-                Box::new(mark(op, kind, class, lane_top(lane), &scale)),
-            );
+            add(lane, Box::new(mark(op, kind, class, lane_top(lane), scale)));
         }
         if class == MarkClass::Landed
             && kind != MarkKind::Call
             && let Some(lane) = lanes.index(hosts::LEDGER)
         {
-            add(
-                lane,
-                Box::new(record_tick(op, kind, lane_top(lane), &scale)),
-            );
+            add(lane, Box::new(record_tick(op, kind, lane_top(lane), scale)));
         }
     }
-    let mut document = Document::new()
+}
+
+/// The SVG document `height` px high: white, titled `title`.
+fn frame(title: &str, height: f64) -> Document {
+    Document::new()
         .set("class", "timeline")
         .set("viewBox", format!("0 0 {WIDTH} {}", px(height)))
         .set("width", WIDTH)
@@ -332,14 +358,7 @@ pub fn render(history: &History, title: &str, highlight: &Highlight) -> String {
                 .set("y", 16)
                 .set("font-size", 13)
                 .set("font-weight", "bold"),
-        );
-    for (_, group) in groups {
-        document = document.add(group);
-    }
-    document = document.add(highlights(history, highlight, &lanes, &scale));
-    document = document.add(axis(&scale, TOP + LANE_H * lanes.len() as f64));
-    document = document.add(legend(TOP + LANE_H * lanes.len() as f64 + 40.0));
-    document.to_string()
+        )
 }
 
 /// A coordinate or length to 0.1 px.
@@ -679,112 +698,129 @@ fn highlights(history: &History, highlight: &Highlight, lanes: &Lanes, scale: &S
         let Some(lane) = lanes.index(&op.process.replica) else {
             continue;
         };
-        let end = op.complete_us.unwrap_or(scale.end_us);
         if strongest != "prefix" {
-            last = last.max(Some(end));
+            last = last.max(Some(op.complete_us.unwrap_or(scale.end_us)));
         }
-        let (x0, x1) = (scale.x(op.invoke_us), scale.x(end));
-        let (colour, width, dash) = match strongest {
-            "stuck" => ("#d50000", 3.0, "none"),
-            "evidence" => ("#d50000", 2.0, "none"),
-            _ => ("#1565c0", 1.5, "3 2"),
-        };
-        let y = mark_y(lane_top(lane));
-        let mut ring = Group::new()
-            .set("class", classes.join(" "))
-            .set("data-op", op.id)
-            .add(Title::new(format!(
-                "{}: {}",
-                classes.join(", "),
-                op_title(op)
-            )));
-        if strongest != "prefix" {
-            // The few operations a violation names get their call written beside them, a
-            // row higher where an earlier label on the lane would overprint it.
-            let text = format!("op {} {}", op.id, op_kind(&op.op));
-            let row = labels.place(lane, x1 + 8.0, text.len());
-            ring = ring.add(
-                Text::new(text)
-                    .set("x", px(x1 + 8.0))
-                    .set("y", px(y - 8.0 - 10.0 * row as f64))
-                    .set("font-size", 10)
-                    .set("fill", colour),
-            );
-        }
-        group = group.add(
-            ring.add(
-                Rectangle::new()
-                    .set("x", px(x0 - 7.0))
-                    .set("y", px(y - 9.0))
-                    .set("width", px(x1 - x0 + 14.0))
-                    .set("height", 18)
-                    .set("rx", 6)
-                    .set("fill", "none")
-                    .set("stroke", colour)
-                    .set("stroke-width", width)
-                    .set("stroke-dasharray", dash),
-            ),
-        );
+        group = group.add(op_ring(op, &classes, lane, scale, &mut labels));
     }
     for (host, at) in &highlight.instants {
         let Some(lane) = lanes.index(host) else {
             continue;
         };
         last = last.max(Some(*at));
-        let (x, y) = (scale.x(*at), mark_y(lane_top(lane)));
-        group = group.add(
-            Group::new()
-                .set("class", "evidence instant")
-                .set("data-host", host.as_str())
-                .add(Title::new(format!(
-                    "evidence: {host} at {}",
-                    crate::time::seconds_us(*at)
-                )))
-                .add(
-                    Rectangle::new()
-                        .set("x", px(x - 7.0))
-                        .set("y", px(y - 9.0))
-                        .set("width", 14)
-                        .set("height", 18)
-                        .set("rx", 6)
-                        .set("fill", "none")
-                        .set("stroke", "#d50000")
-                        .set("stroke-width", 2),
-                ),
-        );
+        group = group.add(instant_ring(host, *at, lane, scale));
     }
     if let Some(at) = last {
-        let x = scale.x(at);
-        let bottom = TOP + LANE_H * lanes.len() as f64;
-        let label = if highlight.check.is_empty() {
-            "violation".to_owned()
-        } else {
-            format!("{} violated", highlight.check)
-        };
-        let anchor = if x > WIDTH - 160.0 { "end" } else { "start" };
-        group = group
-            .add(
-                SvgLine::new()
-                    .set("class", "violation")
-                    .set("x1", px(x))
-                    .set("x2", px(x))
-                    .set("y1", px(TOP - 12.0))
-                    .set("y2", px(bottom))
-                    .set("stroke", "#d50000")
-                    .set("stroke-width", 1.5)
-                    .set("stroke-dasharray", "5 3"),
-            )
-            .add(
-                Text::new(label)
-                    .set("class", "violation-label")
-                    .set("x", px(if anchor == "end" { x - 4.0 } else { x + 4.0 }))
-                    .set("y", px(TOP - 14.0))
-                    .set("text-anchor", anchor)
-                    .set("fill", "#d50000")
-                    .set("font-weight", "bold"),
-            );
+        let (line, label) = violation_line(at, &highlight.check, lanes, scale);
+        group = group.add(line).add(label);
     }
     group
+}
+
+/// The ring around `op`'s interval on `lane`, drawn as the strongest of its highlight
+/// `classes` (the last); an evidence or stuck op has its call written beside it.
+fn op_ring(
+    op: &OpLine,
+    classes: &[&str],
+    lane: usize,
+    scale: &Scale,
+    labels: &mut LabelRows,
+) -> Group {
+    let strongest = classes.last().copied().unwrap_or("prefix");
+    let end = op.complete_us.unwrap_or(scale.end_us);
+    let (x0, x1) = (scale.x(op.invoke_us), scale.x(end));
+    let (colour, width, dash) = match strongest {
+        "stuck" => ("#d50000", 3.0, "none"),
+        "evidence" => ("#d50000", 2.0, "none"),
+        _ => ("#1565c0", 1.5, "3 2"),
+    };
+    let y = mark_y(lane_top(lane));
+    let mut ring = Group::new()
+        .set("class", classes.join(" "))
+        .set("data-op", op.id)
+        .add(Title::new(format!(
+            "{}: {}",
+            classes.join(", "),
+            op_title(op)
+        )));
+    if strongest != "prefix" {
+        // The few operations a violation names get their call written beside them, a
+        // row higher where an earlier label on the lane would overprint it.
+        let text = format!("op {} {}", op.id, op_kind(&op.op));
+        let row = labels.place(lane, x1 + 8.0, text.len());
+        ring = ring.add(
+            Text::new(text)
+                .set("x", px(x1 + 8.0))
+                .set("y", px(y - 8.0 - 10.0 * row as f64))
+                .set("font-size", 10)
+                .set("fill", colour),
+        );
+    }
+    ring.add(
+        Rectangle::new()
+            .set("x", px(x0 - 7.0))
+            .set("y", px(y - 9.0))
+            .set("width", px(x1 - x0 + 14.0))
+            .set("height", 18)
+            .set("rx", 6)
+            .set("fill", "none")
+            .set("stroke", colour)
+            .set("stroke-width", width)
+            .set("stroke-dasharray", dash),
+    )
+}
+
+/// The ring around an evidence instant: `host`'s lane at `at`.
+fn instant_ring(host: &str, at: u64, lane: usize, scale: &Scale) -> Group {
+    let (x, y) = (scale.x(at), mark_y(lane_top(lane)));
+    Group::new()
+        .set("class", "evidence instant")
+        .set("data-host", host)
+        .add(Title::new(format!(
+            "evidence: {host} at {}",
+            crate::time::seconds_us(at)
+        )))
+        .add(
+            Rectangle::new()
+                .set("x", px(x - 7.0))
+                .set("y", px(y - 9.0))
+                .set("width", 14)
+                .set("height", 18)
+                .set("rx", 6)
+                .set("fill", "none")
+                .set("stroke", "#d50000")
+                .set("stroke-width", 2),
+        )
+}
+
+/// The dashed line down the lanes at `at`, the last evidence, and its label: what `check`
+/// (empty: unnamed) found violated.
+fn violation_line(at: u64, check: &str, lanes: &Lanes, scale: &Scale) -> (SvgLine, Text) {
+    let x = scale.x(at);
+    let bottom = TOP + LANE_H * lanes.len() as f64;
+    let label = if check.is_empty() {
+        "violation".to_owned()
+    } else {
+        format!("{check} violated")
+    };
+    let anchor = if x > WIDTH - 160.0 { "end" } else { "start" };
+    let line = SvgLine::new()
+        .set("class", "violation")
+        .set("x1", px(x))
+        .set("x2", px(x))
+        .set("y1", px(TOP - 12.0))
+        .set("y2", px(bottom))
+        .set("stroke", "#d50000")
+        .set("stroke-width", 1.5)
+        .set("stroke-dasharray", "5 3");
+    let text = Text::new(label)
+        .set("class", "violation-label")
+        .set("x", px(if anchor == "end" { x - 4.0 } else { x + 4.0 }))
+        .set("y", px(TOP - 14.0))
+        .set("text-anchor", anchor)
+        .set("fill", "#d50000")
+        .set("font-weight", "bold");
+    (line, text)
 }
 
 /// An operation's call in one word (`acquire`, `append`, `open`…).
@@ -863,97 +899,91 @@ fn seconds_label(ms: u64) -> String {
     }
 }
 
-/// Draws a legend swatch at x.
-type Swatch = Box<dyn Fn(f64) -> Box<dyn svg::Node>>;
+/// A legend swatch: how the timeline draws each thing it shows.
+#[derive(Clone, Copy)]
+enum Swatch {
+    /// A box filled with the first colour, stroked with the second.
+    Box(&'static str, &'static str),
+    /// An operation's mark of this class.
+    Dot(MarkClass),
+    /// A fence's diamond.
+    Diamond,
+    /// A lease call's square.
+    CallSquare,
+    /// The evidence ring.
+    Ring,
+}
+
+/// The legend's items, left to right: swatch, label, width in px.
+const LEGEND: [(Swatch, &str, f64); 10] = [
+    (
+        Swatch::Box(holds::HOLD_FILL, "none"),
+        "lease hold (token)",
+        125.0,
+    ),
+    (
+        Swatch::Box("none", holds::VALIDITY_STROKE),
+        "validity (own clock)",
+        130.0,
+    ),
+    (Swatch::Dot(MarkClass::Landed), "append landed", 105.0),
+    (Swatch::Dot(MarkClass::Fenced), "fenced", 65.0),
+    (Swatch::Dot(MarkClass::Refused), "refused", 70.0),
+    (Swatch::Dot(MarkClass::Unknown), "unknown (info)", 105.0),
+    (Swatch::Diamond, "fence (journal open)", 135.0),
+    (Swatch::CallSquare, "lease call", 85.0),
+    (Swatch::Box(bands::FILL, "none"), "fault", 55.0),
+    (Swatch::Ring, "violation evidence", 130.0),
+];
+
+impl Swatch {
+    /// The swatch at `x` on the legend's row at `y`.
+    fn draw(self, x: f64, y: f64) -> Box<dyn svg::Node> {
+        match self {
+            Swatch::Box(fill, stroke) => Box::new(
+                Rectangle::new()
+                    .set("x", px(x))
+                    .set("y", px(y - 5.0))
+                    .set("width", 12)
+                    .set("height", 10)
+                    .set("fill", fill)
+                    .set("stroke", stroke),
+            ),
+            Swatch::Dot(class) => Box::new(
+                Circle::new()
+                    .set("cx", px(x + 6.0))
+                    .set("cy", px(y))
+                    .set("r", 4)
+                    .set("fill", class.fill())
+                    .set("stroke", class.colour()),
+            ),
+            Swatch::Diamond => Box::new(
+                Polygon::new()
+                    .set("points", diamond_points(x + 6.0, y))
+                    .set("fill", "#9e9e9e"),
+            ),
+            Swatch::CallSquare => Box::new(call_square(x + 6.0, y, MarkClass::Refused)),
+            Swatch::Ring => Box::new(
+                Rectangle::new()
+                    .set("x", px(x))
+                    .set("y", px(y - 6.0))
+                    .set("width", 12)
+                    .set("height", 12)
+                    .set("rx", 4)
+                    .set("fill", "none")
+                    .set("stroke", "#d50000")
+                    .set("stroke-width", 2),
+            ),
+        }
+    }
+}
 
 /// The legend: holds, validity windows, the mark classes, fences, faults and the evidence.
 fn legend(y: f64) -> Group {
-    let rect = move |x: f64, fill: &'static str, stroke: &'static str| -> Box<dyn svg::Node> {
-        Box::new(
-            Rectangle::new()
-                .set("x", px(x))
-                .set("y", px(y - 5.0))
-                .set("width", 12)
-                .set("height", 10)
-                .set("fill", fill)
-                .set("stroke", stroke),
-        )
-    };
-    let dot = move |x: f64, class: MarkClass| -> Box<dyn svg::Node> {
-        let colour = class.colour();
-        Box::new(
-            Circle::new()
-                .set("cx", px(x + 6.0))
-                .set("cy", px(y))
-                .set("r", 4)
-                .set("fill", class.fill())
-                .set("stroke", colour),
-        )
-    };
-    let diamond = move |x: f64| -> Box<dyn svg::Node> {
-        Box::new(
-            Polygon::new()
-                .set("points", diamond_points(x + 6.0, y))
-                .set("fill", "#9e9e9e"),
-        )
-    };
-    let ring = move |x: f64| -> Box<dyn svg::Node> {
-        Box::new(
-            Rectangle::new()
-                .set("x", px(x))
-                .set("y", px(y - 6.0))
-                .set("width", 12)
-                .set("height", 12)
-                .set("rx", 4)
-                .set("fill", "none")
-                .set("stroke", "#d50000")
-                .set("stroke-width", 2),
-        )
-    };
-    let items: Vec<(Swatch, &str, f64)> = vec![
-        (
-            Box::new(move |x| rect(x, holds::HOLD_FILL, "none")),
-            "lease hold (token)",
-            125.0,
-        ),
-        (
-            Box::new(move |x| rect(x, "none", holds::VALIDITY_STROKE)),
-            "validity (own clock)",
-            130.0,
-        ),
-        (
-            Box::new(move |x| dot(x, MarkClass::Landed)),
-            "append landed",
-            105.0,
-        ),
-        (Box::new(move |x| dot(x, MarkClass::Fenced)), "fenced", 65.0),
-        (
-            Box::new(move |x| dot(x, MarkClass::Refused)),
-            "refused",
-            70.0,
-        ),
-        (
-            Box::new(move |x| dot(x, MarkClass::Unknown)),
-            "unknown (info)",
-            105.0,
-        ),
-        (Box::new(diamond), "fence (journal open)", 135.0),
-        (
-            Box::new(move |x| Box::new(call_square(x + 6.0, y, MarkClass::Refused))),
-            "lease call",
-            85.0,
-        ),
-        (
-            Box::new(move |x| rect(x, bands::FILL, "none")),
-            "fault",
-            55.0,
-        ),
-        (Box::new(ring), "violation evidence", 130.0),
-    ];
     let mut group = Group::new().set("class", "legend");
     let mut x = PLOT_X;
-    for (swatch, label, width) in items {
-        group = group.add(swatch(x)).add(
+    for (swatch, label, width) in LEGEND {
+        group = group.add(swatch.draw(x, y)).add(
             Text::new(label)
                 .set("x", px(x + 16.0))
                 .set("y", px(y + 4.0)),
