@@ -190,26 +190,7 @@ impl Journal {
                 first: Box::new(first.clone()),
             });
         }
-        let hooks = self.lease.hooks();
-        let (point, skips_check) = match purpose {
-            LeaseUse::CleanupAppend => (
-                PausePoint::BeforeCleanupAppend,
-                self.lease.mutant() == Some(Mutant::CleanupAppendSkipsValidity),
-            ),
-            _ => (PausePoint::BeforeAppendCheck, false),
-        };
-        hooks.pause_point(point).await;
-        if !skips_check {
-            self.lease.check().map_err(JournalError::lease_lost)?;
-        }
-        hooks.observe(|| Observation::ValidityCheck {
-            session: self.session.clone(),
-            purpose,
-            epoch: self.lease.epoch(),
-            local: self.lease.clock().now(),
-            valid_until: self.lease.valid_until(),
-        });
-        hooks.pause_point(PausePoint::BeforeAppendSend).await;
+        self.check_validity(purpose).await?;
         let expected = state.tip;
         debug_assert!(
             state.poison.is_none(),
@@ -255,6 +236,33 @@ impl Journal {
             Err(error) => state.poison = Some(error.clone()),
         }
         result
+    }
+
+    /// The holder's validity check before an append (docs/contracts.md#client-side-validity),
+    /// between its pause points, recorded as a `ValidityCheck` observation; `Err` when the
+    /// lease is no longer valid. A cleanup append skips the check only under its mutant.
+    async fn check_validity(&self, purpose: LeaseUse) -> Result<(), JournalError> {
+        let hooks = self.lease.hooks();
+        let (point, skips_check) = match purpose {
+            LeaseUse::CleanupAppend => (
+                PausePoint::BeforeCleanupAppend,
+                self.lease.mutant() == Some(Mutant::CleanupAppendSkipsValidity),
+            ),
+            _ => (PausePoint::BeforeAppendCheck, false),
+        };
+        hooks.pause_point(point).await;
+        if !skips_check {
+            self.lease.check().map_err(JournalError::lease_lost)?;
+        }
+        hooks.observe(|| Observation::ValidityCheck {
+            session: self.session.clone(),
+            purpose,
+            epoch: self.lease.epoch(),
+            local: self.lease.clock().now(),
+            valid_until: self.lease.valid_until(),
+        });
+        hooks.pause_point(PausePoint::BeforeAppendSend).await;
+        Ok(())
     }
 
     /// Reads back position `expected + 1` after a failed or unknown append of `record`: ours
