@@ -69,7 +69,7 @@ pub enum Kill {
         /// The seed pinned by the kill test.
         seed: u64,
     },
-    /// A rule of the lease conformance suite fails (`src/conformance.rs`), where no history
+    /// A rule of the lease conformance suite fails (`crates/conformance/src/lib.rs`), where no history
     /// can show the bug (e.g. an off-by-one at the exact expiry instant).
     Conformance {
         /// The rule's name.

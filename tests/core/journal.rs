@@ -802,9 +802,10 @@ async fn open_refuses_a_lease_epoch_equal_to_the_highest_fence(backend: Backend)
 }
 
 fn fence_attempts(attempts: u32) -> StoreConfig {
-    let mut config = StoreConfig::default();
-    config.fence_attempts = attempts;
-    config
+    StoreConfig {
+        fence_attempts: attempts,
+        ..StoreConfig::default()
+    }
 }
 
 /// A store for replica-1 over a [`RacingLedger`] that loses `races` fences to `sneak`.

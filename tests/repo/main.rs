@@ -5,3 +5,4 @@
 
 mod docs;
 mod tree;
+mod workspace;

@@ -81,7 +81,7 @@ pub struct EtcdLeaseConfig {
     /// [`LeaseError::Unavailable`] (its outcome then unknown).
     pub call_timeout: Duration,
     /// The run's planted bug, carried as every backend's config carries it; no mutant of
-    /// `src/mutant.rs` concerns EtcdLease yet, so it changes nothing today.
+    /// `crates/core/src/mutant.rs` concerns EtcdLease yet, so it changes nothing today.
     pub mutant: Option<Mutant>,
 }
 

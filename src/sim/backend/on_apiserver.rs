@@ -85,7 +85,7 @@ impl<T: LeaseObjectTarget> WorldBackend for OnApiServer<T> {
 
 /// How often a target's crate renews its Lease for a world TTL of `ttl` (whole seconds,
 /// [`check_whole_seconds`]): a third of it, as leasesim's renewer renews
-/// (src/service/renewer.rs), so a crate's holder and leasesim's own renew alike
+/// (crates/core/src/service/renewer.rs), so a crate's holder and leasesim's own renew alike
 /// (docs/targets.md#a-target-on-the-api-server).
 pub fn renew_period(ttl: Duration) -> Duration {
     ttl / 3
