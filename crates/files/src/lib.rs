@@ -13,10 +13,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Why a file was not opened or read.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 pub enum FileError {
     /// The file could not be opened or read (missing, no permission, not UTF-8…).
-    #[error("cannot read {}: {source}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -24,7 +23,6 @@ pub enum FileError {
         source: std::io::Error,
     },
     /// The path is not a regular file (a directory, FIFO, socket or device).
-    #[error("{} is {kind}, not a regular file; give the path of a file", path.display())]
     NotAFile {
         /// The path.
         path: PathBuf,
@@ -32,13 +30,39 @@ pub enum FileError {
         kind: FileKind,
     },
     /// The file is larger than the cap for its kind.
-    #[error("{} is larger than the {limit}-byte limit for this kind of file", path.display())]
     TooLarge {
         /// The file.
         path: PathBuf,
         /// The cap, bytes.
         limit: u64,
     },
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileError::Io { path, source } => write!(f, "cannot read {}: {source}", path.display()),
+            FileError::NotAFile { path, kind } => write!(
+                f,
+                "{} is {kind}, not a regular file; give the path of a file",
+                path.display()
+            ),
+            FileError::TooLarge { path, limit } => write!(
+                f,
+                "{} is larger than the {limit}-byte limit for this kind of file",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FileError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }
 
 impl FileError {

@@ -134,12 +134,24 @@ impl fmt::Display for Check {
 }
 
 /// A name that is not a check's: [`Check::from_str`]'s error.
-#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
-#[error("unknown check `{name}`; the checks are {}", Check::names())]
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct UnknownCheck {
     /// The name given.
     pub name: String,
 }
+
+impl fmt::Display for UnknownCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let UnknownCheck { name } = self;
+        write!(
+            f,
+            "unknown check `{name}`; the checks are {}",
+            Check::names()
+        )
+    }
+}
+
+impl std::error::Error for UnknownCheck {}
 
 impl FromStr for Check {
     type Err = UnknownCheck;

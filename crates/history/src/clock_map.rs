@@ -1,6 +1,7 @@
 //! [`ClockMap`]: one host's monotonic clock as a function of true time, and back.
 
 use super::line::ClockLine;
+use std::fmt;
 
 const PPM: i128 = 1_000_000;
 
@@ -19,14 +20,12 @@ pub struct ClockMap {
 
 /// Why segments do not make a [`ClockMap`]. `index` is the segment's position (from 0) among
 /// the host's segments.
-#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
 pub enum ClockMapError {
     /// No segments at all.
-    #[error("a clock map needs at least one segment")]
     Empty,
     /// A segment names another host than the first.
-    #[error("segment {index} is for host {found:?}, not {expected:?}")]
     MixedHosts {
         /// Position of the segment.
         index: usize,
@@ -36,10 +35,6 @@ pub enum ClockMapError {
         found: String,
     },
     /// A segment does not start after the one before it.
-    #[error(
-        "clock segment of host {host:?} starts at from_us {from_us}, not after the previous \
-         segment's {previous_from_us}"
-    )]
     NotIncreasing {
         /// Position of the segment.
         index: usize,
@@ -51,9 +46,6 @@ pub enum ClockMapError {
         previous_from_us: u64,
     },
     /// A segment's boot is lower than the one before it.
-    #[error(
-        "clock segment of host {host:?} has boot {boot}, below the previous segment's {previous_boot}"
-    )]
     BootWentBack {
         /// Position of the segment.
         index: usize,
@@ -66,10 +58,6 @@ pub enum ClockMapError {
     },
     /// A running clock must advance: `drift_ppm` must exceed −1 000 000 (a stopped clock is
     /// `suspended`).
-    #[error(
-        "clock segment of host {host:?} has drift_ppm {drift_ppm}; it must be above -1000000 \
-         (a stopped clock is `suspended`)"
-    )]
     Drift {
         /// Position of the segment.
         index: usize,
@@ -79,6 +67,47 @@ pub enum ClockMapError {
         drift_ppm: i64,
     },
 }
+
+impl fmt::Display for ClockMapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClockMapError::Empty => write!(f, "a clock map needs at least one segment"),
+            ClockMapError::MixedHosts {
+                index,
+                expected,
+                found,
+            } => write!(f, "segment {index} is for host {found:?}, not {expected:?}"),
+            ClockMapError::NotIncreasing {
+                host,
+                from_us,
+                previous_from_us,
+                ..
+            } => write!(
+                f,
+                "clock segment of host {host:?} starts at from_us {from_us}, not after the previous \
+         segment's {previous_from_us}"
+            ),
+            ClockMapError::BootWentBack {
+                host,
+                boot,
+                previous_boot,
+                ..
+            } => write!(
+                f,
+                "clock segment of host {host:?} has boot {boot}, below the previous segment's {previous_boot}"
+            ),
+            ClockMapError::Drift {
+                host, drift_ppm, ..
+            } => write!(
+                f,
+                "clock segment of host {host:?} has drift_ppm {drift_ppm}; it must be above -1000000 \
+         (a stopped clock is `suspended`)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ClockMapError {}
 
 impl ClockMapError {
     /// Position of the offending segment among the host's segments, if one is to blame.

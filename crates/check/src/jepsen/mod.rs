@@ -7,14 +7,14 @@ pub mod edn;
 pub mod etcd;
 pub mod kv;
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Why a history file could not be read.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum ReadError {
     /// The file could not be read at all.
-    #[error("{}: cannot read: {source}", file.display())]
     Io {
         /// The file.
         file: PathBuf,
@@ -23,16 +23,13 @@ pub enum ReadError {
     },
     /// The path is not a regular file, or is over the size cap ([`leasesim_history::input::InputError`],
     /// which names it).
-    #[error("{0}")]
     Input(leasesim_history::input::InputError),
     /// The file holds no operation at all.
-    #[error("{}: no operations; an empty history has nothing to judge", file.display())]
     NoOperations {
         /// The file.
         file: PathBuf,
     },
     /// A line is not in the expected format, or does not fit the history so far.
-    #[error("{}:{line}: {message}", file.display())]
     BadLine {
         /// The file.
         file: PathBuf,
@@ -41,6 +38,36 @@ pub enum ReadError {
         /// What is wrong with it.
         message: String,
     },
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::Io { file, source } => {
+                write!(f, "{}: cannot read: {source}", file.display())
+            }
+            ReadError::Input(f0) => write!(f, "{f0}"),
+            ReadError::NoOperations { file } => write!(
+                f,
+                "{}: no operations; an empty history has nothing to judge",
+                file.display()
+            ),
+            ReadError::BadLine {
+                file,
+                line,
+                message,
+            } => write!(f, "{}:{line}: {message}", file.display()),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ReadError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }
 
 impl ReadError {

@@ -19,6 +19,7 @@
 
 mod read;
 
+use std::fmt;
 use std::path::PathBuf;
 
 pub use leasesim_files::{FileError, FileKind};
@@ -37,14 +38,12 @@ pub const HISTORY_LIMIT: u64 = 1024 * 1024 * 1024;
 pub const RECORDS_LIMIT: u64 = 1024 * 1024 * 1024;
 
 /// Why an input file was not read.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 pub enum InputError {
     /// A file could not be opened or read, is not a regular file, or is over its cap
     /// ([`leasesim_files`]).
-    #[error(transparent)]
-    Read(#[from] FileError),
+    Read(FileError),
     /// An output could not be written, replaced or removed, or its folder made or locked.
-    #[error("cannot write {}: {source}", path.display())]
     Write {
         /// The file or folder.
         path: PathBuf,
@@ -52,29 +51,58 @@ pub enum InputError {
         source: std::io::Error,
     },
     /// An output folder is locked by another command writing it ([`OutputLock`]).
-    #[error(
-        "{} is in use by another leasesim command (a `live`, `run`, `replay` or `campaign` \
-         with the same --out is still running); wait for it to end, or give this one an --out \
-         of its own",
-        dir.display()
-    )]
     InUse {
         /// The output folder.
         dir: PathBuf,
     },
     /// The output folder is one of the command's inputs ([`refuse_input_as_output`]).
-    #[error(
-        "--out {} is the input folder {}: writing the output there would overwrite that \
-         input; give an --out of its own",
-        out.display(),
-        input.display()
-    )]
     InputAsOutput {
         /// The output folder as given.
         out: PathBuf,
         /// The input it is.
         input: PathBuf,
     },
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputError::Read(inner) => fmt::Display::fmt(inner, f),
+            InputError::Write { path, source } => {
+                write!(f, "cannot write {}: {source}", path.display())
+            }
+            InputError::InUse { dir } => write!(
+                f,
+                "{} is in use by another leasesim command (a `live`, `run`, `replay` or `campaign` \
+         with the same --out is still running); wait for it to end, or give this one an --out \
+         of its own",
+                dir.display()
+            ),
+            InputError::InputAsOutput { out, input } => write!(
+                f,
+                "--out {} is the input folder {}: writing the output there would overwrite that \
+         input; give an --out of its own",
+                out.display(),
+                input.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for InputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InputError::Read(inner) => std::error::Error::source(inner),
+            InputError::Write { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<FileError> for InputError {
+    fn from(inner: FileError) -> Self {
+        InputError::Read(inner)
+    }
 }
 
 impl InputError {
