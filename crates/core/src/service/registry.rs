@@ -34,13 +34,7 @@ impl Registry {
 
     /// The leases held now, in session order.
     pub fn held(&self) -> Vec<JournalLease> {
-        let held = lock(&self.held);
-        debug_assert!(
-            held.iter()
-                .all(|(session, lease)| lease.session() == *session),
-            "the registry files each lease under its own session"
-        );
-        held.values().cloned().collect()
+        lock(&self.held).values().cloned().collect()
     }
 
     /// The shutdown walk: for each lease held now, waits until its run has released it (the
