@@ -25,7 +25,7 @@ pub fn check_records(
             name,
             checks: report.checks,
             expected_violation: violate.contains(&name),
-            verdict: judge::invariant_status(report).verdict().to_owned(),
+            verdict: judge::invariant_status(report).verdict(),
             not_judged: report.not_judged(),
             violations: report.violations.iter().map(violation_record).collect(),
             allowed: report.allowed.iter().map(violation_record).collect(),
@@ -60,7 +60,7 @@ pub fn check_records(
             name,
             checks: judge::operations(history, name),
             expected_violation: violate.contains(&name),
-            verdict: status.verdict().to_owned(),
+            verdict: status.verdict(),
             not_judged: match status {
                 Status::NotJudged { why } => Some(why),
                 _ => None,

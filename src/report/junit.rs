@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use super::ReportData;
 use super::summary::{CheckSummary, ScenarioSummary, Summary, coverage_notes, coverage_warnings};
 use super::text::runs;
+use crate::check::{CheckResult, CheckVerdict};
 use crate::results::record::RunStatus;
 
 /// Failing runs whose violations a `<failure>` quotes at most.
@@ -107,7 +108,8 @@ fn coverage_out(scenario: &ScenarioSummary) -> String {
 }
 
 /// The testcase of one check: a `<failure>` when it failed unexpectedly or an expected
-/// violation was never seen, `<skipped>` when inconclusive, not run or not judged.
+/// violation was never seen (not caught, or no run made the check), `<skipped>` when
+/// inconclusive, not run or not judged.
 fn testcase(
     data: &ReportData,
     scenario: &ScenarioSummary,
@@ -119,46 +121,40 @@ fn testcase(
         escape(class),
         escape(check.name.name())
     );
+    let failed = |kind: &str| {
+        let (message, body) = failure(data, &scenario.name, check);
+        let text = format!(
+            "{open}>\n      <failure message=\"{}\" type=\"{kind}\">{}</failure>\n    </testcase>\n",
+            escape(&message),
+            escape(&body)
+        );
+        (Case::Failed, text)
+    };
+    let skipped = |why: String| {
+        let text = format!(
+            "{open}>\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+            escape(&why)
+        );
+        (Case::Skipped, text)
+    };
     let unreached = scenario.unreached_violations.contains(&check.name);
-    match check.result.as_str() {
-        _ if unreached || check.result == "fail" => {
-            let (message, body) = failure(data, &scenario.name, check);
-            let kind = if check.result == "fail" {
-                "violation"
-            } else {
-                "expected-violation-not-seen"
-            };
-            let text = format!(
-                "{open}>\n      <failure message=\"{}\" type=\"{kind}\">{}</failure>\n    </testcase>\n",
-                escape(&message),
-                escape(&body)
-            );
-            (Case::Failed, text)
-        }
-        "inconclusive" | "not-run" | "not-judged" => {
-            let text = format!(
-                "{open}>\n      <skipped message=\"{}\"/>\n    </testcase>\n",
-                escape(&skipped_message(check))
-            );
-            (Case::Skipped, text)
-        }
-        _ => (Case::Passed, format!("{open}/>\n")),
+    if unreached && check.result != CheckResult::Fail {
+        return failed("expected-violation-not-seen");
     }
-}
-
-/// Why a check's testcase is skipped.
-fn skipped_message(check: &CheckSummary) -> String {
-    match check.result.as_str() {
-        "not-run" => "no run made this check".to_owned(),
-        "not-judged" => format!(
+    match check.result {
+        CheckResult::Fail => failed("violation"),
+        CheckResult::NotCaught => failed("expected-violation-not-seen"),
+        CheckResult::NotRun => skipped("no run made this check".to_owned()),
+        CheckResult::NotJudged => skipped(format!(
             "not judged: {}",
             check.not_judged.as_deref().unwrap_or("nothing to judge")
-        ),
-        _ => format!(
+        )),
+        CheckResult::Inconclusive => skipped(format!(
             "inconclusive in {} of {} (a search ran out of budget)",
             check.inconclusive_runs,
             runs(check.runs)
-        ),
+        )),
+        CheckResult::Pass | CheckResult::Caught => (Case::Passed, format!("{open}/>\n")),
     }
 }
 
@@ -199,7 +195,7 @@ fn harness_case(data: &ReportData, scenario: &str, class: &str) -> Option<String
 
 /// The failure's message and body: the failing runs' violations with their evidence.
 fn failure(data: &ReportData, scenario: &str, check: &CheckSummary) -> (String, String) {
-    if check.result != "fail" {
+    if check.result != CheckResult::Fail {
         return (
             format!(
                 "{} was expected to be violated but no run of {} violated it ({})",
@@ -222,7 +218,7 @@ fn failure(data: &ReportData, scenario: &str, check: &CheckSummary) -> (String, 
         let found = r
             .checks
             .iter()
-            .find(|c| c.name == check.name && c.verdict == "fail")?;
+            .find(|c| c.name == check.name && c.verdict == CheckVerdict::Fail)?;
         (r.scenario == scenario).then_some((r, found))
     });
     for (quoted, (record, found)) in failing.enumerate() {

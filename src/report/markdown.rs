@@ -16,7 +16,7 @@ use super::summary::{
     order_events, plural, status_name,
 };
 use super::text::{cell, runs};
-use crate::check::Check;
+use crate::check::{Check, CheckResult, CheckVerdict};
 use crate::results::CoverageEvent;
 use crate::results::record::RunStatus;
 
@@ -243,18 +243,20 @@ fn scenario_checks(out: &mut String, scenario: &ScenarioSummary) {
 /// A check's result in words, with why it judged nothing where it did not.
 fn result_text(check: &CheckSummary) -> String {
     let why = check.not_judged.as_deref().unwrap_or("nothing to judge");
-    match check.result.as_str() {
-        "fail" => "**FAIL**".to_owned(),
-        "not-caught" => "**NOT CAUGHT** (expected violation never seen)".to_owned(),
-        "caught" => "caught (expected)".to_owned(),
-        "not-judged" => format!("not judged ({})", cell(why)),
-        "pass" if check.not_judged_runs > 0 => format!(
+    match check.result {
+        CheckResult::Fail => "**FAIL**".to_owned(),
+        CheckResult::NotCaught => "**NOT CAUGHT** (expected violation never seen)".to_owned(),
+        CheckResult::Caught => "caught (expected)".to_owned(),
+        CheckResult::NotJudged => format!("not judged ({})", cell(why)),
+        CheckResult::Pass if check.not_judged_runs > 0 => format!(
             "pass (not judged in {} of {}: {})",
             check.not_judged_runs,
             runs(check.runs),
             cell(why)
         ),
-        other => other.to_owned(),
+        CheckResult::Pass | CheckResult::Inconclusive | CheckResult::NotRun => {
+            check.result.name().to_owned()
+        }
     }
 }
 
@@ -447,7 +449,7 @@ fn failing_runs(out: &mut String, data: &ReportData) {
             let unknown: Vec<Check> = record
                 .checks
                 .iter()
-                .filter(|c| c.verdict == "unknown")
+                .filter(|c| c.verdict == CheckVerdict::Unknown)
                 .map(|c| c.name)
                 .collect();
             Check::list(&unknown)

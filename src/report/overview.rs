@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use super::ReportData;
 use super::summary::{CheckSummary, ScenarioSummary, Summary, plural};
 use super::text::cell;
-use crate::check::Check;
+use crate::check::{Check, CheckResult};
 use crate::results::record::CampaignMeta;
 
 /// The anchor of the "Failing and inconclusive runs" section: the target of a failing cell
@@ -197,14 +197,14 @@ impl Cell {
         if scenario.unreached_violations.contains(&check.name) {
             return Cell::NotCaught;
         }
-        match check.result.as_str() {
-            "pass" => Cell::Pass,
-            "not-judged" => Cell::NotJudged,
-            "caught" => Cell::Caught,
-            "not-caught" => Cell::NotCaught,
-            "fail" => Cell::Fail(check.failed_runs),
-            "inconclusive" => Cell::Inconclusive(check.inconclusive_runs),
-            _ => Cell::NotMade,
+        match check.result {
+            CheckResult::Pass => Cell::Pass,
+            CheckResult::NotJudged => Cell::NotJudged,
+            CheckResult::Caught => Cell::Caught,
+            CheckResult::NotCaught => Cell::NotCaught,
+            CheckResult::Fail => Cell::Fail(check.failed_runs),
+            CheckResult::Inconclusive => Cell::Inconclusive(check.inconclusive_runs),
+            CheckResult::NotRun => Cell::NotMade,
         }
     }
 

@@ -4,6 +4,7 @@
 
 use super::tests::{campaign, checks, detection, fail, info, results, run, shrunk};
 use super::*;
+use crate::check::CheckVerdict;
 use crate::results::record::RunStatus;
 
 /// The lines before the first `<details>` or the first `## ` section: what a reviewer sees
@@ -71,7 +72,7 @@ fn clean_sample() -> ReportData {
             if i % 2 == 0 {
                 let live = made.iter_mut().find(|c| c.name == Check::Live).unwrap();
                 live.checks = 0;
-                live.verdict = "not-judged".into();
+                live.verdict = CheckVerdict::NotJudged;
                 live.not_judged = Some("no contended session after the heal".into());
             }
             records.push(run(name, seed, RunStatus::Clean, made));

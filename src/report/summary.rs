@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::{ReportData, ScenarioInfo};
-use crate::check::Check;
+use crate::check::{Check, CheckResult, CheckVerdict};
 use crate::exit::Exit;
 use crate::results::CoverageEvent;
 use crate::results::record::{CampaignMeta, CheckRecord, RunRecord, RunStatus};
@@ -158,7 +158,7 @@ pub struct CheckSummary {
     /// `pass`, `fail`, `inconclusive`, `caught` (an expected violation seen),
     /// `not-caught` (an expected violation never seen), `not-judged` (no run had anything
     /// for it to judge) or `not-run`.
-    pub result: String,
+    pub result: CheckResult,
 }
 
 /// A run that could not be judged.
@@ -723,7 +723,9 @@ fn scenario(data: &ReportData, name: &str) -> ScenarioSummary {
     let (unreached_coverage, pending_coverage) = unreached(info, &coverage, &runs);
     let unreached_violations = checks
         .iter()
-        .filter(|c| c.result == "not-caught" || (c.expected_violation && judged && c.runs == 0))
+        .filter(|c| {
+            c.result == CheckResult::NotCaught || (c.expected_violation && judged && c.runs == 0)
+        })
         .map(|c| c.name)
         .collect();
     ScenarioSummary {
@@ -790,7 +792,7 @@ fn blank(name: Check) -> CheckSummary {
         not_judged_runs: 0,
         not_judged: None,
         expected_violation: false,
-        result: String::new(),
+        result: CheckResult::NotRun,
     }
 }
 
@@ -813,7 +815,7 @@ fn check_summaries(expected: &[Check], runs: &[&RunRecord]) -> Vec<CheckSummary>
     checks
         .into_values()
         .map(|mut check| {
-            check.result = result(&check).to_owned();
+            check.result = result(&check);
             check
         })
         .collect()
@@ -825,29 +827,29 @@ fn add_run(entry: &mut CheckSummary, check: &CheckRecord) {
     entry.checks += check.checks;
     entry.violations += check.violations.len() as u64;
     entry.expected_violation |= check.expected_violation;
-    match check.verdict.as_str() {
-        "fail" => entry.failed_runs += 1,
-        "unknown" => entry.inconclusive_runs += 1,
-        "not-judged" => {
+    match check.verdict {
+        CheckVerdict::Fail => entry.failed_runs += 1,
+        CheckVerdict::Unknown => entry.inconclusive_runs += 1,
+        CheckVerdict::NotJudged => {
             entry.not_judged_runs += 1;
             if entry.not_judged.is_none() {
                 entry.not_judged.clone_from(&check.not_judged);
             }
         }
-        _ => {}
+        CheckVerdict::Pass => {}
     }
 }
 
 /// A check's result over its runs ([`CheckSummary::result`]).
-fn result(check: &CheckSummary) -> &'static str {
+fn result(check: &CheckSummary) -> CheckResult {
     match (check.expected_violation, check.runs, check.failed_runs) {
-        (_, 0, _) => "not-run",
-        (true, _, 0) => "not-caught",
-        (true, _, _) => "caught",
-        (false, _, f) if f > 0 => "fail",
-        _ if check.inconclusive_runs > 0 => "inconclusive",
-        _ if check.not_judged_runs == check.runs => "not-judged",
-        _ => "pass",
+        (_, 0, _) => CheckResult::NotRun,
+        (true, _, 0) => CheckResult::NotCaught,
+        (true, _, _) => CheckResult::Caught,
+        (false, _, f) if f > 0 => CheckResult::Fail,
+        _ if check.inconclusive_runs > 0 => CheckResult::Inconclusive,
+        _ if check.not_judged_runs == check.runs => CheckResult::NotJudged,
+        _ => CheckResult::Pass,
     }
 }
 

@@ -7,6 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::check::{CheckResult, CheckVerdict};
 use crate::results::record::{CheckRecord, Detection, RunStatus, ViolationRecord};
 
 const CHECKS: [&str; 10] = [
@@ -101,7 +102,7 @@ pub(super) fn checks(expected: &[&str]) -> Vec<CheckRecord> {
             name: name.parse().unwrap(),
             checks: 10,
             expected_violation: expected.contains(name),
-            verdict: "pass".into(),
+            verdict: CheckVerdict::Pass,
             not_judged: None,
             violations: Vec::new(),
             allowed: Vec::new(),
@@ -111,7 +112,7 @@ pub(super) fn checks(expected: &[&str]) -> Vec<CheckRecord> {
 
 pub(super) fn fail(checks: &mut [CheckRecord], name: &str, message: &str, evidence: &[&str]) {
     let check = checks.iter_mut().find(|c| c.name.name() == name).unwrap();
-    check.verdict = "fail".into();
+    check.verdict = CheckVerdict::Fail;
     check.violations.push(ViolationRecord {
         message: message.into(),
         evidence: evidence.iter().map(|s| (*s).to_owned()).collect(),
@@ -131,7 +132,7 @@ pub(super) fn run(
         status,
         unexpected: checks
             .iter()
-            .filter(|c| c.verdict == "fail" && !c.expected_violation)
+            .filter(|c| c.verdict == CheckVerdict::Fail && !c.expected_violation)
             .map(|c| c.name)
             .collect(),
         checks,
@@ -167,7 +168,7 @@ pub(super) fn results() -> Vec<RunRecord> {
     out.push(harness);
     let mut unknown = checks(&[]);
     let lin_lease = unknown.iter_mut().find(|c| c.name.name() == "LIN-LEASE");
-    lin_lease.unwrap().verdict = "unknown".into();
+    lin_lease.unwrap().verdict = CheckVerdict::Unknown;
     out.push(run("slow", 1, RunStatus::Inconclusive, unknown));
     let mut caught = checks(&["FENCE"]);
     fail(&mut caught, "FENCE", "stale append landed", &["op 3"]);
@@ -983,7 +984,7 @@ fn a_check_no_run_could_judge_is_not_judged_in_every_output() {
     let mut unjudged = checks(&[]);
     let excl = unjudged.iter_mut().find(|c| c.name == Check::Excl).unwrap();
     excl.checks = 0;
-    excl.verdict = "not-judged".into();
+    excl.verdict = CheckVerdict::NotJudged;
     excl.not_judged = Some("no grant, renew or release decision lines".into());
     let json = serde_json::to_string(&*excl).unwrap();
     assert!(
@@ -1002,8 +1003,8 @@ fn a_check_no_run_could_judge_is_not_judged_in_every_output() {
         .find(|c| c.name == Check::Excl)
         .unwrap();
     assert_eq!(
-        (excl.result.as_str(), excl.not_judged_runs),
-        ("not-judged", 1)
+        (excl.result, excl.not_judged_runs),
+        (CheckResult::NotJudged, 1)
     );
     let (md, _, junit) = render_text(&data);
     assert!(
@@ -1213,4 +1214,54 @@ fn kinds_a_backend_left_out_are_in_the_markdown_the_page_and_the_summary() {
     let data = ReportData::new(super::tests::campaign("c", None), results(), Vec::new());
     assert!(data.summary().left_out.is_empty());
     assert!(!render_text(&data).0.contains("Fault kinds left out"));
+}
+
+/// The committed sample report's `results.jsonl` and `summary.json` read into the typed
+/// records and write back as the same JSON: the typed check verdicts and results are spelled
+/// as the files always spelled them, so neither file's version changed.
+#[test]
+fn the_sample_reports_records_read_into_typed_verdicts_and_write_back_the_same_json() {
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/sample");
+    let value = |json: &str| serde_json::from_str::<serde_json::Value>(json).unwrap();
+    let results = fs::read_to_string(sample.join(RESULTS_FILE)).unwrap();
+    let mut verdicts = BTreeMap::new();
+    for line in results.lines() {
+        let record: RunRecord = serde_json::from_str(line).unwrap();
+        assert_eq!(record.v, RECORD_VERSION);
+        for check in &record.checks {
+            *verdicts.entry(check.verdict).or_insert(0) += 1;
+        }
+        assert_eq!(serde_json::to_value(&record).unwrap(), value(line));
+    }
+    assert_eq!(
+        verdicts.keys().copied().collect::<Vec<_>>(),
+        [CheckVerdict::Pass, CheckVerdict::NotJudged],
+        "the sample has both kinds of verdict a clean campaign has"
+    );
+    let summary = fs::read_to_string(sample.join("summary.json")).unwrap();
+    let read: Summary = serde_json::from_str(&summary).unwrap();
+    assert_eq!(read.v, SUMMARY_VERSION);
+    assert_eq!(serde_json::to_value(&read).unwrap(), value(&summary));
+}
+
+/// A check verdict `results.jsonl` does not know is bad input naming the file, the line
+/// and the verdicts it accepts, never a check silently counted as passed.
+#[test]
+fn an_unknown_check_verdict_in_results_jsonl_is_refused_naming_the_accepted_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    write_folder(dir.path(), &campaign("abc123", None), &results(), &shrunk());
+    let path = dir.path().join(RESULTS_FILE);
+    let text = fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let edited = lines[1].replacen(r#""verdict":"pass""#, r#""verdict":"passed""#, 1);
+    lines[1] = &edited;
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let error = ReportData::read(dir.path()).unwrap_err();
+    assert!(!error.is_io(), "bad input, not a harness error: {error}");
+    let message = error.to_string();
+    assert!(
+        message.starts_with(&format!("{}:2: unknown variant `passed`", path.display()))
+            && message.contains("expected one of `pass`, `fail`, `not-judged`, `unknown`"),
+        "{message}"
+    );
 }

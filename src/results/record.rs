@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::Check;
+use crate::check::{Check, CheckVerdict};
 use crate::exit::Exit;
 
 /// Schema version of `results.jsonl` lines and `summary.json`.
@@ -61,7 +61,7 @@ pub struct CheckRecord {
     /// Whether the scenario expects this check to be violated (a mutant's scenario).
     pub expected_violation: bool,
     /// `pass`, `fail`, `not-judged` (nothing in the history for it to judge) or `unknown`.
-    pub verdict: String,
+    pub verdict: CheckVerdict,
     /// Why it judged nothing (`no decision lines`), when `verdict` is `not-judged`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_judged: Option<String>,

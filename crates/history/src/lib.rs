@@ -1,7 +1,7 @@
 //! leasesim's history: the format every run writes and every checker reads, and the
-//! vocabularies the layers above share — the checks ([`catalogue`]), the exit codes
-//! ([`exit`]) and times for people ([`time`]). It imports no other leasesim crate but
-//! `leasesim-files` (docs/architecture.md#layers).
+//! vocabularies the layers above share — the checks ([`catalogue`]), what a check concluded
+//! ([`verdict`]), the exit codes ([`exit`]) and times for people ([`time`]). It imports no
+//! other leasesim crate but `leasesim-files` (docs/architecture.md#layers).
 //!
 //! # The operation history format: what a run did, as JSON lines
 //!
@@ -284,6 +284,7 @@ mod clock_map;
 pub mod exit;
 pub mod input;
 pub mod time;
+pub mod verdict;
 
 mod error;
 pub mod hosts;

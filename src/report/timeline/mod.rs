@@ -41,6 +41,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use svg::Document;
 use svg::node::element::{Circle, Group, Line as SvgLine, Polygon, Rectangle, Text, Title};
 
+use crate::check::CheckVerdict;
 use crate::history::hosts;
 use crate::history::{History, Op, OpLine, OpResult, Outcome, Phase};
 use crate::results::record::{CheckRecord, ViolationRecord};
@@ -181,7 +182,7 @@ pub fn highlight_of_records(records: &[CheckRecord], history: &History) -> Highl
     let failing = |expected: bool| {
         records
             .iter()
-            .find(|r| r.verdict == "fail" && r.expected_violation == expected)
+            .find(|r| r.verdict == CheckVerdict::Fail && r.expected_violation == expected)
     };
     failing(false)
         .or_else(|| failing(true))
