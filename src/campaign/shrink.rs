@@ -20,6 +20,7 @@ use std::time::Duration;
 use super::ddmin::ddmin;
 use super::retime::{instants, pulled_earlier};
 use crate::check::Check;
+use crate::check::invariants::Evidence;
 use crate::check::judge::judge;
 use crate::check::linearizability::Budget;
 use crate::history::History;
@@ -590,16 +591,16 @@ fn lasting_ms(fault: &mut ScheduledFault) -> Option<&mut u64> {
     }
 }
 
-/// The session a violation's evidence names first (`ledger s1 seq 4`, `decision s1 by …`).
+/// The session a violation's evidence names first: a ledger record's, a decision's or a
+/// validity check's.
 fn session_of(violations: &[ViolationRecord]) -> Option<String> {
     violations
         .iter()
-        .flat_map(|v| v.evidence.iter())
-        .find_map(|evidence| {
-            let mut words = evidence.split_whitespace();
-            match words.next()? {
-                "ledger" | "decision" | "validity" => words.next().map(str::to_owned),
-                _ => None,
-            }
+        .flat_map(ViolationRecord::found)
+        .find_map(|evidence| match evidence {
+            Evidence::LedgerSeq { session, .. }
+            | Evidence::Decision { session, .. }
+            | Evidence::Validity { session, .. } => Some(session.clone()),
+            Evidence::Op(_) | Evidence::Write { .. } | Evidence::Window { .. } => None,
         })
 }

@@ -1,12 +1,11 @@
 //! What a run's judgement becomes in `results.jsonl`: one [`CheckRecord`] per check, with each
-//! violation's evidence as the history names it. A linearizability violation's evidence is
-//! the engine's explanation, line by line, then `stuck: op N` and `prefix: op A, op B…` by op
-//! id: what the report reads back (`explanation.rs`, the timeline's highlight).
+//! violation's evidence as data (docs/campaigns.md#evidence-is-data): an invariant's
+//! [`crate::check::invariants::Evidence`], a linearizability check's explanation with the op
+//! ids it names ([`LinEvidence`]), which the report and the timeline read.
 
 use crate::check::Check;
-use crate::check::invariants;
 use crate::check::judge::{self, Judgement, LinearizabilityOutcome, Status};
-use crate::check::linearizability::Verdict;
+use crate::check::linearizability::{LinEvidence, Verdict};
 use crate::history::History;
 use crate::results::record::{CheckRecord, ViolationRecord};
 
@@ -27,31 +26,29 @@ pub fn check_records(
             expected_violation: violate.contains(&name),
             verdict: judge::invariant_status(report).verdict().to_owned(),
             not_judged: report.not_judged(),
-            violations: report.violations.iter().map(violation_record).collect(),
-            allowed: report.allowed.iter().map(violation_record).collect(),
+            violations: report.violations.iter().map(Into::into).collect(),
+            allowed: report.allowed.iter().map(Into::into).collect(),
         }
     });
     let linearizability = judgement.linearizability.iter().map(|(check, outcome)| {
         let name = *check;
         let violations = match outcome {
             LinearizabilityOutcome::Checked(Verdict::NotLinearizable(explanation)) => {
-                let mut evidence: Vec<String> =
-                    explanation.to_string().lines().map(str::to_owned).collect();
-                // The same operations by op id, for the timeline to draw over the history.
-                let (stuck, prefix) = judge::explained_op_ids(history, *check, explanation);
-                evidence.extend(stuck.map(|id| format!("stuck: op {id}")));
-                if !prefix.is_empty() {
-                    let ops: Vec<String> = prefix.iter().map(|id| format!("op {id}")).collect();
-                    evidence.push(format!("prefix: {}", ops.join(", ")));
-                }
+                let (stuck_op, prefix_ops) = judge::explained_op_ids(history, *check, explanation);
                 vec![ViolationRecord {
                     message: format!("no linearization of partition {}", explanation.partition),
-                    evidence,
+                    evidence: Vec::new(),
+                    linearization: Some(Box::new(LinEvidence {
+                        explanation: (**explanation).clone(),
+                        stuck_op,
+                        prefix_ops,
+                    })),
                 }]
             }
             LinearizabilityOutcome::Unreadable(why) => vec![ViolationRecord {
                 message: format!("history unreadable as operations: {why}"),
                 evidence: Vec::new(),
+                linearization: None,
             }],
             _ => Vec::new(),
         };
@@ -70,12 +67,4 @@ pub fn check_records(
         }
     });
     invariants.chain(linearizability).collect()
-}
-
-/// `violation` as a record: its message and each piece of evidence as the history names it.
-fn violation_record(violation: &invariants::Violation) -> ViolationRecord {
-    ViolationRecord {
-        message: violation.message.clone(),
-        evidence: violation.evidence.iter().map(ToString::to_string).collect(),
-    }
 }

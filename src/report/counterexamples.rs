@@ -3,17 +3,17 @@
 //! counterexamples"). Each shows its minimal run file (and history), how far it was shrunk,
 //! the command that replays it, the check it breaks and that check's rule
 //! ([`Check::rule`]), each violation's message and evidence — a linearizability explanation
-//! laid out part by part, by op id as the timeline draws it ([`LinExplanation`]) — its
+//! laid out part by part, by op id as the timeline draws it ([`LinEvidence`]) — its
 //! timeline (a mutant's beside its clean twin's) and, for a scenario's failure, its sequence
 //! diagram.
 
 use std::fmt::Write as _;
 
-use super::explanation::LinExplanation;
 use super::overview::{Anchors, anchor_line};
 use super::text::{cell, runs};
 use super::{Counterexample, ReportData};
 use crate::check::Check;
+use crate::check::linearizability::LinEvidence;
 use crate::results::record::{Detection, ShrunkRun, ViolationRecord};
 
 /// One counterexample as report.md shows it, whichever section it is in.
@@ -149,13 +149,11 @@ fn render(out: &mut String, data: &ReportData, shown: &Shown<'_>) {
     }
     for violation in shown.violations {
         let _ = writeln!(out, "**{}**\n", violation.message.trim());
-        match LinExplanation::parse(&violation.evidence) {
-            Some(lin) => linearizability(out, &lin),
-            None => {
-                for evidence in &violation.evidence {
-                    let _ = writeln!(out, "- {evidence}");
-                }
-            }
+        if let Some(lin) = &violation.linearization {
+            linearizability(out, lin);
+        }
+        for evidence in &violation.evidence {
+            let _ = writeln!(out, "- {evidence}");
         }
         out.push('\n');
     }
@@ -172,9 +170,10 @@ fn render(out: &mut String, data: &ReportData, shown: &Shown<'_>) {
 }
 
 /// A linearizability explanation, part by part (as report.html lays it out), as a list.
-fn linearizability(out: &mut String, lin: &LinExplanation) {
-    let _ = writeln!(out, "{}\n", lin.summary);
-    if let Some(partition) = &lin.partition {
+fn linearizability(out: &mut String, lin: &LinEvidence) {
+    let explanation = &lin.explanation;
+    let _ = writeln!(out, "{}.\n", explanation.summary);
+    if let Some(partition) = explanation.named_partition() {
         let _ = writeln!(out, "- partition: {}", code(partition));
     }
     let stuck_op = lin.stuck_op.map_or(String::new(), |id| {
@@ -183,24 +182,23 @@ fn linearizability(out: &mut String, lin: &LinExplanation) {
     let _ = writeln!(
         out,
         "- the operation that cannot be placed{stuck_op}: {}",
-        code(&lin.stuck)
+        code(&explanation.stuck)
     );
-    let _ = writeln!(out, "- {}:", lin.states_heading);
-    for state in &lin.states_before {
-        let _ = writeln!(out, "  - {}", code(state));
+    let _ = writeln!(out, "- {}:", explanation.states_heading());
+    for state in explanation.states_listed() {
+        let _ = writeln!(out, "  - {}", code(&state));
     }
-    let ops: Vec<String> = lin.prefix_ops.iter().map(|id| format!("op {id}")).collect();
-    let named = if ops.is_empty() {
+    let named = if lin.prefix_ops.is_empty() {
         String::new()
     } else {
-        format!(": {}, dashed on the timeline", ops.join(", "))
+        format!(": {}, dashed on the timeline", lin.prefix_named())
     };
     let _ = writeln!(
         out,
         "- the longest valid prefix, in linearization order ({} operations{named}):",
-        lin.longest_prefix.len()
+        explanation.longest_prefix.len()
     );
-    for (n, step) in (1..).zip(&lin.longest_prefix) {
+    for (n, step) in (1..).zip(&explanation.longest_prefix) {
         let _ = writeln!(out, "  {n}. {}", code(step));
     }
 }

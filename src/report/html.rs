@@ -12,12 +12,12 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use super::explanation::LinExplanation;
 use super::markdown::{runs_line, seeds_line};
 use super::overview::{Cell, LEGEND, columns};
 use super::summary::{LEFT_OUT_INTRO, PENDING_COVERAGE_INTRO, Summary};
 use super::{Counterexample, ReportData};
 use crate::check::Check;
+use crate::check::linearizability::LinEvidence;
 use crate::results::record::{ShrunkRun, ViolationRecord};
 
 /// The page's policy: nothing from the network; inline styles only.
@@ -186,11 +186,12 @@ fn explanation(check: Option<Check>, violations: &[ViolationRecord]) -> Markup {
             @for violation in violations {
                 div.violation {
                     p.message { strong { (violation.message.trim()) } }
-                    @if let Some(lin) = LinExplanation::parse(&violation.evidence) {
-                        (linearizability(&lin))
-                    } @else if !violation.evidence.is_empty() {
+                    @if let Some(lin) = &violation.linearization {
+                        (linearizability(lin))
+                    }
+                    @if !violation.evidence.is_empty() {
                         p { "Evidence (the history lines that prove it, ringed on the timeline):" }
-                        pre.evidence { (violation.evidence.join("\n")) }
+                        pre.evidence { (evidence_text(violation)) }
                     }
                 }
             }
@@ -198,33 +199,41 @@ fn explanation(check: Option<Check>, violations: &[ViolationRecord]) -> Markup {
     }
 }
 
+/// A violation's evidence, one sentence a line.
+fn evidence_text(violation: &ViolationRecord) -> String {
+    let lines: Vec<String> = violation.evidence.iter().map(ToString::to_string).collect();
+    lines.join("\n")
+}
+
 /// A linearizability explanation, part by part.
-fn linearizability(lin: &LinExplanation) -> Markup {
+fn linearizability(lin: &LinEvidence) -> Markup {
+    let explanation = &lin.explanation;
     let op = |id: u64| format!("op {id}");
     html! {
         div.linearizability {
-            p.summary { (lin.summary) }
-            @if let Some(partition) = &lin.partition { p { "Partition: " code { (partition) } } }
+            p.summary { (explanation.summary) "." }
+            @if let Some(partition) = explanation.named_partition() {
+                p { "Partition: " code { (partition) } }
+            }
             p.stuck data-op=[lin.stuck_op] {
                 "The operation that cannot be placed"
                 @if let Some(id) = lin.stuck_op { " (" (op(id)) ", ringed in red on the timeline)" }
-                ": " code { (lin.stuck) }
+                ": " code { (explanation.stuck) }
             }
-            p { (lin.states_heading) ":" }
+            p { (explanation.states_heading()) ":" }
             ul.states-before {
-                @for state in &lin.states_before { li { code { (state) } } }
+                @for state in explanation.states_listed() { li { code { (state) } } }
             }
             p {
                 "The longest valid prefix, in linearization order ("
-                (lin.longest_prefix.len()) " operations"
+                (explanation.longest_prefix.len()) " operations"
                 @if !lin.prefix_ops.is_empty() {
-                    ": " (lin.prefix_ops.iter().map(|id| op(*id)).collect::<Vec<_>>().join(", "))
-                    ", dashed in blue on the timeline"
+                    ": " (lin.prefix_named()) ", dashed in blue on the timeline"
                 }
                 "):"
             }
             ol.longest-prefix {
-                @for step in &lin.longest_prefix { li { code { (step) } } }
+                @for step in &explanation.longest_prefix { li { code { (step) } } }
             }
         }
     }

@@ -2,14 +2,14 @@
 //! and a linearizability failure's stuck operation, states before it and longest valid
 //! prefix by op id, beside its timeline (and a mutant's clean twin's).
 
-use super::tests::{campaign, detection, results, shrunk};
+use super::tests::{campaign, detection, late_append, results, shrunk, violation};
 use super::*;
-use crate::check::linearizability::Explanation;
+use crate::check::linearizability::{Explanation, LinEvidence};
 use crate::results::record::ViolationRecord;
 
 /// The evidence `check_records` writes for a linearizability violation: the engine's
-/// explanation, then the stuck operation and the prefix by op id.
-fn lin_evidence() -> Vec<String> {
+/// explanation, the stuck operation and the prefix by op id.
+fn lin_evidence() -> LinEvidence {
     let explanation = Explanation {
         partition: "\"s1\"".into(),
         summary: "replica-2#0 acquire s1 got token 1, but the lease could only be held by \
@@ -29,9 +29,11 @@ fn lin_evidence() -> Vec<String> {
         ],
         longest_prefix_indices: vec![0, 1],
     };
-    let mut evidence: Vec<String> = explanation.to_string().lines().map(Into::into).collect();
-    evidence.extend(["stuck: op 9".to_owned(), "prefix: op 1, op 5".to_owned()]);
-    evidence
+    LinEvidence {
+        explanation,
+        stuck_op: Some(9),
+        prefix_ops: vec![1, 5],
+    }
 }
 
 /// The page of the hand-built campaign with `shrunk` runs and one mutant kill whose
@@ -41,10 +43,10 @@ fn page(shrunk: Vec<ShrunkRun>) -> String {
     let file = "shrunk/mutant-no-local-deadline-f1-pause-seed0.run.json";
     let mut killed = detection("no-local-deadline", "STOP in f1-pause (seed 0)", Some(file));
     killed.check = Some(Check::Stop);
-    killed.violations = vec![ViolationRecord {
-        message: "replica-1#0 appended after its validity deadline".into(),
-        evidence: vec!["op 7".into(), "validity s1 by replica-1#0 at 9.5 s".into()],
-    }];
+    killed.violations = vec![violation(
+        "replica-1#0 appended after its validity deadline",
+        &late_append(),
+    )];
     killed.replay = Some(
         "leasesim run --scenario sims/f1-pause.toml --seed 0 --mutant no-local-deadline".into(),
     );
@@ -109,7 +111,10 @@ fn a_mutant_counterexample_says_which_check_failed_and_why_beside_its_twin() {
         "{mutant}"
     );
     assert!(
-        mutant.contains("<pre class=\"evidence\">op 7\nvalidity s1 by replica-1#0 at 9.5 s</pre>"),
+        mutant.contains(
+            "<pre class=\"evidence\">op 7\nvalidity s1 by replica-1 at 9.500 s (local 9.400 \
+             s)</pre>"
+        ),
         "{mutant}"
     );
     // The twin comes after the run, the explanation after both.
@@ -127,7 +132,8 @@ fn a_linearizability_failure_lays_out_its_explanation_by_op_id() {
     runs[0].check = Check::LinLease;
     runs[0].violations = vec![ViolationRecord {
         message: "no linearization of partition \"s1\"".into(),
-        evidence: lin_evidence(),
+        evidence: Vec::new(),
+        linearization: Some(Box::new(lin_evidence())),
     }];
     let page = page(runs);
     let lin = section(&page, "<div class=\"linearizability\">", "</ol>");

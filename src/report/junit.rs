@@ -233,8 +233,8 @@ fn failure(data: &ReportData, scenario: &str, check: &CheckSummary) -> (String, 
         let _ = writeln!(body, "seed {} (replay: {})", record.seed, record.replay);
         for violation in &found.violations {
             let _ = writeln!(body, "  {}", violation.message);
-            for evidence in &violation.evidence {
-                let _ = writeln!(body, "    - {evidence}");
+            for line in violation.evidence_lines() {
+                let _ = writeln!(body, "    - {line}");
             }
         }
     }

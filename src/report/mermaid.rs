@@ -479,18 +479,6 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// The op ids named by a violation's evidence strings (`op 12`, as
-/// [`crate::results::record::ViolationRecord::evidence`] writes them).
-pub fn evidence_op_ids<'a>(evidence: impl IntoIterator<Item = &'a String>) -> Vec<u64> {
-    let mut ids: Vec<u64> = evidence
-        .into_iter()
-        .filter_map(|e| e.strip_prefix("op ")?.trim().parse().ok())
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -701,9 +689,5 @@ sequenceDiagram
     #[test]
     fn escapes_what_mermaid_chokes_on() {
         assert_eq!(escape("a;b#c:d\ne<f>"), "a#59;b#35;c#58;d e#60;f#62;");
-        assert_eq!(
-            evidence_op_ids(&["op 12".to_owned(), "ledger s1 seq 4".into(), "op 3".into()]),
-            vec![3, 12]
-        );
     }
 }

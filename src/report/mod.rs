@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! <out>/
-//!   campaign.json   written first by the campaign: {"v":1,"meta":CampaignMeta,"scenarios":[ScenarioInfo…]}
+//!   campaign.json   written first by the campaign: {"v":2,"meta":CampaignMeta,"scenarios":[ScenarioInfo…]}
 //!   results.jsonl   one RunRecord per line, in completion order (appended as runs finish)
 //!   shrunk.jsonl    one ShrunkRun per line (absent or empty: nothing was shrunk)
 //!   shrunk/         the minimal run files the ShrunkRun and Detection lines name (`run_file`, relative),
@@ -36,7 +36,6 @@
 
 pub mod checks;
 mod counterexamples;
-mod explanation;
 mod html;
 #[cfg(test)]
 mod html_tests;
@@ -63,7 +62,9 @@ use crate::check::Check;
 use crate::exit::Exit;
 use crate::mutant::Mutant;
 use crate::results::plan::{CampaignPlan, MAX_MISSING_LISTED};
-use crate::results::record::{CampaignMeta, Detection, RECORD_VERSION, RunRecord, ShrunkRun};
+use crate::results::record::{
+    CampaignMeta, Detection, READ_VERSIONS, RECORD_VERSION, RunRecord, ShrunkRun,
+};
 pub use summary::{
     CheckSummary, HarnessErrorSummary, PendingCoverage, SUMMARY_VERSION, ScenarioSummary,
     ShrunkSummary, Summary,
@@ -389,6 +390,16 @@ fn stray_error(dir: &Path, meta: &CampaignMeta, strays: &[&RunRecord]) -> Report
     }
 }
 
+/// Why a file of schema version `v` is not read, and which versions are.
+fn unread_version(v: u32) -> String {
+    format!(
+        "schema version {v} is not one this leasesim reads ({} to {}): it was written by another \
+         leasesim; render it with that one",
+        READ_VERSIONS.start(),
+        READ_VERSIONS.end()
+    )
+}
+
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
     move |source| ReportError::Io {
         path: path.to_path_buf(),
@@ -465,28 +476,27 @@ impl ReportData {
                 line: e.line(),
                 message: e.to_string(),
             })?;
-        if campaign.v != RECORD_VERSION || campaign.meta.v != RECORD_VERSION {
+        let unread = [campaign.v, campaign.meta.v]
+            .into_iter()
+            .find(|v| !READ_VERSIONS.contains(v));
+        if let Some(v) = unread {
             return Err(ReportError::Malformed {
                 file: path,
                 line: 1,
-                message: format!(
-                    "schema version {} is not {RECORD_VERSION}",
-                    if campaign.v != RECORD_VERSION {
-                        campaign.v
-                    } else {
-                        campaign.meta.v
-                    }
-                ),
+                message: unread_version(v),
             });
         }
         let results_path = dir.join(RESULTS_FILE);
         let results: Vec<RunRecord> = read_lines(&results_path, false)?;
         refuse_conflicts(&results_path, &results)?;
-        if let Some((line, record)) = (1..).zip(&results).find(|(_, r)| r.v != RECORD_VERSION) {
+        let unread = (1..)
+            .zip(&results)
+            .find(|(_, r)| !READ_VERSIONS.contains(&r.v));
+        if let Some((line, record)) = unread {
             return Err(ReportError::Malformed {
                 file: results_path,
                 line,
-                message: format!("schema version {} is not {RECORD_VERSION}", record.v),
+                message: unread_version(record.v),
             });
         }
         let shrunk_path = dir.join(SHRUNK_FILE);

@@ -209,7 +209,12 @@ fn anchors_are_unique_when_names_collide_and_one_per_scenario_and_check() {
     let mut runs = Vec::new();
     for (scenario, seed) in [("a/b", 0), ("a/b", 1), ("a-b", 0)] {
         let mut made = checks(&[]);
-        fail(&mut made, "FENCE", "stale append landed", &["op 3"]);
+        fail(
+            &mut made,
+            "FENCE",
+            "stale append landed",
+            &[crate::check::invariants::Evidence::Op(3)],
+        );
         records.push(run(scenario, seed, RunStatus::Violation, made));
         let mut shrunk_run = shrunk().remove(0);
         shrunk_run.scenario = scenario.into();

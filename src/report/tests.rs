@@ -7,7 +7,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::*;
-use crate::results::record::{CheckRecord, Detection, RunStatus, ViolationRecord};
+use crate::check::invariants::Evidence;
+use crate::history::Process;
+use crate::results::record::{CheckRecord, Detection, EvidenceRecord, RunStatus, ViolationRecord};
 
 const CHECKS: [&str; 10] = [
     "TOKEN",
@@ -109,13 +111,30 @@ pub(super) fn checks(expected: &[&str]) -> Vec<CheckRecord> {
         .collect()
 }
 
-pub(super) fn fail(checks: &mut [CheckRecord], name: &str, message: &str, evidence: &[&str]) {
+pub(super) fn fail(checks: &mut [CheckRecord], name: &str, message: &str, evidence: &[Evidence]) {
     let check = checks.iter_mut().find(|c| c.name.name() == name).unwrap();
     check.verdict = "fail".into();
-    check.violations.push(ViolationRecord {
+    check.violations.push(violation(message, evidence));
+}
+
+/// A violation of an invariant: `message`, proven by `evidence`.
+pub(super) fn violation(message: &str, evidence: &[Evidence]) -> ViolationRecord {
+    ViolationRecord {
         message: message.into(),
-        evidence: evidence.iter().map(|s| (*s).to_owned()).collect(),
-    });
+        evidence: evidence.iter().cloned().map(Into::into).collect(),
+        linearization: None,
+    }
+}
+
+/// A STOP violation's evidence: an append and the validity check it came after, at 9.5 s.
+pub(super) fn late_append() -> [Evidence; 2] {
+    let validity = Evidence::Validity {
+        process: Process::new("replica-1", 0),
+        session: "s1".into(),
+        at_local_us: 9_400_000,
+        at_us: 9_500_000,
+    };
+    [Evidence::Op(7), validity]
 }
 
 pub(super) fn run(
@@ -158,7 +177,7 @@ pub(super) fn results() -> Vec<RunRecord> {
         &mut violated,
         "FENCE",
         "a record of writer epoch 1 committed after Fence{2}",
-        &["ledger s1 seq 4", "op 12"],
+        &[Evidence::seq("s1", 4), Evidence::Op(12)],
     );
     out.push(run("f1-pause", 2, RunStatus::Violation, violated));
     out.push(run("f1-pause", 3, RunStatus::Clean, checks(&[])));
@@ -170,7 +189,12 @@ pub(super) fn results() -> Vec<RunRecord> {
     lin_lease.unwrap().verdict = "unknown".into();
     out.push(run("slow", 1, RunStatus::Inconclusive, unknown));
     let mut caught = checks(&["FENCE"]);
-    fail(&mut caught, "FENCE", "stale append landed", &["op 3"]);
+    fail(
+        &mut caught,
+        "FENCE",
+        "stale append landed",
+        &[Evidence::Op(3)],
+    );
     out.push(run("mutant-caught", 0, RunStatus::Clean, caught));
     out.push(run("mutant-missed", 0, RunStatus::Clean, checks(&["EXCL"])));
     out
@@ -186,10 +210,10 @@ pub(super) fn shrunk() -> Vec<ShrunkRun> {
         faults: (3, 1),
         operations: (40, 6),
         attempts: 17,
-        violations: vec![ViolationRecord {
-            message: "a record of writer epoch 1 committed after Fence{2}".into(),
-            evidence: vec!["ledger s1 seq 4".into(), "op 12".into()],
-        }],
+        violations: vec![violation(
+            "a record of writer epoch 1 committed after Fence{2}",
+            &[Evidence::seq("s1", 4), Evidence::Op(12)],
+        )],
         sequence_diagram: "sequenceDiagram\n    participant r1 as replica-1\n    participant lease\n    participant ledger\n    r1->>lease: 0.000s acquire s1\n    lease-->>r1: Granted token 1 (op 1)\n".into(),
     }]
 }
@@ -1064,10 +1088,10 @@ fn a_mutant_counterexample_shows_check_rule_evidence_and_its_replay_with_the_mut
     let file = "shrunk/mutant-no-local-deadline-f1-pause-seed0.run.json";
     let mut killed = detection("no-local-deadline", "STOP in f1-pause (seed 0)", Some(file));
     killed.check = Some(Check::Stop);
-    killed.violations = vec![ViolationRecord {
-        message: "replica-1#0 appended after its validity deadline".into(),
-        evidence: vec!["op 7".into(), "validity s1 by replica-1#0 at 9.5 s".into()],
-    }];
+    killed.violations = vec![violation(
+        "replica-1#0 appended after its validity deadline",
+        &late_append(),
+    )];
     killed.replay = Some(
         "leasesim run --scenario sims/field-cases/f1-pause.toml --seed 0 --mutant \
          no-local-deadline"
@@ -1102,7 +1126,7 @@ deadline).
 **replica-1#0 appended after its validity deadline**
 
 - op 7
-- validity s1 by replica-1#0 at 9.5 s
+- validity s1 by replica-1 at 9.500 s (local 9.400 s)
 
 ![timeline of the minimal run]({})
 
@@ -1213,4 +1237,94 @@ fn kinds_a_backend_left_out_are_in_the_markdown_the_page_and_the_summary() {
     let data = ReportData::new(super::tests::campaign("c", None), results(), Vec::new());
     assert!(data.summary().left_out.is_empty());
     assert!(!render_text(&data).0.contains("Fault kinds left out"));
+}
+
+/// Two runs as `results.jsonl` version 1 kept them: each piece of evidence a line of prose,
+/// a linearizability explanation among them line by line.
+const RESULTS_V1: &str = r#"{"v":1,"scenario":"f1-pause","seed":2,"status":"violation","unexpected":["FENCE"],"checks":[{"name":"FENCE","checks":10,"expected_violation":false,"verdict":"fail","violations":[{"message":"a record of writer epoch 1 committed after Fence{2}","evidence":["ledger s1 seq 4","op 12"]}]}],"coverage":{},"drawn":null,"faults":2,"operations":40,"wall_ms":100,"error":null,"replay":"leasesim run --scenario sims/field-cases/f1-pause.toml --seed 2"}
+{"v":1,"scenario":"f1-pause","seed":3,"status":"violation","unexpected":["LIN-LEASE"],"checks":[{"name":"LIN-LEASE","checks":10,"expected_violation":false,"verdict":"fail","violations":[{"message":"no linearization of partition \"s1\"","evidence":["replica-2 acquire s1 got token 2, but the lease could only be held by replica-1 then.","  partition: \"s1\"","stuck: op 4","prefix: op 1"]}]}],"coverage":{},"drawn":null,"faults":2,"operations":40,"wall_ms":100,"error":null,"replay":"leasesim run --scenario sims/field-cases/f1-pause.toml --seed 3"}
+"#;
+
+/// A report folder of version 1 is still read and rendered: each evidence line is shown as
+/// it was written; a version this build does not know is refused, naming the ones it reads.
+#[test]
+fn a_results_file_of_version_1_is_read_its_evidence_shown_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut old = campaign("abc123", None);
+    (old.v, old.meta.v) = (1, 1);
+    write_folder(dir.path(), &old, &[], &[]);
+    fs::write(dir.path().join(RESULTS_FILE), RESULTS_V1).unwrap();
+    let data = ReportData::read(dir.path()).unwrap();
+    let fence = &data.results[0].checks[0].violations[0];
+    assert_eq!(
+        fence.evidence,
+        [
+            EvidenceRecord::Written("ledger s1 seq 4".into()),
+            EvidenceRecord::Written("op 12".into())
+        ]
+    );
+    assert_eq!(fence.found().count(), 0, "prose is no data");
+    assert_eq!(data.results[1].checks[0].violations[0].linearization, None);
+    assert_eq!(render(dir.path()).unwrap(), Exit::SafetyViolation);
+    let junit = read(dir.path(), "junit.xml");
+    for line in [
+        "    - ledger s1 seq 4\n    - op 12\n",
+        "    - replica-2 acquire s1 got token 2, but the lease could only be held by replica-1 \
+         then.\n    -   partition: &quot;s1&quot;\n    - stuck: op 4\n    - prefix: op 1\n",
+    ] {
+        assert!(junit.contains(line), "{line:?} in {junit}");
+    }
+
+    let newer = RESULTS_V1.replacen("\"v\":1", "\"v\":3", 1);
+    fs::write(dir.path().join(RESULTS_FILE), newer).unwrap();
+    let message = render(dir.path()).unwrap_err().to_string();
+    assert!(
+        message
+            .contains("results.jsonl:1: schema version 3 is not one this leasesim reads (1 to 2)"),
+        "{message}"
+    );
+}
+
+/// What a run judged now writes reads back as the same data: its evidence tagged by kind,
+/// a linearizability explanation whole with its op ids.
+#[test]
+fn a_violation_record_round_trips_as_tagged_data() {
+    let mut record = violation("late", &late_append());
+    let json = serde_json::to_value(&record).unwrap();
+    assert_eq!(json["evidence"][0], serde_json::json!({"op": 7}));
+    assert_eq!(json["evidence"][1]["validity"]["at_us"], 9_500_000);
+    assert!(json.get("linearization").is_none(), "{json}");
+    assert_eq!(
+        serde_json::from_value::<ViolationRecord>(json).unwrap(),
+        record
+    );
+    record.evidence.clear();
+    record.linearization = Some(Box::new(crate::check::linearizability::LinEvidence {
+        explanation: crate::check::linearizability::Explanation {
+            partition: "()".into(),
+            summary: "process 1 read 2 at [3, 4], but the register could only hold 1 then".into(),
+            stuck_index: 1,
+            stuck_process: 1,
+            stuck_call: 3,
+            stuck_return: Some(4),
+            stuck: "process 1 read 2 at [3, 4]".into(),
+            placed_before: 1,
+            states_before: vec!["the register holds 1: a read then returns 1, not 2".into()],
+            states_omitted: 0,
+            longest_prefix: vec!["process 0 wrote 1 at [1, 2] -> the register holds 1".into()],
+            longest_prefix_indices: vec![0],
+        },
+        stuck_op: Some(2),
+        prefix_ops: vec![1],
+    }));
+    let json = serde_json::to_value(&record).unwrap();
+    assert_eq!(json["linearization"]["stuck_op"], 2);
+    assert_eq!(
+        serde_json::from_value::<ViolationRecord>(json).unwrap(),
+        record
+    );
+    assert_eq!(
+        record.evidence_lines().last().map(String::as_str),
+        Some("prefix: op 1")
+    );
 }

@@ -3,14 +3,22 @@
 //! and the [`CampaignMeta`] every report carries (docs/campaigns.md).
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use crate::check::Check;
+use crate::check::invariants::{Evidence, Violation};
+use crate::check::linearizability::LinEvidence;
 use crate::exit::Exit;
 
-/// Schema version of `results.jsonl` lines and `summary.json`.
-pub const RECORD_VERSION: u32 = 1;
+/// Schema version of `results.jsonl` lines and `summary.json`: 2 since a violation's
+/// evidence is data ([`EvidenceRecord`], [`ViolationRecord::linearization`]).
+pub const RECORD_VERSION: u32 = 2;
+
+/// The schema versions a report reads: version 1 kept each piece of evidence as a line of
+/// prose ([`EvidenceRecord::Written`]).
+pub const READ_VERSIONS: std::ops::RangeInclusive<u32> = 1..=RECORD_VERSION;
 
 /// How one run ended, judged against its scenario's expectations.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
@@ -41,13 +49,78 @@ impl RunStatus {
     }
 }
 
-/// One violation as a report shows it.
+/// One violation as a report shows it: data, the sentences rendered from it
+/// (docs/campaigns.md#evidence-is-data).
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct ViolationRecord {
     /// What is wrong, in plain terms.
     pub message: String,
-    /// The history lines that prove it (`op 12`, `ledger s1 seq 4`, …).
-    pub evidence: Vec<String>,
+    /// The history lines that prove it (an op, a ledger record, a decision…).
+    pub evidence: Vec<EvidenceRecord>,
+    /// A linearizability check's explanation, with the op ids it names (absent in JSON for
+    /// an invariant's violation, and in files of version 1, which kept it as evidence lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linearization: Option<Box<LinEvidence>>,
+}
+
+impl ViolationRecord {
+    /// The violation's evidence as lines of prose, as junit.xml lists them: a linearizability
+    /// explanation's lines, then each piece of evidence.
+    pub fn evidence_lines(&self) -> Vec<String> {
+        let mut lines = self
+            .linearization
+            .as_ref()
+            .map_or_else(Vec::new, |lin| lin.lines());
+        lines.extend(self.evidence.iter().map(ToString::to_string));
+        lines
+    }
+
+    /// The pieces of evidence a checker found (not the prose of a version 1 file).
+    pub fn found(&self) -> impl Iterator<Item = &Evidence> {
+        self.evidence.iter().filter_map(|e| match e {
+            EvidenceRecord::Found(evidence) => Some(evidence),
+            EvidenceRecord::Written(_) => None,
+        })
+    }
+}
+
+impl From<&Violation> for ViolationRecord {
+    /// An invariant's violation: its message and evidence.
+    fn from(violation: &Violation) -> Self {
+        ViolationRecord {
+            message: violation.message.clone(),
+            evidence: violation.evidence.iter().cloned().map(Into::into).collect(),
+            linearization: None,
+        }
+    }
+}
+
+/// One piece of a violation's evidence in `results.jsonl`, `shrunk.jsonl` and
+/// `mutants.jsonl`: the tagged data a checker found (`{"op":12}`), or, read from a file of
+/// version 1, the line of prose it kept (`"op 12"`), shown as written and highlighting
+/// nothing on a timeline.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EvidenceRecord {
+    /// Found by a checker: its `Display` is the sentence.
+    Found(Evidence),
+    /// A line of prose from a file of version 1.
+    Written(String),
+}
+
+impl From<Evidence> for EvidenceRecord {
+    fn from(evidence: Evidence) -> Self {
+        EvidenceRecord::Found(evidence)
+    }
+}
+
+impl fmt::Display for EvidenceRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EvidenceRecord::Found(evidence) => evidence.fmt(f),
+            EvidenceRecord::Written(line) => f.write_str(line),
+        }
+    }
 }
 
 /// One check (an invariant or a linearizability check) over one run.

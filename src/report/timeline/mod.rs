@@ -41,6 +41,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use svg::Document;
 use svg::node::element::{Circle, Group, Line as SvgLine, Polygon, Rectangle, Text, Title};
 
+use crate::check::invariants::Evidence;
 use crate::history::hosts;
 use crate::history::{History, Op, OpLine, OpResult, Outcome, Phase};
 use crate::results::record::{CheckRecord, ViolationRecord};
@@ -131,7 +132,8 @@ impl MarkClass {
     }
 }
 
-/// What of a violation to highlight: op ids from its evidence.
+/// What of a violation to highlight, read from its evidence's data
+/// (docs/campaigns.md#evidence-is-data).
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct Highlight {
     /// What was violated (`EXCL`, `LIN-LEASE`), for the label; empty: nothing.
@@ -148,30 +150,52 @@ pub struct Highlight {
 }
 
 impl Highlight {
-    /// The highlight of `check`'s `violations` in `history`: every `op N` their evidence
-    /// names, every `ledger S seq N` as the operation that committed that record, and a
-    /// linearizability explanation's `stuck: op N` and `prefix: op A, op B…` lines
-    /// ([`crate::report::checks::check_records`] writes them).
+    /// The highlight of `check`'s `violations` in `history`: every operation their evidence
+    /// names (an op, a holder's window by the op it starts at, a ledger record by the
+    /// operation that committed it), every validity check and decision as a moment on its
+    /// host's lane, and a linearizability explanation's stuck operation (also an evidence
+    /// operation) and longest valid prefix. Prose read from a file of version 1 highlights
+    /// nothing.
     pub fn of_violations(check: &str, violations: &[ViolationRecord], history: &History) -> Self {
         let mut highlight = Highlight {
             check: check.to_owned(),
             ..Highlight::default()
         };
-        for line in violations.iter().flat_map(|v| &v.evidence) {
-            let ids = op_ids_in(line);
-            if let Some(rest) = line.strip_prefix("stuck: ") {
-                highlight.stuck = op_ids_in(rest).first().copied();
-            } else if line.starts_with("prefix: ") {
-                highlight.prefix.extend(ids);
-                continue;
+        for violation in violations {
+            if let Some(lin) = &violation.linearization {
+                if let Some(id) = lin.stuck_op {
+                    highlight.stuck = Some(id);
+                    highlight.ops.insert(id);
+                }
+                highlight.prefix.extend(&lin.prefix_ops);
             }
-            highlight.ops.extend(op_ids_in(line));
-            if let Some(id) = ledger_record_op(line, history) {
-                highlight.ops.insert(id);
+            for evidence in violation.found() {
+                highlight.add(evidence, history);
             }
-            highlight.instants.extend(instant_in(line, history));
         }
         highlight
+    }
+
+    /// Adds what `evidence` names in `history`.
+    fn add(&mut self, evidence: &Evidence, history: &History) {
+        match evidence {
+            Evidence::Op(id) | Evidence::Window { op: id, .. } => {
+                self.ops.insert(*id);
+            }
+            Evidence::LedgerSeq { session, seq } => {
+                self.ops.extend(ledger_record_op(session, *seq, history));
+            }
+            Evidence::Decision { at_us, .. } => {
+                let authority = history.authority_host();
+                self.instants
+                    .extend(authority.map(|host| (host.to_owned(), *at_us)));
+            }
+            Evidence::Validity { process, at_us, .. } => {
+                self.instants.insert((process.replica.clone(), *at_us));
+            }
+            // A write line is drawn on no lane of its own.
+            Evidence::Write { .. } => {}
+        }
     }
 }
 
@@ -190,54 +214,9 @@ pub fn highlight_of_records(records: &[CheckRecord], history: &History) -> Highl
         })
 }
 
-/// Every `op N` in `text`.
-fn op_ids_in(text: &str) -> Vec<u64> {
-    let words: Vec<&str> = text
-        .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
-        .filter(|w| !w.is_empty())
-        .collect();
-    words
-        .windows(2)
-        .filter(|pair| pair[0] == "op")
-        .filter_map(|pair| pair[1].trim_end_matches([':', '.', ';']).parse().ok())
-        .collect()
-}
-
-/// The moment `validity S by P at T s …` or `decision S by P at T s …` names, on the lane
-/// of P's host or the authority's.
-fn instant_in(text: &str, history: &History) -> Option<(String, u64)> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let (kind, by, at) = (*words.first()?, *words.get(3)?, *words.get(5)?);
-    if words.get(2) != Some(&"by") || words.get(4) != Some(&"at") {
-        return None;
-    }
-    let host = match kind {
-        "validity" => by.split('#').next()?.to_owned(),
-        "decision" => history.authority_host()?.to_owned(),
-        _ => return None,
-    };
-    let (whole, fraction) = at.split_once('.').unwrap_or((at, ""));
-    let fraction = format!("{fraction:0<6}");
-    let us = whole.parse::<u64>().ok()? * 1_000_000 + fraction.get(..6)?.parse::<u64>().ok()?;
-    Some((host, us))
-}
-
-/// The operation that committed the record `ledger S seq N` names (a journal's own op, else
+/// The operation that committed record `seq` of ledger `session` (a journal's own op, else
 /// the ledger append).
-fn ledger_record_op(text: &str, history: &History) -> Option<u64> {
-    let mut words = text.split_whitespace();
-    if words.next()? != "ledger" {
-        return None;
-    }
-    let session = words.next()?;
-    if words.next()? != "seq" {
-        return None;
-    }
-    let seq: u64 = words
-        .next()?
-        .trim_end_matches([':', ',', '.'])
-        .parse()
-        .ok()?;
+fn ledger_record_op(session: &str, seq: u64, history: &History) -> Option<u64> {
     let committed = |op: &&OpLine| {
         op.session == session
             && match &op.result {

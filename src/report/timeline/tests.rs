@@ -2,8 +2,9 @@
 //! second takes over, the first's late append is fenced.
 
 use super::*;
-use crate::history::History;
-use crate::results::record::ViolationRecord;
+use crate::check::linearizability::{Explanation, LinEvidence};
+use crate::history::{History, Process};
+use crate::results::record::{EvidenceRecord, ViolationRecord};
 
 /// replica-1 (clock 20% slow) holds s1 token 1 and appends; it is paused 2–6 s; replica-2
 /// takes over at 4.5 s with token 2; replica-1's append after the pause is fenced, one of
@@ -38,15 +39,26 @@ fn history() -> History {
     History::read_jsonl(HISTORY.as_bytes(), "history.jsonl").expect("the fixture is a history")
 }
 
-fn fence_violation() -> Vec<ViolationRecord> {
+/// A violation proven by `evidence`.
+fn violation(message: &str, evidence: Vec<Evidence>) -> Vec<ViolationRecord> {
     vec![ViolationRecord {
-        message: "replica-1 appended after its lease expired".into(),
-        evidence: vec![
-            "op 6".into(),
-            "ledger s1 seq 2".into(),
-            "validity s1 by replica-1 at 5.990 s (local 4.792 s)".into(),
-        ],
+        message: message.into(),
+        evidence: evidence.into_iter().map(Into::into).collect(),
+        linearization: None,
     }]
+}
+
+fn fence_violation() -> Vec<ViolationRecord> {
+    let validity = Evidence::Validity {
+        process: Process::new("replica-1", 0),
+        session: "s1".into(),
+        at_local_us: 4_792_000,
+        at_us: 5_990_000,
+    };
+    violation(
+        "replica-1 appended after its lease expired",
+        vec![Evidence::Op(6), Evidence::seq("s1", 2), validity],
+    )
 }
 
 fn picture() -> String {
@@ -205,13 +217,30 @@ fn the_violations_evidence_is_ringed_and_named() {
 
 #[test]
 fn a_linearizability_explanation_marks_the_stuck_operation_and_the_prefix() {
+    let explanation = Explanation {
+        partition: "\"s1\"".into(),
+        summary: "replica-2 acquire s1 got token 2, but the lease could only be held by \
+                  replica-1 then"
+            .into(),
+        stuck_index: 1,
+        stuck_process: 2,
+        stuck_call: 4_500_000,
+        stuck_return: Some(4_510_000),
+        stuck: "replica-2 acquire s1 -> granted token 2 [4.500 s, 4.510 s]".into(),
+        placed_before: 1,
+        states_before: vec!["held by replica-1 token 1 until 3.110 s: the lease is held".into()],
+        states_omitted: 0,
+        longest_prefix: vec!["replica-1 acquire s1 -> granted token 1 -> held".into()],
+        longest_prefix_indices: vec![0],
+    };
     let violations = vec![ViolationRecord {
         message: "no linearization of partition \"s1\"".into(),
-        evidence: vec![
-            "s1: replica-2#0 acquire … cannot be placed.".into(),
-            "stuck: op 4".into(),
-            "prefix: op 1, op 2".into(),
-        ],
+        evidence: Vec::new(),
+        linearization: Some(Box::new(LinEvidence {
+            explanation,
+            stuck_op: Some(4),
+            prefix_ops: vec![1, 2],
+        })),
     }];
     let history = history();
     let highlight = Highlight::of_violations("LIN-LEASE", &violations, &history);
@@ -336,10 +365,7 @@ fn every_lease_call_is_a_square_classed_by_its_reply() {
 #[test]
 fn evidence_labels_close_together_on_a_lane_take_separate_rows() {
     let history = history();
-    let evidence = vec![ViolationRecord {
-        message: "close".into(),
-        evidence: vec!["op 1".into(), "op 2".into()],
-    }];
+    let evidence = violation("close", vec![Evidence::Op(1), Evidence::Op(2)]);
     let highlight = Highlight::of_violations("EXCL", &evidence, &history);
     let svg = render(&history, "t", &highlight);
     let ys: Vec<String> = svg
@@ -373,18 +399,71 @@ fn a_live_violation_rings_the_refused_acquire() {
     let report = crate::check::invariants::live::check(&history);
     assert_eq!(report.violations.len(), 1, "{:?}", report.violations);
     // What a campaign records of it (`check_records`).
-    let violations: Vec<ViolationRecord> = report
-        .violations
-        .iter()
-        .map(|v| ViolationRecord {
-            message: v.message.clone(),
-            evidence: v.evidence.iter().map(ToString::to_string).collect(),
-        })
-        .collect();
-    assert_eq!(violations[0].evidence, ["op 9"]);
+    let violations: Vec<ViolationRecord> = report.violations.iter().map(Into::into).collect();
+    assert_eq!(
+        violations[0].found().collect::<Vec<_>>(),
+        [&Evidence::Op(9)]
+    );
     let highlight = Highlight::of_violations("LIVE", &violations, &history);
     assert_eq!(highlight.ops, [9].into());
     let svg = render(&history, "fixture run on to 20 s", &highlight);
     assert_eq!(attributes(&svg, "evidence", "data-op"), ["9"]);
     assert!(texts(&svg).iter().any(|t| t == "LIVE violated"), "{svg}");
+}
+
+/// Each kind of evidence highlights what its data names: a holder's window the op it starts
+/// at, a decision a moment on the authority's lane, a validity check one on its replica's
+/// (by host, whatever its incarnation), a write nothing (it has no lane), and a line of prose
+/// from a results.jsonl of version 1 nothing at all, whatever it says.
+#[test]
+fn each_kind_of_evidence_highlights_what_its_data_names() {
+    let history = history();
+    let mut violations = violation(
+        "every kind",
+        vec![
+            Evidence::Window {
+                process: Process::new("replica-2", 0),
+                session: "s1".into(),
+                token: 2,
+                op: 5,
+                from_us: 4_530_000,
+                until_us: 7_510_000,
+            },
+            Evidence::Decision {
+                session: "s1".into(),
+                owner: Process::new("replica-2", 0),
+                at_authority_us: 4_510_000,
+                at_us: 4_510_250,
+            },
+            Evidence::Validity {
+                process: Process::new("replica-1", 2),
+                session: "s1".into(),
+                at_local_us: 1_000,
+                at_us: 2_000,
+            },
+            Evidence::Write {
+                session: "s1".into(),
+                verb: crate::history::WriteVerb::Update,
+                holder_identity: "replica-2".into(),
+                transitions: 2,
+                resource_version: 9,
+                at_us: 4_600_000,
+            },
+        ],
+    );
+    violations[0]
+        .evidence
+        .push(EvidenceRecord::Written("op 3 and ledger s1 seq 2".into()));
+    let highlight = Highlight::of_violations("EXCL", &violations, &history);
+    assert_eq!(highlight.ops, [5].into());
+    assert_eq!(highlight.stuck, None);
+    assert!(highlight.prefix.is_empty());
+    assert_eq!(
+        highlight.instants,
+        [
+            ("lease".to_owned(), 4_510_250),
+            ("replica-1".to_owned(), 2_000)
+        ]
+        .into()
+    );
 }
