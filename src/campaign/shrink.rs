@@ -604,3 +604,40 @@ fn session_of(violations: &[ViolationRecord]) -> Option<String> {
             Evidence::Op(_) | Evidence::Write { .. } | Evidence::Window { .. } => None,
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Process;
+    use crate::results::record::EvidenceRecord;
+
+    fn violation(evidence: Vec<EvidenceRecord>) -> ViolationRecord {
+        ViolationRecord {
+            message: "m".into(),
+            evidence,
+            linearization: None,
+        }
+    }
+
+    /// The sequence diagram follows the session of the first ledger record, decision or
+    /// validity check the evidence names, read from its data; ops, windows, writes and
+    /// version 1 prose name none.
+    #[test]
+    fn the_diagrams_session_is_the_first_one_the_evidence_names() {
+        let decision = Evidence::Decision {
+            session: "s2".into(),
+            owner: Process::new("replica-1", 0),
+            at_authority_us: 1,
+            at_us: 1,
+        };
+        let violations = [
+            violation(vec![
+                EvidenceRecord::Written("ledger s9 seq 1".into()),
+                Evidence::Op(3).into(),
+            ]),
+            violation(vec![decision.into(), Evidence::seq("s1", 4).into()]),
+        ];
+        assert_eq!(session_of(&violations).as_deref(), Some("s2"));
+        assert_eq!(session_of(&violations[..1]), None);
+    }
+}
