@@ -87,6 +87,9 @@ impl Default for DurableLeaseConfig {
 impl DurableLeaseConfig {
     /// Longest accepted `ttl`: one day. A restarted authority grants nothing for up to one
     /// TTL, and the authority adds the TTL to instants on its clock, which must not overflow.
+    /// The service's own bound on its configuration, not the harness's `TTL_MS_MAX` (which
+    /// keeps a simulated run within a day, docs/world.md#limits): the system under test
+    /// imports no harness crate, and the two may differ.
     pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
     /// Longest accepted `grace_persist_interval`: one hour. A crash loses up to this much of

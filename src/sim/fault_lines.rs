@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::gate::{ArmedFreeze, FreezeKind};
 use super::schedule::Fault;
-use crate::history::{NemesisLine, micros};
+use crate::history::{NemesisAction, NemesisLine, micros};
 
 /// The catch-all host of a heal.
 pub const ALL: &str = "all";
@@ -22,7 +22,7 @@ pub const ALL: &str = "all";
 /// A line at `at_us` on `host`.
 pub fn line(
     at_us: u64,
-    action: &str,
+    action: NemesisAction,
     host: &str,
     peer: Option<&str>,
     detail: Option<String>,
@@ -30,7 +30,7 @@ pub fn line(
     NemesisLine {
         at_us,
         host: host.to_owned(),
-        action: action.to_owned(),
+        action,
         peer: peer.map(str::to_owned),
         detail,
     }
@@ -46,12 +46,12 @@ pub fn fault_lines(now: Duration, fault: &Fault, authority: &str) -> Vec<Nemesis
             host,
             duration_ms,
             at_point: None,
-        } => timed_freeze(at, "pause", host, *duration_ms, None),
+        } => timed_freeze(at, NemesisAction::Pause, host, *duration_ms, None),
         Fault::Suspend {
             host,
             duration_ms,
             at_point: None,
-        } => timed_freeze(at, "suspend", host, *duration_ms, None),
+        } => timed_freeze(at, NemesisAction::Suspend, host, *duration_ms, None),
         // Armed freezes and worker panics are written when a task reaches their point
         // ([`freeze_lines`]); each bounce of a restart series as a `restart` when it happens.
         Fault::Pause { .. }
@@ -83,30 +83,35 @@ pub fn fault_lines(now: Duration, fault: &Fault, authority: &str) -> Vec<Nemesis
 fn link_line(at: u64, fault: &Fault) -> Option<NemesisLine> {
     let ms = |n: u64| Some(format!("{n} ms"));
     let (action, host, peer, detail) = match fault {
-        Fault::Partition { a, b } => ("partition", a, b, None),
-        Fault::PartitionOneWay { from, to } => ("partition_one_way", from, to, None),
-        Fault::Hold { a, b } => ("hold", a, b, None),
-        Fault::Release { a, b } => ("release", a, b, None),
+        Fault::Partition { a, b } => (NemesisAction::Partition, a, b, None),
+        Fault::PartitionOneWay { from, to } => (NemesisAction::PartitionOneWay, from, to, None),
+        Fault::Hold { a, b } => (NemesisAction::Hold, a, b, None),
+        Fault::Release { a, b } => (NemesisAction::Release, a, b, None),
         Fault::Latency {
             a,
             b,
             latency_ms,
             jitter_ms,
         } => (
-            "latency",
+            NemesisAction::Latency,
             a,
             b,
             Some(format!("{latency_ms} ms + up to {jitter_ms} ms")),
         ),
-        Fault::LinkFlaps { a, b, fail_ppm } => {
-            ("link_flaps", a, b, Some(format!("{fail_ppm} ppm")))
+        Fault::LinkFlaps { a, b, fail_ppm } => (
+            NemesisAction::LinkFlaps,
+            a,
+            b,
+            Some(format!("{fail_ppm} ppm")),
+        ),
+        Fault::DelayReplies { from, to, delay_ms } => {
+            (NemesisAction::DelayReplies, from, to, ms(*delay_ms))
         }
-        Fault::DelayReplies { from, to, delay_ms } => ("delay_replies", from, to, ms(*delay_ms)),
         Fault::HoldReplies {
             from,
             to,
             duration_ms,
-        } => ("hold_replies", from, to, ms(*duration_ms)),
+        } => (NemesisAction::HoldReplies, from, to, ms(*duration_ms)),
         _ => return None,
     };
     Some(line(at, action, host, Some(peer), detail))
@@ -116,21 +121,30 @@ fn link_line(at: u64, fault: &Fault) -> Option<NemesisLine> {
 /// any other.
 fn host_line(at: u64, fault: &Fault, authority: &str) -> Option<NemesisLine> {
     let (action, host, peer, detail): (_, &str, _, _) = match fault {
-        Fault::Isolate { host } => ("isolate", host, None, None),
-        Fault::Heal => ("heal", ALL, None, None),
-        Fault::ClockDrift { host, ppm } => {
-            ("clock_drift", host, None, Some(format!("{ppm:+} ppm")))
-        }
-        Fault::WallJump { host, delta_ms } => {
-            ("wall_jump", host, None, Some(format!("{delta_ms:+} ms")))
-        }
-        Fault::WallOffset { host, offset_ms } => {
-            ("wall_offset", host, None, Some(format!("{offset_ms:+} ms")))
-        }
-        Fault::Crash { host } => ("crash", host, None, None),
-        Fault::Restart { host } => ("restart", host, None, None),
+        Fault::Isolate { host } => (NemesisAction::Isolate, host, None, None),
+        Fault::Heal => (NemesisAction::Heal, ALL, None, None),
+        Fault::ClockDrift { host, ppm } => (
+            NemesisAction::ClockDrift,
+            host,
+            None,
+            Some(format!("{ppm:+} ppm")),
+        ),
+        Fault::WallJump { host, delta_ms } => (
+            NemesisAction::WallJump,
+            host,
+            None,
+            Some(format!("{delta_ms:+} ms")),
+        ),
+        Fault::WallOffset { host, offset_ms } => (
+            NemesisAction::WallOffset,
+            host,
+            None,
+            Some(format!("{offset_ms:+} ms")),
+        ),
+        Fault::Crash { host } => (NemesisAction::Crash, host, None, None),
+        Fault::Restart { host } => (NemesisAction::Restart, host, None, None),
         Fault::DeleteLeaseRecord { session } => (
-            "delete_lease_record",
+            NemesisAction::DeleteLeaseRecord,
             authority,
             None,
             Some(format!("session {session}")),
@@ -140,7 +154,7 @@ fn host_line(at: u64, fault: &Fault, authority: &str) -> Option<NemesisLine> {
             status,
             to,
         } => (
-            "authority_errors",
+            NemesisAction::AuthorityErrors,
             authority,
             to.as_deref(),
             Some(format!("{status:?} for {duration_ms} ms")),
@@ -153,10 +167,10 @@ fn host_line(at: u64, fault: &Fault, authority: &str) -> Option<NemesisLine> {
 /// The lines of an armed freeze that fired on `host` at true time `start`.
 pub fn freeze_lines(host: &str, start: Duration, armed: &ArmedFreeze) -> Vec<NemesisLine> {
     let action = match armed.kind {
-        FreezeKind::Pause => "pause",
-        FreezeKind::Suspend => "suspend",
-        FreezeKind::Stall => "stall",
-        FreezeKind::Panic => "worker_panic",
+        FreezeKind::Pause => NemesisAction::Pause,
+        FreezeKind::Suspend => NemesisAction::Suspend,
+        FreezeKind::Stall => NemesisAction::Stall,
+        FreezeKind::Panic => NemesisAction::WorkerPanic,
     };
     let point = serde_json::to_value(armed.point)
         .ok()
@@ -174,7 +188,7 @@ pub fn freeze_lines(host: &str, start: Duration, armed: &ArmedFreeze) -> Vec<Nem
 /// A freeze's start line and its `resume` line `duration_ms` later.
 fn timed_freeze(
     at_us: u64,
-    action: &str,
+    action: NemesisAction,
     host: &str,
     duration_ms: u64,
     point: Option<String>,
@@ -187,7 +201,7 @@ fn timed_freeze(
         line(at_us, action, host, None, Some(detail)),
         line(
             at_us.saturating_add(duration_ms.saturating_mul(1_000)),
-            "resume",
+            NemesisAction::Resume,
             host,
             None,
             None,
@@ -208,15 +222,15 @@ mod tests {
             at_point: None,
         };
         let lines = fault_lines(Duration::from_secs(3), &fault, "lease");
-        let summary: Vec<(u64, &str, &str)> = lines
+        let summary: Vec<(u64, NemesisAction, &str)> = lines
             .iter()
-            .map(|l| (l.at_us, l.action.as_str(), l.host.as_str()))
+            .map(|l| (l.at_us, l.action, l.host.as_str()))
             .collect();
         assert_eq!(
             summary,
             [
-                (3_000_000, "pause", "replica-1"),
-                (5_500_000, "resume", "replica-1")
+                (3_000_000, NemesisAction::Pause, "replica-1"),
+                (5_500_000, NemesisAction::Resume, "replica-1")
             ]
         );
     }
@@ -229,14 +243,14 @@ mod tests {
             duration: Duration::from_millis(100),
         };
         let lines = freeze_lines("replica-2", Duration::from_millis(700), &armed);
-        assert_eq!(lines[0].action, "suspend");
+        assert_eq!(lines[0].action, NemesisAction::Suspend);
         assert_eq!(
             lines[0].detail.as_deref(),
             Some("100 ms at before_append_send")
         );
         assert_eq!(
-            (lines[1].action.as_str(), lines[1].at_us),
-            ("resume", 800_000)
+            (lines[1].action, lines[1].at_us),
+            (NemesisAction::Resume, 800_000)
         );
     }
 

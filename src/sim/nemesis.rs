@@ -10,8 +10,8 @@ use super::fault_lines;
 use super::gate::FreezeKind;
 use super::hosts::Hosts;
 use super::schedule::{Fault, FaultSchedule};
-use crate::history::HistEvent;
 use crate::history::hosts as host_names;
+use crate::history::{HistEvent, NemesisAction};
 use crate::lease::SessionId;
 
 /// What the nemesis does at a time: a scheduled fault, or a follow-up it scheduled itself.
@@ -141,7 +141,7 @@ fn apply(
     tracing::info!(target: "leasesim::nemesis", at = ?now, ?action, "nemesis");
     hosts.recorder.set_harness_now(now);
     let at = crate::history::micros(now);
-    let record = |action: &str, host: &str, peer: Option<&str>| {
+    let record = |action: NemesisAction, host: &str, peer: Option<&str>| {
         hosts
             .recorder
             .nemesis(fault_lines::line(at, action, host, peer, None));
@@ -154,22 +154,22 @@ fn apply(
             return apply_fault(sim, hosts, now, fault);
         }
         Action::Deliver { a, b } => {
-            record("deliver", &a, Some(&b));
+            record(NemesisAction::Deliver, &a, Some(&b));
             sim.release(a, b)
         }
         Action::ServeRequests { to } => {
-            record("serve", &hosts.authority_host, to.as_deref());
+            record(NemesisAction::Serve, &hosts.authority_host, to.as_deref());
             hosts.error_windows.close(&to)
         }
         Action::ReleaseReplies { from, to } => {
-            record("release_replies", &from, Some(&to));
+            record(NemesisAction::ReleaseReplies, &from, Some(&to));
             if let Some(holds) = &hosts.reply_holds {
                 holds.release(&from, &to);
             }
         }
         Action::BounceLease { downtime_ms: None } => {
             let host = hosts.authority_host.clone();
-            record("restart", &host, None);
+            record(NemesisAction::Restart, &host, None);
             restart(sim, hosts, now, &host)
         }
         Action::BounceLease {
@@ -177,7 +177,7 @@ fn apply(
         } => {
             let host = hosts.authority_host.clone();
             if sim.is_host_running(host.as_str()) {
-                record("crash", &host, None);
+                record(NemesisAction::Crash, &host, None);
                 crash(sim, hosts, now, &host);
                 return vec![(downtime_ms, Action::StartLease)];
             }
@@ -185,14 +185,14 @@ fn apply(
         Action::StartLease => {
             let host = hosts.authority_host.clone();
             if hosts.is_crashed(&host) {
-                record("restart", &host, None);
+                record(NemesisAction::Restart, &host, None);
                 restart(sim, hosts, now, &host);
             }
         }
         // A freeze that started at a pause point ends when it ends: heal after it.
         Action::HealAll if frozen(hosts, now) => return vec![(HEAL_RETRY_MS, Action::HealAll)],
         Action::HealAll => {
-            record("heal", fault_lines::ALL, None);
+            record(NemesisAction::Heal, fault_lines::ALL, None);
             heal(sim, hosts, now)
         }
     }

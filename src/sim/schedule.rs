@@ -466,7 +466,7 @@ impl FaultSchedule {
     }
 
     /// Checks the schedule can be applied to a world with `hosts` (`lease`, `ledger`,
-    /// `replica-N`): every host named exists, values are in range ([`LIMITS`]), pause
+    /// `replica-N`): every host named exists, values are in range ([`limits`]; drift within [`super::clock::MIN_DRIFT_PPM`] and [`super::clock::MAX_DRIFT_PPM`]), pause
     /// points are ones the host reaches, and everything is healed after the last fault.
     ///
     /// # Errors
@@ -615,25 +615,9 @@ pub fn check_run_end(
 }
 
 /// Ranges every fault's values must lie in (wider ranges are never useful and overflow the
-/// arithmetic of time).
-pub mod limits {
-    /// Longest duration of a freeze, delay or latency, and longest interval, in ms (1 day).
-    pub const DURATION_MS_MAX: u64 = 86_400_000;
-    /// Most lease service restarts one fault may ask for.
-    pub const RESTARTS_MAX: u32 = 1_000;
-    /// Largest wall-clock step or offset, in ms (either way; about 100 years).
-    pub const WALL_MS_MAX: i64 = 3_155_760_000_000;
-    /// Largest link failure rate, in ppm per tick (certain failure).
-    pub const FAIL_PPM_MAX: u32 = 1_000_000;
-    /// Latest true simulated time a whole run may reach, liveness phase included, in ms
-    /// (1 day; see [`super::run_end_ms`]).
-    pub const RUN_MS_MAX: u64 = 86_400_000;
-}
-
-/// The value ranges [`FaultSchedule::validate`] enforces; see [`limits`].
-pub const LIMITS: &str = "durations 1..=86400000 ms, drift -999999..=1000000 ppm, \
-    wall steps within ±3155760000000 ms, fail_ppm 0..=1000000, 1..=1000 restarts, a restart's \
-    downtime below its interval";
+/// arithmetic of time): the harness's one set of limits (docs/world.md#limits); a whole run
+/// ends within [`limits::RUN_MS_MAX`] ([`run_end_ms`]).
+pub use crate::history::limits;
 
 impl Fault {
     /// Checks the fault's own values; `Err` says what is wrong.

@@ -78,7 +78,7 @@ mod tests {
 
     #[test]
     fn a_simulated_day_gets_a_default_past_its_measured_cost() {
-        let day_ms = 86_400_000;
+        let day_ms = crate::history::limits::DAY_MS;
         assert_eq!(measured(day_ms), Duration::from_secs(864));
         assert_eq!(default_timeout(day_ms), Duration::from_secs(60 + 4 * 864));
     }
@@ -94,14 +94,23 @@ mod tests {
 
     #[test]
     fn a_given_limit_below_twice_the_cost_is_refused_naming_the_flag_and_the_default() {
-        let error = timeout(86_400_000, Some(Duration::from_secs(30)), "--timeout").unwrap_err();
+        let error = timeout(
+            crate::history::limits::DAY_MS,
+            Some(Duration::from_secs(30)),
+            "--timeout",
+        )
+        .unwrap_err();
         assert!(
             error.starts_with("--timeout 30s: the run reaches 86400 s"),
             "{error}"
         );
         assert!(error.contains("give --timeout 3516s"), "{error}");
         assert_eq!(
-            timeout(86_400_000, Some(Duration::from_secs(1728)), "--timeout"),
+            timeout(
+                crate::history::limits::DAY_MS,
+                Some(Duration::from_secs(1728)),
+                "--timeout"
+            ),
             Ok(Duration::from_secs(1728))
         );
     }

@@ -17,8 +17,8 @@
 use leasesim::check::invariants::Evidence;
 use leasesim::history::{
     ClockLine, ConfigLine, Decision, DecisionLine, HistLeaseUse, HistRecord, HistWriterId, History,
-    LedgerLine, Line, NemesisLine, Op, OpLine, OpResult, Outcome, Phase, PhaseLine, Process,
-    Refusal, Request, ValidityLine, WriteLine, WriteVerb,
+    LedgerLine, Line, NemesisAction, NemesisLine, Op, OpLine, OpResult, Outcome, Phase, PhaseLine,
+    Process, Refusal, Request, ValidityLine, WriteLine, WriteVerb,
 };
 
 /// One second, µs.
@@ -105,11 +105,17 @@ impl Builder {
     }
 
     /// The nemesis did `action` at `at_us` to `host` (and `peer`, the other end of a link).
-    pub fn nemesis(self, at_us: u64, action: &str, host: &str, peer: Option<&str>) -> Self {
+    pub fn nemesis(
+        self,
+        at_us: u64,
+        action: NemesisAction,
+        host: &str,
+        peer: Option<&str>,
+    ) -> Self {
         self.line(NemesisLine {
             at_us,
             host: host.to_string(),
-            action: action.to_string(),
+            action,
             peer: peer.map(str::to_string),
             detail: None,
         })

@@ -9,16 +9,18 @@
 //! | `partition`, `partition_one_way`, `isolate`, `latency`, `link_flaps` | `heal` |
 //! | `hold` | `release` of the same link, or `heal` |
 //! | `delay_replies` | `deliver` of the same link, or `heal` |
-//! | `apiserver_errors` | `serve` |
+//! | `hold_replies` | `release_replies` of the same link, or `heal` |
+//! | `authority_errors` | `serve` |
 //!
 //! A band still open at the run's end ends there. Anything else (`clock_drift`,
-//! `wall_jump`, `wall_offset`, `clock`, `delete_lease_record`, a `restart` with nothing to
-//! close, `reset`, `dropped`) is an instant fault: a thin band.
+//! `wall_jump`, `wall_offset`, `clock`, `delete_lease_record`, `worker_panic`, a `restart`
+//! with nothing to close, `reset`, `dropped`) is an instant fault: a thin band. Every match
+//! on [`NemesisAction`] here is exhaustive, so a new action is drawn on purpose.
 
 use svg::node::element::{Group, Rectangle, Text, Title};
 
 use super::{CHAR_W, LANE_H, Scale, px};
-use crate::history::{History, Line, NemesisLine};
+use crate::history::{History, Line, NemesisAction, NemesisLine};
 
 /// The host of an action on every host (a heal).
 pub(super) const ALL: &str = "all";
@@ -50,15 +52,41 @@ enum Extent {
     Instant,
 }
 
-fn extent(action: &str) -> Extent {
-    match action {
-        "pause" | "suspend" | "stall" | "sigstop" => Extent::Freeze,
-        "crash" | "sigkill" => Extent::Down,
-        "partition" | "partition_one_way" | "isolate" | "hold" | "latency" | "link_flaps"
-        | "delay_replies" | "hold_replies" => Extent::Link,
-        "authority_errors" | "apiserver_errors" => Extent::Errors,
-        _ => Extent::Instant,
-    }
+/// How the fault `action` starts ends; `None` for an action that only ends faults (an end
+/// with nothing left to end, a heal came first, is no fault of its own; a restart that ends
+/// no crash is one: a crash and a start at once).
+fn extent(action: NemesisAction) -> Option<Extent> {
+    use NemesisAction as A;
+    Some(match action {
+        A::Pause | A::Suspend | A::Stall | A::Sigstop => Extent::Freeze,
+        A::Crash | A::Sigkill => Extent::Down,
+        A::Partition
+        | A::PartitionOneWay
+        | A::Isolate
+        | A::Hold
+        | A::Latency
+        | A::LinkFlaps
+        | A::DelayReplies
+        | A::HoldReplies => Extent::Link,
+        A::AuthorityErrors => Extent::Errors,
+        A::WorkerPanic
+        | A::Restart
+        | A::ClockDrift
+        | A::WallJump
+        | A::WallOffset
+        | A::Clock
+        | A::DeleteLeaseRecord
+        | A::Reset
+        | A::Dropped => Extent::Instant,
+        A::Resume
+        | A::Sigcont
+        | A::Start
+        | A::Release
+        | A::Deliver
+        | A::ReleaseReplies
+        | A::Serve
+        | A::Heal => return None,
+    })
 }
 
 /// The bands of `history`'s nemesis lines (in time order, then line order), those still
@@ -75,33 +103,19 @@ pub(super) fn bands(history: &History, end_us: u64) -> Vec<Band> {
     lines.sort_by_key(|n| n.at_us);
     let mut bands = Bands::default();
     for line in lines {
-        let closed = bands.close_by(line);
-        if closed || ends_only(&line.action) {
+        if bands.close_by(line) {
             continue;
         }
+        let Some(extent) = extent(line.action) else {
+            continue;
+        };
         let band = opened_by(line);
-        match extent(&line.action) {
+        match extent {
             Extent::Instant => bands.done.push(band),
             extent => bands.open.push((band, extent, line)),
         }
     }
     bands.finish(end_us)
-}
-
-/// Whether `action` only ends faults: an end with nothing left to end (a heal came first) is
-/// no fault of its own; a restart that ends no crash is one (a crash and a start at once).
-fn ends_only(action: &str) -> bool {
-    matches!(
-        action,
-        "resume"
-            | "sigcont"
-            | "start"
-            | "release"
-            | "deliver"
-            | "release_replies"
-            | "serve"
-            | "heal"
-    )
 }
 
 /// The band `line` starts, on its host and its peer.
@@ -117,7 +131,7 @@ fn opened_by(line: &NemesisLine) -> Band {
     .collect::<Vec<_>>()
     .join(", ");
     Band {
-        name: line.action.clone(),
+        name: line.action.to_string(),
         hosts,
         from_us: line.at_us,
         until_us: None,
@@ -144,26 +158,22 @@ impl Bands<'_> {
                 || (Some(&n.host) == line.peer.as_ref() && n.peer.as_ref() == Some(&line.host))
         };
         let at = line.at_us;
-        match line.action.as_str() {
-            "resume" | "sigcont" => {
+        use NemesisAction as A;
+        let same_link_as = |action: NemesisAction| {
+            move |_: Extent, n: &NemesisLine| n.action == action && same_link(n)
+        };
+        match line.action {
+            A::Resume | A::Sigcont => {
                 self.close(at, &|e, n| e == Extent::Freeze && n.host == line.host, true)
             }
-            "restart" | "start" => {
+            A::Restart | A::Start => {
                 self.close(at, &|e, n| e == Extent::Down && n.host == line.host, true)
             }
-            "release" => self.close(at, &|_, n| n.action == "hold" && same_link(n), false),
-            "deliver" => self.close(
-                at,
-                &|_, n| n.action == "delay_replies" && same_link(n),
-                false,
-            ),
-            "release_replies" => self.close(
-                at,
-                &|_, n| n.action == "hold_replies" && same_link(n),
-                false,
-            ),
-            "serve" => self.close(at, &|e, _| e == Extent::Errors, true),
-            "heal" => {
+            A::Release => self.close(at, &same_link_as(A::Hold), false),
+            A::Deliver => self.close(at, &same_link_as(A::DelayReplies), false),
+            A::ReleaseReplies => self.close(at, &same_link_as(A::HoldReplies), false),
+            A::Serve => self.close(at, &|e, _| e == Extent::Errors, true),
+            A::Heal => {
                 self.close(
                     at,
                     &|e, _| matches!(e, Extent::Freeze | Extent::Down | Extent::Link),
@@ -171,7 +181,29 @@ impl Bands<'_> {
                 );
                 true
             }
-            _ => false,
+            A::Pause
+            | A::Suspend
+            | A::Stall
+            | A::WorkerPanic
+            | A::Crash
+            | A::Isolate
+            | A::DelayReplies
+            | A::HoldReplies
+            | A::ClockDrift
+            | A::WallJump
+            | A::WallOffset
+            | A::DeleteLeaseRecord
+            | A::AuthorityErrors
+            | A::Partition
+            | A::PartitionOneWay
+            | A::Hold
+            | A::Latency
+            | A::LinkFlaps
+            | A::Sigstop
+            | A::Sigkill
+            | A::Reset
+            | A::Clock
+            | A::Dropped => false,
         }
     }
 

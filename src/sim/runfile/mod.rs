@@ -44,8 +44,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::history::limits::{DURATION_S_MAX, TTL_MS_MAX};
 pub use drawn::Drawn;
-pub use spec::{BackendSpec, DURATION_S_MAX, TTL_MS_MAX, WorldSpec};
+pub use spec::{BackendSpec, WorldSpec};
 
 use crate::check::Check;
 use crate::history::History;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::history::limits::{CALL_TIMEOUT_MS_MAX, DURATION_S_MAX, TTL_MS_MAX};
 use crate::lease::SessionId;
 use crate::sim::backend::{
     Backend, Grpc, Kube, TARGET_PREFIX, TARGETS_BINARY, check_whole_seconds, target_backend,
@@ -90,14 +91,6 @@ impl From<BackendSpec> for String {
     }
 }
 
-/// Longest simulated duration of a run, s (one day; `duration_s` and `leasesim run
-/// --duration`).
-pub const DURATION_S_MAX: u64 = 86_400;
-
-/// Longest lease TTL, ms (one day; a run's liveness phase, about 3 TTLs after the heal, must
-/// also fit [`crate::sim::schedule::limits::RUN_MS_MAX`]).
-pub const TTL_MS_MAX: u64 = 86_400_000;
-
 /// The `[world]` section: the shape of the simulated world. Every field is optional in a
 /// scenario (the defaults are [`WorldConfig::default`]'s); a run file holds all of them.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -167,7 +160,6 @@ impl WorldSpec {
 
     /// Checks the values; `Err((field, message))` names the field and what is allowed.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
-        const DAY_MS: u64 = 86_400_000;
         if !(1..=64).contains(&self.replicas) {
             return Err(("replicas", format!("must be 1..=64, got {}", self.replicas)));
         }
@@ -199,10 +191,13 @@ impl WorldSpec {
                 format!("must be 1..={DURATION_S_MAX} s, got {}", self.duration_s),
             ));
         }
-        if !(1..=DAY_MS).contains(&self.call_timeout_ms) {
+        if !(1..=CALL_TIMEOUT_MS_MAX).contains(&self.call_timeout_ms) {
             return Err((
                 "call_timeout_ms",
-                format!("must be 1..={DAY_MS} ms, got {}", self.call_timeout_ms),
+                format!(
+                    "must be 1..={CALL_TIMEOUT_MS_MAX} ms, got {}",
+                    self.call_timeout_ms
+                ),
             ));
         }
         let (low, high) = self.latency_ms;
