@@ -38,6 +38,23 @@ pub fn p(replica: &str) -> Process {
     }
 }
 
+/// The config line of [`Builder::config`] with `replicas` and `authority` (the host whose
+/// clock judges decisions; `None` for a backend without one).
+fn config_line(replicas: u32, authority: Option<&str>) -> ConfigLine {
+    ConfigLine {
+        ttl_us: TTL_US,
+        skew_margin_us: S,
+        renew_interval_us: 3_333_333,
+        longest_reconnect_backoff_us: 2 * S,
+        grace_period_us: 10 * S,
+        mutant: None,
+        seed: 1,
+        replicas,
+        sessions: vec![SESSION.to_string()],
+        authority: authority.map(str::to_owned),
+    }
+}
+
 /// A history under construction: its lines in order.
 #[must_use]
 pub struct Builder {
@@ -59,35 +76,13 @@ impl Builder {
     /// reconnect backoff 2 s, grace period 10 s, no mutant, seed 1, 2 replicas, session s1,
     /// decisions by the authority on host `lease`.
     pub fn config(self) -> Self {
-        self.line(ConfigLine {
-            ttl_us: TTL_US,
-            skew_margin_us: S,
-            renew_interval_us: 3_333_333,
-            longest_reconnect_backoff_us: 2 * S,
-            grace_period_us: 10 * S,
-            mutant: None,
-            seed: 1,
-            replicas: 2,
-            sessions: vec![SESSION.to_string()],
-            authority: Some("lease".into()),
-        })
+        self.line(config_line(2, Some("lease")))
     }
 
     /// As [`Builder::config`], for a backend without an authority clock (KubeLease:
     /// `authority: null`) and 3 replicas.
     pub fn kube_config(self) -> Self {
-        self.line(ConfigLine {
-            ttl_us: TTL_US,
-            skew_margin_us: S,
-            renew_interval_us: 3_333_333,
-            longest_reconnect_backoff_us: 2 * S,
-            grace_period_us: 10 * S,
-            mutant: None,
-            seed: 1,
-            replicas: 3,
-            sessions: vec![SESSION.to_string()],
-            authority: None,
-        })
+        self.line(config_line(3, None))
     }
 
     /// The API server accepted `write` (on session s1's object `s1-obj`) at `at_us`.

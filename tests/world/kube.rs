@@ -8,6 +8,7 @@ use std::time::Duration;
 use leasesim::campaign::scenario::Scenario;
 use leasesim::history::{History, Op, OpResult, Outcome, WriteVerb};
 use leasesim::sim::runfile::{self};
+use leasesim_testkit::leasesim;
 
 use crate::support::{ledger, run, sims};
 
@@ -255,7 +256,8 @@ fn kube_runs_give_identical_bytes_in_separate_processes() {
     for (name, seed) in runs {
         let dir = out.path().join(format!("{name}-{seed}"));
         let scenario = sims().join(format!("{name}.toml"));
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_leasesim"))
+        let output = leasesim!()
+            .command()
             .args([
                 "run",
                 "--seed",
