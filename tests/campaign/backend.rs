@@ -22,7 +22,7 @@ fn campaign_on(root: &Path, seeds: &str, backend: &str) -> Output {
     ];
     leasesim!().run_in(
         root,
-        &[&args[..], &["--out", "out", "--no-progress"]].concat(),
+        [&args[..], &["--out", "out", "--no-progress"]].concat(),
     )
 }
 
@@ -52,7 +52,7 @@ fn a_campaign_with_backend_runs_every_scenario_on_it_and_every_rerun_command_say
     // `write` lines (the gRPC authority writes `decision` lines instead).
     let rerun = leasesim!().run_in(
         root.path(),
-        &[
+        [
             "run",
             "--scenario",
             "sims/swarm-partitions.toml",
@@ -106,7 +106,7 @@ fn leasesim_refuses_a_target_backend_naming_the_targets_binary() {
     copy_sims(root.path(), "sims", &["swarm-partitions"]);
     let target = "target:kube-lease-manager";
     for output in [
-        leasesim!().run_in(root.path(), &["run", "--seed", "1", "--backend", target]),
+        leasesim!().run_in(root.path(), ["run", "--seed", "1", "--backend", target]),
         campaign_on(root.path(), "0..1", target),
     ] {
         assert_exit(&output, 2, &["leasesim-targets"]);
@@ -116,6 +116,6 @@ fn leasesim_refuses_a_target_backend_naming_the_targets_binary() {
 #[test]
 fn an_unknown_backend_name_is_refused_listing_the_names() {
     let root = tempfile::tempdir().unwrap();
-    let output = leasesim!().run_in(root.path(), &["run", "--seed", "1", "--backend", "etcd"]);
+    let output = leasesim!().run_in(root.path(), ["run", "--seed", "1", "--backend", "etcd"]);
     assert_exit(&output, 2, &["expected `grpc`, `kube` or `target:<name>`"]);
 }

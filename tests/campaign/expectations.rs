@@ -16,7 +16,7 @@ use crate::support::{
 fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_replays_it() {
     let tmp = tempfile::tempdir().unwrap();
     let sims = mutant_sims(tmp.path());
-    let output = leasesim!().run_in(tmp.path(), &campaign_args(MUTANT_SEEDS, "1", "out", &[]));
+    let output = leasesim!().run_in(tmp.path(), campaign_args(MUTANT_SEEDS, "1", "out", &[]));
     assert_eq!(output.status.code(), Some(1), "{}", both(&output));
     let out = tmp.path().join("out");
     the_run_is_an_unexpected_violation(&out);
@@ -164,7 +164,7 @@ fn an_expected_violation_never_seen_exits_1_and_the_report_says_the_expectation_
     edit_scenario(&sims, "f1-pause-longer-than-ttl", |text| {
         text.replace("[expect]\n", "[expect]\nviolate = [\"EXCL\"]\n")
     });
-    let output = leasesim!().run_in(tmp.path(), &campaign_args("0..2", "1", "out", &[]));
+    let output = leasesim!().run_in(tmp.path(), campaign_args("0..2", "1", "out", &[]));
     assert_eq!(output.status.code(), Some(1), "{}", both(&output));
     let out = tmp.path().join("out");
     // Every run itself is clean: it is the expectation that fails.

@@ -11,7 +11,7 @@ fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
     let tmp = tempfile::tempdir().unwrap();
     let scenarios = ["f1-pause-longer-than-ttl", "swarm-freezes"];
     copy_sims(tmp.path(), "sims", &scenarios);
-    let output = leasesim!().run_in(tmp.path(), &campaign_args("0..2", "2", "out", &[]));
+    let output = leasesim!().run_in(tmp.path(), campaign_args("0..2", "2", "out", &[]));
     assert_eq!(output.status.code(), Some(0), "{}", both(&output));
     let out = tmp.path().join("out");
     let verdict = the_terminal_ends_on_the_summarys_verdict_and_its_note(&out, &output.stdout);
@@ -151,7 +151,7 @@ fn a_campaign_with_no_finished_run_ends_on_an_incomplete_verdict_line() {
     copy_sims(tmp.path(), "sims", &["f1-pause-longer-than-ttl"]);
     let output = leasesim!().run_in(
         tmp.path(),
-        &[
+        [
             "campaign",
             "--sims",
             "sims",

@@ -18,7 +18,7 @@ fn replay_all(dir: &Path) -> Vec<(PathBuf, Option<i32>, String)> {
             let out = tempfile::tempdir().unwrap();
             let output = leasesim!().run_in(
                 out.path(),
-                &["replay", file.to_str().unwrap(), "--out", "replayed"],
+                ["replay", file.to_str().unwrap(), "--out", "replayed"],
             );
             (file, output.status.code(), both(&output))
         })
@@ -91,7 +91,7 @@ fn save_regressions_copies_the_minimal_run_into_the_sims_regressions_folder() {
     let sims = mutant_sims(tmp.path());
     let output = leasesim!().run_in(
         tmp.path(),
-        &[
+        [
             "campaign",
             "--sims",
             "sims",

@@ -133,7 +133,7 @@ fn a_torn_last_results_line_is_dropped_and_its_run_made_again() {
     let text = std::fs::read(&path).unwrap();
     let kept = bytes.iter().rposition(|b| *b == b'\n').unwrap() + 1;
     assert_eq!(text[..kept], bytes[..kept]);
-    let render = leasesim!().run_in(tmp.path(), &["report", "render", "out"]);
+    let render = leasesim!().run_in(tmp.path(), ["report", "render", "out"]);
     assert_eq!(render.status.code(), Some(0), "{}", both(&render));
     // It prints the verdict line the campaign printed last (it had printed nothing).
     let last = |output: &std::process::Output| {
@@ -192,12 +192,12 @@ fn failures_found_before_a_resume_are_shrunk_on_resume() {
     let tmp = tempfile::tempdir().unwrap();
     mutant_sims(tmp.path());
     let args = |extra: &[&'static str]| campaign_args(MUTANT_SEEDS, "1", "out", extra);
-    let first = leasesim!().run_in(tmp.path(), &args(&["--no-shrink"]));
+    let first = leasesim!().run_in(tmp.path(), args(&["--no-shrink"]));
     assert_eq!(first.status.code(), Some(1), "{}", both(&first));
     let shrunk_path = tmp.path().join("out/shrunk.jsonl");
     assert!(!shrunk_path.exists() || std::fs::read_to_string(&shrunk_path).unwrap().is_empty());
 
-    let resumed = leasesim!().run_in(tmp.path(), &args(&["--resume"]));
+    let resumed = leasesim!().run_in(tmp.path(), args(&["--resume"]));
     assert_exit(
         &resumed,
         1,
@@ -213,7 +213,7 @@ fn failures_found_before_a_resume_are_shrunk_on_resume() {
     assert!(report.contains("## Violations (shrunk)"), "{report}");
 
     // Resumed again: the failure has its counterexample, nothing is shrunk twice.
-    let again = leasesim!().run_in(tmp.path(), &args(&["--resume"]));
+    let again = leasesim!().run_in(tmp.path(), args(&["--resume"]));
     assert_eq!(again.status.code(), Some(1), "{}", both(&again));
     assert!(!stderr(&again).contains("shrinking"), "{}", stderr(&again));
     assert_eq!(std::fs::read_to_string(&shrunk_path).unwrap(), shrunk);

@@ -38,7 +38,7 @@ fn two_shards_merged_are_exactly_the_unsharded_campaign() {
         "{a_keys:?} {b_keys:?}"
     );
 
-    let merged = leasesim!().run_in(tmp.path(), &["report", "merge", "a", "b", "--out", "c"]);
+    let merged = leasesim!().run_in(tmp.path(), ["report", "merge", "a", "b", "--out", "c"]);
     assert_eq!(merged.status.code(), Some(0), "{}", both(&merged));
     let c = results(&tmp.path().join("c"));
     assert_eq!(keys(&c), every(&SCENARIOS, 0..3));
@@ -68,7 +68,7 @@ fn a_merge_missing_a_shard_is_incomplete_exit_6_naming_it() {
         let output = campaign(tmp.path(), out, Some(shard));
         assert_eq!(output.status.code(), Some(0), "{}", both(&output));
     }
-    let merged = leasesim!().run_in(tmp.path(), &["report", "merge", "a", "b", "--out", "c"]);
+    let merged = leasesim!().run_in(tmp.path(), ["report", "merge", "a", "b", "--out", "c"]);
     assert_eq!(merged.status.code(), Some(6), "{}", both(&merged));
     let report = std::fs::read_to_string(tmp.path().join("c/report.md")).unwrap();
     assert!(report.contains("(exit 6)**"), "{report}");
@@ -78,7 +78,7 @@ fn a_merge_missing_a_shard_is_incomplete_exit_6_naming_it() {
     );
     assert!(report.contains("- shard 3/3 (not merged)"), "{report}");
     // Rendered again, the merged folder still knows it is incomplete.
-    let render = leasesim!().run_in(tmp.path(), &["report", "render", "c"]);
+    let render = leasesim!().run_in(tmp.path(), ["report", "render", "c"]);
     assert_eq!(render.status.code(), Some(6), "{}", both(&render));
     // Both print the verdict line last, as a campaign does.
     for output in [&merged, &render] {
@@ -96,7 +96,7 @@ fn a_merge_missing_a_shard_is_incomplete_exit_6_naming_it() {
     let path = tmp.path().join("b/campaign.json");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("\"2/3\"", "\"7/3\"")).unwrap();
-    let tampered = leasesim!().run_in(tmp.path(), &["report", "merge", "a", "b", "--out", "d"]);
+    let tampered = leasesim!().run_in(tmp.path(), ["report", "merge", "a", "b", "--out", "d"]);
     assert_exit(&tampered, 2, &["`7/3` is not a shard"]);
 }
 
@@ -130,7 +130,7 @@ fn render_refuses_stray_records_and_calls_empty_results_incomplete() {
     let stray = first.replacen("\"seed\":0", "\"seed\":9", 1);
     assert_ne!(stray, first);
     std::fs::write(&path, format!("{text}{stray}\n")).unwrap();
-    let render = leasesim!().run_in(tmp.path(), &["report", "render", "a"]);
+    let render = leasesim!().run_in(tmp.path(), ["report", "render", "a"]);
     assert_eq!(render.status.code(), Some(2), "{}", both(&render));
     let err = stderr(&render);
     assert!(
@@ -140,7 +140,7 @@ fn render_refuses_stray_records_and_calls_empty_results_incomplete() {
     assert!(err.contains("seed 9"), "{err}");
 
     std::fs::write(&path, "").unwrap();
-    let empty = leasesim!().run_in(tmp.path(), &["report", "render", "a"]);
+    let empty = leasesim!().run_in(tmp.path(), ["report", "render", "a"]);
     assert_eq!(empty.status.code(), Some(6), "{}", both(&empty));
     let report = std::fs::read_to_string(tmp.path().join("a/report.md")).unwrap();
     assert!(

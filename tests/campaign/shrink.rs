@@ -66,7 +66,7 @@ fn a_generated_counterexample_shrinks_to_a_few_calls_and_replays_byte_for_byte()
     let out = dir.path().join("replay");
     let replay = leasesim!().run_in(
         dir.path(),
-        &[
+        [
             "replay",
             file.to_str().unwrap(),
             "--out",

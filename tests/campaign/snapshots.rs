@@ -32,7 +32,7 @@ fn the_report_of_a_fixed_small_campaign() {
         &["f1-pause-longer-than-ttl", "f6-late-release"],
     );
     let run = |out: &str, jobs: &str| {
-        let output = leasesim!().run_in(tmp.path(), &campaign_args("0..2", jobs, out, &[]));
+        let output = leasesim!().run_in(tmp.path(), campaign_args("0..2", jobs, out, &[]));
         assert_eq!(output.status.code(), Some(0), "{}", both(&output));
         std::fs::read_to_string(tmp.path().join(out).join("report.md")).unwrap()
     };
@@ -50,7 +50,7 @@ fn the_trace_and_history_of_f1_seed_1() {
     let scenario = repo_sims().join("f1-pause-longer-than-ttl.toml");
     let output = leasesim!().run_in(
         tmp.path(),
-        &[
+        [
             "run",
             "--scenario",
             scenario.to_str().unwrap(),
@@ -132,7 +132,7 @@ fn the_error_texts_of_malformed_scenario_files() {
         std::fs::write(sims.join("bad.toml"), &text).unwrap();
         let output = leasesim!().run_in(
             tmp.path(),
-            &[
+            [
                 "campaign",
                 "--sims",
                 "sims",

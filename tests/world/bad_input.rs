@@ -429,7 +429,7 @@ fn n8_a_run_that_recorded_no_operation_is_not_clean() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "idle.json", &run.to_string());
     let out = dir.path().join("out");
-    let output = leasesim!().run(&["replay", &file, "--out", out.to_str().unwrap()]);
+    let output = leasesim!().run(["replay", &file, "--out", out.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(
         output.status.code(),

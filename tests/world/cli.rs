@@ -7,7 +7,7 @@ use leasesim_testkit::{assert_exit, leasesim, text};
 fn a_run_prints_its_seed_first_and_its_replay_command() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
-    let output = leasesim!().run(&["run", "--seed", "7", "--duration", "20s", "--out", dir]);
+    let output = leasesim!().run(["run", "--seed", "7", "--duration", "20s", "--out", dir]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let stdout = text(&output.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
@@ -94,7 +94,7 @@ fn a_run_past_its_wall_clock_timeout_is_a_harness_error_naming_the_seed() {
 fn a_timeout_the_run_cannot_meet_is_refused_before_it_runs() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
-    let output = leasesim!().run(&[
+    let output = leasesim!().run([
         "run",
         "--seed",
         "99",
@@ -244,7 +244,7 @@ fn refused_before_the_run(dir: &std::path::Path, flag: &str, document: &str, exp
         "--out",
         out.to_str().unwrap(),
     ];
-    let output = leasesim!().run(&args);
+    let output = leasesim!().run(args);
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{document}: {stderr}");
     assert!(stderr.contains(expected), "{document}: {stderr}");
@@ -255,7 +255,7 @@ fn an_out_folder_that_cannot_be_created_exits_2_before_the_run() {
     let out = tempfile::tempdir().unwrap();
     let file = out.path().join("a-file");
     std::fs::write(&file, b"x").unwrap();
-    let output = leasesim!().run(&[
+    let output = leasesim!().run([
         "run",
         "--seed",
         "1",
@@ -282,7 +282,7 @@ fn config_line(dir: &std::path::Path) -> String {
 fn a_mutant_run_without_a_scenario_replays_to_the_same_history_with_its_mutant() {
     let out = tempfile::tempdir().unwrap();
     let (first, again) = (out.path().join("first"), out.path().join("again"));
-    let output = leasesim!().run(&[
+    let output = leasesim!().run([
         "run",
         "--seed",
         "7",
@@ -301,7 +301,7 @@ fn a_mutant_run_without_a_scenario_replays_to_the_same_history_with_its_mutant()
     );
     assert!(stdout.contains(" mutant=expiry-by-wall-clock "), "{stdout}");
     let run_json = first.join("run.json");
-    let replay = leasesim!().run(&[
+    let replay = leasesim!().run([
         "replay",
         run_json.to_str().unwrap(),
         "--out",
@@ -334,7 +334,7 @@ fn check_determinism_of_a_scenario_with_a_mutant_compares_runs_that_carry_it() {
         env!("CARGO_MANIFEST_DIR"),
         "/sims/f4-fence-compares-the-tip.toml"
     );
-    let output = leasesim!().run(&[
+    let output = leasesim!().run([
         "run",
         "--scenario",
         scenario,
@@ -404,7 +404,7 @@ fn result_json_holds_the_verdict_every_check_and_the_drawn_schedule() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
     let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/sims/swarm-freezes.toml");
-    let output = leasesim!().run(&["run", "--scenario", scenario, "--seed", "3", "--out", dir]);
+    let output = leasesim!().run(["run", "--scenario", scenario, "--seed", "3", "--out", dir]);
     let stdout = text(&output.stdout);
     let read = |file: &str| -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(out.path().join(file)).unwrap()).unwrap()
@@ -493,7 +493,7 @@ fn a_retired_fault_kind_in_a_scenario_or_a_run_file_exits_2_naming_its_new_word(
         assert_eq!(run["drawn"]["kinds"], serde_json::json!([new]));
         run["drawn"]["kinds"] = serde_json::json!([old]);
         std::fs::write(&run_file, serde_json::to_vec(&run).unwrap()).unwrap();
-        let output = leasesim!().run(&["replay", run_file.to_str().unwrap()]);
+        let output = leasesim!().run(["replay", run_file.to_str().unwrap()]);
         assert_exit(
             &output,
             2,
@@ -512,7 +512,7 @@ fn a_check_that_judged_nothing_is_not_judged_in_result_json_and_the_verdict() {
         env!("CARGO_MANIFEST_DIR"),
         "/sims/f1-pause-longer-than-ttl.toml"
     );
-    let output = leasesim!().run(&["run", "--scenario", scenario, "--seed", "0", "--out", dir]);
+    let output = leasesim!().run(["run", "--scenario", scenario, "--seed", "0", "--out", dir]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stdout));
     let stdout = text(&output.stdout);
     assert_eq!(
@@ -560,7 +560,7 @@ fn a_check_that_judged_nothing_is_not_judged_in_result_json_and_the_verdict() {
 /// `run --help` lists every exit code a run can end with and points to the mutant catalogue.
 #[test]
 fn run_help_lists_every_exit_code_and_points_to_the_mutants() {
-    let output = leasesim!().run(&["run", "--help"]);
+    let output = leasesim!().run(["run", "--help"]);
     assert_eq!(output.status.code(), Some(0));
     let help = text(&output.stdout)
         .split_whitespace()

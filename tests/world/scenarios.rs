@@ -392,7 +392,7 @@ fn the_cli_runs_a_scenario_and_replays_its_run_file() {
     let first_dir = first.to_str().unwrap();
     let output = leasesim!().run_in(
         repo(),
-        &[
+        [
             "run",
             "--scenario",
             "sims/swarm-freezes.toml",
@@ -425,7 +425,7 @@ fn the_cli_runs_a_scenario_and_replays_its_run_file() {
     let second = out.path().join("second");
     let output = leasesim!().run_in(
         repo(),
-        &[
+        [
             "replay",
             run_json.to_str().unwrap(),
             "--out",
@@ -447,7 +447,7 @@ fn the_cli_refuses_a_malformed_scenario_with_exit_2() {
     std::fs::write(&path, "v = 1\nabout = \"x\"\n[world]\nttl = 5\n").unwrap();
     let output = leasesim!().run_in(
         repo(),
-        &["run", "--scenario", path.to_str().unwrap(), "--seed", "1"],
+        ["run", "--scenario", path.to_str().unwrap(), "--seed", "1"],
     );
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
