@@ -4,9 +4,9 @@
 
 pub use leasesim_history::input::*;
 
-mod output;
-
-pub use output::{LOCK_FILE, OutputLock, refuse_input_as_output, remove_stale, replace};
+pub use leasesim_results::output::{
+    LOCK_FILE, OutputLock, refuse_input_as_output, remove_stale, replace,
+};
 
 #[cfg(test)]
 mod tests {

@@ -28,6 +28,12 @@ pub use leasesim_files as regular_file;
 /// The history format and the vocabularies every layer shares (`leasesim_history`).
 pub use leasesim_history as history;
 pub use leasesim_history::exit;
+pub use leasesim_net as net;
+pub use leasesim_remote as remote;
+pub use leasesim_report as report;
+pub use leasesim_results as results;
+pub use leasesim_sim as sim;
+pub use leasesim_sim::mutants;
 
 pub mod campaign;
 pub mod check;
@@ -36,10 +42,4 @@ pub mod input;
 pub mod journal;
 pub mod lease;
 pub mod live;
-pub mod mutants;
-pub mod net;
-pub mod remote;
-pub mod report;
-pub mod results;
-pub mod sim;
 pub mod time;

@@ -20,6 +20,7 @@ use std::time::Duration;
 use super::ddmin::ddmin;
 use super::retime::{instants, pulled_earlier};
 use crate::check::Check;
+use crate::check::invariants::Evidence;
 use crate::check::judge::judge;
 use crate::check::linearizability::Budget;
 use crate::history::History;
@@ -590,16 +591,53 @@ fn lasting_ms(fault: &mut ScheduledFault) -> Option<&mut u64> {
     }
 }
 
-/// The session a violation's evidence names first (`ledger s1 seq 4`, `decision s1 by …`).
+/// The session a violation's evidence names first: a ledger record's, a decision's or a
+/// validity check's.
 fn session_of(violations: &[ViolationRecord]) -> Option<String> {
     violations
         .iter()
-        .flat_map(|v| v.evidence.iter())
-        .find_map(|evidence| {
-            let mut words = evidence.split_whitespace();
-            match words.next()? {
-                "ledger" | "decision" | "validity" => words.next().map(str::to_owned),
-                _ => None,
-            }
+        .flat_map(ViolationRecord::found)
+        .find_map(|evidence| match evidence {
+            Evidence::LedgerSeq { session, .. }
+            | Evidence::Decision { session, .. }
+            | Evidence::Validity { session, .. } => Some(session.clone()),
+            Evidence::Op(_) | Evidence::Write { .. } | Evidence::Window { .. } => None,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Process;
+    use crate::results::record::EvidenceRecord;
+
+    fn violation(evidence: Vec<EvidenceRecord>) -> ViolationRecord {
+        ViolationRecord {
+            message: "m".into(),
+            evidence,
+            linearization: None,
+        }
+    }
+
+    /// The sequence diagram follows the session of the first ledger record, decision or
+    /// validity check the evidence names, read from its data; ops, windows, writes and
+    /// version 1 prose name none.
+    #[test]
+    fn the_diagrams_session_is_the_first_one_the_evidence_names() {
+        let decision = Evidence::Decision {
+            session: "s2".into(),
+            owner: Process::new("replica-1", 0),
+            at_authority_us: 1,
+            at_us: 1,
+        };
+        let violations = [
+            violation(vec![
+                EvidenceRecord::Written("ledger s9 seq 1".into()),
+                Evidence::Op(3).into(),
+            ]),
+            violation(vec![decision.into(), Evidence::seq("s1", 4).into()]),
+        ];
+        assert_eq!(session_of(&violations).as_deref(), Some("s2"));
+        assert_eq!(session_of(&violations[..1]), None);
+    }
 }

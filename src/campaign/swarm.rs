@@ -210,16 +210,31 @@ impl IntensityProfile {
         }
         let widen = |r: Option<(u32, u32)>| r.map(|(a, b)| (u64::from(a), u64::from(b)));
         unsigned("freeze_ttl_percent", self.freeze_ttl_percent, 1, 10_000)?;
-        unsigned("stall_ms", self.stall_ms, 1, 86_400_000)?;
+        unsigned("stall_ms", self.stall_ms, 1, limits::DURATION_MS_MAX)?;
         signed("drift_ppm", self.drift_ppm, 999_999)?;
-        signed("wall_jump_ms", self.wall_jump_ms, 3_155_760_000_000)?;
-        unsigned("restart_every_ms", self.restart_every_ms, 1, 86_400_000)?;
-        unsigned("restarts", widen(self.restarts), 1, 1_000)?;
+        signed("wall_jump_ms", self.wall_jump_ms, limits::WALL_MS_MAX)?;
+        unsigned(
+            "restart_every_ms",
+            self.restart_every_ms,
+            1,
+            limits::DURATION_MS_MAX,
+        )?;
+        unsigned(
+            "restarts",
+            widen(self.restarts),
+            1,
+            limits::RESTARTS_MAX.into(),
+        )?;
         unsigned("latency_ms", self.latency_ms, 0, 60_000)?;
         unsigned("jitter_ms", self.jitter_ms, 0, 60_000)?;
-        unsigned("flap_ppm", widen(self.flap_ppm), 0, 1_000_000)?;
+        unsigned(
+            "flap_ppm",
+            widen(self.flap_ppm),
+            0,
+            limits::FAIL_PPM_MAX.into(),
+        )?;
         unsigned("delay_ttl_percent", self.delay_ttl_percent, 1, 10_000)?;
-        unsigned("downtime_ms", self.downtime_ms, 1, 86_400_000)?;
+        unsigned("downtime_ms", self.downtime_ms, 1, limits::DURATION_MS_MAX)?;
         unsigned("gc_sweeps", self.gc_sweeps, 1, 1_000)?;
         check_error_statuses(self.error_statuses.as_deref())
     }

@@ -105,6 +105,36 @@ pub enum FileOutcome {
     HarnessError(String),
 }
 
+/// How `leasesim check` judged one file: the engine's verdict, or why there is none. Its
+/// JSON string is the `verdict` of a [`FileReport`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileVerdict {
+    /// `linearizable`: a linearization was found.
+    Linearizable,
+    /// `not_linearizable`: none exists; the report carries the explanation.
+    NotLinearizable,
+    /// `unknown`: the search ran out of budget without finding a violation.
+    Unknown,
+    /// `bad_input`: the file could not be read or is malformed.
+    BadInput,
+    /// `harness_error`: the checker panicked on the file.
+    HarnessError,
+}
+
+impl FileVerdict {
+    /// The exit code a file with this verdict stands for alone.
+    pub fn exit_code(self) -> Exit {
+        match self {
+            FileVerdict::Linearizable => Exit::Clean,
+            FileVerdict::NotLinearizable => Exit::SafetyViolation,
+            FileVerdict::Unknown => Exit::Inconclusive,
+            FileVerdict::BadInput => Exit::BadInput,
+            FileVerdict::HarnessError => Exit::HarnessError,
+        }
+    }
+}
+
 /// One file's result: what [`run`] prints, as text or (serialised) JSON.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FileReport {
@@ -115,7 +145,7 @@ pub struct FileReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<CheckModel>,
     /// `linearizable`, `not_linearizable`, `unknown`, `bad_input` or `harness_error`.
-    pub verdict: &'static str,
+    pub verdict: FileVerdict,
     /// Operations read from the file (0 when it could not be read).
     pub ops: usize,
     /// Wall-clock time of the check (reading excluded), in milliseconds.
@@ -134,13 +164,7 @@ pub struct FileReport {
 impl FileReport {
     /// This file's exit code alone.
     pub fn exit_code(&self) -> Exit {
-        match self.verdict {
-            "linearizable" => Exit::Clean,
-            "not_linearizable" => Exit::SafetyViolation,
-            "unknown" => Exit::Inconclusive,
-            "bad_input" => Exit::BadInput,
-            _ => Exit::HarnessError,
-        }
+        self.verdict.exit_code()
     }
 }
 
@@ -305,36 +329,25 @@ pub fn check_file(model: Option<CheckModel>, file: &Path, budget: Budget) -> Fil
             )
         }
     };
-    let mut report = FileReport {
+    let (verdict, explanation, error) = match outcome {
+        FileOutcome::Verdict(Verdict::Linearizable) => (FileVerdict::Linearizable, None, None),
+        FileOutcome::Verdict(Verdict::NotLinearizable(explanation)) => {
+            (FileVerdict::NotLinearizable, Some(*explanation), None)
+        }
+        FileOutcome::Verdict(Verdict::Unknown) => (FileVerdict::Unknown, None, None),
+        FileOutcome::BadInput(error) => (FileVerdict::BadInput, None, Some(error)),
+        FileOutcome::HarnessError(error) => (FileVerdict::HarnessError, None, Some(error)),
+    };
+    FileReport {
         file: file.display().to_string(),
         model: model.ok(),
-        verdict: "",
+        verdict,
         ops,
         elapsed_ms: (elapsed.as_secs_f64() * 1e6).round() / 1e3,
-        explanation: None,
-        error: None,
-        budget_steps: None,
-    };
-    match outcome {
-        FileOutcome::Verdict(Verdict::Linearizable) => report.verdict = "linearizable",
-        FileOutcome::Verdict(Verdict::NotLinearizable(explanation)) => {
-            report.verdict = "not_linearizable";
-            report.explanation = Some(*explanation);
-        }
-        FileOutcome::Verdict(Verdict::Unknown) => {
-            report.verdict = "unknown";
-            report.budget_steps = Some(budget.max_steps_per_partition);
-        }
-        FileOutcome::BadInput(error) => {
-            report.verdict = "bad_input";
-            report.error = Some(error);
-        }
-        FileOutcome::HarnessError(error) => {
-            report.verdict = "harness_error";
-            report.error = Some(error);
-        }
+        explanation,
+        error,
+        budget_steps: (verdict == FileVerdict::Unknown).then_some(budget.max_steps_per_partition),
     }
-    report
 }
 
 /// The text block for one report (several lines for a violation), without the `error:` line
@@ -342,8 +355,8 @@ pub fn check_file(model: Option<CheckModel>, file: &Path, budget: Budget) -> Fil
 pub fn render_text(report: &FileReport) -> String {
     let stats = format!("{} ops, {:.1} ms", report.ops, report.elapsed_ms);
     match report.verdict {
-        "linearizable" => format!("{}: linearizable ({stats})\n", report.file),
-        "not_linearizable" => {
+        FileVerdict::Linearizable => format!("{}: linearizable ({stats})\n", report.file),
+        FileVerdict::NotLinearizable => {
             let mut text = format!(
                 "{}: not linearizable ({stats}; times are {})\n",
                 report.file,
@@ -358,12 +371,13 @@ pub fn render_text(report: &FileReport) -> String {
             }
             text
         }
-        "unknown" => format!(
+        FileVerdict::Unknown => format!(
             "{}: unknown (budget of {} steps per partition ran out, no violation found; {stats})\n",
             report.file,
             report.budget_steps.unwrap_or_default()
         ),
-        _ => String::new(),
+        // Said on the error stream instead (`error: …`).
+        FileVerdict::BadInput | FileVerdict::HarnessError => String::new(),
     }
 }
 

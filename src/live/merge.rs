@@ -182,8 +182,8 @@ pub fn merge_lines(
 mod tests {
     use super::*;
     use crate::history::{
-        ClockLine, ConfigLine, HistRecord, LedgerLine, NemesisLine, Op, OpLine, Phase, PhaseLine,
-        Process,
+        ClockLine, ConfigLine, HistRecord, LedgerLine, NemesisAction, NemesisLine, Op, OpLine,
+        Phase, PhaseLine, Process,
     };
     use crate::live::lines::LineFile;
 
@@ -327,7 +327,7 @@ mod tests {
         let nemesis = Line::Nemesis(NemesisLine {
             at_us: 50,
             host: "ledger".into(),
-            action: "sigkill".into(),
+            action: NemesisAction::Sigkill,
             peer: None,
             detail: None,
         });

@@ -5,7 +5,9 @@
 use std::path::Path;
 use std::process::Output;
 
-use super::support::{both, copy_sims, leasesim, results, stderr};
+use leasesim_testkit::{assert_exit, both, leasesim, stderr};
+
+use super::support::{copy_sims, results};
 
 /// `leasesim campaign` over `root/sims` with `--seeds seeds --backend backend`, into `root/out`.
 fn campaign_on(root: &Path, seeds: &str, backend: &str) -> Output {
@@ -18,9 +20,9 @@ fn campaign_on(root: &Path, seeds: &str, backend: &str) -> Output {
         "--backend",
         backend,
     ];
-    leasesim(
+    leasesim!().run_in(
         root,
-        &[&args[..], &["--out", "out", "--no-progress"]].concat(),
+        [&args[..], &["--out", "out", "--no-progress"]].concat(),
     )
 }
 
@@ -48,9 +50,9 @@ fn a_campaign_with_backend_runs_every_scenario_on_it_and_every_rerun_command_say
     }
     // The run a rerun command makes is the campaign's: on kube, whose API server writes
     // `write` lines (the gRPC authority writes `decision` lines instead).
-    let rerun = leasesim(
+    let rerun = leasesim!().run_in(
         root.path(),
-        &[
+        [
             "run",
             "--scenario",
             "sims/swarm-partitions.toml",
@@ -104,26 +106,16 @@ fn leasesim_refuses_a_target_backend_naming_the_targets_binary() {
     copy_sims(root.path(), "sims", &["swarm-partitions"]);
     let target = "target:kube-lease-manager";
     for output in [
-        leasesim(root.path(), &["run", "--seed", "1", "--backend", target]),
+        leasesim!().run_in(root.path(), ["run", "--seed", "1", "--backend", target]),
         campaign_on(root.path(), "0..1", target),
     ] {
-        assert_eq!(output.status.code(), Some(2), "{}", both(&output));
-        assert!(
-            stderr(&output).contains("leasesim-targets"),
-            "{}",
-            both(&output)
-        );
+        assert_exit(&output, 2, &["leasesim-targets"]);
     }
 }
 
 #[test]
 fn an_unknown_backend_name_is_refused_listing_the_names() {
     let root = tempfile::tempdir().unwrap();
-    let output = leasesim(root.path(), &["run", "--seed", "1", "--backend", "etcd"]);
-    assert_eq!(output.status.code(), Some(2), "{}", both(&output));
-    assert!(
-        stderr(&output).contains("expected `grpc`, `kube` or `target:<name>`"),
-        "{}",
-        both(&output)
-    );
+    let output = leasesim!().run_in(root.path(), ["run", "--seed", "1", "--backend", "etcd"]);
+    assert_exit(&output, 2, &["expected `grpc`, `kube` or `target:<name>`"]);
 }

@@ -4,9 +4,11 @@
 
 use leasesim::check::Check;
 
+use leasesim_testkit::{both, leasesim, stderr};
+
 use crate::support::{
-    MUTANT, MUTANT_SCENARIO, MUTANT_SEEDS, MUTANT_VIOLATES, both, copy_sims, edit_scenario,
-    leasesim, mutant_sims, results, stderr,
+    MUTANT, MUTANT_SCENARIO, MUTANT_SEEDS, MUTANT_VIOLATES, campaign_args, copy_sims,
+    edit_scenario, mutant_sims, results,
 };
 
 #[test]
@@ -14,21 +16,7 @@ use crate::support::{
 fn a_caught_bug_the_scenario_does_not_expect_exits_1_with_a_shrunk_run_that_replays_it() {
     let tmp = tempfile::tempdir().unwrap();
     let sims = mutant_sims(tmp.path());
-    let output = leasesim(
-        tmp.path(),
-        &[
-            "campaign",
-            "--sims",
-            "sims",
-            "--seeds",
-            MUTANT_SEEDS,
-            "--jobs",
-            "1",
-            "--no-progress",
-            "--out",
-            "out",
-        ],
-    );
+    let output = leasesim!().run_in(tmp.path(), campaign_args(MUTANT_SEEDS, "1", "out", &[]));
     assert_eq!(output.status.code(), Some(1), "{}", both(&output));
     let out = tmp.path().join("out");
     the_run_is_an_unexpected_violation(&out);
@@ -154,7 +142,7 @@ fn the_replay_command_reproduces_the_violation(dir: &std::path::Path, replay: &s
     assert_eq!(words[0], "leasesim");
     let mut args = words[1..].to_vec();
     args.extend(["--out", "replayed"]);
-    let replayed = leasesim(dir, &args);
+    let replayed = leasesim!().run_in(dir, &args);
     assert_eq!(replayed.status.code(), Some(1), "{}", both(&replayed));
     let stdout = String::from_utf8_lossy(&replayed.stdout);
     let ledger_line = stdout
@@ -176,21 +164,7 @@ fn an_expected_violation_never_seen_exits_1_and_the_report_says_the_expectation_
     edit_scenario(&sims, "f1-pause-longer-than-ttl", |text| {
         text.replace("[expect]\n", "[expect]\nviolate = [\"EXCL\"]\n")
     });
-    let output = leasesim(
-        tmp.path(),
-        &[
-            "campaign",
-            "--sims",
-            "sims",
-            "--seeds",
-            "0..2",
-            "--jobs",
-            "1",
-            "--no-progress",
-            "--out",
-            "out",
-        ],
-    );
+    let output = leasesim!().run_in(tmp.path(), campaign_args("0..2", "1", "out", &[]));
     assert_eq!(output.status.code(), Some(1), "{}", both(&output));
     let out = tmp.path().join("out");
     // Every run itself is clean: it is the expectation that fails.

@@ -7,7 +7,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::support::{both, copy_sims};
+use leasesim_testkit::{assert_exit, both, leasesim};
+
+use crate::support::{campaign_args, copy_sims};
 
 const SCENARIO: &str = "f1-pause-longer-than-ttl";
 
@@ -16,7 +18,8 @@ const SCENARIO: &str = "f1-pause-longer-than-ttl";
 // A child process runs in real time: the deadline and the polling are real time too.
 #[allow(clippy::disallowed_types, clippy::disallowed_methods)]
 fn bounded(cwd: &Path, args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+    let mut child = leasesim!()
+        .command()
         .current_dir(cwd)
         .args(args)
         .stdout(Stdio::piped())
@@ -40,34 +43,11 @@ fn campaign(root: &Path, out: &str, shard: Option<&str>) -> PathBuf {
     if !root.join("sims").exists() {
         copy_sims(root, "sims", &[SCENARIO]);
     }
-    let mut args = vec![
-        "campaign",
-        "--sims",
-        "sims",
-        "--seeds",
-        "0..2",
-        "--jobs",
-        "1",
-        "--no-progress",
-        "--out",
-        out,
-    ];
+    let mut args = campaign_args("0..2", "1", out, &[]);
     args.extend(shard.iter().flat_map(|s| ["--shard", s]));
     let output = bounded(root, &args);
     assert_eq!(output.status.code(), Some(0), "{}", both(&output));
     root.join(out)
-}
-
-fn exits_2_naming(output: &Output, needles: &[&str]) {
-    assert_eq!(output.status.code(), Some(2), "{}", both(output));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    for needle in needles {
-        assert!(
-            stderr.contains(needle),
-            "{needle:?} not in: {}",
-            both(output)
-        );
-    }
 }
 
 /// N4: `results.jsonl` a FIFO, then a link to `/dev/zero`: `report render`, `report merge`
@@ -77,19 +57,7 @@ fn a_fifo_or_a_device_as_results_jsonl_exits_2_instead_of_hanging() {
     let tmp = tempfile::tempdir().unwrap();
     let out = campaign(tmp.path(), "c", None);
     let results = out.join("results.jsonl");
-    let resume = [
-        "campaign",
-        "--sims",
-        "sims",
-        "--seeds",
-        "0..2",
-        "--jobs",
-        "1",
-        "--no-progress",
-        "--out",
-        "c",
-        "--resume",
-    ];
+    let resume = campaign_args("0..2", "1", "c", &["--resume"]);
     let commands: [&[&str]; 3] = [
         &["report", "render", "c"],
         &["report", "merge", "c", "--out", "m"],
@@ -104,13 +72,18 @@ fn a_fifo_or_a_device_as_results_jsonl_exits_2_instead_of_hanging() {
             .success()
     );
     for args in commands {
-        exits_2_naming(&bounded(tmp.path(), args), &["results.jsonl", "is a FIFO"]);
+        assert_exit(
+            &bounded(tmp.path(), args),
+            2,
+            &["results.jsonl", "is a FIFO"],
+        );
     }
     std::fs::remove_file(&results).unwrap();
     std::os::unix::fs::symlink("/dev/zero", &results).unwrap();
     for args in commands {
-        exits_2_naming(
+        assert_exit(
             &bounded(tmp.path(), args),
+            2,
             &["results.jsonl", "is a device"],
         );
     }
@@ -138,24 +111,9 @@ fn two_different_records_of_one_run_exit_2_naming_the_run() {
     for lines in [format!("{text}{record}\n"), format!("{record}\n{text}")] {
         std::fs::write(&results, &lines).unwrap();
         let run = format!("{SCENARIO} seed {seed} has two different records");
-        exits_2_naming(&bounded(tmp.path(), &render), &[&run, "results.jsonl"]);
-        let resume = bounded(
-            tmp.path(),
-            &[
-                "campaign",
-                "--sims",
-                "sims",
-                "--seeds",
-                "0..2",
-                "--jobs",
-                "1",
-                "--no-progress",
-                "--out",
-                "c",
-                "--resume",
-            ],
-        );
-        exits_2_naming(&resume, &[&run]);
+        assert_exit(&bounded(tmp.path(), &render), 2, &[&run, "results.jsonl"]);
+        let resume = bounded(tmp.path(), &campaign_args("0..2", "1", "c", &["--resume"]));
+        assert_exit(&resume, 2, &[&run]);
         assert_eq!(
             std::fs::read_to_string(&results).unwrap(),
             lines,
@@ -196,7 +154,7 @@ fn a_merge_into_one_of_its_inputs_exits_2_and_leaves_it_as_it_was() {
     std::os::unix::fs::symlink("s2", tmp.path().join("link")).unwrap();
     for out in ["s2", "./s2/", "link"] {
         let args = ["report", "merge", "s1", "s2", "--out", out];
-        exits_2_naming(&bounded(tmp.path(), &args), &["is the input folder s2"]);
+        assert_exit(&bounded(tmp.path(), &args), 2, &["is the input folder s2"]);
         assert_eq!(snapshot(&s2), before, "--out {out}: shard s2 untouched");
     }
     let merged = bounded(tmp.path(), &["report", "merge", "s1", "s2", "--out", "m"]);
@@ -218,25 +176,16 @@ fn a_campaign_or_run_on_an_out_in_use_exits_2() {
         .open(out.join(".lock"))
         .unwrap();
     holder.try_lock().unwrap();
-    let again = [
-        "campaign",
-        "--sims",
-        "sims",
-        "--seeds",
-        "0..2",
-        "--jobs",
-        "1",
-        "--no-progress",
-        "--out",
-        "c",
-    ];
-    exits_2_naming(
+    let again = campaign_args("0..2", "1", "c", &[]);
+    assert_exit(
         &bounded(tmp.path(), &again),
+        2,
         &["is in use by another leasesim command"],
     );
     let run = ["run", "--seed", "1", "--duration", "5s", "--out", "c"];
-    exits_2_naming(
+    assert_exit(
         &bounded(tmp.path(), &run),
+        2,
         &["is in use by another leasesim command"],
     );
     assert_eq!(snapshot(&out), before, "the folder in use is untouched");

@@ -13,7 +13,9 @@ use leasesim::report::{DATA_FILES, render_summary};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed, TestRunner};
 
-use crate::support::{both, copy_sims, leasesim};
+use leasesim_testkit::{both, leasesim};
+
+use crate::support::{campaign_args, copy_sims};
 
 /// A clean campaign of one scenario × seeds 0..3, made once per test binary.
 fn pristine() -> &'static Path {
@@ -22,19 +24,8 @@ fn pristine() -> &'static Path {
         .get_or_init(|| {
             let tmp = tempfile::tempdir().unwrap();
             copy_sims(tmp.path(), "sims", &["f1-pause-longer-than-ttl"]);
-            let args = [
-                "campaign",
-                "--sims",
-                "sims",
-                "--seeds",
-                "0..3",
-                "--jobs",
-                "1",
-                "--no-progress",
-                "--out",
-                "c",
-            ];
-            let output = leasesim(tmp.path(), &args);
+            let args = campaign_args("0..3", "1", "c", &[]);
+            let output = leasesim!().run_in(tmp.path(), &args);
             assert_eq!(output.status.code(), Some(0), "{}", both(&output));
             tmp
         })

@@ -1,28 +1,17 @@
 //! A clean campaign: exit 0 and every report file, with one result per run and one JUnit
 //! testcase per scenario × check.
 
-use crate::support::{CHECKS, both, copy_sims, every, keys, leasesim, results};
+use leasesim::history::catalogue::Check;
+use leasesim_testkit::{both, leasesim};
+
+use crate::support::{campaign_args, copy_sims, every, keys, results};
 
 #[test]
 fn a_clean_campaign_writes_every_report_file_with_one_line_per_run() {
     let tmp = tempfile::tempdir().unwrap();
     let scenarios = ["f1-pause-longer-than-ttl", "swarm-freezes"];
     copy_sims(tmp.path(), "sims", &scenarios);
-    let output = leasesim(
-        tmp.path(),
-        &[
-            "campaign",
-            "--sims",
-            "sims",
-            "--seeds",
-            "0..2",
-            "--jobs",
-            "2",
-            "--no-progress",
-            "--out",
-            "out",
-        ],
-    );
+    let output = leasesim!().run_in(tmp.path(), campaign_args("0..2", "2", "out", &[]));
     assert_eq!(output.status.code(), Some(0), "{}", both(&output));
     let out = tmp.path().join("out");
     let verdict = the_terminal_ends_on_the_summarys_verdict_and_its_note(&out, &output.stdout);
@@ -80,6 +69,11 @@ fn the_terminal_ends_on_the_summarys_verdict_and_its_note(
 
 /// One line per (scenario, seed) of seeds 0..2 in `out`'s results.jsonl, each clean, with
 /// every check.
+/// The checks every run is judged by, in report order: the catalogue's.
+fn checks() -> Vec<&'static str> {
+    Check::ALL.iter().map(|c| c.name()).collect()
+}
+
 fn one_clean_result_per_run(out: &std::path::Path, scenarios: &[&str]) {
     let records = results(out);
     assert_eq!(records.len(), 4);
@@ -93,7 +87,7 @@ fn one_clean_result_per_run(out: &std::path::Path, scenarios: &[&str]) {
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, CHECKS, "{record}");
+        assert_eq!(names, checks(), "{record}");
     }
 }
 
@@ -104,7 +98,7 @@ fn one_junit_testcase_per_scenario_and_check(out: &std::path::Path, scenarios: &
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     assert_eq!(junit.matches("<testcase ").count(), 20, "{junit}");
     for scenario in scenarios {
-        for check in CHECKS {
+        for check in checks() {
             let open = format!("<testcase classname=\"leasesim.{scenario}\" name=\"{check}\"");
             let case = if *scenario == "f1-pause-longer-than-ttl" && check == "LIVE" {
                 format!(
@@ -155,9 +149,9 @@ fn the_report_counts_four_clean_runs_and_shrinks_nothing(out: &std::path::Path, 
 fn a_campaign_with_no_finished_run_ends_on_an_incomplete_verdict_line() {
     let tmp = tempfile::tempdir().unwrap();
     copy_sims(tmp.path(), "sims", &["f1-pause-longer-than-ttl"]);
-    let output = leasesim(
+    let output = leasesim!().run_in(
         tmp.path(),
-        &[
+        [
             "campaign",
             "--sims",
             "sims",

@@ -5,26 +5,20 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{
-    MUTANT_SCENARIO, MUTANT_SEEDS, MUTANT_VIOLATES, both, leasesim, mutant_sims, repo_sims, stderr,
-};
+use leasesim_testkit::{both, files_ending_in, leasesim, stderr};
+
+use crate::support::{MUTANT_SCENARIO, MUTANT_SEEDS, MUTANT_VIOLATES, mutant_sims, repo_sims};
 
 /// Replays every `*.run.json` in `dir` (sorted), each into a fresh folder; returns each file
 /// with its exit code and output.
 fn replay_all(dir: &Path) -> Vec<(PathBuf, Option<i32>, String)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.to_string_lossy().ends_with(".run.json"))
-        .collect();
-    files.sort();
-    files
+    files_ending_in(dir, ".run.json")
         .into_iter()
         .map(|file| {
             let out = tempfile::tempdir().unwrap();
-            let output = leasesim(
+            let output = leasesim!().run_in(
                 out.path(),
-                &["replay", file.to_str().unwrap(), "--out", "replayed"],
+                ["replay", file.to_str().unwrap(), "--out", "replayed"],
             );
             (file, output.status.code(), both(&output))
         })
@@ -95,9 +89,9 @@ fn every_saved_regression_replays_as_it_expects() {
 fn save_regressions_copies_the_minimal_run_into_the_sims_regressions_folder() {
     let tmp = tempfile::tempdir().unwrap();
     let sims = mutant_sims(tmp.path());
-    let output = leasesim(
+    let output = leasesim!().run_in(
         tmp.path(),
-        &[
+        [
             "campaign",
             "--sims",
             "sims",

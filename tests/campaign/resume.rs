@@ -3,52 +3,56 @@
 //! damaged beyond a torn last line, is refused with exit 2; failures found before the resume
 //! are shrunk.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use leasesim_testkit::{assert_exit, both, leasesim, stderr};
+
 use crate::support::{
-    MUTANT_SCENARIO, MUTANT_SEEDS, MUTANT_VIOLATES, both, copy_sims, every, keys, leasesim,
-    mutant_sims, results, stderr, without_wall_time,
+    MUTANT_SCENARIO, MUTANT_SEEDS, MUTANT_VIOLATES, campaign_args, copy_sims, every, keys,
+    mutant_sims, results, without_wall_time,
 };
 
 const SCENARIOS: [&str; 2] = ["f1-pause-longer-than-ttl", "f6-late-release"];
 
 /// `leasesim campaign` over [`SCENARIOS`] in `root/sims` into `root/out`, plus `extra`.
 fn campaign(root: &Path, seeds: &str, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "campaign",
-        "--sims",
-        "sims",
-        "--seeds",
-        seeds,
-        "--jobs",
-        "2",
-        "--no-progress",
-        "--out",
-        "out",
-    ];
-    args.extend(extra);
-    leasesim(root, &args)
+    leasesim!().run_in(root, campaign_args(seeds, "2", "out", extra))
+}
+
+/// A finished campaign over [`SCENARIOS`] and `seeds` (copied into `root/sims`), asserted to
+/// exit 0; returns its folder, `root/out`.
+fn finished(root: &Path, seeds: &str) -> PathBuf {
+    copy_sims(root, "sims", &SCENARIOS);
+    let first = campaign(root, seeds, &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", both(&first));
+    root.join("out")
+}
+
+/// Resumes the campaign in `root/out` over `seeds` and asserts it is refused (exit 2) naming
+/// every one of `expected`, before anything was run or overwritten: `results.jsonl` holds the
+/// bytes it held.
+fn resume_refused(root: &Path, seeds: &str, expected: &[&str]) {
+    let results = root.join("out/results.jsonl");
+    let before = std::fs::read(&results).unwrap();
+    assert_exit(&campaign(root, seeds, &["--resume"]), 2, expected);
+    assert_eq!(std::fs::read(&results).unwrap(), before);
 }
 
 #[test]
 fn resuming_a_finished_campaign_runs_nothing_again() {
     let tmp = tempfile::tempdir().unwrap();
-    copy_sims(tmp.path(), "sims", &SCENARIOS);
-    let first = campaign(tmp.path(), "0..2", &[]);
-    assert_eq!(first.status.code(), Some(0), "{}", both(&first));
-    let results_path = tmp.path().join("out/results.jsonl");
+    let out = finished(tmp.path(), "0..2");
+    let results_path = out.join("results.jsonl");
     let before = std::fs::read(&results_path).unwrap();
-    assert_eq!(
-        keys(&results(&tmp.path().join("out"))),
-        every(&SCENARIOS, 0..2)
-    );
+    assert_eq!(keys(&results(&out)), every(&SCENARIOS, 0..2));
 
     let again = campaign(tmp.path(), "0..2", &["--resume"]);
-    assert_eq!(again.status.code(), Some(0), "{}", both(&again));
-    let err = stderr(&again);
-    assert!(err.contains("resuming after 4 finished runs"), "{err}");
-    assert!(err.contains("\n0 runs in "), "{err}");
+    assert_exit(
+        &again,
+        0,
+        &["resuming after 4 finished runs", "\n0 runs in "],
+    );
     // Not one byte of the results changed: no run was made again.
     assert_eq!(std::fs::read(&results_path).unwrap(), before);
 }
@@ -56,10 +60,7 @@ fn resuming_a_finished_campaign_runs_nothing_again() {
 #[test]
 fn resuming_an_interrupted_campaign_runs_only_the_missing_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    copy_sims(tmp.path(), "sims", &SCENARIOS);
-    let first = campaign(tmp.path(), "0..2", &[]);
-    assert_eq!(first.status.code(), Some(0), "{}", both(&first));
-    let out = tmp.path().join("out");
+    let out = finished(tmp.path(), "0..2");
     let complete = results(&out);
 
     // Interrupted after two runs: keep the first two lines.
@@ -72,10 +73,11 @@ fn resuming_an_interrupted_campaign_runs_only_the_missing_runs() {
     std::fs::write(out.join("results.jsonl"), &kept).unwrap();
 
     let resumed = campaign(tmp.path(), "0..2", &["--resume"]);
-    assert_eq!(resumed.status.code(), Some(0), "{}", both(&resumed));
-    let err = stderr(&resumed);
-    assert!(err.contains("resuming after 2 finished runs"), "{err}");
-    assert!(err.contains("\n2 runs in "), "{err}");
+    assert_exit(
+        &resumed,
+        0,
+        &["resuming after 2 finished runs", "\n2 runs in "],
+    );
     let after = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
     assert!(after.starts_with(&kept), "the kept lines were rewritten");
     let records = results(&out);
@@ -88,23 +90,14 @@ fn resuming_an_interrupted_campaign_runs_only_the_missing_runs() {
 #[test]
 fn resuming_into_the_folder_of_another_campaign_exits_2() {
     let tmp = tempfile::tempdir().unwrap();
-    copy_sims(tmp.path(), "sims", &SCENARIOS);
-    let first = campaign(tmp.path(), "0..1", &[]);
-    assert_eq!(first.status.code(), Some(0), "{}", both(&first));
-    let before = std::fs::read(tmp.path().join("out/results.jsonl")).unwrap();
-
-    let other = campaign(tmp.path(), "0..2", &["--resume"]);
-    assert_eq!(other.status.code(), Some(2), "{}", both(&other));
-    let err = stderr(&other);
-    assert!(
-        err.contains("out/campaign.json was written by a different campaign"),
-        "{err}"
-    );
-    assert!(err.contains("rerun without --resume"), "{err}");
-    // Refused before anything was run or overwritten.
-    assert_eq!(
-        std::fs::read(tmp.path().join("out/results.jsonl")).unwrap(),
-        before
+    finished(tmp.path(), "0..1");
+    resume_refused(
+        tmp.path(),
+        "0..2",
+        &[
+            "out/campaign.json was written by a different campaign",
+            "rerun without --resume",
+        ],
     );
 }
 
@@ -113,10 +106,7 @@ fn resuming_into_the_folder_of_another_campaign_exits_2() {
 #[test]
 fn a_torn_last_results_line_is_dropped_and_its_run_made_again() {
     let tmp = tempfile::tempdir().unwrap();
-    copy_sims(tmp.path(), "sims", &SCENARIOS);
-    let first = campaign(tmp.path(), "0..2", &[]);
-    assert_eq!(first.status.code(), Some(0), "{}", both(&first));
-    let out = tmp.path().join("out");
+    let out = finished(tmp.path(), "0..2");
     let complete = results(&out);
     let path = out.join("results.jsonl");
     let mut bytes = std::fs::read(&path).unwrap();
@@ -143,7 +133,7 @@ fn a_torn_last_results_line_is_dropped_and_its_run_made_again() {
     let text = std::fs::read(&path).unwrap();
     let kept = bytes.iter().rposition(|b| *b == b'\n').unwrap() + 1;
     assert_eq!(text[..kept], bytes[..kept]);
-    let render = leasesim(tmp.path(), &["report", "render", "out"]);
+    let render = leasesim!().run_in(tmp.path(), ["report", "render", "out"]);
     assert_eq!(render.status.code(), Some(0), "{}", both(&render));
     // It prints the verdict line the campaign printed last (it had printed nothing).
     let last = |output: &std::process::Output| {
@@ -161,10 +151,7 @@ fn a_torn_last_results_line_is_dropped_and_its_run_made_again() {
 #[test]
 fn a_damaged_middle_results_line_exits_2_naming_the_file_and_the_line() {
     let tmp = tempfile::tempdir().unwrap();
-    copy_sims(tmp.path(), "sims", &SCENARIOS);
-    let first = campaign(tmp.path(), "0..2", &[]);
-    assert_eq!(first.status.code(), Some(0), "{}", both(&first));
-    let path = tmp.path().join("out/results.jsonl");
+    let path = finished(tmp.path(), "0..2").join("results.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
     let half = &lines[1][..lines[1].len() / 2];
@@ -172,35 +159,28 @@ fn a_damaged_middle_results_line_exits_2_naming_the_file_and_the_line() {
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
 
     let resumed = campaign(tmp.path(), "0..2", &["--resume"]);
-    assert_eq!(resumed.status.code(), Some(2), "{}", both(&resumed));
-    let err = stderr(&resumed);
-    assert!(
-        err.contains("--resume: out/results.jsonl line 2: not a run record"),
-        "{err}"
+    assert_exit(
+        &resumed,
+        2,
+        &[
+            "--resume: out/results.jsonl line 2: not a run record",
+            "only a torn last line is repaired",
+        ],
     );
-    assert!(err.contains("only a torn last line is repaired"), "{err}");
 }
 
 #[test]
 fn resuming_without_campaign_json_exits_2() {
     let tmp = tempfile::tempdir().unwrap();
-    copy_sims(tmp.path(), "sims", &SCENARIOS);
-    let first = campaign(tmp.path(), "0..1", &[]);
-    assert_eq!(first.status.code(), Some(0), "{}", both(&first));
-    std::fs::remove_file(tmp.path().join("out/campaign.json")).unwrap();
-    let before = std::fs::read(tmp.path().join("out/results.jsonl")).unwrap();
-
-    let resumed = campaign(tmp.path(), "0..1", &["--resume"]);
-    assert_eq!(resumed.status.code(), Some(2), "{}", both(&resumed));
-    let err = stderr(&resumed);
-    assert!(
-        err.contains("--resume: cannot read out/campaign.json"),
-        "{err}"
-    );
-    assert!(err.contains("no campaign here to resume"), "{err}");
-    assert_eq!(
-        std::fs::read(tmp.path().join("out/results.jsonl")).unwrap(),
-        before
+    let out = finished(tmp.path(), "0..1");
+    std::fs::remove_file(out.join("campaign.json")).unwrap();
+    resume_refused(
+        tmp.path(),
+        "0..1",
+        &[
+            "--resume: cannot read out/campaign.json",
+            "no campaign here to resume",
+        ],
     );
 }
 
@@ -211,34 +191,20 @@ fn resuming_without_campaign_json_exits_2() {
 fn failures_found_before_a_resume_are_shrunk_on_resume() {
     let tmp = tempfile::tempdir().unwrap();
     mutant_sims(tmp.path());
-    let args = |extra: &[&'static str]| {
-        let mut args = vec![
-            "campaign",
-            "--sims",
-            "sims",
-            "--seeds",
-            MUTANT_SEEDS,
-            "--jobs",
-            "1",
-            "--no-progress",
-            "--out",
-            "out",
-        ];
-        args.extend(extra);
-        args
-    };
-    let first = leasesim(tmp.path(), &args(&["--no-shrink"]));
+    let args = |extra: &[&'static str]| campaign_args(MUTANT_SEEDS, "1", "out", extra);
+    let first = leasesim!().run_in(tmp.path(), args(&["--no-shrink"]));
     assert_eq!(first.status.code(), Some(1), "{}", both(&first));
     let shrunk_path = tmp.path().join("out/shrunk.jsonl");
     assert!(!shrunk_path.exists() || std::fs::read_to_string(&shrunk_path).unwrap().is_empty());
 
-    let resumed = leasesim(tmp.path(), &args(&["--resume"]));
-    assert_eq!(resumed.status.code(), Some(1), "{}", both(&resumed));
-    let err = stderr(&resumed);
-    assert!(err.contains("\n0 runs in "), "{err}");
-    assert!(
-        err.contains(&format!("shrinking {MUTANT_SCENARIO} seed 1")),
-        "{err}"
+    let resumed = leasesim!().run_in(tmp.path(), args(&["--resume"]));
+    assert_exit(
+        &resumed,
+        1,
+        &[
+            "\n0 runs in ",
+            &format!("shrinking {MUTANT_SCENARIO} seed 1"),
+        ],
     );
     let shrunk = std::fs::read_to_string(&shrunk_path).unwrap();
     // One counterexample per check the failing run broke (LEDGER, LIN-LEDGER).
@@ -247,7 +213,7 @@ fn failures_found_before_a_resume_are_shrunk_on_resume() {
     assert!(report.contains("## Violations (shrunk)"), "{report}");
 
     // Resumed again: the failure has its counterexample, nothing is shrunk twice.
-    let again = leasesim(tmp.path(), &args(&["--resume"]));
+    let again = leasesim!().run_in(tmp.path(), args(&["--resume"]));
     assert_eq!(again.status.code(), Some(1), "{}", both(&again));
     assert!(!stderr(&again).contains("shrinking"), "{}", stderr(&again));
     assert_eq!(std::fs::read_to_string(&shrunk_path).unwrap(), shrunk);

@@ -2,29 +2,20 @@
 //! unsharded campaign, its detection table of `--mutants` included.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::support::{both, copy_sims, every, keys, leasesim, results, stderr, without_wall_time};
+use leasesim_testkit::{assert_exit, both, leasesim, stderr};
+
+use crate::support::{campaign_args, copy_sims, every, keys, results, without_wall_time};
 
 const SCENARIOS: [&str; 2] = ["f1-pause-longer-than-ttl", "f6-late-release"];
 
 fn campaign(root: &Path, out: &str, shard: Option<&str>) -> Output {
-    let mut args = vec![
-        "campaign",
-        "--sims",
-        "sims",
-        "--seeds",
-        "0..3",
-        "--jobs",
-        "1",
-        "--no-progress",
-        "--out",
-        out,
-    ];
+    let mut args = campaign_args("0..3", "1", out, &[]);
     if let Some(shard) = shard {
         args.extend(["--shard", shard]);
     }
-    leasesim(root, &args)
+    leasesim!().run_in(root, &args)
 }
 
 #[test]
@@ -47,7 +38,7 @@ fn two_shards_merged_are_exactly_the_unsharded_campaign() {
         "{a_keys:?} {b_keys:?}"
     );
 
-    let merged = leasesim(tmp.path(), &["report", "merge", "a", "b", "--out", "c"]);
+    let merged = leasesim!().run_in(tmp.path(), ["report", "merge", "a", "b", "--out", "c"]);
     assert_eq!(merged.status.code(), Some(0), "{}", both(&merged));
     let c = results(&tmp.path().join("c"));
     assert_eq!(keys(&c), every(&SCENARIOS, 0..3));
@@ -77,7 +68,7 @@ fn a_merge_missing_a_shard_is_incomplete_exit_6_naming_it() {
         let output = campaign(tmp.path(), out, Some(shard));
         assert_eq!(output.status.code(), Some(0), "{}", both(&output));
     }
-    let merged = leasesim(tmp.path(), &["report", "merge", "a", "b", "--out", "c"]);
+    let merged = leasesim!().run_in(tmp.path(), ["report", "merge", "a", "b", "--out", "c"]);
     assert_eq!(merged.status.code(), Some(6), "{}", both(&merged));
     let report = std::fs::read_to_string(tmp.path().join("c/report.md")).unwrap();
     assert!(report.contains("(exit 6)**"), "{report}");
@@ -87,7 +78,7 @@ fn a_merge_missing_a_shard_is_incomplete_exit_6_naming_it() {
     );
     assert!(report.contains("- shard 3/3 (not merged)"), "{report}");
     // Rendered again, the merged folder still knows it is incomplete.
-    let render = leasesim(tmp.path(), &["report", "render", "c"]);
+    let render = leasesim!().run_in(tmp.path(), ["report", "render", "c"]);
     assert_eq!(render.status.code(), Some(6), "{}", both(&render));
     // Both print the verdict line last, as a campaign does.
     for output in [&merged, &render] {
@@ -105,13 +96,8 @@ fn a_merge_missing_a_shard_is_incomplete_exit_6_naming_it() {
     let path = tmp.path().join("b/campaign.json");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("\"2/3\"", "\"7/3\"")).unwrap();
-    let tampered = leasesim(tmp.path(), &["report", "merge", "a", "b", "--out", "d"]);
-    assert_eq!(tampered.status.code(), Some(2), "{}", both(&tampered));
-    assert!(
-        stderr(&tampered).contains("`7/3` is not a shard"),
-        "{}",
-        stderr(&tampered)
-    );
+    let tampered = leasesim!().run_in(tmp.path(), ["report", "merge", "a", "b", "--out", "d"]);
+    assert_exit(&tampered, 2, &["`7/3` is not a shard"]);
 }
 
 /// Bad-input probe D7: `--shard 30/30` of 20 runs exited 0 "clean" with no run.
@@ -144,7 +130,7 @@ fn render_refuses_stray_records_and_calls_empty_results_incomplete() {
     let stray = first.replacen("\"seed\":0", "\"seed\":9", 1);
     assert_ne!(stray, first);
     std::fs::write(&path, format!("{text}{stray}\n")).unwrap();
-    let render = leasesim(tmp.path(), &["report", "render", "a"]);
+    let render = leasesim!().run_in(tmp.path(), ["report", "render", "a"]);
     assert_eq!(render.status.code(), Some(2), "{}", both(&render));
     let err = stderr(&render);
     assert!(
@@ -154,7 +140,7 @@ fn render_refuses_stray_records_and_calls_empty_results_incomplete() {
     assert!(err.contains("seed 9"), "{err}");
 
     std::fs::write(&path, "").unwrap();
-    let empty = leasesim(tmp.path(), &["report", "render", "a"]);
+    let empty = leasesim!().run_in(tmp.path(), ["report", "render", "a"]);
     assert_eq!(empty.status.code(), Some(6), "{}", both(&empty));
     let report = std::fs::read_to_string(tmp.path().join("a/report.md")).unwrap();
     assert!(
@@ -240,7 +226,8 @@ const MUTANTS: &str = "expiry-off-by-one,release-by-session-only,acquire-check-t
 
 /// `leasesim campaign` over `sims` into `out`, with `extra` arguments; not waited for.
 fn start_campaign(root: &Path, out: &str, extra: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_leasesim"))
+    leasesim!()
+        .command()
         .current_dir(root)
         .args([
             "campaign", "--sims", "sims", "--seeds", SEEDS, "--jobs", "1",
@@ -275,7 +262,7 @@ fn whole_and_shards(root: &Path, extra: &[&str]) -> Output {
 fn merge_shards(root: &Path, out: &str, extra: &[&str]) -> Output {
     let mut args = vec!["report", "merge", "s1", "s2", "s3", "s4", "--out", out];
     args.extend(extra);
-    leasesim(root, &args)
+    leasesim!().run_in(root, &args)
 }
 
 /// `text` of `file` without the JSON fields [`MAY_DIFFER`] lists for it (lines sorted for
@@ -530,7 +517,7 @@ fn the_counterexamples_replay_command_reproduces_the_kill(dir: &Path, report: &s
     );
     let mut args: Vec<&str> = replay.split_whitespace().skip(1).collect();
     args.extend(["--out", "replayed"]);
-    let replayed = leasesim(dir, &args);
+    let replayed = leasesim!().run_in(dir, &args);
     let stdout = String::from_utf8_lossy(&replayed.stdout);
     let verdict = stdout.lines().last().unwrap_or_default();
     assert!(

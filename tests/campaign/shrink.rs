@@ -12,7 +12,9 @@ use leasesim::check::linearizability::Budget;
 use leasesim::sim::plan::{Plan, PlannedRun};
 use leasesim::sim::runfile::{self, RunWorkload};
 
-use crate::support::{leasesim, repo_sims};
+use leasesim_testkit::leasesim;
+
+use crate::support::repo_sims;
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -62,9 +64,9 @@ fn a_generated_counterexample_shrinks_to_a_few_calls_and_replays_byte_for_byte()
     let file = dir.path().join("shrunk.run.json");
     shrunk.run.save(&file).unwrap();
     let out = dir.path().join("replay");
-    let replay = leasesim(
+    let replay = leasesim!().run_in(
         dir.path(),
-        &[
+        [
             "replay",
             file.to_str().unwrap(),
             "--out",

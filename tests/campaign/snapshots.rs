@@ -2,7 +2,9 @@
 //! review: the report of a fixed small campaign, the trace and history of a fixed seed, and
 //! the error texts of malformed scenario files.
 
-use crate::support::{both, copy_sims, leasesim, repo_sims};
+use leasesim_testkit::{both, leasesim};
+
+use crate::support::{campaign_args, copy_sims, repo_sims};
 
 /// `report.md` with the rows that vary between machines and commits replaced.
 fn redacted(report: &str) -> String {
@@ -30,21 +32,7 @@ fn the_report_of_a_fixed_small_campaign() {
         &["f1-pause-longer-than-ttl", "f6-late-release"],
     );
     let run = |out: &str, jobs: &str| {
-        let output = leasesim(
-            tmp.path(),
-            &[
-                "campaign",
-                "--sims",
-                "sims",
-                "--seeds",
-                "0..2",
-                "--jobs",
-                jobs,
-                "--no-progress",
-                "--out",
-                out,
-            ],
-        );
+        let output = leasesim!().run_in(tmp.path(), campaign_args("0..2", jobs, out, &[]));
         assert_eq!(output.status.code(), Some(0), "{}", both(&output));
         std::fs::read_to_string(tmp.path().join(out).join("report.md")).unwrap()
     };
@@ -60,9 +48,9 @@ fn the_report_of_a_fixed_small_campaign() {
 fn the_trace_and_history_of_f1_seed_1() {
     let tmp = tempfile::tempdir().unwrap();
     let scenario = repo_sims().join("f1-pause-longer-than-ttl.toml");
-    let output = leasesim(
+    let output = leasesim!().run_in(
         tmp.path(),
-        &[
+        [
             "run",
             "--scenario",
             scenario.to_str().unwrap(),
@@ -142,9 +130,9 @@ fn the_error_texts_of_malformed_scenario_files() {
         let tmp = tempfile::tempdir().unwrap();
         let sims = copy_sims(tmp.path(), "sims", &[]);
         std::fs::write(sims.join("bad.toml"), &text).unwrap();
-        let output = leasesim(
+        let output = leasesim!().run_in(
             tmp.path(),
-            &[
+            [
                 "campaign",
                 "--sims",
                 "sims",

@@ -1,49 +1,34 @@
-//! Running the binary and preparing scenario folders.
+//! Preparing scenario folders and reading what a campaign wrote (running the binary: `leasesim_testkit`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-/// The ten checks every run is judged by, in report order.
-pub const CHECKS: [&str; 10] = [
-    "TOKEN",
-    "EXCL",
-    "EXPIRY",
-    "FENCE",
-    "LEDGER",
-    "STOP",
-    "LIVE",
-    "SIGNAL",
-    "LIN-LEASE",
-    "LIN-LEDGER",
-];
 
 /// The repository's `sims/`.
 pub fn repo_sims() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("sims")
 }
 
-/// Runs `leasesim args…` in folder `cwd`.
-pub fn leasesim(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasesim"))
-        .current_dir(cwd)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// Stdout and stderr, for assertion messages.
-pub fn both(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-/// Stderr as text.
-pub fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+/// `campaign --sims sims --seeds SEEDS --jobs JOBS --no-progress --out OUT EXTRA…`: the
+/// arguments of a campaign over the `sims/` folder beside it, for [`leasesim_testkit::Binary`].
+pub fn campaign_args<'a>(
+    seeds: &'a str,
+    jobs: &'a str,
+    out: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "campaign",
+        "--sims",
+        "sims",
+        "--seeds",
+        seeds,
+        "--jobs",
+        jobs,
+        "--no-progress",
+        "--out",
+        out,
+    ];
+    args.extend(extra);
+    args
 }
 
 /// Copies `sims/<name>.toml` for each name into `<root>/<folder>/`, with `field-cases/`

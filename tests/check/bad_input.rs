@@ -13,6 +13,7 @@ use leasesim::check::linearizability::{
     ledger_operations,
 };
 use leasesim::history::{History, HistoryError, Line, LineProblem, MAX_TIME_US};
+use leasesim_testkit::{leasesim, stderr};
 
 const MAX: u64 = u64::MAX;
 
@@ -78,7 +79,8 @@ fn write(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
 /// only this guard's, never what a test asserts.)
 #[allow(clippy::disallowed_methods)]
 fn check_cli(model: &str, file: &Path) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+    let mut child = leasesim!()
+        .command()
         .args(["check", "--model", model])
         .arg(file)
         .stdout(Stdio::piped())
@@ -93,10 +95,6 @@ fn check_cli(model: &str, file: &Path) -> Output {
     }
     let _ = child.kill();
     panic!("leasesim check --model {model} {} hung", file.display());
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Exit 2 and the one error line `error: <message>`.

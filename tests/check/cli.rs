@@ -1,27 +1,24 @@
 //! `leasesim check` as a user runs it: the binary on the Jepsen files and on broken ones, its
 //! exit codes (docs/exit-codes.md) and its explanation of a violation.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use leasesim::check::jepsen::etcd;
 use leasesim::check::linearizability::register::CasRegister;
 use leasesim::check::linearizability::{Budget, Verdict, check};
 use leasesim::exit::Exit;
+use leasesim_testkit::{assert_exit, leasesim, text};
 
 use crate::jepsen::{cases, cases_dir};
 
-fn leasesim(args: &[&str], files: &[&Path]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasesim"))
-        .arg("check")
-        .args(args)
-        .args(files)
-        .output()
-        .expect("run leasesim")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).expect("utf-8 output")
+/// `leasesim check ARGS FILES…` run to its end.
+fn check_files(args: &[&str], files: &[&Path]) -> Output {
+    let mut all = vec![OsStr::new("check")];
+    all.extend(args.iter().map(OsStr::new));
+    all.extend(files.iter().map(|f| f.as_os_str()));
+    leasesim!().run(all)
 }
 
 /// The first etcd file `expected.csv` marks with `linearizable`.
@@ -49,7 +46,7 @@ fn without_times(out: &str) -> String {
 #[test]
 fn a_violating_etcd_file_exits_1_and_explains_itself() {
     let file = etcd_file(false);
-    let out = leasesim(&["--model", "etcd"], &[&file]);
+    let out = check_files(&["--model", "etcd"], &[&file]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
     assert!(
@@ -66,14 +63,14 @@ fn a_violating_etcd_file_exits_1_and_explains_itself() {
         assert!(stdout.contains(part), "missing {part:?} in\n{stdout}");
     }
     // Byte-identical apart from the time it took.
-    let again = leasesim(&["--model", "etcd"], &[&file]);
+    let again = check_files(&["--model", "etcd"], &[&file]);
     assert_eq!(without_times(&text(&again.stdout)), without_times(&stdout));
 }
 
 #[test]
 fn a_linearizable_etcd_file_exits_0() {
     let file = etcd_file(true);
-    let out = leasesim(&["--model", "etcd"], &[&file]);
+    let out = check_files(&["--model", "etcd"], &[&file]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(
@@ -88,8 +85,11 @@ fn the_kv_files_get_their_verdicts_from_the_cli() {
     let dir = cases_dir();
     let bad = dir.join("kv/c01-bad.txt");
     let ok = dir.join("kv/c01-ok.txt");
-    assert_eq!(leasesim(&["--model", "kv"], &[&ok]).status.code(), Some(0));
-    let out = leasesim(&["--model", "kv"], &[&bad]);
+    assert_eq!(
+        check_files(&["--model", "kv"], &[&ok]).status.code(),
+        Some(0)
+    );
+    let out = check_files(&["--model", "kv"], &[&bad]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stdout).contains("  partition: \""),
@@ -107,7 +107,7 @@ fn a_malformed_file_exits_2_naming_file_and_line() {
         "INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:ok\t:read\tx\n",
     )
     .unwrap();
-    let out = leasesim(&["--model", "etcd"], &[&bad]);
+    let out = check_files(&["--model", "etcd"], &[&bad]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -120,19 +120,18 @@ fn a_malformed_file_exits_2_naming_file_and_line() {
 #[test]
 fn an_unreadable_file_exits_2_naming_it() {
     let missing = Path::new("/nonexistent/leasesim/etcd.log");
-    let out = leasesim(&["--model", "etcd"], &[missing]);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("error: /nonexistent/leasesim/etcd.log: cannot read"),
-        "{stderr}"
+    let out = check_files(&["--model", "etcd"], &[missing]);
+    assert_exit(
+        &out,
+        2,
+        &["error: /nonexistent/leasesim/etcd.log: cannot read"],
     );
 }
 
 #[test]
 fn a_tiny_budget_exits_4() {
     let file = etcd_file(true);
-    let out = leasesim(&["--model", "etcd", "--budget", "1"], &[&file]);
+    let out = check_files(&["--model", "etcd", "--budget", "1"], &[&file]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(4), "{stdout}");
     assert!(
@@ -147,11 +146,11 @@ fn bad_input_wins_over_a_violation_which_wins_over_unknown() {
     let bad = dir.path().join("bad.log");
     std::fs::write(&bad, "INFO  jepsen.util - 0\t:ok\t:read\t1\n").unwrap();
     let (violating, clean) = (etcd_file(false), etcd_file(true));
-    let out = leasesim(&["--model", "etcd"], &[&violating, &bad, &clean]);
+    let out = check_files(&["--model", "etcd"], &[&violating, &bad, &clean]);
     assert_eq!(out.status.code(), Some(2));
     // Every file still gets its verdict.
     assert_eq!(text(&out.stdout).matches("linearizable (").count(), 2);
-    let out = leasesim(&["--model", "etcd"], &[&clean, &violating]);
+    let out = check_files(&["--model", "etcd"], &[&clean, &violating]);
     assert_eq!(out.status.code(), Some(1));
     let worst = |codes: &[u8]| {
         Exit::worst(
@@ -186,10 +185,10 @@ fn many_files_report_in_the_order_given_as_one_by_one() {
     );
     files.insert(files.len() / 2, bad);
     let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-    let together = leasesim(&["--model", "etcd"], &paths);
+    let together = check_files(&["--model", "etcd"], &paths);
     let mut one_by_one = (String::new(), String::new(), Vec::new());
     for file in &paths {
-        let out = leasesim(&["--model", "etcd"], &[file]);
+        let out = check_files(&["--model", "etcd"], &[file]);
         one_by_one.0.push_str(&text(&out.stdout));
         one_by_one.1.push_str(&text(&out.stderr));
         one_by_one
@@ -214,7 +213,7 @@ fn json_prints_one_object_per_file() {
     let bad = dir.path().join("bad.log");
     std::fs::write(&bad, "INFO  jepsen.util - 0\t:ok\t:read\t1\n").unwrap();
     let (violating, clean) = (etcd_file(false), etcd_file(true));
-    let out = leasesim(&["--model", "etcd", "--json"], &[&violating, &clean, &bad]);
+    let out = check_files(&["--model", "etcd", "--json"], &[&violating, &clean, &bad]);
     assert_eq!(out.status.code(), Some(2));
     let objects: Vec<serde_json::Value> = text(&out.stdout)
         .lines()
@@ -262,9 +261,9 @@ fn without_a_model_each_jepsen_file_is_judged_by_its_own() {
         .partition(|f| f.extension().is_some_and(|e| e == "log"));
     assert!(!etcd_files.is_empty() && !kv_files.is_empty());
     let mixed: Vec<&Path> = etcd_files.iter().chain(&kv_files).copied().collect();
-    let together = leasesim(&[], &mixed);
-    let etcd = leasesim(&["--model", "etcd"], &etcd_files);
-    let kv = leasesim(&["--model", "kv"], &kv_files);
+    let together = check_files(&[], &mixed);
+    let etcd = check_files(&["--model", "etcd"], &etcd_files);
+    let kv = check_files(&["--model", "kv"], &kv_files);
     assert_eq!(
         without_times(&text(&together.stdout)),
         without_times(&format!("{}{}", text(&etcd.stdout), text(&kv.stdout)))
@@ -275,7 +274,7 @@ fn without_a_model_each_jepsen_file_is_judged_by_its_own() {
         "{}",
         text(&together.stderr)
     );
-    let json = leasesim(&["--json"], &[etcd_files[0], kv_files[0]]);
+    let json = check_files(&["--json"], &[etcd_files[0], kv_files[0]]);
     let models: Vec<serde_json::Value> = text(&json.stdout)
         .lines()
         .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["model"].clone())
@@ -291,7 +290,7 @@ fn without_a_model_each_jepsen_file_is_judged_by_its_own() {
         (&history, "holds both ledger and lease calls"),
         (&chatter, "neither a Jepsen etcd log nor an EDN history"),
     ] {
-        let out = leasesim(&[], &[file]);
+        let out = check_files(&[], &[file]);
         assert_eq!(out.status.code(), Some(2));
         let stderr = text(&out.stderr);
         assert!(
@@ -307,7 +306,7 @@ fn without_a_model_each_jepsen_file_is_judged_by_its_own() {
 
 #[test]
 fn unknown_models_are_refused_as_usage_errors() {
-    let out = leasesim(&["--model", "paxos"], &[&etcd_file(true)]);
+    let out = check_files(&["--model", "paxos"], &[&etcd_file(true)]);
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -326,7 +325,8 @@ fn the_etcd_000_explanation_reads_as_committed() {
 #[test]
 fn ledger_and_lease_models_judge_our_history_jsonl() {
     let dir = tempfile::tempdir().unwrap();
-    let ran = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+    let ran = leasesim!()
+        .command()
         .args([
             "run",
             "--seed",
@@ -342,7 +342,7 @@ fn ledger_and_lease_models_judge_our_history_jsonl() {
     assert!(ran.status.success(), "{}", text(&ran.stderr));
     let history = dir.path().join("history.jsonl");
     for model in ["ledger", "lease"] {
-        let out = leasesim(&["--model", model], &[&history]);
+        let out = check_files(&["--model", model], &[&history]);
         let stdout = text(&out.stdout);
         assert_eq!(
             out.status.code(),
@@ -357,7 +357,7 @@ fn ledger_and_lease_models_judge_our_history_jsonl() {
     }
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"v\":1,\"kind\":\"nonsense\"}\n").unwrap();
-    let out = leasesim(&["--model", "lease"], &[&bad]);
+    let out = check_files(&["--model", "lease"], &[&bad]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(

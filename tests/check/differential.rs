@@ -164,20 +164,7 @@ fn register_histories() -> impl Strategy<Value = Vec<Operation<RegisterInput, Re
     )
         .prop_map(|(plans, corrupt)| {
             let mut state: Option<i64> = None;
-            let mut ops = history(plans, |input| match *input {
-                RegisterInput::Read => RegisterOutput::Read(state),
-                RegisterInput::Write(v) => {
-                    state = Some(v);
-                    RegisterOutput::Written
-                }
-                RegisterInput::Cas { old, new } => {
-                    let swapped = state == Some(old);
-                    if swapped {
-                        state = Some(new);
-                    }
-                    RegisterOutput::Cas(swapped)
-                }
-            });
+            let mut ops = history(plans, |input| families::register_apply(&mut state, input));
             if let Some((index, read, swapped)) = corrupt {
                 let at = index.index(ops.len());
                 let op = &mut ops[at];
@@ -214,17 +201,7 @@ fn kv_histories() -> impl Strategy<Value = Vec<Operation<KvInput, KvOutput>>> {
     )
         .prop_map(|(plans, corrupt)| {
             let mut store = std::collections::BTreeMap::<String, String>::new();
-            let mut ops = history(plans, |input| match input {
-                KvInput::Get { key } => KvOutput::Got(store.get(key).cloned().unwrap_or_default()),
-                KvInput::Put { key, value } => {
-                    store.insert(key.clone(), value.clone());
-                    KvOutput::Done
-                }
-                KvInput::Append { key, value } => {
-                    store.entry(key.clone()).or_default().push_str(value);
-                    KvOutput::Done
-                }
-            });
+            let mut ops = history(plans, |input| families::kv_apply(&mut store, input));
             if let Some((index, seen)) = corrupt {
                 let at = index.index(ops.len());
                 let op = &mut ops[at];

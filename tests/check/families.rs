@@ -15,6 +15,8 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
+
 use leasesim::check::linearizability::Operation;
 use leasesim::check::linearizability::kv::{KvInput, KvOutput};
 use leasesim::check::linearizability::ledger::{LedgerCall, LedgerInput, LedgerOutput};
@@ -220,26 +222,50 @@ pub fn register(shape: &Shape) -> Vec<RegisterOp> {
         })
         .collect();
     let mut value: Option<i64> = None;
-    let mut ops = history(&slots, inputs, |_, input| match *input {
-        RegisterInput::Read => RegisterOutput::Read(value),
-        RegisterInput::Write(v) => {
-            value = Some(v);
-            RegisterOutput::Written
-        }
-        RegisterInput::Cas { old, new } => {
-            let swapped = value == Some(old);
-            if swapped {
-                value = Some(new);
-            }
-            RegisterOutput::Cas(swapped)
-        }
-    });
+    let mut ops = history(&slots, inputs, |_, input| register_apply(&mut value, input));
     if let Some(violation) = shape.violation
         && let Some(at) = injection_point(&ops, violation, |op| op.input == RegisterInput::Read)
     {
         ops[at].output = Some(RegisterOutput::Read(Some(9)));
     }
     ops
+}
+
+/// A compare-and-set register run sequentially: applies `input` to `value` and returns
+/// what the register answers. Written apart from the checker's model, which only judges
+/// answers, so the generated histories do not share its mistakes.
+pub fn register_apply(value: &mut Option<i64>, input: &RegisterInput) -> RegisterOutput {
+    match *input {
+        RegisterInput::Read => RegisterOutput::Read(*value),
+        RegisterInput::Write(v) => {
+            *value = Some(v);
+            RegisterOutput::Written
+        }
+        RegisterInput::Cas { old, new } => {
+            let swapped = *value == Some(old);
+            if swapped {
+                *value = Some(new);
+            }
+            RegisterOutput::Cas(swapped)
+        }
+    }
+}
+
+/// A key-value store run sequentially: applies `input` to `store` and returns what the store
+/// answers (a missing key reads as empty). Written apart from the checker's model, as
+/// [`register_apply`] is.
+pub fn kv_apply(store: &mut BTreeMap<String, String>, input: &KvInput) -> KvOutput {
+    match input {
+        KvInput::Get { key } => KvOutput::Got(store.get(key).cloned().unwrap_or_default()),
+        KvInput::Put { key, value } => {
+            store.insert(key.clone(), value.clone());
+            KvOutput::Done
+        }
+        KvInput::Append { key, value } => {
+            store.entry(key.clone()).or_default().push_str(value);
+            KvOutput::Done
+        }
+    }
 }
 
 /// Keys of the key-value family.
@@ -265,18 +291,8 @@ pub fn kv(shape: &Shape) -> Vec<KvOp> {
             }
         })
         .collect();
-    let mut store = std::collections::BTreeMap::<String, String>::new();
-    let mut ops = history(&slots, inputs, |_, input| match input {
-        KvInput::Get { key } => KvOutput::Got(store.get(key).cloned().unwrap_or_default()),
-        KvInput::Put { key, value } => {
-            store.insert(key.clone(), value.clone());
-            KvOutput::Done
-        }
-        KvInput::Append { key, value } => {
-            store.entry(key.clone()).or_default().push_str(value);
-            KvOutput::Done
-        }
-    });
+    let mut store = BTreeMap::<String, String>::new();
+    let mut ops = history(&slots, inputs, |_, input| kv_apply(&mut store, input));
     if let Some(violation) = shape.violation
         && let Some(at) = injection_point(&ops, violation, |op| {
             matches!(op.input, KvInput::Get { .. })

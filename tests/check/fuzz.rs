@@ -8,7 +8,6 @@
 
 use std::path::Path;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -22,6 +21,7 @@ use leasesim::history::History;
 
 use crate::bad_input::base_lines;
 use crate::jepsen::cases_dir;
+use crate::world_runs::run_random;
 
 /// The RNG seed of every property here.
 const SEED: u64 = 0x6675_7a7a_6c65_6173;
@@ -81,15 +81,7 @@ fn read_and_check_jepsen(text: &str) {
 fn sim_lines() -> &'static [String] {
     static LINES: OnceLock<Vec<String>> = OnceLock::new();
     LINES.get_or_init(|| {
-        let history = leasesim::sim::world::World::builder()
-            .seed(3)
-            .duration(Duration::from_secs(10))
-            .random_faults()
-            .build()
-            .unwrap()
-            .run()
-            .unwrap()
-            .history;
+        let history = run_random(3, 10, None).history;
         history.to_jsonl().lines().map(str::to_string).collect()
     })
 }

@@ -5,9 +5,11 @@
 use leasesim::check::linearizability::lease::LeaseOutput;
 use leasesim::check::linearizability::{Budget, Verdict, check_lease_history, lease_operations};
 use leasesim::history::{
-    ClockLine, Decision, DecisionLine, History, Line, Op, OpLine, OpResult, Outcome, Process,
-    Refusal, Request,
+    ClockLine, Decision, DecisionLine, History, Line, Op, OpResult, Outcome, Process, Refusal,
+    Request,
 };
+
+use crate::support::{op_line, stuck_index};
 
 const S: &str = "s1";
 /// The TTL of every grant here: 1 s.
@@ -36,28 +38,6 @@ fn clock(boot: u64, from_us: u64, local_from_us: u64, drift_ppm: i64, suspended:
 /// A perfect authority clock reading true time.
 fn true_clock() -> Line {
     clock(0, 0, 0, 0, false)
-}
-
-fn op_line(
-    id: u64,
-    who: Process,
-    op: Op,
-    window: (u64, u64),
-    outcome: Outcome,
-    result: OpResult,
-) -> Line {
-    Line::Op(OpLine {
-        id,
-        process: who,
-        session: S.into(),
-        op,
-        invoke_us: window.0,
-        complete_us: Some(window.1),
-        invoke_local_us: window.0,
-        complete_local_us: Some(window.1),
-        outcome,
-        result: Some(result),
-    })
 }
 
 fn granted(token: u64, expiry_authority_us: u64) -> OpResult {
@@ -146,13 +126,6 @@ fn grant_decision(who: Process, token: u64, at_authority_us: u64, at_us: u64) ->
 
 fn verdict(lines: Vec<Line>) -> Verdict {
     check_lease_history(&History::from_lines("hand", lines), Budget::default()).unwrap()
-}
-
-fn stuck_index(verdict: &Verdict) -> usize {
-    match verdict {
-        Verdict::NotLinearizable(explanation) => explanation.stuck_index,
-        other => panic!("expected NotLinearizable, got {other:?}"),
-    }
 }
 
 #[test]

@@ -4,8 +4,10 @@
 use leasesim::check::linearizability::ledger::{LedgerCall, LedgerOutput};
 use leasesim::check::linearizability::{Budget, Verdict, check_ledger_history, ledger_operations};
 use leasesim::history::{
-    HistRecord, HistWriterId, History, LedgerLine, Line, Op, OpLine, OpResult, Outcome, Process,
+    HistRecord, HistWriterId, History, LedgerLine, Line, Op, OpResult, Outcome, Process,
 };
+
+use crate::support::{op_line, stuck_index};
 
 const S: &str = "s1";
 
@@ -25,32 +27,10 @@ fn event(replica: &str, n: u64) -> HistRecord {
     }
 }
 
-fn op_line(
-    id: u64,
-    replica: &str,
-    op: Op,
-    window: (u64, u64),
-    outcome: Outcome,
-    result: OpResult,
-) -> Line {
-    Line::Op(OpLine {
-        id,
-        process: process(replica),
-        session: S.into(),
-        op,
-        invoke_us: window.0,
-        complete_us: Some(window.1),
-        invoke_local_us: window.0,
-        complete_local_us: Some(window.1),
-        outcome,
-        result: Some(result),
-    })
-}
-
 fn tip(id: u64, replica: &str, window: (u64, u64), seq: u64) -> Line {
     op_line(
         id,
-        replica,
+        process(replica),
         Op::LedgerTip {},
         window,
         Outcome::Ok,
@@ -69,7 +49,7 @@ fn append(
 ) -> Line {
     op_line(
         id,
-        replica,
+        process(replica),
         Op::LedgerAppend { expected, record },
         window,
         outcome,
@@ -118,14 +98,22 @@ fn final_record(seq: u64, record: HistRecord) -> Line {
 }
 
 fn verdict(lines: Vec<Line>) -> Verdict {
-    check_ledger_history(&History::from_lines("hand", lines), Budget::default()).unwrap()
+    verdict_of(&History::from_lines("hand", lines))
 }
 
-fn stuck_index(verdict: &Verdict) -> usize {
-    match verdict {
-        Verdict::NotLinearizable(explanation) => explanation.stuck_index,
-        other => panic!("expected NotLinearizable, got {other:?}"),
-    }
+fn verdict_of(history: &History) -> Verdict {
+    check_ledger_history(history, Budget::default()).unwrap()
+}
+
+/// replica-1's first append acknowledged at seq 1, its second (window 20–30 µs) with an
+/// outcome it never learned, then `rest`.
+fn with_an_unknown_second_append<const N: usize>(rest: [Line; N]) -> History {
+    let mut lines = vec![
+        appended(1, "replica-1", (0, 10), 0, event("replica-1", 1)),
+        unknown_append(2, "replica-1", (20, 30), 1, event("replica-1", 2)),
+    ];
+    lines.extend(rest);
+    History::from_lines("hand", lines)
 }
 
 #[test]
@@ -230,14 +218,11 @@ fn a_conflict_naming_the_wrong_tip_is_not_linearizable() {
 
 #[test]
 fn an_unknown_append_found_in_the_final_ledger_becomes_ok_at_its_seq() {
-    let lines = vec![
-        appended(1, "replica-1", (0, 10), 0, event("replica-1", 1)),
-        unknown_append(2, "replica-1", (20, 30), 1, event("replica-1", 2)),
+    let history = with_an_unknown_second_append([
         tip(3, "replica-2", (40, 50), 2),
         final_record(1, event("replica-1", 1)),
         final_record(2, event("replica-1", 2)),
-    ];
-    let history = History::from_lines("hand", lines);
+    ]);
     let ops = ledger_operations(&history).unwrap();
     assert_eq!((ops.resolved, ops.dropped, ops.unknown), (1, 0, 0));
     assert_eq!(ops.op_ids, [Some(1), Some(2), Some(3), None]);
@@ -246,46 +231,31 @@ fn an_unknown_append_found_in_the_final_ledger_becomes_ok_at_its_seq() {
     assert_eq!(ops.ops[3].input.call, LedgerCall::Tip);
     assert_eq!(ops.ops[3].output, Some(LedgerOutput::Tip(2)));
     assert_eq!(ops.ops[3].call, 51);
-    assert_eq!(
-        check_ledger_history(&history, Budget::default()).unwrap(),
-        Verdict::Linearizable
-    );
+    assert_eq!(verdict_of(&history), Verdict::Linearizable);
 }
 
 #[test]
 fn an_unknown_append_absent_from_the_final_ledger_is_dropped() {
-    let lines = vec![
-        appended(1, "replica-1", (0, 10), 0, event("replica-1", 1)),
-        unknown_append(2, "replica-1", (20, 30), 1, event("replica-1", 2)),
+    let history = with_an_unknown_second_append([
         tip(3, "replica-2", (40, 50), 1),
         final_record(1, event("replica-1", 1)),
-    ];
-    let history = History::from_lines("hand", lines);
+    ]);
     let ops = ledger_operations(&history).unwrap();
     assert_eq!((ops.resolved, ops.dropped, ops.unknown), (0, 1, 0));
     assert_eq!(ops.op_ids, [Some(1), Some(3), None]);
-    assert_eq!(
-        check_ledger_history(&history, Budget::default()).unwrap(),
-        Verdict::Linearizable
-    );
+    assert_eq!(verdict_of(&history), Verdict::Linearizable);
 }
 
 #[test]
 fn an_unknown_append_without_a_final_ledger_stays_unknown_and_the_verdict_is_linearizable() {
-    let lines = vec![
-        appended(1, "replica-1", (0, 10), 0, event("replica-1", 1)),
-        unknown_append(2, "replica-1", (20, 30), 1, event("replica-1", 2)),
+    let history = with_an_unknown_second_append([
         tip(3, "replica-2", (40, 50), 2),
         tip(4, "replica-2", (60, 70), 2),
-    ];
-    let history = History::from_lines("hand", lines);
+    ]);
     let ops = ledger_operations(&history).unwrap();
     assert_eq!((ops.resolved, ops.dropped, ops.unknown), (0, 0, 1));
     assert_eq!(ops.ops[1].output, None);
-    assert_eq!(
-        check_ledger_history(&history, Budget::default()).unwrap(),
-        Verdict::Linearizable
-    );
+    assert_eq!(verdict_of(&history), Verdict::Linearizable);
 }
 
 #[test]

@@ -13,3 +13,6 @@ mod history_lease;
 mod history_ledger;
 mod jepsen;
 mod sim_histories;
+mod support;
+#[path = "../shared/world_runs.rs"]
+mod world_runs;

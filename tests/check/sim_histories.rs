@@ -2,49 +2,25 @@
 //! chain) and the lease (timed, judged on the authority's clock), for pinned generated seeds
 //! with random faults and for the field cases F1 and F3.
 
-use std::time::Duration;
-
 use leasesim::check::linearizability::{
-    Budget, Verdict, check_lease_history, check_ledger_history, lease_operations, ledger_operations,
+    Budget, Explanation, Verdict, check_lease_history, check_ledger_history, lease_operations,
+    ledger_operations,
 };
 use leasesim::history::{History, Line};
-use leasesim::sim::config::Workload;
-use leasesim::sim::schedule::FaultSchedule;
-use leasesim::sim::script::Script;
-use leasesim::sim::world::World;
+use leasesim::mutant::Mutant;
 
-fn field_case(name: &str) -> (FaultSchedule, Script) {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sims/field-cases");
-    let read = |kind: &str| std::fs::read_to_string(format!("{dir}/{name}.{kind}.json")).unwrap();
-    let schedule = FaultSchedule::from_json(&read("schedule")).unwrap();
-    (schedule, Script::from_json(&read("script")).unwrap())
-}
-
-fn field_case_history(name: &str) -> History {
-    let (schedule, script) = field_case(name);
-    World::builder()
-        .seed(1)
-        .replicas(2)
-        .duration(Duration::from_secs(30))
-        .schedule(schedule)
-        .workload(Workload::Scripted(script))
-        .build()
-        .unwrap()
-        .run()
-        .unwrap()
-        .history
-}
+use crate::world_runs::{run_field_case, run_random};
 
 fn generated_history(seed: u64) -> History {
-    World::builder()
-        .seed(seed)
-        .duration(Duration::from_secs(60))
-        .random_faults()
-        .build()
-        .unwrap()
-        .run()
-        .unwrap()
-        .history
+    run_random(seed, 60, None).history
+}
+
+/// Why the lease model finds `history` not linearizable; panics if it finds it linearizable.
+fn lease_model_refuses(history: &History) -> Box<Explanation> {
+    match check_lease_history(history, Budget::default()).unwrap() {
+        Verdict::NotLinearizable(explanation) => explanation,
+        other => panic!("the mutant's history passed the lease model: {other:?}"),
+    }
 }
 
 /// Both models find `history` linearizable, with no operation left unknown.
@@ -85,7 +61,7 @@ fn assert_linearizable(what: &str, history: &History) {
 
 #[test]
 fn f1_is_linearizable_under_both_models() {
-    let history = field_case_history("f1-pause-longer-than-ttl");
+    let history = run_field_case("f1-pause-longer-than-ttl", 1).history;
     assert!(ledger_operations(&history).unwrap().ops.len() > 4);
     assert_eq!(lease_operations(&history).unwrap().ops.len(), 2);
     assert_linearizable("f1", &history);
@@ -93,7 +69,7 @@ fn f1_is_linearizable_under_both_models() {
 
 #[test]
 fn f3_is_linearizable_under_both_models() {
-    let history = field_case_history("f3-slow-clock-cut-off-from-lease");
+    let history = run_field_case("f3-slow-clock-cut-off-from-lease", 1).history;
     assert!(ledger_operations(&history).unwrap().ops.len() > 4);
     assert_eq!(lease_operations(&history).unwrap().ops.len(), 2);
     assert_linearizable("f3", &history);
@@ -112,25 +88,12 @@ fn generated_seeds_1_to_8_are_linearizable_under_both_models() {
 /// reuses the expired lease's token, and the lease model gets stuck on that grant (the ledger history stays linearizable: the fence stops the stale writer).
 #[test]
 fn the_token_not_advanced_on_expiry_mutant_is_not_linearizable() {
-    let history = World::builder()
-        .seed(2)
-        .duration(Duration::from_secs(60))
-        .mutant(Some(leasesim::mutant::Mutant::TokenNotAdvancedOnExpiry))
-        .random_faults()
-        .build()
-        .unwrap()
-        .run()
-        .unwrap()
-        .history;
+    let history = run_random(2, 60, Some(Mutant::TokenNotAdvancedOnExpiry)).history;
     assert_eq!(
         check_ledger_history(&history, Budget::default()).unwrap(),
         Verdict::Linearizable
     );
-    let Verdict::NotLinearizable(explanation) =
-        check_lease_history(&history, Budget::default()).unwrap()
-    else {
-        panic!("the mutant's history passed the lease model");
-    };
+    let explanation = lease_model_refuses(&history);
     assert!(
         explanation.stuck.contains("acquire by replica-3 ")
             && explanation.stuck.contains("granted token 10"),
@@ -161,21 +124,8 @@ fn unknown_outcomes_in_real_histories_are_resolved() {
 /// is live, which the lease model cannot place.
 #[test]
 fn the_release_by_session_only_mutant_is_not_linearizable() {
-    let history = World::builder()
-        .seed(2)
-        .duration(Duration::from_secs(60))
-        .mutant(Some(leasesim::mutant::Mutant::ReleaseBySessionOnly))
-        .random_faults()
-        .build()
-        .unwrap()
-        .run()
-        .unwrap()
-        .history;
-    let Verdict::NotLinearizable(explanation) =
-        check_lease_history(&history, Budget::default()).unwrap()
-    else {
-        panic!("the mutant's history passed the lease model");
-    };
+    let history = run_random(2, 60, Some(Mutant::ReleaseBySessionOnly)).history;
+    let explanation = lease_model_refuses(&history);
     assert!(
         explanation.stuck.contains("renew by replica-3 of token 12")
             && explanation.stuck.contains("held (no live holder)"),

@@ -18,10 +18,11 @@ use std::time::Duration;
 use leasesim::clock::{Clock, Instant, ManualClock};
 use leasesim::journal::{
     Entry, Journal, JournalError, JournalLease, Ledger, LedgerError, LossCause, MemLedger, Record,
-    Seq, Store, StoreConfig, WriterId,
+    Seq, Store, StoreConfig,
 };
-use leasesim::lease::{LeaseError, MemLease, Owner, SessionId};
+use leasesim::lease::{LeaseError, MemLease, Owner};
 
+use crate::records::{event, fence, replica_1, replica_2, s1, writer};
 use crate::support::ledger::{
     AppendFault, FaultyLedger, LoopbackLedger, RacingLedger, Sneak, TIMEOUT, append_foreign,
     foreign_event, foreign_fence,
@@ -95,41 +96,6 @@ enum Backend {
 const TTL: Duration = Duration::from_secs(10);
 /// Local validity of a lease sent at time 0: TTL − 10% of the TTL.
 const VALID_FOR: Duration = Duration::from_secs(9);
-
-fn replica_1() -> Owner {
-    Owner::new("replica-1", 0)
-}
-
-fn replica_2() -> Owner {
-    Owner::new("replica-2", 0)
-}
-
-fn s1() -> SessionId {
-    SessionId::new("s1").unwrap()
-}
-
-/// The `journal`th journal opened by `owner`'s store.
-fn writer(owner: Owner, journal: u64) -> WriterId {
-    WriterId { owner, journal }
-}
-
-/// The fence `owner`'s `journal`th journal writes under lease token `epoch`.
-fn fence(epoch: u64, owner: Owner, journal: u64) -> Record {
-    Record::Fence {
-        epoch,
-        owner: owner.clone(),
-        writer_id: writer(owner, journal),
-    }
-}
-
-/// The `seq_in_writer`th event of `owner`'s `journal`th journal.
-fn event(owner: Owner, journal: u64, seq_in_writer: u64, payload: &str) -> Record {
-    Record::Event {
-        writer_id: writer(owner, journal),
-        seq_in_writer,
-        payload: payload.as_bytes().to_vec(),
-    }
-}
 
 fn entries(records: impl IntoIterator<Item = (Seq, Record)>) -> Vec<Entry> {
     records

@@ -41,13 +41,13 @@ async fn kube_lease_with(mutant: Option<Mutant>, hooks: HookSlot) -> (KubeLease,
         .expect("the API server opens on empty storage");
     let (addr, incoming) = tcp_incoming("127.0.0.1:0").await.expect("a loopback port");
     tokio::spawn(Arc::new(server).serve(incoming));
+    kube_lease_at(&addr.to_string(), mutant)
+}
+
+/// A `KubeLease` on its own manual clock, talking to the API server at `addr`.
+fn kube_lease_at(addr: &str, mutant: Option<Mutant>) -> (KubeLease, ManualClock) {
     let clock = ManualClock::new();
-    let client = client_over(
-        tcp_dialer(),
-        &addr.to_string(),
-        NAMESPACE,
-        Duration::from_secs(5),
-    );
+    let client = client_over(tcp_dialer(), addr, NAMESPACE, Duration::from_secs(5));
     let config = KubeLeaseConfig {
         namespace: NAMESPACE.to_owned(),
         ttl: TTL,
@@ -77,21 +77,7 @@ async fn every_rule_at_once_on_one_api_server_twice() {
     for run in ["run-1-", "run-2-"] {
         let mut runs = Vec::new();
         for rule in RULES {
-            let clock = ManualClock::new();
-            let client = client_over(
-                tcp_dialer(),
-                &addr.to_string(),
-                NAMESPACE,
-                Duration::from_secs(5),
-            );
-            let config = KubeLeaseConfig {
-                namespace: NAMESPACE.to_owned(),
-                ttl: TTL,
-                clock: Arc::new(clock.clone()),
-                mutant: None,
-                calls: None,
-            };
-            let lease = KubeLease::new(client, config).unwrap();
+            let (lease, clock) = kube_lease_at(&addr.to_string(), None);
             let subject = Subject::with_manual_clock(Arc::new(lease), clock, TTL)
                 .with_session_prefix(run)
                 .unwrap();

@@ -6,5 +6,7 @@ mod journal;
 mod kube;
 #[cfg(feature = "kube-cluster")]
 mod kube_cluster;
+#[path = "../shared/records.rs"]
+mod records;
 mod service;
 mod support;

@@ -2,7 +2,7 @@
 //! free ports, not this binary's shared one), replicas through EtcdLease and the proxy; the
 //! schedule's `lease` host is that etcd.
 
-use std::process::Command;
+use leasesim_testkit::leasesim;
 
 #[test]
 fn a_live_run_on_the_etcd_backend_with_pauses_and_kills_of_etcd_and_replicas_is_judged_clean() {
@@ -22,7 +22,8 @@ fn a_live_run_on_the_etcd_backend_with_pauses_and_kills_of_etcd_and_replicas_is_
     )
     .unwrap();
     let out = dir.path().join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+    let output = leasesim!()
+        .command()
         .args([
             "live",
             "--backend",

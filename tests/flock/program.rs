@@ -1,10 +1,11 @@
 //! `leasesim flock` itself: one thread, clear errors for bad arguments and bad commands,
 //! and a clean exit at `quit` and at EOF.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use leasesim::lease::flock::driver::{Failure, Line, Verb};
+use leasesim_testkit::leasesim;
 
 use crate::support::{Bound, Holder};
 
@@ -56,7 +57,8 @@ fn bad_commands_are_answered_and_the_process_goes_on() {
 #[test]
 fn eof_on_stdin_exits_clean() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+    let output = leasesim!()
+        .command()
         .args(["flock", "--owner", "A", "--ttl", "1s", "--dir"])
         .arg(dir.path())
         .stdin(Stdio::null())
@@ -109,7 +111,8 @@ fn bad_arguments_exit_2_with_a_message() {
         ),
     ];
     for (args, says) in cases {
-        let output = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+        let output = leasesim!()
+            .command()
             .arg("flock")
             .args(args)
             .stdin(Stdio::null())

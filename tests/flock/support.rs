@@ -7,13 +7,14 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use leasesim::lease::flock::driver::{Event, Line, Reply, Verb};
 use leasesim::mutant::Mutant;
+use leasesim_testkit::leasesim;
 use rustix::process::{Pid, Signal, kill_process};
 
 /// A process test: `fn(mutant) -> Ok` when the outcome is right, `Err(what went wrong)`.
@@ -81,7 +82,7 @@ impl Holder {
         mutant: Option<Mutant>,
         args: &[&str],
     ) -> Result<Holder, String> {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_leasesim"));
+        let mut command = leasesim!().command();
         command.arg("flock").arg("--dir").arg(dir);
         command.args(["--owner", owner]);
         if !args.contains(&"--ttl") {

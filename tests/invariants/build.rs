@@ -17,8 +17,8 @@
 use leasesim::check::invariants::Evidence;
 use leasesim::history::{
     ClockLine, ConfigLine, Decision, DecisionLine, HistLeaseUse, HistRecord, HistWriterId, History,
-    LedgerLine, Line, NemesisLine, Op, OpLine, OpResult, Outcome, Phase, PhaseLine, Process,
-    Refusal, Request, ValidityLine, WriteLine, WriteVerb,
+    LedgerLine, Line, NemesisAction, NemesisLine, Op, OpLine, OpResult, Outcome, Phase, PhaseLine,
+    Process, Refusal, Request, ValidityLine, WriteLine, WriteVerb,
 };
 
 /// One second, µs.
@@ -35,6 +35,23 @@ pub fn p(replica: &str) -> Process {
     match replica.split_once('#') {
         Some((name, incarnation)) => Process::new(name, incarnation.parse().unwrap()),
         None => Process::new(replica, 0),
+    }
+}
+
+/// The config line of [`Builder::config`] with `replicas` and `authority` (the host whose
+/// clock judges decisions; `None` for a backend without one).
+fn config_line(replicas: u32, authority: Option<&str>) -> ConfigLine {
+    ConfigLine {
+        ttl_us: TTL_US,
+        skew_margin_us: S,
+        renew_interval_us: 3_333_333,
+        longest_reconnect_backoff_us: 2 * S,
+        grace_period_us: 10 * S,
+        mutant: None,
+        seed: 1,
+        replicas,
+        sessions: vec![SESSION.to_string()],
+        authority: authority.map(str::to_owned),
     }
 }
 
@@ -59,35 +76,13 @@ impl Builder {
     /// reconnect backoff 2 s, grace period 10 s, no mutant, seed 1, 2 replicas, session s1,
     /// decisions by the authority on host `lease`.
     pub fn config(self) -> Self {
-        self.line(ConfigLine {
-            ttl_us: TTL_US,
-            skew_margin_us: S,
-            renew_interval_us: 3_333_333,
-            longest_reconnect_backoff_us: 2 * S,
-            grace_period_us: 10 * S,
-            mutant: None,
-            seed: 1,
-            replicas: 2,
-            sessions: vec![SESSION.to_string()],
-            authority: Some("lease".into()),
-        })
+        self.line(config_line(2, Some("lease")))
     }
 
     /// As [`Builder::config`], for a backend without an authority clock (KubeLease:
     /// `authority: null`) and 3 replicas.
     pub fn kube_config(self) -> Self {
-        self.line(ConfigLine {
-            ttl_us: TTL_US,
-            skew_margin_us: S,
-            renew_interval_us: 3_333_333,
-            longest_reconnect_backoff_us: 2 * S,
-            grace_period_us: 10 * S,
-            mutant: None,
-            seed: 1,
-            replicas: 3,
-            sessions: vec![SESSION.to_string()],
-            authority: None,
-        })
+        self.line(config_line(3, None))
     }
 
     /// The API server accepted `write` (on session s1's object `s1-obj`) at `at_us`.
@@ -105,11 +100,17 @@ impl Builder {
     }
 
     /// The nemesis did `action` at `at_us` to `host` (and `peer`, the other end of a link).
-    pub fn nemesis(self, at_us: u64, action: &str, host: &str, peer: Option<&str>) -> Self {
+    pub fn nemesis(
+        self,
+        at_us: u64,
+        action: NemesisAction,
+        host: &str,
+        peer: Option<&str>,
+    ) -> Self {
         self.line(NemesisLine {
             at_us,
             host: host.to_string(),
-            action: action.to_string(),
+            action,
             peer: peer.map(str::to_string),
             detail: None,
         })

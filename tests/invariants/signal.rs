@@ -8,7 +8,7 @@ use leasesim::check::invariants::{Evidence, InvariantReport, signal};
 use leasesim::check::judge::judge;
 use leasesim::check::linearizability::Budget;
 use leasesim::exit::Exit;
-use leasesim::history::WriteVerb;
+use leasesim::history::{NemesisAction, WriteVerb};
 
 use super::build::{
     Builder, S, accepted_write, acquire, history, release_lease, released, span, updated,
@@ -107,7 +107,7 @@ fn the_adapter_letting_a_refused_crate_go_ends_its_signal() {
 #[test]
 fn a_crash_ends_the_signal_where_the_host_stopped() {
     let h = replica_1_leads()
-        .nemesis(9 * S, "crash", "replica-1", None)
+        .nemesis(9 * S, NemesisAction::Crash, "replica-1", None)
         .run_ended_at(30 * S)
         .build();
     let report = signal::check(&h);
@@ -136,9 +136,13 @@ fn two_leaders_with_no_fault_on_the_old_one_is_a_violation() {
 
 #[test]
 fn a_clock_fault_on_the_new_leader_alone_still_makes_two_leaders() {
-    let h =
-        replica_2_takes_over_early(replica_1_leads().nemesis(S, "wall_offset", "replica-2", None))
-            .build();
+    let h = replica_2_takes_over_early(replica_1_leads().nemesis(
+        S,
+        NemesisAction::WallOffset,
+        "replica-2",
+        None,
+    ))
+    .build();
     assert!(only(&signal::check(&h)).contains("two leaders"));
 }
 
@@ -146,8 +150,18 @@ fn a_clock_fault_on_the_new_leader_alone_still_makes_two_leaders() {
 fn an_overlap_while_the_old_leaders_link_is_held_is_allowed_not_violated() {
     let h = replica_2_takes_over_early(
         replica_1_leads()
-            .nemesis(6 * S + 500_000, "hold", "replica-1", Some("apiserver"))
-            .nemesis(7 * S + 500_000, "release", "replica-1", Some("apiserver")),
+            .nemesis(
+                6 * S + 500_000,
+                NemesisAction::Hold,
+                "replica-1",
+                Some("apiserver"),
+            )
+            .nemesis(
+                7 * S + 500_000,
+                NemesisAction::Release,
+                "replica-1",
+                Some("apiserver"),
+            ),
     )
     .build();
     let report = signal::check(&h);
@@ -171,8 +185,18 @@ fn a_hold_on_another_link_of_the_old_leader_excuses_nothing() {
     // replica-1's link to the ledger, not to the API server, is held over the overlap.
     let h = replica_2_takes_over_early(
         replica_1_leads()
-            .nemesis(6 * S + 500_000, "hold", "replica-1", Some("ledger"))
-            .nemesis(7 * S + 500_000, "release", "replica-1", Some("ledger")),
+            .nemesis(
+                6 * S + 500_000,
+                NemesisAction::Hold,
+                "replica-1",
+                Some("ledger"),
+            )
+            .nemesis(
+                7 * S + 500_000,
+                NemesisAction::Release,
+                "replica-1",
+                Some("ledger"),
+            ),
     )
     .build();
     assert!(only(&signal::check(&h)).contains("two leaders"));
@@ -182,8 +206,18 @@ fn a_hold_on_another_link_of_the_old_leader_excuses_nothing() {
 fn an_overlap_that_outlasts_the_hold_by_more_than_a_renew_interval_is_violated() {
     // The hold ends at 7.5 s; replica-1 still says "I lead" at 11 s (> 7.5 s + 3.33 s).
     let h = replica_1_leads()
-        .nemesis(6 * S + 500_000, "hold", "replica-1", Some("apiserver"))
-        .nemesis(7 * S + 500_000, "release", "replica-1", Some("apiserver"))
+        .nemesis(
+            6 * S + 500_000,
+            NemesisAction::Hold,
+            "replica-1",
+            Some("apiserver"),
+        )
+        .nemesis(
+            7 * S + 500_000,
+            NemesisAction::Release,
+            "replica-1",
+            Some("apiserver"),
+        )
         .accepted(7 * S, updated("replica-2#0", 2, 4))
         .signal(2, "replica-2", 7 * S + 10_000, true)
         .signal(3, "replica-1", 11 * S, false)
@@ -197,7 +231,7 @@ fn an_overlap_that_outlasts_the_hold_by_more_than_a_renew_interval_is_violated()
 fn an_overlap_after_a_clock_fault_on_the_old_leader_is_allowed() {
     let h = replica_2_takes_over_early(replica_1_leads().nemesis(
         2 * S,
-        "wall_jump",
+        NemesisAction::WallJump,
         "replica-1",
         None,
     ))

@@ -1,29 +1,12 @@
 //! Histories of the simulated world (the tests may run the sim; the checkers never do): the
 //! field cases F1 and F3 and twenty generated runs pass every invariant.
 
-use std::time::Duration;
-
 use leasesim::check::invariants::{Check, Evidence, check_all};
 use leasesim::history::History;
-use leasesim::sim::config::Workload;
+use leasesim::mutant::Mutant;
 use leasesim::sim::schedule::{Fault, FaultSchedule};
-use leasesim::sim::script::Script;
-use leasesim::sim::world::{World, WorldBuilder};
 
-fn field_case(name: &str) -> (FaultSchedule, Script) {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sims/field-cases");
-    let read = |kind: &str| std::fs::read_to_string(format!("{dir}/{name}.{kind}.json")).unwrap();
-    let schedule = FaultSchedule::from_json(&read("schedule")).unwrap();
-    (schedule, Script::from_json(&read("script")).unwrap())
-}
-
-/// The field cases' world: two replicas for 30 s.
-fn field_config(seed: u64) -> WorldBuilder {
-    World::builder()
-        .seed(seed)
-        .replicas(2)
-        .duration(Duration::from_secs(30))
-}
+use crate::world_runs::{run_field_case, run_random, run_scheduled};
 
 fn assert_all_pass(what: &str, history: &History) {
     let report = check_all(history);
@@ -37,14 +20,7 @@ fn assert_all_pass(what: &str, history: &History) {
 }
 
 fn field_case_passes(name: &str) {
-    let (schedule, script) = field_case(name);
-    let output = field_config(1)
-        .schedule(schedule)
-        .workload(Workload::Scripted(script))
-        .build()
-        .unwrap()
-        .run()
-        .unwrap();
+    let output = run_field_case(name, 1);
     let report = check_all(&output.history);
     // The case exercises the safety checkers: decisions, ledger records and validity checks
     // (a scripted run has no heal marker, so LIVE does not judge it; our own lease has no
@@ -66,14 +42,7 @@ fn field_case_passes(name: &str) {
 fn a_run_of_the_world_leaves_only_what_it_lacks_not_judged() {
     use leasesim::check::judge::judge;
     use leasesim::check::linearizability::Budget;
-    let (schedule, script) = field_case("f1-pause-longer-than-ttl");
-    let output = field_config(1)
-        .schedule(schedule)
-        .workload(Workload::Scripted(script))
-        .build()
-        .unwrap()
-        .run()
-        .unwrap();
+    let output = run_field_case("f1-pause-longer-than-ttl", 1);
     let judgement = judge(&output.history, Budget::default());
     // A scripted run has no heal marker: LIVE has nothing to judge; nor has SIGNAL, with no
     // target crate's signal.
@@ -106,14 +75,7 @@ fn generated_seeds_1_to_20_pass_every_invariant() {
     let mut failures = Vec::new();
     let mut live_checks = 0;
     for seed in 1..=20 {
-        let output = World::builder()
-            .seed(seed)
-            .duration(Duration::from_secs(60))
-            .random_faults()
-            .build()
-            .unwrap()
-            .run()
-            .unwrap();
+        let output = run_random(seed, 60, None);
         let report = check_all(&output.history);
         live_checks += report.get(Check::Live).unwrap().checks;
         if !report.passed() {
@@ -128,15 +90,7 @@ fn generated_seeds_1_to_20_pass_every_invariant() {
 /// expiry reuses the expired lease's token, and TOKEN names both grants.
 #[test]
 fn the_token_not_advanced_on_expiry_mutant_is_caught_by_token() {
-    let output = World::builder()
-        .seed(2)
-        .duration(Duration::from_secs(60))
-        .mutant(Some(leasesim::mutant::Mutant::TokenNotAdvancedOnExpiry))
-        .random_faults()
-        .build()
-        .unwrap()
-        .run()
-        .unwrap();
+    let output = run_random(2, 60, Some(Mutant::TokenNotAdvancedOnExpiry));
     let report = check_all(&output.history);
     let token = report.get(Check::Token).unwrap();
     assert!(!token.passed(), "{report}");
@@ -160,15 +114,7 @@ fn the_token_not_advanced_on_expiry_mutant_is_caught_by_token() {
 /// over the live token 12; EXPIRY the early end of token 12.
 #[test]
 fn the_release_by_session_only_mutant_is_caught_by_excl_and_expiry() {
-    let output = World::builder()
-        .seed(2)
-        .duration(Duration::from_secs(60))
-        .mutant(Some(leasesim::mutant::Mutant::ReleaseBySessionOnly))
-        .random_faults()
-        .build()
-        .unwrap()
-        .run()
-        .unwrap();
+    let output = run_random(2, 60, Some(Mutant::ReleaseBySessionOnly));
     let report = check_all(&output.history);
     let excl = report.get(Check::Excl).unwrap();
     assert_eq!(excl.violations.len(), 2, "{report}");
@@ -226,14 +172,7 @@ fn wall_clock_steps_break_no_invariant() {
             },
         )
         .heal_at(30_000);
-    let output = World::builder()
-        .seed(3)
-        .duration(Duration::from_secs(60))
-        .schedule(schedule)
-        .build()
-        .unwrap()
-        .run()
-        .unwrap();
+    let output = run_scheduled(3, 60, schedule);
     let report = check_all(&output.history);
     assert!(report.get(Check::Expiry).unwrap().checks > 0, "{report}");
     assert_all_pass("wall-clock steps", &output.history);
@@ -255,14 +194,7 @@ fn authority_restarts_break_no_invariant() {
                 },
             )
             .heal_at(30_000);
-        let output = World::builder()
-            .seed(seed)
-            .duration(Duration::from_secs(60))
-            .schedule(schedule)
-            .build()
-            .unwrap()
-            .run()
-            .unwrap();
+        let output = run_scheduled(seed, 60, schedule);
         let restarted = output
             .history
             .clock_segments()

@@ -8,6 +8,8 @@ mod mutants;
 mod out_folder;
 mod proxy;
 mod reap;
+#[path = "../shared/records.rs"]
+mod records;
 mod replica;
 mod run;
 mod services;

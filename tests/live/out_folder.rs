@@ -3,8 +3,10 @@
 //! leaves an earlier run's verdict files beside its own.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
+
+use leasesim_testkit::leasesim;
 
 use super::support;
 
@@ -80,7 +82,8 @@ fn a_live_run_killed_midway_leaves_no_earlier_verdict_beside_its_own() {
         )
         .unwrap();
     }
-    let mut child = Command::new(support::leasesim())
+    let mut child = leasesim!()
+        .command()
         .args([
             "live",
             "--seed",

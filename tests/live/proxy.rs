@@ -37,28 +37,30 @@ async fn read_some(stream: &mut TcpStream, within: Duration) -> Option<std::io::
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+/// Writes `bytes` to `stream` and asserts the echo server sends them back within 5 s.
+async fn echoed(stream: &mut TcpStream, bytes: &[u8]) {
+    stream.write_all(bytes).await.unwrap();
+    let back = read_some(stream, Duration::from_secs(5))
+        .await
+        .expect("an echo within 5 s")
+        .unwrap();
+    assert_eq!(back, bytes);
+}
+
+/// A link from `from` to `to` in front of a fresh echo server, and a client connected
+/// through it that has seen one echo (`first`) pass.
+async fn linked_client(from: &str, to: &str, first: &[u8]) -> (Link, TcpStream) {
+    let link = Link::start(from, to, echo_server().await, 1).await.unwrap();
+    let mut client = TcpStream::connect(link.listen()).await.unwrap();
+    echoed(&mut client, first).await;
+    (link, client)
 }
 
 #[test]
 fn bytes_pass_a_healthy_link_and_a_partition_stops_them() {
     let _serial = support::serial();
-    runtime().block_on(async {
-        let link = Link::start("replica-1", "ledger", echo_server().await, 1)
-            .await
-            .unwrap();
-        let mut client = TcpStream::connect(link.listen()).await.unwrap();
-        client.write_all(b"hello").await.unwrap();
-        let echoed = read_some(&mut client, Duration::from_secs(5))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(echoed, b"hello");
+    support::runtime().block_on(async {
+        let (link, mut client) = linked_client("replica-1", "ledger", b"hello").await;
         link.update(|f| f.cut = true);
         // The connection is reset, and a new one too.
         let cut = read_some(&mut client, Duration::from_secs(5))
@@ -76,31 +78,15 @@ fn bytes_pass_a_healthy_link_and_a_partition_stops_them() {
         }
         link.heal();
         let mut healed = TcpStream::connect(link.listen()).await.unwrap();
-        healed.write_all(b"back").await.unwrap();
-        let echoed = read_some(&mut healed, Duration::from_secs(5))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(echoed, b"back");
+        echoed(&mut healed, b"back").await;
     });
 }
 
 #[test]
 fn a_hold_delivers_later_in_order() {
     let _serial = support::serial();
-    runtime().block_on(async {
-        let link = Link::start("replica-1", "ledger", echo_server().await, 1)
-            .await
-            .unwrap();
-        let mut client = TcpStream::connect(link.listen()).await.unwrap();
-        client.write_all(b"0").await.unwrap();
-        assert_eq!(
-            read_some(&mut client, Duration::from_secs(5))
-                .await
-                .unwrap()
-                .unwrap(),
-            b"0"
-        );
+    support::runtime().block_on(async {
+        let (link, mut client) = linked_client("replica-1", "ledger", b"0").await;
         link.update(|f| {
             f.hold_up = true;
             f.hold_down = true;
@@ -133,19 +119,8 @@ fn a_hold_delivers_later_in_order() {
 #[test]
 fn a_reset_closes_the_connection() {
     let _serial = support::serial();
-    runtime().block_on(async {
-        let link = Link::start("replica-1", "lease", echo_server().await, 1)
-            .await
-            .unwrap();
-        let mut client = TcpStream::connect(link.listen()).await.unwrap();
-        client.write_all(b"a").await.unwrap();
-        assert_eq!(
-            read_some(&mut client, Duration::from_secs(5))
-                .await
-                .unwrap()
-                .unwrap(),
-            b"a"
-        );
+    support::runtime().block_on(async {
+        let (link, mut client) = linked_client("replica-1", "lease", b"a").await;
         link.reset();
         let after = read_some(&mut client, Duration::from_secs(5))
             .await

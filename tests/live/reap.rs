@@ -5,8 +5,10 @@
 // Real processes and real sockets: bounded waits in real time.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+use leasesim_testkit::leasesim;
 
 use super::support;
 
@@ -54,7 +56,8 @@ impl Drop for Guard {
 fn a_sigkilled_orchestrator_leaves_none_of_its_children_behind() {
     let _serial = support::serial();
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(support::leasesim())
+    let child = leasesim!()
+        .command()
         .args([
             "live",
             "--seed",
@@ -184,7 +187,8 @@ fn a_child_killed_from_outside_the_nemesis_makes_the_run_a_harness_error_never_a
     let out = dir.path().join("out");
     let stdout = std::fs::File::create(dir.path().join("stdout")).unwrap();
     let stderr = std::fs::File::create(dir.path().join("stderr")).unwrap();
-    let child = Command::new(support::leasesim())
+    let child = leasesim!()
+        .command()
         .args(["live", "--seed", "5", "--timeout", "60s", "--scenario"])
         .arg(&scenario)
         .arg("--out")

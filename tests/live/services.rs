@@ -7,31 +7,18 @@ use std::sync::Arc;
 
 use leasesim::clock::RealClock;
 use leasesim::history::{Decision, Line};
-use leasesim::journal::{Ledger, LedgerError, Record, RemoteLedger, WriterId};
+use leasesim::journal::{Ledger, LedgerError, Record, RemoteLedger};
 use leasesim::lease::{Owner, RemoteLease, SessionId, SessionLease};
 use leasesim::net::tcp_dialer;
 use leasesim::remote::ClientConfig;
 
 use super::spawned::{Run, lines_of};
-use super::support::serial;
+use super::support::{self, serial};
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use crate::records;
 
 fn event(n: u64) -> Record {
-    Record::Event {
-        writer_id: WriterId {
-            owner: Owner::new("replica-1", 0),
-            journal: 1,
-        },
-        seq_in_writer: n,
-        payload: format!("e{n}").into_bytes(),
-    }
+    records::event(Owner::new("replica-1", 0), 1, n, &format!("e{n}"))
 }
 
 fn ledger_client(addr: &str) -> RemoteLedger {
@@ -49,7 +36,7 @@ fn the_lease_service_records_its_clock_line_then_each_decision() {
     let _serial = serial();
     let run = Run::new(1, &["s1"], 2_000, None);
     let (mut service, addr) = run.serve("lease", 3);
-    runtime().block_on(async {
+    support::runtime().block_on(async {
         let client = RemoteLease::new(
             &addr,
             tcp_dialer(),
@@ -104,7 +91,7 @@ fn the_ledger_service_records_the_final_ledger_of_the_runs_sessions_when_it_stop
     let _serial = serial();
     let run = Run::new(1, &["s1", "s2"], 1_000, None);
     let (mut service, addr) = run.serve("ledger", 0);
-    runtime().block_on(async {
+    support::runtime().block_on(async {
         let client = ledger_client(&addr);
         let (s1, s2) = (SessionId::new("s1").unwrap(), SessionId::new("s2").unwrap());
         let other = SessionId::new("not-in-the-run").unwrap();
@@ -137,7 +124,7 @@ fn the_ledger_service_runs_the_run_files_mutant() {
     let _serial = serial();
     let run = Run::new(1, &["s1"], 1_000, Some("append-ignores-expected-tip"));
     let (mut service, addr) = run.serve("ledger", 0);
-    runtime().block_on(async {
+    support::runtime().block_on(async {
         let client = ledger_client(&addr);
         let s1 = SessionId::new("s1").unwrap();
         assert_eq!(client.append(&s1, 0, event(1)).await, Ok(1));

@@ -13,8 +13,7 @@ use std::time::Duration;
 use leasesim::history::Line;
 use leasesim::live::lines::read_line_file;
 use leasesim::live::truth::{EPOCH_ENV, TrueClock};
-
-use super::support::leasesim;
+use leasesim_testkit::leasesim;
 
 /// Longest wait for a process to print its first line or to exit.
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -147,7 +146,7 @@ impl Run {
 
     /// `leasesim ARGS…` with the run's epoch set.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(leasesim());
+        let mut command = leasesim!().command();
         command
             .args(args)
             .env(EPOCH_ENV, self.truth.epoch_text())

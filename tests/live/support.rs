@@ -2,8 +2,9 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
+
+use leasesim_testkit::leasesim;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -12,15 +13,11 @@ pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The `leasesim` binary of this build.
-pub fn leasesim() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_leasesim"))
-}
-
 /// `leasesim live ARGS` run to its end (bounded by its own --timeout): exit code, stdout and
 /// stderr. The orchestrator reaps its children itself; a test that kills it checks that.
 pub fn live(args: &[&str]) -> (i32, String, String) {
-    let output = std::process::Command::new(leasesim())
+    let output = leasesim!()
+        .command()
         .arg("live")
         .args(args)
         .output()
@@ -52,4 +49,14 @@ pub fn check_verdict(result: &serde_json::Value, name: &str) -> String {
         .find(|c| c["name"] == name)
         .map(|c| c["verdict"].as_str().unwrap_or("").to_owned())
         .unwrap_or_else(|| panic!("no check {name} in {result}"))
+}
+
+/// A runtime on two worker threads with timers and I/O, for a test that talks to real
+/// processes or sockets.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }

@@ -16,6 +16,12 @@ use leasesim::lease::MemLease;
 use leasesim::mutant::Mutant;
 use leasesim::mutants::{self, Kill};
 use leasesim::sim::runfile;
+use leasesim_testkit::failures_on_two_threads;
+
+use records::read_all;
+
+#[path = "../shared/records.rs"]
+mod records;
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -49,26 +55,8 @@ fn every_scenario_kill_reports_its_check_and_the_correct_implementation_is_clean
         })
         .collect();
     assert!(!kills.is_empty(), "no mutant is killed by a scenario");
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut failures = Vec::new();
-                    loop {
-                        let index = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        let Some(&(mutant, scenario, check, seed)) = kills.get(index) else {
-                            return failures;
-                        };
-                        failures.extend(kill_failure(mutant, scenario, check, seed));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|worker| worker.join().unwrap())
-            .collect()
+    let failures = failures_on_two_threads(&kills, |&(mutant, scenario, check, seed)| {
+        kill_failure(mutant, scenario, check, seed)
     });
     assert!(failures.is_empty(), "{failures:#?}");
 }
@@ -197,24 +185,16 @@ async fn a_blind_fence_overwrites_the_acknowledged_record_it_lands_on() {
             Err(LedgerError::Conflict { actual: 3 })
         );
         assert_eq!(ledger.append(&session, 1, fence.clone()).await, Ok(2));
-        let records: Vec<Record> = ledger
-            .read(&session, 1)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.record)
-            .collect();
-        assert_eq!(records, [event(1), fence.clone(), event(3)]);
+        assert_eq!(
+            read_all(&*ledger, &session).await,
+            [event(1), fence.clone(), event(3)]
+        );
     }
     let reopened = DurableLedger::open(Arc::new(disk)).await.unwrap();
-    let records: Vec<Record> = reopened
-        .read(&session, 1)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.record)
-        .collect();
-    assert_eq!(records, [event(1), fence, event(3)]);
+    assert_eq!(
+        read_all(&reopened, &session).await,
+        [event(1), fence, event(3)]
+    );
     // The correct ledger refuses the same fence.
     let correct = MemLedger::new();
     correct.append(&session, 0, event(1)).await.unwrap();

@@ -6,36 +6,22 @@
 //! checkpoint beside its logs is refused until the operator rebuilds it. Every refusal leaves
 //! the damaged file as it is.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use leasesim::clock::ManualClock;
-use leasesim::journal::{
-    DurableLedger, LEDGER_CHECKPOINT, LEDGER_SUFFIX, Ledger, Record, WriterId,
-};
-use leasesim::lease::{
-    DurableLease, DurableLeaseConfig, Owner, STATE_FILE, SessionId, SessionLease,
-};
+use leasesim::journal::{DurableLedger, LEDGER_CHECKPOINT, LEDGER_SUFFIX, Ledger};
+use leasesim::lease::{DurableLease, DurableLeaseConfig, Owner, STATE_FILE, SessionLease};
 use leasesim::storage::checkpoint::Checkpoint;
 use leasesim::storage::log::{FILE_HEADER_BYTES, FRAME_HEADER_BYTES};
 use leasesim::storage::{FileStorage, MemStorage, Storage, StorageError};
+use leasesim_testkit::files_ending_in;
+
+use crate::records::s1;
+use crate::support::{acknowledged, event};
 
 const RECORDS: u64 = 40;
-
-fn s1() -> SessionId {
-    SessionId::new("s1").unwrap()
-}
-
-fn event(n: u64) -> Record {
-    Record::Event {
-        writer_id: WriterId {
-            owner: Owner::new("a", 0),
-            journal: 1,
-        },
-        seq_in_writer: n,
-        payload: format!("event {n}").into_bytes(),
-    }
-}
 
 /// Where each frame of a log file starts, read from the documented layout (file header, then
 /// `len` at the start of each frame), and the file's length.
@@ -55,14 +41,7 @@ fn frame_starts(bytes: &[u8]) -> Vec<usize> {
 /// bytes.
 async fn ledger_disk() -> (MemStorage, String, Vec<u8>) {
     let disk = MemStorage::new();
-    let ledger = DurableLedger::open(Arc::new(disk.clone())).await.unwrap();
-    for n in 1..=RECORDS {
-        assert_eq!(ledger.append(&s1(), n - 1, event(n)).await, Ok(n));
-    }
-    drop(ledger);
-    let mut files = disk.list().await.unwrap();
-    files.retain(|f| f.ends_with(LEDGER_SUFFIX));
-    let file = files.pop().unwrap();
+    let file = acknowledged(&disk, RECORDS).await;
     let bytes = disk.read(&file).await.unwrap();
     assert_eq!(frame_starts(&bytes).len() as u64, RECORDS + 1);
     (disk, file, bytes)
@@ -191,8 +170,9 @@ async fn a_ledger_file_cut_below_what_was_acknowledged_is_refused_naming_both_po
     }
 }
 
-#[tokio::test]
-async fn a_deleted_ledger_file_is_refused() {
+/// A ledger in a fresh folder on real files holding one acknowledged record for s1, closed;
+/// returns the folder and s1's ledger file in it.
+async fn one_record_on_files() -> (tempfile::TempDir, PathBuf) {
     let root = tempfile::tempdir().unwrap();
     let storage = FileStorage::open(root.path()).unwrap();
     let ledger = DurableLedger::open(Arc::new(storage.clone()))
@@ -200,8 +180,17 @@ async fn a_deleted_ledger_file_is_refused() {
         .unwrap();
     assert_eq!(ledger.append(&s1(), 0, event(1)).await, Ok(1));
     drop((ledger, storage));
+    let mut files = files_ending_in(root.path(), LEDGER_SUFFIX);
+    assert_eq!(files.len(), 1, "{files:?}");
+    (root, files.pop().unwrap())
+}
+
+#[tokio::test]
+async fn a_deleted_ledger_file_is_refused() {
+    let (root, path) = one_record_on_files().await;
     let file = leasesim::storage::safe_name("s1", LEDGER_SUFFIX);
-    std::fs::remove_file(root.path().join(&file)).unwrap();
+    assert_eq!(path, root.path().join(&file));
+    std::fs::remove_file(&path).unwrap();
     let storage = FileStorage::open(root.path()).unwrap();
     let err = DurableLedger::open(Arc::new(storage)).await.unwrap_err();
     let (expected, found) = behind(&err, &file, LEDGER_CHECKPOINT);
@@ -266,19 +255,7 @@ async fn a_lost_checkpoint_is_refused_until_the_operator_rebuilds_it() {
 #[tokio::test]
 async fn a_ledger_file_replaced_by_a_directory_or_a_symlink_loop_is_refused() {
     for replacement in ["directory", "symlink loop"] {
-        let root = tempfile::tempdir().unwrap();
-        let storage = FileStorage::open(root.path()).unwrap();
-        let ledger = DurableLedger::open(Arc::new(storage.clone()))
-            .await
-            .unwrap();
-        assert_eq!(ledger.append(&s1(), 0, event(1)).await, Ok(1));
-        drop((ledger, storage));
-        let mut files: Vec<_> = std::fs::read_dir(root.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.to_string_lossy().ends_with(LEDGER_SUFFIX))
-            .collect();
-        let path = files.pop().unwrap();
+        let (root, path) = one_record_on_files().await;
         std::fs::remove_file(&path).unwrap();
         match replacement {
             "directory" => std::fs::create_dir(&path).unwrap(),

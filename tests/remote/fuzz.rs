@@ -9,15 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasesim::clock::ManualClock;
-use leasesim::journal::{
-    DurableLedger, LEDGER_CHECKPOINT, LEDGER_SUFFIX, Ledger, Record, WriterId,
-};
-use leasesim::lease::{
-    DurableLease, DurableLeaseConfig, Owner, STATE_FILE, SessionId, SessionLease,
-};
+use leasesim::journal::{DurableLedger, LEDGER_CHECKPOINT};
+use leasesim::lease::{DurableLease, DurableLeaseConfig, Owner, STATE_FILE, SessionLease};
 use leasesim::storage::{MemStorage, Storage};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed, TestRunner};
+
+use crate::records::{read_all, s1};
+use crate::support::{acknowledged, event};
 
 const RECORDS: u64 = 12;
 const STATE_CHECKPOINT: &str = "lease-state-checkpoint.log";
@@ -31,21 +30,6 @@ fn runner() -> TestRunner {
         rng_seed: RngSeed::Fixed(40),
         ..Config::default()
     })
-}
-
-fn s1() -> SessionId {
-    SessionId::new("s1").unwrap()
-}
-
-fn event(n: u64) -> Record {
-    Record::Event {
-        writer_id: WriterId {
-            owner: Owner::new("a", 0),
-            journal: 1,
-        },
-        seq_in_writer: n,
-        payload: format!("event {n}").into_bytes(),
-    }
 }
 
 /// What is done to one file.
@@ -106,25 +90,12 @@ fn a_damaged_ledger_directory_is_refused_or_keeps_every_acknowledged_record() {
         .run(&damages(), |(log_damage, checkpoint_damage)| {
             rt.block_on(async {
                 let disk = MemStorage::new();
-                let ledger = DurableLedger::open(Arc::new(disk.clone())).await.unwrap();
-                for n in 1..=RECORDS {
-                    assert_eq!(ledger.append(&s1(), n - 1, event(n)).await, Ok(n));
-                }
-                drop(ledger);
-                let mut files = disk.list().await.unwrap();
-                files.retain(|f| f.ends_with(LEDGER_SUFFIX));
-                apply(&disk, &files[0], &log_damage).await;
+                let file = acknowledged(&disk, RECORDS).await;
+                apply(&disk, &file, &log_damage).await;
                 apply(&disk, LEDGER_CHECKPOINT, &checkpoint_damage).await;
                 if let Ok(ledger) = DurableLedger::open(Arc::new(disk.clone())).await {
-                    let records: Vec<Record> = ledger
-                        .read(&s1(), 1)
-                        .await
-                        .unwrap()
-                        .into_iter()
-                        .map(|e| e.record)
-                        .collect();
                     prop_assert_eq!(
-                        records,
+                        read_all(&ledger, &s1()).await,
                         (1..=RECORDS).map(event).collect::<Vec<_>>(),
                         "{:?} {:?}: opened without every acknowledged record",
                         log_damage,

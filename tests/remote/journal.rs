@@ -23,9 +23,9 @@ use leasesim::BoxFuture;
 use leasesim::clock::{ManualClock, RealClock};
 use leasesim::journal::{
     DurableLedger, Journal, JournalError, JournalLease, LEDGER_SUFFIX, Ledger, LedgerError,
-    LedgerServer, Record, RemoteLedger, Store, WriterId,
+    LedgerServer, Record, RemoteLedger, Store,
 };
-use leasesim::lease::{MemLease, Owner, SessionId};
+use leasesim::lease::{MemLease, Owner};
 use leasesim::net::{Conn, Dialer, tcp_incoming};
 use leasesim::remote::wire::{self, PAYLOAD_MAX_BYTES};
 use leasesim::remote::{ClientConfig, MESSAGE_MAX_BYTES};
@@ -36,41 +36,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
 
+use crate::records::{event, fence, replica_1, replica_2, s1};
+
 const TTL: Duration = Duration::from_secs(10);
-
-fn replica_1() -> Owner {
-    Owner::new("replica-1", 0)
-}
-
-fn replica_2() -> Owner {
-    Owner::new("replica-2", 0)
-}
-
-fn s1() -> SessionId {
-    SessionId::new("s1").unwrap()
-}
-
-fn writer(owner: Owner, journal: u64) -> WriterId {
-    WriterId { owner, journal }
-}
-
-/// The fence `owner`'s `journal`th journal writes under lease token `epoch`.
-fn fence(epoch: u64, owner: Owner, journal: u64) -> Record {
-    Record::Fence {
-        epoch,
-        owner: owner.clone(),
-        writer_id: writer(owner, journal),
-    }
-}
-
-/// The `seq_in_writer`th event of `owner`'s `journal`th journal.
-fn event(owner: Owner, journal: u64, seq_in_writer: u64, payload: &str) -> Record {
-    Record::Event {
-        writer_id: writer(owner, journal),
-        seq_in_writer,
-        payload: payload.as_bytes().to_vec(),
-    }
-}
 
 fn bytes(payload: &str) -> Vec<u8> {
     payload.as_bytes().to_vec()

@@ -7,6 +7,8 @@ mod conformance;
 mod damage;
 mod fuzz;
 mod journal;
+#[path = "../shared/records.rs"]
+mod records;
 mod restart;
 mod serve;
 mod support;

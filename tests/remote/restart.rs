@@ -3,23 +3,21 @@
 //! TTL of accumulated uptime. Both services report the torn tail they cut at recovery.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use leasesim::clock::{Clock, ManualClock, RealClock};
-use leasesim::journal::{DurableLedger, Ledger, Record, WriterId};
+use leasesim::journal::{DurableLedger, Ledger};
 use leasesim::lease::{
-    DurableLease, DurableLeaseConfig, LeaseError, Owner, RemoteLease, STATE_FILE, SessionId,
-    SessionLease,
+    DurableLease, DurableLeaseConfig, LeaseError, Owner, RemoteLease, STATE_FILE, SessionLease,
 };
 use leasesim::net::tcp_dialer;
 use leasesim::remote::ClientConfig;
 use leasesim::storage::{MemStorage, Storage};
+use leasesim_testkit::leasesim;
 
-fn s1() -> SessionId {
-    SessionId::new("s1").unwrap()
-}
+use crate::records::{self, s1};
 
 /// `leasesim serve lease` as a child process, killed (SIGKILL) when dropped.
 struct LeaseProcess {
@@ -29,7 +27,8 @@ struct LeaseProcess {
 
 impl LeaseProcess {
     fn start(data: &std::path::Path, ttl: &str) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+        let mut child = leasesim!()
+            .command()
             .args(["serve", "lease", "--listen", "127.0.0.1:0", "--ttl", ttl])
             .args(["--grace-persist-interval", "100ms", "--data"])
             .arg(data)
@@ -253,14 +252,7 @@ async fn a_torn_last_frame_of_the_lease_state_is_cut_and_reported() {
 async fn a_torn_last_frame_of_a_ledger_file_is_cut_and_reported() {
     let storage = MemStorage::new();
     let open = || DurableLedger::open(Arc::new(storage.clone()));
-    let event = |n: u64| Record::Event {
-        writer_id: WriterId {
-            owner: Owner::new("a", 0),
-            journal: 1,
-        },
-        seq_in_writer: n,
-        payload: vec![1; 3],
-    };
+    let event = |n: u64| records::event(Owner::new("a", 0), 1, n, "\u{1}\u{1}\u{1}");
     let ledger = open().await.unwrap();
     assert_eq!(ledger.append(&s1(), 0, event(1)).await, Ok(1));
     assert_eq!(ledger.append(&s1(), 1, event(2)).await, Ok(2));

@@ -8,14 +8,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 use leasesim::clock::RealClock;
-use leasesim::journal::{Ledger, Record, RemoteLedger, WriterId};
+use leasesim::journal::{Ledger, Record, RemoteLedger};
 use leasesim::lease::{Owner, RemoteLease, STATE_FILE, SessionId, SessionLease};
 use leasesim::net::tcp_dialer;
 use leasesim::remote::ClientConfig;
+use leasesim_testkit::{assert_exit, leasesim};
 
-fn leasesim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_leasesim"))
-}
+use crate::records;
 
 /// A `leasesim serve SERVICE` process on a free loopback port, killed (SIGKILL) when
 /// dropped; its stderr is captured and `RUST_LOG` unset, so the default log level applies.
@@ -26,7 +25,8 @@ struct ServiceProcess {
 
 impl ServiceProcess {
     fn start(service: &str, data: &Path) -> Self {
-        let mut child = leasesim()
+        let mut child = leasesim!()
+            .command()
             .args(["serve", service, "--listen", "127.0.0.1:0", "--data"])
             .arg(data)
             .env_remove("RUST_LOG")
@@ -84,14 +84,7 @@ impl LedgerProcess {
 }
 
 fn event(n: u64) -> Record {
-    Record::Event {
-        writer_id: WriterId {
-            owner: Owner::new("replica-1", 0),
-            journal: 1,
-        },
-        seq_in_writer: n,
-        payload: format!("e{n}").into_bytes(),
-    }
+    records::event(Owner::new("replica-1", 0), 1, n, &format!("e{n}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -124,61 +117,39 @@ async fn acknowledged_records_survive_kill_9_of_the_ledger_service() {
     );
 }
 
-fn refused(args: &[&str]) -> String {
-    let output = leasesim().args(args).output().unwrap();
-    assert_eq!(output.status.code(), Some(2), "{args:?} should exit 2");
-    String::from_utf8(output.stderr).unwrap()
+/// `serve SERVICE --listen 127.0.0.1:0 --data DIR EXTRA…`.
+fn serve_args<'a>(service: &'a str, dir: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["serve", service, "--listen", "127.0.0.1:0", "--data", dir];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Asserts `leasesim ARGS` exits 2 with every one of `expected` in its stderr.
+fn refused(args: &[&str], expected: &[&str]) {
+    assert_exit(&leasesim!().run(args), 2, expected);
 }
 
 #[test]
 fn bad_arguments_exit_2_with_a_message_that_says_what_to_fix() {
     let data = tempfile::tempdir().unwrap();
     let dir = data.path().to_str().unwrap();
-    let unbindable = refused(&["serve", "ledger", "--listen", "nowhere", "--data", dir]);
-    assert!(unbindable.contains("--listen nowhere"), "{unbindable}");
-    assert!(unbindable.contains("127.0.0.1:7070"), "{unbindable}");
+    refused(
+        &["serve", "ledger", "--listen", "nowhere", "--data", dir],
+        &["--listen nowhere", "127.0.0.1:7070"],
+    );
 
     let file = data.path().join("a-file");
     std::fs::write(&file, b"x").unwrap();
     let not_a_dir = file.to_str().unwrap();
-    let bad_data = refused(&[
-        "serve",
-        "lease",
-        "--listen",
-        "127.0.0.1:0",
-        "--data",
-        not_a_dir,
-    ]);
-    assert!(bad_data.contains("--data"), "{bad_data}");
-
-    let zero_ttl = refused(&[
-        "serve",
-        "lease",
-        "--listen",
-        "127.0.0.1:0",
-        "--data",
-        dir,
-        "--ttl",
-        "0s",
-    ]);
-    assert!(zero_ttl.contains("must be positive"), "{zero_ttl}");
-    let bad_ttl = refused(&[
-        "serve",
-        "lease",
-        "--listen",
-        "127.0.0.1:0",
-        "--data",
-        dir,
-        "--ttl",
-        "ten",
-    ]);
-    assert!(bad_ttl.contains("10s, 500ms or 1m30s"), "{bad_ttl}");
-}
-
-fn serve_args<'a>(service: &'a str, dir: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["serve", service, "--listen", "127.0.0.1:0", "--data", dir];
-    args.extend_from_slice(extra);
-    args
+    refused(&serve_args("lease", not_a_dir, &[]), &["--data"]);
+    refused(
+        &serve_args("lease", dir, &["--ttl", "0s"]),
+        &["must be positive"],
+    );
+    refused(
+        &serve_args("lease", dir, &["--ttl", "ten"]),
+        &["10s, 500ms or 1m30s"],
+    );
 }
 
 #[test]
@@ -186,22 +157,18 @@ fn ttl_and_grace_persist_interval_above_their_caps_exit_2() {
     let data = tempfile::tempdir().unwrap();
     let dir = data.path().to_str().unwrap();
     // Accepted before the cap, then every acquire overflowed in the handler.
-    let huge_ttl = refused(&serve_args(
-        "lease",
-        dir,
-        &["--ttl", "18446744073709551615s"],
-    ));
-    assert!(huge_ttl.contains("--ttl"), "{huge_ttl}");
-    assert!(huge_ttl.contains("the limit is 1day"), "{huge_ttl}");
-    let long_ttl = refused(&serve_args("lease", dir, &["--ttl", "1day 1s"]));
-    assert!(long_ttl.contains("the limit is 1day"), "{long_ttl}");
-    let interval = refused(&serve_args(
-        "lease",
-        dir,
-        &["--grace-persist-interval", "2h"],
-    ));
-    assert!(interval.contains("--grace-persist-interval"), "{interval}");
-    assert!(interval.contains("the limit is 1h"), "{interval}");
+    refused(
+        &serve_args("lease", dir, &["--ttl", "18446744073709551615s"]),
+        &["--ttl", "the limit is 1day"],
+    );
+    refused(
+        &serve_args("lease", dir, &["--ttl", "1day 1s"]),
+        &["the limit is 1day"],
+    );
+    refused(
+        &serve_args("lease", dir, &["--grace-persist-interval", "2h"]),
+        &["--grace-persist-interval", "the limit is 1h"],
+    );
     assert_eq!(
         std::fs::read_dir(dir).unwrap().count(),
         0,
@@ -219,13 +186,14 @@ fn a_second_service_on_a_data_directory_in_use_exits_2_until_the_first_dies() {
         let dir = data.path().to_str().unwrap();
         let first = ServiceProcess::start(service, data.path());
         for other in ["lease", "ledger"] {
-            let second = refused(&serve_args(other, dir, &[]));
-            assert!(
-                second.contains("is in use by another process"),
-                "{service} then {other}: {second}"
+            refused(
+                &serve_args(other, dir, &[]),
+                &[
+                    "is in use by another process",
+                    dir,
+                    "stop the other process",
+                ],
             );
-            assert!(second.contains(dir), "{second}");
-            assert!(second.contains("stop the other process"), "{second}");
         }
         drop(first); // kill -9
         let _after = ServiceProcess::start(service, data.path());
@@ -272,7 +240,8 @@ fn lease_driver(process: &ServiceProcess) -> RemoteLease {
 // A child process runs in real time: the deadline and the polling are real time too.
 #[allow(clippy::disallowed_types, clippy::disallowed_methods)]
 fn refused_within_30s(args: &[&str]) -> String {
-    let mut child = leasesim()
+    let mut child = leasesim!()
+        .command()
         .args(args)
         .env_remove("RUST_LOG")
         .stdout(Stdio::null())

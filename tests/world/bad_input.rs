@@ -3,24 +3,18 @@
 //! files, and run files given to `replay` get the same checks.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use leasesim::campaign::scenario::Scenario;
 use leasesim::exit::Exit;
 use leasesim::sim::runfile::RunFile;
 use leasesim::sim::world::World;
+use leasesim_testkit::leasesim;
 use serde_json::{Value, json};
-
-fn leasesim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasesim"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 /// Asserts `leasesim args` exits 2 before running, with every one of `expected` in stderr.
 fn refused(args: &[&str], expected: &[&str]) {
-    let output = leasesim(args);
+    let output = leasesim!().run(args);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         output.status.code(),
@@ -435,7 +429,7 @@ fn n8_a_run_that_recorded_no_operation_is_not_clean() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "idle.json", &run.to_string());
     let out = dir.path().join("out");
-    let output = leasesim(&["replay", &file, "--out", out.to_str().unwrap()]);
+    let output = leasesim!().run(["replay", &file, "--out", out.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(
         output.status.code(),

@@ -1,24 +1,13 @@
 //! `leasesim run` as a user meets it: the seed and options first, the replay command last,
 //! identical bytes from separate processes, and exit codes CI can use.
 
-use std::process::{Command, Output};
-
-fn leasesim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasesim"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use leasesim_testkit::{assert_exit, leasesim, text};
 
 #[test]
 fn a_run_prints_its_seed_first_and_its_replay_command() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
-    let output = leasesim(&["run", "--seed", "7", "--duration", "20s", "--out", dir]);
+    let output = leasesim!().run(["run", "--seed", "7", "--duration", "20s", "--out", dir]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let stdout = text(&output.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
@@ -59,11 +48,7 @@ fn identical_bytes_in_separate_processes(seeds: std::ops::RangeInclusive<u64>) {
             "--check-determinism",
             "--out",
         ];
-        let output = Command::new(env!("CARGO_BIN_EXE_leasesim"))
-            .args(args)
-            .arg(&dir)
-            .output()
-            .unwrap();
+        let output = leasesim!().command().args(args).arg(&dir).output().unwrap();
         assert_eq!(
             output.status.code(),
             Some(0),
@@ -109,7 +94,7 @@ fn a_run_past_its_wall_clock_timeout_is_a_harness_error_naming_the_seed() {
 fn a_timeout_the_run_cannot_meet_is_refused_before_it_runs() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
-    let output = leasesim(&[
+    let output = leasesim!().run([
         "run",
         "--seed",
         "99",
@@ -131,67 +116,24 @@ fn a_timeout_the_run_cannot_meet_is_refused_before_it_runs() {
 
 #[test]
 fn bad_schedules_and_scripts_exit_2_saying_what_is_wrong() {
-    let out = tempfile::tempdir().unwrap();
-    let dir = out.path().to_str().unwrap();
-    let schedule = out.path().join("schedule.json");
-    std::fs::write(
-        &schedule,
+    let dir = tempfile::tempdir().unwrap();
+    refused_before_the_run(
+        dir.path(),
+        "--schedule",
         r#"{"v":1,"faults":[{"at_ms":5,"fault":"crash","host":"replica-9"}]}"#,
-    )
-    .unwrap();
-    let output = leasesim(&[
-        "run",
-        "--seed",
-        "1",
-        "--schedule",
-        schedule.to_str().unwrap(),
-        "--out",
-        dir,
-    ]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(
-        text(&output.stderr).contains("unknown host `replica-9`"),
-        "{}",
-        text(&output.stderr)
+        "unknown host `replica-9`",
     );
-
-    std::fs::write(&schedule, "{\"v\":1,\n\"faults\": [oops]}").unwrap();
-    let output = leasesim(&[
-        "run",
-        "--seed",
-        "1",
+    refused_before_the_run(
+        dir.path(),
         "--schedule",
-        schedule.to_str().unwrap(),
-        "--out",
-        dir,
-    ]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(
-        text(&output.stderr).contains("line 2"),
-        "{}",
-        text(&output.stderr)
+        "{\"v\":1,\n\"faults\": [oops]}",
+        "line 2",
     );
-
-    let script = out.path().join("script.json");
-    std::fs::write(
-        &script,
-        r#"{"v":1,"calls":[{"at_ms":0,"replica":"replica-7","call":"acquire","session":"s1"}]}"#,
-    )
-    .unwrap();
-    let output = leasesim(&[
-        "run",
-        "--seed",
-        "1",
+    refused_before_the_run(
+        dir.path(),
         "--script",
-        script.to_str().unwrap(),
-        "--out",
-        dir,
-    ]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(
-        text(&output.stderr).contains("replica-7"),
-        "{}",
-        text(&output.stderr)
+        r#"{"v":1,"calls":[{"at_ms":0,"replica":"replica-7","call":"acquire","session":"s1"}]}"#,
+        "replica-7",
     );
 }
 
@@ -302,7 +244,7 @@ fn refused_before_the_run(dir: &std::path::Path, flag: &str, document: &str, exp
         "--out",
         out.to_str().unwrap(),
     ];
-    let output = leasesim(&args);
+    let output = leasesim!().run(args);
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{document}: {stderr}");
     assert!(stderr.contains(expected), "{document}: {stderr}");
@@ -313,7 +255,7 @@ fn an_out_folder_that_cannot_be_created_exits_2_before_the_run() {
     let out = tempfile::tempdir().unwrap();
     let file = out.path().join("a-file");
     std::fs::write(&file, b"x").unwrap();
-    let output = leasesim(&[
+    let output = leasesim!().run([
         "run",
         "--seed",
         "1",
@@ -340,7 +282,7 @@ fn config_line(dir: &std::path::Path) -> String {
 fn a_mutant_run_without_a_scenario_replays_to_the_same_history_with_its_mutant() {
     let out = tempfile::tempdir().unwrap();
     let (first, again) = (out.path().join("first"), out.path().join("again"));
-    let output = leasesim(&[
+    let output = leasesim!().run([
         "run",
         "--seed",
         "7",
@@ -359,7 +301,7 @@ fn a_mutant_run_without_a_scenario_replays_to_the_same_history_with_its_mutant()
     );
     assert!(stdout.contains(" mutant=expiry-by-wall-clock "), "{stdout}");
     let run_json = first.join("run.json");
-    let replay = leasesim(&[
+    let replay = leasesim!().run([
         "replay",
         run_json.to_str().unwrap(),
         "--out",
@@ -392,7 +334,7 @@ fn check_determinism_of_a_scenario_with_a_mutant_compares_runs_that_carry_it() {
         env!("CARGO_MANIFEST_DIR"),
         "/sims/f4-fence-compares-the-tip.toml"
     );
-    let output = leasesim(&[
+    let output = leasesim!().run([
         "run",
         "--scenario",
         scenario,
@@ -433,7 +375,8 @@ fn check_determinism_of_a_scenario_with_a_mutant_compares_runs_that_carry_it() {
 #[test]
 fn check_determinism_exits_3_when_the_second_process_differs() {
     let out = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+    let output = leasesim!()
+        .command()
         .args([
             "run",
             "--seed",
@@ -447,11 +390,10 @@ fn check_determinism_exits_3_when_the_second_process_differs() {
         .env(leasesim::sim::determinism::PERTURB_ENV, "1")
         .output()
         .unwrap();
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(3), "{stderr}");
-    assert!(
-        stderr.contains("NONDETERMINISM: seed 3 wrote different trace.jsonl in two processes"),
-        "{stderr}"
+    assert_exit(
+        &output,
+        3,
+        &["NONDETERMINISM: seed 3 wrote different trace.jsonl in two processes"],
     );
 }
 
@@ -462,7 +404,7 @@ fn result_json_holds_the_verdict_every_check_and_the_drawn_schedule() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
     let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/sims/swarm-freezes.toml");
-    let output = leasesim(&["run", "--scenario", scenario, "--seed", "3", "--out", dir]);
+    let output = leasesim!().run(["run", "--scenario", scenario, "--seed", "3", "--out", dir]);
     let stdout = text(&output.stdout);
     let read = |file: &str| -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(out.path().join(file)).unwrap()).unwrap()
@@ -505,12 +447,8 @@ fn a_retired_fault_kind_in_a_scenario_or_a_run_file_exits_2_naming_its_new_word(
         )
     };
     let file = out.path().join("retired.toml");
-    for (old, new) in [
-        ("lease_restarts", "lease_service_restarts"),
-        ("delete_record", "delete_lease_record"),
-    ] {
-        std::fs::write(&file, scenario(old)).unwrap();
-        let run_out = out.path().join(format!("{old}-run"));
+    // `leasesim run --scenario FILE --seed 1 --out DIR`.
+    let run_into = |dir: &std::path::Path| {
         let args = [
             "run",
             "--scenario",
@@ -519,12 +457,23 @@ fn a_retired_fault_kind_in_a_scenario_or_a_run_file_exits_2_naming_its_new_word(
             "1",
             "--out",
         ];
-        let output = leasesim(&[&args[..], &[run_out.to_str().unwrap()]].concat());
-        let stderr = text(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{stderr}");
-        assert!(
-            stderr.contains(&format!("unknown fault kind `{old}`: it is now `{new}`")),
-            "{stderr}"
+        leasesim!().run(
+            args.iter()
+                .map(std::ffi::OsStr::new)
+                .chain([dir.as_os_str()]),
+        )
+    };
+    for (old, new) in [
+        ("lease_restarts", "lease_service_restarts"),
+        ("delete_record", "delete_lease_record"),
+    ] {
+        std::fs::write(&file, scenario(old)).unwrap();
+        let run_out = out.path().join(format!("{old}-run"));
+        let output = run_into(&run_out);
+        assert_exit(
+            &output,
+            2,
+            &[&format!("unknown fault kind `{old}`: it is now `{new}`")],
         );
         assert!(!run_out.join("history.jsonl").exists(), "nothing ran");
 
@@ -532,15 +481,7 @@ fn a_retired_fault_kind_in_a_scenario_or_a_run_file_exits_2_naming_its_new_word(
         // is refused by `replay`.
         std::fs::write(&file, scenario(new)).unwrap();
         let ran = out.path().join(format!("{new}-run"));
-        let args = [
-            "run",
-            "--scenario",
-            file.to_str().unwrap(),
-            "--seed",
-            "1",
-            "--out",
-        ];
-        let output = leasesim(&[&args[..], &[ran.to_str().unwrap()]].concat());
+        let output = run_into(&ran);
         assert!(
             matches!(output.status.code(), Some(0 | 1 | 5)),
             "{}",
@@ -552,12 +493,11 @@ fn a_retired_fault_kind_in_a_scenario_or_a_run_file_exits_2_naming_its_new_word(
         assert_eq!(run["drawn"]["kinds"], serde_json::json!([new]));
         run["drawn"]["kinds"] = serde_json::json!([old]);
         std::fs::write(&run_file, serde_json::to_vec(&run).unwrap()).unwrap();
-        let output = leasesim(&["replay", run_file.to_str().unwrap()]);
-        let stderr = text(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{stderr}");
-        assert!(
-            stderr.contains(&format!("unknown fault kind `{old}`: it is now `{new}`")),
-            "{stderr}"
+        let output = leasesim!().run(["replay", run_file.to_str().unwrap()]);
+        assert_exit(
+            &output,
+            2,
+            &[&format!("unknown fault kind `{old}`: it is now `{new}`")],
         );
     }
 }
@@ -572,7 +512,7 @@ fn a_check_that_judged_nothing_is_not_judged_in_result_json_and_the_verdict() {
         env!("CARGO_MANIFEST_DIR"),
         "/sims/f1-pause-longer-than-ttl.toml"
     );
-    let output = leasesim(&["run", "--scenario", scenario, "--seed", "0", "--out", dir]);
+    let output = leasesim!().run(["run", "--scenario", scenario, "--seed", "0", "--out", dir]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stdout));
     let stdout = text(&output.stdout);
     assert_eq!(
@@ -620,7 +560,7 @@ fn a_check_that_judged_nothing_is_not_judged_in_result_json_and_the_verdict() {
 /// `run --help` lists every exit code a run can end with and points to the mutant catalogue.
 #[test]
 fn run_help_lists_every_exit_code_and_points_to_the_mutants() {
-    let output = leasesim(&["run", "--help"]);
+    let output = leasesim!().run(["run", "--help"]);
     assert_eq!(output.status.code(), Some(0));
     let help = text(&output.stdout)
         .split_whitespace()

@@ -1,34 +1,14 @@
 //! Field cases F1 and F3 of `docs/field-cases.md`, replayed exactly: their histories
 //! show A's stale append rejected and the ledger exactly as each case says.
 
-use std::time::Duration;
-
 use leasesim::history::{History, Op, OpResult, Outcome};
-use leasesim::sim::config::Workload;
 use leasesim::sim::schedule::FaultSchedule;
 use leasesim::sim::script::Script;
-use leasesim::sim::world::{World, WorldBuilder};
 
-use crate::support::ledger;
+use crate::support::{A1_THEN_B1, A1_THEN_B1_B2_B3, dump, ledger};
+use crate::world_runs::{run_field_case, run_scripted};
 
 const A: &str = "replica-1";
-
-/// The schedule and script of a field case, as shipped in `sims/field-cases/` (the files
-/// docs/campaigns.md#commands runs).
-fn field_case(name: &str) -> (FaultSchedule, Script) {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sims/field-cases");
-    let read = |kind: &str| std::fs::read_to_string(format!("{dir}/{name}.{kind}.json")).unwrap();
-    let schedule = FaultSchedule::from_json(&read("schedule")).unwrap();
-    (schedule, Script::from_json(&read("script")).unwrap())
-}
-
-/// The field cases' world: two replicas for 30 s.
-fn config(seed: u64) -> WorldBuilder {
-    World::builder()
-        .seed(seed)
-        .replicas(2)
-        .duration(Duration::from_secs(30))
-}
 
 /// The result of the journal append that carried `seq_in_writer` from `replica`.
 fn journal_appends(history: &History, replica: &str) -> Vec<(Outcome, OpResult)> {
@@ -41,27 +21,9 @@ fn journal_appends(history: &History, replica: &str) -> Vec<(Outcome, OpResult)>
 
 #[test]
 fn f1_a_pause_longer_than_the_ttl_ends_in_a_fenced_stale_append() {
-    let (schedule, script) = field_case("f1-pause-longer-than-ttl");
-    let output = config(1)
-        .schedule(schedule)
-        .workload(Workload::Scripted(script))
-        .build()
-        .unwrap()
-        .run()
-        .unwrap();
-    let history = output.history;
-    if let Ok(path) = std::env::var("LEASESIM_DUMP") {
-        std::fs::write(path, history.to_jsonl()).unwrap();
-    }
-    assert_eq!(
-        ledger(&history, "s1"),
-        [
-            "fence 1 replica-1",
-            "a1 replica-1",
-            "fence 2 replica-2",
-            "b1 replica-2"
-        ]
-    );
+    let history = run_field_case("f1-pause-longer-than-ttl", 1).history;
+    dump("f1-pause-longer-than-ttl", 1, &history);
+    assert_eq!(ledger(&history, "s1"), A1_THEN_B1);
     let a = journal_appends(&history, A);
     assert_eq!(a[0], (Outcome::Ok, OpResult::Appended { seq: 2 }));
     assert_eq!(
@@ -78,29 +40,9 @@ fn f1_a_pause_longer_than_the_ttl_ends_in_a_fenced_stale_append() {
 
 #[test]
 fn f3_a_slow_clock_cut_off_from_the_lease_service_is_stopped_by_the_fence() {
-    let (schedule, script) = field_case("f3-slow-clock-cut-off-from-lease");
-    let history = config(3)
-        .schedule(schedule)
-        .workload(Workload::Scripted(script))
-        .build()
-        .unwrap()
-        .run()
-        .unwrap()
-        .history;
-    if let Ok(path) = std::env::var("LEASESIM_DUMP") {
-        std::fs::write(path, history.to_jsonl()).unwrap();
-    }
-    assert_eq!(
-        ledger(&history, "s1"),
-        [
-            "fence 1 replica-1",
-            "a1 replica-1",
-            "fence 2 replica-2",
-            "b1 replica-2",
-            "b2 replica-2",
-            "b3 replica-2"
-        ]
-    );
+    let history = run_field_case("f3-slow-clock-cut-off-from-lease", 3).history;
+    dump("f3-slow-clock-cut-off-from-lease", 3, &history);
+    assert_eq!(ledger(&history, "s1"), A1_THEN_B1_B2_B3);
     let a = journal_appends(&history, A);
     assert_eq!(a.len(), 4);
     assert_eq!(a[0], (Outcome::Ok, OpResult::Appended { seq: 2 }));
@@ -137,14 +79,7 @@ fn the_heal_restarts_only_crashed_hosts() {
         r#"{"v":1,"faults":[{"at_ms":1000,"fault":"crash","host":"replica-2"}],"heal_at_ms":5000}"#,
     )
     .unwrap();
-    let history = config(5)
-        .schedule(schedule)
-        .workload(Workload::Scripted(script))
-        .build()
-        .unwrap()
-        .run()
-        .unwrap()
-        .history;
+    let history = run_scripted(5, schedule, script).history;
     let acquires: Vec<String> = history
         .ops()
         .map(|op| {

@@ -19,6 +19,7 @@ use leasesim::sim::hosted::{ClockKind, WorldThread, clock_now, fill_random};
 use leasesim::sim::runfile::{BackendSpec, WorldSpec};
 use leasesim::sim::schedule::{Fault, FaultSchedule};
 use leasesim::sim::world::{World, WorldError};
+use leasesim_testkit::leasesim;
 
 /// What a replica's probe saw at one reading.
 #[derive(Clone, Debug, PartialEq)]
@@ -405,7 +406,8 @@ fn leasesim_refuses_a_target_backend_naming_the_targets_binary() {
         "v = 1\nabout = \"a target world\"\n\n[world]\nbackend = \"target:kube-lease-manager\"\n",
     )
     .unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_leasesim"))
+    let output = leasesim!()
+        .command()
         .args(["run", "--seed", "1", "--scenario"])
         .arg(&scenario)
         .arg("--out")

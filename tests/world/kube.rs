@@ -8,6 +8,7 @@ use std::time::Duration;
 use leasesim::campaign::scenario::Scenario;
 use leasesim::history::{History, Op, OpResult, Outcome, WriteVerb};
 use leasesim::sim::runfile::{self};
+use leasesim_testkit::leasesim;
 
 use crate::support::{ledger, run, sims};
 
@@ -154,14 +155,14 @@ fn a_kube_world_has_no_authority_and_records_lease_and_kube_calls() {
 
 #[test]
 fn check_model_lease_judges_a_kube_history_by_its_lease_api_calls() {
-    use leasesim::check::command::{CheckModel, check_file};
+    use leasesim::check::command::{CheckModel, FileVerdict, check_file};
     use leasesim::check::linearizability::Budget;
     let history = run("k1-two-candidates-one-read", 1);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("history.jsonl");
     std::fs::write(&path, history.to_jsonl()).unwrap();
     let report = check_file(Some(CheckModel::Lease), &path, Budget::default());
-    assert_eq!(report.verdict, "linearizable", "{report:?}");
+    assert_eq!(report.verdict, FileVerdict::Linearizable, "{report:?}");
     let kube_calls = history
         .ops()
         .filter(|op| op.op.name().starts_with("kube_"))
@@ -255,7 +256,8 @@ fn kube_runs_give_identical_bytes_in_separate_processes() {
     for (name, seed) in runs {
         let dir = out.path().join(format!("{name}-{seed}"));
         let scenario = sims().join(format!("{name}.toml"));
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_leasesim"))
+        let output = leasesim!()
+            .command()
             .args([
                 "run",
                 "--seed",

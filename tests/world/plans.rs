@@ -6,6 +6,7 @@ use std::time::Duration;
 use leasesim::campaign::scenario::Scenario;
 use leasesim::sim::plan::{Plan, PlannedRun};
 use leasesim::sim::runfile::{self, RunFile, RunWorkload};
+use leasesim_testkit::failures_on_two_threads;
 
 use crate::support::sims;
 
@@ -60,30 +61,12 @@ fn generated_workloads_and_their_plans_run_the_same_world(seeds: std::ops::Range
         .iter()
         .flat_map(|&(name, mutant)| seeds.clone().map(move |seed| (name, mutant, seed)))
         .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut failures = Vec::new();
-                    loop {
-                        let index = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        let Some(&(name, mutant, seed)) = runs.get(index) else {
-                            return failures;
-                        };
-                        let mut run = resolve(name, seed);
-                        run.mutant = mutant.map(str::to_owned);
-                        if let Err(error) = plan_runs_the_same_world(&run) {
-                            failures.push(format!("{name} seed {seed} ({mutant:?}): {error}"));
-                        }
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|worker| worker.join().unwrap())
-            .collect()
+    let failures = failures_on_two_threads(&runs, |&(name, mutant, seed)| {
+        let mut run = resolve(name, seed);
+        run.mutant = mutant.map(str::to_owned);
+        plan_runs_the_same_world(&run)
+            .err()
+            .map(|error| format!("{name} seed {seed} ({mutant:?}): {error}"))
     });
     assert!(failures.is_empty(), "{failures:#?}");
 }

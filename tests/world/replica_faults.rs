@@ -9,7 +9,7 @@ use leasesim::history::{
     Decision, HistLeaseUse, HistLossCause, HistRecord, History, Op, OpLine, OpResult, Outcome,
 };
 
-use crate::support::{ledger, run};
+use crate::support::{A1_THEN_B1, appended, grants, ledger, outcomes, run};
 
 const A: &str = "replica-1";
 const B: &str = "replica-2";
@@ -24,25 +24,6 @@ fn ops<'h>(history: &'h History, replica: &str, op: &str) -> Vec<&'h OpLine> {
         .collect()
 }
 
-/// The outcome and result of each of those operations.
-fn outcomes(history: &History, replica: &str, op: &str) -> Vec<(Outcome, OpResult)> {
-    ops(history, replica, op)
-        .into_iter()
-        .map(|line| (line.outcome, line.result.clone().unwrap()))
-        .collect()
-}
-
-/// Tokens of the grants the authority decided, in order, as `(replica, token)`.
-fn grants(history: &History) -> Vec<(String, u64)> {
-    history
-        .decisions()
-        .filter_map(|d| match d.decision {
-            Decision::Grant { token, .. } => Some((d.owner.replica.clone(), token)),
-            _ => None,
-        })
-        .collect()
-}
-
 /// A call refused unsent because the holder's own deadline, 9 s on its clock (acquired at
 /// 0 with the granted 10 s TTL, minus the 1 s margin), had passed.
 fn lost_at_nine_seconds() -> (Outcome, OpResult) {
@@ -50,10 +31,6 @@ fn lost_at_nine_seconds() -> (Outcome, OpResult) {
         valid_until_local_us: 9_000_000,
     };
     (Outcome::Fail, OpResult::LeaseLost { cause })
-}
-
-fn appended(seq: u64) -> (Outcome, OpResult) {
-    (Outcome::Ok, OpResult::Appended { seq })
 }
 
 /// What `replica` judged its lease valid for, in order.
@@ -136,15 +113,7 @@ fn a_pause_before_the_append_check_ends_in_a_refusal_never_sent() {
         );
         // A sent its fence and a1 only; a2 never reached the ledger (F1's a2 is sent and fenced).
         assert_eq!(ops(&history, A, "ledger_append").len(), 2, "seed {seed}");
-        assert_eq!(
-            ledger(&history, "s1"),
-            [
-                "fence 1 replica-1",
-                "a1 replica-1",
-                "fence 2 replica-2",
-                "b1 replica-2"
-            ]
-        );
+        assert_eq!(ledger(&history, "s1"), A1_THEN_B1);
         assert_eq!(grants(&history), [(A.into(), 1), (B.into(), 2)]);
     }
 }
@@ -183,15 +152,7 @@ fn a_pause_before_the_cleanup_append_ends_in_a_refusal_never_sent() {
             [HistLeaseUse::JournalOpen, HistLeaseUse::Append],
             "seed {seed}: no clean-up decision was made"
         );
-        assert_eq!(
-            ledger(&history, "s1"),
-            [
-                "fence 1 replica-1",
-                "a1 replica-1",
-                "fence 2 replica-2",
-                "b1 replica-2"
-            ]
-        );
+        assert_eq!(ledger(&history, "s1"), A1_THEN_B1);
         // The shutdown still releases; token 1 is stale by then, so it ends nothing.
         let ended: Vec<bool> = history
             .decisions()
@@ -214,15 +175,7 @@ fn a_configured_ttl_longer_than_granted_changes_nothing() {
             [appended(2), lost_at_nine_seconds()],
             "seed {seed}: a2 at 14 s is refused at the granted TTL's deadline, not the configured 27 s"
         );
-        assert_eq!(
-            ledger(&history, "s1"),
-            [
-                "fence 1 replica-1",
-                "a1 replica-1",
-                "fence 2 replica-2",
-                "b1 replica-2"
-            ]
-        );
+        assert_eq!(ledger(&history, "s1"), A1_THEN_B1);
     }
 }
 

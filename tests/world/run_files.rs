@@ -2,9 +2,9 @@
 //! are upgraded, unknown ones refused with a message that says why.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use leasesim::sim::runfile::{RUN_FILE_SCHEMA_VERSION, RunFile, RunWorkload, upgrade};
+use leasesim_testkit::{files_ending_in, leasesim};
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
@@ -12,13 +12,7 @@ fn repo(path: &str) -> PathBuf {
 
 /// The `*.run.json` files of a committed folder, sorted.
 fn run_files(dir: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo(dir))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.to_string_lossy().ends_with(".run.json"))
-        .collect();
-    files.sort();
-    files
+    files_ending_in(&repo(dir), ".run.json")
 }
 
 #[test]
@@ -45,7 +39,8 @@ fn every_committed_run_file_loads() {
 fn the_sample_reports_counterexamples_still_replay_to_their_violations() {
     for file in run_files("reports/sample/shrunk") {
         let out = tempfile::tempdir().unwrap();
-        let output = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+        let output = leasesim!()
+            .command()
             .arg("replay")
             .arg(&file)
             .arg("--out")

@@ -5,38 +5,17 @@
 use std::time::Duration;
 
 use leasesim::campaign::scenario::{Scenario, ScenarioFaults};
-use leasesim::history::{Decision, HistLossCause, History, OpResult, Outcome};
+use leasesim::history::{Decision, HistLossCause, OpResult, Outcome};
 use leasesim::sim::runfile::{self, RunFile};
+use leasesim_testkit::leasesim;
 
-use crate::support::{ledger, run, sims};
+use crate::support::{
+    A1_THEN_B1, A1_THEN_B1_B2_B3, appended, grants, ledger, outcomes, repo, run, sims,
+};
 
 const A: &str = "replica-1";
 const B: &str = "replica-2";
 const C: &str = "replica-3";
-
-/// The outcome and result of every `op` (`lease_acquire`, `journal_append`, …) `replica` made.
-fn ops(history: &History, replica: &str, op: &str) -> Vec<(Outcome, OpResult)> {
-    history
-        .ops()
-        .filter(|line| line.process.replica == replica && line.op.name() == op)
-        .map(|line| (line.outcome, line.result.clone().unwrap()))
-        .collect()
-}
-
-/// Tokens of the grants the authority decided, in order, as `(replica, token)`.
-fn grants(history: &History) -> Vec<(String, u64)> {
-    history
-        .decisions()
-        .filter_map(|d| match d.decision {
-            Decision::Grant { token, .. } => Some((d.owner.replica.clone(), token)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn appended(seq: u64) -> (Outcome, OpResult) {
-    (Outcome::Ok, OpResult::Appended { seq })
-}
 
 const SEEDS: [u64; 2] = [1, 2];
 
@@ -82,16 +61,8 @@ fn every_scenario_file_in_sims_loads() {
 fn f1_the_stale_append_after_a_long_pause_is_fenced() {
     for seed in SEEDS {
         let history = run("f1-pause-longer-than-ttl", seed);
-        assert_eq!(
-            ledger(&history, "s1"),
-            [
-                "fence 1 replica-1",
-                "a1 replica-1",
-                "fence 2 replica-2",
-                "b1 replica-2"
-            ]
-        );
-        let a = ops(&history, A, "journal_append");
+        assert_eq!(ledger(&history, "s1"), A1_THEN_B1);
+        let a = outcomes(&history, A, "journal_append");
         assert_eq!(a[0], appended(2));
         let fenced = OpResult::Fenced {
             expected: 2,
@@ -112,7 +83,7 @@ fn f2_a_black_holed_holder_stops_at_its_own_deadline_not_the_hung_call() {
             },
         };
         assert_eq!(
-            ops(&history, A, "journal_append"),
+            outcomes(&history, A, "journal_append"),
             [
                 appended(2),
                 (Outcome::Fail, lost.clone()),
@@ -131,15 +102,7 @@ fn f2_a_black_holed_holder_stops_at_its_own_deadline_not_the_hung_call() {
             hung,
             "seed {seed}: no renew was in flight past A's deadline"
         );
-        assert_eq!(
-            ledger(&history, "s1"),
-            [
-                "fence 1 replica-1",
-                "a1 replica-1",
-                "fence 2 replica-2",
-                "b1 replica-2"
-            ]
-        );
+        assert_eq!(ledger(&history, "s1"), A1_THEN_B1);
         assert_eq!(grants(&history), [(A.into(), 1), (B.into(), 2)]);
     }
 }
@@ -148,18 +111,8 @@ fn f2_a_black_holed_holder_stops_at_its_own_deadline_not_the_hung_call() {
 fn f3_a_slow_clock_cut_off_from_the_lease_service_is_stopped_by_the_fence() {
     for seed in SEEDS {
         let history = run("f3-slow-clock-cut-off-from-lease", seed);
-        assert_eq!(
-            ledger(&history, "s1"),
-            [
-                "fence 1 replica-1",
-                "a1 replica-1",
-                "fence 2 replica-2",
-                "b1 replica-2",
-                "b2 replica-2",
-                "b3 replica-2"
-            ]
-        );
-        let a = ops(&history, A, "journal_append");
+        assert_eq!(ledger(&history, "s1"), A1_THEN_B1_B2_B3);
+        let a = outcomes(&history, A, "journal_append");
         assert_eq!(a.len(), 4);
         assert_eq!(a[0], appended(2));
         assert!(
@@ -196,7 +149,7 @@ fn f4_the_fence_lands_after_the_last_acknowledged_append() {
             "seed {seed}"
         );
         // a6 was acknowledged to A at seq 7 and survives.
-        assert_eq!(ops(&history, A, "journal_append")[5], appended(7));
+        assert_eq!(outcomes(&history, A, "journal_append")[5], appended(7));
         // B's fence CAS expected a5 (seq 6), conflicted with a6, and landed after it.
         let fences: Vec<(Outcome, OpResult)> = history
             .ops()
@@ -225,16 +178,8 @@ fn f5(name: &str) {
             [(A.into(), 1), (B.into(), 2)],
             "seed {seed}"
         );
-        assert_eq!(
-            ledger(&history, "s1"),
-            [
-                "fence 1 replica-1",
-                "a1 replica-1",
-                "fence 2 replica-2",
-                "b1 replica-2"
-            ]
-        );
-        let a = ops(&history, A, "journal_append");
+        assert_eq!(ledger(&history, "s1"), A1_THEN_B1);
+        let a = outcomes(&history, A, "journal_append");
         let fenced = OpResult::Fenced {
             expected: 2,
             actual: 4,
@@ -260,7 +205,7 @@ fn f5b_the_token_survives_an_authority_restart() {
 fn f5c_a_restart_while_held_grants_nothing_until_the_old_lease_could_have_expired() {
     for seed in SEEDS {
         let history = run("f5c-restart-while-held", seed);
-        let b = ops(&history, B, "lease_acquire");
+        let b = outcomes(&history, B, "lease_acquire");
         assert!(
             matches!(
                 b[..],
@@ -298,7 +243,7 @@ fn a_forward_wall_jump_at_the_authority_ends_no_lease() {
     for seed in SEEDS {
         let history = run("wall-jump-at-the-authority", seed);
         assert_eq!(
-            ops(&history, B, "lease_acquire"),
+            outcomes(&history, B, "lease_acquire"),
             [(
                 Outcome::Fail,
                 OpResult::Held {
@@ -308,7 +253,7 @@ fn a_forward_wall_jump_at_the_authority_ends_no_lease() {
             "seed {seed}"
         );
         assert_eq!(grants(&history), [(A.into(), 1)], "seed {seed}");
-        let renewed = ops(&history, A, "lease_renew");
+        let renewed = outcomes(&history, A, "lease_renew");
         assert!(
             renewed.len() >= 4
                 && renewed
@@ -342,7 +287,7 @@ fn f6_a_late_release_frees_nothing() {
             .collect();
         assert_eq!(releases, [(A.into(), 1, false)], "seed {seed}");
         assert_eq!(
-            ops(&history, C, "lease_acquire"),
+            outcomes(&history, C, "lease_acquire"),
             [(
                 Outcome::Fail,
                 OpResult::Held {
@@ -350,7 +295,7 @@ fn f6_a_late_release_frees_nothing() {
                 }
             )]
         );
-        let renewed = ops(&history, B, "lease_renew");
+        let renewed = outcomes(&history, B, "lease_renew");
         assert!(
             matches!(
                 renewed[..],
@@ -438,14 +383,6 @@ fn swarm_options_depend_on_the_seed_only() {
     assert_eq!(distinct.len(), 20);
 }
 
-fn leasesim(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_leasesim"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 /// `leasesim run --scenario` prints the seed first, the drawn options, and the replay command;
 /// `leasesim replay` reproduces the history byte for byte.
 #[test]
@@ -453,15 +390,18 @@ fn the_cli_runs_a_scenario_and_replays_its_run_file() {
     let out = tempfile::tempdir().unwrap();
     let first = out.path().join("first");
     let first_dir = first.to_str().unwrap();
-    let output = leasesim(&[
-        "run",
-        "--scenario",
-        "sims/swarm-freezes.toml",
-        "--seed",
-        "3",
-        "--out",
-        first_dir,
-    ]);
+    let output = leasesim!().run_in(
+        repo(),
+        [
+            "run",
+            "--scenario",
+            "sims/swarm-freezes.toml",
+            "--seed",
+            "3",
+            "--out",
+            first_dir,
+        ],
+    );
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert_eq!(
         output.status.code(),
@@ -483,12 +423,15 @@ fn the_cli_runs_a_scenario_and_replays_its_run_file() {
     let replay = format!("replay: leasesim replay {}", run_json.display());
     assert!(lines.contains(&replay.as_str()), "{stdout}");
     let second = out.path().join("second");
-    let output = leasesim(&[
-        "replay",
-        run_json.to_str().unwrap(),
-        "--out",
-        second.to_str().unwrap(),
-    ]);
+    let output = leasesim!().run_in(
+        repo(),
+        [
+            "replay",
+            run_json.to_str().unwrap(),
+            "--out",
+            second.to_str().unwrap(),
+        ],
+    );
     assert_eq!(output.status.code(), Some(0));
     for file in ["history.jsonl", "trace.jsonl"] {
         let [a, b] = [&first, &second].map(|dir| std::fs::read(dir.join(file)).unwrap());
@@ -502,7 +445,10 @@ fn the_cli_refuses_a_malformed_scenario_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.toml");
     std::fs::write(&path, "v = 1\nabout = \"x\"\n[world]\nttl = 5\n").unwrap();
-    let output = leasesim(&["run", "--scenario", path.to_str().unwrap(), "--seed", "1"]);
+    let output = leasesim!().run_in(
+        repo(),
+        ["run", "--scenario", path.to_str().unwrap(), "--seed", "1"],
+    );
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -521,11 +467,14 @@ fn a_holder_resumed_from_suspend_cannot_fence_below_the_newer_fence() {
             highest_fence: 2,
         };
         assert_eq!(
-            ops(&history, A, "journal_open"),
+            outcomes(&history, A, "journal_open"),
             [(Outcome::Fail, stale)],
             "seed {seed}: A's open after its suspend is refused"
         );
-        assert!(ops(&history, A, "ledger_append").is_empty(), "seed {seed}");
+        assert!(
+            outcomes(&history, A, "ledger_append").is_empty(),
+            "seed {seed}"
+        );
         assert_eq!(
             ledger(&history, "s1"),
             ["fence 2 replica-2", "b1 replica-2"]
@@ -545,19 +494,11 @@ fn a_slow_holder_stops_at_its_own_deadline_not_the_authoritys_expiry() {
             },
         };
         assert_eq!(
-            ops(&history, A, "journal_append"),
+            outcomes(&history, A, "journal_append"),
             [appended(2), (Outcome::Fail, lost)],
             "seed {seed}: a2 (t=21 s, 12.6 s on A's clock) is refused unsent"
         );
-        assert_eq!(
-            ledger(&history, "s1"),
-            [
-                "fence 1 replica-1",
-                "a1 replica-1",
-                "fence 2 replica-2",
-                "b1 replica-2"
-            ]
-        );
+        assert_eq!(ledger(&history, "s1"), A1_THEN_B1);
     }
 }
 

@@ -5,12 +5,36 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use leasesim::campaign::scenario::Scenario;
-use leasesim::history::{HistRecord, History};
+use leasesim::history::{Decision, HistRecord, History, OpResult, Outcome};
 use leasesim::sim::runfile;
+
+/// s1's final ledger when A (replica-1) fenced at token 1 and wrote a1, then B (replica-2)
+/// took over at token 2, fenced and wrote b1 (A's later appends fenced off or never sent).
+pub const A1_THEN_B1: [&str; 4] = [
+    "fence 1 replica-1",
+    "a1 replica-1",
+    "fence 2 replica-2",
+    "b1 replica-2",
+];
+
+/// As [`A1_THEN_B1`], with B's appends b2 and b3 after b1.
+pub const A1_THEN_B1_B2_B3: [&str; 6] = [
+    "fence 1 replica-1",
+    "a1 replica-1",
+    "fence 2 replica-2",
+    "b1 replica-2",
+    "b2 replica-2",
+    "b3 replica-2",
+];
+
+/// The repository's root (the `leasesim` package's folder).
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
 
 /// The committed scenarios, `sims/`.
 pub fn sims() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("sims")
+    repo().join("sims")
 }
 
 /// Runs `sims/<name>.toml` with `seed` (writing its history into `$LEASESIM_DUMP/` when set).
@@ -18,10 +42,16 @@ pub fn run(name: &str, seed: u64) -> History {
     let scenario = Scenario::load(&sims().join(format!("{name}.toml"))).unwrap();
     let run = scenario.resolve(seed).unwrap();
     let (history, _trace) = runfile::execute(&run, Duration::from_secs(120)).unwrap();
+    dump(name, seed, &history);
+    history
+}
+
+/// Writes `history` to `$LEASESIM_DUMP/<name>-<seed>.jsonl` when that folder is set: a
+/// failing world test's history, kept to read or to give to `leasesim check`.
+pub fn dump(name: &str, seed: u64, history: &History) {
     if let Ok(dir) = std::env::var("LEASESIM_DUMP") {
         std::fs::write(format!("{dir}/{name}-{seed}.jsonl"), history.to_jsonl()).unwrap();
     }
-    history
 }
 
 /// The final ledger of `session` as `fence <epoch> <replica>` / `<payload> <replica>` lines.
@@ -40,4 +70,30 @@ pub fn ledger(history: &History, session: &str) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The outcome and result of every `op` (`lease_acquire`, `journal_append`, …) `replica`
+/// made, in order.
+pub fn outcomes(history: &History, replica: &str, op: &str) -> Vec<(Outcome, OpResult)> {
+    history
+        .ops()
+        .filter(|line| line.process.replica == replica && line.op.name() == op)
+        .map(|line| (line.outcome, line.result.clone().unwrap()))
+        .collect()
+}
+
+/// Tokens of the grants the authority decided, in order, as `(replica, token)`.
+pub fn grants(history: &History) -> Vec<(String, u64)> {
+    history
+        .decisions()
+        .filter_map(|d| match d.decision {
+            Decision::Grant { token, .. } => Some((d.owner.replica.clone(), token)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// An append acknowledged at position `seq`, as [`outcomes`] lists it.
+pub fn appended(seq: u64) -> (Outcome, OpResult) {
+    (Outcome::Ok, OpResult::Appended { seq })
 }

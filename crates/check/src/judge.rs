@@ -13,6 +13,7 @@ use super::linearizability::{
     kube_operations, lease_operations, ledger_operations,
 };
 use leasesim_history::exit::Exit;
+use leasesim_history::verdict::CheckVerdict;
 use leasesim_history::{History, Op};
 
 /// One linearizability check's outcome.
@@ -48,14 +49,13 @@ pub enum Status {
 }
 
 impl Status {
-    /// The status as `results.jsonl` spells a check's `verdict`: `pass`, `fail`,
-    /// `not-judged` or `unknown`.
-    pub fn verdict(&self) -> &'static str {
+    /// The status as a check's verdict in `results.jsonl` and `result.json`, without its why.
+    pub fn verdict(&self) -> CheckVerdict {
         match self {
-            Status::Pass => "pass",
-            Status::Fail => "fail",
-            Status::NotJudged { .. } => "not-judged",
-            Status::Inconclusive { .. } => "unknown",
+            Status::Pass => CheckVerdict::Pass,
+            Status::Fail => CheckVerdict::Fail,
+            Status::NotJudged { .. } => CheckVerdict::NotJudged,
+            Status::Inconclusive { .. } => CheckVerdict::Unknown,
         }
     }
 }

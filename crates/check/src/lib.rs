@@ -7,3 +7,4 @@ pub mod judge;
 pub mod linearizability;
 
 pub use leasesim_history::catalogue::{self, Check, UnknownCheck};
+pub use leasesim_history::verdict::{self, CheckResult, CheckVerdict};

@@ -1,7 +1,7 @@
 //! leasesim's history: the format every run writes and every checker reads, and the
-//! vocabularies the layers above share — the checks ([`catalogue`]), the exit codes
-//! ([`exit`]) and times for people ([`time`]). It imports no other leasesim crate but
-//! `leasesim-files` (docs/architecture.md#layers).
+//! vocabularies the layers above share — the checks ([`catalogue`]), what a check concluded
+//! ([`verdict`]), the exit codes ([`exit`]) and times for people ([`time`]). It imports no
+//! other leasesim crate but `leasesim-files` (docs/architecture.md#layers).
 //!
 //! # The operation history format: what a run did, as JSON lines
 //!
@@ -260,14 +260,19 @@
 //! ```
 //!
 //! `at_us` (true time: the orchestrator's clock); `host` acted on (`all` for a heal); `action`
-//! (`sigstop`, `sigcont`, `sigkill`, `start`, `partition`, `partition_one_way`, `hold`,
-//! `release`, `latency`, `link_flaps`, `reset`, `heal`, `clock`, `dropped`); `peer`, the other
-//! end of a link action, else `null`; `detail`, free text or `null`. The simulated world writes
-//! them too, one per fault with the schedule's names (`pause`, `suspend`, `stall`, `crash`,
-//! `restart`, `partition`, `partition_one_way`, `isolate`, `hold`, `release`, `latency`,
-//! `link_flaps`, `delay_replies`, `deliver`, `clock_drift`, `wall_jump`, `wall_offset`,
-//! `delete_lease_record`, `apiserver_errors`, `serve`, `heal`), and a `resume` where a freeze
-//! ends (`src/sim/fault_lines.rs`). The checkers ignore them; the timeline draws them.
+//! ([`NemesisAction`]); `peer`, the other end of a link action, else `null`; `detail`, free
+//! text or `null`. Live mode writes `sigstop`, `sigcont`, `sigkill`, `start`, `partition`,
+//! `partition_one_way`, `hold`, `release`, `latency`, `link_flaps`, `reset`, `heal`, `clock`
+//! and `dropped` (a drawn fault with no real counterpart, not applied). The simulated world
+//! writes them too, one per fault with the schedule's names (`pause`, `suspend`, `stall`,
+//! `worker_panic`, `crash`, `restart`, `partition`, `partition_one_way`, `isolate`, `hold`,
+//! `release`, `latency`, `link_flaps`, `delay_replies`, `deliver`, `hold_replies`,
+//! `release_replies`, `clock_drift`, `wall_jump`, `wall_offset`, `delete_lease_record`,
+//! `authority_errors`, `serve`, `heal`), and a `resume` where a freeze ends
+//! (`crates/sim/src/fault_lines.rs`). The reader refuses any other action, naming these; it reads
+//! `apiserver_errors`, older histories' name for `authority_errors`, as that. The checkers
+//! ignore these lines except SIGNAL, which reads held links, clock faults and crashes from
+//! them (docs/checks.md#signal); the timeline draws them.
 //!
 //! # Reading and writing
 //!
@@ -279,11 +284,14 @@
 //! [`History::validity_checks`], [`History::phase_at_us`], [`History::final_ledger`],
 //! [`History::clock_maps`], [`History::events`], [`History::writes`]) give the checkers typed views.
 
+mod action;
 pub mod catalogue;
 mod clock_map;
 pub mod exit;
 pub mod input;
+pub mod limits;
 pub mod time;
+pub mod verdict;
 
 mod error;
 pub mod hosts;
@@ -296,6 +304,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 
+pub use action::NemesisAction;
 pub use clock_map::{ClockMap, ClockMapError};
 pub use error::{HistoryError, LineProblem};
 pub use io::HistoryWriter;

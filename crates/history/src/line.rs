@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::SCHEMA_VERSION;
+use super::action::NemesisAction;
 use super::op::OpLine;
 use super::record::{HistRecord, Process};
 
@@ -450,12 +451,8 @@ pub struct NemesisLine {
     pub at_us: u64,
     /// The host acted on (`lease`, `ledger`, `replica-1`, …; `all` for a heal).
     pub host: String,
-    /// What was done: `sigstop`, `sigcont`, `sigkill`, `start`, `partition`,
-    /// `partition_one_way`, `hold`, `release`, `latency`, `link_flaps`, `reset`, `heal`,
-    /// `clock`, or `dropped` (a drawn fault with no real counterpart, not applied) live; the
-    /// schedule's fault names and `resume`, `deliver`, `serve` in a simulation (see the
-    /// module docs).
-    pub action: String,
+    /// What was done.
+    pub action: NemesisAction,
     /// The other end of a link action (the service, or the receiver of a one-way cut).
     pub peer: Option<String>,
     /// Human-readable particulars (`pause for 5000 ms`, `boot 1 on 127.0.0.1:40123`).

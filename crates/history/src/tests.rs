@@ -167,7 +167,7 @@ fn golden() -> Vec<(Line, &'static str)> {
             NemesisLine {
                 at_us: 5_000_123,
                 host: "replica-1".into(),
-                action: "sigstop".into(),
+                action: NemesisAction::Sigstop,
                 peer: None,
                 detail: Some("pause for 5000 ms".into()),
             }
@@ -729,6 +729,112 @@ fn unknown_kinds_and_unknown_fields_are_refused() {
             .1
             .starts_with("bad.jsonl:1: bad op line: unknown variant `journal_apend`"),
     );
+}
+
+/// Each nemesis action's name in a history, as the format doc lists them.
+const ACTION_NAMES: [(NemesisAction, &str); 32] = [
+    (NemesisAction::Pause, "pause"),
+    (NemesisAction::Suspend, "suspend"),
+    (NemesisAction::Stall, "stall"),
+    (NemesisAction::WorkerPanic, "worker_panic"),
+    (NemesisAction::Resume, "resume"),
+    (NemesisAction::Crash, "crash"),
+    (NemesisAction::Restart, "restart"),
+    (NemesisAction::Isolate, "isolate"),
+    (NemesisAction::DelayReplies, "delay_replies"),
+    (NemesisAction::Deliver, "deliver"),
+    (NemesisAction::HoldReplies, "hold_replies"),
+    (NemesisAction::ReleaseReplies, "release_replies"),
+    (NemesisAction::ClockDrift, "clock_drift"),
+    (NemesisAction::WallJump, "wall_jump"),
+    (NemesisAction::WallOffset, "wall_offset"),
+    (NemesisAction::DeleteLeaseRecord, "delete_lease_record"),
+    (NemesisAction::AuthorityErrors, "authority_errors"),
+    (NemesisAction::Serve, "serve"),
+    (NemesisAction::Partition, "partition"),
+    (NemesisAction::PartitionOneWay, "partition_one_way"),
+    (NemesisAction::Hold, "hold"),
+    (NemesisAction::Release, "release"),
+    (NemesisAction::Latency, "latency"),
+    (NemesisAction::LinkFlaps, "link_flaps"),
+    (NemesisAction::Heal, "heal"),
+    (NemesisAction::Sigstop, "sigstop"),
+    (NemesisAction::Sigcont, "sigcont"),
+    (NemesisAction::Sigkill, "sigkill"),
+    (NemesisAction::Start, "start"),
+    (NemesisAction::Reset, "reset"),
+    (NemesisAction::Clock, "clock"),
+    (NemesisAction::Dropped, "dropped"),
+];
+
+#[test]
+fn each_nemesis_action_has_its_name() {
+    let listed: Vec<NemesisAction> = ACTION_NAMES.iter().map(|(action, _)| *action).collect();
+    assert_eq!(
+        listed,
+        NemesisAction::ALL,
+        "every action, in declaration order"
+    );
+    for (action, name) in ACTION_NAMES {
+        assert_eq!(action.as_str(), name);
+        assert_eq!(action.to_string(), name);
+        assert_eq!(
+            serde_json::to_string(&action).expect("serialises"),
+            format!("\"{name}\"")
+        );
+        assert_eq!(
+            serde_json::from_str::<NemesisAction>(&format!("\"{name}\"")).expect("parses"),
+            action
+        );
+    }
+}
+
+#[test]
+fn a_nemesis_line_with_each_action_round_trips() {
+    for (action, name) in ACTION_NAMES {
+        let line = Line::from(NemesisLine {
+            at_us: 1_500_000,
+            host: "replica-2".into(),
+            action,
+            peer: Some("lease".into()),
+            detail: None,
+        });
+        let json = line.to_json();
+        assert_eq!(
+            json,
+            format!(
+                r#"{{"v":1,"kind":"nemesis","at_us":1500000,"host":"replica-2","action":"{name}","peer":"lease","detail":null}}"#
+            )
+        );
+        assert_eq!(Line::from_json(&json), Ok(line));
+    }
+}
+
+#[test]
+fn an_unknown_nemesis_action_is_refused_naming_the_known_ones() {
+    let sigstop = r#"{"v":1,"kind":"nemesis","at_us":0,"host":"replica-1","action":"sigstp","peer":null,"detail":null}"#;
+    let message = read_error(sigstop).1;
+    assert!(
+        message.starts_with(
+            "bad.jsonl:1: bad nemesis line: unknown variant `sigstp`, expected one of `pause`, `suspend`,"
+        ),
+        "{message}"
+    );
+    for (_, name) in ACTION_NAMES {
+        assert!(
+            message.contains(&format!("`{name}`")),
+            "{name} missing: {message}"
+        );
+    }
+}
+
+#[test]
+fn an_old_history_s_apiserver_errors_is_authority_errors() {
+    let old = r#"{"v":1,"kind":"nemesis","at_us":0,"host":"apiserver","action":"apiserver_errors","peer":null,"detail":null}"#;
+    let Ok(Line::Nemesis(line)) = Line::from_json(old) else {
+        panic!("an old history's apiserver_errors line is read");
+    };
+    assert_eq!(line.action, NemesisAction::AuthorityErrors);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{LiveError, Run, fnv1a, harness, live_bound};
-use crate::history::{Phase, hosts};
+use crate::history::{NemesisAction, Phase, hosts};
 use crate::live::nemesis::{Action, LinkChange, Plan};
 use crate::live::proxy::{Link, LinkFaults};
 use crate::sim::runfile::RunFile;
@@ -100,7 +100,7 @@ impl Run<'_> {
                     proc.signal(libc::SIGSTOP);
                     state.paused = true;
                 }
-                self.record(host, "sigstop", None, why);
+                self.record(host, NemesisAction::Sigstop, None, why);
             }
             Action::Cont(host) => {
                 if let Some(state) = self.hosts.get_mut(host)
@@ -109,11 +109,11 @@ impl Run<'_> {
                     proc.signal(libc::SIGCONT);
                     state.paused = false;
                 }
-                self.record(host, "sigcont", None, why);
+                self.record(host, NemesisAction::Sigcont, None, why);
             }
             Action::Kill(host) => {
                 if self.kill(host, "crash") {
-                    self.record(host, "sigkill", None, why);
+                    self.record(host, NemesisAction::Sigkill, None, why);
                 }
             }
             Action::Start(host) => self.start(host)?,
@@ -124,12 +124,12 @@ impl Run<'_> {
                     link.update(|f| change_link(f, change, &client));
                 }
                 let name = match change {
-                    LinkChange::Cut => "partition",
-                    LinkChange::DropFrom(_) => "partition_one_way",
-                    LinkChange::Hold | LinkChange::HoldFrom(_) => "hold",
-                    LinkChange::Release | LinkChange::ReleaseFrom(_) => "release",
-                    LinkChange::Latency(..) => "latency",
-                    LinkChange::Flaps(_) => "link_flaps",
+                    LinkChange::Cut => NemesisAction::Partition,
+                    LinkChange::DropFrom(_) => NemesisAction::PartitionOneWay,
+                    LinkChange::Hold | LinkChange::HoldFrom(_) => NemesisAction::Hold,
+                    LinkChange::Release | LinkChange::ReleaseFrom(_) => NemesisAction::Release,
+                    LinkChange::Latency(..) => NemesisAction::Latency,
+                    LinkChange::Flaps(_) => NemesisAction::LinkFlaps,
                 };
                 let detail = if links.is_empty() {
                     format!("{reason} — no proxied link between them")
@@ -144,7 +144,7 @@ impl Run<'_> {
                         link.update(|f| f.cut = true);
                     }
                 }
-                self.record(host, "partition", Some("all"), why);
+                self.record(host, NemesisAction::Partition, Some("all"), why);
             }
             Action::WallOffset { host, offset_ms } => {
                 let spec = self.out.join(format!("data/{host}.faketime"));
@@ -153,7 +153,7 @@ impl Run<'_> {
                 std::fs::write(&spec, text).map_err(harness("the faketime file"))?;
                 self.record(
                     host,
-                    "clock",
+                    NemesisAction::Clock,
                     None,
                     Some(format!("wall offset {offset_ms} ms")),
                 );
@@ -180,7 +180,7 @@ impl Run<'_> {
                 crashed.push(host.clone());
             }
         }
-        self.record("all", "heal", None, None);
+        self.record("all", NemesisAction::Heal, None, None);
         // Services first: a replica's links follow their new ports.
         crashed.sort_by_key(|h| h.starts_with(hosts::REPLICA_PREFIX));
         for host in crashed {

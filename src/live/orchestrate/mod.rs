@@ -30,7 +30,7 @@ use crate::campaign::request::RunRequest;
 use crate::campaign::single::{RESULT_VERSION, ResultFile};
 use crate::check::judge;
 use crate::exit::Exit;
-use crate::history::{History, Line, NemesisLine, Phase, PhaseLine, hosts, micros};
+use crate::history::{History, Line, NemesisAction, NemesisLine, Phase, PhaseLine, hosts, micros};
 use crate::results::record::RunRecord;
 use crate::sim::config::WorldConfig;
 use crate::sim::runfile::RunFile;
@@ -350,7 +350,7 @@ fn one_run(
     };
     for dropped in &plan.dropped {
         println!("live: dropped (no real counterpart): {dropped}");
-        live.record("all", "dropped", None, Some(dropped.clone()));
+        live.record("all", NemesisAction::Dropped, None, Some(dropped.clone()));
     }
     let outcome = live.drive(&run, &plan, timeout);
     let stopped = live.stop_all();
@@ -669,7 +669,7 @@ impl Run<'_> {
     pub(super) fn record(
         &self,
         host: &str,
-        action: &str,
+        action: NemesisAction,
         peer: Option<&str>,
         detail: Option<String>,
     ) {
@@ -686,7 +686,7 @@ impl Run<'_> {
         let _ = self.nemesis.append(&Line::Nemesis(NemesisLine {
             at_us: micros(at),
             host: host.to_owned(),
-            action: action.to_owned(),
+            action,
             peer: peer.map(str::to_owned),
             detail,
         }));

@@ -9,7 +9,7 @@ use std::process::{Command, ExitStatus};
 use std::time::Duration;
 
 use super::{Backend, HostState, LiveError, Run, harness};
-use crate::history::{Phase, hosts, micros};
+use crate::history::{NemesisAction, Phase, hosts, micros};
 use crate::live::merge::ProcessFile;
 use crate::live::process::DRIFT_ENV;
 use crate::live::spawn::{Proc, wait_for_address};
@@ -135,7 +135,7 @@ impl Run<'_> {
         state.crashed = false;
         state.exited_at = None;
         if boot > 0 || !host.starts_with(hosts::REPLICA_PREFIX) {
-            self.record(host, "start", None, Some(detail));
+            self.record(host, NemesisAction::Start, None, Some(detail));
         }
         Ok(())
     }

@@ -1,4 +1,4 @@
-//! Regenerates `src/remote/generated/leasesim.v1.rs` from `proto/leasesim.proto`
+//! Regenerates `crates/remote/src/generated/leasesim.v1.rs` from `proto/leasesim.proto`
 //! (docs/architecture.md#generated-code).
 //!
 //! The generated code is committed so that users build leasesim with no build script and no
@@ -13,7 +13,7 @@ use std::process::ExitCode;
 /// Where the `.proto` lives and where its Rust goes, relative to the repository root.
 const PROTO_DIR: &str = "proto";
 const PROTO_FILE: &str = "leasesim.proto";
-const OUT_DIR: &str = "src/remote/generated";
+const OUT_DIR: &str = "crates/remote/src/generated";
 
 fn main() -> ExitCode {
     match generate(

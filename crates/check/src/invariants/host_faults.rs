@@ -11,26 +11,56 @@
 
 use std::collections::BTreeMap;
 
-use leasesim_history::{History, Line, NemesisLine};
+use leasesim_history::{History, Line, NemesisAction, NemesisLine};
 
-/// How a held or delayed link ends: the action that ends it on the same pair of hosts (`None`:
-/// only a heal does).
-fn ends_with(action: &str) -> Option<Option<&'static str>> {
-    match action {
-        "hold" => Some(Some("release")),
-        "hold_replies" => Some(Some("release_replies")),
-        "delay_replies" => Some(Some("deliver")),
-        "latency" => Some(None),
-        _ => None,
-    }
+/// What an action tells SIGNAL about the host (and peer) it names.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Meaning {
+    /// A held or delayed link, ended on the same pair by the given action (`None`: only a
+    /// heal ends it).
+    Held(Option<NemesisAction>),
+    /// A fault of the host's clock.
+    ClockFault,
+    /// The host crashed.
+    Crash,
+    /// Nothing SIGNAL reads.
+    Other,
 }
 
-/// Whether `action` faults the clock of the host it names.
-fn is_clock_fault(action: &str) -> bool {
-    matches!(
-        action,
-        "clock_drift" | "wall_jump" | "wall_offset" | "clock"
-    )
+/// What `action` means here. Exhaustive, so a new action is a decision, not a silent
+/// `Other`.
+fn meaning(action: NemesisAction) -> Meaning {
+    use NemesisAction as A;
+    match action {
+        A::Hold => Meaning::Held(Some(A::Release)),
+        A::HoldReplies => Meaning::Held(Some(A::ReleaseReplies)),
+        A::DelayReplies => Meaning::Held(Some(A::Deliver)),
+        A::Latency => Meaning::Held(None),
+        A::ClockDrift | A::WallJump | A::WallOffset | A::Clock => Meaning::ClockFault,
+        A::Crash | A::Sigkill => Meaning::Crash,
+        A::Pause
+        | A::Suspend
+        | A::Stall
+        | A::WorkerPanic
+        | A::Resume
+        | A::Restart
+        | A::Isolate
+        | A::Deliver
+        | A::ReleaseReplies
+        | A::DeleteLeaseRecord
+        | A::AuthorityErrors
+        | A::Serve
+        | A::Partition
+        | A::PartitionOneWay
+        | A::Release
+        | A::LinkFlaps
+        | A::Heal
+        | A::Sigstop
+        | A::Sigcont
+        | A::Start
+        | A::Reset
+        | A::Dropped => Meaning::Other,
+    }
 }
 
 /// One stretch of true time a host's link was held or delayed, µs (`until_us` is `u64::MAX`
@@ -66,25 +96,31 @@ impl HostFaults {
         lines.sort_by_key(|line| line.at_us);
         let mut faults = HostFaults::default();
         for (i, line) in lines.iter().enumerate() {
-            let instants = match line.action.as_str() {
-                action if is_clock_fault(action) => Some(&mut faults.clock_faults),
-                "crash" | "sigkill" => Some(&mut faults.crashes),
-                _ => None,
-            };
-            if let Some(instants) = instants {
-                instants
-                    .entry(line.host.clone())
-                    .or_default()
-                    .push(line.at_us);
-            }
-            let Some(end) = ends_with(&line.action) else {
-                continue;
+            let end = match meaning(line.action) {
+                Meaning::Held(end) => end,
+                Meaning::ClockFault => {
+                    faults
+                        .clock_faults
+                        .entry(line.host.clone())
+                        .or_default()
+                        .push(line.at_us);
+                    continue;
+                }
+                Meaning::Crash => {
+                    faults
+                        .crashes
+                        .entry(line.host.clone())
+                        .or_default()
+                        .push(line.at_us);
+                    continue;
+                }
+                Meaning::Other => continue,
             };
             let until_us = lines[i + 1..]
                 .iter()
                 .find(|later| {
-                    later.action == "heal"
-                        || Some(later.action.as_str()) == end && same_pair(line, later)
+                    later.action == NemesisAction::Heal
+                        || Some(later.action) == end && same_pair(line, later)
                 })
                 .map_or(u64::MAX, |later| later.at_us);
             let held = Held {

@@ -28,6 +28,8 @@
 //! [`Violation`]s, each with [`Evidence`] (op ids, ledger seqs, decisions) a reviewer can look
 //! up in the history.
 
+#[cfg(test)]
+mod evidence_tests;
 pub mod excl;
 pub mod expiry;
 pub mod fence;
@@ -49,8 +51,13 @@ use leasesim_history::{
     ClockMap, Decision, DecisionLine, History, Op, OpLine, Process, Request, WriteLine, WriteVerb,
 };
 
-/// One piece of evidence: something in the history a reviewer can find.
-#[derive(Clone, PartialEq, Eq, Debug)]
+/// One piece of evidence: something in the history a reviewer can find. It is data: the
+/// report reads its op ids, instants and hosts from the fields, and the sentence a reviewer
+/// reads is rendered from them by `Display` (docs/campaigns.md#evidence-is-data). In JSON
+/// (`results.jsonl`) each kind is tagged by its snake_case name: `{"op":12}`,
+/// `{"ledger_seq":{"session":"s1","seq":4}}`.
+#[derive(Clone, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Evidence {
     /// An `op` line, by its id.
     Op(u64),

@@ -69,7 +69,7 @@ pub enum Verdict {
 /// [`Model::describe_possible_states`]). Times are the history's own (for the Jepsen readers,
 /// line numbers); `∞` marks an operation whose outcome is unknown. [`fmt::Display`] renders it
 /// as a few indented lines.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Explanation {
     /// The partition (key, `Debug`-formatted; `()` for a single object) that has no
     /// linearization.
@@ -102,28 +102,47 @@ pub struct Explanation {
     pub longest_prefix_indices: Vec<usize>,
 }
 
+impl Explanation {
+    /// The partition, when the history has several (`None` for the single object `()`).
+    pub fn named_partition(&self) -> Option<&str> {
+        (self.partition != "()").then_some(self.partition.as_str())
+    }
+
+    /// The heading of [`Explanation::states_before`], without its colon: `states possible just
+    /// before it (with 2 earlier operations placed), and why none admits it`.
+    pub fn states_heading(&self) -> String {
+        format!(
+            "states possible just before it (with {} earlier {} placed), and why none admits it",
+            self.placed_before,
+            plural(self.placed_before, "operation", "operations")
+        )
+    }
+
+    /// The states listed under [`Explanation::states_heading`]: each state with why the stuck
+    /// operation cannot go on from it, then `… and N more` when some were left out.
+    pub fn states_listed(&self) -> Vec<String> {
+        let mut states = self.states_before.clone();
+        if self.states_omitted > 0 {
+            states.push(format!("… and {} more", self.states_omitted));
+        }
+        states
+    }
+}
+
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}.", self.summary)?;
-        if self.partition != "()" {
-            writeln!(f, "  partition: {}", self.partition)?;
+        if let Some(partition) = self.named_partition() {
+            writeln!(f, "  partition: {partition}")?;
         }
         writeln!(
             f,
             "  the operation that cannot be placed is #{} of the history: {}",
             self.stuck_index, self.stuck
         )?;
-        writeln!(
-            f,
-            "  states possible just before it (with {} earlier {} placed), and why none admits it:",
-            self.placed_before,
-            plural(self.placed_before, "operation", "operations")
-        )?;
-        for state in &self.states_before {
+        writeln!(f, "  {}:", self.states_heading())?;
+        for state in self.states_listed() {
             writeln!(f, "    {state}")?;
-        }
-        if self.states_omitted > 0 {
-            writeln!(f, "    … and {} more", self.states_omitted)?;
         }
         writeln!(
             f,

@@ -50,6 +50,7 @@
 //! --bench check` prints the generated families that show it).
 
 mod engine;
+mod evidence;
 mod from_history;
 pub mod kube;
 pub mod kv;
@@ -63,6 +64,7 @@ mod rejection_tests;
 
 pub use engine::parallelism;
 pub use engine::{Budget, Explanation, Operation, Verdict, check, check_counted};
+pub use evidence::LinEvidence;
 pub use from_history::{
     Extracted, KubeOps, LeaseOps, LedgerOps, check_kube_history, check_lease_history,
     check_ledger_history, kube_operations, lease_operations, ledger_operations,

@@ -1,0 +1,54 @@
+//! The simulated world on turmoil (docs/world.md).
+//!
+//! - [`world`] — [`world::World::builder`]: hosts, services, replicas, the run itself.
+//! - [`config`] — the shape of a world and its workload, as plain data.
+//! - [`apiserver`] — a Kubernetes API server for Lease objects (the `apiserver` host).
+//! - [`backend`] — lease backends the world hosts (the gRPC services by default, or yours).
+//! - [`runfile`] — run files: every run, fully resolved; [`runner`] runs one under a timeout
+//!   and writes its folder; [`determinism`] replays one in two processes and compares.
+//! - [`true_time`], [`clock`], [`gate`], [`freeze`] — true time, per-host clocks, the freeze
+//!   gate, and pauses/suspends/stalls.
+//! - [`schedule`], [`generate`], `nemesis` — fault schedules, drawing them, applying them;
+//!   `kind_spelling` — the words a file writes for a drawn kind (the schedule's words).
+//! - [`script`], [`plan`], `workload`, [`record`] — scripted, planned and generated workloads
+//!   (a generated workload is a plan drawn from the seed), recorded as a history;
+//!   [`to_history`] — the system under test's values as the history writes them.
+//! - [`net`], [`seed`] — turmoil TCP as a transport; sub-seeds per subsystem.
+//! - `trace` — the run's trace, stamped with true simulated time (the runner collects it).
+//! - [`hosted`] — the time and randomness code the world hosts unmodified reads (per host).
+//! - [`errors`], [`reply_hold`] — the authority's error windows and one-way reply holds,
+//!   which the nemesis opens and closes.
+//!
+//! Modules depend one way: `world` → `nemesis`, `workload`, `backend`, `hosts` → `config`,
+//! `freeze` → `clock` → `gate`, `true_time`; none imports `world`.
+
+pub mod apiserver;
+pub mod backend;
+pub mod clock;
+pub mod config;
+pub mod determinism;
+pub mod errors;
+mod fault_lines;
+pub mod freeze;
+pub mod gate;
+pub mod generate;
+pub mod hosted;
+mod hosts;
+mod kind_spelling;
+pub mod mutants;
+mod nemesis;
+pub mod net;
+pub mod plan;
+pub mod record;
+pub mod reply_hold;
+pub mod runfile;
+pub mod runner;
+pub mod schedule;
+pub mod script;
+pub mod seed;
+pub mod to_history;
+mod trace;
+pub mod true_time;
+pub mod wall;
+pub mod workload;
+pub mod world;

@@ -1,0 +1,510 @@
+//! The nemesis: steps the simulation and applies the fault schedule at its times, then heals
+//! everything once the schedule's effects have ended.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use super::config::{WorldConfig, config_line};
+use super::fault_lines;
+use super::gate::FreezeKind;
+use super::hosts::Hosts;
+use super::schedule::{Fault, FaultSchedule};
+use leasesim_core::lease::SessionId;
+use leasesim_history::hosts as host_names;
+use leasesim_history::{HistEvent, NemesisAction};
+
+/// What the nemesis does at a time: a scheduled fault, or a follow-up it scheduled itself.
+#[derive(Clone, Debug)]
+enum Action {
+    Apply(Fault),
+    /// End of a reply delay: deliver what was held.
+    Deliver {
+        a: String,
+        b: String,
+    },
+    /// One of a series of lease service restarts: a crash, and a start `downtime_ms` later
+    /// (at once without one).
+    BounceLease {
+        downtime_ms: Option<u64>,
+    },
+    /// The start that ends a restart's downtime.
+    StartLease,
+    /// End of an error window: answer `to`'s requests again.
+    ServeRequests {
+        to: Option<String>,
+    },
+    /// End of a one-way reply hold: deliver what it held.
+    ReleaseReplies {
+        from: String,
+        to: String,
+    },
+    /// The schedule's effects are over: heal everything.
+    HealAll,
+}
+
+/// Runs `sim` for `config.duration`, applying `schedule`. Returns when everything was healed:
+/// at the schedule's `heal_at_ms` (default: the end of the run) once no host is frozen, or
+/// the run's end if that never happened.
+///
+/// # Errors
+/// turmoil's, when a host fails.
+pub(crate) fn drive(
+    sim: &mut turmoil::Sim<'static>,
+    config: &WorldConfig,
+    schedule: &FaultSchedule,
+    hosts: &Hosts,
+    restart_stopped: bool,
+) -> turmoil::Result<Duration> {
+    let mut actions: BTreeMap<(u64, u64), Action> = BTreeMap::new();
+    let mut order = 0;
+    let mut push = |actions: &mut BTreeMap<(u64, u64), Action>, at_ms: u64, action: Action| {
+        order += 1;
+        actions.insert((at_ms, order), action);
+    };
+    for scheduled in schedule.sorted() {
+        push(
+            &mut actions,
+            scheduled.at_ms,
+            Action::Apply(scheduled.fault),
+        );
+    }
+    let heal_ms = schedule
+        .heal_at_ms
+        .unwrap_or(config.duration.as_millis() as u64);
+    push(&mut actions, heal_ms, Action::HealAll);
+    let mut healed: Option<Duration> = None;
+    let mut stopped_since: BTreeMap<String, Duration> = BTreeMap::new();
+    let replicas = replica_addrs(sim, hosts);
+    loop {
+        let now = sim.elapsed();
+        let now_ms = now.as_millis() as u64;
+        while let Some(entry) = actions.first_entry() {
+            if entry.key().0 > now_ms {
+                break;
+            }
+            let action = entry.remove();
+            if matches!(action, Action::HealAll) && !frozen(hosts, now) {
+                healed = Some(now);
+            }
+            // A heal ends a series of lease service restarts: drop what is left of it (the
+            // heal itself starts a service that is down).
+            if matches!(action, Action::HealAll | Action::Apply(Fault::Heal)) {
+                actions.retain(|_, pending| {
+                    !matches!(pending, Action::BounceLease { .. } | Action::StartLease)
+                });
+            }
+            for (delay_ms, follow_up) in apply(sim, hosts, now, action) {
+                push(&mut actions, now_ms + delay_ms, follow_up);
+            }
+        }
+        if over(config, hosts, healed, now) {
+            return Ok(healed.unwrap_or(config.duration).min(now));
+        }
+        if restart_stopped {
+            restart_stopped_replicas(sim, hosts, &replicas, now, &mut stopped_since);
+        }
+        super::hosted::set_true_now(now);
+        sim.step()?;
+    }
+}
+
+/// Whether the run is over at `now`: at `config.duration`, or with the liveness phase, once
+/// the heal has happened (it waits for frozen hosts) and LIVE's bound after it has run out.
+fn over(config: &WorldConfig, hosts: &Hosts, healed: Option<Duration>, now: Duration) -> bool {
+    if now < config.duration {
+        return false;
+    }
+    if !config.liveness_phase {
+        return true;
+    }
+    let Some(healed) = healed else {
+        return false;
+    };
+    let restarted = hosts.clocks[&hosts.authority_host]
+        .segments(now)
+        .iter()
+        .any(|segment| segment.boot > 0);
+    let bound = config_line(config).live_bound_us(restarted);
+    // One tick past the bound, so the last append it allows can complete.
+    now > healed + Duration::from_micros(bound)
+}
+
+/// Applies one action; returns follow-ups as (delay from now in ms, action).
+fn apply(
+    sim: &mut turmoil::Sim<'static>,
+    hosts: &Hosts,
+    now: Duration,
+    action: Action,
+) -> Vec<(u64, Action)> {
+    super::trace::set_trace_now(now);
+    tracing::info!(target: "leasesim::nemesis", at = ?now, ?action, "nemesis");
+    hosts.recorder.set_harness_now(now);
+    let at = leasesim_history::micros(now);
+    let record = |action: NemesisAction, host: &str, peer: Option<&str>| {
+        hosts
+            .recorder
+            .nemesis(fault_lines::line(at, action, host, peer, None));
+    };
+    match action {
+        Action::Apply(fault) => {
+            for line in fault_lines::fault_lines(now, &fault, &hosts.authority_host) {
+                hosts.recorder.nemesis(line);
+            }
+            return apply_fault(sim, hosts, now, fault);
+        }
+        Action::Deliver { a, b } => {
+            record(NemesisAction::Deliver, &a, Some(&b));
+            sim.release(a, b)
+        }
+        Action::ServeRequests { to } => {
+            record(NemesisAction::Serve, &hosts.authority_host, to.as_deref());
+            hosts.error_windows.close(&to)
+        }
+        Action::ReleaseReplies { from, to } => {
+            record(NemesisAction::ReleaseReplies, &from, Some(&to));
+            if let Some(holds) = &hosts.reply_holds {
+                holds.release(&from, &to);
+            }
+        }
+        Action::BounceLease { downtime_ms: None } => {
+            let host = hosts.authority_host.clone();
+            record(NemesisAction::Restart, &host, None);
+            restart(sim, hosts, now, &host)
+        }
+        Action::BounceLease {
+            downtime_ms: Some(downtime_ms),
+        } => {
+            let host = hosts.authority_host.clone();
+            if sim.is_host_running(host.as_str()) {
+                record(NemesisAction::Crash, &host, None);
+                crash(sim, hosts, now, &host);
+                return vec![(downtime_ms, Action::StartLease)];
+            }
+        }
+        Action::StartLease => {
+            let host = hosts.authority_host.clone();
+            if hosts.is_crashed(&host) {
+                record(NemesisAction::Restart, &host, None);
+                restart(sim, hosts, now, &host);
+            }
+        }
+        // A freeze that started at a pause point ends when it ends: heal after it.
+        Action::HealAll if frozen(hosts, now) => return vec![(HEAL_RETRY_MS, Action::HealAll)],
+        Action::HealAll => {
+            record(NemesisAction::Heal, fault_lines::ALL, None);
+            heal(sim, hosts, now)
+        }
+    }
+    Vec::new()
+}
+
+/// How long a replica that stopped by itself (a graceful shutdown) stays down before it is
+/// started again, in a generated workload.
+const STOPPED_REPLICA_RESTART: Duration = Duration::from_secs(1);
+
+/// Every replica's name and turmoil address, in name order, resolved once: the nemesis looks at
+/// each replica at every step, and turmoil resolves a name by allocating a `String` and hashing
+/// it, which at 64 replicas was 1.4 % of a run's instructions (benches/world.rs).
+fn replica_addrs(sim: &turmoil::Sim<'static>, hosts: &Hosts) -> Vec<(String, IpAddr)> {
+    hosts
+        .clocks
+        .keys()
+        .filter(|h| host_names::is_replica(h))
+        .map(|h| (h.clone(), sim.lookup(h.as_str())))
+        .collect()
+}
+
+/// Starts again the replicas that stopped by themselves (not crashed by the nemesis), one
+/// second after they stopped, so long generated runs keep their contention.
+fn restart_stopped_replicas(
+    sim: &mut turmoil::Sim<'static>,
+    hosts: &Hosts,
+    replicas: &[(String, IpAddr)],
+    now: Duration,
+    stopped_since: &mut BTreeMap<String, Duration>,
+) {
+    for (host, addr) in replicas {
+        if sim.is_host_running(*addr) || hosts.is_crashed(host) {
+            stopped_since.remove(host);
+            continue;
+        }
+        let since = *stopped_since.entry(host.clone()).or_insert(now);
+        if now >= since + STOPPED_REPLICA_RESTART {
+            stopped_since.remove(host);
+            restart(sim, hosts, now, host);
+        }
+    }
+}
+
+/// How often the final heal looks again while a host is still frozen.
+const HEAL_RETRY_MS: u64 = 100;
+
+fn frozen(hosts: &Hosts, now: Duration) -> bool {
+    hosts
+        .freezes
+        .values()
+        .any(|freeze| freeze.is_frozen_at(now))
+}
+
+/// Applies one scheduled fault at `now`; returns the follow-up actions it schedules, as
+/// `(ms after now, action)`. Faults are routed by what they act on, so each phase reads as one
+/// kind of damage.
+fn apply_fault(
+    sim: &mut turmoil::Sim<'static>,
+    hosts: &Hosts,
+    now: Duration,
+    fault: Fault,
+) -> Vec<(u64, Action)> {
+    match fault {
+        Fault::Heal => heal(sim, hosts, now),
+        Fault::Partition { .. }
+        | Fault::PartitionOneWay { .. }
+        | Fault::Isolate { .. }
+        | Fault::Hold { .. }
+        | Fault::Release { .. }
+        | Fault::Latency { .. }
+        | Fault::LinkFlaps { .. }
+        | Fault::DelayReplies { .. }
+        | Fault::HoldReplies { .. } => return apply_link_fault(sim, hosts, fault),
+        Fault::Pause { .. }
+        | Fault::Suspend { .. }
+        | Fault::Stall { .. }
+        | Fault::WorkerPanic { .. } => apply_freeze_fault(hosts, now, fault),
+        Fault::ClockDrift { .. } | Fault::WallJump { .. } | Fault::WallOffset { .. } => {
+            apply_clock_fault(hosts, now, fault)
+        }
+        Fault::Crash { .. }
+        | Fault::Restart { .. }
+        | Fault::LeaseServiceRestarts { .. }
+        | Fault::DeleteLeaseRecord { .. } => return apply_host_fault(sim, hosts, now, fault),
+        Fault::AuthorityErrors {
+            duration_ms,
+            status,
+            to,
+        } => {
+            hosts.error_windows.open(to.clone(), status);
+            return vec![(duration_ms, Action::ServeRequests { to })];
+        }
+    }
+    Vec::new()
+}
+
+/// A fault on the network between hosts. Only reply delays and holds schedule a follow-up:
+/// the delivery of what they held.
+fn apply_link_fault(
+    sim: &mut turmoil::Sim<'static>,
+    hosts: &Hosts,
+    fault: Fault,
+) -> Vec<(u64, Action)> {
+    let ms = Duration::from_millis;
+    match fault {
+        Fault::Partition { a, b } => sim.partition(a, b),
+        Fault::PartitionOneWay { from, to } => sim.partition_oneway(from, to),
+        Fault::Isolate { host } => {
+            debug_assert!(
+                hosts.clocks.contains_key(&host),
+                "isolating {host}, which is not a host of the world (the schedule was validated)"
+            );
+            for other in hosts.clocks.keys().filter(|h| **h != host) {
+                sim.partition(host.as_str(), other.as_str());
+            }
+        }
+        Fault::Hold { a, b } => sim.hold(a, b),
+        Fault::Release { a, b } => sim.release(a, b),
+        Fault::Latency {
+            a,
+            b,
+            latency_ms,
+            jitter_ms,
+        } => {
+            sim.set_link_latency(a.as_str(), b.as_str(), ms(latency_ms));
+            sim.set_link_max_message_latency(a, b, ms(latency_ms + jitter_ms));
+        }
+        Fault::LinkFlaps { a, b, fail_ppm } => {
+            debug_assert!(fail_ppm <= 1_000_000, "a fail rate above 1: {fail_ppm} ppm");
+            sim.set_link_fail_rate(a, b, f64::from(fail_ppm) / 1_000_000.0)
+        }
+        Fault::DelayReplies { from, to, delay_ms } => {
+            sim.hold(from.as_str(), to.as_str());
+            return vec![(delay_ms, Action::Deliver { a: from, b: to })];
+        }
+        Fault::HoldReplies {
+            from,
+            to,
+            duration_ms,
+        } => {
+            if let Some(holds) = &hosts.reply_holds {
+                holds.hold(&from, &to);
+            }
+            return vec![(duration_ms, Action::ReleaseReplies { from, to })];
+        }
+        other => unreachable!("apply_fault routed a non-link fault here: {other:?}"),
+    }
+    Vec::new()
+}
+
+/// A fault that freezes a host now or arms a freeze (or a worker panic) at a pause point.
+fn apply_freeze_fault(hosts: &Hosts, now: Duration, fault: Fault) {
+    let ms = Duration::from_millis;
+    match fault {
+        Fault::Pause {
+            host,
+            duration_ms,
+            at_point,
+        } => freeze(
+            hosts,
+            &host,
+            now,
+            FreezeKind::Pause,
+            ms(duration_ms),
+            at_point,
+        ),
+        Fault::Suspend {
+            host,
+            duration_ms,
+            at_point,
+        } => freeze(
+            hosts,
+            &host,
+            now,
+            FreezeKind::Suspend,
+            ms(duration_ms),
+            at_point,
+        ),
+        Fault::Stall {
+            host,
+            point,
+            duration_ms,
+        } => hosts.freezes[&host].arm(point, FreezeKind::Stall, ms(duration_ms)),
+        Fault::WorkerPanic { host, point } => {
+            hosts.freezes[&host].arm(point, FreezeKind::Panic, Duration::ZERO)
+        }
+        other => unreachable!("apply_fault routed a non-freeze fault here: {other:?}"),
+    }
+}
+
+/// A fault on a host's clock: its monotonic rate, or its wall clock (ms in the schedule, ns
+/// on the clock).
+fn apply_clock_fault(hosts: &Hosts, now: Duration, fault: Fault) {
+    match fault {
+        Fault::ClockDrift { host, ppm } => hosts.clocks[&host].set_drift_ppm(now, ppm),
+        Fault::WallJump { host, delta_ms } => {
+            if delta_ms < 0 {
+                hosts.recorder.event(&host, HistEvent::BackwardWallJump);
+            }
+            hosts.clocks[&host].jump_wall(delta_ms * 1_000_000)
+        }
+        Fault::WallOffset { host, offset_ms } => {
+            hosts.clocks[&host].set_wall_offset(offset_ms * 1_000_000)
+        }
+        other => unreachable!("apply_fault routed a non-clock fault here: {other:?}"),
+    }
+}
+
+/// A fault on a host's process or its state: a crash, a restart, a series of lease service
+/// restarts (scheduled as follow-ups `every_ms` apart, the first now, each down for its
+/// downtime), or the deletion of an expired lease record.
+fn apply_host_fault(
+    sim: &mut turmoil::Sim<'static>,
+    hosts: &Hosts,
+    now: Duration,
+    fault: Fault,
+) -> Vec<(u64, Action)> {
+    match fault {
+        Fault::Crash { host } => crash(sim, hosts, now, &host),
+        Fault::Restart { host } => restart(sim, hosts, now, &host),
+        Fault::LeaseServiceRestarts {
+            every_ms,
+            count,
+            downtime_ms,
+        } => {
+            return (0..u64::from(count))
+                .map(|i| (i * every_ms, Action::BounceLease { downtime_ms }))
+                .collect();
+        }
+        Fault::DeleteLeaseRecord { session } => delete_lease_record(hosts, now, session),
+        other => unreachable!("apply_fault routed a non-host fault here: {other:?}"),
+    }
+    Vec::new()
+}
+
+/// A record collector's sweep of `session`, if the authority runs and the name is valid.
+fn delete_lease_record(hosts: &Hosts, now: Duration, session: String) {
+    if let (Some(authority), Ok(session)) = (hosts.authority_faults(), SessionId::new(session)) {
+        // The nemesis runs outside every host: read the authority's clock at `now`.
+        let reading = hosts.clocks[&hosts.authority_host].now_at(now);
+        authority.delete_expired_record(&session, reading);
+    }
+}
+
+fn freeze(
+    hosts: &Hosts,
+    host: &str,
+    now: Duration,
+    kind: FreezeKind,
+    duration: Duration,
+    at_point: Option<leasesim_core::hooks::PausePoint>,
+) {
+    let control = &hosts.freezes[host];
+    match (at_point, kind) {
+        (Some(point), kind) => control.arm(point, kind, duration),
+        (None, FreezeKind::Suspend) => control.suspend(now, duration),
+        (None, _) => control.pause(now, duration),
+    }
+}
+
+/// A crash loses the host's volatile state and its disk's unsynced writes. A down authority's
+/// clock reads as stopped (a suspended segment until its restart), so the history shows how
+/// long it was up: its grace countdown runs on uptime only (LIVE's grace rule).
+fn crash(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration, host: &str) {
+    hosts.conns[host].tear_down(|| sim.crash(host));
+    hosts.set_crashed(host, true);
+    hosts.freezes[host].clear(now);
+    if host == hosts.authority_host {
+        hosts.clocks[host].suspend(now);
+    }
+    hosts.crash_disk(host);
+}
+
+/// Starts a host again (crashing it first if it runs): a new incarnation on a rebooted clock.
+fn restart(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration, host: &str) {
+    if sim.is_host_running(host) {
+        crash(sim, hosts, now, host);
+    }
+    hosts.clocks[host].restart(now);
+    hosts.set_crashed(host, false);
+    hosts.conns[host].tear_down(|| sim.bounce(host));
+}
+
+/// Repairs and releases every link, resets link fail rates, ends every freeze and starts
+/// every host the nemesis crashed again (not those that finished by themselves).
+fn heal(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration) {
+    let names: Vec<&String> = hosts.clocks.keys().collect();
+    for (i, a) in names.iter().enumerate() {
+        for b in &names[i + 1..] {
+            sim.repair(a.as_str(), b.as_str());
+            sim.repair_oneway(a.as_str(), b.as_str());
+            sim.repair_oneway(b.as_str(), a.as_str());
+            sim.release(a.as_str(), b.as_str());
+            sim.set_link_fail_rate(a.as_str(), b.as_str(), 0.0);
+            // A `latency` fault ends here too: a link left slower than the 1 s connect
+            // timeout would keep its replica from the service for the rest of the run.
+            let (least, most) = hosts.link_latency_ms;
+            sim.set_link_latency(a.as_str(), b.as_str(), Duration::from_millis(least));
+            sim.set_link_max_message_latency(a.as_str(), b.as_str(), Duration::from_millis(most));
+        }
+    }
+    for freeze in hosts.freezes.values() {
+        freeze.clear(now);
+    }
+    hosts.error_windows.heal();
+    if let Some(holds) = &hosts.reply_holds {
+        holds.heal();
+    }
+    for host in hosts.clocks.keys() {
+        if hosts.is_crashed(host) {
+            restart(sim, hosts, now, host);
+        }
+    }
+}

@@ -1,0 +1,549 @@
+//! Recording what happens in the world as history lines: client operations (through
+//! wrappers around the lease and ledger clients, and by the workload for journal calls),
+//! authority decisions (a wrapper around the authority), validity checks and reported events
+//! (the hooks' observation sink; the nemesis for what it does to a host).
+//!
+//! All hosts run on one thread in turmoil, so one shared recorder sees events in the order
+//! they happen; lines are emitted in a fixed order at the end (see [`Recorder::finish`]).
+//!
+//! The recorder is harness-neutral: the same wrappers record a live process
+//! ([`Recorder::live`]), which stamps lines with its [`LineSink`]'s true time instead of
+//! turmoil's elapsed time and appends each one to the sink the moment it is recorded (an `op`
+//! line at the invocation, and again, same id, at its completion). Live mode implements the
+//! sink with its per-process file and the run's true clock (docs/live.md#what-runs).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+
+use super::to_history::{ToHistory, granted};
+use super::true_time::{true_now, true_sleep};
+use leasesim_core::clock::{Clock, Instant};
+use leasesim_core::hooks::{Hooks, Observation, PausePoint};
+use leasesim_core::journal::{Entry, Ledger, LedgerError, Record, Seq};
+use leasesim_core::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
+use leasesim_history::{
+    ClockLine, DecisionLine, EventLine, HistEvent, LedgerLine, Line, NemesisLine, Op, OpLine,
+    OpResult, Outcome, Process, ValidityLine, WriteLine, micros,
+};
+
+/// The shared recorder of one run (the default: a simulation's, on turmoil's time) or of one
+/// live process ([`Recorder::live`]). Cloning gives another handle.
+#[derive(Clone, Debug, Default)]
+pub struct Recorder {
+    state: Arc<Mutex<State>>,
+    live: Option<Arc<dyn LineSink>>,
+}
+
+/// Where a live process's recorder writes: its true time and an append-only file of lines,
+/// each handed over the moment it is recorded. Implemented by live mode (so the simulation
+/// never imports it).
+pub trait LineSink: std::fmt::Debug + Send + Sync {
+    /// True time now (comparable across the processes of one run).
+    fn now(&self) -> std::time::Duration;
+
+    /// Appends `line`.
+    ///
+    /// # Errors
+    /// The write failed, or the sink was closed.
+    fn append(&self, line: &Line) -> std::io::Result<()>;
+
+    /// Syncs and closes the sink; later appends fail.
+    ///
+    /// # Errors
+    /// The sync failed.
+    fn close(&self) -> std::io::Result<()>;
+
+    /// What an error names: the file's path.
+    fn describe(&self) -> String;
+}
+
+#[derive(Debug, Default)]
+struct State {
+    next_op: u64,
+    ops: BTreeMap<u64, OpLine>,
+    /// Decisions, validity checks and events, in the order they happened.
+    events: Vec<Line>,
+    /// True time of the nemesis action being applied, µs: when the harness (outside every
+    /// host) makes the system under test report something, that is when it happened.
+    harness_now_us: u64,
+    /// The first failed append to a live file: reported by [`Recorder::close`], never lost.
+    write_error: Option<String>,
+}
+
+/// Where and when an operation was invoked; completes it with [`Recorder::complete`].
+#[derive(Debug)]
+pub struct Invocation {
+    id: u64,
+    clock: Arc<dyn Clock>,
+}
+
+impl Recorder {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A live process's recorder: lines are stamped with `sink`'s true time and appended to
+    /// it as they are recorded (op ids count from 1 in the file).
+    pub fn live(sink: Arc<dyn LineSink>) -> Self {
+        Recorder {
+            state: Arc::default(),
+            live: Some(sink),
+        }
+    }
+
+    /// True time now: turmoil's elapsed time in a simulation (inside a host or client), the
+    /// [`LineSink`]'s in a live process.
+    ///
+    /// # Panics
+    /// In a simulation, outside a turmoil host or client (see [`true_now`]).
+    pub fn now(&self) -> std::time::Duration {
+        match &self.live {
+            Some(live) => live.now(),
+            None => true_now(),
+        }
+    }
+
+    /// Waits until true time `at` (at once if it has passed).
+    pub async fn sleep_until(&self, at: std::time::Duration) {
+        let now = self.now();
+        if at <= now {
+            return;
+        }
+        true_sleep(at - now).await;
+        // Live, tokio's timer runs on the process's own clock (libfaketime may drift it):
+        // wait out what true time still lacks.
+        if self.live.is_some() {
+            loop {
+                let now = self.now();
+                if at <= now {
+                    return;
+                }
+                true_sleep(at - now).await;
+            }
+        }
+    }
+
+    /// Appends `line` to the live file (a simulation keeps lines in memory instead).
+    fn append(&self, state: &mut State, line: &Line) {
+        if let Some(live) = &self.live
+            && let Err(error) = live.append(line)
+            && state.write_error.is_none()
+        {
+            let file = live.describe();
+            tracing::error!(target: "leasesim::sim::record", %file, %error, "history line lost");
+            state.write_error = Some(format!("{file}: {error}"));
+        }
+    }
+
+    /// Records an event-like line: in the simulation's list, or straight to the live file.
+    fn push(&self, line: Line) {
+        let mut state = self.lock();
+        if self.live.is_some() {
+            self.append(&mut state, &line);
+        } else {
+            state.events.push(line);
+        }
+    }
+
+    /// Records the invocation of `op` by `process` on `session`, now, timed locally on
+    /// `clock` (the process's monotonic clock).
+    pub fn invoke(
+        &self,
+        process: Process,
+        session: &SessionId,
+        op: Op,
+        clock: &Arc<dyn Clock>,
+    ) -> Invocation {
+        let invoke_us = micros(self.now());
+        let mut state = self.lock();
+        state.next_op += 1;
+        let id = state.next_op;
+        let line = OpLine {
+            id,
+            process,
+            session: session.as_str().to_owned(),
+            op,
+            invoke_us,
+            complete_us: None,
+            invoke_local_us: micros(clock.now().since_origin()),
+            complete_local_us: None,
+            outcome: Outcome::Info,
+            result: None,
+        };
+        if self.live.is_some() {
+            self.append(&mut state, &Line::Op(line.clone()));
+        }
+        state.ops.insert(id, line);
+        Invocation {
+            id,
+            clock: clock.clone(),
+        }
+    }
+
+    /// Records the completion of `invocation`, now.
+    pub fn complete(&self, invocation: Invocation, outcome: Outcome, result: OpResult) {
+        let complete_us = micros(self.now());
+        let mut state = self.lock();
+        if let Some(op) = state.ops.get_mut(&invocation.id) {
+            op.complete_us = Some(complete_us);
+            op.complete_local_us = Some(micros(invocation.clock.now().since_origin()));
+            op.outcome = outcome;
+            op.result = Some(result);
+        }
+        if self.live.is_some()
+            && let Some(op) = state.ops.remove(&invocation.id)
+        {
+            // The file has it; a live process keeps only its pending operations.
+            self.append(&mut state, &Line::Op(op));
+        }
+    }
+
+    /// Records an authority decision.
+    pub fn decision(&self, line: DecisionLine) {
+        self.push(Line::Decision(line));
+    }
+
+    /// Records a write the API server accepted (in acceptance order).
+    pub fn write(&self, line: WriteLine) {
+        self.push(Line::Write(line));
+    }
+
+    /// Records a replica's validity check.
+    pub fn validity(&self, line: ValidityLine) {
+        self.push(Line::Validity(line));
+    }
+
+    /// Records that `event` happened on `host`, now (true time inside a host; the nemesis
+    /// action's time outside every host, see [`Recorder::set_harness_now`]; a live
+    /// process's true time).
+    pub fn event(&self, host: &str, event: HistEvent) {
+        let at_us = match &self.live {
+            Some(live) => micros(live.now()),
+            None => turmoil::sim_elapsed().map_or(self.lock().harness_now_us, micros),
+        };
+        self.push(Line::Event(EventLine {
+            at_us,
+            host: host.to_owned(),
+            event,
+        }));
+    }
+
+    /// Records what the nemesis did (a `nemesis` line; its `at_us` is set by the caller).
+    pub fn nemesis(&self, line: NemesisLine) {
+        self.push(Line::Nemesis(line));
+    }
+
+    /// Records that `host`'s boot `boot` starts its clock now: a `clock` line whose
+    /// `from_us` is true time now and `local_from_us` the reading `local` of the process's
+    /// one monotonic clock, running at `drift_ppm` (live mode: the first line of a file).
+    pub fn clock_started(&self, host: &str, boot: u64, local: Instant, drift_ppm: i64) {
+        self.push(Line::Clock(ClockLine {
+            host: host.to_owned(),
+            boot,
+            from_us: micros(self.now()),
+            local_from_us: micros(local.since_origin()),
+            drift_ppm,
+            suspended: false,
+        }));
+    }
+
+    /// Records one record of the final ledger (the ledger service, as it stops).
+    pub fn ledger(&self, line: LedgerLine) {
+        self.push(Line::Ledger(line));
+    }
+
+    /// Closes a live recorder's file (synced); later lines fail and are reported here.
+    /// A simulation's recorder has nothing to close.
+    ///
+    /// # Errors
+    /// The first line that could not be appended, or the final sync failing.
+    pub fn close(&self) -> Result<(), String> {
+        let Some(live) = &self.live else {
+            return Ok(());
+        };
+        if let Some(error) = self.lock().write_error.clone() {
+            return Err(format!("history line lost: {error}"));
+        }
+        live.close()
+            .map_err(|e| format!("{}: {e}", live.describe()))
+    }
+
+    /// The true time of the nemesis action about to be applied, for what it makes the
+    /// system under test report from outside every host.
+    pub fn set_harness_now(&self, now: std::time::Duration) {
+        self.lock().harness_now_us = micros(now);
+    }
+
+    /// The recorded lines: operations (by id; those still pending completed as `info`,
+    /// cut off at `end_us`), then decisions, validity checks and events in the order they
+    /// happened.
+    pub fn finish(&self, end_us: u64) -> Vec<Line> {
+        let state = self.lock();
+        let ops = state.ops.values().cloned().map(|mut op| {
+            if op.is_pending() {
+                op.complete_us = Some(end_us.max(op.invoke_us));
+                op.outcome = Outcome::Info;
+                op.result = Some(OpResult::CutOff {
+                    reason: "no reply before the run ended: the caller abandoned the call (a \
+                             deadline passed), or its process crashed"
+                        .into(),
+                });
+            }
+            Line::Op(op)
+        });
+        ops.chain(state.events.iter().cloned()).collect()
+    }
+}
+
+/// A lease outcome as Jepsen judges it: `ok`; `fail` when it certainly had no effect; `info`
+/// when it may have (a timeout or broken connection).
+fn lease_outcome<T>(result: &Result<T, LeaseError>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Ok,
+        Err(LeaseError::Unavailable { .. }) => Outcome::Info,
+        Err(_) => Outcome::Fail,
+    }
+}
+
+/// As [`lease_outcome`], for the ledger.
+fn ledger_outcome<T>(result: &Result<T, LedgerError>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Ok,
+        Err(LedgerError::Unknown { .. }) => Outcome::Info,
+        Err(_) => Outcome::Fail,
+    }
+}
+
+/// A replica's lease client that records each call as an operation.
+#[derive(Debug)]
+pub struct RecordingLease {
+    inner: Arc<dyn SessionLease>,
+    recorder: Recorder,
+    process: Process,
+    clock: Arc<dyn Clock>,
+}
+
+impl RecordingLease {
+    /// Records the calls `process` makes through `inner`, timed on `clock`.
+    pub fn new(
+        inner: Arc<dyn SessionLease>,
+        recorder: Recorder,
+        process: Process,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        RecordingLease {
+            inner,
+            recorder,
+            process,
+            clock,
+        }
+    }
+
+    fn record_lease(&self, invocation: Invocation, result: &Result<Lease, LeaseError>) {
+        let op_result = match result {
+            Ok(lease) => granted(lease),
+            Err(error) => error.to_history(),
+        };
+        self.recorder
+            .complete(invocation, lease_outcome(result), op_result);
+    }
+}
+
+#[async_trait]
+impl SessionLease for RecordingLease {
+    async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
+        let op = Op::LeaseAcquire {
+            owner: owner.to_history(),
+        };
+        let invocation = self
+            .recorder
+            .invoke(self.process.clone(), session, op, &self.clock);
+        let result = self.inner.acquire(session, owner).await;
+        self.record_lease(invocation, &result);
+        result
+    }
+
+    async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
+        let op = Op::LeaseRenew {
+            owner: lease.owner().to_history(),
+            token: lease.token(),
+        };
+        let invocation =
+            self.recorder
+                .invoke(self.process.clone(), lease.session(), op, &self.clock);
+        let result = self.inner.renew(lease).await;
+        self.record_lease(invocation, &result);
+        result
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
+        let op = Op::LeaseRelease {
+            owner: lease.owner().to_history(),
+            token: lease.token(),
+        };
+        let invocation =
+            self.recorder
+                .invoke(self.process.clone(), lease.session(), op, &self.clock);
+        let result = self.inner.release(lease).await;
+        let op_result = match &result {
+            Ok(()) => OpResult::Released {},
+            Err(error) => error.to_history(),
+        };
+        self.recorder
+            .complete(invocation, lease_outcome(&result), op_result);
+        result
+    }
+}
+
+/// A replica's ledger client that records each call as an operation.
+#[derive(Debug)]
+pub struct RecordingLedger {
+    inner: Arc<dyn Ledger>,
+    recorder: Recorder,
+    process: Process,
+    clock: Arc<dyn Clock>,
+}
+
+impl RecordingLedger {
+    /// Records the calls `process` makes through `inner`, timed on `clock`.
+    pub fn new(
+        inner: Arc<dyn Ledger>,
+        recorder: Recorder,
+        process: Process,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        RecordingLedger {
+            inner,
+            recorder,
+            process,
+            clock,
+        }
+    }
+}
+
+#[async_trait]
+impl Ledger for RecordingLedger {
+    async fn tip(&self, name: &SessionId) -> Result<Seq, LedgerError> {
+        let invocation =
+            self.recorder
+                .invoke(self.process.clone(), name, Op::LedgerTip {}, &self.clock);
+        let result = self.inner.tip(name).await;
+        let op_result = match &result {
+            Ok(seq) => OpResult::Tip { seq: *seq },
+            Err(error) => error.to_history(),
+        };
+        self.recorder
+            .complete(invocation, ledger_outcome(&result), op_result);
+        result
+    }
+
+    async fn append(
+        &self,
+        name: &SessionId,
+        expected: Seq,
+        record: Record,
+    ) -> Result<Seq, LedgerError> {
+        let op = Op::LedgerAppend {
+            expected,
+            record: record.to_history(),
+        };
+        let invocation = self
+            .recorder
+            .invoke(self.process.clone(), name, op, &self.clock);
+        let result = self.inner.append(name, expected, record).await;
+        let op_result = match &result {
+            Ok(seq) => OpResult::Appended { seq: *seq },
+            Err(error) => error.to_history(),
+        };
+        self.recorder
+            .complete(invocation, ledger_outcome(&result), op_result);
+        result
+    }
+
+    /// Reads are not operations of the history (they change nothing, and the final ledger
+    /// is recorded whole at the end).
+    async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError> {
+        self.inner.read(name, from).await
+    }
+}
+
+/// The `event` line an observation stands for, if any.
+fn event_of(observation: &Observation) -> Option<HistEvent> {
+    match observation {
+        Observation::ValidityCheck { .. } => None,
+        Observation::RunCancelledOnLoss { .. } => Some(HistEvent::RunCancelledOnLoss),
+        Observation::StickyDisable => Some(HistEvent::StickyDisable),
+        Observation::RecordDeleted { .. } => Some(HistEvent::RecordDeleted),
+    }
+}
+
+/// The sink for a service host's observations (the authority's record deletions): `event`
+/// lines of `host`.
+pub fn event_sink(recorder: Recorder, host: &str) -> impl Fn(Observation) + Send + Sync + use<> {
+    let host = host.to_owned();
+    move |observation| {
+        if let Some(event) = event_of(&observation) {
+            recorder.event(&host, event);
+        }
+    }
+}
+
+/// The sink for a replica's observations: validity checks become `validity` lines; a run
+/// cancelled on loss and a sticky disable become `event` lines of the replica's host.
+pub fn validity_sink(recorder: Recorder, process: Process) -> impl Fn(Observation) + Send + Sync {
+    move |observation| match observation {
+        other @ (Observation::RunCancelledOnLoss { .. }
+        | Observation::StickyDisable
+        | Observation::RecordDeleted { .. }) => {
+            if let Some(event) = event_of(&other) {
+                recorder.event(&process.replica, event);
+            }
+        }
+        Observation::ValidityCheck {
+            session,
+            purpose,
+            epoch,
+            local,
+            valid_until,
+        } => recorder.validity(ValidityLine {
+            process: process.clone(),
+            session: session.as_str().to_owned(),
+            purpose: purpose.to_history(),
+            epoch,
+            at_local_us: micros(local.since_origin()),
+            at_us: micros(recorder.now()),
+            valid_until_local_us: micros(valid_until.since_origin()),
+        }),
+    }
+}
+
+/// Hooks whose observations go to a sink ([`validity_sink`], [`event_sink`]) and whose pause
+/// points do nothing: a live process's (no harness holds its tasks; the nemesis stops whole
+/// processes).
+pub struct SinkHooks<F> {
+    sink: F,
+}
+
+impl<F: Fn(Observation) + Send + Sync> SinkHooks<F> {
+    /// Hooks reporting every observation to `sink`.
+    pub fn new(sink: F) -> Self {
+        SinkHooks { sink }
+    }
+}
+
+impl<F> std::fmt::Debug for SinkHooks<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SinkHooks")
+    }
+}
+
+#[async_trait]
+impl<F: Fn(Observation) + Send + Sync> Hooks for SinkHooks<F> {
+    async fn pause_point(&self, _point: PausePoint) {}
+
+    fn observe(&self, observation: Observation) {
+        (self.sink)(observation);
+    }
+}

@@ -1,0 +1,247 @@
+//! The `world` of a run file and of a scenario's `[world]` section: every setting of a
+//! world as plain numbers (ms, s, percent), checked field by field.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{
+    Backend, Grpc, Kube, TARGET_PREFIX, TARGETS_BINARY, check_whole_seconds, target_backend,
+};
+use crate::config::{WorkloadMix, WorldConfig};
+use leasesim_core::lease::SessionId;
+use leasesim_history::limits::{CALL_TIMEOUT_MS_MAX, DURATION_S_MAX, TTL_MS_MAX};
+
+/// The lease backend a run file or scenario names: the backends built into leasesim, or a
+/// target backend (`target:<name>`) that only a targets binary knows
+/// ([`crate::backend::target_backend`]; docs/targets.md#the-targets-binary). A user's
+/// own backend plugs into [`crate::world::World::builder`] from Rust instead.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum BackendSpec {
+    /// The remote lease and ledger services over gRPC on turmoil's TCP
+    /// ([`crate::backend::Grpc`]).
+    #[default]
+    Grpc,
+    /// Kubernetes Lease objects on a simulated API server (host `apiserver`), reached by
+    /// `KubeLease` ([`crate::backend::Kube`]); the TTL must be whole seconds.
+    Kube,
+    /// A target backend, by its whole spelling (`target:kube-lease-manager`).
+    Target(String),
+}
+
+impl BackendSpec {
+    /// The backend itself.
+    ///
+    /// # Panics
+    /// For a target backend this process does not know: [`WorldSpec::check`] refuses it
+    /// first, naming the targets binary.
+    pub fn backend(&self) -> Backend {
+        match self {
+            BackendSpec::Grpc => Backend::new(Grpc),
+            BackendSpec::Kube => Backend::new(Kube),
+            BackendSpec::Target(spelling) => target_backend(spelling)
+                .unwrap_or_else(|message| panic!("{message} (check the world first)")),
+        }
+    }
+
+    /// Its name in files (`grpc`, `target:kube-lease-manager`).
+    pub fn name(&self) -> &str {
+        match self {
+            BackendSpec::Grpc => "grpc",
+            BackendSpec::Kube => "kube",
+            BackendSpec::Target(spelling) => spelling,
+        }
+    }
+
+    /// The binary that runs a world on this backend: `leasesim`, or for a target backend
+    /// the targets binary ([`TARGETS_BINARY`]), the only one that knows it
+    /// (docs/targets.md#the-targets-binary). Replay lines name it.
+    pub fn binary(&self) -> &'static str {
+        match self {
+            BackendSpec::Grpc | BackendSpec::Kube => "leasesim",
+            BackendSpec::Target(_) => TARGETS_BINARY,
+        }
+    }
+
+    /// Every built-in backend, in the order campaigns run them.
+    pub const ALL: [BackendSpec; 2] = [BackendSpec::Grpc, BackendSpec::Kube];
+}
+
+impl TryFrom<String> for BackendSpec {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Self, String> {
+        match name.as_str() {
+            "grpc" => Ok(BackendSpec::Grpc),
+            "kube" => Ok(BackendSpec::Kube),
+            target if target.len() > TARGET_PREFIX.len() && target.starts_with(TARGET_PREFIX) => {
+                Ok(BackendSpec::Target(name))
+            }
+            other => Err(format!(
+                "unknown backend `{other}`, expected `grpc`, `kube` or `{TARGET_PREFIX}<name>`"
+            )),
+        }
+    }
+}
+
+impl From<BackendSpec> for String {
+    fn from(spec: BackendSpec) -> String {
+        spec.name().to_owned()
+    }
+}
+
+/// The `[world]` section: the shape of the simulated world. Every field is optional in a
+/// scenario (the defaults are [`WorldConfig::default`]'s); a run file holds all of them.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorldSpec {
+    /// Replica hosts, 1..=64 (default 3).
+    pub replicas: u32,
+    /// The contended sessions, each named once (default `["s1", "s2"]`).
+    pub sessions: Vec<String>,
+    /// Lease TTL, ms (default 10000). Renewals come every third of it.
+    pub ttl_ms: u64,
+    /// Skew margin, percent of the TTL, 0..=99 (default 10).
+    pub skew_margin_percent: u8,
+    /// Simulated duration of a run, s, 1..=86400 (default 60).
+    pub duration_s: u64,
+    /// Deadline of every client call, ms (default 2000).
+    pub call_timeout_ms: u64,
+    /// Network latency range, ms, `[least, most]` (default `[1, 5]`).
+    #[serde(deserialize_with = "super::pair::exact")]
+    pub latency_ms: (u64, u64),
+    /// The backend: `"grpc"` (default), `"kube"` (whose `ttl_ms` must be whole seconds), or
+    /// `"target:<name>"`, known only to a targets binary.
+    pub backend: BackendSpec,
+    /// The TTL the replicas' own configuration names, ms, 1..=86400000, when it differs from
+    /// the `ttl_ms` the authority grants (default: none, the same). The correct client ignores
+    /// it and counts the granted TTL; `client-uses-configured-ttl` misuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_ttl_ms: Option<u64>,
+}
+
+impl Default for WorldSpec {
+    fn default() -> Self {
+        let config = WorldConfig::default();
+        WorldSpec {
+            replicas: config.replicas,
+            sessions: config.sessions,
+            ttl_ms: config.ttl.as_millis() as u64,
+            skew_margin_percent: config.skew_margin_percent,
+            duration_s: config.duration.as_secs(),
+            call_timeout_ms: config.call_timeout.as_millis() as u64,
+            latency_ms: config.latency_ms,
+            backend: BackendSpec::Grpc,
+            replica_ttl_ms: None,
+        }
+    }
+}
+
+impl WorldSpec {
+    /// The world's configuration for `seed`, with a generated workload's `mix` (the default
+    /// mix for a script) and no mutant.
+    pub fn config(&self, seed: u64, mix: WorkloadMix) -> WorldConfig {
+        WorldConfig {
+            seed,
+            replicas: self.replicas,
+            sessions: self.sessions.clone(),
+            ttl: Duration::from_millis(self.ttl_ms),
+            skew_margin_percent: self.skew_margin_percent,
+            duration: Duration::from_secs(self.duration_s),
+            call_timeout: Duration::from_millis(self.call_timeout_ms),
+            latency_ms: self.latency_ms,
+            backend: self.backend.backend(),
+            replica_ttl: self.replica_ttl_ms.map(Duration::from_millis),
+            mix,
+            ..WorldConfig::default()
+        }
+    }
+
+    /// Checks the values; `Err((field, message))` names the field and what is allowed.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if !(1..=64).contains(&self.replicas) {
+            return Err(("replicas", format!("must be 1..=64, got {}", self.replicas)));
+        }
+        self.check_sessions()?;
+        if !(1..=TTL_MS_MAX).contains(&self.ttl_ms) {
+            return Err((
+                "ttl_ms",
+                format!("must be 1..={TTL_MS_MAX} ms, got {}", self.ttl_ms),
+            ));
+        }
+        if let Some(ms) = self.replica_ttl_ms
+            && !(1..=TTL_MS_MAX).contains(&ms)
+        {
+            return Err((
+                "replica_ttl_ms",
+                format!("must be 1..={TTL_MS_MAX} ms, got {ms}"),
+            ));
+        }
+        self.check_backend()?;
+        if self.skew_margin_percent > 99 {
+            return Err((
+                "skew_margin_percent",
+                format!("must be 0..=99, got {}", self.skew_margin_percent),
+            ));
+        }
+        if !(1..=DURATION_S_MAX).contains(&self.duration_s) {
+            return Err((
+                "duration_s",
+                format!("must be 1..={DURATION_S_MAX} s, got {}", self.duration_s),
+            ));
+        }
+        if !(1..=CALL_TIMEOUT_MS_MAX).contains(&self.call_timeout_ms) {
+            return Err((
+                "call_timeout_ms",
+                format!(
+                    "must be 1..={CALL_TIMEOUT_MS_MAX} ms, got {}",
+                    self.call_timeout_ms
+                ),
+            ));
+        }
+        let (low, high) = self.latency_ms;
+        if low > high || high > 60_000 {
+            return Err((
+                "latency_ms",
+                format!("must be [least, most] with least <= most <= 60000, got [{low}, {high}]"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// At least one session, each a valid session id, named once.
+    fn check_sessions(&self) -> Result<(), (&'static str, String)> {
+        if self.sessions.is_empty() {
+            return Err((
+                "sessions",
+                "give at least one session, e.g. [\"s1\"]".into(),
+            ));
+        }
+        for (index, session) in self.sessions.iter().enumerate() {
+            if SessionId::new(session.clone()).is_err() {
+                return Err(("sessions", format!("`{session}` is not a valid session id")));
+            }
+            if self.sessions[..index].contains(session) {
+                return Err((
+                    "sessions",
+                    format!("`{session}` is named twice; name each session once"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A target backend this binary registered; whole seconds of TTL for the kube backend.
+    fn check_backend(&self) -> Result<(), (&'static str, String)> {
+        if let BackendSpec::Target(spelling) = &self.backend {
+            target_backend(spelling).map_err(|message| ("backend", message))?;
+        }
+        if self.backend == BackendSpec::Kube
+            && let Err(message) = check_whole_seconds(Duration::from_millis(self.ttl_ms))
+        {
+            return Err(("ttl_ms", message));
+        }
+        Ok(())
+    }
+}
