@@ -14,5 +14,5 @@ mod history_ledger;
 mod jepsen;
 mod sim_histories;
 mod support;
-#[path = "../shared/world_runs.rs"]
+#[path = "../common/world_runs.rs"]
 mod world_runs;

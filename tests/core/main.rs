@@ -6,7 +6,7 @@ mod journal;
 mod kube;
 #[cfg(feature = "kube-cluster")]
 mod kube_cluster;
-#[path = "../shared/records.rs"]
+#[path = "../common/records.rs"]
 mod records;
 mod service;
 mod support;

@@ -7,5 +7,5 @@ mod hand;
 mod kube;
 mod signal;
 mod sim;
-#[path = "../shared/world_runs.rs"]
+#[path = "../common/world_runs.rs"]
 mod world_runs;

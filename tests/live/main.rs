@@ -8,7 +8,7 @@ mod mutants;
 mod out_folder;
 mod proxy;
 mod reap;
-#[path = "../shared/records.rs"]
+#[path = "../common/records.rs"]
 mod records;
 mod replica;
 mod run;

@@ -20,7 +20,7 @@ use leasesim_testkit::failures_on_two_threads;
 
 use records::read_all;
 
-#[path = "../shared/records.rs"]
+#[path = "../common/records.rs"]
 mod records;
 
 const TTL: Duration = Duration::from_secs(10);

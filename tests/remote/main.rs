@@ -7,7 +7,7 @@ mod conformance;
 mod damage;
 mod fuzz;
 mod journal;
-#[path = "../shared/records.rs"]
+#[path = "../common/records.rs"]
 mod records;
 mod restart;
 mod serve;

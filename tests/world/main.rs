@@ -20,5 +20,5 @@ mod scenario_errors;
 mod scenarios;
 mod support;
 mod swarm_drawing;
-#[path = "../shared/world_runs.rs"]
+#[path = "../common/world_runs.rs"]
 mod world_runs;
