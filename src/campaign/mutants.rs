@@ -60,7 +60,7 @@ pub struct DetectOptions<'a> {
     /// Threads (one mutant per thread at a time).
     pub jobs: usize,
     /// Wall-clock limit of one run (`None`: derived from each run's simulated length,
-    /// [`RunFile::wall_timeout`]).
+    /// [`crate::sim::runfile::RunFile::wall_timeout`]).
     pub run_timeout: Option<Duration>,
     /// Shrink each first detection into `out/shrunk/`.
     pub shrink: bool,

@@ -1,8 +1,16 @@
-//! gRPC plumbing shared by the remote lease and ledger services and their clients: the
-//! generated protocol, conversions, status mapping and the client channel.
+//! `leasesim-remote`: the lease and ledger services of leasesim's system under test
+//! (docs/services.md).
 //!
-//! The services themselves live beside their domain: [`crate::lease::remote`] and
-//! [`crate::journal::remote`].
+//! - [`lease`] — [`lease::DurableLease`], the lease service's durable authority (tokens that
+//!   survive restarts, the restart grace), and its gRPC server and client
+//!   ([`lease::LeaseServer`], [`lease::RemoteLease`]);
+//! - [`journal`] — [`journal::DurableLedger`], the ledger's durable authority, and its gRPC
+//!   server and client ([`journal::LedgerServer`], [`journal::RemoteLedger`]);
+//! - [`proto`] (the committed generated protocol), [`wire`] (conversions), [`status`] (status
+//!   mapping) and the self-healing client channel ([`RemoteChannel`]).
+//!
+//! The durable authorities keep their records in the protocol's messages, so they live here
+//! beside the services rather than in `leasesim-core`.
 
 mod channel;
 pub mod journal;

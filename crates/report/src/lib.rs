@@ -1,5 +1,6 @@
-//! Reports: renders a campaign's results as Markdown, JSON and JUnit XML (docs/campaigns.md). It
-//! reads what the campaign wrote and never re-runs anything.
+//! `leasesim-report`: renders a campaign's results as Markdown (report.md), HTML with each
+//! counterexample's timeline (report.html), JSON (summary.json) and JUnit XML (junit.xml)
+//! (docs/campaigns.md). It reads what the campaign wrote and never re-runs anything.
 //!
 //! # A report folder
 //!

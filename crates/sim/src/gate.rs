@@ -43,12 +43,12 @@ pub struct ArmedFreeze {
     pub duration: Duration,
 }
 
-/// Where [`HostFreeze`] forwards the system under test's observations (the world installs
+/// Where [`crate::freeze::HostFreeze`] forwards the system under test's observations (the world installs
 /// one that records them).
 pub type ObservationSink = Arc<dyn Fn(Observation) + Send + Sync>;
 
 /// A host's freeze gate: where its tasks block while it is frozen (pause points and clock
-/// waits), and the freeze state behind it. Shared by [`HostClock`] and [`HostFreeze`].
+/// waits), and the freeze state behind it. Shared by [`crate::clock::HostClock`] and [`crate::freeze::HostFreeze`].
 #[derive(Clone, Default)]
 pub(crate) struct Gate {
     inner: Arc<Mutex<GateState>>,

@@ -1,4 +1,5 @@
-//! The simulated world on turmoil (docs/world.md).
+//! `leasesim-sim`: the simulated world on turmoil (docs/world.md), and the mutants' catalogue
+//! and kill table ([`mutants`]).
 //!
 //! - [`world`] — [`world::World::builder`]: hosts, services, replicas, the run itself.
 //! - [`config`] — the shape of a world and its workload, as plain data.

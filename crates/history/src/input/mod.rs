@@ -6,12 +6,12 @@
 //!   anything the opened descriptor says is not a regular file, so a FIFO cannot hang a
 //!   reader and `/dev/zero` cannot exhaust memory (bad-input probe, D9; reliability probe,
 //!   N3, N4);
-//! - **an output folder in use is locked** ([`OutputLock`]): a second `live`, `run` or
+//! - **an output folder in use is locked** (`leasesim_results::output::OutputLock`): a second `live`, `run` or
 //!   `campaign` on the same `--out` is refused while the first runs (N1);
-//! - **outputs are replaced whole** ([`replace`]: a new name, then a rename) and a command's
-//!   stale outputs are removed before it starts ([`remove_stale`]), so an interrupted command
+//! - **outputs are replaced whole** (`leasesim_results::output::replace`: a new name, then a rename) and a command's
+//!   stale outputs are removed before it starts (`leasesim_results::output::remove_stale`), so an interrupted command
 //!   never leaves another run's verdict beside its own (N7);
-//! - **inputs are never overwritten by an output** ([`refuse_input_as_output`], N6).
+//! - **inputs are never overwritten by an output** (`leasesim_results::output::refuse_input_as_output`, N6).
 //!
 //! Scenario, run, schedule, script, history and Jepsen files, report folders and a
 //! campaign's `--resume` files all go through here; the services' data files go through
@@ -50,12 +50,12 @@ pub enum InputError {
         /// What the system said.
         source: std::io::Error,
     },
-    /// An output folder is locked by another command writing it ([`OutputLock`]).
+    /// An output folder is locked by another command writing it (`leasesim_results::output::OutputLock`).
     InUse {
         /// The output folder.
         dir: PathBuf,
     },
-    /// The output folder is one of the command's inputs ([`refuse_input_as_output`]).
+    /// The output folder is one of the command's inputs (`leasesim_results::output::refuse_input_as_output`).
     InputAsOutput {
         /// The output folder as given.
         out: PathBuf,

@@ -42,7 +42,7 @@ pub const LEDGER_SUFFIX: &str = ".ledger";
 const LEDGER_KIND: &str = "ledger";
 
 /// A [`Ledger`] whose records survive crashes: appends are CAS on the tip as in
-/// [`super::MemLedger`], and each record is synced to its session's file before the append
+/// [`leasesim_core::journal::MemLedger`], and each record is synced to its session's file before the append
 /// returns. Appends are serialised across sessions (one writer, one sync at a time).
 #[derive(Debug)]
 pub struct DurableLedger {

@@ -216,7 +216,7 @@ fn kube_op(call: &KubeCall) -> Op {
     }
 }
 
-/// The outcome and result of `reply` as src/history documents them: a 404 is `ok` for a get
+/// The outcome and result of `reply` as docs/history.md documents them: a 404 is `ok` for a get
 /// and `fail` otherwise; a 409 `fail`; a 5xx `info` (it may have been applied), a 4xx `fail`;
 /// no answer `info`.
 fn kube_result(reply: &KubeReply, is_get: bool) -> (Outcome, OpResult) {
