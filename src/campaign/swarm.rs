@@ -175,13 +175,13 @@ impl IntensityProfile {
 
     /// Checks every range given; `Err((field, message))`.
     fn check(&self) -> Result<(), (String, String)> {
-        fn unsigned(
+        fn unsigned<T: Into<u64>>(
             field: &str,
-            range: Option<(u64, u64)>,
+            range: Option<(T, T)>,
             least: u64,
             most: u64,
         ) -> Result<(), (String, String)> {
-            match range {
+            match range.map(|(low, high)| (low.into(), high.into())) {
                 Some((low, high)) if low > high || low < least || high > most => Err((
                     format!("intensity.{field}"),
                     format!(
@@ -208,7 +208,6 @@ impl IntensityProfile {
                 _ => Ok(()),
             }
         }
-        let widen = |r: Option<(u32, u32)>| r.map(|(a, b)| (u64::from(a), u64::from(b)));
         unsigned("freeze_ttl_percent", self.freeze_ttl_percent, 1, 10_000)?;
         unsigned("stall_ms", self.stall_ms, 1, limits::DURATION_MS_MAX)?;
         signed("drift_ppm", self.drift_ppm, 999_999)?;
@@ -219,20 +218,10 @@ impl IntensityProfile {
             1,
             limits::DURATION_MS_MAX,
         )?;
-        unsigned(
-            "restarts",
-            widen(self.restarts),
-            1,
-            limits::RESTARTS_MAX.into(),
-        )?;
+        unsigned("restarts", self.restarts, 1, limits::RESTARTS_MAX.into())?;
         unsigned("latency_ms", self.latency_ms, 0, 60_000)?;
         unsigned("jitter_ms", self.jitter_ms, 0, 60_000)?;
-        unsigned(
-            "flap_ppm",
-            widen(self.flap_ppm),
-            0,
-            limits::FAIL_PPM_MAX.into(),
-        )?;
+        unsigned("flap_ppm", self.flap_ppm, 0, limits::FAIL_PPM_MAX.into())?;
         unsigned("delay_ttl_percent", self.delay_ttl_percent, 1, 10_000)?;
         unsigned("downtime_ms", self.downtime_ms, 1, limits::DURATION_MS_MAX)?;
         unsigned("gc_sweeps", self.gc_sweeps, 1, 1_000)?;

@@ -397,8 +397,7 @@ pub fn main_with_targets(
     targets: Vec<crate::sim::backend::Backend>,
 ) -> ExitCode {
     if let Err(error) = crate::sim::backend::register_targets(targets) {
-        eprintln!("error: {error}");
-        return ExitCode::from(HARNESS_ERROR);
+        return fail(error, HARNESS_ERROR);
     }
     let matches = Cli::command().name(binary).bin_name(binary).get_matches();
     match Cli::from_arg_matches(&matches) {
@@ -486,10 +485,7 @@ fn report(command: ReportCommand) -> ExitCode {
             println!("{}", summary.closing_lines(&dir));
             ExitCode::from(summary.exit())
         }
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::from(BAD_INPUT)
-        }
+        Err(error) => fail(error, BAD_INPUT),
     }
 }
 
@@ -526,18 +522,27 @@ fn replay(args: ReplayArgs) -> ExitCode {
             Ok(timeout) => execute_run(&run, &args.out, timeout),
             Err(code) => code,
         },
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::from(BAD_INPUT)
-        }
+        Err(error) => fail(error, BAD_INPUT),
     }
+}
+
+/// Says `error` on stderr (`error: …`) and exits with `code`.
+fn fail(error: impl std::fmt::Display, code: Exit) -> ExitCode {
+    eprintln!("error: {error}");
+    ExitCode::from(code)
+}
+
+/// Prints the seed of `run` and the options it runs with into `out`, under `timeout`: the
+/// first lines of `run`, `replay` and `--check-determinism`.
+fn print_header(run: &RunFile, out: &Path, timeout: Duration) {
+    println!("SEED={}", run.seed);
+    print!("{}", run.describe(out, timeout));
 }
 
 /// Runs `run` into `out`: prints the seed and the options, writes the files, prints the
 /// replay line (and the equivalent `run` flags, if any), then the verdict.
 fn execute_run(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
-    println!("SEED={}", run.seed);
-    print!("{}", run.describe(out, timeout));
+    print_header(run, out, timeout);
     let outcome = crate::campaign::single::run_into(run, out, timeout);
     let replay = run.replay_command(&out.join("run.json"));
     let flags =
@@ -568,10 +573,7 @@ fn execute_run(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
             println!("{}", judged.verdict.final_line());
             ExitCode::from(judged.verdict.exit)
         }
-        Err(RunnerError::BadInput(error)) => {
-            eprintln!("error: {error}");
-            ExitCode::from(BAD_INPUT)
-        }
+        Err(RunnerError::BadInput(error)) => fail(error, BAD_INPUT),
         Err(error) => {
             // A hang or a panic: the run file is what reproduces it.
             eprintln!("error: {error}");
@@ -614,10 +616,7 @@ fn campaign(args: CampaignArgs, binary: &'static str) -> ExitCode {
             println!("{}", summary.closing_lines(&options.out));
             ExitCode::from(summary.exit())
         }
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::from(error.exit_code())
-        }
+        Err(error) => fail(&error, error.exit_code()),
     }
 }
 
@@ -626,10 +625,7 @@ fn campaign(args: CampaignArgs, binary: &'static str) -> ExitCode {
 fn run(args: RunArgs) -> ExitCode {
     let run = match args.request.resolve_on(args.backend.as_ref()) {
         Ok(run) => run,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return ExitCode::from(BAD_INPUT);
-        }
+        Err(error) => return fail(error, BAD_INPUT),
     };
     let timeout = match run_timeout(&run, args.timeout) {
         Ok(timeout) => timeout,
@@ -644,26 +640,20 @@ fn run(args: RunArgs) -> ExitCode {
 /// `--timeout` for `run`, or the limit derived from its simulated length
 /// ([`crate::sim::wall::timeout`]); exit 2 (said on stderr) for a limit too short for it.
 fn run_timeout(run: &RunFile, given: Option<Duration>) -> Result<Duration, ExitCode> {
-    crate::sim::wall::timeout(run.simulated_end_ms(), given, "--timeout").map_err(|error| {
-        eprintln!("error: {error}");
-        ExitCode::from(BAD_INPUT)
-    })
+    crate::sim::wall::timeout(run.simulated_end_ms(), given, "--timeout")
+        .map_err(|error| fail(error, BAD_INPUT))
 }
 
 /// Replays `run` in two fresh processes of this executable and compares what they wrote.
 fn check_determinism(run: &RunFile, out: &Path, timeout: Duration) -> ExitCode {
-    println!("SEED={}", run.seed);
-    print!("{}", run.describe(out, timeout));
+    print_header(run, out, timeout);
     let verdict = crate::sim::determinism::check(run, out, timeout);
     match verdict {
         Ok(text) => {
             println!("{text}");
             ExitCode::from(CLEAN)
         }
-        Err(crate::sim::determinism::Failure::BadInput(error)) => {
-            eprintln!("error: {error}");
-            ExitCode::from(BAD_INPUT)
-        }
+        Err(crate::sim::determinism::Failure::BadInput(error)) => fail(error, BAD_INPUT),
         Err(failure) => {
             eprintln!("{failure}");
             ExitCode::from(HARNESS_ERROR)
@@ -700,13 +690,7 @@ async fn serve(service: Service) -> ExitCode {
     };
     match served {
         Ok(()) => ExitCode::from(CLEAN),
-        Err(error @ ServeError::BadInput(_)) => {
-            eprintln!("error: {error}");
-            ExitCode::from(BAD_INPUT)
-        }
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::from(HARNESS_ERROR)
-        }
+        Err(error @ ServeError::BadInput(_)) => fail(error, BAD_INPUT),
+        Err(error) => fail(error, HARNESS_ERROR),
     }
 }

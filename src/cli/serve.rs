@@ -56,6 +56,16 @@ pub struct ServeOptions {
     pub rebuild_checkpoint: bool,
 }
 
+impl ServeOptions {
+    /// The service's real clock and, in live mode, the service as `host` of the live run
+    /// ([`LiveOptions::start`]).
+    fn start(&self, host: &str) -> Result<(Arc<dyn Clock>, Option<LiveService>), ServeError> {
+        let clock: Arc<dyn Clock> = Arc::new(RealClock::new());
+        let live = self.live.as_ref().map(|live| live.start(host, &clock));
+        Ok((clock, live.transpose()?))
+    }
+}
+
 /// A service as one host of a live run (`--run`, `--history`, `--boot`, all three).
 #[derive(Clone, Debug)]
 pub struct LiveOptions {
@@ -157,11 +167,7 @@ pub async fn lease(
     config: DurableLeaseConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    let clock: Arc<dyn Clock> = Arc::new(RealClock::new());
-    let live = match &options.live {
-        Some(live) => Some(live.start(LEASE, &clock)?),
-        None => None,
-    };
+    let (clock, live) = options.start(LEASE)?;
     let config = match &live {
         Some(live) => DurableLeaseConfig {
             // What the authority reports (a record deleted) becomes `event` lines.
@@ -229,11 +235,7 @@ pub async fn ledger(
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    let clock: Arc<dyn Clock> = Arc::new(RealClock::new());
-    let live = match &options.live {
-        Some(live) => Some(live.start(LEDGER, &clock)?),
-        None => None,
-    };
+    let (_, live) = options.start(LEDGER)?;
     let storage = open_storage(&options)?;
     let opened = DurableLedger::open_with(storage, options.rebuild_checkpoint).await;
     let ledger = opened.map_err(|e| {

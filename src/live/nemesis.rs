@@ -479,6 +479,17 @@ mod tests {
         }
     }
 
+    /// `s`, given by hand, planned for a 10 s run of 2 replicas and a lease host `lease`.
+    fn given_plan(s: &FaultSchedule) -> Plan {
+        plan(s, 10_000, 2, Some("lease"), false).unwrap()
+    }
+
+    /// The plan's steps as (ms, action).
+    fn timed_actions(plan: &Plan) -> Vec<(u64, Action)> {
+        let steps = plan.steps.iter();
+        steps.map(|s| (s.at_ms, s.action.clone())).collect()
+    }
+
     #[test]
     fn a_pause_is_a_sigstop_and_a_sigcont_after_its_duration() {
         let s = schedule(vec![(
@@ -489,12 +500,8 @@ mod tests {
                 at_point: None,
             },
         )]);
-        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
-        let actions: Vec<(u64, Action)> = plan
-            .steps
-            .iter()
-            .map(|s| (s.at_ms, s.action.clone()))
-            .collect();
+        let plan = given_plan(&s);
+        let actions = timed_actions(&plan);
         assert_eq!(
             actions,
             [
@@ -672,7 +679,7 @@ mod tests {
                 },
             ),
         ]);
-        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
+        let plan = given_plan(&s);
         assert_eq!(plan.clocks["replica-2"].drift_ppm, -50_000);
         assert!(plan.clocks["replica-1"].wall_steps);
         assert_eq!(
@@ -694,12 +701,8 @@ mod tests {
                 downtime_ms: None,
             },
         )]);
-        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
-        let actions: Vec<(u64, Action)> = plan
-            .steps
-            .iter()
-            .map(|s| (s.at_ms, s.action.clone()))
-            .collect();
+        let plan = given_plan(&s);
+        let actions = timed_actions(&plan);
         let bounce = |at| {
             [
                 (at, Action::Kill("lease".into())),
@@ -720,12 +723,8 @@ mod tests {
             (5_001, crash("replica-2")),
         ]);
         s.heal_at_ms = Some(5_000);
-        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
-        let actions: Vec<(u64, Action)> = plan
-            .steps
-            .iter()
-            .map(|s| (s.at_ms, s.action.clone()))
-            .collect();
+        let plan = given_plan(&s);
+        let actions = timed_actions(&plan);
         assert_eq!(actions, [(5_000, Action::Kill("replica-1".into()))]);
         assert_eq!(plan.heal_at_ms, 5_000);
     }
@@ -767,7 +766,7 @@ mod tests {
                 ppm: 100_000,
             },
         )]);
-        let plan = plan(&s, 10_000, 2, Some("lease"), false).unwrap();
+        let plan = given_plan(&s);
         assert_eq!(plan.clocks["lease"].drift_ppm, 100_000);
     }
 }

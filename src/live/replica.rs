@@ -21,12 +21,12 @@ use crate::exit::Exit;
 use crate::history::Process;
 use crate::history::hosts::REPLICA_PREFIX;
 use crate::hooks::HookSlot;
-use crate::journal::{RemoteLedger, SkewMargin, Store, StoreConfig};
-use crate::lease::{FlockLease, FlockLeaseConfig, Owner, RemoteLease, SessionLease};
+use crate::journal::{Ledger, RemoteLedger, SkewMargin, Store, StoreConfig};
+use crate::lease::{FlockLease, FlockLeaseConfig, RemoteLease, SessionLease};
 use crate::net::tcp_dialer;
 use crate::sim::config::{Workload, WorldConfig};
 use crate::sim::plan::{Drawer, PlannedRun, StartedRuns, drawn_runs};
-use crate::sim::record::{Recorder, RecordingLease, RecordingLedger, SinkHooks, validity_sink};
+use crate::sim::record::{Recorder, SinkHooks, recorded_store, validity_sink};
 use crate::sim::runfile::RunFile;
 use crate::sim::workload::{self, Replica};
 
@@ -193,13 +193,6 @@ fn store(
         &config.client_config(),
     )
     .map_err(|e| ReplicaError::BadInput(format!("--ledger {}: {e}", args.ledger)))?;
-    let lease = RecordingLease::new(lease, recorder.clone(), process.clone(), clock.clone());
-    let ledger = RecordingLedger::new(
-        Arc::new(ledger),
-        recorder.clone(),
-        process.clone(),
-        clock.clone(),
-    );
     let hooks = SinkHooks::new(validity_sink(recorder.clone(), process.clone()));
     let store_config = StoreConfig {
         skew_margin: SkewMargin::Percent(config.skew_margin_percent),
@@ -207,11 +200,14 @@ fn store(
         mutant: config.mutant,
         ..StoreConfig::default()
     };
-    let owner = Owner::new(process.replica.clone(), process.incarnation);
-    Ok(
-        Store::new(owner, Arc::new(lease), Arc::new(ledger), clock.clone())
-            .with_config(store_config),
-    )
+    let clients = (lease, Arc::new(ledger) as Arc<dyn Ledger>);
+    let recording = (recorder, process);
+    Ok(recorded_store(
+        clients,
+        recording,
+        clock.clone(),
+        store_config,
+    ))
 }
 
 async fn replica(

@@ -292,6 +292,15 @@ pub fn tail(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Spawns `program args` through `spawner` as host `host`'s process, logging to
+    /// `host.log` in `dir` (no history or log path of its own).
+    fn spawn(spawner: &Spawner, dir: &Path, host: &str, program: &str, args: &[&str]) -> Proc {
+        let mut command = Command::new(program);
+        command.args(args);
+        let child = spawner.spawn(command, &dir.join(format!("{host}.log")));
+        Proc::new(host, 0, PathBuf::new(), PathBuf::new(), child.unwrap())
+    }
+
     #[test]
     fn a_child_started_by_the_spawner_runs_and_its_output_reaches_its_log() {
         let dir = tempfile::tempdir().unwrap();
@@ -314,10 +323,7 @@ mod tests {
     fn a_reaped_child_is_forgotten_and_its_exit_status_kept() {
         let dir = tempfile::tempdir().unwrap();
         let spawner = Spawner::start().unwrap();
-        let mut command = Command::new("sh");
-        command.args(["-c", "exit 7"]);
-        let child = spawner.spawn(command, &dir.path().join("e.log")).unwrap();
-        let mut proc = Proc::new("e", 0, PathBuf::new(), PathBuf::new(), child);
+        let mut proc = spawn(&spawner, dir.path(), "e", "sh", &["-c", "exit 7"]);
         assert_ne!(proc.pid(), 0);
         assert!(proc.wait_for(Duration::from_secs(5)));
         assert_eq!(proc.pid(), 0, "its pid is forgotten once reaped");
@@ -334,10 +340,7 @@ mod tests {
         use std::os::unix::process::ExitStatusExt;
         let dir = tempfile::tempdir().unwrap();
         let spawner = Spawner::start().unwrap();
-        let mut command = Command::new("sleep");
-        command.arg("30");
-        let child = spawner.spawn(command, &dir.path().join("k.log")).unwrap();
-        let mut proc = Proc::new("k", 0, PathBuf::new(), PathBuf::new(), child);
+        let mut proc = spawn(&spawner, dir.path(), "k", "sleep", &["30"]);
         proc.kill();
         assert_eq!(proc.pid(), 0);
         assert_eq!(proc.status().and_then(|s| s.signal()), Some(libc::SIGKILL));
@@ -347,10 +350,7 @@ mod tests {
     fn a_child_is_killed_when_the_spawner_thread_ends() {
         let dir = tempfile::tempdir().unwrap();
         let spawner = Spawner::start().unwrap();
-        let mut command = Command::new("sleep");
-        command.arg("30");
-        let child = spawner.spawn(command, &dir.path().join("s.log")).unwrap();
-        let mut proc = Proc::new("s", 0, PathBuf::new(), PathBuf::new(), child);
+        let mut proc = spawn(&spawner, dir.path(), "s", "sleep", &["30"]);
         drop(spawner);
         assert!(proc.wait_for(Duration::from_secs(5)), "PDEATHSIG killed it");
     }

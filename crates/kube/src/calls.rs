@@ -6,6 +6,7 @@ use std::fmt;
 use k8s_openapi::api::coordination::v1::Lease as LeaseObject;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 
+use crate::object::holder_fields;
 use leasesim_core::lease::{LeaseError, Owner, SessionId};
 
 /// The `resourceVersion` reported to [`KubeCalls`] for a version that is not a decimal `u64`.
@@ -128,7 +129,7 @@ impl Caller<'_> {
 
     /// Creates `object`.
     pub async fn create(&self, object: &LeaseObject) -> Result<LeaseObject, Failure> {
-        let (holder_identity, transitions) = spec_fields(object);
+        let (holder_identity, transitions) = holder_fields(object);
         let call = KubeCall::Create {
             holder_identity,
             transitions,
@@ -143,7 +144,7 @@ impl Caller<'_> {
     /// the Lease API refuses a replace without a resourceVersion with 422, since its strategy
     /// has `AllowUnconditionalUpdate() == false`).
     pub async fn update(&self, object: &LeaseObject) -> Result<LeaseObject, Failure> {
-        let (holder_identity, transitions) = spec_fields(object);
+        let (holder_identity, transitions) = holder_fields(object);
         let call = KubeCall::Update {
             expected_rv: object.metadata.resource_version.as_deref().map(parse_rv),
             holder_identity,
@@ -267,20 +268,8 @@ pub fn parse_rv(rv: &str) -> u64 {
     rv.parse().unwrap_or(UNPARSED_RESOURCE_VERSION)
 }
 
-/// holderIdentity (`""` for none) and leaseTransitions (negative read as 0) of `object`.
-fn spec_fields(object: &LeaseObject) -> (String, u64) {
-    let spec = object.spec.as_ref();
-    let holder = spec
-        .and_then(|s| s.holder_identity.clone())
-        .unwrap_or_default();
-    let transitions = spec
-        .and_then(|s| s.lease_transitions)
-        .map_or(0, |t| u64::try_from(t).unwrap_or(0));
-    (holder, transitions)
-}
-
 fn object_reply(object: &LeaseObject) -> KubeReply {
-    let (holder_identity, transitions) = spec_fields(object);
+    let (holder_identity, transitions) = holder_fields(object);
     KubeReply::Object {
         resource_version: object
             .metadata

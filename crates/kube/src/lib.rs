@@ -72,6 +72,7 @@ pub use calls::{
 #[cfg(feature = "cluster")]
 pub use cluster::ClusterError;
 pub use name::{OBJECT_NAME_MAX_CHARS, object_name, session_object_name};
+pub use object::holder_fields;
 pub use transport::{api_base, client_over, http_over};
 
 /// The annotation holding the full session id of a Lease object (object names are sanitised

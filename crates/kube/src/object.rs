@@ -41,15 +41,25 @@ impl Held {
 /// holderIdentity and leaseTransitions of `object` (a negative leaseTransitions, which no
 /// correct writer produces, reads as 0: the next takeover writes 1).
 pub(super) fn holder(object: &LeaseObject) -> Held {
-    let spec = object.spec.as_ref();
+    let (identity, transitions) = holder_fields(object);
     Held {
-        identity: spec
-            .and_then(|s| s.holder_identity.clone())
-            .unwrap_or_default(),
-        transitions: spec
-            .and_then(|s| s.lease_transitions)
-            .map_or(0, |t| u64::try_from(t).unwrap_or(0)),
+        identity,
+        transitions,
     }
+}
+
+/// `holderIdentity` (`""` for none) and `leaseTransitions` (0 when absent; a negative one,
+/// which no correct writer produces, reads as 0) of a Lease object: as a client reads them
+/// and as the world's API server records an accepted write.
+pub fn holder_fields(object: &LeaseObject) -> (String, u64) {
+    let spec = object.spec.as_ref();
+    let identity = spec
+        .and_then(|s| s.holder_identity.clone())
+        .unwrap_or_default();
+    let transitions = spec
+        .and_then(|s| s.lease_transitions)
+        .map_or(0, |t| u64::try_from(t).unwrap_or(0));
+    (identity, transitions)
 }
 
 /// `leaseDurationSeconds` of `object`, when present and positive.

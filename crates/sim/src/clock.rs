@@ -518,26 +518,27 @@ pub(crate) mod tests {
         end.expect("the sleeper finished")
     }
 
+    /// [`sleep_once`] of 10 s on a clock drifting `ppm` from the start.
+    fn sleep_10_s_drifting(ppm: i64) -> (Duration, Instant) {
+        let clock = HostClock::new(EPOCH);
+        clock.set_drift_ppm(Duration::ZERO, ppm);
+        sleep_once(&clock, Duration::from_secs(10), |_, _| {})
+    }
+
     #[test]
     fn a_fast_clock_ends_a_10_s_sleep_at_9_091_s_true_time() {
-        let clock = HostClock::new(EPOCH);
-        clock.set_drift_ppm(Duration::ZERO, 100_000);
-        let (end_true, end_local) = sleep_once(&clock, Duration::from_secs(10), |_, _| {});
-        // 10 s / 1.1 = 9_090_909_090.9 ns → 9_090_909_091 ns → the 9_091st tick.
-        assert_eq!(end_true, ms(9_091));
-        // floor(9.091 s × 1.1)
-        assert_eq!(end_local, Instant::from_origin(nanos(10_000_100_000)));
+        // 10 s / 1.1 = 9_090_909_090.9 ns → 9_090_909_091 ns → the 9_091st tick; the clock
+        // then reads floor(9.091 s × 1.1).
+        let end_local = Instant::from_origin(nanos(10_000_100_000));
+        assert_eq!(sleep_10_s_drifting(100_000), (ms(9_091), end_local));
     }
 
     #[test]
     fn a_slow_clock_ends_a_10_s_sleep_at_16_667_s_true_time() {
-        let clock = HostClock::new(EPOCH);
-        clock.set_drift_ppm(Duration::ZERO, -400_000);
-        let (end_true, end_local) = sleep_once(&clock, Duration::from_secs(10), |_, _| {});
-        // 10 s / 0.6 = 16_666_666_666.7 ns → 16_666_666_667 ns → the 16_667th tick.
-        assert_eq!(end_true, ms(16_667));
-        // floor(16.667 s × 0.6)
-        assert_eq!(end_local, Instant::from_origin(nanos(10_000_200_000)));
+        // 10 s / 0.6 = 16_666_666_666.7 ns → 16_666_666_667 ns → the 16_667th tick; the clock
+        // then reads floor(16.667 s × 0.6).
+        let end_local = Instant::from_origin(nanos(10_000_200_000));
+        assert_eq!(sleep_10_s_drifting(-400_000), (ms(16_667), end_local));
     }
 
     #[test]
@@ -568,17 +569,20 @@ pub(crate) mod tests {
         assert_eq!(end_true, ms(15_000));
         assert_eq!(end_local, Instant::from_origin(ms(10_000)));
         assert_eq!(end_true - end_local.since_origin(), ms(5_000));
-        let suspended = |from_true, suspended| Segment {
+        assert_eq!(clock.segments(end_true)[1..], suspended_from_3_s_to_8_s());
+    }
+
+    /// The segments of a clock suspended from 3 s to 8 s of true time (its local 3 s), at
+    /// rate 1 in its first boot.
+    fn suspended_from_3_s_to_8_s() -> [Segment; 2] {
+        let from_3_s = |from_true, suspended| Segment {
             from_true,
             local_from: Instant::from_origin(ms(3_000)),
             drift_ppm: 0,
             suspended,
             boot: 0,
         };
-        assert_eq!(
-            clock.segments(end_true)[1..],
-            [suspended(ms(3_000), true), suspended(ms(8_000), false)]
-        );
+        [from_3_s(ms(3_000), true), from_3_s(ms(8_000), false)]
     }
 
     #[test]
@@ -592,17 +596,7 @@ pub(crate) mod tests {
         assert_eq!(end_true, ms(15_000));
         assert_eq!(end_local, Instant::from_origin(ms(10_000)));
         // The suspension closed itself at 3 s + 5 s, without a resume call.
-        let from_3_s = |from_true, suspended| Segment {
-            from_true,
-            local_from: Instant::from_origin(ms(3_000)),
-            drift_ppm: 0,
-            suspended,
-            boot: 0,
-        };
-        assert_eq!(
-            clock.segments(end_true)[1..],
-            [from_3_s(ms(3_000), true), from_3_s(ms(8_000), false)]
-        );
+        assert_eq!(clock.segments(end_true)[1..], suspended_from_3_s_to_8_s());
         assert!(!clock.is_suspended_at(end_true));
     }
 

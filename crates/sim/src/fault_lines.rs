@@ -59,23 +59,11 @@ pub fn fault_lines(now: Duration, fault: &Fault, authority: &str) -> Vec<Nemesis
         | Fault::Stall { .. }
         | Fault::WorkerPanic { .. }
         | Fault::LeaseServiceRestarts { .. } => Vec::new(),
-        Fault::Partition { .. }
-        | Fault::PartitionOneWay { .. }
-        | Fault::Hold { .. }
-        | Fault::Release { .. }
-        | Fault::Latency { .. }
-        | Fault::LinkFlaps { .. }
-        | Fault::DelayReplies { .. }
-        | Fault::HoldReplies { .. } => link_line(at, fault).into_iter().collect(),
-        Fault::Isolate { .. }
-        | Fault::Heal
-        | Fault::ClockDrift { .. }
-        | Fault::WallJump { .. }
-        | Fault::WallOffset { .. }
-        | Fault::Crash { .. }
-        | Fault::Restart { .. }
-        | Fault::DeleteLeaseRecord { .. }
-        | Fault::AuthorityErrors { .. } => host_line(at, fault, authority).into_iter().collect(),
+        // Every other fault is one line: on a link, or on a host.
+        _ => link_line(at, fault)
+            .or_else(|| host_line(at, fault, authority))
+            .into_iter()
+            .collect(),
     }
 }
 

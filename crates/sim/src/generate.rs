@@ -90,20 +90,8 @@ impl FaultKind {
         FaultKind::DelayReplies,
     ];
 
-    /// Every kind: the classic ones, then the newer ones.
-    pub const ALL: [FaultKind; 18] = [
-        FaultKind::Partition,
-        FaultKind::Isolate,
-        FaultKind::Pause,
-        FaultKind::Suspend,
-        FaultKind::Stall,
-        FaultKind::ClockDrift,
-        FaultKind::WallJump,
-        FaultKind::Crash,
-        FaultKind::LeaseServiceRestarts,
-        FaultKind::Latency,
-        FaultKind::LinkFlaps,
-        FaultKind::DelayReplies,
+    /// The kinds added after the classic ones, in the order they came.
+    const NEWER: [FaultKind; 6] = [
         FaultKind::PartitionOneWay,
         FaultKind::CrashService,
         FaultKind::DeleteLeaseRecord,
@@ -111,6 +99,23 @@ impl FaultKind {
         FaultKind::HoldReplies,
         FaultKind::WorkerPanic,
     ];
+
+    /// Every kind: the classic ones, then the newer ones.
+    pub const ALL: [FaultKind; 18] = {
+        let classic = Self::CLASSIC.len();
+        let mut all = [FaultKind::Partition; 18];
+        assert!(classic + Self::NEWER.len() == all.len(), "every kind once");
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = if i < classic {
+                Self::CLASSIC[i]
+            } else {
+                Self::NEWER[i - classic]
+            };
+            i += 1;
+        }
+        all
+    };
 
     /// The kind's name as scenario files spell it (`clock_drift`, …).
     pub const fn name(self) -> &'static str {

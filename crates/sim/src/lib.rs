@@ -13,7 +13,8 @@
 //!   `kind_spelling` — the words a file writes for a drawn kind (the schedule's words).
 //! - [`script`], [`plan`], `workload`, [`record`] — scripted, planned and generated workloads
 //!   (a generated workload is a plan drawn from the seed), recorded as a history;
-//!   [`to_history`] — the system under test's values as the history writes them.
+//!   [`to_history`] — the system under test's values as the history writes them;
+//!   `versioned` — reading and writing their versioned JSON files.
 //! - [`net`], [`seed`] — turmoil TCP as a transport; sub-seeds per subsystem.
 //! - `trace` — the run's trace, stamped with true simulated time (the runner collects it).
 //! - [`hosted`] — the time and randomness code the world hosts unmodified reads (per host).
@@ -50,6 +51,7 @@ pub mod seed;
 pub mod to_history;
 mod trace;
 pub mod true_time;
+mod versioned;
 pub mod wall;
 pub mod workload;
 pub mod world;

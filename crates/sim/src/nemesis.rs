@@ -14,6 +14,9 @@ use leasesim_core::lease::SessionId;
 use leasesim_history::hosts as host_names;
 use leasesim_history::{HistEvent, NemesisAction};
 
+/// The world's simulation, which the nemesis steps and acts on.
+type Sim = turmoil::Sim<'static>;
+
 /// What the nemesis does at a time: a scheduled fault, or a follow-up it scheduled itself.
 #[derive(Clone, Debug)]
 enum Action {
@@ -50,7 +53,7 @@ enum Action {
 /// # Errors
 /// turmoil's, when a host fails.
 pub(crate) fn drive(
-    sim: &mut turmoil::Sim<'static>,
+    sim: &mut Sim,
     config: &WorldConfig,
     schedule: &FaultSchedule,
     hosts: &Hosts,
@@ -131,12 +134,7 @@ fn over(config: &WorldConfig, hosts: &Hosts, healed: Option<Duration>, now: Dura
 }
 
 /// Applies one action; returns follow-ups as (delay from now in ms, action).
-fn apply(
-    sim: &mut turmoil::Sim<'static>,
-    hosts: &Hosts,
-    now: Duration,
-    action: Action,
-) -> Vec<(u64, Action)> {
+fn apply(sim: &mut Sim, hosts: &Hosts, now: Duration, action: Action) -> Vec<(u64, Action)> {
     super::trace::set_trace_now(now);
     tracing::info!(target: "leasesim::nemesis", at = ?now, ?action, "nemesis");
     hosts.recorder.set_harness_now(now);
@@ -206,7 +204,7 @@ const STOPPED_REPLICA_RESTART: Duration = Duration::from_secs(1);
 /// Every replica's name and turmoil address, in name order, resolved once: the nemesis looks at
 /// each replica at every step, and turmoil resolves a name by allocating a `String` and hashing
 /// it, which at 64 replicas was 1.4 % of a run's instructions (benches/world.rs).
-fn replica_addrs(sim: &turmoil::Sim<'static>, hosts: &Hosts) -> Vec<(String, IpAddr)> {
+fn replica_addrs(sim: &Sim, hosts: &Hosts) -> Vec<(String, IpAddr)> {
     hosts
         .clocks
         .keys()
@@ -218,7 +216,7 @@ fn replica_addrs(sim: &turmoil::Sim<'static>, hosts: &Hosts) -> Vec<(String, IpA
 /// Starts again the replicas that stopped by themselves (not crashed by the nemesis), one
 /// second after they stopped, so long generated runs keep their contention.
 fn restart_stopped_replicas(
-    sim: &mut turmoil::Sim<'static>,
+    sim: &mut Sim,
     hosts: &Hosts,
     replicas: &[(String, IpAddr)],
     now: Duration,
@@ -250,12 +248,7 @@ fn frozen(hosts: &Hosts, now: Duration) -> bool {
 /// Applies one scheduled fault at `now`; returns the follow-up actions it schedules, as
 /// `(ms after now, action)`. Faults are routed by what they act on, so each phase reads as one
 /// kind of damage.
-fn apply_fault(
-    sim: &mut turmoil::Sim<'static>,
-    hosts: &Hosts,
-    now: Duration,
-    fault: Fault,
-) -> Vec<(u64, Action)> {
+fn apply_fault(sim: &mut Sim, hosts: &Hosts, now: Duration, fault: Fault) -> Vec<(u64, Action)> {
     match fault {
         Fault::Heal => heal(sim, hosts, now),
         Fault::Partition { .. }
@@ -274,10 +267,21 @@ fn apply_fault(
         Fault::ClockDrift { .. } | Fault::WallJump { .. } | Fault::WallOffset { .. } => {
             apply_clock_fault(hosts, now, fault)
         }
-        Fault::Crash { .. }
-        | Fault::Restart { .. }
-        | Fault::LeaseServiceRestarts { .. }
-        | Fault::DeleteLeaseRecord { .. } => return apply_host_fault(sim, hosts, now, fault),
+        Fault::Crash { .. } | Fault::Restart { .. } | Fault::DeleteLeaseRecord { .. } => {
+            apply_host_fault(sim, hosts, now, fault);
+        }
+        // A series of lease service restarts: follow-ups `every_ms` apart, the first now,
+        // each down for its downtime.
+        Fault::LeaseServiceRestarts {
+            every_ms,
+            count,
+            downtime_ms,
+        } => {
+            let bounce = Action::BounceLease { downtime_ms };
+            return (0..u64::from(count))
+                .map(|i| (i * every_ms, bounce.clone()))
+                .collect();
+        }
         Fault::AuthorityErrors {
             duration_ms,
             status,
@@ -292,11 +296,7 @@ fn apply_fault(
 
 /// A fault on the network between hosts. Only reply delays and holds schedule a follow-up:
 /// the delivery of what they held.
-fn apply_link_fault(
-    sim: &mut turmoil::Sim<'static>,
-    hosts: &Hosts,
-    fault: Fault,
-) -> Vec<(u64, Action)> {
+fn apply_link_fault(sim: &mut Sim, hosts: &Hosts, fault: Fault) -> Vec<(u64, Action)> {
     let ms = Duration::from_millis;
     match fault {
         Fault::Partition { a, b } => sim.partition(a, b),
@@ -347,31 +347,21 @@ fn apply_link_fault(
 /// A fault that freezes a host now or arms a freeze (or a worker panic) at a pause point.
 fn apply_freeze_fault(hosts: &Hosts, now: Duration, fault: Fault) {
     let ms = Duration::from_millis;
+    let kind = match fault {
+        Fault::Suspend { .. } => FreezeKind::Suspend,
+        _ => FreezeKind::Pause,
+    };
     match fault {
         Fault::Pause {
             host,
             duration_ms,
             at_point,
-        } => freeze(
-            hosts,
-            &host,
-            now,
-            FreezeKind::Pause,
-            ms(duration_ms),
-            at_point,
-        ),
-        Fault::Suspend {
+        }
+        | Fault::Suspend {
             host,
             duration_ms,
             at_point,
-        } => freeze(
-            hosts,
-            &host,
-            now,
-            FreezeKind::Suspend,
-            ms(duration_ms),
-            at_point,
-        ),
+        } => freeze(hosts, &host, now, kind, ms(duration_ms), at_point),
         Fault::Stall {
             host,
             point,
@@ -402,31 +392,15 @@ fn apply_clock_fault(hosts: &Hosts, now: Duration, fault: Fault) {
     }
 }
 
-/// A fault on a host's process or its state: a crash, a restart, a series of lease service
-/// restarts (scheduled as follow-ups `every_ms` apart, the first now, each down for its
-/// downtime), or the deletion of an expired lease record.
-fn apply_host_fault(
-    sim: &mut turmoil::Sim<'static>,
-    hosts: &Hosts,
-    now: Duration,
-    fault: Fault,
-) -> Vec<(u64, Action)> {
+/// A fault on a host's process or its state: a crash, a restart, or the deletion of an
+/// expired lease record.
+fn apply_host_fault(sim: &mut Sim, hosts: &Hosts, now: Duration, fault: Fault) {
     match fault {
         Fault::Crash { host } => crash(sim, hosts, now, &host),
         Fault::Restart { host } => restart(sim, hosts, now, &host),
-        Fault::LeaseServiceRestarts {
-            every_ms,
-            count,
-            downtime_ms,
-        } => {
-            return (0..u64::from(count))
-                .map(|i| (i * every_ms, Action::BounceLease { downtime_ms }))
-                .collect();
-        }
         Fault::DeleteLeaseRecord { session } => delete_lease_record(hosts, now, session),
         other => unreachable!("apply_fault routed a non-host fault here: {other:?}"),
     }
-    Vec::new()
 }
 
 /// A record collector's sweep of `session`, if the authority runs and the name is valid.
@@ -457,7 +431,7 @@ fn freeze(
 /// A crash loses the host's volatile state and its disk's unsynced writes. A down authority's
 /// clock reads as stopped (a suspended segment until its restart), so the history shows how
 /// long it was up: its grace countdown runs on uptime only (LIVE's grace rule).
-fn crash(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration, host: &str) {
+fn crash(sim: &mut Sim, hosts: &Hosts, now: Duration, host: &str) {
     hosts.conns[host].tear_down(|| sim.crash(host));
     hosts.set_crashed(host, true);
     hosts.freezes[host].clear(now);
@@ -468,7 +442,7 @@ fn crash(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration, host: &s
 }
 
 /// Starts a host again (crashing it first if it runs): a new incarnation on a rebooted clock.
-fn restart(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration, host: &str) {
+fn restart(sim: &mut Sim, hosts: &Hosts, now: Duration, host: &str) {
     if sim.is_host_running(host) {
         crash(sim, hosts, now, host);
     }
@@ -479,7 +453,7 @@ fn restart(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration, host: 
 
 /// Repairs and releases every link, resets link fail rates, ends every freeze and starts
 /// every host the nemesis crashed again (not those that finished by themselves).
-fn heal(sim: &mut turmoil::Sim<'static>, hosts: &Hosts, now: Duration) {
+fn heal(sim: &mut Sim, hosts: &Hosts, now: Duration) {
     let names: Vec<&String> = hosts.clocks.keys().collect();
     for (i, a) in names.iter().enumerate() {
         for b in &names[i + 1..] {

@@ -21,7 +21,7 @@ use super::to_history::{ToHistory, granted};
 use super::true_time::{true_now, true_sleep};
 use leasesim_core::clock::{Clock, Instant};
 use leasesim_core::hooks::{Hooks, Observation, PausePoint};
-use leasesim_core::journal::{Entry, Ledger, LedgerError, Record, Seq};
+use leasesim_core::journal::{Entry, Ledger, LedgerError, Record, Seq, Store, StoreConfig};
 use leasesim_core::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use leasesim_history::{
     ClockLine, DecisionLine, EventLine, HistEvent, LedgerLine, Line, NemesisLine, Op, OpLine,
@@ -316,24 +316,26 @@ fn ledger_outcome<T>(result: &Result<T, LedgerError>) -> Outcome {
     }
 }
 
-/// A replica's lease client that records each call as an operation.
+/// A replica's client (`T`: its lease or its ledger) that records each call `process` makes
+/// through it as an operation, timed on `clock`: [`RecordingLease`], [`RecordingLedger`].
 #[derive(Debug)]
-pub struct RecordingLease {
-    inner: Arc<dyn SessionLease>,
+pub struct Recording<T: ?Sized> {
+    inner: Arc<T>,
     recorder: Recorder,
     process: Process,
     clock: Arc<dyn Clock>,
 }
 
-impl RecordingLease {
+/// A replica's lease client that records each call as an operation.
+pub type RecordingLease = Recording<dyn SessionLease>;
+
+/// A replica's ledger client that records each call as an operation.
+pub type RecordingLedger = Recording<dyn Ledger>;
+
+impl<T: ?Sized> Recording<T> {
     /// Records the calls `process` makes through `inner`, timed on `clock`.
-    pub fn new(
-        inner: Arc<dyn SessionLease>,
-        recorder: Recorder,
-        process: Process,
-        clock: Arc<dyn Clock>,
-    ) -> Self {
-        RecordingLease {
+    pub fn new(inner: Arc<T>, recorder: Recorder, process: Process, clock: Arc<dyn Clock>) -> Self {
+        Recording {
             inner,
             recorder,
             process,
@@ -341,13 +343,31 @@ impl RecordingLease {
         }
     }
 
-    fn record_lease(&self, invocation: Invocation, result: &Result<Lease, LeaseError>) {
-        let op_result = match result {
-            Ok(lease) => granted(lease),
+    /// Makes `call` on `session` as the operation `op`: its invocation recorded before the
+    /// call starts, its completion after it ends, with the `outcome` of its result and what
+    /// the history writes of it (`ok` of a value, or the error as the history writes it).
+    async fn record<V, E, F>(
+        &self,
+        (session, op): (&SessionId, Op),
+        call: impl FnOnce() -> F,
+        outcome: fn(&Result<V, E>) -> Outcome,
+        ok: impl FnOnce(&V) -> OpResult,
+    ) -> Result<V, E>
+    where
+        F: Future<Output = Result<V, E>>,
+        E: ToHistory<Hist = OpResult>,
+    {
+        let invocation = self
+            .recorder
+            .invoke(self.process.clone(), session, op, &self.clock);
+        let result = call().await;
+        let op_result = match &result {
+            Ok(value) => ok(value),
             Err(error) => error.to_history(),
         };
         self.recorder
-            .complete(invocation, lease_outcome(result), op_result);
+            .complete(invocation, outcome(&result), op_result);
+        result
     }
 }
 
@@ -357,12 +377,9 @@ impl SessionLease for RecordingLease {
         let op = Op::LeaseAcquire {
             owner: owner.to_history(),
         };
-        let invocation = self
-            .recorder
-            .invoke(self.process.clone(), session, op, &self.clock);
-        let result = self.inner.acquire(session, owner).await;
-        self.record_lease(invocation, &result);
-        result
+        let call = || self.inner.acquire(session, owner);
+        self.record((session, op), call, lease_outcome, granted)
+            .await
     }
 
     async fn renew(&self, lease: &Lease) -> Result<Lease, LeaseError> {
@@ -370,12 +387,9 @@ impl SessionLease for RecordingLease {
             owner: lease.owner().to_history(),
             token: lease.token(),
         };
-        let invocation =
-            self.recorder
-                .invoke(self.process.clone(), lease.session(), op, &self.clock);
-        let result = self.inner.renew(lease).await;
-        self.record_lease(invocation, &result);
-        result
+        let call = || self.inner.renew(lease);
+        self.record((lease.session(), op), call, lease_outcome, granted)
+            .await
     }
 
     async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
@@ -383,60 +397,34 @@ impl SessionLease for RecordingLease {
             owner: lease.owner().to_history(),
             token: lease.token(),
         };
-        let invocation =
-            self.recorder
-                .invoke(self.process.clone(), lease.session(), op, &self.clock);
-        let result = self.inner.release(lease).await;
-        let op_result = match &result {
-            Ok(()) => OpResult::Released {},
-            Err(error) => error.to_history(),
-        };
-        self.recorder
-            .complete(invocation, lease_outcome(&result), op_result);
-        result
+        let released = |_: &()| OpResult::Released {};
+        let call = || self.inner.release(lease);
+        self.record((lease.session(), op), call, lease_outcome, released)
+            .await
     }
 }
 
-/// A replica's ledger client that records each call as an operation.
-#[derive(Debug)]
-pub struct RecordingLedger {
-    inner: Arc<dyn Ledger>,
-    recorder: Recorder,
-    process: Process,
+/// A replica's store (set up by `config`) over `lease` and `ledger`, both recording the calls
+/// `process` makes through them, timed on `clock`: the world's and a live replica's.
+pub fn recorded_store(
+    (lease, ledger): (Arc<dyn SessionLease>, Arc<dyn Ledger>),
+    (recorder, process): (&Recorder, &Process),
     clock: Arc<dyn Clock>,
-}
-
-impl RecordingLedger {
-    /// Records the calls `process` makes through `inner`, timed on `clock`.
-    pub fn new(
-        inner: Arc<dyn Ledger>,
-        recorder: Recorder,
-        process: Process,
-        clock: Arc<dyn Clock>,
-    ) -> Self {
-        RecordingLedger {
-            inner,
-            recorder,
-            process,
-            clock,
-        }
-    }
+    config: StoreConfig,
+) -> Store {
+    let lease = RecordingLease::new(lease, recorder.clone(), process.clone(), clock.clone());
+    let ledger = RecordingLedger::new(ledger, recorder.clone(), process.clone(), clock.clone());
+    let owner = Owner::new(process.replica.clone(), process.incarnation);
+    Store::new(owner, Arc::new(lease), Arc::new(ledger), clock).with_config(config)
 }
 
 #[async_trait]
 impl Ledger for RecordingLedger {
     async fn tip(&self, name: &SessionId) -> Result<Seq, LedgerError> {
-        let invocation =
-            self.recorder
-                .invoke(self.process.clone(), name, Op::LedgerTip {}, &self.clock);
-        let result = self.inner.tip(name).await;
-        let op_result = match &result {
-            Ok(seq) => OpResult::Tip { seq: *seq },
-            Err(error) => error.to_history(),
-        };
-        self.recorder
-            .complete(invocation, ledger_outcome(&result), op_result);
-        result
+        let tip = |seq: &Seq| OpResult::Tip { seq: *seq };
+        let call = || self.inner.tip(name);
+        self.record((name, Op::LedgerTip {}), call, ledger_outcome, tip)
+            .await
     }
 
     async fn append(
@@ -449,17 +437,10 @@ impl Ledger for RecordingLedger {
             expected,
             record: record.to_history(),
         };
-        let invocation = self
-            .recorder
-            .invoke(self.process.clone(), name, op, &self.clock);
-        let result = self.inner.append(name, expected, record).await;
-        let op_result = match &result {
-            Ok(seq) => OpResult::Appended { seq: *seq },
-            Err(error) => error.to_history(),
-        };
-        self.recorder
-            .complete(invocation, ledger_outcome(&result), op_result);
-        result
+        let appended = |seq: &Seq| OpResult::Appended { seq: *seq };
+        let call = || self.inner.append(name, expected, record);
+        self.record((name, op), call, ledger_outcome, appended)
+            .await
     }
 
     /// Reads are not operations of the history (they change nothing, and the final ledger

@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::versioned;
 use leasesim_core::hooks::PausePoint;
 use leasesim_history::hosts;
 
@@ -442,19 +443,12 @@ impl FaultSchedule {
     /// A message naming the line and column of malformed JSON, an unknown fault or field, or
     /// a wrong schema version.
     pub fn from_json(text: &str) -> Result<Self, String> {
-        let schedule: FaultSchedule = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        if schedule.v != SCHEDULE_SCHEMA_VERSION {
-            return Err(format!(
-                "schedule schema version {} is not supported; this leasesim reads version {SCHEDULE_SCHEMA_VERSION}",
-                schedule.v
-            ));
-        }
-        Ok(schedule)
+        versioned::from_json(text, "schedule", SCHEDULE_SCHEMA_VERSION, |s: &Self| s.v)
     }
 
     /// The schedule as pretty JSON.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a schedule always serialises")
+        versioned::to_json(self, "schedule")
     }
 
     /// The faults ordered by time (stable for ties).
@@ -769,7 +763,8 @@ impl Fault {
 mod tests {
     use super::*;
 
-    fn hosts() -> Vec<String> {
+    /// The hosts of a two-replica world.
+    pub(super) fn hosts() -> Vec<String> {
         ["lease", "ledger", "replica-1", "replica-2"]
             .map(String::from)
             .to_vec()
@@ -844,13 +839,8 @@ mod tests {
 
 #[cfg(test)]
 mod authority_fault_tests {
+    use super::tests::hosts;
     use super::*;
-
-    fn hosts() -> Vec<String> {
-        ["lease", "ledger", "replica-1", "replica-2"]
-            .map(String::from)
-            .to_vec()
-    }
 
     fn reason(fault: Fault) -> String {
         let schedule = FaultSchedule::new().at(1, fault);

@@ -17,6 +17,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::versioned;
+
 /// Schema version of script files.
 pub const SCRIPT_SCHEMA_VERSION: u32 = 1;
 
@@ -118,19 +120,12 @@ impl Script {
     /// A message naming the line and column of malformed JSON, an unknown call or field, or
     /// a wrong schema version.
     pub fn from_json(text: &str) -> Result<Self, String> {
-        let script: Script = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        if script.v != SCRIPT_SCHEMA_VERSION {
-            return Err(format!(
-                "script schema version {} is not supported; this leasesim reads version {SCRIPT_SCHEMA_VERSION}",
-                script.v
-            ));
-        }
-        Ok(script)
+        versioned::from_json(text, "script", SCRIPT_SCHEMA_VERSION, |s: &Self| s.v)
     }
 
     /// The script as pretty JSON.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a script always serialises")
+        versioned::to_json(self, "script")
     }
 
     /// The calls of `replica`, in order.

@@ -33,7 +33,7 @@ use super::config::{LEDGER_PORT, WALL_EPOCH, Workload, WorldConfig, config_line,
 use super::freeze::HostFreeze;
 use super::hosts::{Hosts, next_boot};
 use super::plan::{Plan, StartedRuns};
-use super::record::{Recorder, RecordingLease, RecordingLedger, event_sink, validity_sink};
+use super::record::{Recorder, event_sink, recorded_store, validity_sink};
 use super::schedule::{Fault, FaultSchedule, ScheduleError, limits};
 use super::script::{Call, Script};
 use super::seed::{Subsystem, sub_seed};
@@ -42,7 +42,7 @@ use super::workload;
 use leasesim_core::clock::Clock;
 use leasesim_core::hooks::HookSlot;
 use leasesim_core::journal::{Ledger, SkewMargin, Store, StoreConfig};
-use leasesim_core::lease::{Owner, SessionId};
+use leasesim_core::lease::SessionId;
 use leasesim_core::mutant::Mutant;
 use leasesim_core::storage::MemStorage;
 use leasesim_history::hosts::LEDGER;
@@ -635,13 +635,6 @@ fn replica_store(
         clock_arc.clone(),
         &client,
     )?;
-    let lease = RecordingLease::new(lease, recorder.clone(), process.clone(), clock_arc.clone());
-    let ledger = RecordingLedger::new(
-        Arc::new(ledger),
-        recorder.clone(),
-        process.clone(),
-        clock_arc.clone(),
-    );
     freeze.set_sink(Arc::new(validity_sink(recorder.clone(), process.clone())));
     let store_config = StoreConfig {
         skew_margin: SkewMargin::Percent(config.skew_margin_percent),
@@ -650,8 +643,9 @@ fn replica_store(
         mutant: config.mutant,
         ..StoreConfig::default()
     };
-    let owner = Owner::new(process.replica.clone(), process.incarnation);
-    Ok(Store::new(owner, Arc::new(lease), Arc::new(ledger), clock_arc).with_config(store_config))
+    let clients = (lease, Arc::new(ledger) as Arc<dyn Ledger>);
+    let recording = (recorder, process);
+    Ok(recorded_store(clients, recording, clock_arc, store_config))
 }
 
 /// The history: config, operations, decisions, validity checks, events and nemesis actions,

@@ -93,24 +93,8 @@ impl Run<'_> {
     pub(super) fn apply(&mut self, action: &Action, reason: &str) -> Result<(), LiveError> {
         let why = Some(reason.to_owned());
         match action {
-            Action::Stop(host) => {
-                if let Some(state) = self.hosts.get_mut(host)
-                    && let Some(proc) = &state.proc
-                {
-                    proc.signal(libc::SIGSTOP);
-                    state.paused = true;
-                }
-                self.record(host, NemesisAction::Sigstop, None, why);
-            }
-            Action::Cont(host) => {
-                if let Some(state) = self.hosts.get_mut(host)
-                    && let Some(proc) = &state.proc
-                {
-                    proc.signal(libc::SIGCONT);
-                    state.paused = false;
-                }
-                self.record(host, NemesisAction::Sigcont, None, why);
-            }
+            Action::Stop(host) => self.set_paused(host, true, why),
+            Action::Cont(host) => self.set_paused(host, false, why),
             Action::Kill(host) => {
                 if self.kill(host, "crash") {
                     self.record(host, NemesisAction::Sigkill, None, why);
@@ -161,6 +145,23 @@ impl Run<'_> {
             Action::HealAll => self.heal()?,
         }
         Ok(())
+    }
+
+    /// Stops (`SIGSTOP`) or continues (`SIGCONT`) `host`'s process, if it runs, and records
+    /// the signal either way.
+    fn set_paused(&mut self, host: &str, paused: bool, why: Option<String>) {
+        let (signal, action) = if paused {
+            (libc::SIGSTOP, NemesisAction::Sigstop)
+        } else {
+            (libc::SIGCONT, NemesisAction::Sigcont)
+        };
+        if let Some(state) = self.hosts.get_mut(host)
+            && let Some(proc) = &state.proc
+        {
+            proc.signal(signal);
+            state.paused = paused;
+        }
+        self.record(host, action, None, why);
     }
 
     /// Every link healed, every paused process continued, every crashed one started again.

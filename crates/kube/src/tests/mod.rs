@@ -82,6 +82,13 @@ fn candidate(api: &FakeApi) -> Candidate {
     candidate_on(api, ManualClock::new(), None)
 }
 
+/// The refusal of a lease held by the owner of `token`.
+fn held_by(token: u64) -> LeaseError {
+    LeaseError::Held {
+        holder_token: Some(token),
+    }
+}
+
 fn s1() -> SessionId {
     SessionId::new("s1").unwrap()
 }
@@ -219,20 +226,10 @@ async fn a_fresh_candidate_waits_a_full_duration_from_its_first_read() {
     let b = candidate_on(&api, ManualClock::new(), None);
     b.clock.advance(Duration::from_secs(1000));
     let first = b.lease.acquire(&s1(), &owner(2)).await;
-    assert_eq!(
-        first,
-        Err(LeaseError::Held {
-            holder_token: Some(1)
-        })
-    );
+    assert_eq!(first, Err(held_by(1)));
     b.clock.advance(TTL - Duration::from_nanos(1));
     let early = b.lease.acquire(&s1(), &owner(2)).await;
-    assert_eq!(
-        early,
-        Err(LeaseError::Held {
-            holder_token: Some(1)
-        })
-    );
+    assert_eq!(early, Err(held_by(1)));
     b.clock.advance(Duration::from_nanos(1));
     let taken = b.lease.acquire(&s1(), &owner(2)).await.unwrap();
     assert_eq!(taken.token(), 2);
@@ -259,19 +256,12 @@ async fn a_renew_seen_by_the_candidate_restarts_its_count() {
     b.clock.advance(Duration::from_secs(6));
     a.lease.renew(&held).await.unwrap();
     let seen = b.lease.acquire(&s1(), &owner(2)).await;
-    assert_eq!(
-        seen,
-        Err(LeaseError::Held {
-            holder_token: Some(1)
-        })
-    );
+    assert_eq!(seen, Err(held_by(1)));
     b.clock.advance(Duration::from_secs(6));
     let not_yet = b.lease.acquire(&s1(), &owner(2)).await;
     assert_eq!(
         not_yet,
-        Err(LeaseError::Held {
-            holder_token: Some(1)
-        }),
+        Err(held_by(1)),
         "12 s since the first read, 6 s since the renew"
     );
     b.clock.advance(Duration::from_secs(4));
@@ -309,12 +299,7 @@ async fn renew_never_creates_and_a_wrong_token_is_held() {
     let held = a.lease.acquire(&s1(), &owner(1)).await.unwrap();
     let forged = Lease::new(s1(), owner(1), 7, held.expiry(), TTL);
     let wrong = a.lease.renew(&forged).await;
-    assert_eq!(
-        wrong,
-        Err(LeaseError::Held {
-            holder_token: Some(1)
-        })
-    );
+    assert_eq!(wrong, Err(held_by(1)));
     api.state().objects.clear();
     let gone = a.lease.renew(&held).await;
     assert_eq!(gone, Err(LeaseError::Held { holder_token: None }));
@@ -369,12 +354,7 @@ async fn a_conflicting_takeover_reads_again_and_is_held() {
     b.calls.take();
     api.state().bump_before_next_put = true;
     let lost = b.lease.acquire(&s1(), &owner(2)).await;
-    assert_eq!(
-        lost,
-        Err(LeaseError::Held {
-            holder_token: Some(1)
-        })
-    );
+    assert_eq!(lost, Err(held_by(1)));
     let calls: Vec<KubeCall> = b.calls.take().into_iter().map(|(c, _)| c).collect();
     assert_eq!(calls.len(), 3, "{calls:?}");
     assert!(matches!(
@@ -569,12 +549,7 @@ async fn expiry_from_renew_time_takes_a_live_lease_when_the_wall_clock_runs_ahea
     };
     let correct = candidate_on(&api, ahead(), None);
     let held = correct.lease.acquire(&s1(), &owner(2)).await;
-    assert_eq!(
-        held,
-        Err(LeaseError::Held {
-            holder_token: Some(1)
-        })
-    );
+    assert_eq!(held, Err(held_by(1)));
     let wrong = candidate_on(&api, ahead(), Some(Mutant::ExpiryFromRenewTime));
     assert_eq!(
         wrong.lease.acquire(&s1(), &owner(3)).await.unwrap().token(),

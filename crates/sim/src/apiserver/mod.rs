@@ -555,30 +555,34 @@ fn check_preconditions(
     stored: &Lease,
     preconditions: &Preconditions,
 ) -> Result<(), ApiError> {
-    let stored_rv = stored.metadata.resource_version.as_deref().unwrap_or("");
-    if let Some(rv) = &preconditions.resource_version
-        && rv != stored_rv
-    {
-        return Err(ApiError::conflict(
+    let (given, meta) = (preconditions, &stored.metadata);
+    let rv = (
+        given.resource_version.as_deref(),
+        meta.resource_version.as_deref(),
+    );
+    check_precondition(key, "ResourceVersion", rv)?;
+    check_precondition(key, "UID", (given.uid.as_deref(), meta.uid.as_deref()))
+}
+
+/// A precondition on the `field` (`ResourceVersion`, `UID`) of the stored object's metadata,
+/// as `(given, stored)` (stored: empty when unset): a conflict naming both values when one is
+/// given and differs.
+fn check_precondition(
+    key: &ObjectKey,
+    field: &str,
+    (given, stored): (Option<&str>, Option<&str>),
+) -> Result<(), ApiError> {
+    let stored = stored.unwrap_or("");
+    match given {
+        Some(given) if given != stored => Err(ApiError::conflict(
             key,
             &format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in \
-                 object meta: {stored_rv}"
+                "Precondition failed: {field} in precondition: {given}, {field} in object meta: \
+                 {stored}"
             ),
-        ));
+        )),
+        _ => Ok(()),
     }
-    let stored_uid = stored.metadata.uid.as_deref().unwrap_or("");
-    if let Some(uid) = &preconditions.uid
-        && uid != stored_uid
-    {
-        return Err(ApiError::conflict(
-            key,
-            &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}"
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// `lease` as JSON.
@@ -606,7 +610,7 @@ fn uid_for(rv: u64) -> String {
 }
 
 fn accepted(key: &ObjectKey, lease: &Lease, verb: WriteVerb) -> AcceptedWrite {
-    let spec = lease.spec.as_ref();
+    let (holder_identity, transitions) = leasesim_kube::holder_fields(lease);
     let session = lease
         .metadata
         .annotations
@@ -618,12 +622,8 @@ fn accepted(key: &ObjectKey, lease: &Lease, verb: WriteVerb) -> AcceptedWrite {
         object: key.name.clone(),
         session,
         verb,
-        holder_identity: spec
-            .and_then(|s| s.holder_identity.clone())
-            .unwrap_or_default(),
-        transitions: spec
-            .and_then(|s| s.lease_transitions)
-            .map_or(0, |t| u64::try_from(t).unwrap_or(0)),
+        holder_identity,
+        transitions,
         resource_version: lease
             .metadata
             .resource_version

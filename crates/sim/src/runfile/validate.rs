@@ -8,6 +8,7 @@ use super::{Expect, RunWorkload, WorldSpec};
 use crate::config::WorkloadMix;
 use crate::schedule::{FaultSchedule, SCHEDULE_SCHEMA_VERSION};
 use crate::script::SCRIPT_SCHEMA_VERSION;
+use crate::versioned;
 use leasesim_results::CoverageEvent;
 
 pub use crate::plan::{APPENDS_MAX, THINK_MS_MAX};
@@ -99,30 +100,14 @@ pub fn validate(
             .check(world.replicas, &world.sessions)
             .map_err(|message| invalid("workload.plan", message))?,
         RunWorkload::Script(script) => {
-            if script.v != SCRIPT_SCHEMA_VERSION {
-                return Err(invalid(
-                    "workload.script.v",
-                    format!(
-                        "script schema version {} is not supported; this leasesim reads \
-                         version {SCRIPT_SCHEMA_VERSION}",
-                        script.v
-                    ),
-                ));
-            }
+            versioned::check("script", script.v, SCRIPT_SCHEMA_VERSION)
+                .map_err(|message| invalid("workload.script.v", message))?;
             crate::world::check_script(&config, script)
                 .map_err(|e| invalid("workload.script", e.to_string()))?;
         }
     }
-    if schedule.v != SCHEDULE_SCHEMA_VERSION {
-        return Err(invalid(
-            "schedule.v",
-            format!(
-                "schedule schema version {} is not supported; this leasesim reads version \
-                 {SCHEDULE_SCHEMA_VERSION}",
-                schedule.v
-            ),
-        ));
-    }
+    versioned::check("schedule", schedule.v, SCHEDULE_SCHEMA_VERSION)
+        .map_err(|message| invalid("schedule.v", message))?;
     schedule
         .validate_in(&config.schedule_bounds())
         .map_err(|e| invalid("schedule", e.to_string()))?;
