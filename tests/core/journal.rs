@@ -279,12 +279,7 @@ async fn stale_writer_after_takeover_is_fenced_and_poisoned(backend: Backend) {
         2,
         "the tracked tip only moves on success"
     );
-    assert_eq!(
-        a_journal.append(bytes("a3")).await,
-        Err(JournalError::Poisoned {
-            first: Box::new(fenced)
-        })
-    );
+    assert_poisoned_by(&a_journal, "a3", fenced).await;
     assert_eq!(
         world.records().await,
         [
@@ -324,12 +319,7 @@ async fn foreign_append_fences_the_journal(backend: Backend) {
     assert!(fenced.poisons());
     assert!(journal.is_poisoned().await);
     assert_eq!(journal.tip().await, 2);
-    assert_eq!(
-        journal.append(bytes("e3")).await,
-        Err(JournalError::Poisoned {
-            first: Box::new(fenced)
-        })
-    );
+    assert_poisoned_by(&journal, "e3", fenced).await;
     assert_eq!(
         world.tip().await,
         4,
@@ -539,6 +529,58 @@ async fn open_faulty(world: &World) -> (Arc<FaultyLedger>, Store, JournalLease, 
     (ledger, store, lease, journal)
 }
 
+/// replica-1's store over a [`FaultyLedger`] and its lease on `s1`, the journal not opened yet.
+async fn faulty_lease(world: &World) -> (Arc<FaultyLedger>, Store, JournalLease) {
+    let ledger = Arc::new(FaultyLedger::new(world.ledger.clone()));
+    let store = world.store_with(replica_1(), ledger.clone(), Arc::new(world.clock.clone()));
+    let lease = store.acquire_lease(&s1()).await.unwrap();
+    (ledger, store, lease)
+}
+
+/// Asserts that opening a journal with `lease` (epoch 1) is refused as stale below a fence of
+/// epoch `highest_fence`; `why` is said when it is not.
+async fn assert_stale_epoch(store: &Store, lease: &JournalLease, highest_fence: u64, why: &str) {
+    assert_eq!(
+        store.open_journal(lease).await.err(),
+        Some(JournalError::StaleEpoch {
+            epoch: 1,
+            highest_fence
+        }),
+        "{why}"
+    );
+}
+
+/// What replica-1's journal replays after appending `e1` and `e2` behind its fence.
+fn e1_e2_after_the_fence() -> Vec<Entry> {
+    entries([
+        (2, event(replica_1(), 1, 1, "e1")),
+        (3, event(replica_1(), 1, 2, "e2")),
+    ])
+}
+
+/// Asserts that `journal` refuses the next append (of `payload`) as poisoned by `first`.
+async fn assert_poisoned_by(journal: &Journal, payload: &str, first: JournalError) {
+    assert_eq!(
+        journal.append(bytes(payload)).await,
+        Err(JournalError::Poisoned {
+            first: Box::new(first)
+        })
+    );
+}
+
+/// Asserts that `error` is an ambiguous outcome at `expected` for the injected timeout.
+fn assert_ambiguous_timeout(error: &JournalError, expected: Seq) {
+    let JournalError::Ambiguous {
+        expected: at,
+        reason,
+    } = error
+    else {
+        panic!("expected Ambiguous, got {error:?}");
+    };
+    assert_eq!(*at, expected);
+    assert!(reason.contains(TIMEOUT), "reason: {reason}");
+}
+
 async fn unknown_outcome_that_committed_is_resolved_by_reading_back(backend: Backend) {
     let world = World::new(backend).await;
     let (ledger, store, _lease, journal) = open_faulty(&world).await;
@@ -552,13 +594,7 @@ async fn unknown_outcome_that_committed_is_resolved_by_reading_back(backend: Bac
         Ok(3),
         "the journal keeps working"
     );
-    assert_eq!(
-        store.replay(&s1()).await.unwrap(),
-        entries([
-            (2, event(replica_1(), 1, 1, "e1")),
-            (3, event(replica_1(), 1, 2, "e2")),
-        ])
-    );
+    assert_eq!(store.replay(&s1()).await.unwrap(), e1_e2_after_the_fence());
 }
 
 async fn conflict_with_our_own_committed_record_is_a_success(backend: Backend) {
@@ -569,13 +605,7 @@ async fn conflict_with_our_own_committed_record_is_a_success(backend: Backend) {
     assert_eq!(journal.append(bytes("e1")).await, Ok(2));
     assert!(!journal.is_poisoned().await);
     assert_eq!(journal.append(bytes("e2")).await, Ok(3));
-    assert_eq!(
-        store.replay(&s1()).await.unwrap(),
-        entries([
-            (2, event(replica_1(), 1, 1, "e1")),
-            (3, event(replica_1(), 1, 2, "e2")),
-        ])
-    );
+    assert_eq!(store.replay(&s1()).await.unwrap(), e1_e2_after_the_fence());
 }
 
 async fn unknown_outcome_not_visible_on_read_back_is_ambiguous_and_poisons(backend: Backend) {
@@ -584,22 +614,13 @@ async fn unknown_outcome_not_visible_on_read_back_is_ambiguous_and_poisons(backe
 
     ledger.fail_append(AppendFault::LostUnknown);
     let ambiguous = journal.append(bytes("e1")).await.unwrap_err();
-    let JournalError::Ambiguous { expected, reason } = &ambiguous else {
-        panic!("expected Ambiguous, got {ambiguous:?}");
-    };
-    assert_eq!(*expected, 1);
-    assert!(reason.contains(TIMEOUT), "reason: {reason}");
+    assert_ambiguous_timeout(&ambiguous, 1);
     assert!(ambiguous.poisons());
     assert!(journal.is_poisoned().await);
     assert_eq!(journal.tip().await, 1, "the tip did not move");
     assert_eq!(world.tip().await, 1);
 
-    assert_eq!(
-        journal.append(bytes("e2")).await,
-        Err(JournalError::Poisoned {
-            first: Box::new(ambiguous)
-        })
-    );
+    assert_poisoned_by(&journal, "e2", ambiguous).await;
     assert_eq!(world.records().await, [fence(1, replica_1(), 1)]);
 }
 
@@ -610,19 +631,10 @@ async fn unknown_outcome_with_a_failed_read_back_is_ambiguous_and_poisons(backen
     ledger.fail_append(AppendFault::LostUnknown);
     ledger.fail_read();
     let ambiguous = journal.append(bytes("e1")).await.unwrap_err();
-    let JournalError::Ambiguous { expected, reason } = &ambiguous else {
-        panic!("expected Ambiguous, got {ambiguous:?}");
-    };
-    assert_eq!(*expected, 1);
-    assert!(reason.contains(TIMEOUT), "reason: {reason}");
+    assert_ambiguous_timeout(&ambiguous, 1);
     assert!(journal.is_poisoned().await);
     assert_eq!(journal.tip().await, 1);
-    assert_eq!(
-        journal.append(bytes("e2")).await,
-        Err(JournalError::Poisoned {
-            first: Box::new(ambiguous)
-        })
-    );
+    assert_poisoned_by(&journal, "e2", ambiguous).await;
     assert_eq!(world.records().await, [fence(1, replica_1(), 1)]);
 }
 
@@ -638,12 +650,7 @@ async fn unknown_outcome_with_a_foreign_record_on_read_back_is_fenced(backend: B
     assert_eq!(journal.append(bytes("e1")).await, Err(fenced.clone()));
     assert!(journal.is_poisoned().await);
     assert_eq!(journal.tip().await, 1);
-    assert_eq!(
-        journal.append(bytes("e2")).await,
-        Err(JournalError::Poisoned {
-            first: Box::new(fenced)
-        })
-    );
+    assert_poisoned_by(&journal, "e2", fenced).await;
     assert_eq!(
         world.records().await,
         [fence(1, replica_1(), 1), foreign_event(1)]
@@ -676,9 +683,7 @@ async fn unavailable_ledger_leaves_the_journal_usable(backend: Backend) {
 
 async fn open_resolves_an_unknown_fence_by_reading_back(backend: Backend) {
     let world = World::new(backend).await;
-    let ledger = Arc::new(FaultyLedger::new(world.ledger.clone()));
-    let store = world.store_with(replica_1(), ledger.clone(), Arc::new(world.clock.clone()));
-    let lease = store.acquire_lease(&s1()).await.unwrap();
+    let (ledger, store, lease) = faulty_lease(&world).await;
 
     ledger.fail_append(AppendFault::CommitThenUnknown);
     let journal = store.open_journal(&lease).await.unwrap();
@@ -695,9 +700,7 @@ async fn open_resolves_an_unknown_fence_by_reading_back(backend: Backend) {
 /// fence did not commit, so opening re-reads and tries again after it.
 async fn open_retries_when_read_back_finds_a_foreign_record_instead_of_the_fence(backend: Backend) {
     let world = World::new(backend).await;
-    let ledger = Arc::new(FaultyLedger::new(world.ledger.clone()));
-    let store = world.store_with(replica_1(), ledger.clone(), Arc::new(world.clock.clone()));
-    let lease = store.acquire_lease(&s1()).await.unwrap();
+    let (ledger, store, lease) = faulty_lease(&world).await;
 
     ledger.fail_append(AppendFault::LostToForeign);
     let journal = store.open_journal(&lease).await.unwrap();
@@ -716,17 +719,11 @@ async fn open_retries_when_read_back_finds_a_foreign_record_instead_of_the_fence
 
 async fn open_with_an_unresolvable_fence_is_ambiguous(backend: Backend) {
     let world = World::new(backend).await;
-    let ledger = Arc::new(FaultyLedger::new(world.ledger.clone()));
-    let store = world.store_with(replica_1(), ledger.clone(), Arc::new(world.clock.clone()));
-    let lease = store.acquire_lease(&s1()).await.unwrap();
+    let (ledger, store, lease) = faulty_lease(&world).await;
 
     ledger.fail_append(AppendFault::LostUnknown);
     let refused = store.open_journal(&lease).await.unwrap_err();
-    let JournalError::Ambiguous { expected, reason } = &refused else {
-        panic!("expected Ambiguous, got {refused:?}");
-    };
-    assert_eq!(*expected, 0);
-    assert!(reason.contains(TIMEOUT), "reason: {reason}");
+    assert_ambiguous_timeout(&refused, 0);
     assert_eq!(world.tip().await, 0);
 }
 
@@ -740,13 +737,7 @@ async fn open_refuses_a_lease_epoch_below_the_highest_fence(backend: Backend) {
     let lease = store.acquire_lease(&s1()).await.unwrap();
     assert_eq!(lease.epoch(), 1);
 
-    assert_eq!(
-        store.open_journal(&lease).await.err(),
-        Some(JournalError::StaleEpoch {
-            epoch: 1,
-            highest_fence: 5
-        })
-    );
+    assert_stale_epoch(&store, &lease, 5, "epoch 1 is below fence 5").await;
     assert_eq!(world.tip().await, 2, "no fence was written");
 }
 
@@ -756,14 +747,13 @@ async fn open_refuses_a_lease_epoch_equal_to_the_highest_fence(backend: Backend)
     let store = world.store(replica_1());
     let lease = store.acquire_lease(&s1()).await.unwrap();
 
-    assert_eq!(
-        store.open_journal(&lease).await.err(),
-        Some(JournalError::StaleEpoch {
-            epoch: 1,
-            highest_fence: 1
-        }),
-        "the lease epoch must be strictly greater"
-    );
+    assert_stale_epoch(
+        &store,
+        &lease,
+        1,
+        "the lease epoch must be strictly greater",
+    )
+    .await;
     assert_eq!(world.records().await, [foreign_fence(1)]);
 }
 
@@ -833,14 +823,13 @@ async fn open_refuses_when_a_higher_fence_wins_the_race(backend: Backend) {
     let (ledger, store) = racing_store(&world, Sneak::Fence(7), 1, 3);
     let lease = store.acquire_lease(&s1()).await.unwrap();
 
-    assert_eq!(
-        store.open_journal(&lease).await.err(),
-        Some(JournalError::StaleEpoch {
-            epoch: 1,
-            highest_fence: 7
-        }),
-        "the retry re-reads the fences before trying again"
-    );
+    assert_stale_epoch(
+        &store,
+        &lease,
+        7,
+        "the retry re-reads the fences before trying again",
+    )
+    .await;
     assert_eq!(ledger.raced(), 1);
     assert_eq!(world.records().await, [foreign_fence(7)]);
 }

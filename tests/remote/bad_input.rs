@@ -287,6 +287,20 @@ impl Services {
 
 // --- Malformed fields: INVALID_ARGUMENT ---------------------------------------------------
 
+/// Renews, then releases, `lease`: both must be refused with INVALID_ARGUMENT (`at` names
+/// each call in a failure). The renew's status.
+async fn renew_and_release_refused(
+    leases: &mut LeaseServiceClient<Channel>,
+    lease: proto::Lease,
+    at: impl Fn(&str) -> String,
+) -> Status {
+    let renewed = leases.renew(with_lease(lease.clone())).await;
+    let status = refused_for(&at("renew"), renewed, Code::InvalidArgument);
+    let released = leases.release(with_lease(lease)).await;
+    refused_for(&at("release"), released, Code::InvalidArgument);
+    status
+}
+
 /// Sends `session` to every call that carries a session id, and asserts INVALID_ARGUMENT
 /// for each.
 async fn assert_invalid_session_everywhere(services: &mut Services, session: &str) {
@@ -297,10 +311,7 @@ async fn assert_invalid_session_everywhere(services: &mut Services, session: &st
     let record = Some(event("replica-1", 2, b"e2".to_vec()));
     let acquired = leases.acquire(acquire(session, owner("replica-2"))).await;
     refused_for(&at("acquire"), acquired, code);
-    let renewed = leases.renew(with_lease(bad_lease.clone())).await;
-    refused_for(&at("renew"), renewed, code);
-    let released = leases.release(with_lease(bad_lease)).await;
-    refused_for(&at("release"), released, code);
+    renew_and_release_refused(leases, bad_lease, &at).await;
     refused_for(&at("tip"), ledger.tip(tip(session)).await, code);
     let appended = ledger.append(append(session, 0, record)).await;
     refused_for(&at("append"), appended, code);
@@ -366,14 +377,8 @@ async fn an_acquire_or_a_lease_without_an_owner_is_invalid_argument() {
     );
     assert!(status.message().contains("owner"), "{status:?}");
     let ownerless = services.held_with(|lease| lease.owner = None);
-    refused(
-        services.leases.renew(with_lease(ownerless.clone())).await,
-        Code::InvalidArgument,
-    );
-    refused(
-        services.leases.release(with_lease(ownerless)).await,
-        Code::InvalidArgument,
-    );
+    let at = |call: &str| format!("{call} of a lease without an owner");
+    renew_and_release_refused(&mut services.leases, ownerless, at).await;
     services.assert_unharmed().await;
 }
 
@@ -388,10 +393,7 @@ async fn an_empty_or_oversized_replica_id_is_invalid_argument_wherever_an_owner_
         let leases = &mut services.leases;
         let acquired = leases.acquire(acquire(GHOST, owner(replica))).await;
         refused_for(&at("acquire"), acquired, code);
-        let renewed = leases.renew(with_lease(lease.clone())).await;
-        refused_for(&at("renew"), renewed, code);
-        let released = leases.release(with_lease(lease)).await;
-        refused_for(&at("release"), released, code);
+        renew_and_release_refused(leases, lease, &at).await;
         // In a record: a fence's owner, and the owner inside a writer id.
         let mut bad_fence = fence(2, "replica-1");
         if let Some(record::Kind::Fence(fence)) = &mut bad_fence.kind {
@@ -425,15 +427,9 @@ async fn renew_and_release_without_a_lease_are_invalid_argument() {
 async fn a_lease_with_a_zero_ttl_is_invalid_argument_and_releases_nothing() {
     let mut services = Services::start().await;
     let zero_ttl = services.held_with(|lease| lease.ttl_ns = 0);
-    let status = refused(
-        services.leases.renew(with_lease(zero_ttl.clone())).await,
-        Code::InvalidArgument,
-    );
+    let at = |call: &str| format!("{call} of a lease with a zero TTL");
+    let status = renew_and_release_refused(&mut services.leases, zero_ttl, at).await;
     assert!(status.message().contains("ttl"), "{status:?}");
-    refused(
-        services.leases.release(with_lease(zero_ttl)).await,
-        Code::InvalidArgument,
-    );
     services.assert_unharmed().await;
 }
 
@@ -600,59 +596,62 @@ async fn release_of_an_unknown_session_is_ok_and_changes_nothing() {
     services.assert_unharmed().await;
 }
 
-#[tokio::test]
-async fn tip_and_read_of_an_unknown_session_are_zero_and_empty() {
-    let mut services = Services::start().await;
-    assert_eq!(ok(services.ledger.tip(tip(GHOST)).await).tip, 0);
-    for from in [0, 1, 2, u64::MAX] {
+/// Asserts that every read of `session` from each of `froms` answers an empty reply.
+async fn assert_reads_empty<const N: usize>(
+    services: &mut Services,
+    session: &str,
+    froms: [u64; N],
+) {
+    for from in froms {
         assert_eq!(
-            ok(services.ledger.read(read(GHOST, from)).await),
+            ok(services.ledger.read(read(session, from)).await),
             ReadReply::default(),
             "from {from}"
         );
     }
+}
+
+#[tokio::test]
+async fn tip_and_read_of_an_unknown_session_are_zero_and_empty() {
+    let mut services = Services::start().await;
+    assert_eq!(ok(services.ledger.tip(tip(GHOST)).await).tip, 0);
+    assert_reads_empty(&mut services, GHOST, [0, 1, 2, u64::MAX]).await;
     services.assert_unharmed().await;
 }
 
 #[tokio::test]
 async fn a_read_from_beyond_the_tip_is_empty() {
     let mut services = Services::start().await;
-    for from in [3, 1_000_000, u64::MAX] {
+    assert_reads_empty(&mut services, S1, [3, 1_000_000, u64::MAX]).await;
+    services.assert_unharmed().await;
+}
+
+/// Asserts that an append to `session` expecting each of `tips` is refused as a conflict
+/// naming `actual` as the tip.
+async fn assert_conflicts<const N: usize>(
+    services: &mut Services,
+    session: &str,
+    tips: [u64; N],
+    actual: &str,
+) {
+    let record = Some(event("replica-2", 1, b"x".to_vec()));
+    for expected in tips {
+        let request = append(session, expected, record.clone());
+        let answer = services.ledger.append(request).await;
+        let status = refused(answer, Code::FailedPrecondition);
         assert_eq!(
-            ok(services.ledger.read(read(S1, from)).await),
-            ReadReply::default(),
-            "from {from}"
+            metadata(&status, ACTUAL_TIP),
+            Some(actual),
+            "expected {expected}"
         );
     }
-    services.assert_unharmed().await;
 }
 
 #[tokio::test]
 async fn an_append_expecting_a_tip_beyond_the_actual_one_is_a_conflict_naming_the_actual_tip() {
     let mut services = Services::start().await;
-    let e = || Some(event("replica-2", 1, b"x".to_vec()));
-    for expected in [1, 1_000_000, u64::MAX] {
-        let status = refused(
-            services.ledger.append(append(GHOST, expected, e())).await,
-            Code::FailedPrecondition,
-        );
-        assert_eq!(
-            metadata(&status, ACTUAL_TIP),
-            Some("0"),
-            "expected {expected}"
-        );
-    }
-    for expected in [0, 1, 3, u64::MAX] {
-        let status = refused(
-            services.ledger.append(append(S1, expected, e())).await,
-            Code::FailedPrecondition,
-        );
-        assert_eq!(
-            metadata(&status, ACTUAL_TIP),
-            Some("2"),
-            "expected {expected}"
-        );
-    }
+    assert_conflicts(&mut services, GHOST, [1, 1_000_000, u64::MAX], "0").await;
+    assert_conflicts(&mut services, S1, [0, 1, 3, u64::MAX], "2").await;
     services.assert_unharmed().await;
 }
 

@@ -5,6 +5,7 @@
 //! log cut to match is beyond what the two files can show: `docs/`, the services' limits.)
 //! Deterministic: a fixed seed, ChaCha, no persistence files; in-memory disks.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use leasesim::journal::{DurableLedger, LEDGER_CHECKPOINT};
 use leasesim::lease::{DurableLease, DurableLeaseConfig, Owner, STATE_FILE, SessionLease};
 use leasesim::storage::{MemStorage, Storage};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, RngSeed, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, RngSeed, TestCaseError, TestRunner};
 
 use crate::records::{read_all, s1};
 use crate::support::{acknowledged, event};
@@ -60,6 +61,22 @@ fn damages() -> impl Strategy<Value = (Damage, Damage)> {
     ]
 }
 
+/// Runs `check` on a fresh single-threaded runtime for each generated pair of [`damages`].
+fn for_each_damage<F, Fut>(check: F)
+where
+    F: Fn(Damage, Damage) -> Fut,
+    Fut: Future<Output = Result<(), TestCaseError>>,
+{
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runner()
+        .run(&damages(), |(file, checkpoint)| {
+            rt.block_on(check(file, checkpoint))
+        })
+        .unwrap();
+}
+
 async fn apply(disk: &MemStorage, file: &str, damage: &Damage) {
     let bytes = disk.read(file).await.unwrap();
     let damaged = match damage {
@@ -83,72 +100,58 @@ async fn apply(disk: &MemStorage, file: &str, damage: &Damage) {
 /// error, or to every one of those records.
 #[test]
 fn a_damaged_ledger_directory_is_refused_or_keeps_every_acknowledged_record() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    runner()
-        .run(&damages(), |(log_damage, checkpoint_damage)| {
-            rt.block_on(async {
-                let disk = MemStorage::new();
-                let file = acknowledged(&disk, RECORDS).await;
-                apply(&disk, &file, &log_damage).await;
-                apply(&disk, LEDGER_CHECKPOINT, &checkpoint_damage).await;
-                if let Ok(ledger) = DurableLedger::open(Arc::new(disk.clone())).await {
-                    prop_assert_eq!(
-                        read_all(&ledger, &s1()).await,
-                        (1..=RECORDS).map(event).collect::<Vec<_>>(),
-                        "{:?} {:?}: opened without every acknowledged record",
-                        log_damage,
-                        checkpoint_damage
-                    );
-                }
-                Ok(())
-            })
-        })
-        .unwrap();
+    for_each_damage(|log_damage, checkpoint_damage| async move {
+        let disk = MemStorage::new();
+        let file = acknowledged(&disk, RECORDS).await;
+        apply(&disk, &file, &log_damage).await;
+        apply(&disk, LEDGER_CHECKPOINT, &checkpoint_damage).await;
+        if let Ok(ledger) = DurableLedger::open(Arc::new(disk.clone())).await {
+            prop_assert_eq!(
+                read_all(&ledger, &s1()).await,
+                (1..=RECORDS).map(event).collect::<Vec<_>>(),
+                "{:?} {:?}: opened without every acknowledged record",
+                log_damage,
+                checkpoint_damage
+            );
+        }
+        Ok(())
+    });
 }
 
 /// An authority that granted tokens 1..=`RECORDS`, with its state file and checkpoint
 /// damaged, opens to an error, or grants a token above every one it gave.
 #[test]
 fn a_damaged_lease_directory_is_refused_or_never_reissues_a_token() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    runner()
-        .run(&damages(), |(state_damage, checkpoint_damage)| {
-            rt.block_on(async {
-                let disk = MemStorage::new();
-                let clock = ManualClock::new();
-                let open = || {
-                    let config = DurableLeaseConfig::with_ttl(TTL);
-                    DurableLease::open(Arc::new(disk.clone()), Arc::new(clock.clone()), config)
-                };
-                let authority = open().await.unwrap();
-                for n in 1..=RECORDS {
-                    let owner = Owner::new(format!("o{n}"), 0);
-                    assert_eq!(authority.acquire(&s1(), &owner).await.unwrap().token(), n);
-                    clock.advance(TTL);
-                }
-                drop(authority);
-                apply(&disk, STATE_FILE, &state_damage).await;
-                apply(&disk, STATE_CHECKPOINT, &checkpoint_damage).await;
-                if let Ok(authority) = open().await {
-                    // Past any grace period a restart imposes.
-                    clock.advance(TTL * 4);
-                    let token = authority.acquire(&s1(), &Owner::new("next", 0)).await;
-                    if let Ok(lease) = token {
-                        prop_assert!(
-                            lease.token() > RECORDS,
-                            "{:?} {:?}: token {} reissued",
-                            state_damage,
-                            checkpoint_damage,
-                            lease.token()
-                        );
-                    }
-                }
-                Ok(())
-            })
-        })
-        .unwrap();
+    for_each_damage(|state_damage, checkpoint_damage| async move {
+        let disk = MemStorage::new();
+        let clock = ManualClock::new();
+        let open = || {
+            let config = DurableLeaseConfig::with_ttl(TTL);
+            DurableLease::open(Arc::new(disk.clone()), Arc::new(clock.clone()), config)
+        };
+        let authority = open().await.unwrap();
+        for n in 1..=RECORDS {
+            let owner = Owner::new(format!("o{n}"), 0);
+            assert_eq!(authority.acquire(&s1(), &owner).await.unwrap().token(), n);
+            clock.advance(TTL);
+        }
+        drop(authority);
+        apply(&disk, STATE_FILE, &state_damage).await;
+        apply(&disk, STATE_CHECKPOINT, &checkpoint_damage).await;
+        if let Ok(authority) = open().await {
+            // Past any grace period a restart imposes.
+            clock.advance(TTL * 4);
+            let token = authority.acquire(&s1(), &Owner::new("next", 0)).await;
+            if let Ok(lease) = token {
+                prop_assert!(
+                    lease.token() > RECORDS,
+                    "{:?} {:?}: token {} reissued",
+                    state_damage,
+                    checkpoint_damage,
+                    lease.token()
+                );
+            }
+        }
+        Ok(())
+    });
 }

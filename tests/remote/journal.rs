@@ -13,9 +13,7 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -32,7 +30,6 @@ use leasesim::remote::{ClientConfig, MESSAGE_MAX_BYTES};
 use leasesim::storage::log::FRAME_HEADER_BYTES;
 use leasesim::storage::{MemStorage, Storage, StorageError, safe_name};
 use prost::Message;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
 
@@ -213,7 +210,7 @@ impl LedgerHost {
             Box::pin(async move {
                 let stream = TcpStream::connect(addr).await?;
                 stream.set_nodelay(true)?;
-                Ok(Conn::new(Counted::new(stream, open)))
+                Ok(Conn::new(stream).holding(OpenCount::new(open)))
             })
         });
         let clock = Arc::new(RealClock::new());
@@ -233,51 +230,20 @@ impl Drop for LedgerHost {
     }
 }
 
-/// A client's TCP connection, counted among the host's open connections until the client
-/// drops it.
-struct Counted {
-    stream: TcpStream,
-    open: Arc<watch::Sender<usize>>,
-}
+/// One of the host's open connections, counted until the client drops the connection that
+/// holds it.
+struct OpenCount(Arc<watch::Sender<usize>>);
 
-impl Counted {
-    fn new(stream: TcpStream, open: Arc<watch::Sender<usize>>) -> Self {
+impl OpenCount {
+    fn new(open: Arc<watch::Sender<usize>>) -> Self {
         open.send_modify(|open| *open += 1);
-        Counted { stream, open }
+        OpenCount(open)
     }
 }
 
-impl Drop for Counted {
+impl Drop for OpenCount {
     fn drop(&mut self) {
-        self.open.send_modify(|open| *open -= 1);
-    }
-}
-
-impl AsyncRead for Counted {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Counted {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
+        self.0.send_modify(|open| *open -= 1);
     }
 }
 
@@ -362,6 +328,32 @@ async fn power_loss_during_an_append(
     (a, lease, journal)
 }
 
+/// replica-1's fence and its first two events, `a1` and `a2` (what
+/// [`power_loss_during_an_append`] has acknowledged before the loss).
+fn fence_a1_a2() -> [Record; 3] {
+    [
+        fence(1, replica_1(), 1),
+        event(replica_1(), 1, 1, "a1"),
+        event(replica_1(), 1, 2, "a2"),
+    ]
+}
+
+/// A fresh world after [`power_loss_during_an_append`] with a torn write that keeps `keep`
+/// bytes of the in-flight frame.
+async fn torn_during_an_append(keep: usize) -> World {
+    let mut world = World::start().await;
+    power_loss_during_an_append(&mut world, PowerLoss::Tearing { keep }).await;
+    world
+}
+
+/// replica-2 takes `s1` over once replica-1's lease expired (a TTL later) and opens its
+/// journal.
+async fn replica_2_takes_over(world: &World) -> (JournalLease, Journal) {
+    world.clock.advance(TTL);
+    let b = world.store(replica_2(), &world.clock);
+    open(&b).await
+}
+
 // --- Crashes ------------------------------------------------------------------------------
 
 /// The crash loses the unsynced append; every acknowledged one is there after the restart, and
@@ -371,11 +363,7 @@ async fn power_loss_during_an_append(
 async fn acknowledged_appends_survive_a_power_loss_that_drops_the_append_in_flight() {
     let mut world = World::start().await;
     let (a, lease, journal) = power_loss_during_an_append(&mut world, PowerLoss::Clean).await;
-    let acknowledged = [
-        fence(1, replica_1(), 1),
-        event(replica_1(), 1, 1, "a1"),
-        event(replica_1(), 1, 2, "a2"),
-    ];
+    let acknowledged = fence_a1_a2();
     assert_eq!(world.host.records().await, acknowledged);
 
     drop(journal);
@@ -401,18 +389,11 @@ async fn acknowledged_appends_survive_a_power_loss_that_drops_the_append_in_flig
 async fn a_torn_append_is_cut_at_recovery_and_every_acknowledged_append_survives() {
     let a3_len = frame_len(&event(replica_1(), 1, 3, "a3"));
     for keep in [1, 4, FRAME_HEADER_BYTES, FRAME_HEADER_BYTES + 1, a3_len - 1] {
-        let mut world = World::start().await;
-        power_loss_during_an_append(&mut world, PowerLoss::Tearing { keep }).await;
-        let acknowledged = [
-            fence(1, replica_1(), 1),
-            event(replica_1(), 1, 1, "a1"),
-            event(replica_1(), 1, 2, "a2"),
-        ];
+        let world = torn_during_an_append(keep).await;
+        let acknowledged = fence_a1_a2();
         assert_eq!(world.host.records().await, acknowledged, "keep {keep}");
 
-        world.clock.advance(TTL);
-        let b = world.store(replica_2(), &world.clock);
-        let (b_lease, b_journal) = open(&b).await;
+        let (b_lease, b_journal) = replica_2_takes_over(&world).await;
         assert_eq!(b_lease.epoch(), 2);
         assert_eq!(b_journal.append(bytes("b1")).await, Ok(5), "keep {keep}");
         assert_eq!(
@@ -434,19 +415,11 @@ async fn a_torn_append_is_cut_at_recovery_and_every_acknowledged_append_survives
 async fn an_unacknowledged_append_that_reached_the_disk_whole_survives_as_an_ambiguous_one_may() {
     let a3_len = frame_len(&event(replica_1(), 1, 3, "a3"));
     for keep in [a3_len, usize::MAX] {
-        let mut world = World::start().await;
-        power_loss_during_an_append(&mut world, PowerLoss::Tearing { keep }).await;
-        let recovered = [
-            fence(1, replica_1(), 1),
-            event(replica_1(), 1, 1, "a1"),
-            event(replica_1(), 1, 2, "a2"),
-            event(replica_1(), 1, 3, "a3"),
-        ];
+        let world = torn_during_an_append(keep).await;
+        let recovered = [fence_a1_a2().as_slice(), &[event(replica_1(), 1, 3, "a3")]].concat();
         assert_eq!(world.host.records().await, recovered, "keep {keep}");
 
-        world.clock.advance(TTL);
-        let b = world.store(replica_2(), &world.clock);
-        let (_b_lease, b_journal) = open(&b).await;
+        let (_b_lease, b_journal) = replica_2_takes_over(&world).await;
         assert_eq!(b_journal.tip().await, 5, "keep {keep}");
         assert_eq!(b_journal.append(bytes("b1")).await, Ok(6), "keep {keep}");
     }
@@ -524,14 +497,7 @@ async fn assert_oversized_event_is_refused_as_invalid(payload_len: usize) {
     assert!(!journal.is_poisoned().await, "nothing was written");
     assert_eq!(journal.tip().await, 2);
     assert_eq!(journal.append(bytes("a2")).await, Ok(3));
-    assert_eq!(
-        world.host.records().await,
-        [
-            fence(1, replica_1(), 1),
-            event(replica_1(), 1, 1, "a1"),
-            event(replica_1(), 1, 2, "a2"),
-        ]
-    );
+    assert_eq!(world.host.records().await, fence_a1_a2());
 }
 
 /// Over `PAYLOAD_MAX_BYTES` but within the message limit: the service refuses it with

@@ -87,15 +87,20 @@ fn event(n: u64) -> Record {
     records::event(Owner::new("replica-1", 0), 1, n, &format!("e{n}"))
 }
 
+/// Serves the ledger on `data`, appends events 1..=`count` to `session`, each acknowledged,
+/// then kills the service (SIGKILL).
+async fn acknowledge_events(data: &Path, session: &SessionId, count: u64) {
+    let first = LedgerProcess::start(data);
+    for n in 1..=count {
+        assert_eq!(first.client.append(session, n - 1, event(n)).await, Ok(n));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_records_survive_kill_9_of_the_ledger_service() {
     let data = tempfile::tempdir().unwrap();
     let s1 = SessionId::new("tenant/../s1").unwrap();
-    let first = LedgerProcess::start(data.path());
-    for n in 1..=20 {
-        assert_eq!(first.client.append(&s1, n - 1, event(n)).await, Ok(n));
-    }
-    drop(first);
+    acknowledge_events(data.path(), &s1, 20).await;
 
     let second = LedgerProcess::start(data.path());
     let entries = second.client.read(&s1, 1).await.unwrap();
@@ -209,10 +214,7 @@ const TORN_APPEND: [u8; 10] = [16, 0, 0, 0, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5];
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_torn_last_frame_cut_at_recovery_is_reported_on_stderr() {
     let data = tempfile::tempdir().unwrap();
-    let first = ServiceProcess::start("lease", data.path());
-    let s1 = SessionId::new("s1").unwrap();
-    let lease = lease_driver(&first).acquire(&s1, &Owner::new("a", 0)).await;
-    assert_eq!(lease.unwrap().token(), 1);
+    let first = lease_granted_once(data.path()).await;
     let clean = first.kill_and_read_stderr();
     assert!(!clean.contains("recovery cut"), "{clean}");
 
@@ -228,6 +230,16 @@ async fn a_torn_last_frame_cut_at_recovery_is_reported_on_stderr() {
         "{stderr}"
     );
     assert!(stderr.contains("WARN"), "{stderr}");
+}
+
+/// Serves leases on `data` and has owner `a` acquire `s1` there (token 1); the service is left
+/// running.
+async fn lease_granted_once(data: &Path) -> ServiceProcess {
+    let first = ServiceProcess::start("lease", data);
+    let s1 = SessionId::new("s1").unwrap();
+    let lease = lease_driver(&first).acquire(&s1, &Owner::new("a", 0)).await;
+    assert_eq!(lease.unwrap().token(), 1);
+    first
 }
 
 fn lease_driver(process: &ServiceProcess) -> RemoteLease {
@@ -277,10 +289,7 @@ fn refused_within_30s(args: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_acknowledged_last_frame_or_a_truncated_state_file_exits_2() {
     let data = tempfile::tempdir().unwrap();
-    let first = ServiceProcess::start("lease", data.path());
-    let s1 = SessionId::new("s1").unwrap();
-    let lease = lease_driver(&first).acquire(&s1, &Owner::new("a", 0)).await;
-    assert_eq!(lease.unwrap().token(), 1);
+    let first = lease_granted_once(data.path()).await;
     drop(first);
 
     let state = data.path().join(STATE_FILE);
@@ -304,11 +313,7 @@ async fn a_damaged_acknowledged_last_frame_or_a_truncated_state_file_exits_2() {
 async fn a_ledger_file_replaced_by_a_directory_or_cut_exits_2() {
     let data = tempfile::tempdir().unwrap();
     let s1 = SessionId::new("s1").unwrap();
-    let first = LedgerProcess::start(data.path());
-    for n in 1..=3 {
-        assert_eq!(first.client.append(&s1, n - 1, event(n)).await, Ok(n));
-    }
-    drop(first);
+    acknowledge_events(data.path(), &s1, 3).await;
     let file = data
         .path()
         .join(leasesim::storage::safe_name("s1", ".ledger"));

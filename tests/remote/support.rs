@@ -1,11 +1,13 @@
 //! In-process servers on loopback TCP for the remote tests.
 
+use std::future::Future;
 use std::sync::Arc;
 
+use leasesim::BoxFuture;
 use leasesim::clock::Clock;
 use leasesim::journal::{DurableLedger, LEDGER_SUFFIX, Ledger, LedgerServer, Record, RemoteLedger};
 use leasesim::lease::{LeaseServer, Owner, RemoteLease, SessionLease};
-use leasesim::net::{tcp_dialer, tcp_incoming};
+use leasesim::net::{Incoming, tcp_dialer, tcp_incoming};
 use leasesim::remote::ClientConfig;
 use leasesim::storage::{MemStorage, Storage};
 use tokio::sync::oneshot;
@@ -20,20 +22,37 @@ pub struct Served {
     _stop: oneshot::Sender<()>,
 }
 
+/// Starts `serve` on a free loopback port until the returned [`Served`] is dropped.
+async fn serve_on_loopback<F, Fut>(serve: F) -> Served
+where
+    F: FnOnce(Incoming, BoxFuture<()>) -> Fut,
+    Fut: Future<Output = Result<(), tonic::transport::Error>> + Send + 'static,
+{
+    let (addr, incoming) = tcp_incoming("127.0.0.1:0").await.unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(serve(
+        incoming,
+        Box::pin(async {
+            let _ = stopped.await;
+        }),
+    ));
+    Served {
+        addr: addr.to_string(),
+        _stop: stop,
+    }
+}
+
 /// Serves `authority` on a free loopback port and returns a driver for it that backs off on
 /// `clock`.
 pub async fn lease_over_grpc(
     authority: Arc<dyn SessionLease>,
     clock: Arc<dyn Clock>,
 ) -> (RemoteLease, Served) {
-    let (addr, incoming) = tcp_incoming("127.0.0.1:0").await.unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(LeaseServer::new(authority).serve(incoming, async {
-        let _ = stopped.await;
-    }));
-    let addr = addr.to_string();
-    let driver = RemoteLease::new(&addr, tcp_dialer(), clock, &ClientConfig::default()).unwrap();
-    (driver, Served { addr, _stop: stop })
+    let served =
+        serve_on_loopback(|incoming, stop| LeaseServer::new(authority).serve(incoming, stop)).await;
+    let config = ClientConfig::default();
+    let driver = RemoteLease::new(&served.addr, tcp_dialer(), clock, &config).unwrap();
+    (driver, served)
 }
 
 /// Serves `ledger` on a free loopback port and returns a client for it.
@@ -41,14 +60,11 @@ pub async fn ledger_over_grpc(
     ledger: Arc<dyn Ledger>,
     clock: Arc<dyn Clock>,
 ) -> (RemoteLedger, Served) {
-    let (addr, incoming) = tcp_incoming("127.0.0.1:0").await.unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(LedgerServer::new(ledger).serve(incoming, async {
-        let _ = stopped.await;
-    }));
-    let addr = addr.to_string();
-    let client = RemoteLedger::new(&addr, tcp_dialer(), clock, &ClientConfig::default()).unwrap();
-    (client, Served { addr, _stop: stop })
+    let served =
+        serve_on_loopback(|incoming, stop| LedgerServer::new(ledger).serve(incoming, stop)).await;
+    let config = ClientConfig::default();
+    let client = RemoteLedger::new(&served.addr, tcp_dialer(), clock, &config).unwrap();
+    (client, served)
 }
 
 /// The `n`th event of owner `a`'s first journal, payload `event N`.

@@ -58,16 +58,7 @@ pub struct Subject {
 }
 
 impl Subject {
-    /// A backend whose authority reads `clock`.
-    pub fn with_manual_clock(
-        lease: Arc<dyn SessionLease>,
-        clock: ManualClock,
-        ttl: Duration,
-    ) -> Self {
-        let advance: Advance = Arc::new(move |d| {
-            clock.advance(d);
-            Box::pin(async {})
-        });
+    fn new(lease: Arc<dyn SessionLease>, advance: Advance, ttl: Duration) -> Self {
         Subject {
             lease,
             advance,
@@ -78,6 +69,19 @@ impl Subject {
         }
     }
 
+    /// A backend whose authority reads `clock`.
+    pub fn with_manual_clock(
+        lease: Arc<dyn SessionLease>,
+        clock: ManualClock,
+        ttl: Duration,
+    ) -> Self {
+        let advance: Advance = Arc::new(move |d| {
+            clock.advance(d);
+            Box::pin(async {})
+        });
+        Subject::new(lease, advance, ttl)
+    }
+
     /// A backend whose clock cannot be moved: time advances by really sleeping, so use a
     /// small TTL. Rules that need an exact instant (`now == expiry`) then check `now >=
     /// expiry` instead.
@@ -85,14 +89,7 @@ impl Subject {
         // Real time is the point here: this subject is for backends whose clock is real.
         #[allow(clippy::disallowed_methods)]
         let advance: Advance = Arc::new(|d| Box::pin(tokio::time::sleep(d)));
-        Subject {
-            lease,
-            advance,
-            ttl,
-            guards: Vec::new(),
-            session_prefix: String::new(),
-            rule: "",
-        }
+        Subject::new(lease, advance, ttl)
     }
 
     /// The same subject, keeping `guard` (e.g. the server the backend talks to) alive until
@@ -317,16 +314,69 @@ pub mod rules {
         }
     }
 
+    /// Owner `who` acquires the rule's session `name`, which must be granted ([`ok`]).
+    async fn acquire(
+        rule: &'static str,
+        t: &Subject,
+        what: &str,
+        (name, who): (&str, &str),
+    ) -> Result<Lease, RuleViolation> {
+        ok(rule, what, t.lease.acquire(&t.session(name), &owner(who))).await
+    }
+
+    /// Owner `who` acquires the rule's session `name`, which must be refused ([`held`]).
+    async fn acquire_held(
+        rule: &'static str,
+        t: &Subject,
+        what: &str,
+        (name, who): (&str, &str),
+    ) -> Result<Option<u64>, RuleViolation> {
+        held(rule, what, t.lease.acquire(&t.session(name), &owner(who))).await
+    }
+
+    /// Owner `a` acquires `s1`, its lease expires, and owner `b` takes it over: both leases.
+    async fn b_took_over(rule: &'static str, t: &Subject) -> Result<(Lease, Lease), RuleViolation> {
+        let a = acquire(rule, t, "acquire by a", ("s1", "a")).await?;
+        t.advance(t.ttl).await;
+        let b = acquire(rule, t, "acquire by b", ("s1", "b")).await?;
+        Ok((a, b))
+    }
+
+    /// `after` must carry `before`'s token.
+    fn token_kept(rule: &'static str, before: &Lease, after: &Lease) -> RuleResult {
+        let (before, after) = (before.token(), after.token());
+        ensure!(rule, after == before, "token {before} → {after}");
+        Ok(())
+    }
+
+    /// `after` must carry a token strictly greater than `before`'s.
+    fn token_greater(rule: &'static str, before: &Lease, after: &Lease) -> RuleResult {
+        let (before, after) = (before.token(), after.token());
+        ensure!(rule, after > before, "token {before} → {after}");
+        Ok(())
+    }
+
+    /// A Held refusal must name the token of `who`, who holds `lease`.
+    fn names_holder(
+        rule: &'static str,
+        named: Option<u64>,
+        who: &str,
+        lease: &Lease,
+    ) -> RuleResult {
+        ensure!(
+            rule,
+            named == Some(lease.token()),
+            "Held named {named:?}, {who} holds {}",
+            lease.token()
+        );
+        Ok(())
+    }
+
     /// The first grant of a session goes to the caller, names it and the session, and
     /// carries a positive token and a non-zero TTL.
     pub async fn fresh_acquire(t: Subject) -> RuleResult {
         const R: &str = "fresh_acquire";
-        let lease = ok(
-            R,
-            "acquire of a fresh session",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
+        let lease = acquire(R, &t, "acquire of a fresh session", ("s1", "a")).await?;
         ensure!(
             R,
             lease.session() == &t.session("s1"),
@@ -352,16 +402,10 @@ pub mod rules {
     /// Renew keeps the token and moves the expiry later.
     pub async fn renew_keeps_token_and_extends_expiry(t: Subject) -> RuleResult {
         const R: &str = "renew_keeps_token_and_extends_expiry";
-        let first = ok(R, "acquire", t.lease.acquire(&t.session("s1"), &owner("a"))).await?;
+        let first = acquire(R, &t, "acquire", ("s1", "a")).await?;
         t.advance(t.ttl / 2).await;
         let renewed = ok(R, "renew of a live lease", t.lease.renew(&first)).await?;
-        ensure!(
-            R,
-            renewed.token() == first.token(),
-            "token {} → {}",
-            first.token(),
-            renewed.token()
-        );
+        token_kept(R, &first, &renewed)?;
         ensure!(
             R,
             renewed.expiry() > first.expiry(),
@@ -370,49 +414,25 @@ pub mod rules {
             renewed.expiry()
         );
         t.advance(t.ttl / 2 + t.ttl / 4).await;
-        held(
-            R,
-            "acquire by another owner after the old expiry but before the renewed one",
-            t.lease.acquire(&t.session("s1"), &owner("b")),
-        )
-        .await?;
+        let what = "acquire by another owner after the old expiry but before the renewed one";
+        acquire_held(R, &t, what, ("s1", "b")).await?;
         Ok(())
     }
 
     /// After the holder releases, another owner is let in at once.
     pub async fn release_lets_another_owner_in(t: Subject) -> RuleResult {
         const R: &str = "release_lets_another_owner_in";
-        let a = ok(
-            R,
-            "acquire by a",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
+        let a = acquire(R, &t, "acquire by a", ("s1", "a")).await?;
         ok(R, "release by a", t.lease.release(&a)).await?;
-        ok(
-            R,
-            "acquire by b after a released",
-            t.lease.acquire(&t.session("s1"), &owner("b")),
-        )
-        .await?;
+        acquire(R, &t, "acquire by b after a released", ("s1", "b")).await?;
         Ok(())
     }
 
     /// A live lease refuses another owner with Held naming the holder's token.
     pub async fn competing_owner_gets_held(t: Subject) -> RuleResult {
         const R: &str = "competing_owner_gets_held";
-        let a = ok(
-            R,
-            "acquire by a",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
-        let holder = held(
-            R,
-            "acquire by b while a holds",
-            t.lease.acquire(&t.session("s1"), &owner("b")),
-        )
-        .await?;
+        let a = acquire(R, &t, "acquire by a", ("s1", "a")).await?;
+        let holder = acquire_held(R, &t, "acquire by b while a holds", ("s1", "b")).await?;
         ensure!(
             R,
             holder == Some(a.token()),
@@ -425,61 +445,27 @@ pub mod rules {
     /// A live holder that acquires again keeps its token.
     pub async fn same_owner_reacquire_keeps_token(t: Subject) -> RuleResult {
         const R: &str = "same_owner_reacquire_keeps_token";
-        let first = ok(R, "acquire", t.lease.acquire(&t.session("s1"), &owner("a"))).await?;
+        let first = acquire(R, &t, "acquire", ("s1", "a")).await?;
         t.advance(t.ttl / 2).await;
-        let again = ok(
-            R,
-            "re-acquire by the live holder",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
-        ensure!(
-            R,
-            again.token() == first.token(),
-            "token {} → {}",
-            first.token(),
-            again.token()
-        );
-        Ok(())
+        let again = acquire(R, &t, "re-acquire by the live holder", ("s1", "a")).await?;
+        token_kept(R, &first, &again)
     }
 
     /// A takeover after release gets a strictly greater token, even by the same owner.
     pub async fn token_strictly_greater_after_release(t: Subject) -> RuleResult {
         const R: &str = "token_strictly_greater_after_release";
-        let first = ok(R, "acquire", t.lease.acquire(&t.session("s1"), &owner("a"))).await?;
+        let first = acquire(R, &t, "acquire", ("s1", "a")).await?;
         ok(R, "release", t.lease.release(&first)).await?;
-        let again = ok(
-            R,
-            "acquire after release",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
-        ensure!(
-            R,
-            again.token() > first.token(),
-            "token {} → {}",
-            first.token(),
-            again.token()
-        );
-        Ok(())
+        let again = acquire(R, &t, "acquire after release", ("s1", "a")).await?;
+        token_greater(R, &first, &again)
     }
 
     /// A takeover after expiry gets a strictly greater token.
     pub async fn token_strictly_greater_after_expiry(t: Subject) -> RuleResult {
         const R: &str = "token_strictly_greater_after_expiry";
-        let a = ok(
-            R,
-            "acquire by a",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
+        let a = acquire(R, &t, "acquire by a", ("s1", "a")).await?;
         t.advance(t.ttl).await;
-        let b = ok(
-            R,
-            "acquire by b after a expired",
-            t.lease.acquire(&t.session("s1"), &owner("b")),
-        )
-        .await?;
+        let b = acquire(R, &t, "acquire by b after a expired", ("s1", "b")).await?;
         ensure!(
             R,
             b.token() > a.token(),
@@ -493,47 +479,25 @@ pub mod rules {
     /// At exactly `expiry` the lease is expired: another owner gets it.
     pub async fn now_equal_to_expiry_is_expired(t: Subject) -> RuleResult {
         const R: &str = "now_equal_to_expiry_is_expired";
-        ok(
-            R,
-            "acquire by a",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
+        acquire(R, &t, "acquire by a", ("s1", "a")).await?;
         t.advance(t.ttl).await;
-        ok(
-            R,
-            "acquire by b at a's expiry",
-            t.lease.acquire(&t.session("s1"), &owner("b")),
-        )
-        .await?;
+        acquire(R, &t, "acquire by b at a's expiry", ("s1", "b")).await?;
         Ok(())
     }
 
     /// An owner whose own lease expired gets a new, greater token on re-acquire.
     pub async fn expired_same_owner_reacquire_gets_new_token(t: Subject) -> RuleResult {
         const R: &str = "expired_same_owner_reacquire_gets_new_token";
-        let first = ok(R, "acquire", t.lease.acquire(&t.session("s1"), &owner("a"))).await?;
+        let first = acquire(R, &t, "acquire", ("s1", "a")).await?;
         t.advance(t.ttl).await;
-        let again = ok(
-            R,
-            "re-acquire after expiry",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
-        ensure!(
-            R,
-            again.token() > first.token(),
-            "token {} → {}",
-            first.token(),
-            again.token()
-        );
-        Ok(())
+        let again = acquire(R, &t, "re-acquire after expiry", ("s1", "a")).await?;
+        token_greater(R, &first, &again)
     }
 
     /// An expired lease cannot be renewed, even if nobody took over.
     pub async fn renew_after_expiry_is_held(t: Subject) -> RuleResult {
         const R: &str = "renew_after_expiry_is_held";
-        let a = ok(R, "acquire", t.lease.acquire(&t.session("s1"), &owner("a"))).await?;
+        let a = acquire(R, &t, "acquire", ("s1", "a")).await?;
         t.advance(t.ttl).await;
         held(R, "renew after expiry", t.lease.renew(&a)).await?;
         Ok(())
@@ -542,26 +506,9 @@ pub mod rules {
     /// The old holder's renew after a takeover is Held and leaves the new holder in place.
     pub async fn renew_after_expiry_and_takeover_is_held(t: Subject) -> RuleResult {
         const R: &str = "renew_after_expiry_and_takeover_is_held";
-        let a = ok(
-            R,
-            "acquire by a",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
-        t.advance(t.ttl).await;
-        let b = ok(
-            R,
-            "acquire by b",
-            t.lease.acquire(&t.session("s1"), &owner("b")),
-        )
-        .await?;
+        let (a, b) = b_took_over(R, &t).await?;
         let holder = held(R, "renew by a after b took over", t.lease.renew(&a)).await?;
-        ensure!(
-            R,
-            holder == Some(b.token()),
-            "Held named {holder:?}, b holds {}",
-            b.token()
-        );
+        names_holder(R, holder, "b", &b)?;
         ok(R, "renew by b after a's stale renew", t.lease.renew(&b)).await?;
         Ok(())
     }
@@ -569,54 +516,21 @@ pub mod rules {
     /// A released lease cannot be renewed, and the renew recreates nothing.
     pub async fn renew_after_release_is_held(t: Subject) -> RuleResult {
         const R: &str = "renew_after_release_is_held";
-        let a = ok(R, "acquire", t.lease.acquire(&t.session("s1"), &owner("a"))).await?;
+        let a = acquire(R, &t, "acquire", ("s1", "a")).await?;
         ok(R, "release", t.lease.release(&a)).await?;
         held(R, "renew after release", t.lease.renew(&a)).await?;
-        let b = ok(
-            R,
-            "acquire by b after a's renew",
-            t.lease.acquire(&t.session("s1"), &owner("b")),
-        )
-        .await?;
-        ensure!(
-            R,
-            b.token() > a.token(),
-            "token {} → {}",
-            a.token(),
-            b.token()
-        );
-        Ok(())
+        let b = acquire(R, &t, "acquire by b after a's renew", ("s1", "b")).await?;
+        token_greater(R, &a, &b)
     }
 
     /// The expired holder's late release does not free the new holder's lease.
     pub async fn stale_release_after_takeover_frees_nothing(t: Subject) -> RuleResult {
         const R: &str = "stale_release_after_takeover_frees_nothing";
-        let a = ok(
-            R,
-            "acquire by a",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
-        t.advance(t.ttl).await;
-        let b = ok(
-            R,
-            "acquire by b",
-            t.lease.acquire(&t.session("s1"), &owner("b")),
-        )
-        .await?;
+        let (a, b) = b_took_over(R, &t).await?;
         ok(R, "stale release by a", t.lease.release(&a)).await?;
-        let holder = held(
-            R,
-            "acquire by c after a's stale release",
-            t.lease.acquire(&t.session("s1"), &owner("c")),
-        )
-        .await?;
-        ensure!(
-            R,
-            holder == Some(b.token()),
-            "Held named {holder:?}, b holds {}",
-            b.token()
-        );
+        let what = "acquire by c after a's stale release";
+        let holder = acquire_held(R, &t, what, ("s1", "c")).await?;
+        names_holder(R, holder, "b", &b)?;
         ok(R, "renew by b", t.lease.renew(&b)).await?;
         Ok(())
     }
@@ -624,19 +538,9 @@ pub mod rules {
     /// Releasing twice succeeds both times and frees nothing the second time.
     pub async fn release_is_idempotent(t: Subject) -> RuleResult {
         const R: &str = "release_is_idempotent";
-        let a = ok(
-            R,
-            "acquire by a",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
+        let a = acquire(R, &t, "acquire by a", ("s1", "a")).await?;
         ok(R, "first release", t.lease.release(&a)).await?;
-        let b = ok(
-            R,
-            "acquire by b",
-            t.lease.acquire(&t.session("s1"), &owner("b")),
-        )
-        .await?;
+        let b = acquire(R, &t, "acquire by b", ("s1", "b")).await?;
         ok(R, "second release of a's lease", t.lease.release(&a)).await?;
         ok(R, "renew by b after a's second release", t.lease.renew(&b)).await?;
         Ok(())
@@ -645,19 +549,10 @@ pub mod rules {
     /// Releasing a lease the authority never granted succeeds and changes nothing.
     pub async fn unknown_release_is_a_noop(t: Subject) -> RuleResult {
         const R: &str = "unknown_release_is_a_noop";
-        let a = ok(
-            R,
-            "acquire by a",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
+        let a = acquire(R, &t, "acquire by a", ("s1", "a")).await?;
         let forged = Lease::new(t.session("s1"), owner("z"), a.token(), a.expiry(), a.ttl());
-        ok(
-            R,
-            "release of a forged lease on a held session",
-            t.lease.release(&forged),
-        )
-        .await?;
+        let what = "release of a forged lease on a held session";
+        ok(R, what, t.lease.release(&forged)).await?;
         let never = Lease::new(t.session("never-used"), owner("z"), 7, a.expiry(), a.ttl());
         ok(
             R,
@@ -677,26 +572,9 @@ pub mod rules {
     /// A → B → A over expiries: every takeover's token is above the one before.
     pub async fn owner_chain_a_b_a_is_monotone(t: Subject) -> RuleResult {
         const R: &str = "owner_chain_a_b_a_is_monotone";
-        let a1 = ok(
-            R,
-            "acquire by a",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
-        t.advance(t.ttl).await;
-        let b = ok(
-            R,
-            "acquire by b",
-            t.lease.acquire(&t.session("s1"), &owner("b")),
-        )
-        .await?;
+        let (a1, b) = b_took_over(R, &t).await?;
         ok(R, "release by b", t.lease.release(&b)).await?;
-        let a2 = ok(
-            R,
-            "acquire by a again",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
+        let a2 = acquire(R, &t, "acquire by a again", ("s1", "a")).await?;
         let tokens = [a1.token(), b.token(), a2.token()];
         ensure!(
             R,
@@ -709,26 +587,11 @@ pub mod rules {
     /// Holding, releasing or expiring one session does not touch another.
     pub async fn sessions_are_independent(t: Subject) -> RuleResult {
         const R: &str = "sessions_are_independent";
-        let a1 = ok(
-            R,
-            "acquire s1 by a",
-            t.lease.acquire(&t.session("s1"), &owner("a")),
-        )
-        .await?;
-        let b2 = ok(
-            R,
-            "acquire s2 by b while a holds s1",
-            t.lease.acquire(&t.session("s2"), &owner("b")),
-        )
-        .await?;
+        let a1 = acquire(R, &t, "acquire s1 by a", ("s1", "a")).await?;
+        let b2 = acquire(R, &t, "acquire s2 by b while a holds s1", ("s2", "b")).await?;
         ok(R, "release s1", t.lease.release(&a1)).await?;
         ok(R, "renew s2 after s1 was released", t.lease.renew(&b2)).await?;
-        held(
-            R,
-            "acquire s2 by c",
-            t.lease.acquire(&t.session("s2"), &owner("c")),
-        )
-        .await?;
+        acquire_held(R, &t, "acquire s2 by c", ("s2", "c")).await?;
         Ok(())
     }
 
@@ -746,10 +609,9 @@ pub mod rules {
     /// must still compare-and-set — e.g. a Kubernetes update must carry its resourceVersion.)
     pub async fn concurrent_takeover_after_expiry_one_winner(t: Subject) -> RuleResult {
         const R: &str = "concurrent_takeover_after_expiry_one_winner";
-        let session = t.session("s1");
-        let first = ok(R, "acquire by a", t.lease.acquire(&session, &owner("a"))).await?;
+        let first = acquire(R, &t, "acquire by a", ("s1", "a")).await?;
         t.advance(t.ttl).await;
-        let winner = one_winner(R, &t, &session).await?;
+        let winner = one_winner(R, &t, &t.session("s1")).await?;
         ensure!(
             R,
             winner.token() > first.token(),
@@ -759,7 +621,6 @@ pub mod rules {
         );
         Ok(())
     }
-
     /// Sixteen owners acquire `session` at once; exactly one may win, and every loser must be
     /// refused with Held naming the winner's token. Returns the winner's lease.
     async fn one_winner(

@@ -302,13 +302,16 @@ impl Clock for RealClock {
 mod tests {
     use super::*;
 
+    /// A task that sleeps `duration` on `clock`.
+    fn sleeper(clock: &ManualClock, duration: Duration) -> tokio::task::JoinHandle<()> {
+        let clock = clock.clone();
+        tokio::spawn(async move { clock.sleep(duration).await })
+    }
+
     #[tokio::test]
     async fn manual_sleepers_wake_when_time_reaches_their_deadline() {
         let clock = ManualClock::new();
-        let sleeper = tokio::spawn({
-            let clock = clock.clone();
-            async move { clock.sleep(Duration::from_secs(10)).await }
-        });
+        let sleeper = sleeper(&clock, Duration::from_secs(10));
         tokio::task::yield_now().await;
         assert_eq!(clock.sleepers(), 1);
         clock.advance(Duration::from_secs(9));
@@ -323,10 +326,7 @@ mod tests {
     #[tokio::test]
     async fn dropped_sleepers_unregister() {
         let clock = ManualClock::new();
-        let sleeper = tokio::spawn({
-            let clock = clock.clone();
-            async move { clock.sleep(Duration::from_secs(1)).await }
-        });
+        let sleeper = sleeper(&clock, Duration::from_secs(1));
         tokio::task::yield_now().await;
         sleeper.abort();
         let _ = sleeper.await;

@@ -145,6 +145,11 @@ impl HookSlot {
         }
     }
 
+    /// Reaches [`PausePoint::ServiceHandlerStart`]: a service handler's first step.
+    pub async fn service_handler_start(&self) {
+        self.pause_point(PausePoint::ServiceHandlerStart).await;
+    }
+
     /// Reports `observation` to the harness, if any.
     pub fn observe(&self, observation: impl FnOnce() -> Observation) {
         if let Some(hooks) = &self.0 {

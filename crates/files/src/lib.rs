@@ -230,19 +230,40 @@ mod tests {
     /// A cap far above what these tests write.
     const LIMIT: u64 = 1024;
 
-    #[test]
-    fn a_regular_file_within_the_cap_is_read() {
+    /// A file `a.json` holding `contents` in a fresh temporary directory (keep it alive).
+    fn file_with(contents: impl AsRef<[u8]>) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.json");
-        std::fs::write(&path, "{}").unwrap();
+        std::fs::write(&path, contents).unwrap();
+        (dir, path)
+    }
+
+    /// Makes a FIFO at `path`.
+    fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Asserts that `error` refused a file of kind `kind`.
+    fn assert_not_a_file(error: &FileError, kind: FileKind) {
+        assert!(
+            matches!(error, FileError::NotAFile { kind: k, .. } if *k == kind),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_regular_file_within_the_cap_is_read() {
+        let (_dir, path) = file_with("{}");
         assert_eq!(read_to_string(&path, 2).unwrap(), "{}");
     }
 
     #[test]
     fn a_file_over_the_cap_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.json");
-        std::fs::write(&path, "{ }").unwrap();
+        let (_dir, path) = file_with("{ }");
         let error = read_to_string(&path, 2).unwrap_err();
         assert!(
             matches!(error, FileError::TooLarge { limit: 2, .. }),
@@ -262,45 +283,21 @@ mod tests {
             )
         );
         let error = read_bytes(Path::new("/dev/zero"), LIMIT).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                FileError::NotAFile {
-                    kind: FileKind::Device,
-                    ..
-                }
-            ),
-            "{error}"
-        );
+        assert_not_a_file(&error, FileKind::Device);
     }
 
     #[test]
     fn a_fifo_is_refused_instead_of_blocking() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.json");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&path)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        mkfifo(&path);
         let error = read_to_string(&path, LIMIT).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                FileError::NotAFile {
-                    kind: FileKind::Fifo,
-                    ..
-                }
-            ),
-            "{error}"
-        );
+        assert_not_a_file(&error, FileKind::Fifo);
     }
 
     #[test]
     fn text_that_is_not_utf8_is_an_io_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.json");
-        std::fs::write(&path, [0xff, 0xfe]).unwrap();
+        let (_dir, path) = file_with([0xff, 0xfe]);
         let error = read_to_string(&path, LIMIT).unwrap_err();
         assert!(error.to_string().starts_with("cannot read "), "{error}");
     }
@@ -314,23 +311,10 @@ mod tests {
                 .is_none()
         );
         let fifo = dir.path().join("f");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        mkfifo(&fifo);
         let mut options = std::fs::OpenOptions::new();
         options.write(true);
         let error = open_regular(&mut options, &fifo).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                FileError::NotAFile {
-                    kind: FileKind::Fifo,
-                    ..
-                }
-            ),
-            "{error}"
-        );
+        assert_not_a_file(&error, FileKind::Fifo);
     }
 }

@@ -139,7 +139,8 @@ impl FlockLease {
             .is_some_and(|hold| hold.pid == pid)
     }
 
-    /// The live holder acquires again: same token, expiry extended, its generation lock kept.
+    /// The holder keeps the lease (a live holder's re-acquire, or a renew): same token,
+    /// expiry extended from `now`, its generation lock kept.
     fn extend(
         &self,
         decision: &Decision,
@@ -265,16 +266,8 @@ impl FlockLease {
             && self.holds_generation(session, record.token)
             && (holder.is_live(now) || self.is(Mutant::RenewWithoutExpiryCheck))
         {
-            let expiry_us = self.expiry_us(now);
-            let renewed = Record {
-                holder: Some(Holder {
-                    expiry_us,
-                    ..holder.clone()
-                }),
-                ..record.clone()
-            };
-            self.write_record(&decision.files, session, &renewed)?;
-            return Ok(self.lease(session, lease.owner(), record.token, expiry_us));
+            // `holder.is(lease.owner(), ..)`: the holder's owner is the lease's.
+            return self.extend(&decision, session, record, holder, now);
         }
         self.forget_if_lost(decision.record.as_ref(), lease, now);
         Err(LeaseError::Held {

@@ -2,6 +2,7 @@
 //! TCP, behind one connection type, so the same service and client code runs on both
 //! (docs/world.md#injection-points).
 
+use std::any::Any;
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
@@ -23,6 +24,8 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
 pub struct Conn {
     io: Box<dyn Io>,
     peer: Peer,
+    /// Whatever must live as long as the connection ([`Conn::holding`]); dropped after `io`.
+    _guard: Option<Box<dyn Any + Send>>,
 }
 
 /// The host at the other end of a [`Conn`], as a server sees it: a gRPC server's request
@@ -39,7 +42,15 @@ impl Conn {
         Conn {
             io: Box::new(io),
             peer: Peer::default(),
+            _guard: None,
         }
+    }
+
+    /// The same connection, keeping `guard` until the connection is dropped (e.g. a value
+    /// whose drop counts the connection closed).
+    pub fn holding(mut self, guard: impl Send + 'static) -> Self {
+        self._guard = Some(Box::new(guard));
+        self
     }
 
     /// The same connection, its peer named `host`.

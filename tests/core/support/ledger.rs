@@ -17,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use leasesim::clock::{Clock, ManualClock};
 use leasesim::journal::{
-    Entry, Ledger, LedgerError, LedgerServer, Record, RemoteLedger, Seq, WriterId,
+    Entry, Ledger, LedgerError, LedgerResult, LedgerServer, Record, RemoteLedger, Seq, WriterId,
 };
 use leasesim::lease::{Owner, SessionId};
 use leasesim::net::{tcp_dialer, tcp_incoming};
@@ -127,16 +127,11 @@ impl FaultyLedger {
 
 #[async_trait]
 impl Ledger for FaultyLedger {
-    async fn tip(&self, name: &SessionId) -> Result<Seq, LedgerError> {
+    async fn tip(&self, name: &SessionId) -> LedgerResult<Seq> {
         self.inner.tip(name).await
     }
 
-    async fn append(
-        &self,
-        name: &SessionId,
-        expected: Seq,
-        record: Record,
-    ) -> Result<Seq, LedgerError> {
+    async fn append(&self, name: &SessionId, expected: Seq, record: Record) -> LedgerResult<Seq> {
         self.appends.fetch_add(1, Ordering::SeqCst);
         let fault = lock(&self.append_faults).pop_front();
         let unknown = || LedgerError::Unknown {
@@ -163,7 +158,7 @@ impl Ledger for FaultyLedger {
         }
     }
 
-    async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError> {
+    async fn read(&self, name: &SessionId, from: Seq) -> LedgerResult<Vec<Entry>> {
         {
             let mut failures = lock(&self.read_failures);
             if *failures > 0 {
@@ -225,16 +220,11 @@ impl RacingLedger {
 
 #[async_trait]
 impl Ledger for RacingLedger {
-    async fn tip(&self, name: &SessionId) -> Result<Seq, LedgerError> {
+    async fn tip(&self, name: &SessionId) -> LedgerResult<Seq> {
         self.inner.tip(name).await
     }
 
-    async fn append(
-        &self,
-        name: &SessionId,
-        expected: Seq,
-        record: Record,
-    ) -> Result<Seq, LedgerError> {
+    async fn append(&self, name: &SessionId, expected: Seq, record: Record) -> LedgerResult<Seq> {
         let is_fence = matches!(record, Record::Fence { .. });
         if is_fence && self.raced() < self.races {
             let n = self.raced.fetch_add(1, Ordering::SeqCst) + 1;
@@ -250,7 +240,7 @@ impl Ledger for RacingLedger {
         self.inner.append(name, expected, record).await
     }
 
-    async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError> {
+    async fn read(&self, name: &SessionId, from: Seq) -> LedgerResult<Vec<Entry>> {
         self.inner.read(name, from).await
     }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
-use super::{Entry, Ledger, LedgerError, Record, Seq};
+use super::{Entry, Ledger, LedgerError, LedgerResult, Record, Seq};
 use crate::lease::SessionId;
 use crate::mutant::Mutant;
 use crate::sync::{Mutex, lock};
@@ -33,16 +33,11 @@ impl MemLedger {
 
 #[async_trait]
 impl Ledger for MemLedger {
-    async fn tip(&self, name: &SessionId) -> Result<Seq, LedgerError> {
+    async fn tip(&self, name: &SessionId) -> LedgerResult<Seq> {
         Ok(lock(&self.logs).get(name).map_or(0, |log| log.len() as Seq))
     }
 
-    async fn append(
-        &self,
-        name: &SessionId,
-        expected: Seq,
-        record: Record,
-    ) -> Result<Seq, LedgerError> {
+    async fn append(&self, name: &SessionId, expected: Seq, record: Record) -> LedgerResult<Seq> {
         let mut logs = lock(&self.logs);
         let log = logs.entry(name.clone()).or_default();
         let actual = log.len() as Seq;
@@ -73,28 +68,11 @@ impl Ledger for MemLedger {
         Ok(actual + 1)
     }
 
-    async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError> {
+    async fn read(&self, name: &SessionId, from: Seq) -> LedgerResult<Vec<Entry>> {
         let logs = lock(&self.logs);
         let Some(log) = logs.get(name) else {
             return Ok(Vec::new());
         };
-        let first = from.max(1);
-        let entries = log
-            .iter()
-            .zip(1..)
-            .skip((first - 1) as usize)
-            .map(|(record, seq)| Entry {
-                seq,
-                record: record.clone(),
-            })
-            .collect::<Vec<Entry>>();
-        debug_assert!(
-            entries.first().is_none_or(|e| e.seq == first)
-                && entries.last().is_none_or(|e| e.seq == log.len() as Seq),
-            "seq continuity (docs/contracts.md#journal): a read from {first} returns seqs \
-             {first}..=tip (tip {})",
-            log.len()
-        );
-        Ok(entries)
+        Ok(Entry::read_from(log, from))
     }
 }

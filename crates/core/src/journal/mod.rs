@@ -93,6 +93,32 @@ pub struct Entry {
     pub record: Record,
 }
 
+impl Entry {
+    /// The entries of `log` (a ledger's records, seq 1 first) at position `from` or later, as
+    /// [`Ledger::read`] answers them (`from = 0` reads from 1).
+    pub fn read_from(log: &[Record], from: Seq) -> Vec<Entry> {
+        let first = from.max(1);
+        let entries = (first..)
+            .zip(log.iter().skip((first - 1) as usize))
+            .map(|(seq, record)| Entry {
+                seq,
+                record: record.clone(),
+            })
+            .collect::<Vec<Entry>>();
+        debug_assert!(
+            entries.first().is_none_or(|e| e.seq == first)
+                && entries.last().is_none_or(|e| e.seq == log.len() as Seq),
+            "seq continuity (docs/contracts.md#journal): a read from {first} returns seqs \
+             {first}..=tip (tip {})",
+            log.len()
+        );
+        entries
+    }
+}
+
+/// What a [`Ledger`] call answers: its value, or why it did not succeed.
+pub type LedgerResult<T> = Result<T, LedgerError>;
+
 /// Why a ledger call did not succeed.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 pub enum LedgerError {
@@ -132,24 +158,19 @@ pub trait Ledger: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     /// [`LedgerError::Unavailable`] / [`LedgerError::Unknown`].
-    async fn tip(&self, name: &SessionId) -> Result<Seq, LedgerError>;
+    async fn tip(&self, name: &SessionId) -> LedgerResult<Seq>;
 
     /// Commits `record` at `expected + 1` if the tip is `expected`, returning the new tip.
     ///
     /// # Errors
     /// [`LedgerError::Conflict`] with the actual tip when it is not `expected`;
     /// [`LedgerError::Unavailable`] (no effect) or [`LedgerError::Unknown`] (maybe committed).
-    async fn append(
-        &self,
-        name: &SessionId,
-        expected: Seq,
-        record: Record,
-    ) -> Result<Seq, LedgerError>;
+    async fn append(&self, name: &SessionId, expected: Seq, record: Record) -> LedgerResult<Seq>;
 
     /// Every record of `name` at position `from` or later (`from = 0` reads from 1), in
     /// order.
     ///
     /// # Errors
     /// [`LedgerError::Unavailable`] / [`LedgerError::Unknown`].
-    async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError>;
+    async fn read(&self, name: &SessionId, from: Seq) -> LedgerResult<Vec<Entry>>;
 }

@@ -382,14 +382,21 @@ mod tests {
         SessionId::new("s1").unwrap()
     }
 
+    /// An authority (with `mutant`) that granted `s1` to owner `a` a TTL ago, and that lease,
+    /// expired just now.
+    async fn a_expired(mutant: Option<Mutant>) -> (MemLease, ManualClock, Lease) {
+        let (authority, clock) = lease(mutant);
+        let a = authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
+        clock.advance(TTL);
+        (authority, clock, a)
+    }
+
     /// F7's core: A's stale renew after B released. The correct authority refuses it; the
     /// mutant hands A its token-1 lease back.
     #[tokio::test]
     async fn a_stale_renew_after_a_release_recreates_only_under_the_mutant() {
         for (mutant, recreated) in [(None, false), (Some(Mutant::RenewRecreatesRecord), true)] {
-            let (authority, clock) = lease(mutant);
-            let a = authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
-            clock.advance(TTL);
+            let (authority, _, a) = a_expired(mutant).await;
             let b = authority.acquire(&s1(), &Owner::new("b", 0)).await.unwrap();
             authority.release(&b).await.unwrap();
             let renewed = authority.renew(&a).await;
@@ -403,9 +410,7 @@ mod tests {
     #[tokio::test]
     async fn collecting_a_record_drops_its_high_water_mark_only_under_the_mutant() {
         for (mutant, token) in [(None, 2), (Some(Mutant::TokenDroppedWithRecord), 1)] {
-            let (authority, clock) = lease(mutant);
-            authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
-            clock.advance(TTL);
+            let (authority, clock, _) = a_expired(mutant).await;
             assert!(authority.collect_expired_record(&s1(), clock.now()));
             let b = authority.acquire(&s1(), &Owner::new("b", 0)).await.unwrap();
             assert_eq!(b.token(), token, "{mutant:?}");
@@ -416,9 +421,7 @@ mod tests {
     #[tokio::test]
     async fn the_expiry_instant_is_expired_except_under_the_off_by_one() {
         for (mutant, granted) in [(None, true), (Some(Mutant::ExpiryOffByOne), false)] {
-            let (authority, clock) = lease(mutant);
-            authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
-            clock.advance(TTL);
+            let (authority, _, _) = a_expired(mutant).await;
             let b = authority.acquire(&s1(), &Owner::new("b", 0)).await;
             assert_eq!(b.is_ok(), granted, "{mutant:?}: {b:?}");
         }
@@ -429,9 +432,7 @@ mod tests {
     #[tokio::test]
     async fn an_expired_same_owner_reacquire_keeps_its_token_only_under_the_mutant() {
         for (mutant, token) in [(None, 2), (Some(Mutant::ExpiredReacquireKeepsToken), 1)] {
-            let (authority, clock) = lease(mutant);
-            authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
-            clock.advance(TTL);
+            let (authority, clock, _) = a_expired(mutant).await;
             let again = authority.acquire(&s1(), &Owner::new("a", 0)).await.unwrap();
             assert_eq!(again.token(), token, "{mutant:?}");
             clock.advance(TTL);

@@ -173,15 +173,24 @@ impl Drop for GateGuard {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_second_entry_waits_for_the_first_and_the_map_empties_after() {
+    /// A gate with a first run inside session `s1`: the gate, `s1` and the first run's guard.
+    async fn s1_entered() -> (Arc<Gate>, SessionId, GateGuard) {
         let gate = Arc::new(Gate::default());
         let s1 = SessionId::new("s1").unwrap();
         let first = gate.enter(&s1).await;
-        let second = tokio::spawn({
-            let (gate, s1) = (gate.clone(), s1.clone());
-            async move { drop(gate.enter(&s1).await) }
-        });
+        (gate, s1, first)
+    }
+
+    /// A task that enters `gate` for `session` and leaves at once.
+    fn enter_and_leave(gate: &Arc<Gate>, session: &SessionId) -> tokio::task::JoinHandle<()> {
+        let (gate, session) = (gate.clone(), session.clone());
+        tokio::spawn(async move { drop(gate.enter(&session).await) })
+    }
+
+    #[tokio::test]
+    async fn a_second_entry_waits_for_the_first_and_the_map_empties_after() {
+        let (gate, s1, first) = s1_entered().await;
+        let second = enter_and_leave(&gate, &s1);
         tokio::task::yield_now().await;
         assert!(
             !second.is_finished(),
@@ -202,17 +211,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_cancelled_waiter_does_not_keep_the_next_run_out() {
-        let gate = Arc::new(Gate::default());
-        let s1 = SessionId::new("s1").unwrap();
-        let first = gate.enter(&s1).await;
-        let cancelled = tokio::spawn({
-            let (gate, s1) = (gate.clone(), s1.clone());
-            async move { drop(gate.enter(&s1).await) }
-        });
-        let third = tokio::spawn({
-            let (gate, s1) = (gate.clone(), s1.clone());
-            async move { drop(gate.enter(&s1).await) }
-        });
+        let (gate, s1, first) = s1_entered().await;
+        let cancelled = enter_and_leave(&gate, &s1);
+        let third = enter_and_leave(&gate, &s1);
         tokio::task::yield_now().await;
         cancelled.abort();
         drop(first);

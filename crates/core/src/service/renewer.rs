@@ -1,5 +1,6 @@
 //! The renewer: keeps a held lease alive every `ttl / 3` until it is lost.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use crate::journal::{JournalLease, LossCause};
@@ -58,14 +59,9 @@ async fn renew_before_deadline(lease: &JournalLease, backoff: Backoff) -> Result
             biased;
             cause = lease.lost() => return Err(cause),
             () = clock.sleep_until(deadline) => lease.check()?,
-            renewed = lease.renew() => match renewed {
-                Ok(()) => return Ok(()),
-                Err(LeaseError::Held { holder_token }) => {
-                    tracing::warn!(session = %lease.session(), ?holder_token, "lease overtaken");
-                    return Err(lease.loss().unwrap_or(LossCause::Overtaken { holder_token }));
-                }
-                Err(transient) => {
-                    tracing::debug!(session = %lease.session(), error = %transient, ?wait, "renew failed; retrying");
+            renewed = lease.renew() => match settle(lease, renewed, wait) {
+                ControlFlow::Break(settled) => return settled,
+                ControlFlow::Continue(()) => {
                     tokio::select! {
                         biased;
                         cause = lease.lost() => return Err(cause),
@@ -90,14 +86,8 @@ async fn renew_until_held(lease: &JournalLease, backoff: Backoff) -> Result<(), 
         tokio::select! {
             biased;
             cause = lease.lost() => return Err(cause),
-            renewed = lease.renew() => match renewed {
-                Ok(()) => return Ok(()),
-                Err(LeaseError::Held { holder_token }) => {
-                    return Err(lease.loss().unwrap_or(LossCause::Overtaken { holder_token }));
-                }
-                Err(transient) => {
-                    tracing::debug!(session = %lease.session(), error = %transient, ?wait, "renew failed; retrying");
-                }
+            renewed = lease.renew() => if let ControlFlow::Break(settled) = settle(lease, renewed, wait) {
+                return settled;
             },
         }
         tokio::select! {
@@ -110,5 +100,28 @@ async fn renew_until_held(lease: &JournalLease, backoff: Backoff) -> Result<(), 
             wait <= backoff.max,
             "the renew backoff is capped at its max"
         );
+    }
+}
+
+/// What one renew call's answer means: renewed or lost (`Held`: overtaken, unless the hold
+/// was already lost for another cause) ends the renewal; a transient error, logged, is
+/// retried after `wait`.
+fn settle(
+    lease: &JournalLease,
+    renewed: Result<(), LeaseError>,
+    wait: Duration,
+) -> ControlFlow<Result<(), LossCause>> {
+    match renewed {
+        Ok(()) => ControlFlow::Break(Ok(())),
+        Err(LeaseError::Held { holder_token }) => {
+            tracing::warn!(session = %lease.session(), ?holder_token, "lease overtaken");
+            ControlFlow::Break(Err(lease
+                .loss()
+                .unwrap_or(LossCause::Overtaken { holder_token })))
+        }
+        Err(transient) => {
+            tracing::debug!(session = %lease.session(), error = %transient, ?wait, "renew failed; retrying");
+            ControlFlow::Continue(())
+        }
     }
 }

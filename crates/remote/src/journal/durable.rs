@@ -23,7 +23,7 @@ use prost::Message;
 use tokio::sync::Mutex;
 
 use crate::{proto, wire};
-use leasesim_core::journal::{Entry, Ledger, LedgerError, Record, Seq};
+use leasesim_core::journal::{Entry, Ledger, LedgerError, LedgerResult, Record, Seq};
 use leasesim_core::lease::SessionId;
 use leasesim_core::mutant::Mutant;
 use leasesim_core::storage::checkpoint::Checkpoint;
@@ -291,7 +291,7 @@ impl DurableLedger {
 
 #[async_trait]
 impl Ledger for DurableLedger {
-    async fn tip(&self, name: &SessionId) -> Result<Seq, LedgerError> {
+    async fn tip(&self, name: &SessionId) -> LedgerResult<Seq> {
         let state = self.state.lock().await;
         Ok(state
             .logs
@@ -299,12 +299,7 @@ impl Ledger for DurableLedger {
             .map_or(0, |log| log.records.len() as Seq))
     }
 
-    async fn append(
-        &self,
-        name: &SessionId,
-        expected: Seq,
-        record: Record,
-    ) -> Result<Seq, LedgerError> {
+    async fn append(&self, name: &SessionId, expected: Seq, record: Record) -> LedgerResult<Seq> {
         let mut state = self.state.lock().await;
         let State { logs, checkpoint } = &mut *state;
         let blind = self.mutant == Some(Mutant::AppendIgnoresExpectedTip);
@@ -340,29 +335,12 @@ impl Ledger for DurableLedger {
         Ok(actual + 1)
     }
 
-    async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError> {
+    async fn read(&self, name: &SessionId, from: Seq) -> LedgerResult<Vec<Entry>> {
         let state = self.state.lock().await;
         let Some(log) = state.logs.get(name) else {
             return Ok(Vec::new());
         };
-        let first = from.max(1);
-        let entries = (first..)
-            .zip(log.records.iter().skip((first - 1) as usize))
-            .map(|(seq, record)| Entry {
-                seq,
-                record: record.clone(),
-            })
-            .collect::<Vec<Entry>>();
-        debug_assert!(
-            entries.first().is_none_or(|e| e.seq == first)
-                && entries
-                    .last()
-                    .is_none_or(|e| e.seq == log.records.len() as Seq),
-            "seq continuity (docs/contracts.md#journal): a read from {first} returns seqs \
-             {first}..=tip (tip {})",
-            log.records.len()
-        );
-        Ok(entries)
+        Ok(Entry::read_from(&log.records, from))
     }
 }
 

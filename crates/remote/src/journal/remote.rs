@@ -13,8 +13,8 @@ use crate::proto::ledger_service_server::{LedgerService, LedgerServiceServer};
 use crate::proto::{AppendReply, AppendRequest, ReadReply, ReadRequest, TipReply, TipRequest};
 use crate::{ClientConfig, MESSAGE_MAX_BYTES, RemoteChannel, status, wire};
 use leasesim_core::clock::Clock;
-use leasesim_core::hooks::{HookSlot, PausePoint};
-use leasesim_core::journal::{Entry, Ledger, LedgerError, Record, Seq};
+use leasesim_core::hooks::HookSlot;
+use leasesim_core::journal::{Entry, Ledger, LedgerError, LedgerResult, Record, Seq};
 use leasesim_core::lease::SessionId;
 use leasesim_net::{Dialer, Incoming};
 
@@ -42,7 +42,7 @@ impl LedgerServer {
     }
 
     /// The same service calling `hooks` at the start of each handler
-    /// ([`PausePoint::ServiceHandlerStart`]).
+    /// ([`PausePoint::ServiceHandlerStart`](leasesim_core::hooks::PausePoint::ServiceHandlerStart)).
     pub fn with_hooks(mut self, hooks: HookSlot) -> Self {
         self.hooks = hooks;
         self
@@ -87,9 +87,7 @@ fn page(entries: &[Entry]) -> ReadReply {
 #[tonic::async_trait]
 impl LedgerService for LedgerServer {
     async fn tip(&self, request: Request<TipRequest>) -> Result<Response<TipReply>, Status> {
-        self.hooks
-            .pause_point(PausePoint::ServiceHandlerStart)
-            .await;
+        self.hooks.service_handler_start().await;
         let session = wire::session(request.into_inner().session).map_err(status::invalid)?;
         let tip = self
             .ledger
@@ -103,9 +101,7 @@ impl LedgerService for LedgerServer {
         &self,
         request: Request<AppendRequest>,
     ) -> Result<Response<AppendReply>, Status> {
-        self.hooks
-            .pause_point(PausePoint::ServiceHandlerStart)
-            .await;
+        self.hooks.service_handler_start().await;
         let request = request.into_inner();
         let session = wire::session(request.session).map_err(status::invalid)?;
         let record = wire::record(request.record).map_err(status::invalid)?;
@@ -118,9 +114,7 @@ impl LedgerService for LedgerServer {
     }
 
     async fn read(&self, request: Request<ReadRequest>) -> Result<Response<ReadReply>, Status> {
-        self.hooks
-            .pause_point(PausePoint::ServiceHandlerStart)
-            .await;
+        self.hooks.service_handler_start().await;
         let request = request.into_inner();
         let session = wire::session(request.session).map_err(status::invalid)?;
         let entries = self
@@ -177,7 +171,7 @@ fn malformed(error: wire::WireError) -> LedgerError {
 
 #[async_trait]
 impl Ledger for RemoteLedger {
-    async fn tip(&self, name: &SessionId) -> Result<Seq, LedgerError> {
+    async fn tip(&self, name: &SessionId) -> LedgerResult<Seq> {
         let request = TipRequest {
             session: name.as_str().to_owned(),
         };
@@ -187,12 +181,7 @@ impl Ledger for RemoteLedger {
         }
     }
 
-    async fn append(
-        &self,
-        name: &SessionId,
-        expected: Seq,
-        record: Record,
-    ) -> Result<Seq, LedgerError> {
+    async fn append(&self, name: &SessionId, expected: Seq, record: Record) -> LedgerResult<Seq> {
         if let Record::Event { payload, .. } = &record
             && payload.len() > wire::PAYLOAD_MAX_BYTES
         {
@@ -215,7 +204,7 @@ impl Ledger for RemoteLedger {
         }
     }
 
-    async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError> {
+    async fn read(&self, name: &SessionId, from: Seq) -> LedgerResult<Vec<Entry>> {
         let mut entries = Vec::new();
         let mut next = from.max(1);
         loop {

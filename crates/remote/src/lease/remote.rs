@@ -12,7 +12,7 @@ use crate::proto::lease_service_server::{LeaseService, LeaseServiceServer};
 use crate::proto::{AcquireRequest, LeaseReply, LeaseRequest, ReleaseReply};
 use crate::{ClientConfig, MESSAGE_MAX_BYTES, RemoteChannel, status, wire};
 use leasesim_core::clock::Clock;
-use leasesim_core::hooks::{HookSlot, PausePoint};
+use leasesim_core::hooks::HookSlot;
 use leasesim_core::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use leasesim_net::{Dialer, Incoming};
 
@@ -33,7 +33,7 @@ impl LeaseServer {
     }
 
     /// The same service calling `hooks` at the start of each handler
-    /// ([`PausePoint::ServiceHandlerStart`]).
+    /// ([`PausePoint::ServiceHandlerStart`](leasesim_core::hooks::PausePoint::ServiceHandlerStart)).
     pub fn with_hooks(mut self, hooks: HookSlot) -> Self {
         self.hooks = hooks;
         self
@@ -76,9 +76,7 @@ impl LeaseService for LeaseServer {
         &self,
         request: Request<AcquireRequest>,
     ) -> Result<Response<LeaseReply>, Status> {
-        self.hooks
-            .pause_point(PausePoint::ServiceHandlerStart)
-            .await;
+        self.hooks.service_handler_start().await;
         let request = request.into_inner();
         let session = wire::session(request.session).map_err(status::invalid)?;
         let owner = wire::owner(request.owner).map_err(status::invalid)?;
@@ -86,9 +84,7 @@ impl LeaseService for LeaseServer {
     }
 
     async fn renew(&self, request: Request<LeaseRequest>) -> Result<Response<LeaseReply>, Status> {
-        self.hooks
-            .pause_point(PausePoint::ServiceHandlerStart)
-            .await;
+        self.hooks.service_handler_start().await;
         let lease = wire::lease(request.into_inner().lease).map_err(status::invalid)?;
         reply(self.authority.renew(&lease).await)
     }
@@ -97,9 +93,7 @@ impl LeaseService for LeaseServer {
         &self,
         request: Request<LeaseRequest>,
     ) -> Result<Response<ReleaseReply>, Status> {
-        self.hooks
-            .pause_point(PausePoint::ServiceHandlerStart)
-            .await;
+        self.hooks.service_handler_start().await;
         let lease = wire::lease(request.into_inner().lease).map_err(status::invalid)?;
         self.authority
             .release(&lease)

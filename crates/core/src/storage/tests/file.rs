@@ -2,11 +2,18 @@
 
 use std::io::{self, ErrorKind};
 
-use super::{bad_names, invalid_name, io_err};
+use super::{assert_refuses_bad_names, io_err};
 use crate::storage::{FileStorage, Storage, StorageError, io_error};
 
 fn open_in(root: &tempfile::TempDir) -> FileStorage {
     FileStorage::open(root.path().join("data")).unwrap()
+}
+
+/// A storage in `data/` of a fresh temporary directory, and the directory (keep it alive).
+fn fresh() -> (tempfile::TempDir, FileStorage) {
+    let root = tempfile::tempdir().unwrap();
+    let storage = open_in(&root);
+    (root, storage)
 }
 
 #[tokio::test]
@@ -21,8 +28,7 @@ async fn open_creates_the_directory() {
 
 #[tokio::test]
 async fn append_sync_read_truncate_list_round_trip() {
-    let root = tempfile::tempdir().unwrap();
-    let storage = open_in(&root);
+    let (root, storage) = fresh();
     storage.append("b.log", b"hello").await.unwrap();
     storage.append("b.log", b" world").await.unwrap();
     storage.append("a.log", b"").await.unwrap();
@@ -40,8 +46,7 @@ async fn append_sync_read_truncate_list_round_trip() {
 
 #[tokio::test]
 async fn a_reopened_storage_sees_the_files() {
-    let root = tempfile::tempdir().unwrap();
-    let storage = open_in(&root);
+    let (root, storage) = fresh();
     storage.append("f", b"abc").await.unwrap();
     storage.sync("f").await.unwrap();
     drop(storage);
@@ -55,8 +60,7 @@ async fn a_reopened_storage_sees_the_files() {
 
 #[tokio::test]
 async fn missing_files_read_empty_and_sync_or_truncate_to_zero_as_no_ops() {
-    let root = tempfile::tempdir().unwrap();
-    let storage = open_in(&root);
+    let (_root, storage) = fresh();
     assert_eq!(storage.read("missing").await.unwrap(), b"");
     storage.sync("missing").await.unwrap();
     storage.truncate("missing", 0).await.unwrap();
@@ -65,8 +69,7 @@ async fn missing_files_read_empty_and_sync_or_truncate_to_zero_as_no_ops() {
 
 #[tokio::test]
 async fn truncate_never_extends() {
-    let root = tempfile::tempdir().unwrap();
-    let storage = open_in(&root);
+    let (root, storage) = fresh();
     storage.append("f", b"abc").await.unwrap();
     let (file, kind, message) = io_err(storage.truncate("f", 4).await);
     assert_eq!(
@@ -87,15 +90,8 @@ async fn truncate_never_extends() {
 
 #[tokio::test]
 async fn invalid_names_are_refused_and_touch_nothing() {
-    let root = tempfile::tempdir().unwrap();
-    let storage = open_in(&root);
-    for (name, reason) in bad_names() {
-        let expected = (name.clone(), reason.to_string());
-        assert_eq!(invalid_name(storage.read(&name).await), expected);
-        assert_eq!(invalid_name(storage.append(&name, b"x").await), expected);
-        assert_eq!(invalid_name(storage.sync(&name).await), expected);
-        assert_eq!(invalid_name(storage.truncate(&name, 0).await), expected);
-    }
+    let (root, storage) = fresh();
+    assert_refuses_bad_names(&storage).await;
     let entries = |p: &std::path::Path| std::fs::read_dir(p).unwrap().count();
     assert_eq!(entries(&root.path().join("data")), 0);
     assert_eq!(entries(root.path()), 1);
@@ -103,8 +99,7 @@ async fn invalid_names_are_refused_and_touch_nothing() {
 
 #[tokio::test]
 async fn list_ignores_what_is_not_a_storage_file() {
-    let root = tempfile::tempdir().unwrap();
-    let storage = open_in(&root);
+    let (root, storage) = fresh();
     let dir = root.path().join("data");
     std::fs::write(dir.join(".hidden"), b"").unwrap();
     std::fs::write(dir.join("with space"), b"").unwrap();
@@ -119,8 +114,7 @@ async fn list_ignores_what_is_not_a_storage_file() {
 #[tokio::test]
 async fn list_refuses_a_storage_name_that_is_not_a_regular_file() {
     for make in ["directory", "symlink loop", "dangling symlink"] {
-        let root = tempfile::tempdir().unwrap();
-        let storage = open_in(&root);
+        let (root, storage) = fresh();
         let path = root.path().join("data").join("s.ledger");
         match make {
             "directory" => std::fs::create_dir(&path).unwrap(),
@@ -168,8 +162,7 @@ fn io_errors_say_what_failed_and_how_to_fix_it() {
 
 #[tokio::test]
 async fn a_poisoned_file_refuses_writes_until_reopened() {
-    let root = tempfile::tempdir().unwrap();
-    let storage = open_in(&root);
+    let (root, storage) = fresh();
     storage.append("f", b"abc").await.unwrap();
     storage.poison_for_test("f", "fsync");
     let path = root.path().join("data").join("f").display().to_string();

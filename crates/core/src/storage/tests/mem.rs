@@ -2,7 +2,7 @@
 
 use std::io::ErrorKind;
 
-use super::{bad_names, invalid_name, io_err};
+use super::{assert_refuses_bad_names, io_err};
 use crate::storage::{MemStorage, Storage};
 
 async fn disk_with(file: &str, synced: &[u8], unsynced: &[u8]) -> MemStorage {
@@ -126,13 +126,7 @@ async fn list_is_sorted() {
 #[tokio::test]
 async fn invalid_names_are_refused() {
     let disk = MemStorage::new();
-    for (name, reason) in bad_names() {
-        let expected = (name.clone(), reason.to_string());
-        assert_eq!(invalid_name(disk.read(&name).await), expected);
-        assert_eq!(invalid_name(disk.append(&name, b"x").await), expected);
-        assert_eq!(invalid_name(disk.sync(&name).await), expected);
-        assert_eq!(invalid_name(disk.truncate(&name, 0).await), expected);
-    }
+    assert_refuses_bad_names(&disk).await;
     assert!(disk.list().await.unwrap().is_empty());
 }
 

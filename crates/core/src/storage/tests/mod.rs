@@ -5,7 +5,7 @@ mod log;
 mod mem;
 mod names;
 
-use super::StorageError;
+use super::{Storage, StorageError};
 
 /// The checksum of a frame, computed by hand from the documented format (not by the code
 /// under test): CRC-32 of `len | seq | prev_crc | payload`.
@@ -72,6 +72,18 @@ fn io_err<T: std::fmt::Debug>(
     match result {
         Err(StorageError::Io { file, source }) => (file, source.kind(), source.to_string()),
         other => panic!("expected Io, got {other:?}"),
+    }
+}
+
+/// Asserts that every file operation of `storage` refuses each of [`bad_names`] with
+/// `InvalidName` naming it and the reason.
+async fn assert_refuses_bad_names(storage: &impl Storage) {
+    for (name, reason) in bad_names() {
+        let expected = (name.clone(), reason.to_string());
+        assert_eq!(invalid_name(storage.read(&name).await), expected);
+        assert_eq!(invalid_name(storage.append(&name, b"x").await), expected);
+        assert_eq!(invalid_name(storage.sync(&name).await), expected);
+        assert_eq!(invalid_name(storage.truncate(&name, 0).await), expected);
     }
 }
 
