@@ -21,7 +21,9 @@ use super::to_history::{ToHistory, granted};
 use super::true_time::{true_now, true_sleep};
 use leasesim_core::clock::{Clock, Instant};
 use leasesim_core::hooks::{Hooks, Observation, PausePoint};
-use leasesim_core::journal::{Entry, Ledger, LedgerError, Record, Seq, Store, StoreConfig};
+use leasesim_core::journal::{
+    Entry, Ledger, LedgerError, LedgerResult, Record, Seq, Store, StoreConfig,
+};
 use leasesim_core::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use leasesim_history::{
     ClockLine, DecisionLine, EventLine, HistEvent, LedgerLine, Line, NemesisLine, Op, OpLine,
@@ -308,7 +310,7 @@ fn lease_outcome<T>(result: &Result<T, LeaseError>) -> Outcome {
 }
 
 /// As [`lease_outcome`], for the ledger.
-fn ledger_outcome<T>(result: &Result<T, LedgerError>) -> Outcome {
+fn ledger_outcome<T>(result: &LedgerResult<T>) -> Outcome {
     match result {
         Ok(_) => Outcome::Ok,
         Err(LedgerError::Unknown { .. }) => Outcome::Info,
@@ -420,19 +422,14 @@ pub fn recorded_store(
 
 #[async_trait]
 impl Ledger for RecordingLedger {
-    async fn tip(&self, name: &SessionId) -> Result<Seq, LedgerError> {
+    async fn tip(&self, name: &SessionId) -> LedgerResult<Seq> {
         let tip = |seq: &Seq| OpResult::Tip { seq: *seq };
         let call = || self.inner.tip(name);
         self.record((name, Op::LedgerTip {}), call, ledger_outcome, tip)
             .await
     }
 
-    async fn append(
-        &self,
-        name: &SessionId,
-        expected: Seq,
-        record: Record,
-    ) -> Result<Seq, LedgerError> {
+    async fn append(&self, name: &SessionId, expected: Seq, record: Record) -> LedgerResult<Seq> {
         let op = Op::LedgerAppend {
             expected,
             record: record.to_history(),
@@ -445,7 +442,7 @@ impl Ledger for RecordingLedger {
 
     /// Reads are not operations of the history (they change nothing, and the final ledger
     /// is recorded whole at the end).
-    async fn read(&self, name: &SessionId, from: Seq) -> Result<Vec<Entry>, LedgerError> {
+    async fn read(&self, name: &SessionId, from: Seq) -> LedgerResult<Vec<Entry>> {
         self.inner.read(name, from).await
     }
 }

@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use super::{Entry, JournalError, JournalLease, Ledger, LedgerError, Record, SkewMargin, WriterId};
+use super::{
+    Entry, JournalError, JournalLease, Ledger, LedgerError, LedgerResult, Record, SkewMargin,
+    WriterId,
+};
 use crate::clock::Clock;
 use crate::hooks::{HookSlot, LeaseUse, Observation, PausePoint};
 use crate::journal::Journal;
@@ -218,7 +221,7 @@ impl Store {
     ///
     /// # Errors
     /// The ledger's.
-    pub async fn replay(&self, session: &SessionId) -> Result<Vec<Entry>, LedgerError> {
+    pub async fn replay(&self, session: &SessionId) -> LedgerResult<Vec<Entry>> {
         let mut entries = self.replay_full(session).await?;
         entries.retain(|entry| matches!(entry.record, Record::Event { .. }));
         Ok(entries)
@@ -228,7 +231,7 @@ impl Store {
     ///
     /// # Errors
     /// The ledger's.
-    pub async fn replay_full(&self, session: &SessionId) -> Result<Vec<Entry>, LedgerError> {
+    pub async fn replay_full(&self, session: &SessionId) -> LedgerResult<Vec<Entry>> {
         self.ledger.read(session, 1).await
     }
 }

@@ -213,7 +213,7 @@ impl DurableLedger {
         checkpoint: &mut Checkpoint,
         seq: Seq,
         record: Record,
-    ) -> Result<Seq, LedgerError> {
+    ) -> LedgerResult<Seq> {
         assert!(
             seq >= 1 && seq as usize <= log.records.len(),
             "a blind put lands on a committed record: seq {seq} of 1..={}",
