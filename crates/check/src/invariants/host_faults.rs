@@ -99,19 +99,11 @@ impl HostFaults {
             let end = match meaning(line.action) {
                 Meaning::Held(end) => end,
                 Meaning::ClockFault => {
-                    faults
-                        .clock_faults
-                        .entry(line.host.clone())
-                        .or_default()
-                        .push(line.at_us);
+                    at_host(&mut faults.clock_faults, line);
                     continue;
                 }
                 Meaning::Crash => {
-                    faults
-                        .crashes
-                        .entry(line.host.clone())
-                        .or_default()
-                        .push(line.at_us);
+                    at_host(&mut faults.crashes, line);
                     continue;
                 }
                 Meaning::Other => continue,
@@ -163,6 +155,14 @@ fn ordered(a: &str, b: &str) -> [String; 2] {
     let mut pair = [a.to_owned(), b.to_owned()];
     pair.sort();
     pair
+}
+
+/// Notes nemesis line `line`'s instant among its host's in `instants`.
+fn at_host(instants: &mut BTreeMap<String, Vec<u64>>, line: &NemesisLine) {
+    instants
+        .entry(line.host.clone())
+        .or_default()
+        .push(line.at_us);
 }
 
 /// The first of `host`'s instants in true time `[from_us, until_us)`.
