@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use leasesim_history::{History, Line, NemesisAction, NemesisLine};
+use leasesim_history::{History, NemesisAction, NemesisLine};
 
 /// What an action tells SIGNAL about the host (and peer) it names.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -85,14 +85,7 @@ pub(crate) struct HostFaults {
 impl HostFaults {
     /// The faults `history`'s nemesis lines show.
     pub(crate) fn new(history: &History) -> Self {
-        let mut lines: Vec<&NemesisLine> = history
-            .lines()
-            .iter()
-            .filter_map(|line| match line {
-                Line::Nemesis(nemesis) => Some(nemesis),
-                _ => None,
-            })
-            .collect();
+        let mut lines: Vec<&NemesisLine> = history.nemesis_actions().collect();
         lines.sort_by_key(|line| line.at_us);
         let mut faults = HostFaults::default();
         for (i, line) in lines.iter().enumerate() {
