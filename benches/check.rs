@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use leasesim::check::jepsen::{etcd, kv};
 use leasesim::check::linearizability::kv::KvStore;
 use leasesim::check::linearizability::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
-use leasesim::check::linearizability::register::{CasRegister, RegisterInput, RegisterOutput};
+use leasesim::check::linearizability::register::CasRegister;
 use leasesim::check::linearizability::{
     Budget, Model, Operation, Verdict, check, check_counted, lease_operations, ledger_operations,
 };
@@ -347,15 +347,7 @@ fn budget_rows() {
         &CasLedger,
         &appends,
     );
-    let reads: Vec<Operation<RegisterInput, RegisterOutput>> = (0..N)
-        .map(|i| Operation {
-            process: i % 4,
-            input: RegisterInput::Read,
-            output: Some(RegisterOutput::Read(None)),
-            call: 2 * i,
-            ret: Some(2 * i + 1),
-        })
-        .collect();
+    let reads = families::equal_reads(N);
     budget_row("100k equal reads, --budget 1000", &CasRegister, &reads);
 }
 

@@ -7,10 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use leasesim::check::linearizability::register::{CasRegister, RegisterInput, RegisterOutput};
+use leasesim::check::linearizability::register::CasRegister;
 use leasesim::check::linearizability::{
-    Budget, Operation, Verdict, check_counted, check_lease_history, check_ledger_history,
-    ledger_operations,
+    Budget, Verdict, check_counted, check_lease_history, check_ledger_history, ledger_operations,
 };
 use leasesim::history::{History, HistoryError, Line, LineProblem, MAX_TIME_US};
 use leasesim_testkit::{leasesim, stderr};
@@ -109,6 +108,17 @@ fn assert_bad_input(out: &Output, message: &str) {
     assert_eq!(stderr(out), format!("error: {message}\n"));
 }
 
+/// Each of `models` refuses `file` as bad input, its one error line the file's path then
+/// `rest`.
+fn assert_refused_by(models: &[&str], file: &Path, rest: &str) {
+    for model in models {
+        assert_bad_input(
+            &check_cli(model, file),
+            &format!("{}{rest}", file.display()),
+        );
+    }
+}
+
 #[test]
 fn the_base_history_is_linearizable_under_both_models() {
     let history = in_memory(&base_lines());
@@ -142,16 +152,12 @@ mod times {
         );
         let dir = tempfile::tempdir().unwrap();
         let file = write(dir.path(), "bad.jsonl", &lines);
-        for model in ["lease", "ledger"] {
-            assert_bad_input(
-                &check_cli(model, &file),
-                &format!(
-                    "{}:3: op 1 completes at 1000 µs, before it was invoked at 5000000 µs; \
-                     complete_us must be at least invoke_us",
-                    file.display()
-                ),
-            );
-        }
+        assert_refused_by(
+            &["lease", "ledger"],
+            &file,
+            ":3: op 1 completes at 1000 µs, before it was invoked at 5000000 µs; \
+             complete_us must be at least invoke_us",
+        );
     }
 
     /// The probe's u64::MAX times: `run_ended`, a decision, a clock segment and a ledger op's
@@ -189,17 +195,15 @@ mod times {
                 );
             }
             let file = write(dir.path(), &format!("max{i}.jsonl"), &lines);
-            for model in ["ledger", "lease"] {
-                assert_bad_input(
-                    &check_cli(model, &file),
-                    &format!(
-                        "{}:{number}: `{field}` = {MAX} µs is beyond the largest time a history \
-                         may hold ({MAX_TIME_US} µs = 2^62, about 146 000 years); a time this \
-                         large is a damaged or hand-made value",
-                        file.display()
-                    ),
-                );
-            }
+            assert_refused_by(
+                &["ledger", "lease"],
+                &file,
+                &format!(
+                    ":{number}: `{field}` = {MAX} µs is beyond the largest time a history may \
+                     hold ({MAX_TIME_US} µs = 2^62, about 146 000 years); a time this large is \
+                     a damaged or hand-made value"
+                ),
+            );
         }
     }
 
@@ -228,39 +232,27 @@ mod missing {
     fn an_empty_history_is_bad_input_for_every_model() {
         let dir = tempfile::tempdir().unwrap();
         let file = write(dir.path(), "empty.jsonl", &[]);
-        for model in ["ledger", "lease"] {
-            assert_bad_input(
-                &check_cli(model, &file),
-                &format!(
-                    "{}: the file is empty; a history has a config line, then its operations",
-                    file.display()
-                ),
-            );
-        }
-        for model in ["etcd", "kv"] {
-            assert_bad_input(
-                &check_cli(model, &file),
-                &format!(
-                    "{}: no operations; an empty history has nothing to judge",
-                    file.display()
-                ),
-            );
-        }
+        assert_refused_by(
+            &["ledger", "lease"],
+            &file,
+            ": the file is empty; a history has a config line, then its operations",
+        );
+        assert_refused_by(
+            &["etcd", "kv"],
+            &file,
+            ": no operations; an empty history has nothing to judge",
+        );
     }
 
     #[test]
     fn a_history_without_its_config_line_is_bad_input() {
         let dir = tempfile::tempdir().unwrap();
         let file = write(dir.path(), "nocfg.jsonl", &base_lines()[1..]);
-        for model in ["ledger", "lease"] {
-            assert_bad_input(
-                &check_cli(model, &file),
-                &format!(
-                    "{}: no config line; a history has exactly one",
-                    file.display()
-                ),
-            );
-        }
+        assert_refused_by(
+            &["ledger", "lease"],
+            &file,
+            ": no config line; a history has exactly one",
+        );
     }
 
     /// Probe 2, N8: a history cut right after its config line has nothing to judge, under
@@ -269,14 +261,14 @@ mod missing {
     fn a_history_cut_after_its_config_line_is_bad_input_for_every_model() {
         let dir = tempfile::tempdir().unwrap();
         let file = write(dir.path(), "cfg.jsonl", &base_lines()[..1]);
-        for (model, kind) in [("ledger", "ledger"), ("lease", "lease")] {
-            assert_bad_input(
-                &check_cli(model, &file),
+        for model in ["ledger", "lease"] {
+            assert_refused_by(
+                &[model],
+                &file,
                 &format!(
-                    "{}: no {kind} operations; a history with nothing to judge cannot be \
+                    ": no {model} operations; a history with nothing to judge cannot be \
                      linearizable (a file cut short after its config line? give the whole \
-                     history)",
-                    file.display()
+                     history)"
                 ),
             );
         }
@@ -290,12 +282,10 @@ mod missing {
             "chatter.log",
             &["INFO  jepsen.core - hello".into()],
         );
-        assert_bad_input(
-            &check_cli("etcd", &file),
-            &format!(
-                "{}: no operations; an empty history has nothing to judge",
-                file.display()
-            ),
+        assert_refused_by(
+            &["etcd"],
+            &file,
+            ": no operations; an empty history has nothing to judge",
         );
     }
 }
@@ -309,25 +299,20 @@ mod files {
         let fifo = dir.path().join("f.jsonl");
         let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
         assert!(status.success());
-        for model in ["ledger", "lease", "etcd", "kv"] {
-            assert_bad_input(
-                &check_cli(model, &fifo),
-                &format!(
-                    "{} is a FIFO, not a regular file; give the path of a file",
-                    fifo.display()
-                ),
-            );
-        }
+        assert_refused_by(
+            &["ledger", "lease", "etcd", "kv"],
+            &fifo,
+            " is a FIFO, not a regular file; give the path of a file",
+        );
     }
 
     #[test]
     fn dev_zero_is_refused_at_once_by_every_reader() {
-        for model in ["ledger", "lease", "etcd", "kv"] {
-            assert_bad_input(
-                &check_cli(model, Path::new("/dev/zero")),
-                "/dev/zero is a device, not a regular file; give the path of a file",
-            );
-        }
+        assert_refused_by(
+            &["ledger", "lease", "etcd", "kv"],
+            Path::new("/dev/zero"),
+            " is a device, not a regular file; give the path of a file",
+        );
         let error = History::read_jsonl_path("/dev/zero").unwrap_err();
         assert!(matches!(error, HistoryError::Input(_)), "{error}");
     }
@@ -382,15 +367,7 @@ mod budget {
     /// count against the budget and stop at it.
     #[test]
     fn the_pruning_counts_against_the_budget() {
-        let reads: Vec<Operation<RegisterInput, RegisterOutput>> = (0..100_000u64)
-            .map(|i| Operation {
-                process: i % 4,
-                input: RegisterInput::Read,
-                output: Some(RegisterOutput::Read(None)),
-                call: 2 * i,
-                ret: Some(2 * i + 1),
-            })
-            .collect();
+        let reads = crate::families::equal_reads(100_000);
         let (verdict, work) = check_counted(&CasRegister, &reads, Budget::steps(1000));
         assert_eq!(verdict, Verdict::Unknown);
         assert_eq!(work, 1000);

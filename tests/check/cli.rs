@@ -32,6 +32,40 @@ fn etcd_file(linearizable: bool) -> PathBuf {
     cases_dir().join(case.file)
 }
 
+/// `leasesim check --model etcd` on [`etcd_file`]`(linearizable)`: the file and the run's
+/// stdout, asserting it exited 0 (linearizable) or 1 and starts with the file's verdict.
+fn check_etcd_file(linearizable: bool) -> (PathBuf, String) {
+    let file = etcd_file(linearizable);
+    let out = check_files(&["--model", "etcd"], &[&file]);
+    let stdout = text(&out.stdout);
+    let (code, verdict) = match linearizable {
+        true => (0, "linearizable"),
+        false => (1, "not linearizable"),
+    };
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{stdout}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with(&format!("{}: {verdict} (", file.display())),
+        "{stdout}"
+    );
+    (file, stdout)
+}
+
+/// A Jepsen log line completing a read that was never invoked: bad input at line 1.
+const OK_WITHOUT_INVOKE: &str = "INFO  jepsen.util - 0\t:ok\t:read\t1\n";
+
+/// `bad.log` holding `contents`, in a fresh directory that lives as long as the returned guard.
+fn bad_log(contents: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.log");
+    std::fs::write(&bad, contents).unwrap();
+    (dir, bad)
+}
+
 /// The output with the one real-time reading (`, X ms` / `X ms;`) removed.
 fn without_times(out: &str) -> String {
     out.lines()
@@ -45,14 +79,7 @@ fn without_times(out: &str) -> String {
 
 #[test]
 fn a_violating_etcd_file_exits_1_and_explains_itself() {
-    let file = etcd_file(false);
-    let out = check_files(&["--model", "etcd"], &[&file]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
-    assert!(
-        stdout.starts_with(&format!("{}: not linearizable (", file.display())),
-        "{stdout}"
-    );
+    let (file, stdout) = check_etcd_file(false);
     for part in [
         "but the register could only hold",
         "the operation that cannot be placed is #",
@@ -69,14 +96,7 @@ fn a_violating_etcd_file_exits_1_and_explains_itself() {
 
 #[test]
 fn a_linearizable_etcd_file_exits_0() {
-    let file = etcd_file(true);
-    let out = check_files(&["--model", "etcd"], &[&file]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
-    assert!(
-        stdout.starts_with(&format!("{}: linearizable (", file.display())),
-        "{stdout}"
-    );
+    let (_, stdout) = check_etcd_file(true);
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
 }
 
@@ -100,21 +120,16 @@ fn the_kv_files_get_their_verdicts_from_the_cli() {
 
 #[test]
 fn a_malformed_file_exits_2_naming_file_and_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("bad.log");
-    std::fs::write(
-        &bad,
+    let (_dir, bad) = bad_log(
         "INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:ok\t:read\tx\n",
-    )
-    .unwrap();
-    let out = check_files(&["--model", "etcd"], &[&bad]);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains(&format!("error: {}:2: ", bad.display())),
-        "{stderr}"
     );
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    let out = check_files(&["--model", "etcd"], &[&bad]);
+    assert_exit(&out, 2, &[&format!("error: {}:2: ", bad.display())]);
+    assert!(
+        !text(&out.stderr).contains("panicked"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -142,9 +157,7 @@ fn a_tiny_budget_exits_4() {
 
 #[test]
 fn bad_input_wins_over_a_violation_which_wins_over_unknown() {
-    let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("bad.log");
-    std::fs::write(&bad, "INFO  jepsen.util - 0\t:ok\t:read\t1\n").unwrap();
+    let (_dir, bad) = bad_log(OK_WITHOUT_INVOKE);
     let (violating, clean) = (etcd_file(false), etcd_file(true));
     let out = check_files(&["--model", "etcd"], &[&violating, &bad, &clean]);
     assert_eq!(out.status.code(), Some(2));
@@ -169,9 +182,7 @@ fn bad_input_wins_over_a_violation_which_wins_over_unknown() {
 
 #[test]
 fn many_files_report_in_the_order_given_as_one_by_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("bad.log");
-    std::fs::write(&bad, "INFO  jepsen.util - 0\t:ok\t:read\t1\n").unwrap();
+    let (_dir, bad) = bad_log(OK_WITHOUT_INVOKE);
     let mut files: Vec<PathBuf> = cases()
         .into_iter()
         .filter(|c| c.file.starts_with("etcd/"))
@@ -209,9 +220,7 @@ fn many_files_report_in_the_order_given_as_one_by_one() {
 
 #[test]
 fn json_prints_one_object_per_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("bad.log");
-    std::fs::write(&bad, "INFO  jepsen.util - 0\t:ok\t:read\t1\n").unwrap();
+    let (_dir, bad) = bad_log(OK_WITHOUT_INVOKE);
     let (violating, clean) = (etcd_file(false), etcd_file(true));
     let out = check_files(&["--model", "etcd", "--json"], &[&violating, &clean, &bad]);
     assert_eq!(out.status.code(), Some(2));
@@ -358,10 +367,5 @@ fn ledger_and_lease_models_judge_our_history_jsonl() {
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"v\":1,\"kind\":\"nonsense\"}\n").unwrap();
     let out = check_files(&["--model", "lease"], &[&bad]);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains(&format!("error: {}:1: ", bad.display())),
-        "{stderr}"
-    );
+    assert_exit(&out, 2, &[&format!("error: {}:1: ", bad.display())]);
 }

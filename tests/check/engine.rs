@@ -346,16 +346,8 @@ mod partitions {
     #[test]
     fn a_violation_beats_a_partition_out_of_budget_and_unknown_needs_no_violation() {
         // Key "a" needs many steps (20 concurrent puts, then a get); key "b" fails at once.
-        let mut ops: Vec<KvOp> = (0..20)
-            .map(|i| Operation {
-                ret: Some(100),
-                ..put(i, 0, "a", &i.to_string())
-            })
-            .collect();
-        ops.push(get(99, 101, "a", "5"));
-        let mut failing = ops.clone();
-        failing.push(put(200, 0, "b", "x"));
-        failing.push(get(201, 5, "b", "y"));
+        let ops = concurrent_puts_then_a_get(20, "5");
+        let failing = and_b_failing_at_once(&ops);
         assert_eq!(check(&KvStore, &ops, Budget::steps(20)), Verdict::Unknown);
         let Verdict::NotLinearizable(e) = check(&KvStore, &failing, Budget::steps(20)) else {
             panic!("a violation in a later partition must still be reported");
@@ -367,17 +359,30 @@ mod partitions {
     /// steps (13 concurrent puts, then a get of a value never written: every order of the puts
     /// is tried); key "b" fails at once.
     fn slow_a_fast_b() -> (Vec<KvOp>, Vec<KvOp>) {
-        let mut slow: Vec<KvOp> = (0..13)
+        let slow = concurrent_puts_then_a_get(13, "never written");
+        let both = and_b_failing_at_once(&slow);
+        (slow, both)
+    }
+
+    /// Processes `0..n` each put their number to key "a" over 0–100, then process 99 gets
+    /// `seen` from it at 101.
+    fn concurrent_puts_then_a_get(n: u64, seen: &str) -> Vec<KvOp> {
+        let mut ops: Vec<KvOp> = (0..n)
             .map(|i| Operation {
                 ret: Some(100),
                 ..put(i, 0, "a", &i.to_string())
             })
             .collect();
-        slow.push(get(99, 101, "a", "never written"));
-        let mut both = slow.clone();
-        both.push(put(200, 0, "b", "x"));
-        both.push(get(201, 5, "b", "y"));
-        (slow, both)
+        ops.push(get(99, 101, "a", seen));
+        ops
+    }
+
+    /// `ops`, then key "b": a put of "x", and after it a get of "y", a value never written.
+    fn and_b_failing_at_once(ops: &[KvOp]) -> Vec<KvOp> {
+        let mut with_b = ops.to_vec();
+        with_b.push(put(200, 0, "b", "x"));
+        with_b.push(get(201, 5, "b", "y"));
+        with_b
     }
 
     #[test]

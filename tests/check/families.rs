@@ -142,6 +142,27 @@ fn timeline(shape: &Shape, rng: &mut ChaCha8Rng, may_be_info: impl Fn(usize) -> 
     slots
 }
 
+/// Runs `apply(i)` on each op `i` that takes effect, in the order of the points (`points[i]`:
+/// its point, `None` for never, and whether its outcome is unknown; ties in index order), as
+/// a correct object would, and returns the outputs, `None` where the outcome is unknown.
+pub fn outputs_by_point<O>(
+    points: &[(Option<u64>, bool)],
+    mut apply: impl FnMut(usize) -> O,
+) -> Vec<Option<O>> {
+    let mut order: Vec<usize> = (0..points.len())
+        .filter(|&i| points[i].0.is_some())
+        .collect();
+    order.sort_by_key(|&i| (points[i].0, i));
+    let mut outputs: Vec<Option<O>> = points.iter().map(|_| None).collect();
+    for i in order {
+        let output = apply(i);
+        if !points[i].1 {
+            outputs[i] = Some(output);
+        }
+    }
+    outputs
+}
+
 /// Applies the operations in the order of their points with `apply(process, input)` (a correct
 /// object, which may fill in the input from what the process saw before), and builds the
 /// history: outputs for the known ones, times renumbered to event positions (calls before
@@ -151,17 +172,8 @@ fn history<I, O>(
     mut inputs: Vec<I>,
     mut apply: impl FnMut(u64, &mut I) -> O,
 ) -> Vec<Operation<I, O>> {
-    let mut order: Vec<usize> = (0..slots.len())
-        .filter(|&i| slots[i].point.is_some())
-        .collect();
-    order.sort_by_key(|&i| (slots[i].point, i));
-    let mut outputs: Vec<Option<O>> = slots.iter().map(|_| None).collect();
-    for i in order {
-        let output = apply(slots[i].process, &mut inputs[i]);
-        if !slots[i].info {
-            outputs[i] = Some(output);
-        }
-    }
+    let points: Vec<_> = slots.iter().map(|slot| (slot.point, slot.info)).collect();
+    let outputs = outputs_by_point(&points, |i| apply(slots[i].process, &mut inputs[i]));
     let mut events: Vec<(u64, bool, usize)> = Vec::with_capacity(2 * slots.len());
     for (i, slot) in slots.iter().enumerate() {
         events.push((slot.call, false, i));
@@ -229,6 +241,20 @@ pub fn register(shape: &Shape) -> Vec<RegisterOp> {
         ops[at].output = Some(RegisterOutput::Read(Some(9)));
     }
     ops
+}
+
+/// `n` reads of the never-written register, one after the other, by processes `i % 4`: each
+/// is a twin of every earlier one (the worst case of the equal-operation pruning).
+pub fn equal_reads(n: u64) -> Vec<RegisterOp> {
+    (0..n)
+        .map(|i| Operation {
+            process: i % 4,
+            input: RegisterInput::Read,
+            output: Some(RegisterOutput::Read(None)),
+            call: 2 * i,
+            ret: Some(2 * i + 1),
+        })
+        .collect()
 }
 
 /// A compare-and-set register run sequentially: applies `input` to `value` and returns

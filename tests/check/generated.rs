@@ -97,36 +97,49 @@ struct Pending {
     complete_us: u64,
 }
 
-/// Schedules replica `replica`'s next call, invoked `think_us` after `free_us`: it reaches the
-/// object 50–2000 µs later and returns 50–2000 µs after that.
-fn schedule(
-    queue: &mut BinaryHeap<Reverse<Pending>>,
-    rng: &mut ChaCha8Rng,
-    replica: usize,
-    free_us: u64,
-    think_us: u64,
-) {
-    let invoke_us = free_us + think_us;
-    let decide_us = invoke_us + between(rng, 50, 2000);
-    let complete_us = decide_us + between(rng, 50, 2000);
-    queue.push(Reverse(Pending {
-        decide_us,
-        replica,
-        invoke_us,
-        complete_us,
-    }));
+/// The replicas' pending calls, in the order the object decides them, and the random stream
+/// that times them and drives the history's choices.
+struct Calls {
+    rng: ChaCha8Rng,
+    queue: BinaryHeap<Reverse<Pending>>,
 }
 
-/// Schedules every replica's first call, invoked within `think_us` of the start.
-fn first_calls(
-    queue: &mut BinaryHeap<Reverse<Pending>>,
-    rng: &mut ChaCha8Rng,
-    replicas: usize,
-    think_us: u64,
-) {
-    for replica in 0..replicas {
-        let think = between(rng, 0, think_us);
-        schedule(queue, rng, replica, 0, think);
+impl Calls {
+    /// The stream of `shape.seed`, and every replica's first call, invoked within `think_us`
+    /// of the start.
+    fn start(shape: &Shape, think_us: u64) -> Calls {
+        let mut calls = Calls {
+            rng: ChaCha8Rng::seed_from_u64(shape.seed),
+            queue: BinaryHeap::new(),
+        };
+        for replica in 0..shape.replicas {
+            let think = between(&mut calls.rng, 0, think_us);
+            calls.schedule(replica, 0, think);
+        }
+        calls
+    }
+
+    /// The next call the object decides.
+    fn next(&mut self) -> Pending {
+        let Reverse(call) = self
+            .queue
+            .pop()
+            .expect("every replica always has a next call");
+        call
+    }
+
+    /// Schedules replica `replica`'s next call, invoked `think_us` after `free_us`: it reaches
+    /// the object 50–2000 µs later and returns 50–2000 µs after that.
+    fn schedule(&mut self, replica: usize, free_us: u64, think_us: u64) {
+        let invoke_us = free_us + think_us;
+        let decide_us = invoke_us + between(&mut self.rng, 50, 2000);
+        let complete_us = decide_us + between(&mut self.rng, 50, 2000);
+        self.queue.push(Reverse(Pending {
+            decide_us,
+            replica,
+            invoke_us,
+            complete_us,
+        }));
     }
 }
 
@@ -253,16 +266,14 @@ impl Authority {
 /// longer than the TTL (2%, so another replica takes over and the paused one is refused).
 /// Every call is answered (no `:info`).
 pub fn lease_history(shape: &Shape) -> History {
-    let mut rng = ChaCha8Rng::seed_from_u64(shape.seed);
-    let mut queue = BinaryHeap::new();
+    let mut calls = Calls::start(shape, 300_000);
     // Per replica: the token of the lease it believes it holds.
     let mut held: Vec<Option<u64>> = vec![None; shape.replicas];
     let mut authority = Authority::default();
     let mut ops = Vec::with_capacity(shape.ops);
     let mut planted = false;
-    first_calls(&mut queue, &mut rng, shape.replicas, 300_000);
     while ops.len() < shape.ops {
-        let Reverse(call) = queue.pop().expect("every replica always has a next call");
+        let call = calls.next();
         let (r, now) = (call.replica, call.decide_us);
         let owner = process(r);
         let (op, (outcome, result)) = match held[r] {
@@ -275,7 +286,7 @@ pub fn lease_history(shape: &Shape) -> History {
                 planted |= plant;
                 (Op::LeaseAcquire { owner }, authority.acquire(r, now, plant))
             }
-            Some(token) if chance(&mut rng, 30) => (
+            Some(token) if chance(&mut calls.rng, 30) => (
                 Op::LeaseRelease { owner, token },
                 authority.release(r, token),
             ),
@@ -288,13 +299,13 @@ pub fn lease_history(shape: &Shape) -> History {
             OpResult::Granted { token, .. } => Some(*token),
             _ => None,
         };
-        let think = if held[r].is_some() && chance(&mut rng, 20) {
-            TTL_US + between(&mut rng, 100_000, 500_000)
+        let think = if held[r].is_some() && chance(&mut calls.rng, 20) {
+            TTL_US + between(&mut calls.rng, 100_000, 500_000)
         } else {
-            between(&mut rng, 100_000, 300_000)
+            between(&mut calls.rng, 100_000, 300_000)
         };
         ops.push(op_line(&call, op, outcome, result));
-        schedule(&mut queue, &mut rng, r, call.complete_us, think);
+        calls.schedule(r, call.complete_us, think);
     }
     let clock = Line::Clock(ClockLine {
         host: "lease".into(),
@@ -376,16 +387,14 @@ fn append(
 /// an unknown outcome (1%, which took effect half the time), reads the tip again. The final
 /// ledger is recorded (`ledger` lines), as the world records it, so unknown outcomes resolve.
 pub fn ledger_history(shape: &Shape) -> History {
-    let mut rng = ChaCha8Rng::seed_from_u64(shape.seed);
-    let mut queue = BinaryHeap::new();
+    let mut calls = Calls::start(shape, 20_000);
     let mut next = vec![Next::Tip; shape.replicas];
     let mut written = vec![0u64; shape.replicas];
     let mut ledger = Ledger::new();
     let mut ops = Vec::with_capacity(shape.ops);
     let mut planted = false;
-    first_calls(&mut queue, &mut rng, shape.replicas, 20_000);
     while ops.len() < shape.ops {
-        let Reverse(call) = queue.pop().expect("every replica always has a next call");
+        let call = calls.next();
         let r = call.replica;
         let (op, outcome, result, then) = match next[r] {
             Next::Tip => {
@@ -402,13 +411,19 @@ pub fn ledger_history(shape: &Shape) -> History {
             Next::Append { expected } => {
                 written[r] += 1;
                 let writer = (r, written[r]);
-                append(&mut ledger, &mut rng, writer, expected, call.complete_us)
+                append(
+                    &mut ledger,
+                    &mut calls.rng,
+                    writer,
+                    expected,
+                    call.complete_us,
+                )
             }
         };
         next[r] = then;
         ops.push(op_line(&call, op, outcome, result));
-        let think = between(&mut rng, 1_000, 20_000);
-        schedule(&mut queue, &mut rng, r, call.complete_us, think);
+        let think = between(&mut calls.rng, 1_000, 20_000);
+        calls.schedule(r, call.complete_us, think);
     }
     let final_ledger = ledger
         .into_iter()

@@ -38,55 +38,39 @@ fn tip(id: u64, replica: &str, window: (u64, u64), seq: u64) -> Line {
     )
 }
 
+/// How an append was answered.
+#[derive(Clone, Copy)]
+enum Answered {
+    /// Appended at `expected + 1`.
+    Acked,
+    /// Its outcome never learned (a timeout).
+    TimedOut,
+    /// Refused: the tip was `actual`, not the expected one.
+    Conflict { actual: u64 },
+}
+use Answered::{Acked, Conflict, TimedOut};
+
+/// An append by `replica` at `expected` over `window`, answered as `answered` says.
 fn append(
     id: u64,
     replica: &str,
     window: (u64, u64),
     expected: u64,
     record: HistRecord,
-    outcome: Outcome,
-    result: OpResult,
+    answered: Answered,
 ) -> Line {
-    op_line(
-        id,
-        process(replica),
-        Op::LedgerAppend { expected, record },
-        window,
-        outcome,
-        result,
-    )
-}
-
-fn appended(id: u64, replica: &str, window: (u64, u64), expected: u64, record: HistRecord) -> Line {
-    append(
-        id,
-        replica,
-        window,
-        expected,
-        record,
-        Outcome::Ok,
-        OpResult::Appended { seq: expected + 1 },
-    )
-}
-
-fn unknown_append(
-    id: u64,
-    replica: &str,
-    window: (u64, u64),
-    expected: u64,
-    record: HistRecord,
-) -> Line {
-    append(
-        id,
-        replica,
-        window,
-        expected,
-        record,
-        Outcome::Info,
-        OpResult::Unknown {
-            reason: "timeout".into(),
-        },
-    )
+    let (outcome, result) = match answered {
+        Acked => (Outcome::Ok, OpResult::Appended { seq: expected + 1 }),
+        TimedOut => (
+            Outcome::Info,
+            OpResult::Unknown {
+                reason: "timeout".into(),
+            },
+        ),
+        Conflict { actual } => (Outcome::Fail, OpResult::Conflict { actual }),
+    };
+    let op = Op::LedgerAppend { expected, record };
+    op_line(id, process(replica), op, window, outcome, result)
 }
 
 fn final_record(seq: u64, record: HistRecord) -> Line {
@@ -109,29 +93,36 @@ fn verdict_of(history: &History) -> Verdict {
 /// outcome it never learned, then `rest`.
 fn with_an_unknown_second_append<const N: usize>(rest: [Line; N]) -> History {
     let mut lines = vec![
-        appended(1, "replica-1", (0, 10), 0, event("replica-1", 1)),
-        unknown_append(2, "replica-1", (20, 30), 1, event("replica-1", 2)),
+        append(1, "replica-1", (0, 10), 0, event("replica-1", 1), Acked),
+        append(2, "replica-1", (20, 30), 1, event("replica-1", 2), TimedOut),
     ];
     lines.extend(rest);
     History::from_lines("hand", lines)
+}
+
+/// replica-1 (0–10 µs), then replica-2 (20–30 µs), both told their append committed at seq 1.
+fn both_acked_at_seq_1() -> Vec<Line> {
+    vec![
+        append(1, "replica-1", (0, 10), 0, event("replica-1", 1), Acked),
+        append(2, "replica-2", (20, 30), 0, event("replica-2", 1), Acked),
+    ]
 }
 
 #[test]
 fn two_writers_racing_for_one_position_are_linearizable() {
     let lines = vec![
         tip(1, "replica-1", (0, 10), 0),
-        appended(2, "replica-1", (20, 30), 0, event("replica-1", 1)),
+        append(2, "replica-1", (20, 30), 0, event("replica-1", 1), Acked),
         append(
             3,
             "replica-2",
             (25, 40),
             0,
             event("replica-2", 1),
-            Outcome::Fail,
-            OpResult::Conflict { actual: 1 },
+            Conflict { actual: 1 },
         ),
         tip(4, "replica-2", (50, 60), 1),
-        appended(5, "replica-2", (70, 80), 1, event("replica-2", 1)),
+        append(5, "replica-2", (70, 80), 1, event("replica-2", 1), Acked),
         final_record(1, event("replica-1", 1)),
         final_record(2, event("replica-2", 1)),
     ];
@@ -142,11 +133,8 @@ fn two_writers_racing_for_one_position_are_linearizable() {
 /// process numbers; the tip reads the checker adds are its own.
 #[test]
 fn an_explanation_names_replicas_not_process_numbers() {
-    let lines = vec![
-        appended(1, "replica-1", (0, 10), 0, event("replica-1", 1)),
-        appended(2, "replica-2", (20, 30), 0, event("replica-2", 1)),
-        final_record(1, event("replica-2", 1)),
-    ];
+    let mut lines = both_acked_at_seq_1();
+    lines.push(final_record(1, event("replica-2", 1)));
     let Verdict::NotLinearizable(explanation) = verdict(lines) else {
         panic!("not linearizable");
     };
@@ -158,15 +146,19 @@ fn an_explanation_names_replicas_not_process_numbers() {
 #[test]
 fn an_acknowledged_append_missing_from_the_chain_is_not_linearizable() {
     // replica-1 was told its record committed at 1, but the final ledger holds replica-2's.
-    let lines = vec![
-        appended(1, "replica-1", (0, 10), 0, event("replica-1", 1)),
-        appended(2, "replica-2", (20, 30), 0, event("replica-2", 1)),
-        final_record(1, event("replica-2", 1)),
-    ];
+    let mut lines = both_acked_at_seq_1();
+    lines.push(final_record(1, event("replica-2", 1)));
     let v = verdict(lines);
     assert!(matches!(v, Verdict::NotLinearizable(_)), "{v:?}");
     // Without replica-2's append the chain would still be short of the final ledger.
-    let lines = vec![appended(1, "replica-1", (0, 10), 0, event("replica-1", 1))];
+    let lines = vec![append(
+        1,
+        "replica-1",
+        (0, 10),
+        0,
+        event("replica-1", 1),
+        Acked,
+    )];
     assert_eq!(
         verdict(lines.clone()),
         Verdict::Linearizable,
@@ -179,10 +171,7 @@ fn an_acknowledged_append_missing_from_the_chain_is_not_linearizable() {
 
 #[test]
 fn two_acknowledged_appends_at_one_position_are_not_linearizable() {
-    let lines = vec![
-        appended(1, "replica-1", (0, 10), 0, event("replica-1", 1)),
-        appended(2, "replica-2", (20, 30), 0, event("replica-2", 1)),
-    ];
+    let lines = both_acked_at_seq_1();
     let v = verdict(lines);
     assert_eq!(stuck_index(&v), 1, "{v:?}");
 }
@@ -190,7 +179,7 @@ fn two_acknowledged_appends_at_one_position_are_not_linearizable() {
 #[test]
 fn a_tip_read_that_goes_backwards_is_not_linearizable() {
     let lines = vec![
-        appended(1, "replica-1", (0, 10), 0, event("replica-1", 1)),
+        append(1, "replica-1", (0, 10), 0, event("replica-1", 1), Acked),
         tip(2, "replica-2", (20, 30), 1),
         tip(3, "replica-2", (40, 50), 0),
         final_record(1, event("replica-1", 1)),
@@ -201,15 +190,14 @@ fn a_tip_read_that_goes_backwards_is_not_linearizable() {
 #[test]
 fn a_conflict_naming_the_wrong_tip_is_not_linearizable() {
     let lines = vec![
-        appended(1, "replica-1", (0, 10), 0, event("replica-1", 1)),
+        append(1, "replica-1", (0, 10), 0, event("replica-1", 1), Acked),
         append(
             2,
             "replica-2",
             (20, 30),
             0,
             event("replica-2", 1),
-            Outcome::Fail,
-            OpResult::Conflict { actual: 3 },
+            Conflict { actual: 3 },
         ),
         final_record(1, event("replica-1", 1)),
     ];

@@ -174,12 +174,23 @@ fn etcd_fields_are_split_at_any_run_of_blanks_and_a_cas_value_may_hold_them() {
     assert!(err.to_string().contains("no value"), "{err}");
 }
 
+/// `err` is a reader's refusal of line `line` of `file`, its message starting `file:line: `.
+fn assert_bad_line(err: &ReadError, file: &str, line: usize) {
+    assert!(
+        matches!(err, ReadError::BadLine { line: l, .. } if *l == line),
+        "{err}"
+    );
+    assert!(
+        err.to_string().starts_with(&format!("{file}:{line}: ")),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_bad_etcd_line_names_file_and_line() {
     let text = "INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:ok\t:read\tx\n";
     let err = etcd::parse(Path::new("h.log"), text).unwrap_err();
-    assert!(matches!(err, ReadError::BadLine { line: 2, .. }), "{err}");
-    assert!(err.to_string().starts_with("h.log:2: "), "{err}");
+    assert_bad_line(&err, "h.log", 2);
 }
 
 #[test]
@@ -199,8 +210,7 @@ fn etcd_chatter_is_ignored_and_info_stays_open() {
 fn a_bad_kv_line_names_file_and_line() {
     let text = "{:process 0, :type :invoke, :f :get, :key \"1\", :value nil}\n{:process 0, :type :ok, :f :get\n";
     let err = kv::parse(Path::new("c.txt"), text).unwrap_err();
-    assert!(matches!(err, ReadError::BadLine { line: 2, .. }), "{err}");
-    assert!(err.to_string().starts_with("c.txt:2: "), "{err}");
+    assert_bad_line(&err, "c.txt", 2);
 }
 
 #[test]

@@ -3,8 +3,7 @@
 //! with random faults and for the field cases F1 and F3.
 
 use leasesim::check::linearizability::{
-    Budget, Explanation, Verdict, check_lease_history, check_ledger_history, lease_operations,
-    ledger_operations,
+    Budget, Verdict, check_lease_history, check_ledger_history, lease_operations, ledger_operations,
 };
 use leasesim::history::{History, Line};
 use leasesim::mutant::Mutant;
@@ -15,11 +14,18 @@ fn generated_history(seed: u64) -> History {
     run_random(seed, 60, None).history
 }
 
-/// Why the lease model finds `history` not linearizable; panics if it finds it linearizable.
-fn lease_model_refuses(history: &History) -> Box<Explanation> {
-    match check_lease_history(history, Budget::default()).unwrap() {
+/// The lease model finds `history` not linearizable, stuck on an operation whose description
+/// holds every one of `parts`; panics, naming the verdict or the missing part, otherwise.
+fn assert_lease_model_stuck_on(history: &History, parts: &[&str]) {
+    let explanation = match check_lease_history(history, Budget::default()).unwrap() {
         Verdict::NotLinearizable(explanation) => explanation,
         other => panic!("the mutant's history passed the lease model: {other:?}"),
+    };
+    for part in parts {
+        assert!(
+            explanation.stuck.contains(part),
+            "{part:?} not in\n{explanation}"
+        );
     }
 }
 
@@ -93,12 +99,7 @@ fn the_token_not_advanced_on_expiry_mutant_is_not_linearizable() {
         check_ledger_history(&history, Budget::default()).unwrap(),
         Verdict::Linearizable
     );
-    let explanation = lease_model_refuses(&history);
-    assert!(
-        explanation.stuck.contains("acquire by replica-3 ")
-            && explanation.stuck.contains("granted token 10"),
-        "{explanation}"
-    );
+    assert_lease_model_stuck_on(&history, &["acquire by replica-3 ", "granted token 10"]);
 }
 
 /// Unknown outcomes in real histories are resolved, not left open: seed 27 has an append
@@ -125,11 +126,9 @@ fn unknown_outcomes_in_real_histories_are_resolved() {
 #[test]
 fn the_release_by_session_only_mutant_is_not_linearizable() {
     let history = run_random(2, 60, Some(Mutant::ReleaseBySessionOnly)).history;
-    let explanation = lease_model_refuses(&history);
-    assert!(
-        explanation.stuck.contains("renew by replica-3 of token 12")
-            && explanation.stuck.contains("held (no live holder)"),
-        "{explanation}"
+    assert_lease_model_stuck_on(
+        &history,
+        &["renew by replica-3 of token 12", "held (no live holder)"],
     );
 }
 

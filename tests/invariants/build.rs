@@ -201,20 +201,9 @@ impl Builder {
         })
     }
 
-    /// Op `id`: `replica` calls `call` over `span` and sees `answer`.
+    /// Op `id`: `replica` calls `call` over `span` and sees `answer`; its clock reads true time.
     pub fn op(self, id: u64, replica: &str, span: Span, call: Call, answer: Answer) -> Self {
-        self.line(OpLine {
-            id,
-            process: p(replica),
-            session: SESSION.to_string(),
-            op: call.by(replica),
-            invoke_us: span.invoke_us,
-            complete_us: Some(span.complete_us),
-            invoke_local_us: span.invoke_us,
-            complete_local_us: Some(span.complete_us),
-            outcome: answer.outcome,
-            result: Some(answer.result),
-        })
+        self.op_reading(id, replica, span, span.invoke_us, call, answer)
     }
 
     /// A validity check.

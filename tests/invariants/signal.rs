@@ -35,6 +35,23 @@ fn replica_2_takes_over_early(h: Builder) -> Builder {
         .run_ended_at(30 * S)
 }
 
+/// [`replica_1_leads`], with replica-1's link to `peer` held from 6.5 s to 7.5 s.
+fn replica_1_leads_with_its_link_held(peer: &str) -> Builder {
+    replica_1_leads()
+        .nemesis(
+            6 * S + 500_000,
+            NemesisAction::Hold,
+            "replica-1",
+            Some(peer),
+        )
+        .nemesis(
+            7 * S + 500_000,
+            NemesisAction::Release,
+            "replica-1",
+            Some(peer),
+        )
+}
+
 fn only(report: &InvariantReport) -> String {
     assert_eq!(report.violations.len(), 1, "{report:?}");
     report.violations[0].message.clone()
@@ -148,22 +165,7 @@ fn a_clock_fault_on_the_new_leader_alone_still_makes_two_leaders() {
 
 #[test]
 fn an_overlap_while_the_old_leaders_link_is_held_is_allowed_not_violated() {
-    let h = replica_2_takes_over_early(
-        replica_1_leads()
-            .nemesis(
-                6 * S + 500_000,
-                NemesisAction::Hold,
-                "replica-1",
-                Some("apiserver"),
-            )
-            .nemesis(
-                7 * S + 500_000,
-                NemesisAction::Release,
-                "replica-1",
-                Some("apiserver"),
-            ),
-    )
-    .build();
+    let h = replica_2_takes_over_early(replica_1_leads_with_its_link_held("apiserver")).build();
     let report = signal::check(&h);
     assert!(report.passed(), "{report:?}");
     assert_eq!(report.allowed.len(), 1, "{report:?}");
@@ -183,41 +185,14 @@ fn an_overlap_while_the_old_leaders_link_is_held_is_allowed_not_violated() {
 #[test]
 fn a_hold_on_another_link_of_the_old_leader_excuses_nothing() {
     // replica-1's link to the ledger, not to the API server, is held over the overlap.
-    let h = replica_2_takes_over_early(
-        replica_1_leads()
-            .nemesis(
-                6 * S + 500_000,
-                NemesisAction::Hold,
-                "replica-1",
-                Some("ledger"),
-            )
-            .nemesis(
-                7 * S + 500_000,
-                NemesisAction::Release,
-                "replica-1",
-                Some("ledger"),
-            ),
-    )
-    .build();
+    let h = replica_2_takes_over_early(replica_1_leads_with_its_link_held("ledger")).build();
     assert!(only(&signal::check(&h)).contains("two leaders"));
 }
 
 #[test]
 fn an_overlap_that_outlasts_the_hold_by_more_than_a_renew_interval_is_violated() {
     // The hold ends at 7.5 s; replica-1 still says "I lead" at 11 s (> 7.5 s + 3.33 s).
-    let h = replica_1_leads()
-        .nemesis(
-            6 * S + 500_000,
-            NemesisAction::Hold,
-            "replica-1",
-            Some("apiserver"),
-        )
-        .nemesis(
-            7 * S + 500_000,
-            NemesisAction::Release,
-            "replica-1",
-            Some("apiserver"),
-        )
+    let h = replica_1_leads_with_its_link_held("apiserver")
         .accepted(7 * S, updated("replica-2#0", 2, 4))
         .signal(2, "replica-2", 7 * S + 10_000, true)
         .signal(3, "replica-1", 11 * S, false)

@@ -162,18 +162,19 @@ impl Judgement {
 
     /// The checks that were inconclusive (budget exhausted or unreadable).
     pub fn inconclusive(&self) -> Vec<Check> {
-        self.statuses()
-            .into_iter()
-            .filter(|(_, status)| matches!(status, Status::Inconclusive { .. }))
-            .map(|(check, _)| check)
-            .collect()
+        self.checks_where(|status| matches!(status, Status::Inconclusive { .. }))
     }
 
     /// The checks that judged nothing, in report order.
     pub fn not_judged(&self) -> Vec<Check> {
+        self.checks_where(|status| matches!(status, Status::NotJudged { .. }))
+    }
+
+    /// The checks whose status `pick` chooses, in report order.
+    fn checks_where(&self, pick: impl Fn(&Status) -> bool) -> Vec<Check> {
         self.statuses()
             .into_iter()
-            .filter(|(_, status)| matches!(status, Status::NotJudged { .. }))
+            .filter(|(_, status)| pick(status))
             .map(|(check, _)| check)
             .collect()
     }

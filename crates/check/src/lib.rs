@@ -1,6 +1,7 @@
 //! Checkers: they judge a recorded history, whoever recorded it (the simulation, live mode,
 //! Jepsen), and never import `sim/` (docs/architecture.md#dependency-rules).
 
+mod granted;
 pub mod invariants;
 pub mod jepsen;
 pub mod judge;

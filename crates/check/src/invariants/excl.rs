@@ -46,6 +46,7 @@ use super::{
     AuthorityClock, Check, Evidence, InvariantReport, caller, decision_evidence,
     decisions_by_session, who,
 };
+use crate::granted::Granted;
 use leasesim_history::time::seconds_us;
 use leasesim_history::{Decision, DecisionLine, History, Process, Refusal, Request};
 
@@ -68,34 +69,20 @@ impl<'h> Hold<'h> {
     /// expiry it acknowledged); the holder's own release (`ended`, same owner and token) marks
     /// it released; nothing else changes it.
     pub(crate) fn follow(hold: &mut Option<Hold<'h>>, decision: &'h DecisionLine) {
-        match &decision.decision {
-            Decision::Grant {
-                token,
-                expiry_authority_us,
-                ..
-            }
-            | Decision::Renew {
-                token,
-                expiry_authority_us,
-                ..
-            } => {
-                *hold = Some(Hold {
-                    owner: decision.owner.clone(),
-                    token: *token,
-                    expiry_authority_us: *expiry_authority_us,
-                    set_by: decision,
-                    released: false,
-                });
-            }
-            Decision::Release { token, ended: true } => {
-                if let Some(held) = hold
-                    && held.owner == decision.owner
-                    && held.token == *token
-                {
-                    held.released = true;
-                }
-            }
-            Decision::Release { .. } | Decision::Refuse { .. } => {}
+        if let Some(granted) = Granted::of(&decision.decision) {
+            *hold = Some(Hold {
+                owner: decision.owner.clone(),
+                token: granted.token,
+                expiry_authority_us: granted.expiry_authority_us,
+                set_by: decision,
+                released: false,
+            });
+        } else if let Decision::Release { token, ended: true } = decision.decision
+            && let Some(held) = hold
+            && held.owner == decision.owner
+            && held.token == token
+        {
+            held.released = true;
         }
     }
 
@@ -156,10 +143,7 @@ impl<'h> SessionJudge<'h, '_> {
     /// Judges `decision`, then follows it ([`Hold::follow`]).
     fn decision(&mut self, report: &mut InvariantReport, decision: &'h DecisionLine) {
         self.judge_stale_release_effect(report, decision);
-        if matches!(
-            decision.decision,
-            Decision::Grant { .. } | Decision::Renew { .. }
-        ) {
+        if Granted::of(&decision.decision).is_some() {
             // A new grant or renew sets the hold afresh: an earlier stale release can no
             // longer be seen to have freed it.
             self.stale_release = None;

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use leasesim_history::{History, Line, NemesisAction, NemesisLine};
+use leasesim_history::{History, NemesisAction, NemesisLine};
 
 /// What an action tells SIGNAL about the host (and peer) it names.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -85,33 +85,18 @@ pub(crate) struct HostFaults {
 impl HostFaults {
     /// The faults `history`'s nemesis lines show.
     pub(crate) fn new(history: &History) -> Self {
-        let mut lines: Vec<&NemesisLine> = history
-            .lines()
-            .iter()
-            .filter_map(|line| match line {
-                Line::Nemesis(nemesis) => Some(nemesis),
-                _ => None,
-            })
-            .collect();
+        let mut lines: Vec<&NemesisLine> = history.nemesis_actions().collect();
         lines.sort_by_key(|line| line.at_us);
         let mut faults = HostFaults::default();
         for (i, line) in lines.iter().enumerate() {
             let end = match meaning(line.action) {
                 Meaning::Held(end) => end,
                 Meaning::ClockFault => {
-                    faults
-                        .clock_faults
-                        .entry(line.host.clone())
-                        .or_default()
-                        .push(line.at_us);
+                    at_host(&mut faults.clock_faults, line);
                     continue;
                 }
                 Meaning::Crash => {
-                    faults
-                        .crashes
-                        .entry(line.host.clone())
-                        .or_default()
-                        .push(line.at_us);
+                    at_host(&mut faults.crashes, line);
                     continue;
                 }
                 Meaning::Other => continue,
@@ -163,6 +148,14 @@ fn ordered(a: &str, b: &str) -> [String; 2] {
     let mut pair = [a.to_owned(), b.to_owned()];
     pair.sort();
     pair
+}
+
+/// Notes nemesis line `line`'s instant among its host's in `instants`.
+fn at_host(instants: &mut BTreeMap<String, Vec<u64>>, line: &NemesisLine) {
+    instants
+        .entry(line.host.clone())
+        .or_default()
+        .push(line.at_us);
 }
 
 /// The first of `host`'s instants in true time `[from_us, until_us)`.

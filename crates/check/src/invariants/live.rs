@@ -63,53 +63,60 @@ use leasesim_history::{
 /// was refused later in the window. A session stuck with a holder that neither writes nor
 /// releases (a zombie) never passes this way.
 fn handed_back(history: &History, session: &str, from_us: u64, to_us: u64) -> bool {
-    if history.authority_host().is_none() {
-        return handed_back_by_write(history, session, from_us, to_us);
-    }
-    let in_window = |at: u64| at >= from_us && at <= to_us;
-    let Some(released_at) = history
-        .decisions()
-        .filter(|d| d.session == session && in_window(d.at_us))
-        .filter(|d| matches!(d.decision, Decision::Release { ended: true, .. }))
-        .map(|d| d.at_us)
-        .last()
-    else {
+    let (releases, refusals) = if history.authority_host().is_some() {
+        decided(history, session)
+    } else {
+        written(history, session)
+    };
+    let in_window = |at: &u64| (from_us..=to_us).contains(at);
+    let Some(released_at) = releases.into_iter().rfind(in_window) else {
         return false;
     };
-    !history.decisions().any(|d| {
-        d.session == session
-            && in_window(d.at_us)
-            && d.at_us > released_at
-            && matches!(
+    !refusals
+        .into_iter()
+        .any(|at| in_window(&at) && at > released_at)
+}
+
+/// The authority's decisions on `session`: when it ended a hold on a release, and when it
+/// refused an acquire (µs, in history order).
+fn decided(history: &History, session: &str) -> (Vec<u64>, Vec<u64>) {
+    let decisions = || history.decisions().filter(|d| d.session == session);
+    let releases = decisions()
+        .filter(|d| matches!(d.decision, Decision::Release { ended: true, .. }))
+        .map(|d| d.at_us)
+        .collect();
+    let refusals = decisions()
+        .filter(|d| {
+            matches!(
                 d.decision,
                 Decision::Refuse {
                     request: Request::Acquire,
                     ..
                 }
             )
-    })
+        })
+        .map(|d| d.at_us)
+        .collect();
+    (releases, refusals)
 }
 
-/// [`handed_back`] for a backend without an authority clock: the last release write of the
-/// session in the window (empty holder, or a delete), and no acquire answered `held` after it.
-fn handed_back_by_write(history: &History, session: &str, from_us: u64, to_us: u64) -> bool {
-    let in_window = |at: u64| at >= from_us && at <= to_us;
-    let Some(released_at) = history
+/// [`decided`] for a backend without an authority clock: the release writes of `session`
+/// (empty holder, or a delete), and the invocations of its acquires answered `held` (µs, in
+/// history order).
+fn written(history: &History, session: &str) -> (Vec<u64>, Vec<u64>) {
+    let releases = history
         .writes()
-        .filter(|w| w.session == session && in_window(w.at_us))
+        .filter(|w| w.session == session)
         .filter(|w| w.verb == WriteVerb::Delete || w.holder_identity.is_empty())
         .map(|w| w.at_us)
-        .last()
-    else {
-        return false;
-    };
-    !history.ops().any(|op| {
-        op.session == session
-            && matches!(op.op, Op::LeaseAcquire { .. })
-            && matches!(op.result, Some(OpResult::Held { .. }))
-            && op.invoke_us > released_at
-            && in_window(op.invoke_us)
-    })
+        .collect();
+    let refusals = history
+        .ops()
+        .filter(|op| op.session == session && matches!(op.op, Op::LeaseAcquire { .. }))
+        .filter(|op| matches!(op.result, Some(OpResult::Held { .. })))
+        .map(|op| op.invoke_us)
+        .collect();
+    (releases, refusals)
 }
 
 /// For a backend whose expiry is observed by candidates: whether `refused` is only its

@@ -300,6 +300,12 @@ enum Turn<'a, M: Model> {
     Abandoned,
 }
 
+/// A round's undecided partitions, each with its position in key order.
+type Queue<'r, M> = Vec<(usize, Slot<'r, M>)>;
+
+/// What the partitions of a [`Queue`] ended their turns with, each with its position.
+type Turns<'r, M> = Vec<(usize, Turn<'r, M>)>;
+
 /// What every round shares: the history, its partitions in key order, the budget.
 struct Round<'r, M: Model> {
     model: &'r M,
@@ -315,7 +321,7 @@ impl<'r, M: Model> Round<'r, M> {
     /// all, and stores what it ended with; returns the failing partition with the smallest key
     /// (its position and explanation), if any failed.
     fn run(&self, slots: &mut [Slot<'r, M>], allowance: u64) -> Option<(usize, Box<Explanation>)> {
-        let queue: Vec<(usize, Slot<'r, M>)> = slots
+        let queue: Queue<'r, M> = slots
             .iter_mut()
             .enumerate()
             .filter(|(_, slot)| slot.is_undecided())
@@ -343,11 +349,7 @@ impl<'r, M: Model> Round<'r, M> {
 
     /// The turns one by one on the calling thread, stopping at the first failure (the later
     /// partitions are not searched). In key order.
-    fn in_order(
-        &self,
-        queue: Vec<(usize, Slot<'r, M>)>,
-        allowance: u64,
-    ) -> Vec<(usize, Turn<'r, M>)> {
+    fn in_order(&self, queue: Queue<'r, M>, allowance: u64) -> Turns<'r, M> {
         let mut turns = Vec::with_capacity(queue.len());
         for (at, slot) in queue {
             let turn = self.turn(at, slot, allowance, &|_| false);
@@ -366,11 +368,7 @@ impl<'r, M: Model> Round<'r, M> {
     /// do not pay for threads. A turn after the first known failure of the round is skipped or
     /// abandoned; every turn before it runs to its end, so the failing partition with the
     /// smallest key is always found, whatever the threads do. In key order.
-    fn in_parallel(
-        &self,
-        queue: Vec<(usize, Slot<'r, M>)>,
-        allowance: u64,
-    ) -> Vec<(usize, Turn<'r, M>)> {
+    fn in_parallel(&self, queue: Queue<'r, M>, allowance: u64) -> Turns<'r, M> {
         use std::cell::Cell;
         use std::sync::Mutex;
         use std::sync::atomic::AtomicUsize;

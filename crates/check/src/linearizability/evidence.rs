@@ -53,6 +53,15 @@ impl LinEvidence {
 mod tests {
     use super::*;
 
+    /// The evidence of [`explanation`], stuck on op 7 after ops 1 and 4.
+    fn stuck_on_op_7() -> LinEvidence {
+        LinEvidence {
+            explanation: explanation(),
+            stuck_op: Some(7),
+            prefix_ops: vec![1, 4],
+        }
+    }
+
     /// An explanation of a lease partition, as the engine writes one.
     fn explanation() -> Explanation {
         Explanation {
@@ -83,11 +92,7 @@ mod tests {
     /// word for word.
     #[test]
     fn the_evidence_renders_as_the_explanation_then_the_op_ids() {
-        let evidence = LinEvidence {
-            explanation: explanation(),
-            stuck_op: Some(7),
-            prefix_ops: vec![1, 4],
-        };
+        let evidence = stuck_on_op_7();
         assert_eq!(
             evidence.lines(),
             [
@@ -151,11 +156,7 @@ mod tests {
     /// In results.jsonl the evidence is its fields, and reads back whole.
     #[test]
     fn the_evidence_round_trips_through_json() {
-        let evidence = LinEvidence {
-            explanation: explanation(),
-            stuck_op: Some(7),
-            prefix_ops: vec![1, 4],
-        };
+        let evidence = stuck_on_op_7();
         let json = serde_json::to_value(&evidence).unwrap();
         assert_eq!(json["stuck_op"], 7);
         assert_eq!(json["prefix_ops"], serde_json::json!([1, 4]));

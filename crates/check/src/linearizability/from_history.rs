@@ -77,6 +77,7 @@ use super::kube::{KubeCall, KubeInput, KubeLeaseObjects, KubeOutput, LeaseObject
 use super::lease::{AuthorityWindow, LeaseCall, LeaseInput, LeaseOutput, TimedLease};
 use super::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
 use super::named::Named;
+use crate::granted::Granted;
 use leasesim_history::{
     ClockMap, Decision, DecisionLine, HistRecord, History, HistoryError, Line, Op, OpLine,
     OpResult, Outcome, Process, Refusal, Request, WriteLine, WriteVerb,
@@ -286,20 +287,14 @@ pub fn kube_operations(history: &History) -> Result<KubeOps, HistoryError> {
             Fate::Unknown if writes.known => writes.resolve(op, &call),
             fate => fate,
         };
-        let Some((output, ret)) = out.tally(fate) else {
+        let Some(kept) = out.tally(fate) else {
             continue;
         };
-        let operation = Operation {
-            process: processes.id(&op.process),
-            input: KubeInput {
-                session: op.session.clone(),
-                call,
-            },
-            output,
-            call: op.invoke_us,
-            ret,
+        let input = KubeInput {
+            session: op.session.clone(),
+            call,
         };
-        out.push(operation, Some(op.id));
+        out.push_call(processes.id(&op.process), op, input, kept);
     }
     out.model.names = processes.names();
     Ok(out)
@@ -429,6 +424,25 @@ impl<M, I, O> Extracted<M, I, O> {
         self.ops.push(op);
         self.op_ids.push(id);
         debug_assert_eq!(self.ops.len(), self.op_ids.len(), "one op id per operation");
+    }
+
+    /// Appends op line `line`'s call, by `process`, with `input` and the output and return
+    /// time [`Extracted::tally`] kept.
+    fn push_call(
+        &mut self,
+        process: u64,
+        line: &OpLine,
+        input: I,
+        (output, ret): (Option<O>, Option<u64>),
+    ) {
+        let op = Operation {
+            process,
+            input,
+            output,
+            call: line.invoke_us,
+            ret,
+        };
+        self.push(op, Some(line.id));
     }
 }
 
@@ -569,21 +583,14 @@ pub fn ledger_operations(history: &History) -> Result<LedgerOps, HistoryError> {
         if !sessions.contains(&op.session) {
             sessions.push(op.session.clone());
         }
-        let Some((output, ret)) = out.tally(ledger_fate(op, append, &mut finals, end_us)) else {
+        let Some(kept) = out.tally(ledger_fate(op, append, &mut finals, end_us)) else {
             continue;
         };
         let input = LedgerInput {
             session: op.session.clone(),
             call,
         };
-        let operation = Operation {
-            process: processes.id(&op.process),
-            input,
-            output,
-            call: op.invoke_us,
-            ret,
-        };
-        out.push(operation, Some(op.id));
+        out.push_call(processes.id(&op.process), op, input, kept);
     }
     debug_assert_eq!(
         out.ops.len() + out.dropped,
@@ -779,24 +786,11 @@ fn decision_fits(decision: &DecisionLine, call: LeaseCall, owner: &Process) -> b
 
 /// Whether `decision` is the one an `ok` call with `result` got.
 fn decision_answers(decision: &DecisionLine, result: &OpResult) -> bool {
+    if let Some(granted) = Granted::of(&decision.decision) {
+        return matches!(result, OpResult::Granted { token, expiry_authority_us, .. }
+            if *token == granted.token && *expiry_authority_us == granted.expiry_authority_us);
+    }
     match (&decision.decision, result) {
-        (
-            Decision::Grant {
-                token,
-                expiry_authority_us,
-                ..
-            }
-            | Decision::Renew {
-                token,
-                expiry_authority_us,
-                ..
-            },
-            OpResult::Granted {
-                token: t,
-                expiry_authority_us: e,
-                ..
-            },
-        ) => token == t && expiry_authority_us == e,
         (Decision::Release { .. }, OpResult::Released {}) => true,
         (
             Decision::Refuse {
@@ -860,28 +854,22 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
             (Outcome::Info, None) => Fate::Unknown,
             _ => recorded_fate(op, call, owner, &timeline, &index),
         };
-        let Some((output, ret)) = out.tally(fate) else {
+        let Some(kept) = out.tally(fate) else {
             continue;
         };
+        let ret = kept.1;
         debug_assert!(
             ret.is_none_or(|ret| ret >= op.invoke_us),
             "a kept lease call returns at or after its invocation (its decision time is clamped)"
         );
         // Unknown outcome: may take effect at any later time (`ret` is `None`).
-        let window = timeline.window(op.invoke_us, ret);
-        let operation = Operation {
-            process: processes.id(&op.process),
-            input: LeaseInput {
-                session: op.session.clone(),
-                owner: owners.id(owner),
-                call,
-                window,
-            },
-            output,
-            call: op.invoke_us,
-            ret,
+        let input = LeaseInput {
+            session: op.session.clone(),
+            owner: owners.id(owner),
+            call,
+            window: timeline.window(op.invoke_us, ret),
         };
-        out.push(operation, Some(op.id));
+        out.push_call(processes.id(&op.process), op, input, kept);
     }
     debug_assert_eq!(
         out.ops.len() + out.dropped,
@@ -999,22 +987,13 @@ fn resolved_fate(op: &OpLine, decision: &DecisionLine, timeline: &Timeline) -> F
     debug_assert_eq!(op.outcome, Outcome::Info, "only info calls are resolved");
     let ret = decision.at_us.max(op.invoke_us);
     let index = timeline.boot_index(decision.at_us);
-    let output = match decision.decision {
-        Decision::Grant {
-            token,
-            expiry_authority_us,
-            ttl_us,
-        }
-        | Decision::Renew {
-            token,
-            expiry_authority_us,
-            ttl_us,
-        } => LeaseOutput::Granted {
-            token,
-            expiry_us: timeline.place(index, expiry_authority_us),
-            ttl_us,
+    let output = match Granted::of(&decision.decision) {
+        Some(granted) => LeaseOutput::Granted {
+            token: granted.token,
+            expiry_us: timeline.place(index, granted.expiry_authority_us),
+            ttl_us: granted.ttl_us,
         },
-        _ => LeaseOutput::Released,
+        None => LeaseOutput::Released,
     };
     Fate::Resolved { output, ret }
 }

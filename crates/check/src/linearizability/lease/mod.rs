@@ -200,24 +200,25 @@ impl Model for TimedLease {
         };
         match (input.call, *output) {
             (
-                LeaseCall::Acquire,
+                call,
                 LeaseOutput::Granted {
                     token,
                     expiry_us,
                     ttl_us,
                 },
-            ) => acquire_granted(state, me, w, token, expiry_us, ttl_us),
+            ) => {
+                let instants = grant_instants(w, expiry_us, ttl_us)?;
+                match call {
+                    LeaseCall::Acquire => acquire_granted(state, me, token, expiry_us, instants),
+                    LeaseCall::Renew { token: presented } => {
+                        renew_granted(state, (me, presented), token, expiry_us, instants)
+                    }
+                    LeaseCall::Release { .. } => None,
+                }
+            }
             (LeaseCall::Acquire, LeaseOutput::Held { holder_token }) => {
                 acquire_refused(state, me, w, holder_token)
             }
-            (
-                LeaseCall::Renew { token: presented },
-                LeaseOutput::Granted {
-                    token,
-                    expiry_us,
-                    ttl_us,
-                },
-            ) => renew_granted(state, (me, presented), w, token, expiry_us, ttl_us),
             (LeaseCall::Renew { token: presented }, LeaseOutput::Held { holder_token }) => {
                 renew_refused(state, (me, presented), w, holder_token)
             }
@@ -317,6 +318,22 @@ impl Model for TimedLease {
     }
 }
 
+impl Holder {
+    /// Whether the record is `owner`'s lease of `token` and may be live at `at_us` (`false` when
+    /// free or unknown).
+    fn may_be_live_as(self, owner: u32, token: u64, at_us: u64) -> bool {
+        match self {
+            Holder::Held {
+                owner: holder,
+                token: held,
+                expiry_to_us,
+                ..
+            } => holder == owner && held == token && may_be_live(expiry_to_us, at_us),
+            Holder::Free | Holder::Unknown => false,
+        }
+    }
+}
+
 impl LeaseState {
     /// What every state the model reaches satisfies: a record's expiry interval is ordered,
     /// and its token is at most the high-water mark (every grant raises the mark to its token).
@@ -335,30 +352,20 @@ impl LeaseState {
 
 /// Acquire granted: a live same-owner re-acquire keeps the token; a takeover of a free,
 /// released or expired session takes a token above every earlier one.
+/// `(from, to)`: the instants it can have been decided at ([`grant_instants`]).
 fn acquire_granted(
     state: &LeaseState,
     me: u32,
-    w: &AuthorityWindow,
     token: u64,
     expiry_us: u64,
-    ttl_us: u64,
+    (from, to): (u64, u64),
 ) -> Option<LeaseState> {
-    let (from, to) = grant_instants(w, expiry_us, ttl_us)?;
     let takeover = token > state.high_water
         && match state.holder {
             Holder::Free | Holder::Unknown => true,
             Holder::Held { expiry_from_us, .. } => may_be_expired(expiry_from_us, to),
         };
-    let keep = match state.holder {
-        Holder::Held {
-            owner,
-            token: held,
-            expiry_to_us,
-            ..
-        } => owner == me && held == token && may_be_live(expiry_to_us, from),
-        Holder::Unknown => true,
-        Holder::Free => false,
-    };
+    let keep = state.holder == Holder::Unknown || state.holder.may_be_live_as(me, token, from);
     (takeover || keep).then_some(granted(state, me, token, expiry_us))
 }
 
@@ -385,26 +392,16 @@ fn acquire_refused(
 }
 
 /// Renew granted: the presented lease (`(owner, token)`) is the live one; the token stays.
+/// `(from, _)`: the earliest instant it can have been decided at ([`grant_instants`]).
 fn renew_granted(
     state: &LeaseState,
     (me, presented): (u32, u64),
-    w: &AuthorityWindow,
     token: u64,
     expiry_us: u64,
-    ttl_us: u64,
+    (from, _): (u64, u64),
 ) -> Option<LeaseState> {
-    let (from, _) = grant_instants(w, expiry_us, ttl_us)?;
     let ok = token == presented
-        && match state.holder {
-            Holder::Unknown => true,
-            Holder::Free => false,
-            Holder::Held {
-                owner,
-                token: held,
-                expiry_to_us,
-                ..
-            } => owner == me && held == token && may_be_live(expiry_to_us, from),
-        };
+        && (state.holder == Holder::Unknown || state.holder.may_be_live_as(me, token, from));
     ok.then_some(granted(state, me, token, expiry_us))
 }
 
