@@ -7,7 +7,7 @@ use std::time::Duration;
 use leasesim::lease::flock::driver::{CRASH_EXIT_CODE, Event, Failure, Reply, Verb};
 use leasesim::mutant::Mutant;
 
-use crate::support::{Bound, Holder, granted};
+use crate::support::{Bound, Holder, correct, granted};
 
 /// A acquires s1 (token 1) and releases; A's next incarnation, A2, started with
 /// `--crash-at record-half-written`, acquires and dies (exit 86) with half of the new
@@ -67,13 +67,7 @@ pub fn crash_mid_record_write_keeps_the_high_water_mark(
     Ok(())
 }
 
-/// The correct implementation, under the name the mutant catalogue pins.
-mod correct {
-    #[test]
-    fn crash_mid_record_write_keeps_the_high_water_mark() {
-        super::crash_mid_record_write_keeps_the_high_water_mark(None).unwrap();
-    }
-}
+correct!(crash_mid_record_write_keeps_the_high_water_mark);
 
 /// The one `*.record` file in `dir`.
 fn record_file(dir: &Path) -> PathBuf {

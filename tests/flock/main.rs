@@ -12,4 +12,6 @@ mod race;
 mod records;
 mod support;
 mod suspend;
+#[path = "../common/tree.rs"]
+mod tree;
 mod unlink;

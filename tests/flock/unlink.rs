@@ -6,7 +6,7 @@ use std::time::Duration;
 use leasesim::lease::flock::driver::{Event, Line, Reply, Verb};
 use leasesim::mutant::Mutant;
 
-use crate::support::{Bound, Holder, granted, held};
+use crate::support::{Bound, Holder, correct, granted, held};
 
 /// F8, with every step ordered by the processes' own events, so no sleep decides anything:
 ///
@@ -101,10 +101,4 @@ fn judge(first: u64, b: (&Holder, &Reply), c: (&Holder, &Reply)) -> Result<(), S
     Ok(())
 }
 
-/// The correct implementation, under the name the mutant catalogue pins.
-mod correct {
-    #[test]
-    fn unlink_race_never_two_holders() {
-        super::unlink_race_never_two_holders(None).unwrap();
-    }
-}
+correct!(unlink_race_never_two_holders);
