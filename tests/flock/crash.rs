@@ -7,7 +7,7 @@ use std::time::Duration;
 use leasesim::lease::flock::driver::{CRASH_EXIT_CODE, Event, Failure, Reply, Verb};
 use leasesim::mutant::Mutant;
 
-use crate::support::{Bound, Holder, correct, granted};
+use crate::support::{Bound, Holder, granted};
 
 /// A acquires s1 (token 1) and releases; A's next incarnation, A2, started with
 /// `--crash-at record-half-written`, acquires and dies (exit 86) with half of the new

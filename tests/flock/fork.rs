@@ -7,7 +7,7 @@ use std::time::Duration;
 use leasesim::lease::flock::driver::Verb;
 use leasesim::mutant::Mutant;
 
-use crate::support::{Bound, alive, correct, granted, held, two_holders};
+use crate::support::{Bound, alive, granted, held, two_holders};
 
 /// A acquires s1, then `fork exit s1`: the child releases the inherited lease value, drops
 /// every file it inherited and exits 0. A's hold must be untouched: B's acquire is `held`

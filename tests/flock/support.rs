@@ -21,21 +21,6 @@ use tempfile::TempDir;
 /// A process test: `fn(mutant) -> Ok` when the outcome is right, `Err(what went wrong)`.
 pub type ProcessTest = fn(Option<Mutant>) -> Result<(), String>;
 
-/// `correct!(NAME)`: the test `correct::NAME`, [`ProcessTest`] `NAME` on the correct
-/// implementation (no mutant), under the name the mutant catalogue pins.
-macro_rules! correct {
-    ($test:ident) => {
-        /// The correct implementation, under the name the mutant catalogue pins.
-        mod correct {
-            #[test]
-            fn $test() {
-                super::$test(None).unwrap();
-            }
-        }
-    };
-}
-pub(crate) use correct;
-
 /// The overall time bound of one test: every wait ends by it.
 #[derive(Clone, Copy, Debug)]
 pub struct Bound {

@@ -7,7 +7,7 @@ use leasesim::lease::flock::driver::Verb;
 use leasesim::mutant::Mutant;
 use rustix::process::Signal;
 
-use crate::support::{Bound, Holder, correct, granted, held, sleep, two_holders};
+use crate::support::{Bound, Holder, granted, held, sleep, two_holders};
 
 /// The TTL of these tests, and a wait that outlasts it.
 const TTL: &str = "1s";

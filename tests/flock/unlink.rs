@@ -6,7 +6,7 @@ use std::time::Duration;
 use leasesim::lease::flock::driver::{Event, Line, Reply, Verb};
 use leasesim::mutant::Mutant;
 
-use crate::support::{Bound, Holder, correct, granted, held};
+use crate::support::{Bound, Holder, granted, held};
 
 /// F8, with every step ordered by the processes' own events, so no sleep decides anything:
 ///
