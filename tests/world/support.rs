@@ -8,7 +8,7 @@ use leasesim::campaign::scenario::Scenario;
 use leasesim::exit::Exit;
 use leasesim::history::{Decision, HistRecord, History, OpLine, OpResult, Outcome};
 use leasesim::sim::runfile;
-use leasesim_testkit::leasesim;
+use leasesim_testkit::{assert_exit, leasesim};
 
 /// s1's final ledger when A (replica-1) fenced at token 1 and wrote a1, then B (replica-2)
 /// took over at token 2, fenced and wrote b1 (A's later appends fenced off or never sent).
@@ -88,8 +88,9 @@ pub fn ops<'h>(history: &'h History, replica: &str, op: &str) -> Vec<&'h OpLine>
 
 /// The outcome and result of each of [`ops`], in order.
 pub fn outcomes(history: &History, replica: &str, op: &str) -> Vec<(Outcome, OpResult)> {
-    let ops = ops(history, replica, op).into_iter();
-    ops.map(|line| (line.outcome, line.result.clone().unwrap()))
+    let lines = ops(history, replica, op).into_iter();
+    lines
+        .map(|line| (line.outcome, line.result.clone().unwrap()))
         .collect()
 }
 
@@ -132,15 +133,7 @@ pub fn appended(seq: u64) -> (Outcome, OpResult) {
 /// Asserts `leasesim args` exits 2 before running, with every one of `expected` in stderr.
 pub fn refused(args: &[&str], expected: &[&str]) {
     let output = leasesim!().run(args);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(i32::from(Exit::BadInput.code())),
-        "{args:?}: {stderr}"
-    );
-    for part in expected {
-        assert!(stderr.contains(part), "{args:?}: `{part}` not in {stderr}");
-    }
+    assert_exit(&output, i32::from(Exit::BadInput.code()), expected);
 }
 
 /// Writes `text` as `<dir>/name` and returns its path as a string.
