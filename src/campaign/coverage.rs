@@ -141,13 +141,7 @@ fn ops(history: &History, add: &mut impl FnMut(CoverageEvent, u64)) {
     let ttl_us = history.config().ok().map(|config| config.ttl_us);
     let journal_events: BTreeSet<(&HistWriterId, u64)> = history
         .ops()
-        .filter_map(|op| match &op.op {
-            Op::JournalAppend {
-                writer_id,
-                seq_in_writer,
-            } => Some((writer_id, *seq_in_writer)),
-            _ => None,
-        })
+        .filter_map(|op| op.op.journal_append())
         .collect();
     // Refused after a newer fence: the session's highest fence is above the writer's epoch
     // (or the writer's epoch is unknown: the refusal itself is the evidence).

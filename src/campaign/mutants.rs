@@ -105,20 +105,7 @@ pub fn detect(options: &DetectOptions<'_>, mutants: &[Mutant]) -> Vec<Detection>
 }
 
 fn detect_one(options: &DetectOptions<'_>, mutant: Mutant) -> Detection {
-    let mut detection = Detection {
-        mutant: mutant.name().to_owned(),
-        about: mutants::describe(mutant).to_owned(),
-        killed: false,
-        killed_by: String::new(),
-        seeds_to_detection: None,
-        runs_to_detection: None,
-        wall_ms_to_detection: None,
-        shrunk: None,
-        run_file: None,
-        check: None,
-        violations: Vec::new(),
-        replay: None,
-    };
+    let mut detection = Detection::undetected(mutant.name(), mutants::describe(mutant));
     match mutants::kill(mutant) {
         Kill::Conformance { rule } => {
             detection.killed = conformance_breaks(mutant, rule);

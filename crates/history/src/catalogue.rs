@@ -39,19 +39,22 @@ pub enum Check {
 }
 
 impl Check {
-    /// Every check, in report order (the order of [`Ord`] too).
-    pub const ALL: [Check; 10] = [
-        Check::Token,
-        Check::Excl,
-        Check::Expiry,
-        Check::Fence,
-        Check::Ledger,
-        Check::Stop,
-        Check::Live,
-        Check::Signal,
-        Check::LinLease,
-        Check::LinLedger,
-    ];
+    /// Every check, in report order (the order of [`Ord`] too): the invariants, then the
+    /// linearizability checks.
+    pub const ALL: [Check; 10] = {
+        let (invariants, linearizability) = (Check::INVARIANTS, Check::LINEARIZABILITY);
+        let mut all = [Check::Token; 10];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = if i < invariants.len() {
+                invariants[i]
+            } else {
+                linearizability[i - invariants.len()]
+            };
+            i += 1;
+        }
+        all
+    };
 
     /// The invariants (judged by `check::invariants`), in report order.
     pub const INVARIANTS: [Check; 8] = [

@@ -278,13 +278,33 @@ mod tests {
         ClockMap::new(segments).expect("valid segments")
     }
 
+    /// A clock that reads true time from 0 until it is suspended at true `at_us`, then the
+    /// segment `after` (none: suspended for good).
+    fn suspended_at(at_us: u64, after: Option<ClockLine>) -> ClockMap {
+        let mut segments = vec![seg(0, 0, 0, 0), suspended(0, at_us, at_us)];
+        segments.extend(after);
+        map(segments)
+    }
+
+    /// `clock` reads `local_us` at true `true_us`, and that reading maps back to `true_us`.
+    fn assert_reads(clock: &ClockMap, true_us: u64, local_us: u64) {
+        assert_eq!(
+            clock.local_at(true_us),
+            Some(local_us),
+            "reading at {true_us}"
+        );
+        assert_eq!(
+            clock.true_at(local_us),
+            Some(true_us),
+            "true time of {local_us}"
+        );
+    }
+
     #[test]
     fn a_perfect_clock_reads_true_time_plus_its_offset() {
         let clock = map(vec![seg(0, 0, 250, 0)]);
-        assert_eq!(clock.local_at(0), Some(250));
-        assert_eq!(clock.local_at(1_000_000), Some(1_000_250));
-        assert_eq!(clock.true_at(1_000_250), Some(1_000_000));
-        assert_eq!(clock.true_at(250), Some(0));
+        assert_reads(&clock, 0, 250);
+        assert_reads(&clock, 1_000_000, 1_000_250);
         // Readings the clock showed before it was first observed map to its first segment.
         assert_eq!(clock.true_at(100), Some(0));
     }
@@ -300,21 +320,19 @@ mod tests {
     #[test]
     fn a_fast_clock_gains_drift_ppm_microseconds_per_second_rounded_down() {
         let clock = map(vec![seg(0, 0, 0, 100)]);
-        assert_eq!(clock.local_at(1_000_000), Some(1_000_100));
+        assert_reads(&clock, 1_000_000, 1_000_100);
         assert_eq!(clock.local_at(9_999), Some(9_999)); // 9 999.9999 rounds down
         assert_eq!(clock.local_at(10_000), Some(10_001)); // so 10 000 is never shown…
         assert_eq!(clock.true_at(10_000), Some(10_000)); // …but reached at true 10 000
         assert_eq!(clock.true_at(10_001), Some(10_000));
-        assert_eq!(clock.true_at(1_000_100), Some(1_000_000));
     }
 
     #[test]
     fn a_slow_clock_loses_drift_ppm_microseconds_per_second() {
         let clock = map(vec![seg(0, 0, 0, -500)]);
-        assert_eq!(clock.local_at(2_000_000), Some(1_999_000));
+        assert_reads(&clock, 2_000_000, 1_999_000);
         assert_eq!(clock.local_at(1), Some(0));
         assert_eq!(clock.true_at(1), Some(2)); // ⌈1 / 0.9995⌉
-        assert_eq!(clock.true_at(1_999_000), Some(2_000_000));
     }
 
     #[test]
@@ -325,32 +343,25 @@ mod tests {
             seg(0, 1_000_000, 1_001_000, -1_000),
         ]);
         assert_eq!(clock.local_at(999_999), Some(1_000_998));
-        assert_eq!(clock.local_at(1_000_000), Some(1_001_000));
-        assert_eq!(clock.local_at(2_000_000), Some(2_000_000));
-        assert_eq!(clock.true_at(1_001_000), Some(1_000_000));
+        assert_reads(&clock, 1_000_000, 1_001_000);
+        assert_reads(&clock, 2_000_000, 2_000_000);
         assert_eq!(clock.true_at(1_500_000), Some(1_499_500));
-        assert_eq!(clock.true_at(2_000_000), Some(2_000_000));
     }
 
     #[test]
     fn a_suspended_clock_stands_still_and_resumes_from_where_it_stopped() {
         // Suspended from true 5 s to 8 s: the host under-counts by 3 s afterwards.
-        let clock = map(vec![
-            seg(0, 0, 0, 0),
-            suspended(0, 5_000_000, 5_000_000),
-            seg(0, 8_000_000, 5_000_000, 0),
-        ]);
+        let clock = suspended_at(5_000_000, Some(seg(0, 8_000_000, 5_000_000, 0)));
         assert_eq!(clock.local_at(6_000_000), Some(5_000_000));
         assert_eq!(clock.local_at(7_999_999), Some(5_000_000));
-        assert_eq!(clock.local_at(9_000_000), Some(6_000_000));
+        assert_reads(&clock, 9_000_000, 6_000_000);
         assert_eq!(clock.true_at(5_000_000), Some(5_000_000)); // the earliest time it read so
         assert_eq!(clock.true_at(5_000_001), Some(8_000_001));
-        assert_eq!(clock.true_at(6_000_000), Some(9_000_000));
     }
 
     #[test]
     fn a_clock_suspended_for_good_never_reaches_later_readings() {
-        let clock = map(vec![seg(0, 0, 0, 0), suspended(0, 5_000_000, 5_000_000)]);
+        let clock = suspended_at(5_000_000, None);
         assert_eq!(clock.local_at(60_000_000), Some(5_000_000));
         assert_eq!(clock.true_at(5_000_000), Some(5_000_000));
         assert_eq!(clock.true_at(5_000_001), None);
@@ -359,11 +370,7 @@ mod tests {
     #[test]
     fn a_restart_starts_the_clock_again_and_readings_are_resolved_per_boot() {
         // Boot 0 runs 10 s, the host is down (stopped) 2 s, boot 1 starts again from 0.
-        let clock = map(vec![
-            seg(0, 0, 0, 0),
-            suspended(0, 10_000_000, 10_000_000),
-            seg(1, 12_000_000, 0, 0),
-        ]);
+        let clock = suspended_at(10_000_000, Some(seg(1, 12_000_000, 0, 0)));
         assert_eq!(clock.boot_at(11_000_000), Some(0));
         assert_eq!(clock.boot_at(12_000_000), Some(1));
         assert_eq!(clock.local_at(12_000_500), Some(500));

@@ -331,6 +331,44 @@ pub struct History {
     lines: Vec<Line>,
 }
 
+/// `History`'s accessors of one kind of line each: `name => Variant(LineType);` makes
+/// `History::name`, the lines that are `Line::Variant`, in order.
+macro_rules! line_accessors {
+    ($($(#[$doc:meta])* $name:ident => $variant:ident($line:ty);)*) => {
+        impl History {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> impl Iterator<Item = &$line> {
+                    self.lines.iter().filter_map(|line| match line {
+                        Line::$variant(line) => Some(line),
+                        _ => None,
+                    })
+                }
+            )*
+        }
+    };
+}
+
+line_accessors! {
+    /// The operation lines, in order.
+    ops => Op(OpLine);
+    /// The authority's decision lines, in order.
+    decisions => Decision(DecisionLine);
+    /// The replicas' validity-check lines, in order.
+    validity_checks => Validity(ValidityLine);
+    /// The phase markers, in order.
+    phases => Phase(PhaseLine);
+    /// The event lines, in order (coverage counts them; checkers ignore them).
+    events => Event(EventLine);
+    /// The writes a Kubernetes API server accepted, in order (empty for other backends).
+    writes => Write(WriteLine);
+    /// The clock segment lines, in order.
+    clock_segments => Clock(ClockLine);
+    /// The nemesis's actions, in order (the checkers of host faults and the timeline read
+    /// them).
+    nemesis_actions => Nemesis(NemesisLine);
+}
+
 impl History {
     /// An empty history called `name` in errors.
     pub fn new(name: impl Into<String>) -> Self {
@@ -440,68 +478,12 @@ impl History {
         }
     }
 
-    /// The operation lines, in order.
-    pub fn ops(&self) -> impl Iterator<Item = &OpLine> {
-        self.lines.iter().filter_map(|line| match line {
-            Line::Op(op) => Some(op),
-            _ => None,
-        })
-    }
-
-    /// The authority's decision lines, in order.
-    pub fn decisions(&self) -> impl Iterator<Item = &DecisionLine> {
-        self.lines.iter().filter_map(|line| match line {
-            Line::Decision(decision) => Some(decision),
-            _ => None,
-        })
-    }
-
-    /// The replicas' validity-check lines, in order.
-    pub fn validity_checks(&self) -> impl Iterator<Item = &ValidityLine> {
-        self.lines.iter().filter_map(|line| match line {
-            Line::Validity(check) => Some(check),
-            _ => None,
-        })
-    }
-
-    /// The phase markers, in order.
-    pub fn phases(&self) -> impl Iterator<Item = &PhaseLine> {
-        self.lines.iter().filter_map(|line| match line {
-            Line::Phase(phase) => Some(phase),
-            _ => None,
-        })
-    }
-
     /// True time of the first `phase` marker, µs; `None` when there is none (e.g. no
     /// `faults_healed`: the faults never healed).
     pub fn phase_at_us(&self, phase: Phase) -> Option<u64> {
         self.phases()
             .find(|marker| marker.name == phase)
             .map(|marker| marker.at_us)
-    }
-
-    /// The event lines, in order (coverage counts them; checkers ignore them).
-    pub fn events(&self) -> impl Iterator<Item = &EventLine> {
-        self.lines.iter().filter_map(|line| match line {
-            Line::Event(event) => Some(event),
-            _ => None,
-        })
-    }
-
-    /// The writes a Kubernetes API server accepted, in order (empty for other backends).
-    pub fn writes(&self) -> impl Iterator<Item = &WriteLine> {
-        self.lines.iter().filter_map(|line| match line {
-            Line::Write(write) => Some(write),
-            _ => None,
-        })
-    }
-
-    /// The clock segment lines, in order.
-    pub fn clock_segments(&self) -> impl Iterator<Item = &ClockLine> {
-        self.lines.iter().filter_map(|line| match line {
-            Line::Clock(segment) => Some(segment),
-            _ => None,
-        })
     }
 
     /// Each host's clock map, by host name.

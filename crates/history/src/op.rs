@@ -157,6 +157,18 @@ impl Op {
             Op::TargetSignal {} => "target_signal",
         }
     }
+
+    /// A journal append's `(writer_id, seq_in_writer)`, which also names the ledger append of
+    /// an event it made; `None` for any other operation.
+    pub fn journal_append(&self) -> Option<(&HistWriterId, u64)> {
+        match self {
+            Op::JournalAppend {
+                writer_id,
+                seq_in_writer,
+            } => Some((writer_id, *seq_in_writer)),
+            _ => None,
+        }
+    }
 }
 
 /// How an operation ended, as Jepsen spells it.

@@ -11,6 +11,34 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// For each enum of unit variants spelled in kebab-case: `ALL`, every value in the order
+/// declared; `name`, a value as files spell it (the JSON string serde writes); and a `Display`
+/// that writes the name. Each row is `Variant => "spelling"`.
+macro_rules! spelled {
+    ($(
+        $(#[$name_doc:meta])*
+        $enum:ident[$count:literal] { $($variant:ident => $name:literal,)* }
+    )*) => {$(
+        impl $enum {
+            /// Every value, in the order declared.
+            pub const ALL: [$enum; $count] = [$($enum::$variant),*];
+
+            $(#[$name_doc])*
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($enum::$variant => $name,)*
+                }
+            }
+        }
+
+        impl fmt::Display for $enum {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    )*};
+}
+
 /// One check's verdict over one run: what the judge concluded.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -25,33 +53,6 @@ pub enum CheckVerdict {
     /// `unknown`: a search ran out of budget, or the history could not be read as
     /// operations; nothing violated (exit 4 if nothing else is).
     Unknown,
-}
-
-impl CheckVerdict {
-    /// Every verdict, in the order above.
-    pub const ALL: [CheckVerdict; 4] = [
-        CheckVerdict::Pass,
-        CheckVerdict::Fail,
-        CheckVerdict::NotJudged,
-        CheckVerdict::Unknown,
-    ];
-
-    /// The verdict as files spell it: `pass`, `fail`, `not-judged` or `unknown` (its JSON
-    /// string).
-    pub fn name(self) -> &'static str {
-        match self {
-            CheckVerdict::Pass => "pass",
-            CheckVerdict::Fail => "fail",
-            CheckVerdict::NotJudged => "not-judged",
-            CheckVerdict::Unknown => "unknown",
-        }
-    }
-}
-
-impl fmt::Display for CheckVerdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 /// One check's result over a scenario's runs: its runs' [`CheckVerdict`]s folded, against
@@ -75,36 +76,26 @@ pub enum CheckResult {
     NotRun,
 }
 
-impl CheckResult {
-    /// Every result, in the order above.
-    pub const ALL: [CheckResult; 7] = [
-        CheckResult::Pass,
-        CheckResult::Fail,
-        CheckResult::Inconclusive,
-        CheckResult::Caught,
-        CheckResult::NotCaught,
-        CheckResult::NotJudged,
-        CheckResult::NotRun,
-    ];
+spelled! {
+    /// The verdict as files spell it: `pass`, `fail`, `not-judged` or `unknown` (its JSON
+    /// string).
+    CheckVerdict[4] {
+        Pass => "pass",
+        Fail => "fail",
+        NotJudged => "not-judged",
+        Unknown => "unknown",
+    }
 
     /// The result as files spell it: `pass`, `fail`, `inconclusive`, `caught`,
     /// `not-caught`, `not-judged` or `not-run` (its JSON string).
-    pub fn name(self) -> &'static str {
-        match self {
-            CheckResult::Pass => "pass",
-            CheckResult::Fail => "fail",
-            CheckResult::Inconclusive => "inconclusive",
-            CheckResult::Caught => "caught",
-            CheckResult::NotCaught => "not-caught",
-            CheckResult::NotJudged => "not-judged",
-            CheckResult::NotRun => "not-run",
-        }
-    }
-}
-
-impl fmt::Display for CheckResult {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+    CheckResult[7] {
+        Pass => "pass",
+        Fail => "fail",
+        Inconclusive => "inconclusive",
+        Caught => "caught",
+        NotCaught => "not-caught",
+        NotJudged => "not-judged",
+        NotRun => "not-run",
     }
 }
 
@@ -112,46 +103,49 @@ impl fmt::Display for CheckResult {
 mod tests {
     use super::{CheckResult, CheckVerdict};
 
-    #[test]
-    fn each_check_verdict_is_written_as_its_string_and_read_back_from_it() {
-        let spelled = [
-            (CheckVerdict::Pass, "pass"),
-            (CheckVerdict::Fail, "fail"),
-            (CheckVerdict::NotJudged, "not-judged"),
-            (CheckVerdict::Unknown, "unknown"),
-        ];
-        assert_eq!(spelled.map(|(v, _)| v), CheckVerdict::ALL);
-        for (verdict, name) in spelled {
-            let json = format!("\"{name}\"");
-            assert_eq!(serde_json::to_string(&verdict).unwrap(), json);
-            assert_eq!(
-                serde_json::from_str::<CheckVerdict>(&json).unwrap(),
-                verdict
-            );
-            assert_eq!(verdict.name(), name);
-            assert_eq!(verdict.to_string(), name);
+    /// Each of `all` is written to JSON as its spelling (the one at its index) in quotes, read
+    /// back from it, and named and displayed as that spelling.
+    fn assert_spelled_as<T, const N: usize>(
+        all: [T; N],
+        spellings: [&str; N],
+        name: fn(&T) -> &'static str,
+    ) where
+        T: serde::Serialize + serde::de::DeserializeOwned + std::fmt::Display,
+        T: PartialEq + std::fmt::Debug,
+    {
+        for (value, spelling) in all.iter().zip(spellings) {
+            let json = format!("\"{spelling}\"");
+            assert_eq!(serde_json::to_string(value).unwrap(), json);
+            assert_eq!(serde_json::from_str::<T>(&json).unwrap(), *value);
+            assert_eq!(name(value), spelling);
+            assert_eq!(value.to_string(), spelling);
         }
     }
 
     #[test]
+    fn each_check_verdict_is_written_as_its_string_and_read_back_from_it() {
+        assert_spelled_as(
+            CheckVerdict::ALL,
+            ["pass", "fail", "not-judged", "unknown"],
+            |v| v.name(),
+        );
+    }
+
+    #[test]
     fn each_check_result_is_written_as_its_string_and_read_back_from_it() {
-        let spelled = [
-            (CheckResult::Pass, "pass"),
-            (CheckResult::Fail, "fail"),
-            (CheckResult::Inconclusive, "inconclusive"),
-            (CheckResult::Caught, "caught"),
-            (CheckResult::NotCaught, "not-caught"),
-            (CheckResult::NotJudged, "not-judged"),
-            (CheckResult::NotRun, "not-run"),
-        ];
-        assert_eq!(spelled.map(|(r, _)| r), CheckResult::ALL);
-        for (result, name) in spelled {
-            let json = format!("\"{name}\"");
-            assert_eq!(serde_json::to_string(&result).unwrap(), json);
-            assert_eq!(serde_json::from_str::<CheckResult>(&json).unwrap(), result);
-            assert_eq!(result.name(), name);
-            assert_eq!(result.to_string(), name);
-        }
+        assert_spelled_as(
+            CheckResult::ALL,
+            [
+                "pass",
+                "fail",
+                "inconclusive",
+                "caught",
+                "not-caught",
+                "not-judged",
+                "not-run",
+            ],
+            |r| r.name(),
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! and a linearizability failure's stuck operation, states before it and longest valid
 //! prefix by op id, beside its timeline (and a mutant's clean twin's).
 
-use super::tests::{campaign, detection, late_append, results, shrunk, violation};
+use super::tests::{LATE_APPEND_RUN, campaign, late_append_kill, results, shrunk};
 use super::*;
 use leasesim_check::linearizability::{Explanation, LinEvidence};
 use leasesim_results::record::ViolationRecord;
@@ -40,18 +40,10 @@ fn lin_evidence() -> LinEvidence {
 /// counterexample (and clean twin) has a timeline.
 fn page(shrunk: Vec<ShrunkRun>) -> String {
     let mut data = ReportData::new(campaign("abc123", None), results(), shrunk);
-    let file = "shrunk/mutant-no-local-deadline-f1-pause-seed0.run.json";
-    let mut killed = detection("no-local-deadline", "STOP in f1-pause (seed 0)", Some(file));
-    killed.check = Some(Check::Stop);
-    killed.violations = vec![violation(
-        "replica-1#0 appended after its validity deadline",
-        &late_append(),
+    data.mutants = vec![late_append_kill(
+        "leasesim run --scenario sims/f1-pause.toml --seed 0 --mutant no-local-deadline",
     )];
-    killed.replay = Some(
-        "leasesim run --scenario sims/f1-pause.toml --seed 0 --mutant no-local-deadline".into(),
-    );
-    data.mutants = vec![killed];
-    let files = Counterexample::of(file);
+    let files = Counterexample::of(LATE_APPEND_RUN);
     data.timelines.insert(
         files.timeline,
         "<svg class=\"timeline\" id=\"run\"/>".into(),

@@ -148,22 +148,16 @@ pub(super) fn seeds_line(summary: &Summary) -> String {
 
 /// `1 run`, `2 runs`.
 pub(super) fn runs_line(summary: &Summary) -> String {
-    let parts: Vec<String> = [
-        RunStatus::Clean,
-        RunStatus::Violation,
-        RunStatus::Liveness,
-        RunStatus::Inconclusive,
-        RunStatus::HarnessError,
-    ]
-    .into_iter()
-    .map(|s| {
-        let name = status_name(s);
-        format!(
-            "{} {name}",
-            summary.by_status.get(name).copied().unwrap_or(0)
-        )
-    })
-    .collect();
+    let parts: Vec<String> = RunStatus::ALL
+        .into_iter()
+        .map(|s| {
+            let name = status_name(s);
+            format!(
+                "{} {name}",
+                summary.by_status.get(name).copied().unwrap_or(0)
+            )
+        })
+        .collect();
     format!("{} ({})", summary.runs, parts.join(", "))
 }
 
@@ -373,33 +367,31 @@ fn expectations(out: &mut String, summary: &Summary) {
         }
         out.push('\n');
     }
-    pending_coverage(out, summary);
-    left_out(out, summary);
-}
-
-/// The kinds no run drew, their backends lacking what they need.
-fn left_out(out: &mut String, summary: &Summary) {
-    if summary.left_out.is_empty() {
-        return;
-    }
-    let _ = write!(out, "## Fault kinds left out\n\n{LEFT_OUT_INTRO}\n\n");
-    for line in &summary.left_out {
-        let _ = writeln!(out, "- {line}.");
-    }
-    out.push('\n');
-}
-
-/// The notes: expected events a campaign this short is not expected to reach yet.
-fn pending_coverage(out: &mut String, summary: &Summary) {
-    if summary.notes.is_empty() {
-        return;
-    }
-    let _ = write!(
+    // The notes: expected events a campaign this short is not expected to reach yet.
+    noted_list(
         out,
-        "## Coverage for a longer campaign\n\n{PENDING_COVERAGE_INTRO}\n\n"
+        "Coverage for a longer campaign",
+        PENDING_COVERAGE_INTRO,
+        &summary.notes,
     );
-    for note in &summary.notes {
-        let _ = writeln!(out, "- {note}.");
+    // The kinds no run drew, their backends lacking what they need.
+    noted_list(
+        out,
+        "Fault kinds left out",
+        LEFT_OUT_INTRO,
+        &summary.left_out,
+    );
+}
+
+/// A section `## heading`, its `intro` paragraph and a bullet per item, each ending in a
+/// full stop; nothing when there are no items.
+fn noted_list(out: &mut String, heading: &str, intro: &str, items: &[String]) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = write!(out, "## {heading}\n\n{intro}\n\n");
+    for item in items {
+        let _ = writeln!(out, "- {item}.");
     }
     out.push('\n');
 }

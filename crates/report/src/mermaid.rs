@@ -75,7 +75,10 @@ fn drawn_ops<'h>(history: &'h History, session: Option<&str>) -> Vec<&'h OpLine>
         .ops()
         .filter(|op| session.is_none_or(|s| op.session == s))
         .collect();
-    let nested = journal_events(&ops);
+    // `(writer, seq_in_writer)` of every journal append: their ledger appends are not
+    // drawn twice.
+    let nested: BTreeSet<(&HistWriterId, u64)> =
+        ops.iter().filter_map(|op| op.op.journal_append()).collect();
     ops.into_iter()
         .filter(|op| !is_nested(op, &nested))
         .collect()
@@ -224,20 +227,6 @@ fn window(events: &[Event], max: usize, marked: &BTreeSet<u64>) -> (usize, usize
             (0, end)
         }
     }
-}
-
-/// `(writer, seq_in_writer)` of every journal append: their ledger appends are not drawn
-/// twice.
-fn journal_events<'a>(ops: &[&'a OpLine]) -> BTreeSet<(&'a HistWriterId, u64)> {
-    ops.iter()
-        .filter_map(|op| match &op.op {
-            Op::JournalAppend {
-                writer_id,
-                seq_in_writer,
-            } => Some((writer_id, *seq_in_writer)),
-            _ => None,
-        })
-        .collect()
 }
 
 fn is_nested(op: &OpLine, nested: &BTreeSet<(&HistWriterId, u64)>) -> bool {
@@ -506,6 +495,30 @@ mod tests {
         })
     }
 
+    /// `owner`'s acquire, invoked and completed `at`, granted `token` for 10 s from the
+    /// invocation.
+    fn acquire(id: u64, owner: &Process, at: (u64, Option<u64>), token: u64) -> Line {
+        let granted = OpResult::Granted {
+            token,
+            expiry_authority_us: at.0 + 10_000_000,
+            ttl_us: 10_000_000,
+        };
+        let call = Op::LeaseAcquire {
+            owner: owner.clone(),
+        };
+        op(id, &owner.replica, at, call, Outcome::Ok, Some(granted))
+    }
+
+    /// A ledger append at tip `expected` of `writer`'s event `seq_in_writer`.
+    fn event_append(expected: u64, writer: HistWriterId, seq_in_writer: u64) -> Op {
+        let record = HistRecord::Event {
+            writer_id: writer,
+            seq_in_writer,
+            payload: Vec::new(),
+        };
+        Op::LedgerAppend { expected, record }
+    }
+
     /// The history's operations: A's (before the takeover), then B's takeover, A's stale
     /// append refused, and B's renew left without a reply.
     fn ops() -> Vec<Line> {
@@ -522,18 +535,7 @@ mod tests {
     /// A's acquire and journal append, with the append's own ledger call.
     fn holder_ops(a: &Process, writer: &HistWriterId) -> Vec<Line> {
         vec![
-            op(
-                1,
-                "replica-1",
-                (0, Some(1_000)),
-                Op::LeaseAcquire { owner: a.clone() },
-                Outcome::Ok,
-                Some(OpResult::Granted {
-                    token: 1,
-                    expiry_authority_us: 10_000_000,
-                    ttl_us: 10_000_000,
-                }),
-            ),
+            acquire(1, a, (0, Some(1_000)), 1),
             op(
                 2,
                 "replica-1",
@@ -550,14 +552,7 @@ mod tests {
                 3,
                 "replica-1",
                 (2_100, Some(2_900)),
-                Op::LedgerAppend {
-                    expected: 1,
-                    record: HistRecord::Event {
-                        writer_id: writer.clone(),
-                        seq_in_writer: 1,
-                        payload: Vec::new(),
-                    },
-                },
+                event_append(1, writer.clone(), 1),
                 Outcome::Ok,
                 Some(OpResult::Appended { seq: 2 }),
             ),
@@ -568,30 +563,12 @@ mod tests {
     fn takeover_ops(writer: HistWriterId) -> Vec<Line> {
         let b = Process::new("replica-2", 0);
         vec![
-            op(
-                4,
-                "replica-2",
-                (12_000_000, Some(12_001_000)),
-                Op::LeaseAcquire { owner: b.clone() },
-                Outcome::Ok,
-                Some(OpResult::Granted {
-                    token: 2,
-                    expiry_authority_us: 22_000_000,
-                    ttl_us: 10_000_000,
-                }),
-            ),
+            acquire(4, &b, (12_000_000, Some(12_001_000)), 2),
             op(
                 5,
                 "replica-1",
                 (17_000_000, Some(17_001_000)),
-                Op::LedgerAppend {
-                    expected: 2,
-                    record: HistRecord::Event {
-                        writer_id: writer,
-                        seq_in_writer: 2,
-                        payload: Vec::new(),
-                    },
-                },
+                event_append(2, writer, 2),
                 Outcome::Fail,
                 Some(OpResult::Conflict { actual: 4 }),
             ),

@@ -2,7 +2,10 @@
 //! scenario × check matrix whose failing cells link to anchors in the same report; the
 //! per-scenario tables and the coverage table folded below it.
 
-use super::tests::{campaign, checks, detection, fail, info, results, run, shrunk};
+use super::tests::{
+    assert_markdown_has, campaign, checks, detection, fail, first_scenarios, info, results, run,
+    shrunk,
+};
 use super::*;
 use leasesim_check::CheckVerdict;
 use leasesim_results::record::RunStatus;
@@ -241,20 +244,14 @@ fn the_matrix_has_a_column_per_check_made_in_check_order() {
     let mut made = checks(&[]);
     made.retain(|c| [Check::LinLedger, Check::Token].contains(&c.name));
     made.reverse();
-    let mut file = campaign("abc123", None);
-    file.meta.scenarios = vec!["clean".into()];
-    file.scenarios.truncate(1);
     let data = ReportData::new(
-        file,
+        first_scenarios(1),
         vec![run("clean", 0, RunStatus::Clean, made)],
         Vec::new(),
     );
-    let (md, _, _) = render_text(&data);
-    assert!(
-        md.contains(
-            "| scenario | runs | TOKEN | LIN-LEDGER |\n|---|---:|:-:|:-:|\n| clean | 1 | ✓ | ✓ |\n"
-        ),
-        "{md}"
+    assert_markdown_has(
+        &data,
+        "| scenario | runs | TOKEN | LIN-LEDGER |\n|---|---:|:-:|:-:|\n| clean | 1 | ✓ | ✓ |\n",
     );
 }
 

@@ -195,16 +195,10 @@ fn is_zero(n: &u64) -> bool {
 
 /// Every status, by its JSON name, at 0.
 fn statuses() -> BTreeMap<String, u64> {
-    [
-        RunStatus::Clean,
-        RunStatus::Violation,
-        RunStatus::Liveness,
-        RunStatus::Inconclusive,
-        RunStatus::HarnessError,
-    ]
-    .into_iter()
-    .map(|s| (status_name(s).to_owned(), 0))
-    .collect()
+    RunStatus::ALL
+        .into_iter()
+        .map(|s| (status_name(s).to_owned(), 0))
+        .collect()
 }
 
 /// A status's JSON name.

@@ -13,19 +13,7 @@ use leasesim_history::Process;
 use leasesim_results::record::{
     CheckRecord, Detection, EvidenceRecord, RunStatus, ViolationRecord,
 };
-
-const CHECKS: [&str; 10] = [
-    "TOKEN",
-    "EXCL",
-    "EXPIRY",
-    "FENCE",
-    "LEDGER",
-    "STOP",
-    "LIVE",
-    "SIGNAL",
-    "LIN-LEASE",
-    "LIN-LEDGER",
-];
+use leasesim_testkit::assert_has_lines;
 
 pub(super) fn meta(commit: &str, shard: Option<&str>) -> CampaignMeta {
     CampaignMeta {
@@ -100,12 +88,12 @@ pub(super) fn campaign(commit: &str, shard: Option<&str>) -> CampaignFile {
 
 /// Every check passing, with `checks` individual checks each.
 pub(super) fn checks(expected: &[&str]) -> Vec<CheckRecord> {
-    CHECKS
-        .iter()
+    Check::ALL
+        .into_iter()
         .map(|name| CheckRecord {
-            name: name.parse().unwrap(),
+            name,
             checks: 10,
-            expected_violation: expected.contains(name),
+            expected_violation: expected.contains(&name.name()),
             verdict: CheckVerdict::Pass,
             not_judged: None,
             violations: Vec::new(),
@@ -118,6 +106,34 @@ pub(super) fn fail(checks: &mut [CheckRecord], name: &str, message: &str, eviden
     let check = checks.iter_mut().find(|c| c.name.name() == name).unwrap();
     check.verdict = CheckVerdict::Fail;
     check.violations.push(violation(message, evidence));
+}
+
+/// The hand-built campaign (of commit `abc123`, not a shard) cut to its first `n` scenarios.
+pub(super) fn first_scenarios(n: usize) -> CampaignFile {
+    let mut file = campaign("abc123", None);
+    file.meta.scenarios.truncate(n);
+    file.scenarios.truncate(n);
+    file
+}
+
+/// The minimal run of [`late_append_kill`].
+pub(super) const LATE_APPEND_RUN: &str = "shrunk/mutant-no-local-deadline-f1-pause-seed0.run.json";
+
+/// The `no-local-deadline` mutant killed by STOP in f1-pause (seed 0): its minimal run
+/// [`LATE_APPEND_RUN`] violated by the [`late_append`], reran by `replay`.
+pub(super) fn late_append_kill(replay: &str) -> Detection {
+    let mut killed = detection(
+        "no-local-deadline",
+        "STOP in f1-pause (seed 0)",
+        Some(LATE_APPEND_RUN),
+    );
+    killed.check = Some(Check::Stop);
+    killed.violations = vec![violation(
+        "replica-1#0 appended after its validity deadline",
+        &late_append(),
+    )];
+    killed.replay = Some(replay.into());
+    killed
 }
 
 /// A violation of an invariant: `message`, proven by `evidence`.
@@ -235,6 +251,18 @@ fn write_folder(dir: &Path, campaign: &CampaignFile, results: &[RunRecord], shru
     }
 }
 
+/// Rendering `dir` fails with an error that says `expected`.
+fn assert_render_fails(dir: &Path, expected: &str) {
+    let error = render(dir).unwrap_err().to_string();
+    assert!(error.contains(expected), "{error}");
+}
+
+/// report.md of `data` holds `expected`.
+pub(super) fn assert_markdown_has(data: &ReportData, expected: &str) {
+    let (md, _, _) = render_text(data);
+    assert!(md.contains(expected), "{md}");
+}
+
 fn read(dir: &Path, name: &str) -> String {
     fs::read_to_string(dir.join(name)).unwrap()
 }
@@ -250,7 +278,7 @@ fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
     );
 
     let md = read(dir.path(), "report.md");
-    for line in [
+    let lines = [
         "| seeds | 0..4 |",
         "| git commit | `abc123` |",
         "| config hash | `c0ffee` |",
@@ -271,16 +299,12 @@ fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
         "- op 12",
         "```mermaid",
         "    lease-->>r1: Granted token 1 (op 1)",
-    ] {
-        assert!(
-            md.lines().any(|l| l == line),
-            "report.md lacks {line:?}:\n{md}"
-        );
-    }
+    ];
+    assert_has_lines(&md, "report.md", &lines);
     assert!(md.contains("- **mutant-missed**: expects **EXCL** to be violated, but no run"));
     assert!(md.contains("- clean: expects coverage event `graceful-handover`, never reached."));
     // Check rows in report order.
-    let order: Vec<usize> = CHECKS
+    let order: Vec<usize> = Check::ALL
         .iter()
         .map(|c| md.find(&format!("\n| {c} | 2 | 20 |")).unwrap())
         .collect();
@@ -393,20 +417,10 @@ fn verdict_lines_say_what_failed_and_warn_of_unreached_coverage() {
         "incomplete: no run finished; not a clean campaign"
     );
     data.results = results().into_iter().filter(clean).collect();
-    data.mutants = vec![Detection {
-        mutant: "fence-written-blind".into(),
-        about: "a journal's fence is written blind".into(),
-        killed: false,
-        killed_by: "survived".into(),
-        seeds_to_detection: None,
-        runs_to_detection: None,
-        wall_ms_to_detection: None,
-        shrunk: None,
-        run_file: None,
-        check: None,
-        violations: Vec::new(),
-        replay: None,
-    }];
+    let mut survivor =
+        Detection::undetected("fence-written-blind", "a journal's fence is written blind");
+    survivor.killed_by = "survived".into();
+    data.mutants = vec![survivor];
     assert_eq!(
         (data.summary().exit_code, data.summary().verdict),
         (
@@ -416,22 +430,28 @@ fn verdict_lines_say_what_failed_and_warn_of_unreached_coverage() {
     );
 }
 
+/// The hand-built campaign's `clean` runs alone (seeds 0 and 1), its expected event
+/// `graceful-handover` promised within `within` seeds (by default, within 1).
+fn clean_promising(within: Option<u64>) -> ReportData {
+    let mut campaign = campaign("c", None);
+    if let Some(within) = within {
+        campaign.scenarios[0]
+            .coverage_within_seeds
+            .insert("graceful-handover".into(), within);
+    }
+    let clean = results()
+        .into_iter()
+        .filter(|r| r.scenario == "clean")
+        .collect();
+    ReportData::new(campaign, clean, Vec::new())
+}
+
 /// An expected event promised within more seeds than a campaign ran is a note, not a
 /// warning; from that many seeds on, a miss is the warning again (the promise never hides a
 /// miss of a campaign long enough to keep it).
 #[test]
 fn an_event_promised_within_more_seeds_than_ran_is_a_note_not_a_warning() {
-    let clean = |r: &RunRecord| r.scenario == "clean";
-    let summary_within = |within: Option<u64>| {
-        let mut campaign = campaign("c", None);
-        if let Some(within) = within {
-            campaign.scenarios[0]
-                .coverage_within_seeds
-                .insert("graceful-handover".into(), within);
-        }
-        let results: Vec<RunRecord> = results().into_iter().filter(clean).collect();
-        ReportData::new(campaign, results, Vec::new()).summary()
-    };
+    let summary_within = |within: Option<u64>| clean_promising(within).summary();
     let seeds = summary_within(None).scenarios[0].runs;
     assert_eq!(
         seeds, 2,
@@ -460,15 +480,7 @@ fn an_event_promised_within_more_seeds_than_ran_is_a_note_not_a_warning() {
         closing,
         format!("note: {note}\nclean — exit 0 — report: out/report.md")
     );
-    let mut promised = campaign("c", None);
-    promised.scenarios[0]
-        .coverage_within_seeds
-        .insert("graceful-handover".into(), 3);
-    let data = ReportData::new(
-        promised,
-        results().into_iter().filter(clean).collect(),
-        Vec::new(),
-    );
+    let data = clean_promising(Some(3));
     let markdown = markdown::render(&data, &data.summary());
     assert!(
         markdown.contains("## Coverage for a longer campaign\n\n"),
@@ -493,19 +505,8 @@ fn an_event_promised_within_more_seeds_than_ran_is_a_note_not_a_warning() {
 /// failing testcase (a warning is not a violation).
 #[test]
 fn coverage_warnings_and_notes_are_in_every_format() {
-    let clean = |r: &RunRecord| r.scenario == "clean";
     let render = |within: Option<u64>| {
-        let mut campaign = campaign("c", None);
-        if let Some(within) = within {
-            campaign.scenarios[0]
-                .coverage_within_seeds
-                .insert("graceful-handover".into(), within);
-        }
-        let data = ReportData::new(
-            campaign,
-            results().into_iter().filter(clean).collect(),
-            Vec::new(),
-        );
+        let data = clean_promising(within);
         let summary = data.summary();
         (html::render(&data, &summary), render_text(&data).2)
     };
@@ -521,13 +522,7 @@ fn coverage_warnings_and_notes_are_in_every_format() {
         "{page}"
     );
     assert!(!page.contains("Coverage for a longer campaign"), "{page}");
-    assert!(
-        junit.contains(&format!(
-            "<system-out>warning: {}</system-out>",
-            junit::escape(warning)
-        )),
-        "{junit}"
-    );
+    assert_suite_output(&junit, &format!("warning: {warning}"));
     assert!(!junit.contains("<failure message=\"coverage"), "{junit}");
 
     let (page, junit) = render(Some(3));
@@ -540,13 +535,13 @@ fn coverage_warnings_and_notes_are_in_every_format() {
         "{page}"
     );
     assert!(!page.contains("Coverage warnings"), "{page}");
-    assert!(
-        junit.contains(&format!(
-            "<system-out>note: {}</system-out>",
-            junit::escape(note)
-        )),
-        "{junit}"
-    );
+    assert_suite_output(&junit, &format!("note: {note}"));
+}
+
+/// junit.xml's suite output is `line`, escaped.
+fn assert_suite_output(junit: &str, line: &str) {
+    let output = format!("<system-out>{}</system-out>", junit::escape(line));
+    assert!(junit.contains(&output), "{junit}");
 }
 
 #[test]
@@ -582,14 +577,15 @@ fn report_md_snapshot() {
     insta::assert_snapshot!("report_md", md);
 }
 
+/// Two shards' folders `a` and `b`, and `out` for their merge, under `root`.
+fn shard_folders(root: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    (root.join("a"), root.join("b"), root.join("out"))
+}
+
 #[test]
 fn merge_of_two_shards() {
     let root = tempfile::tempdir().unwrap();
-    let (a, b, out) = (
-        root.path().join("a"),
-        root.path().join("b"),
-        root.path().join("out"),
-    );
+    let (a, b, out) = shard_folders(root.path());
     let all = results();
     // Shard 1: even positions of the run order (seed × 6 + scenario), shard 2: odd ones,
     // plus a duplicate of one of its own.
@@ -645,11 +641,7 @@ fn merge_of_two_shards() {
 #[test]
 fn merge_refuses_shards_of_different_campaigns_unless_forced() {
     let root = tempfile::tempdir().unwrap();
-    let (a, b, out) = (
-        root.path().join("a"),
-        root.path().join("b"),
-        root.path().join("out"),
-    );
+    let (a, b, out) = shard_folders(root.path());
     write_folder(&a, &campaign("abc123", Some("1/2")), &results()[..2], &[]);
     write_folder(&b, &campaign("def456", Some("2/2")), &results()[2..4], &[]);
     let error = merge(&[a.clone(), b.clone()], &out, false).unwrap_err();
@@ -692,43 +684,27 @@ fn malformed_results_name_file_and_line() {
     );
 
     fs::write(&path, "not json\n").unwrap();
-    assert!(
-        render(dir.path())
-            .unwrap_err()
-            .to_string()
-            .contains("results.jsonl:1:")
-    );
+    assert_render_fails(dir.path(), "results.jsonl:1:");
 
     fs::write(dir.path().join(SHRUNK_FILE), "{}\n").unwrap();
     fs::write(&path, "").unwrap();
-    assert!(
-        render(dir.path())
-            .unwrap_err()
-            .to_string()
-            .contains("shrunk.jsonl:1:")
-    );
+    assert_render_fails(dir.path(), "shrunk.jsonl:1:");
 }
 
 #[test]
 fn missing_files_and_bad_paths_are_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let error = render(dir.path()).unwrap_err().to_string();
-    assert!(error.contains("campaign.json"), "{error}");
+    assert_render_fails(dir.path(), "campaign.json");
 
     write_folder(dir.path(), &campaign("abc123", None), &[], &[]);
     fs::remove_file(dir.path().join(RESULTS_FILE)).unwrap();
-    let error = render(dir.path()).unwrap_err().to_string();
-    assert!(error.contains("results.jsonl"), "{error}");
+    assert_render_fails(dir.path(), "results.jsonl");
 
     let mut escaping = shrunk();
     escaping[0].run_file = "../elsewhere.json".into();
     write_folder(dir.path(), &campaign("abc123", None), &[], &[]);
     write_lines(&dir.path().join(SHRUNK_FILE), &escaping).unwrap();
-    let error = render(dir.path()).unwrap_err().to_string();
-    assert!(
-        error.contains("shrunk.jsonl:1: run_file `../elsewhere.json`"),
-        "{error}"
-    );
+    assert_render_fails(dir.path(), "shrunk.jsonl:1: run_file `../elsewhere.json`");
 
     assert!(matches!(
         merge(&[], dir.path(), false),
@@ -781,11 +757,7 @@ fn records_outside_the_plan_are_an_error_naming_them() {
 fn a_tampered_shard_in_campaign_json_is_malformed() {
     let dir = tempfile::tempdir().unwrap();
     write_folder(dir.path(), &campaign("abc123", Some("7/3")), &[], &[]);
-    let text = render(dir.path()).unwrap_err().to_string();
-    assert!(
-        text.contains("campaign.json:1: shard: `7/3` is not a shard"),
-        "{text}"
-    );
+    assert_render_fails(dir.path(), "campaign.json:1: shard: `7/3` is not a shard");
 }
 
 #[test]
@@ -830,8 +802,6 @@ fn a_merge_missing_a_shard_is_incomplete_and_names_it() {
 /// `run_file` is given.
 pub(super) fn detection(name: &str, killed_by: &str, run_file: Option<&str>) -> Detection {
     Detection {
-        mutant: name.into(),
-        about: format!("{name} is planted"),
         killed: true,
         killed_by: killed_by.into(),
         seeds_to_detection: run_file.map(|_| 2),
@@ -839,9 +809,7 @@ pub(super) fn detection(name: &str, killed_by: &str, run_file: Option<&str>) -> 
         wall_ms_to_detection: run_file.map(|_| 40),
         shrunk: run_file.map(|_| (1, 6)),
         run_file: run_file.map(Into::into),
-        check: None,
-        violations: Vec::new(),
-        replay: None,
+        ..Detection::undetected(name, &format!("{name} is planted"))
     }
 }
 
@@ -859,7 +827,7 @@ const MUTANT_RUN_FILE: &str = "shrunk/mutant-release-by-session-only-clean-seed1
 /// tables out of catalogue order within a shard and across shards; returns `a`, `b` and the
 /// merge's `out` folder (not yet written).
 fn shards_with_detections(root: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let (a, b, out) = (root.join("a"), root.join("b"), root.join("out"));
+    let (a, b, out) = shard_folders(root);
     let plan = leasesim_results::plan::CampaignPlan::of(&meta("abc123", Some("1/2"))).unwrap();
     let (one, two): (Vec<RunRecord>, Vec<RunRecord>) = clean_runs(|_| true)
         .into_iter()
@@ -990,10 +958,9 @@ fn a_mutant_run_file_outside_the_folder_is_malformed() {
         &[detection("expiry-off-by-one", "rule", None), row],
     )
     .unwrap();
-    let text = render(dir.path()).unwrap_err().to_string();
-    assert!(
-        text.contains("mutants.jsonl:2: run_file `../elsewhere.run.json` is not a path inside"),
-        "{text}"
+    assert_render_fails(
+        dir.path(),
+        "mutants.jsonl:2: run_file `../elsewhere.run.json` is not a path inside",
     );
 }
 
@@ -1054,11 +1021,9 @@ fn a_check_no_run_could_judge_is_not_judged_in_every_output() {
 #[test]
 fn a_budget_campaign_that_never_ran_some_scenarios_is_incomplete() {
     let dir = tempfile::tempdir().unwrap();
-    let mut file = campaign("abc123", None);
-    file.meta.seeds = "budget 2s".into();
     // The four scenarios that expect no violation, so only completeness decides the exit.
-    file.meta.scenarios.truncate(4);
-    file.scenarios.truncate(4);
+    let mut file = first_scenarios(4);
+    file.meta.seeds = "budget 2s".into();
     write_folder(dir.path(), &file, &clean_runs(|_| true), &[]);
     assert_eq!(render(dir.path()).unwrap(), Exit::Incomplete);
     let md = read(dir.path(), "report.md");
@@ -1088,19 +1053,11 @@ fn a_budget_campaign_that_never_ran_some_scenarios_is_incomplete() {
 #[test]
 fn a_mutant_counterexample_shows_check_rule_evidence_and_its_replay_with_the_mutant() {
     let mut data = ReportData::new(campaign("abc123", None), results(), shrunk());
-    let file = "shrunk/mutant-no-local-deadline-f1-pause-seed0.run.json";
-    let mut killed = detection("no-local-deadline", "STOP in f1-pause (seed 0)", Some(file));
-    killed.check = Some(Check::Stop);
-    killed.violations = vec![violation(
-        "replica-1#0 appended after its validity deadline",
-        &late_append(),
-    )];
-    killed.replay = Some(
+    let file = LATE_APPEND_RUN;
+    data.mutants = vec![late_append_kill(
         "leasesim run --scenario sims/field-cases/f1-pause.toml --seed 0 --mutant \
-         no-local-deadline"
-            .into(),
-    );
-    data.mutants = vec![killed];
+         no-local-deadline",
+    )];
     let files = Counterexample::of(file);
     data.timelines
         .insert(files.timeline.clone(), "<svg/>".into());
@@ -1191,22 +1148,17 @@ fn a_seed_that_ran_on_only_some_scenarios_is_named_apart() {
     );
 
     // What summary.json and the header say of a budget campaign.
-    let mut file = campaign("abc123", None);
+    let mut file = first_scenarios(4);
     file.meta.seeds = "budget 2s".into();
-    file.meta.scenarios.truncate(4);
-    file.scenarios.truncate(4);
     let data = ReportData::new(file, records, Vec::new());
     let summary = data.summary();
     assert_eq!(
         summary.seeds_run,
         "0..3; 3..5 on 2 of 4 scenarios; 5 on 1 of 4 scenarios"
     );
-    let (md, _, _) = render_text(&data);
-    assert!(
-        md.contains(
-            "| seeds | budget 2s; ran 0..3; 3..5 on 2 of 4 scenarios; 5 on 1 of 4 scenarios |"
-        ),
-        "{md}"
+    assert_markdown_has(
+        &data,
+        "| seeds | budget 2s; ran 0..3; 3..5 on 2 of 4 scenarios; 5 on 1 of 4 scenarios |",
     );
 }
 
@@ -1221,13 +1173,12 @@ fn kinds_a_backend_left_out_are_in_the_markdown_the_page_and_the_summary() {
     let summary = data.summary();
     let line = "`clean` on `target:kube-lease-manager`: pause, clock_drift";
     assert_eq!(summary.left_out, vec![line.to_owned()]);
-    let (md, _, _) = render_text(&data);
-    assert!(
-        md.contains(&format!(
+    assert_markdown_has(
+        &data,
+        &format!(
             "## Fault kinds left out\n\n{}\n\n- {line}.\n",
             super::summary::LEFT_OUT_INTRO
-        )),
-        "{md}"
+        ),
     );
     let page = html::render(&data, &summary);
     assert!(
@@ -1329,11 +1280,9 @@ fn a_results_file_of_version_1_is_read_its_evidence_shown_as_written() {
 
     let newer = RESULTS_V1.replacen("\"v\":1", "\"v\":3", 1);
     fs::write(dir.path().join(RESULTS_FILE), newer).unwrap();
-    let message = render(dir.path()).unwrap_err().to_string();
-    assert!(
-        message
-            .contains("results.jsonl:1: schema version 3 is not one this leasesim reads (1 to 2)"),
-        "{message}"
+    assert_render_fails(
+        dir.path(),
+        "results.jsonl:1: schema version 3 is not one this leasesim reads (1 to 2)",
     );
 }
 

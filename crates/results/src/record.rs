@@ -38,6 +38,15 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every status, in report order.
+    pub const ALL: [RunStatus; 5] = [
+        RunStatus::Clean,
+        RunStatus::Violation,
+        RunStatus::Liveness,
+        RunStatus::Inconclusive,
+        RunStatus::HarnessError,
+    ];
+
     /// The exit code of docs/exit-codes.md, that this status stands for.
     pub fn exit_code(self) -> Exit {
         match self {
@@ -321,4 +330,25 @@ pub struct Detection {
     /// mutant too: `leasesim replay` of it reproduces the shrunk counterexample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<String>,
+}
+
+impl Detection {
+    /// The row of a mutant not detected (yet): not killed, `killed_by` empty, nothing
+    /// measured, shrunk or replayed.
+    pub fn undetected(mutant: &str, about: &str) -> Detection {
+        Detection {
+            mutant: mutant.to_owned(),
+            about: about.to_owned(),
+            killed: false,
+            killed_by: String::new(),
+            seeds_to_detection: None,
+            runs_to_detection: None,
+            wall_ms_to_detection: None,
+            shrunk: None,
+            run_file: None,
+            check: None,
+            violations: Vec::new(),
+            replay: None,
+        }
+    }
 }

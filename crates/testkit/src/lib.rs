@@ -1,7 +1,8 @@
 //! What leasesim's test binaries (`tests/<area>/main.rs`) share, written once: running the
 //! `leasesim` binary of the calling test's own build and reading what it printed.
 //!
-//! A dev-dependency of the `leasesim` package only (`publish = false`, no dependencies). The
+//! A dev-dependency of the `leasesim` package and of the crates whose tests use its std-only
+//! assertions (`publish = false`, no dependencies). The
 //! binary's path is `CARGO_BIN_EXE_leasesim`, which Cargo sets only while it compiles the
 //! integration tests of the package that owns the binary: hence [`leasesim!`], a macro that
 //! reads it where it is expanded, in the test binary, not here. Where each kind of shared
@@ -122,6 +123,17 @@ pub fn assert_exit(output: &Output, code: i32, expected: &[&str]) {
             err.contains(part),
             "{part:?} not in stderr:\n{}",
             both(output)
+        );
+    }
+}
+
+/// Asserts that every one of `lines` is a whole line of `text` (`what` names the text in the
+/// message: `report.md`, `stdout`…); a failure names the missing line and shows the text.
+pub fn assert_has_lines(text: &str, what: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(
+            text.lines().any(|l| l == *line),
+            "{what} lacks {line:?}:\n{text}"
         );
     }
 }

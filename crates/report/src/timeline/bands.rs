@@ -20,7 +20,7 @@
 use svg::node::element::{Group, Rectangle, Text, Title};
 
 use super::{CHAR_W, LANE_H, Scale, px};
-use leasesim_history::{History, Line, NemesisAction, NemesisLine};
+use leasesim_history::{History, NemesisAction, NemesisLine};
 
 /// The host of an action on every host (a heal).
 pub(super) const ALL: &str = "all";
@@ -92,14 +92,7 @@ fn extent(action: NemesisAction) -> Option<Extent> {
 /// The bands of `history`'s nemesis lines (in time order, then line order), those still
 /// open ending at `end_us`.
 pub(super) fn bands(history: &History, end_us: u64) -> Vec<Band> {
-    let mut lines: Vec<&NemesisLine> = history
-        .lines()
-        .iter()
-        .filter_map(|line| match line {
-            Line::Nemesis(n) => Some(n),
-            _ => None,
-        })
-        .collect();
+    let mut lines: Vec<&NemesisLine> = history.nemesis_actions().collect();
     lines.sort_by_key(|n| n.at_us);
     let mut bands = Bands::default();
     for line in lines {

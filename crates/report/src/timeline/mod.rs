@@ -398,11 +398,9 @@ impl Lanes {
         }
         names.extend(history.clock_segments().map(|c| c.host.clone()));
         names.extend(history.ops().map(|op| op.process.replica.clone()));
-        for line in history.lines() {
-            if let leasesim_history::Line::Nemesis(n) = line {
-                names.insert(n.host.clone());
-                names.extend(n.peer.clone());
-            }
+        for action in history.nemesis_actions() {
+            names.insert(action.host.clone());
+            names.extend(action.peer.clone());
         }
         names.remove(bands::ALL);
         let mut hosts: Vec<String> = names.into_iter().collect();
@@ -803,22 +801,11 @@ fn violation_line(at: u64, check: &str, lanes: &Lanes, scale: &Scale) -> (SvgLin
     (line, text)
 }
 
-/// An operation's call in one word (`acquire`, `append`, `open`…).
+/// An operation's call in one word (`acquire`, `append`, `open`…): the verb that ends its
+/// JSON name (`lease_acquire`, `ledger_append`, `journal_open`).
 fn op_kind(op: &Op) -> &'static str {
-    match op {
-        Op::LeaseAcquire { .. } => "acquire",
-        Op::LeaseRenew { .. } => "renew",
-        Op::LeaseRelease { .. } => "release",
-        Op::LedgerTip {} => "tip",
-        Op::LedgerAppend { .. } | Op::JournalAppend { .. } => "append",
-        Op::JournalOpen { .. } => "open",
-        Op::KubeGet {} => "get",
-        Op::KubeCreate { .. } => "create",
-        Op::KubeUpdate { .. } => "update",
-        Op::KubeDelete { .. } => "delete",
-        Op::TargetGet {} => "get",
-        Op::TargetSignal {} => "signal",
-    }
+    let name = op.name();
+    name.rsplit_once('_').map_or(name, |(_, verb)| verb)
 }
 
 /// Ticks every round number of seconds that keeps at most about 12 labels.
