@@ -5,7 +5,8 @@
 use std::path::Path;
 use std::process::Output;
 
-use leasesim_testkit::{assert_exit, both, leasesim, stderr};
+use leasesim_testkit::{assert_exit, both, leasesim};
+use tempfile::TempDir;
 
 use super::support::{copy_sims, results};
 
@@ -26,11 +27,17 @@ fn campaign_on(root: &Path, seeds: &str, backend: &str) -> Output {
     )
 }
 
+/// [`campaign_on`] in a fresh folder (returned) whose `sims/` holds `scenario` alone.
+fn campaign_of(scenario: &str, seeds: &str, backend: &str) -> (TempDir, Output) {
+    let root = tempfile::tempdir().unwrap();
+    copy_sims(root.path(), "sims", &[scenario]);
+    let output = campaign_on(root.path(), seeds, backend);
+    (root, output)
+}
+
 #[test]
 fn a_campaign_with_backend_runs_every_scenario_on_it_and_every_rerun_command_says_so() {
-    let root = tempfile::tempdir().unwrap();
-    copy_sims(root.path(), "sims", &["swarm-partitions"]);
-    let output = campaign_on(root.path(), "0..2", "kube");
+    let (root, output) = campaign_of("swarm-partitions", "0..2", "kube");
     assert_eq!(output.status.code(), Some(0), "{}", both(&output));
     let out = root.path().join("out");
     let meta: serde_json::Value =
@@ -87,27 +94,22 @@ fn a_campaign_with_backend_runs_every_scenario_on_it_and_every_rerun_command_say
 
 #[test]
 fn a_campaign_with_backend_refuses_a_scenario_whose_schedule_it_cannot_run_naming_the_flag() {
-    let root = tempfile::tempdir().unwrap();
     // Its schedule deletes a lease record: the kube backend has no record deletion.
-    copy_sims(root.path(), "sims", &["f5a-token-survives-record-deletion"]);
-    let output = campaign_on(root.path(), "0..1", "kube");
-    assert_eq!(output.status.code(), Some(2), "{}", both(&output));
-    let message = stderr(&output);
-    assert!(
-        message.contains("f5a-token-survives-record-deletion.toml")
-            && message.contains("with --backend kube:"),
-        "{message}"
-    );
+    let (_root, output) = campaign_of("f5a-token-survives-record-deletion", "0..1", "kube");
+    let names = [
+        "f5a-token-survives-record-deletion.toml",
+        "with --backend kube:",
+    ];
+    assert_exit(&output, 2, &names);
 }
 
 #[test]
 fn leasesim_refuses_a_target_backend_naming_the_targets_binary() {
-    let root = tempfile::tempdir().unwrap();
-    copy_sims(root.path(), "sims", &["swarm-partitions"]);
     let target = "target:kube-lease-manager";
+    let (root, campaign) = campaign_of("swarm-partitions", "0..1", target);
     for output in [
         leasesim!().run_in(root.path(), ["run", "--seed", "1", "--backend", target]),
-        campaign_on(root.path(), "0..1", target),
+        campaign,
     ] {
         assert_exit(&output, 2, &["leasesim-targets"]);
     }

@@ -10,6 +10,7 @@ use std::process::{Command, Output, Stdio};
 use leasesim_testkit::{assert_exit, both, leasesim};
 
 use crate::support::{campaign_args, copy_sims};
+use crate::tree::paths_below;
 
 const SCENARIO: &str = "f1-pause-longer-than-ttl";
 
@@ -124,21 +125,15 @@ fn two_different_records_of_one_run_exit_2_naming_the_run() {
 
 /// Every file under `dir` (relative path → bytes).
 fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(folder) = stack.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let relative = path.strip_prefix(dir).unwrap().to_path_buf();
-                files.push((relative, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    files.sort();
+    let files = paths_below(dir)
+        .into_iter()
+        .filter(|path| !dir.join(path).is_dir());
     files
+        .map(|path| {
+            let bytes = std::fs::read(dir.join(&path)).unwrap();
+            (path, bytes)
+        })
+        .collect()
 }
 
 /// N6: `report merge s1 s2 --out s2` (or the same folder spelt another way, or through a

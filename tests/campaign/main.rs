@@ -15,3 +15,5 @@ mod shards;
 mod shrink;
 mod snapshots;
 mod support;
+#[path = "../common/tree.rs"]
+mod tree;

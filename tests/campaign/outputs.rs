@@ -67,13 +67,13 @@ fn the_terminal_ends_on_the_summarys_verdict_and_its_note(
     verdict.to_owned()
 }
 
-/// One line per (scenario, seed) of seeds 0..2 in `out`'s results.jsonl, each clean, with
-/// every check.
 /// The checks every run is judged by, in report order: the catalogue's.
 fn checks() -> Vec<&'static str> {
     Check::ALL.iter().map(|c| c.name()).collect()
 }
 
+/// One line per (scenario, seed) of seeds 0..2 in `out`'s results.jsonl, each clean, with
+/// every check.
 fn one_clean_result_per_run(out: &std::path::Path, scenarios: &[&str]) {
     let records = results(out);
     assert_eq!(records.len(), 4);

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use leasesim_testkit::{both, files_ending_in, leasesim, stderr};
 
-use crate::support::{MUTANT_SCENARIO, MUTANT_SEEDS, MUTANT_VIOLATES, mutant_sims, repo_sims};
+use crate::support::{
+    MUTANT_SCENARIO, MUTANT_SEEDS, MUTANT_VIOLATES, campaign_args, mutant_sims, repo_sims,
+};
 
 /// Replays every `*.run.json` in `dir` (sorted), each into a fresh folder; returns each file
 /// with its exit code and output.
@@ -89,22 +91,8 @@ fn every_saved_regression_replays_as_it_expects() {
 fn save_regressions_copies_the_minimal_run_into_the_sims_regressions_folder() {
     let tmp = tempfile::tempdir().unwrap();
     let sims = mutant_sims(tmp.path());
-    let output = leasesim!().run_in(
-        tmp.path(),
-        [
-            "campaign",
-            "--sims",
-            "sims",
-            "--seeds",
-            MUTANT_SEEDS,
-            "--jobs",
-            "1",
-            "--no-progress",
-            "--save-regressions",
-            "--out",
-            "out",
-        ],
-    );
+    let save = campaign_args(MUTANT_SEEDS, "1", "out", &["--save-regressions"]);
+    let output = leasesim!().run_in(tmp.path(), save);
     assert_eq!(output.status.code(), Some(1), "{}", both(&output));
     let name = format!("{MUTANT_SCENARIO}-seed1-ledger.run.json");
     let saved = sims.join("regressions").join(&name);

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use leasesim_testkit::{assert_exit, both, leasesim, stderr};
+use tempfile::TempDir;
 
 use crate::support::{
     MUTANT_SCENARIO, MUTANT_SEEDS, MUTANT_VIOLATES, campaign_args, copy_sims, every, keys,
@@ -20,13 +21,15 @@ fn campaign(root: &Path, seeds: &str, extra: &[&str]) -> Output {
     leasesim!().run_in(root, campaign_args(seeds, "2", "out", extra))
 }
 
-/// A finished campaign over [`SCENARIOS`] and `seeds` (copied into `root/sims`), asserted to
-/// exit 0; returns its folder, `root/out`.
-fn finished(root: &Path, seeds: &str) -> PathBuf {
-    copy_sims(root, "sims", &SCENARIOS);
-    let first = campaign(root, seeds, &[]);
+/// A finished campaign over [`SCENARIOS`] and `seeds` in a fresh folder (its scenarios
+/// copied into `ROOT/sims`), asserted to exit 0: `ROOT` and the campaign's folder, `ROOT/out`.
+fn finished(seeds: &str) -> (TempDir, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    copy_sims(root.path(), "sims", &SCENARIOS);
+    let first = campaign(root.path(), seeds, &[]);
     assert_eq!(first.status.code(), Some(0), "{}", both(&first));
-    root.join("out")
+    let out = root.path().join("out");
+    (root, out)
 }
 
 /// Resumes the campaign in `root/out` over `seeds` and asserts it is refused (exit 2) naming
@@ -41,8 +44,7 @@ fn resume_refused(root: &Path, seeds: &str, expected: &[&str]) {
 
 #[test]
 fn resuming_a_finished_campaign_runs_nothing_again() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = finished(tmp.path(), "0..2");
+    let (tmp, out) = finished("0..2");
     let results_path = out.join("results.jsonl");
     let before = std::fs::read(&results_path).unwrap();
     assert_eq!(keys(&results(&out)), every(&SCENARIOS, 0..2));
@@ -59,8 +61,7 @@ fn resuming_a_finished_campaign_runs_nothing_again() {
 
 #[test]
 fn resuming_an_interrupted_campaign_runs_only_the_missing_runs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = finished(tmp.path(), "0..2");
+    let (tmp, out) = finished("0..2");
     let complete = results(&out);
 
     // Interrupted after two runs: keep the first two lines.
@@ -89,8 +90,7 @@ fn resuming_an_interrupted_campaign_runs_only_the_missing_runs() {
 
 #[test]
 fn resuming_into_the_folder_of_another_campaign_exits_2() {
-    let tmp = tempfile::tempdir().unwrap();
-    finished(tmp.path(), "0..1");
+    let (tmp, _) = finished("0..1");
     resume_refused(
         tmp.path(),
         "0..2",
@@ -105,8 +105,7 @@ fn resuming_into_the_folder_of_another_campaign_exits_2() {
 /// one call (bad-input probe D4): the last line lacks its last byte.
 #[test]
 fn a_torn_last_results_line_is_dropped_and_its_run_made_again() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = finished(tmp.path(), "0..2");
+    let (tmp, out) = finished("0..2");
     let complete = results(&out);
     let path = out.join("results.jsonl");
     let mut bytes = std::fs::read(&path).unwrap();
@@ -150,8 +149,8 @@ fn a_torn_last_results_line_is_dropped_and_its_run_made_again() {
 
 #[test]
 fn a_damaged_middle_results_line_exits_2_naming_the_file_and_the_line() {
-    let tmp = tempfile::tempdir().unwrap();
-    let path = finished(tmp.path(), "0..2").join("results.jsonl");
+    let (tmp, out) = finished("0..2");
+    let path = out.join("results.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
     let half = &lines[1][..lines[1].len() / 2];
@@ -171,8 +170,7 @@ fn a_damaged_middle_results_line_exits_2_naming_the_file_and_the_line() {
 
 #[test]
 fn resuming_without_campaign_json_exits_2() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = finished(tmp.path(), "0..1");
+    let (tmp, out) = finished("0..1");
     std::fs::remove_file(out.join("campaign.json")).unwrap();
     resume_refused(
         tmp.path(),

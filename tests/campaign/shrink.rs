@@ -9,14 +9,61 @@ use leasesim::campaign::shrink::{MAX_ATTEMPTS, shrink};
 use leasesim::check::Check;
 use leasesim::check::judge::judge;
 use leasesim::check::linearizability::Budget;
+use leasesim::history::History;
 use leasesim::sim::plan::{Plan, PlannedRun};
-use leasesim::sim::runfile::{self, RunWorkload};
+use leasesim::sim::runfile::{self, RunFile, RunWorkload};
 
 use leasesim_testkit::leasesim;
 
 use crate::support::repo_sims;
 
 const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// `sims/<scenario>.toml` resolved with seed 0, with `mutant` planted.
+fn mutant_run(scenario: &str, mutant: &str) -> RunFile {
+    let scenario = Scenario::load(&repo_sims().join(format!("{scenario}.toml"))).unwrap();
+    let mut run = scenario.resolve(0).unwrap();
+    run.mutant = Some(mutant.into());
+    run
+}
+
+/// renewer-outlives-worker in kube-swarm-clocks seed 0 with no faults and the heal at 24 s,
+/// planned: replica-3 takes s2 at 19.06 s (its renewer never stops), then `others`.
+fn replica_3_takes_s2_before_the_heal(others: &[PlannedRun]) -> RunFile {
+    let mut run = mutant_run("kube-swarm-clocks", "renewer-outlives-worker");
+    run.schedule.faults.clear();
+    run.schedule.heal_at_ms = Some(24_000);
+    let mut runs = vec![planned("replica-3", "s2", 19_058, 0, 1)];
+    runs.extend_from_slice(others);
+    run.workload = RunWorkload::Plan(Plan { runs });
+    run
+}
+
+/// A run of `replica`'s first incarnation on `session`, at `at_ms` at the earliest: `appends`
+/// events with `think_ms` of think time, no graceful shutdown.
+fn planned(replica: &str, session: &str, at_ms: u64, appends: u64, think_ms: u64) -> PlannedRun {
+    PlannedRun {
+        replica: replica.into(),
+        incarnation: 0,
+        at_ms,
+        session: session.into(),
+        appends,
+        think_ms,
+        shutdown: false,
+    }
+}
+
+/// The history `run` makes.
+fn history_of(run: &RunFile) -> History {
+    runfile::execute(run, TIMEOUT).unwrap().0
+}
+
+/// Whether the judge (with a search budget of 5,000,000 steps) finds `check` broken.
+fn violates(history: &History, check: Check) -> bool {
+    judge(history, Budget::steps(5_000_000))
+        .violated()
+        .contains(&check)
+}
 
 /// graceful-shutdowns seed 0 with cleanup-before-invalidate (the service releases its leases
 /// before telling its runs to stop, so a run's clean-up append follows the release: STOP)
@@ -25,14 +72,11 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 #[test]
 #[ignore = "slow: a shrink of a generated 20 s run: every attempt is a whole world; runs in .ci/run's slow step: cargo test --release -- --ignored"]
 fn a_generated_counterexample_shrinks_to_a_few_calls_and_replays_byte_for_byte() {
-    let scenario = Scenario::load(&repo_sims().join("graceful-shutdowns.toml")).unwrap();
-    let mut run = scenario.resolve(0).unwrap();
-    run.mutant = Some("cleanup-before-invalidate".into());
+    let mut run = mutant_run("graceful-shutdowns", "cleanup-before-invalidate");
     // 20 s instead of 60 (the violation comes early): every attempt is a whole world.
     run.world.duration_s = 20;
-    let (original, _) = runfile::execute(&run, TIMEOUT).unwrap();
-    let budget = || Budget::steps(5_000_000);
-    assert!(judge(&original, budget()).violated().contains(&Check::Stop));
+    let original = history_of(&run);
+    assert!(violates(&original, Check::Stop));
     let before = original.ops().count();
     assert!(
         before > 100,
@@ -56,9 +100,9 @@ fn a_generated_counterexample_shrinks_to_a_few_calls_and_replays_byte_for_byte()
     assert!(plan.runs.iter().any(|run| run.shutdown), "{plan:?}");
     assert!(!shrunk.violations.is_empty());
 
-    let (history, _) = runfile::execute(&shrunk.run, TIMEOUT).unwrap();
+    let history = history_of(&shrunk.run);
     assert_eq!(history.ops().count(), shrunk.operations);
-    assert!(judge(&history, budget()).violated().contains(&Check::Stop));
+    assert!(violates(&history, Check::Stop));
 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("shrunk.run.json");
@@ -91,29 +135,9 @@ fn a_generated_counterexample_shrinks_to_a_few_calls_and_replays_byte_for_byte()
 #[test]
 #[ignore = "slow: two shrinks of a 40 s Kubernetes run: every attempt is a whole world; runs in .ci/run's slow step: cargo test --release -- --ignored"]
 fn pulling_the_heal_earlier_drops_the_renewals_before_it() {
-    let scenario = Scenario::load(&repo_sims().join("kube-swarm-clocks.toml")).unwrap();
-    let mut run = scenario.resolve(0).unwrap();
-    run.mutant = Some("renewer-outlives-worker".into());
-    run.schedule.faults.clear();
-    run.schedule.heal_at_ms = Some(24_000);
-    let planned = |replica: &str, at_ms, think_ms| PlannedRun {
-        replica: replica.into(),
-        incarnation: 0,
-        at_ms,
-        session: "s2".into(),
-        appends: 0,
-        think_ms,
-        shutdown: false,
-    };
-    run.workload = RunWorkload::Plan(Plan {
-        runs: vec![
-            planned("replica-3", 19_058, 1),
-            planned("replica-1", 37_536, 0),
-        ],
-    });
-    let (original, _) = runfile::execute(&run, TIMEOUT).unwrap();
-    let budget = || Budget::steps(5_000_000);
-    assert!(judge(&original, budget()).violated().contains(&Check::Live));
+    let run = replica_3_takes_s2_before_the_heal(&[planned("replica-1", "s2", 37_536, 0, 0)]);
+    let original = history_of(&run);
+    assert!(violates(&original, Check::Live));
     assert_eq!(original.ops().count(), 30);
 
     let shrunk = shrink(&run, Check::Live, TIMEOUT);
@@ -129,9 +153,9 @@ fn pulling_the_heal_earlier_drops_the_renewals_before_it() {
     let heal = shrunk.run.schedule.heal_at_ms.unwrap();
     let holder = plan.runs.iter().find(|r| r.replica == "replica-3").unwrap();
     assert!(heal < holder.at_ms, "heal {heal} ms, {plan:?}");
-    let (history, _) = runfile::execute(&shrunk.run, TIMEOUT).unwrap();
+    let history = history_of(&shrunk.run);
     assert_eq!(history.ops().count(), shrunk.operations);
-    assert!(judge(&history, budget()).violated().contains(&Check::Live));
+    assert!(violates(&history, Check::Live));
     assert_eq!(Some(&history), shrunk.history.as_ref());
     assert_eq!(shrink(&run, Check::Live, TIMEOUT).run, shrunk.run);
 }
@@ -146,37 +170,12 @@ fn pulling_the_heal_earlier_drops_the_renewals_before_it() {
 #[test]
 #[ignore = "slow: a shrink of a 40 s Kubernetes run: every attempt is a whole world; runs in .ci/run's slow step: cargo test --release -- --ignored"]
 fn a_run_there_only_to_delay_the_next_is_dropped_keeping_the_next_runs_start() {
-    let scenario = Scenario::load(&repo_sims().join("kube-swarm-clocks.toml")).unwrap();
-    let mut run = scenario.resolve(0).unwrap();
-    run.mutant = Some("renewer-outlives-worker".into());
-    run.schedule.faults.clear();
-    run.schedule.heal_at_ms = Some(24_000);
-    let planned = |replica: &str, session: &str, appends, think_ms| PlannedRun {
-        replica: replica.into(),
-        incarnation: 0,
-        at_ms: 0,
-        session: session.into(),
-        appends,
-        think_ms,
-        shutdown: false,
-    };
-    run.workload = RunWorkload::Plan(Plan {
-        runs: vec![
-            PlannedRun {
-                at_ms: 19_058,
-                ..planned("replica-3", "s2", 0, 1)
-            },
-            planned("replica-1", "s1", 4, 7_500),
-            planned("replica-1", "s2", 0, 0),
-        ],
-    });
+    let run = replica_3_takes_s2_before_the_heal(&[
+        planned("replica-1", "s1", 0, 4, 7_500),
+        planned("replica-1", "s2", 0, 0, 0),
+    ]);
     let ran = runfile::execute_world(&run, TIMEOUT).unwrap();
-    let budget = || Budget::steps(5_000_000);
-    assert!(
-        judge(&ran.history, budget())
-            .violated()
-            .contains(&Check::Live)
-    );
+    assert!(violates(&ran.history, Check::Live));
     let before = ran.history.ops().count();
     let mut started = ran.started.runs.iter();
     let asks = started.rfind(|r| r.replica == "replica-1" && r.session == "s2");
@@ -196,8 +195,7 @@ fn a_run_there_only_to_delay_the_next_is_dropped_keeping_the_next_runs_start() {
         "{} operations left of {before}: {plan:?}",
         shrunk.operations
     );
-    let (history, _) = runfile::execute(&shrunk.run, TIMEOUT).unwrap();
-    assert!(judge(&history, budget()).violated().contains(&Check::Live));
+    assert!(violates(&history_of(&shrunk.run), Check::Live));
 }
 
 /// A real failure of a generated workload with hundreds of runs: `renewer-outlives-worker` on
@@ -209,12 +207,9 @@ fn a_run_there_only_to_delay_the_next_is_dropped_keeping_the_next_runs_start() {
 #[test]
 #[ignore = "slow: a shrink of a generated 40 s Kubernetes run: every attempt is a whole world; runs in .ci/run's slow step: cargo test --release -- --ignored"]
 fn a_generated_workloads_liveness_failure_shrinks_to_tens_of_operations() {
-    let scenario = Scenario::load(&repo_sims().join("kube-swarm-slow-holders.toml")).unwrap();
-    let mut run = scenario.resolve(0).unwrap();
-    run.mutant = Some("renewer-outlives-worker".into());
-    let (original, _) = runfile::execute(&run, TIMEOUT).unwrap();
-    let budget = || Budget::steps(5_000_000);
-    assert!(judge(&original, budget()).violated().contains(&Check::Live));
+    let run = mutant_run("kube-swarm-slow-holders", "renewer-outlives-worker");
+    let original = history_of(&run);
+    assert!(violates(&original, Check::Live));
     assert!(original.ops().count() > 1_000, "{}", original.ops().count());
 
     let shrunk = shrink(&run, Check::Live, TIMEOUT);
@@ -225,7 +220,7 @@ fn a_generated_workloads_liveness_failure_shrinks_to_tens_of_operations() {
         original.ops().count(),
         shrunk.attempts
     );
-    let (history, _) = runfile::execute(&shrunk.run, TIMEOUT).unwrap();
+    let history = history_of(&shrunk.run);
     assert_eq!(history.ops().count(), shrunk.operations);
-    assert!(judge(&history, budget()).violated().contains(&Check::Live));
+    assert!(violates(&history, Check::Live));
 }

@@ -67,13 +67,7 @@ pub fn crash_mid_record_write_keeps_the_high_water_mark(
     Ok(())
 }
 
-/// The correct implementation, under the name the mutant catalogue pins.
-mod correct {
-    #[test]
-    fn crash_mid_record_write_keeps_the_high_water_mark() {
-        super::crash_mid_record_write_keeps_the_high_water_mark(None).unwrap();
-    }
-}
+correct!(crash_mid_record_write_keeps_the_high_water_mark);
 
 /// The one `*.record` file in `dir`.
 fn record_file(dir: &Path) -> PathBuf {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use leasesim::lease::flock::driver::Verb;
 use leasesim::mutant::Mutant;
 
-use crate::support::{Bound, Holder, alive, granted, held};
+use crate::support::{Bound, alive, granted, held, two_holders};
 
 /// A acquires s1, then `fork exit s1`: the child releases the inherited lease value, drops
 /// every file it inherited and exits 0. A's hold must be untouched: B's acquire is `held`
@@ -16,10 +16,7 @@ use crate::support::{Bound, Holder, alive, granted, held};
 /// description is the parent's too) and clears the record, so B wins.
 pub fn forked_child_that_exits_keeps_parents_hold(mutant: Option<Mutant>) -> Result<(), String> {
     let bound = Bound::new(Duration::from_secs(20));
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let ttl = ["--ttl", "30s"];
-    let mut a = Holder::start(dir.path(), "A", mutant, &ttl, &bound)?;
-    let mut b = Holder::start(dir.path(), "B", mutant, &ttl, &bound)?;
+    let (_dir, mut a, mut b) = two_holders(mutant, &["--ttl", "30s"], &bound)?;
     let token = a.acquire_ok("s1", &bound)?;
     let forked = a.call("fork exit s1", Verb::ForkExit, &bound)?;
     if !(forked.ok && forked.exit_code == Some(0)) {
@@ -44,13 +41,7 @@ pub fn forked_child_that_exits_keeps_parents_hold(mutant: Option<Mutant>) -> Res
     Ok(())
 }
 
-/// The correct implementation, under the name the mutant catalogue pins.
-mod correct {
-    #[test]
-    fn forked_child_that_exits_keeps_parents_hold() {
-        super::forked_child_that_exits_keeps_parents_hold(None).unwrap();
-    }
-}
+correct!(forked_child_that_exits_keeps_parents_hold);
 
 /// A acquires s1, forks a child that lingers (it keeps every inherited descriptor, the
 /// generation lock's included), then releases: B's acquire is `ok` with the next token while
@@ -58,10 +49,7 @@ mod correct {
 #[test]
 fn lingering_child_does_not_keep_a_released_hold() {
     let bound = Bound::new(Duration::from_secs(20));
-    let dir = tempfile::tempdir().unwrap();
-    let ttl = ["--ttl", "30s"];
-    let mut a = Holder::start(dir.path(), "A", None, &ttl, &bound).unwrap();
-    let mut b = Holder::start(dir.path(), "B", None, &ttl, &bound).unwrap();
+    let (_dir, mut a, mut b) = two_holders(None, &["--ttl", "30s"], &bound).unwrap();
     let token = a.acquire_ok("s1", &bound).unwrap();
     let forked = a.call("fork linger", Verb::ForkLinger, &bound).unwrap();
     let child = forked.child_pid.expect("fork linger names its child");

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use leasesim::lease::flock::driver::Verb;
 
-use crate::support::{Bound, Holder, ensure, granted};
+use crate::support::{Bound, ensure, granted, two_holders};
 
 /// A holds s1 with a 30 s TTL and is SIGKILLed; B's very first acquire is `ok` with A's
 /// token + 1. The test's bound (15 s) is far below the TTL, so waiting for the TTL could not
@@ -13,10 +13,7 @@ use crate::support::{Bound, Holder, ensure, granted};
 #[test]
 fn sigkilled_holder_is_taken_over_at_once_with_the_next_token() {
     let bound = Bound::new(Duration::from_secs(15));
-    let dir = tempfile::tempdir().unwrap();
-    let ttl = ["--ttl", "30s"];
-    let mut a = Holder::start(dir.path(), "A", None, &ttl, &bound).unwrap();
-    let mut b = Holder::start(dir.path(), "B", None, &ttl, &bound).unwrap();
+    let (_dir, mut a, mut b) = two_holders(None, &["--ttl", "30s"], &bound).unwrap();
     let reply = a.call("acquire s1", Verb::Acquire, &bound).unwrap();
     let token = granted(&a, &reply).unwrap();
     let status = a.kill().unwrap();

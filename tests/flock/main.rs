@@ -1,6 +1,20 @@
 //! `FlockLease` in real time: the conformance suite, and real processes (`leasesim flock`)
 //! racing, crashing, forking and stopping over real files (issue 15, field case F8).
 
+/// `correct!(NAME)`: the test `correct::NAME`, process test `NAME` (a `support::ProcessTest`)
+/// on the correct implementation (no mutant), under the name the mutant catalogue pins.
+macro_rules! correct {
+    ($test:ident) => {
+        /// The correct implementation, under the name the mutant catalogue pins.
+        mod correct {
+            #[test]
+            fn $test() {
+                super::$test(None).unwrap();
+            }
+        }
+    };
+}
+
 mod conformance;
 mod crash;
 mod fork;
@@ -12,4 +26,6 @@ mod race;
 mod records;
 mod support;
 mod suspend;
+#[path = "../common/tree.rs"]
+mod tree;
 mod unlink;

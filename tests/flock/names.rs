@@ -7,22 +7,15 @@ use std::time::Duration;
 use leasesim::lease::flock::driver::{Failure, Verb};
 
 use crate::support::{Bound, Holder, granted};
+use crate::tree::paths_below;
 
 /// Every entry under `root`, recursively, as paths relative to it.
 fn entries(root: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path.clone());
-            }
-            found.push(path.strip_prefix(root).unwrap().display().to_string());
-        }
-    }
-    found.sort();
-    found
+    let paths = paths_below(root);
+    paths
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect()
 }
 
 /// The lease directory is `ROOT/leases`; a process acquires and releases sessions named

@@ -77,36 +77,19 @@ fn bad_arguments_exit_2_with_a_message() {
     let missing = dir.path().join("missing");
     let missing = missing.to_str().unwrap();
     let here = dir.path().to_str().unwrap();
-    let cases: [(&[&str], &str); 4] = [
-        (&["--dir", here, "--owner", "A"], "--ttl"),
+    // The arguments of a holder that would start, then `extra`.
+    let valid_and = |extra: &[&'static str]| {
+        [&["--dir", here, "--owner", "A", "--ttl", "1s"][..], extra].concat()
+    };
+    let cases: [(Vec<&str>, &str); 4] = [
+        (vec!["--dir", here, "--owner", "A"], "--ttl"),
+        (valid_and(&["--pause-at", "nowhere"]), "record-read"),
         (
-            &[
-                "--dir",
-                here,
-                "--owner",
-                "A",
-                "--ttl",
-                "1s",
-                "--pause-at",
-                "nowhere",
-            ],
-            "record-read",
-        ),
-        (
-            &[
-                "--dir",
-                here,
-                "--owner",
-                "A",
-                "--ttl",
-                "1s",
-                "--mutant",
-                "acquire-check-then-act",
-            ],
+            valid_and(&["--mutant", "acquire-check-then-act"]),
             "unlink-on-release",
         ),
         (
-            &["--dir", missing, "--owner", "A", "--ttl", "1s"],
+            vec!["--dir", missing, "--owner", "A", "--ttl", "1s"],
             "missing",
         ),
     ];
@@ -114,7 +97,7 @@ fn bad_arguments_exit_2_with_a_message() {
         let output = leasesim!()
             .command()
             .arg("flock")
-            .args(args)
+            .args(&args)
             .stdin(Stdio::null())
             .output()
             .unwrap();

@@ -7,13 +7,50 @@ use std::path::Path;
 use std::time::Duration;
 
 use leasesim::lease::flock::SessionFiles;
-use leasesim::lease::{FlockLease, FlockLeaseConfig, LeaseError, Owner, SessionId, SessionLease};
+use leasesim::lease::{
+    FlockLease, FlockLeaseConfig, Lease, LeaseError, Owner, SessionId, SessionLease,
+};
+use tempfile::TempDir;
 
 /// Long: nothing here waits for an expiry.
 const TTL: Duration = Duration::from_secs(30);
 
 fn open(dir: &Path) -> FlockLease {
     FlockLease::open(FlockLeaseConfig::new(dir, TTL)).expect("a local temporary directory")
+}
+
+/// A lease over a fresh directory, and s1's files in it: the directory lives as long as the
+/// returned guard.
+fn fresh() -> (TempDir, FlockLease, SessionFiles) {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = open(dir.path());
+    let files = lease.files(&session());
+    (dir, lease, files)
+}
+
+/// Two leases over one fresh directory, as two processes open it: the first grants s1 to
+/// `a`, and the second refuses it to `contender` as `held` naming that grant's token.
+async fn held_across_instances(contender: &str) -> (TempDir, FlockLease, FlockLease, Lease) {
+    let dir = tempfile::tempdir().unwrap();
+    let first = open(dir.path());
+    let second = open(dir.path());
+    let a = granted(&first, "a").await;
+    assert_eq!(
+        second.acquire(&session(), &owner(contender)).await,
+        held_by(Some(a.token())),
+        "the first instance holds s1's generation lock"
+    );
+    (dir, first, second, a)
+}
+
+/// `lease`'s grant of s1 to `name`; a panic when it refuses.
+async fn granted(lease: &FlockLease, name: &str) -> Lease {
+    lease.acquire(&session(), &owner(name)).await.unwrap()
+}
+
+/// The refusal naming `holder_token` as s1's holder.
+fn held_by(holder_token: Option<u64>) -> Result<Lease, LeaseError> {
+    Err(LeaseError::Held { holder_token })
 }
 
 fn session() -> SessionId {
@@ -34,12 +71,10 @@ fn unavailable<T: std::fmt::Debug>(outcome: Result<T, LeaseError>) -> String {
 
 #[tokio::test]
 async fn a_deleted_record_never_lowers_the_token() {
-    let dir = tempfile::tempdir().unwrap();
-    let lease = open(dir.path());
-    let files = lease.files(&session());
-    let a = lease.acquire(&session(), &owner("a")).await.unwrap();
+    let (_dir, lease, files) = fresh();
+    let a = granted(&lease, "a").await;
     lease.release(&a).await.unwrap();
-    let b = lease.acquire(&session(), &owner("b")).await.unwrap();
+    let b = granted(&lease, "b").await;
     assert_eq!((a.token(), b.token()), (1, 2));
     std::fs::remove_file(&files.record).unwrap();
     assert!(
@@ -48,34 +83,30 @@ async fn a_deleted_record_never_lowers_the_token() {
     );
     assert_eq!(
         lease.acquire(&session(), &owner("c")).await,
-        Err(LeaseError::Held {
-            holder_token: Some(2)
-        }),
+        held_by(Some(2)),
         "b's generation lock is held: b still believes it holds"
     );
     lease.release(&b).await.unwrap();
-    let c = lease.acquire(&session(), &owner("c")).await.unwrap();
+    let c = granted(&lease, "c").await;
     assert_eq!(c.token(), 3, "above b's, from the gen files");
     lease.release(&c).await.unwrap();
     std::fs::remove_file(&files.record).unwrap();
-    let d = lease.acquire(&session(), &owner("d")).await.unwrap();
+    let d = granted(&lease, "d").await;
     assert_eq!(d.token(), 4, "released, then the record lost: still above");
 }
 
 #[tokio::test]
 async fn a_rolled_back_record_never_lowers_the_token() {
-    let dir = tempfile::tempdir().unwrap();
-    let lease = open(dir.path());
-    let files = lease.files(&session());
-    let first = lease.acquire(&session(), &owner("a")).await.unwrap();
+    let (_dir, lease, files) = fresh();
+    let first = granted(&lease, "a").await;
     lease.release(&first).await.unwrap();
     let backup = std::fs::read(&files.record).unwrap();
     for _ in 0..4 {
-        let again = lease.acquire(&session(), &owner("a")).await.unwrap();
+        let again = granted(&lease, "a").await;
         lease.release(&again).await.unwrap();
     }
     std::fs::write(&files.record, backup).unwrap();
-    let b = lease.acquire(&session(), &owner("b")).await.unwrap();
+    let b = granted(&lease, "b").await;
     assert_eq!(b.token(), 6, "the record says 1, generation 5 was issued");
 }
 
@@ -83,16 +114,8 @@ async fn a_rolled_back_record_never_lowers_the_token() {
 /// equal (two pid namespaces on one host): only the one holding the generation lock holds.
 #[tokio::test]
 async fn an_equal_owner_and_pid_without_the_generation_lock_is_another_holder() {
-    let dir = tempfile::tempdir().unwrap();
-    let first = open(dir.path());
-    let second = open(dir.path());
-    let held = first.acquire(&session(), &owner("a")).await.unwrap();
-    assert_eq!(
-        second.acquire(&session(), &owner("a")).await,
-        Err(LeaseError::Held {
-            holder_token: Some(1)
-        })
-    );
+    let (_dir, first, second, held) = held_across_instances("a").await;
+    assert_eq!(held.token(), 1);
     assert!(matches!(
         second.renew(&held).await,
         Err(LeaseError::Held { .. })
@@ -109,10 +132,8 @@ async fn an_equal_owner_and_pid_without_the_generation_lock_is_another_holder() 
 /// read (a FIFO would block the decision forever).
 #[tokio::test]
 async fn planted_links_and_fifos_are_refused_not_followed() {
-    let dir = tempfile::tempdir().unwrap();
+    let (_dir, lease, files) = fresh();
     let outside = tempfile::tempdir().unwrap();
-    let lease = open(dir.path());
-    let files = lease.files(&session());
     let target = outside.path().join("precious");
     std::fs::write(&target, b"keep").unwrap();
     std::os::unix::fs::symlink(&target, files.record_tmp()).unwrap();
@@ -121,7 +142,7 @@ async fn planted_links_and_fifos_are_refused_not_followed() {
     assert!(matches!(err, LeaseError::Unavailable { .. }), "{err:?}");
     assert!(!outside.path().join("made").exists(), "no file outside");
     std::fs::remove_file(&files.lock).unwrap();
-    let a = lease.acquire(&session(), &owner("a")).await.unwrap();
+    let a = granted(&lease, "a").await;
     assert_eq!(
         std::fs::read(&target).unwrap(),
         b"keep",
@@ -148,37 +169,23 @@ async fn a_lock_wait_too_long_to_add_waits_instead_of_panicking() {
     let mut config = FlockLeaseConfig::new(dir.path(), Duration::from_secs(30));
     config.lock_wait = Duration::MAX;
     let lease = FlockLease::open(config).unwrap();
-    assert_eq!(
-        lease
-            .acquire(&session(), &owner("a"))
-            .await
-            .unwrap()
-            .token(),
-        1
-    );
+    assert_eq!(granted(&lease, "a").await.token(), 1);
 }
 
 #[tokio::test]
 async fn renew_never_recreates_a_deleted_record() {
-    let dir = tempfile::tempdir().unwrap();
-    let lease = open(dir.path());
-    let files = lease.files(&session());
-    let a = lease.acquire(&session(), &owner("a")).await.unwrap();
+    let (_dir, lease, files) = fresh();
+    let a = granted(&lease, "a").await;
     std::fs::remove_file(&files.record).unwrap();
-    assert_eq!(
-        lease.renew(&a).await,
-        Err(LeaseError::Held { holder_token: None })
-    );
+    assert_eq!(lease.renew(&a).await, held_by(None));
     assert!(!files.record.exists());
 }
 
 /// Writes `bytes` over the record, then checks that acquire, renew and release all fail
 /// naming the record file, and that nothing was granted or rewritten meanwhile.
 async fn damaged_record_stops_every_grant(bytes: &[u8]) {
-    let dir = tempfile::tempdir().unwrap();
-    let lease = open(dir.path());
-    let files = lease.files(&session());
-    let a = lease.acquire(&session(), &owner("a")).await.unwrap();
+    let (_dir, lease, files) = fresh();
+    let a = granted(&lease, "a").await;
     std::fs::write(&files.record, bytes).unwrap();
     let record = files.record.display().to_string();
     for reason in [
@@ -213,10 +220,8 @@ async fn an_empty_record_is_an_error_naming_the_file() {
 
 #[tokio::test]
 async fn a_truncated_record_is_an_error_naming_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let lease = open(dir.path());
-    let files = lease.files(&session());
-    lease.acquire(&session(), &owner("a")).await.unwrap();
+    let (_dir, lease, files) = fresh();
+    granted(&lease, "a").await;
     let whole = std::fs::read(&files.record).unwrap();
     drop(lease);
     damaged_record_stops_every_grant(&whole[..whole.len() / 2]).await;
@@ -234,15 +239,13 @@ async fn another_sessions_record_is_an_error_naming_the_file() {
 
 #[tokio::test]
 async fn a_removed_damaged_record_resumes_above_the_last_token() {
-    let dir = tempfile::tempdir().unwrap();
-    let lease = open(dir.path());
-    let files = lease.files(&session());
-    let a = lease.acquire(&session(), &owner("a")).await.unwrap();
+    let (_dir, lease, files) = fresh();
+    let a = granted(&lease, "a").await;
     lease.release(&a).await.unwrap();
     std::fs::write(&files.record, b"{\"torn").unwrap();
     unavailable(lease.acquire(&session(), &owner("b")).await);
     std::fs::remove_file(&files.record).unwrap();
-    let b = lease.acquire(&session(), &owner("b")).await.unwrap();
+    let b = granted(&lease, "b").await;
     assert_eq!(b.token(), a.token() + 1);
 }
 
@@ -251,19 +254,9 @@ async fn a_removed_damaged_record_resumes_above_the_last_token() {
 /// up the dead holder's generation file.
 #[tokio::test]
 async fn a_holder_whose_generation_lock_is_free_is_taken_over_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let first = open(dir.path());
-    let second = open(dir.path());
-    let a = first.acquire(&session(), &owner("a")).await.unwrap();
-    assert_eq!(
-        second.acquire(&session(), &owner("b")).await,
-        Err(LeaseError::Held {
-            holder_token: Some(a.token())
-        }),
-        "alive: its generation lock is held"
-    );
+    let (_dir, first, second, a) = held_across_instances("b").await;
     drop(first);
-    let b = second.acquire(&session(), &owner("b")).await.unwrap();
+    let b = granted(&second, "b").await;
     assert_eq!(b.token(), a.token() + 1);
     let files = second.files(&session());
     assert!(

@@ -16,6 +16,7 @@ use leasesim::lease::flock::driver::{Event, Line, Reply, Verb};
 use leasesim::mutant::Mutant;
 use leasesim_testkit::leasesim;
 use rustix::process::{Pid, Signal, kill_process};
+use tempfile::TempDir;
 
 /// A process test: `fn(mutant) -> Ok` when the outcome is right, `Err(what went wrong)`.
 pub type ProcessTest = fn(Option<Mutant>) -> Result<(), String>;
@@ -269,6 +270,19 @@ fn collect(stderr: impl Read + Send + 'static) -> Arc<Mutex<String>> {
         }
     });
     text
+}
+
+/// Holders A and B started in a fresh lease directory (returned: the holders' files live as
+/// long as it does), both with `args` and `mutant`.
+pub fn two_holders(
+    mutant: Option<Mutant>,
+    args: &[&str],
+    bound: &Bound,
+) -> Result<(TempDir, Holder, Holder), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let a = Holder::start(dir.path(), "A", mutant, args, bound)?;
+    let b = Holder::start(dir.path(), "B", mutant, args, bound)?;
+    Ok((dir, a, b))
 }
 
 /// `Ok` when `reply` is an `ok` grant; its token.

@@ -7,7 +7,7 @@ use leasesim::lease::flock::driver::Verb;
 use leasesim::mutant::Mutant;
 use rustix::process::Signal;
 
-use crate::support::{Bound, Holder, granted, held, sleep};
+use crate::support::{Bound, Holder, granted, held, sleep, two_holders};
 
 /// The TTL of these tests, and a wait that outlasts it.
 const TTL: &str = "1s";
@@ -19,10 +19,7 @@ const PAST_TTL: Duration = Duration::from_millis(1_300);
 #[test]
 fn suspended_holder_resumes_fenced_after_a_takeover() {
     let bound = Bound::new(Duration::from_secs(20));
-    let dir = tempfile::tempdir().unwrap();
-    let ttl = ["--ttl", TTL];
-    let mut a = Holder::start(dir.path(), "A", None, &ttl, &bound).unwrap();
-    let mut b = Holder::start(dir.path(), "B", None, &ttl, &bound).unwrap();
+    let (_dir, mut a, mut b) = two_holders(None, &["--ttl", TTL], &bound).unwrap();
     let token = a.acquire_ok("s1", &bound).unwrap();
     a.signal(Signal::STOP).unwrap();
     let taken = loop {
@@ -60,13 +57,7 @@ pub fn suspended_holder_nobody_took_over_renews_held(mutant: Option<Mutant>) -> 
     held(&a, &renewed).map(|_| ())
 }
 
-/// The correct implementation.
-mod correct {
-    #[test]
-    fn suspended_holder_nobody_took_over_renews_held() {
-        super::suspended_holder_nobody_took_over_renews_held(None).unwrap();
-    }
-}
+correct!(suspended_holder_nobody_took_over_renews_held);
 
 /// A stopped inside its decision (paused at record-read, holding the session lock): B's
 /// acquire, with a lock wait of 300 ms, waits (`lock-busy`) and then fails `unavailable`

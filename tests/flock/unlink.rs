@@ -101,10 +101,4 @@ fn judge(first: u64, b: (&Holder, &Reply), c: (&Holder, &Reply)) -> Result<(), S
     Ok(())
 }
 
-/// The correct implementation, under the name the mutant catalogue pins.
-mod correct {
-    #[test]
-    fn unlink_race_never_two_holders() {
-        super::unlink_race_never_two_holders(None).unwrap();
-    }
-}
+correct!(unlink_race_never_two_holders);

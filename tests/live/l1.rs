@@ -9,14 +9,9 @@ fn a_stopped_holder_is_refused_after_its_successor_fences_and_appends() {
     let _serial = support::serial();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("l1");
-    let (code, stdout, stderr) = support::live(&[
-        "--scenario",
-        &support::live_scenario("l1-real-pause-longer-than-ttl"),
-        "--seed",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let scenario = support::live_scenario("l1-real-pause-longer-than-ttl");
+    let (code, stdout, stderr) =
+        support::live_into(&out, &["--scenario", &scenario, "--seed", "1"]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let result = support::result(&out);
     for check in ["FENCE", "LEDGER", "TOKEN", "EXCL", "STOP"] {

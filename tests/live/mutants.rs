@@ -15,8 +15,7 @@ fn caught(mutant: &str, check: &str) {
         if let Some(mutant) = mutant {
             args.extend(["--mutant", mutant]);
         }
-        args.extend(["--out", out.to_str().unwrap()]);
-        support::live(&args)
+        support::live_into(out, &args)
     };
 
     let out = dir.path().join(mutant);

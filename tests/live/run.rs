@@ -8,29 +8,16 @@ use super::support;
 fn a_correct_run_with_pauses_crashes_and_partitions_is_judged_clean() {
     let _serial = support::serial();
     let dir = tempfile::tempdir().unwrap();
-    let schedule = dir.path().join("schedule.json");
-    std::fs::write(
-        &schedule,
-        r#"{"v":1,"faults":[
+    let schedule = r#"{"v":1,"faults":[
           {"at_ms":1000,"fault":"pause","host":"replica-1","duration_ms":3000},
           {"at_ms":1500,"fault":"partition","a":"replica-2","b":"lease"},
           {"at_ms":2500,"fault":"crash","host":"replica-3"},
           {"at_ms":3500,"fault":"restart","host":"replica-3"},
           {"at_ms":4000,"fault":"pause","host":"ledger","duration_ms":500}
-        ],"heal_at_ms":5000}"#,
-    )
-    .unwrap();
+        ],"heal_at_ms":5000}"#;
+    let (code, stdout, stderr) =
+        support::live_with_schedule(dir.path(), schedule, &["--seed", "3", "--duration", "6s"]);
     let out = dir.path().join("out");
-    let (code, stdout, stderr) = support::live(&[
-        "--seed",
-        "3",
-        "--duration",
-        "6s",
-        "--schedule",
-        schedule.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let last = stdout.lines().last().unwrap_or("");
     assert!(
@@ -75,22 +62,9 @@ fn a_correct_run_with_pauses_crashes_and_partitions_is_judged_clean() {
 fn a_given_fault_with_no_real_counterpart_is_refused_naming_it() {
     let _serial = support::serial();
     let dir = tempfile::tempdir().unwrap();
-    let schedule = dir.path().join("schedule.json");
-    std::fs::write(
-        &schedule,
-        r#"{"v":1,"faults":[{"at_ms":1000,"fault":"suspend","host":"replica-1","duration_ms":3000}]}"#,
-    )
-    .unwrap();
-    let (code, stdout, stderr) = support::live(&[
-        "--seed",
-        "1",
-        "--duration",
-        "5s",
-        "--schedule",
-        schedule.to_str().unwrap(),
-        "--out",
-        dir.path().join("out").to_str().unwrap(),
-    ]);
+    let schedule = r#"{"v":1,"faults":[{"at_ms":1000,"fault":"suspend","host":"replica-1","duration_ms":3000}]}"#;
+    let (code, stdout, stderr) =
+        support::live_with_schedule(dir.path(), schedule, &["--seed", "1", "--duration", "5s"]);
     assert_eq!(code, 2, "{stdout}\n{stderr}");
     assert!(stderr.contains("suspend"), "{stderr}");
 }
@@ -100,32 +74,17 @@ fn a_given_fault_with_no_real_counterpart_is_refused_naming_it() {
 #[test]
 fn given_faults_live_mode_cannot_do_exit_2_each_named_with_why_before_any_process_starts() {
     let dir = tempfile::tempdir().unwrap();
-    let schedule = dir.path().join("schedule.json");
-    std::fs::write(
-        &schedule,
-        r#"{"v":1,"faults":[
+    let schedule = r#"{"v":1,"faults":[
           {"at_ms":500,"fault":"hold_replies","from":"lease","to":"replica-1","duration_ms":9000},
           {"at_ms":600,"fault":"authority_errors","duration_ms":3000,"status":"internal"},
           {"at_ms":700,"fault":"worker_panic","host":"replica-2","point":"before_open_check"},
           {"at_ms":800,"fault":"pause","host":"replica-1","duration_ms":3000,"at_point":"before_append_check"},
           {"at_ms":900,"fault":"stall","host":"replica-1","point":"before_cleanup_append","duration_ms":100},
           {"at_ms":1000,"fault":"pause","host":"replica-2","duration_ms":500}
-        ]}"#,
-    )
-    .unwrap();
+        ]}"#;
+    let args = ["--seed", "1", "--duration", "2s", "--timeout", "30s"];
+    let (code, stdout, stderr) = support::live_with_schedule(dir.path(), schedule, &args);
     let out = dir.path().join("out");
-    let (code, stdout, stderr) = support::live(&[
-        "--seed",
-        "1",
-        "--duration",
-        "2s",
-        "--timeout",
-        "30s",
-        "--schedule",
-        schedule.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
     assert_eq!(code, 2, "{stdout}\n{stderr}");
     assert!(
         stderr.contains("live mode cannot apply 5 of this schedule's faults"),
@@ -197,7 +156,7 @@ fn a_mutant_the_runs_processes_would_not_plant_is_refused_before_any_process_sta
         ),
     ] {
         let out = dir.path().join(format!("{backend}-{mutant}"));
-        let (code, stdout, stderr) = support::live(&[
+        let args = [
             "--seed",
             "1",
             "--backend",
@@ -207,9 +166,8 @@ fn a_mutant_the_runs_processes_would_not_plant_is_refused_before_any_process_sta
             "--no-faults",
             "--duration",
             "5s",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        ];
+        let (code, stdout, stderr) = support::live_into(&out, &args);
         assert_eq!(code, 2, "{backend} {mutant}: {stdout}\n{stderr}");
         assert!(
             stderr.contains(&format!("--mutant {mutant}: ")) && stderr.contains(message),
@@ -224,14 +182,7 @@ fn a_mutant_the_runs_processes_would_not_plant_is_refused_before_any_process_sta
 fn the_etcd_backend_in_a_build_without_the_etcd_feature_is_refused_saying_how_to_rebuild() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let (code, stdout, stderr) = support::live(&[
-        "--backend",
-        "etcd",
-        "--seed",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr) = support::live_into(&out, &["--backend", "etcd", "--seed", "1"]);
     assert_eq!(code, 2, "{stdout}\n{stderr}");
     assert!(stderr.contains("--features etcd"), "{stderr}");
     assert!(!out.join("processes").exists(), "nothing was started");

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 use leasesim_testkit::leasesim;
@@ -27,6 +28,20 @@ pub fn live(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+/// [`live`] with `args`, then the run folder `out` as `--out`.
+pub fn live_into(out: &Path, args: &[&str]) -> (i32, String, String) {
+    live(&[args, &["--out", out.to_str().unwrap()]].concat())
+}
+
+/// [`live_into`] `DIR/out` with `schedule` (its JSON) written to `DIR/schedule.json` and
+/// given as `--schedule` after `args`.
+pub fn live_with_schedule(dir: &Path, schedule: &str, args: &[&str]) -> (i32, String, String) {
+    let file = dir.join("schedule.json");
+    std::fs::write(&file, schedule).unwrap();
+    let given = [args, &["--schedule", file.to_str().unwrap()]].concat();
+    live_into(&dir.join("out"), &given)
 }
 
 /// The repository's `sims/live/NAME.toml`.

@@ -97,6 +97,21 @@ fn api(running: &Running) -> Api<Lease> {
     Api::namespaced(client(&running.addr, tcp_dialer()), NS)
 }
 
+/// A server on fresh storage, and the kube client's Lease API on it.
+async fn fresh() -> (Running, Api<Lease>) {
+    let running = start(&MemStorage::new()).await;
+    let leases = api(&running);
+    (running, leases)
+}
+
+/// Creates [`lease`]`(name, holder, transitions)` through `leases`: the object created.
+async fn create(leases: &Api<Lease>, name: &str, holder: &str, transitions: i32) -> Lease {
+    leases
+        .create(&PostParams::default(), &lease(name, holder, transitions))
+        .await
+        .unwrap()
+}
+
 fn rv(lease: &Lease) -> u64 {
     lease
         .metadata
@@ -127,12 +142,8 @@ fn refusal(error: kube::Error) -> (u16, String) {
 
 #[tokio::test]
 async fn create_get_and_a_second_create_is_already_exists() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
-    let created = leases
-        .create(&PostParams::default(), &lease("s1-a", "replica-1#0", 1))
-        .await
-        .unwrap();
+    let (_running, leases) = fresh().await;
+    let created = create(&leases, "s1-a", "replica-1#0", 1).await;
     assert_eq!(rv(&created), 1);
     assert_eq!(created.metadata.namespace.as_deref(), Some(NS));
     let got = leases.get("s1-a").await.unwrap();
@@ -147,12 +158,8 @@ async fn create_get_and_a_second_create_is_already_exists() {
 
 #[tokio::test]
 async fn replace_with_a_stale_resource_version_is_conflict_and_changes_nothing() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
-    let created = leases
-        .create(&PostParams::default(), &lease("s1-a", "replica-1#0", 1))
-        .await
-        .unwrap();
+    let (running, leases) = fresh().await;
+    let created = create(&leases, "s1-a", "replica-1#0", 1).await;
     // Two candidates decide from the same read: the first replace wins, the second is stale.
     let mut first = created.clone();
     first.spec.as_mut().unwrap().holder_identity = Some("replica-2#0".into());
@@ -196,8 +203,7 @@ async fn replace_with_a_stale_resource_version_is_conflict_and_changes_nothing()
 
 #[tokio::test]
 async fn replace_without_resource_version_is_invalid_but_creates_a_missing_object() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
+    let (_running, leases) = fresh().await;
     // The Lease strategy allows create on update...
     let created = leases
         .replace(
@@ -230,12 +236,8 @@ async fn replace_without_resource_version_is_invalid_but_creates_a_missing_objec
 
 #[tokio::test]
 async fn merge_patch_without_resource_version_is_unconditional() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
-    leases
-        .create(&PostParams::default(), &lease("s1-a", "replica-1#0", 1))
-        .await
-        .unwrap();
+    let (_running, leases) = fresh().await;
+    create(&leases, "s1-a", "replica-1#0", 1).await;
     let patch = serde_json::json!({"spec": {"holderIdentity": "replica-2#0"}});
     let patched = leases
         .patch("s1-a", &PatchParams::default(), &Patch::Merge(&patch))
@@ -254,12 +256,8 @@ async fn merge_patch_without_resource_version_is_unconditional() {
 
 #[tokio::test]
 async fn delete_checks_preconditions_and_then_everything_is_not_found() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
-    let created = leases
-        .create(&PostParams::default(), &lease("s1-a", "replica-1#0", 3))
-        .await
-        .unwrap();
+    let (running, leases) = fresh().await;
+    let created = create(&leases, "s1-a", "replica-1#0", 3).await;
     let stale = DeleteParams {
         preconditions: Some(Preconditions {
             resource_version: Some("7".into()),
@@ -298,17 +296,13 @@ async fn delete_checks_preconditions_and_then_everything_is_not_found() {
         (WriteVerb::Delete, "", 3, 1)
     );
     // The delete consumed a resourceVersion: the next create gets 3, and transitions start over.
-    let recreated = leases
-        .create(&PostParams::default(), &lease("s1-a", "replica-2#0", 1))
-        .await
-        .unwrap();
+    let recreated = create(&leases, "s1-a", "replica-2#0", 1).await;
     assert_eq!(rv(&recreated), 3);
 }
 
 #[tokio::test]
 async fn a_fault_window_answers_5xx_and_applies_nothing() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
+    let (running, leases) = fresh().await;
     running.faults.open(None, ErrorStatus::Unavailable);
     let refused = leases
         .create(&PostParams::default(), &lease("s1-a", "replica-1#0", 1))
@@ -325,10 +319,7 @@ async fn objects_and_the_counter_survive_a_crash_and_restart() {
     let disk = MemStorage::new();
     let first = start(&disk).await;
     let leases = api(&first);
-    let created = leases
-        .create(&PostParams::default(), &lease("s1-a", "replica-1#0", 1))
-        .await
-        .unwrap();
+    let created = create(&leases, "s1-a", "replica-1#0", 1).await;
     let mut renewed = created.clone();
     renewed.spec.as_mut().unwrap().lease_transitions = Some(2);
     let renewed = leases
@@ -349,10 +340,7 @@ async fn objects_and_the_counter_survive_a_crash_and_restart() {
         .await
         .unwrap_err();
     assert_eq!(refusal(stale), (409, "Conflict".into()));
-    let next = leases
-        .create(&PostParams::default(), &lease("s1-b", "replica-2#0", 1))
-        .await
-        .unwrap();
+    let next = create(&leases, "s1-b", "replica-2#0", 1).await;
     assert_eq!(rv(&next), 3);
 }
 
@@ -396,6 +384,61 @@ fn conflict_causes(status: &kube::core::Status) -> Vec<(String, String)> {
         .iter()
         .map(|c| (c.field.clone(), c.message.clone()))
         .collect()
+}
+
+/// The apply configuration of s1-a the tests' first manager applies: holder `a` for 10 s.
+fn a_for_ten_seconds() -> serde_json::Value {
+    config(
+        "s1-a",
+        serde_json::json!({"holderIdentity": "a", "leaseDurationSeconds": 10}),
+    )
+}
+
+/// A server on fresh storage where mgr-a applied [`a_for_ten_seconds`], creating s1-a: the
+/// server, the Lease API on it, and that configuration.
+async fn applied_by_mgr_a() -> (Running, Api<Lease>, serde_json::Value) {
+    let (running, leases) = fresh().await;
+    let mine = a_for_ten_seconds();
+    apply(&leases, "mgr-a", false, &mine).await.unwrap();
+    (running, leases, mine)
+}
+
+/// `manager`'s non-forced apply of `body` to s1-a, refused: the refusal's `Status`.
+async fn apply_refused(
+    leases: &Api<Lease>,
+    manager: &str,
+    body: &serde_json::Value,
+) -> kube::core::Status {
+    refused_status(apply(leases, manager, false, body).await.unwrap_err())
+}
+
+/// Asserts that `manager`'s non-forced apply of `body` to s1-a is refused with one conflict:
+/// on `field`, its cause's message `message`.
+async fn assert_one_conflict(
+    leases: &Api<Lease>,
+    manager: &str,
+    body: &serde_json::Value,
+    field: &str,
+    message: &str,
+) {
+    let status = apply_refused(leases, manager, body).await;
+    assert_eq!(conflict_causes(&status), [conflict_with(field, message)]);
+}
+
+/// A `managedFields` entry as [`owners`] lists it: `manager`'s `operation` (`Apply`,
+/// `Update`) owning the spec's `fields` (`holderIdentity`, …).
+fn owned(manager: &str, operation: &str, fields: &[&str]) -> (String, String, serde_json::Value) {
+    let spec: serde_json::Map<_, _> = fields
+        .iter()
+        .map(|field| (format!("f:{field}"), serde_json::json!({})))
+        .collect();
+    let fields = serde_json::json!({ "f:spec": spec });
+    (manager.into(), operation.into(), fields)
+}
+
+/// A conflict cause as [`conflict_causes`] lists it: the field and whom it conflicts with.
+fn conflict_with(field: &str, message: &str) -> (String, String) {
+    (field.into(), message.into())
 }
 
 /// An apply configuration of Lease `name` with `spec`.
@@ -461,20 +504,16 @@ async fn raw(
 
 #[tokio::test]
 async fn an_apply_creates_a_missing_lease_owned_by_the_applier() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
-    let body = config(
-        "s1-a",
-        serde_json::json!({"holderIdentity": "a", "leaseDurationSeconds": 10}),
-    );
+    let (running, leases) = fresh().await;
+    let body = a_for_ten_seconds();
     let created = apply(&leases, "mgr-a", false, &body).await.unwrap();
     assert_eq!((holder(&created), rv(&created)), ("a", 1));
     assert_eq!(
         owners(&created),
-        [(
-            "mgr-a".into(),
-            "Apply".into(),
-            serde_json::json!({"f:spec": {"f:holderIdentity": {}, "f:leaseDurationSeconds": {}}})
+        [owned(
+            "mgr-a",
+            "Apply",
+            &["holderIdentity", "leaseDurationSeconds"]
         )]
     );
     assert_eq!(leases.get("s1-a").await.unwrap(), created);
@@ -490,11 +529,10 @@ async fn an_apply_creates_a_missing_lease_owned_by_the_applier() {
 
 #[tokio::test]
 async fn an_apply_that_creates_must_name_the_object() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
+    let (_running, leases) = fresh().await;
     let mut body = config("s1-a", serde_json::json!({"holderIdentity": "a"}));
     body["metadata"] = serde_json::json!({});
-    let status = refused_status(apply(&leases, "mgr-a", false, &body).await.unwrap_err());
+    let status = apply_refused(&leases, "mgr-a", &body).await;
     assert_eq!((status.code, status.reason.as_str()), (400, "BadRequest"));
     assert!(
         status
@@ -531,30 +569,18 @@ async fn an_apply_without_a_field_manager_is_invalid() {
 #[tokio::test]
 async fn a_non_forced_apply_of_a_field_another_manager_owns_is_a_409_naming_the_field_and_the_manager()
  {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
-    let mine = config(
-        "s1-a",
-        serde_json::json!({"holderIdentity": "a", "leaseDurationSeconds": 10}),
-    );
-    apply(&leases, "mgr-a", false, &mine).await.unwrap();
+    let (_running, leases, _) = applied_by_mgr_a().await;
     let theirs = config(
         "s1-a",
         serde_json::json!({"holderIdentity": "b", "leaseDurationSeconds": 20}),
     );
-    let status = refused_status(apply(&leases, "mgr-b", false, &theirs).await.unwrap_err());
+    let status = apply_refused(&leases, "mgr-b", &theirs).await;
     assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
     assert_eq!(
         conflict_causes(&status),
         [
-            (
-                ".spec.holderIdentity".into(),
-                "conflict with \"mgr-a\"".into()
-            ),
-            (
-                ".spec.leaseDurationSeconds".into(),
-                "conflict with \"mgr-a\"".into()
-            ),
+            conflict_with(".spec.holderIdentity", "conflict with \"mgr-a\""),
+            conflict_with(".spec.leaseDurationSeconds", "conflict with \"mgr-a\""),
         ]
     );
     assert_eq!(
@@ -568,8 +594,7 @@ async fn a_non_forced_apply_of_a_field_another_manager_owns_is_a_409_naming_the_
 
 #[tokio::test]
 async fn a_conflict_with_an_updater_names_it_with_the_api_version() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
+    let (_running, leases) = fresh().await;
     let params = PostParams {
         field_manager: Some("creator".into()),
         ..PostParams::default()
@@ -579,7 +604,7 @@ async fn a_conflict_with_an_updater_names_it_with_the_api_version() {
         .await
         .unwrap();
     let body = config("s1-a", serde_json::json!({"holderIdentity": "b"}));
-    let status = refused_status(apply(&leases, "mgr-b", false, &body).await.unwrap_err());
+    let status = apply_refused(&leases, "mgr-b", &body).await;
     assert_eq!(
         status.message,
         "Apply failed with 1 conflict: conflict with \"creator\" using coordination.k8s.io/v1: \
@@ -587,82 +612,65 @@ async fn a_conflict_with_an_updater_names_it_with_the_api_version() {
     );
     assert_eq!(
         conflict_causes(&status),
-        [(
-            ".spec.holderIdentity".into(),
-            "conflict with \"creator\" using coordination.k8s.io/v1".into()
+        [conflict_with(
+            ".spec.holderIdentity",
+            "conflict with \"creator\" using coordination.k8s.io/v1"
         )]
     );
 }
 
 #[tokio::test]
 async fn a_non_forced_apply_of_the_same_value_shares_the_field() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
+    let (_running, leases) = fresh().await;
     let same = config("s1-a", serde_json::json!({"holderIdentity": "a"}));
     apply(&leases, "mgr-a", false, &same).await.unwrap();
     let shared = apply(&leases, "mgr-b", false, &same).await.unwrap();
-    let field = serde_json::json!({"f:spec": {"f:holderIdentity": {}}});
     assert_eq!(
         owners(&shared),
         [
-            ("mgr-a".into(), "Apply".into(), field.clone()),
-            ("mgr-b".into(), "Apply".into(), field),
+            owned("mgr-a", "Apply", &["holderIdentity"]),
+            owned("mgr-b", "Apply", &["holderIdentity"]),
         ]
     );
     // Shared: a change by either owner now conflicts with the other.
     let change = config("s1-a", serde_json::json!({"holderIdentity": "c"}));
-    let status = refused_status(apply(&leases, "mgr-a", false, &change).await.unwrap_err());
-    assert_eq!(
-        conflict_causes(&status),
-        [(
-            ".spec.holderIdentity".into(),
-            "conflict with \"mgr-b\"".into()
-        )]
-    );
+    assert_one_conflict(
+        &leases,
+        "mgr-a",
+        &change,
+        ".spec.holderIdentity",
+        "conflict with \"mgr-b\"",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_forced_apply_takes_the_field_over() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
-    let mine = config(
-        "s1-a",
-        serde_json::json!({"holderIdentity": "a", "leaseDurationSeconds": 10}),
-    );
-    apply(&leases, "mgr-a", false, &mine).await.unwrap();
+    let (_running, leases, mine) = applied_by_mgr_a().await;
     let theirs = config("s1-a", serde_json::json!({"holderIdentity": "b"}));
     let taken = apply(&leases, "mgr-b", true, &theirs).await.unwrap();
     assert_eq!((holder(&taken), rv(&taken)), ("b", 2));
     assert_eq!(
         owners(&taken),
         [
-            (
-                "mgr-a".into(),
-                "Apply".into(),
-                serde_json::json!({"f:spec": {"f:leaseDurationSeconds": {}}})
-            ),
-            (
-                "mgr-b".into(),
-                "Apply".into(),
-                serde_json::json!({"f:spec": {"f:holderIdentity": {}}})
-            ),
+            owned("mgr-a", "Apply", &["leaseDurationSeconds"]),
+            owned("mgr-b", "Apply", &["holderIdentity"]),
         ]
     );
     // mgr-a no longer owns the holder: its own unchanged apply now conflicts with mgr-b.
-    let status = refused_status(apply(&leases, "mgr-a", false, &mine).await.unwrap_err());
-    assert_eq!(
-        conflict_causes(&status),
-        [(
-            ".spec.holderIdentity".into(),
-            "conflict with \"mgr-b\"".into()
-        )]
-    );
+    assert_one_conflict(
+        &leases,
+        "mgr-a",
+        &mine,
+        ".spec.holderIdentity",
+        "conflict with \"mgr-b\"",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn fields_an_applier_leaves_out_are_removed_unless_another_manager_owns_them() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
+    let (_running, leases) = fresh().await;
     let all = serde_json::json!({
         "holderIdentity": "a", "leaseDurationSeconds": 10, "leaseTransitions": 3,
     });
@@ -683,13 +691,7 @@ async fn fields_an_applier_leaves_out_are_removed_unless_another_manager_owns_th
 
 #[tokio::test]
 async fn an_update_takes_the_fields_it_changes_from_their_owner() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
-    let mine = config(
-        "s1-a",
-        serde_json::json!({"holderIdentity": "a", "leaseDurationSeconds": 10}),
-    );
-    apply(&leases, "mgr-a", false, &mine).await.unwrap();
+    let (_running, leases, mine) = applied_by_mgr_a().await;
     let renew = serde_json::json!({"spec": {"leaseDurationSeconds": 20}});
     let params = PatchParams {
         field_manager: Some("renewer".into()),
@@ -702,27 +704,19 @@ async fn an_update_takes_the_fields_it_changes_from_their_owner() {
     assert_eq!(
         owners(&patched),
         [
-            (
-                "mgr-a".into(),
-                "Apply".into(),
-                serde_json::json!({"f:spec": {"f:holderIdentity": {}}})
-            ),
-            (
-                "renewer".into(),
-                "Update".into(),
-                serde_json::json!({"f:spec": {"f:leaseDurationSeconds": {}}})
-            ),
+            owned("mgr-a", "Apply", &["holderIdentity"]),
+            owned("renewer", "Update", &["leaseDurationSeconds"]),
         ]
     );
     // mgr-a's apply of its old duration would undo the renewer's change: a conflict.
-    let status = refused_status(apply(&leases, "mgr-a", false, &mine).await.unwrap_err());
-    assert_eq!(
-        conflict_causes(&status),
-        [(
-            ".spec.leaseDurationSeconds".into(),
-            "conflict with \"renewer\" using coordination.k8s.io/v1".into()
-        )]
-    );
+    assert_one_conflict(
+        &leases,
+        "mgr-a",
+        &mine,
+        ".spec.leaseDurationSeconds",
+        "conflict with \"renewer\" using coordination.k8s.io/v1",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -746,12 +740,8 @@ async fn an_update_without_a_field_manager_is_owned_by_the_user_agent_prefix() {
 
 #[tokio::test]
 async fn an_apply_with_a_stale_resource_version_is_a_409() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
-    leases
-        .create(&PostParams::default(), &lease("s1-a", "a", 1))
-        .await
-        .unwrap();
+    let (_running, leases) = fresh().await;
+    create(&leases, "s1-a", "a", 1).await;
     let mut claim = config(
         "s1-a",
         serde_json::json!({"holderIdentity": "b", "leaseTransitions": 2}),
@@ -772,12 +762,8 @@ async fn an_apply_with_a_stale_resource_version_is_a_409() {
 
 #[tokio::test]
 async fn a_json_patch_is_a_415_naming_the_docs_page() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
-    leases
-        .create(&PostParams::default(), &lease("s1-a", "a", 1))
-        .await
-        .unwrap();
+    let (running, leases) = fresh().await;
+    create(&leases, "s1-a", "a", 1).await;
     let ops = r#"[{"op": "replace", "path": "/spec/holderIdentity", "value": "b"}]"#;
     let error = raw(
         &running,
@@ -838,12 +824,8 @@ async fn a_method_a_path_does_not_take_and_a_watch_are_405_naming_the_docs_page(
 
 #[tokio::test]
 async fn each_error_window_answers_its_documented_status_and_applies_nothing() {
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
-    leases
-        .create(&PostParams::default(), &lease("s1-a", "a", 1))
-        .await
-        .unwrap();
+    let (running, leases) = fresh().await;
+    create(&leases, "s1-a", "a", 1).await;
     let expected = [
         (ErrorStatus::Internal, 500, "InternalError"),
         (ErrorStatus::Unavailable, 503, "ServiceUnavailable"),
@@ -915,8 +897,7 @@ async fn a_too_many_requests_window_sends_retry_after() {
 async fn a_field_an_update_removes_belongs_to_nobody_so_the_next_apply_takes_it_unforced() {
     // kube-lease-manager's cycle: create `spec: {}`, take the orphaned Lease by a non-forced
     // apply without `metadata.name`, release by a strategic patch of nulls.
-    let running = start(&MemStorage::new()).await;
-    let leases = api(&running);
+    let (_running, leases) = fresh().await;
     let empty = Lease {
         metadata: ObjectMeta {
             name: Some("s1-a".into()),
@@ -950,16 +931,12 @@ async fn a_field_an_update_removes_belongs_to_nobody_so_the_next_apply_takes_it_
     );
     let taken = apply(&leases, "klm-b", false, &take("b")).await.unwrap();
     assert_eq!(holder(&taken), "b");
-    let status = refused_status(
-        apply(&leases, "klm-c", false, &take("c"))
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!(
-        conflict_causes(&status),
-        [(
-            ".spec.holderIdentity".into(),
-            "conflict with \"klm-b\"".into()
-        )]
-    );
+    assert_one_conflict(
+        &leases,
+        "klm-c",
+        &take("c"),
+        ".spec.holderIdentity",
+        "conflict with \"klm-b\"",
+    )
+    .await;
 }

@@ -7,7 +7,7 @@
 
 use leasesim::history::{Decision, HistLossCause, History, OpResult, Outcome, Refusal};
 
-use crate::support::{ledger, run};
+use crate::support::{B1_AFTER_A_FENCED_NOTHING, appended, ledger, ops, outcomes, run};
 
 const A: &str = "replica-1";
 const B: &str = "replica-2";
@@ -36,10 +36,7 @@ fn deadline(valid_until_local_us: u64) -> OpResult {
 fn a_grant_held_one_way_past_the_ttl_arrives_and_is_not_used() {
     for seed in SEEDS {
         let history = run("late-grant-held-one-way", seed);
-        let acquire = history
-            .ops()
-            .find(|op| op.process.replica == A && op.op.name() == "lease_acquire")
-            .unwrap();
+        let acquire = ops(&history, A, "lease_acquire")[0];
         // Sent at 2 s, answered on the same call after the hold ended at 13 s: the
         // connection lived through the hold.
         assert_eq!(acquire.outcome, Outcome::Ok, "seed {seed}");
@@ -52,10 +49,7 @@ fn a_grant_held_one_way_past_the_ttl_arrives_and_is_not_used() {
             acquire.complete_us.is_some_and(|c| c >= 13_000_000),
             "seed {seed}: {acquire:?}"
         );
-        let open = history
-            .ops()
-            .find(|op| op.process.replica == A && op.op.name() == "journal_open")
-            .unwrap();
+        let open = ops(&history, A, "journal_open")[0];
         assert_eq!(
             (open.outcome, open.result.clone()),
             (Outcome::Fail, Some(deadline(11_000_000))),
@@ -66,10 +60,7 @@ fn a_grant_held_one_way_past_the_ttl_arrives_and_is_not_used() {
             .map(|(replica, token, _)| (replica, token))
             .collect();
         assert_eq!(tokens, [(A.into(), 1), (B.into(), 2)], "seed {seed}");
-        assert_eq!(
-            ledger(&history, "s1"),
-            ["fence 2 replica-2", "b1 replica-2"]
-        );
+        assert_eq!(ledger(&history, "s1"), B1_AFTER_A_FENCED_NOTHING);
     }
 }
 
@@ -77,14 +68,8 @@ fn a_grant_held_one_way_past_the_ttl_arrives_and_is_not_used() {
 fn renewals_answered_permission_denied_end_the_hold_at_its_own_deadline() {
     for seed in SEEDS {
         let history = run("authority-denies-renewals", seed);
-        let appends: Vec<(Outcome, OpResult)> = history
-            .ops()
-            .filter(|op| op.process.replica == A && op.op.name() == "journal_append")
-            .map(|op| (op.outcome, op.result.clone().unwrap()))
-            .collect();
-        let appended = |seq| (Outcome::Ok, OpResult::Appended { seq });
         assert_eq!(
-            appends,
+            outcomes(&history, A, "journal_append"),
             [
                 appended(2),
                 appended(3),
@@ -94,9 +79,8 @@ fn renewals_answered_permission_denied_end_the_hold_at_its_own_deadline() {
             "seed {seed}: a4 at 16 s is past the deadline of the renew sent at 3.334 s"
         );
         // Every renew inside the window was answered the status, retried, never a success.
-        let denied: Vec<_> = history
-            .ops()
-            .filter(|op| op.process.replica == A && op.op.name() == "lease_renew")
+        let denied: Vec<_> = ops(&history, A, "lease_renew")
+            .into_iter()
             .filter(|op| op.invoke_us >= 4_000_000)
             .collect();
         assert!(denied.len() >= 2, "seed {seed}: {denied:?}");

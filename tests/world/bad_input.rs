@@ -12,38 +12,10 @@ use leasesim::sim::world::World;
 use leasesim_testkit::leasesim;
 use serde_json::{Value, json};
 
-/// Asserts `leasesim args` exits 2 before running, with every one of `expected` in stderr.
-fn refused(args: &[&str], expected: &[&str]) {
-    let output = leasesim!().run(args);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(i32::from(Exit::BadInput.code())),
-        "{args:?}: {stderr}"
-    );
-    for part in expected {
-        assert!(stderr.contains(part), "{args:?}: `{part}` not in {stderr}");
-    }
-}
+use crate::support::{refused, scenario_refused, write};
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
-
-/// Writes `text` as `<dir>/name` and returns its path as a string.
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.to_str().unwrap().to_owned()
-}
-
-/// `leasesim run --scenario` on `text` is refused naming each of `expected`.
-fn scenario_refused(text: &str, expected: &[&str]) {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = write(dir.path(), "bad.toml", text);
-    let out = dir.path().join("out");
-    let args = ["run", "--scenario", &scenario, "--seed", "1", "--out"];
-    refused(&[&args[..], &[out.to_str().unwrap()]].concat(), expected);
 }
 
 /// A resolved run file of a committed scenario, as JSON.

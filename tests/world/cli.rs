@@ -3,6 +3,8 @@
 
 use leasesim_testkit::{assert_exit, leasesim, text};
 
+use crate::support::{refused, write};
+
 #[test]
 fn a_run_prints_its_seed_first_and_its_replay_command() {
     let out = tempfile::tempdir().unwrap();
@@ -116,21 +118,13 @@ fn a_timeout_the_run_cannot_meet_is_refused_before_it_runs() {
 
 #[test]
 fn bad_schedules_and_scripts_exit_2_saying_what_is_wrong() {
-    let dir = tempfile::tempdir().unwrap();
     refused_before_the_run(
-        dir.path(),
         "--schedule",
         r#"{"v":1,"faults":[{"at_ms":5,"fault":"crash","host":"replica-9"}]}"#,
         "unknown host `replica-9`",
     );
+    refused_before_the_run("--schedule", "{\"v\":1,\n\"faults\": [oops]}", "line 2");
     refused_before_the_run(
-        dir.path(),
-        "--schedule",
-        "{\"v\":1,\n\"faults\": [oops]}",
-        "line 2",
-    );
-    refused_before_the_run(
-        dir.path(),
         "--script",
         r#"{"v":1,"calls":[{"at_ms":0,"replica":"replica-7","call":"acquire","session":"s1"}]}"#,
         "replica-7",
@@ -206,48 +200,44 @@ const DANGLING_SCRIPT_CALLS: [(&str, &str); 4] = [
 
 #[test]
 fn out_of_range_faults_exit_2() {
-    let out = tempfile::tempdir().unwrap();
     for (fault, expected) in OUT_OF_RANGE_FAULTS {
         let schedule = format!(r#"{{"v":1,"faults":[{fault}]}}"#);
-        refused_before_the_run(out.path(), "--schedule", &schedule, expected);
+        refused_before_the_run("--schedule", &schedule, expected);
     }
 }
 
 #[test]
 fn a_fault_after_the_heal_exits_2() {
-    let out = tempfile::tempdir().unwrap();
     let late =
         r#"{"v":1,"faults":[{"at_ms":10000,"fault":"isolate","host":"lease"}],"heal_at_ms":5000}"#;
-    refused_before_the_run(out.path(), "--schedule", late, "comes after heal_at_ms");
+    refused_before_the_run("--schedule", late, "comes after heal_at_ms");
 }
 
 #[test]
 fn dangling_script_references_exit_2() {
-    let out = tempfile::tempdir().unwrap();
     for (call, expected) in DANGLING_SCRIPT_CALLS {
         let script = format!(r#"{{"v":1,"calls":[{call}]}}"#);
-        refused_before_the_run(out.path(), "--script", &script, expected);
+        refused_before_the_run("--script", &script, expected);
     }
 }
 
 /// Runs with `document` passed as `flag` and asserts exit 2 with `expected` in the message.
-fn refused_before_the_run(dir: &std::path::Path, flag: &str, document: &str, expected: &str) {
-    let file = dir.join("document.json");
-    std::fs::write(&file, document).unwrap();
-    let out = dir.join("out");
+/// `leasesim run --seed 1 FLAG FILE --out DIR/out`, with `document` written to `FILE` in a
+/// fresh folder `DIR`, is refused before the run naming `expected`.
+fn refused_before_the_run(flag: &str, document: &str, expected: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "document.json", document);
+    let out = dir.path().join("out");
     let args = [
         "run",
         "--seed",
         "1",
         flag,
-        file.to_str().unwrap(),
+        &file,
         "--out",
         out.to_str().unwrap(),
     ];
-    let output = leasesim!().run(args);
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{document}: {stderr}");
-    assert!(stderr.contains(expected), "{document}: {stderr}");
+    refused(&args, &[expected]);
 }
 
 #[test]

@@ -1,31 +1,24 @@
 //! Field cases F1 and F3 of `docs/field-cases.md`, replayed exactly: their histories
 //! show A's stale append rejected and the ledger exactly as each case says.
 
-use leasesim::history::{History, Op, OpResult, Outcome};
+use leasesim::history::{OpResult, Outcome};
 use leasesim::sim::schedule::FaultSchedule;
 use leasesim::sim::script::Script;
 
-use crate::support::{A1_THEN_B1, A1_THEN_B1_B2_B3, dump, ledger};
+use crate::support::{
+    A1_THEN_B1, A1_THEN_B1_B2_B3, appended, assert_f3_stopped_by_the_fence, dump, ledger, outcomes,
+};
 use crate::world_runs::{run_field_case, run_scripted};
 
 const A: &str = "replica-1";
-
-/// The result of the journal append that carried `seq_in_writer` from `replica`.
-fn journal_appends(history: &History, replica: &str) -> Vec<(Outcome, OpResult)> {
-    history
-        .ops()
-        .filter(|op| op.process.replica == replica && matches!(op.op, Op::JournalAppend { .. }))
-        .map(|op| (op.outcome, op.result.clone().unwrap()))
-        .collect()
-}
 
 #[test]
 fn f1_a_pause_longer_than_the_ttl_ends_in_a_fenced_stale_append() {
     let history = run_field_case("f1-pause-longer-than-ttl", 1).history;
     dump("f1-pause-longer-than-ttl", 1, &history);
     assert_eq!(ledger(&history, "s1"), A1_THEN_B1);
-    let a = journal_appends(&history, A);
-    assert_eq!(a[0], (Outcome::Ok, OpResult::Appended { seq: 2 }));
+    let a = outcomes(&history, A, "journal_append");
+    assert_eq!(a[0], appended(2));
     assert_eq!(
         a[1],
         (
@@ -43,20 +36,7 @@ fn f3_a_slow_clock_cut_off_from_the_lease_service_is_stopped_by_the_fence() {
     let history = run_field_case("f3-slow-clock-cut-off-from-lease", 3).history;
     dump("f3-slow-clock-cut-off-from-lease", 3, &history);
     assert_eq!(ledger(&history, "s1"), A1_THEN_B1_B2_B3);
-    let a = journal_appends(&history, A);
-    assert_eq!(a.len(), 4);
-    assert_eq!(a[0], (Outcome::Ok, OpResult::Appended { seq: 2 }));
-    assert!(
-        matches!(a[1], (Outcome::Fail, OpResult::Fenced { expected: 2, .. })),
-        "{:?}",
-        a[1]
-    );
-    for later in &a[2..] {
-        assert!(
-            matches!(later, (Outcome::Fail, OpResult::Poisoned { .. })),
-            "{later:?}"
-        );
-    }
+    assert_f3_stopped_by_the_fence(&history, "seed 3");
     // A's checks still passed on its slow clock: only the fence saved the ledger.
     let a_checks_after_takeover = history
         .validity_checks()

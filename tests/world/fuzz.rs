@@ -151,44 +151,42 @@ fn read_run_file(text: &str) {
     }
 }
 
-#[test]
-fn the_scenario_reader_never_panics_on_arbitrary_bytes() {
+/// `read` on 2,000 arbitrary byte strings of up to 400 bytes (as lossy UTF-8).
+fn never_panics_on_arbitrary_bytes(read: fn(&str)) {
     runner(2000)
         .run(&prop::collection::vec(any::<u8>(), 0..400), |bytes| {
-            read_scenario(&String::from_utf8_lossy(&bytes));
+            read(&String::from_utf8_lossy(&bytes));
             Ok(())
         })
         .unwrap();
+}
+
+/// `read` on 1,500 documents of `texts`, each with one to three [`Edit`]s.
+fn never_panics_on_mutations_of(texts: Vec<String>, read: fn(&str)) {
+    runner(1500)
+        .run(&(select(texts), edits()), |(text, edits)| {
+            read(&apply(&text, &edits));
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn the_scenario_reader_never_panics_on_arbitrary_bytes() {
+    never_panics_on_arbitrary_bytes(read_scenario);
 }
 
 #[test]
 fn the_scenario_reader_never_panics_on_mutated_scenarios() {
-    let texts = scenarios();
-    runner(1500)
-        .run(&(select(texts), edits()), |(text, edits)| {
-            read_scenario(&apply(&text, &edits));
-            Ok(())
-        })
-        .unwrap();
+    never_panics_on_mutations_of(scenarios(), read_scenario);
 }
 
 #[test]
 fn the_run_file_reader_never_panics_on_arbitrary_bytes() {
-    runner(2000)
-        .run(&prop::collection::vec(any::<u8>(), 0..400), |bytes| {
-            read_run_file(&String::from_utf8_lossy(&bytes));
-            Ok(())
-        })
-        .unwrap();
+    never_panics_on_arbitrary_bytes(read_run_file);
 }
 
 #[test]
 fn the_run_file_reader_never_panics_on_mutated_run_files() {
-    let texts = run_files();
-    runner(1500)
-        .run(&(select(texts), edits()), |(text, edits)| {
-            read_run_file(&apply(&text, &edits));
-            Ok(())
-        })
-        .unwrap();
+    never_panics_on_mutations_of(run_files(), read_run_file);
 }

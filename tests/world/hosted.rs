@@ -13,13 +13,14 @@ use leasesim::sim::backend::{
     AuthorityHost, Backend, BackendView, Grpc, HostResult, ReplicaEnv, WorldBackend,
     register_targets, target_backend,
 };
-use leasesim::sim::config::WALL_EPOCH;
+use leasesim::sim::config::{WALL_EPOCH, WorldConfig};
 use leasesim::sim::generate::random_schedule;
 use leasesim::sim::hosted::{ClockKind, WorldThread, clock_now, fill_random};
 use leasesim::sim::runfile::{BackendSpec, WorldSpec};
 use leasesim::sim::schedule::{Fault, FaultSchedule};
 use leasesim::sim::world::{World, WorldError};
-use leasesim_testkit::leasesim;
+
+use crate::support::scenario_refused;
 
 /// What a replica's probe saw at one reading.
 #[derive(Clone, Debug, PartialEq)]
@@ -126,6 +127,17 @@ fn run(probe: Probe, seed: u64, schedule: FaultSchedule) {
         .expect("a valid world")
         .run()
         .expect("the world runs");
+}
+
+/// The configuration of a world with the defaults on an unmodified [`Probe`]: code that takes
+/// neither freezes nor drift.
+fn unmodified_world_config() -> WorldConfig {
+    let (probe, _) = Probe::new(true);
+    let world = World::builder()
+        .backend(Backend::new(probe))
+        .build()
+        .unwrap();
+    world.config().clone()
 }
 
 fn ns(duration: Duration) -> i128 {
@@ -370,14 +382,10 @@ fn code_that_takes_no_freezes_or_drift_refuses_them_naming_what_it_lacks() {
 
 #[test]
 fn faults_drawn_for_code_that_takes_no_freezes_or_drift_leave_those_kinds_out() {
-    let (probe, _) = Probe::new(true);
-    let world = World::builder()
-        .backend(Backend::new(probe))
-        .build()
-        .unwrap();
+    let world = unmodified_world_config();
     let mut drawn = 0;
     for seed in 0..64 {
-        let mut config = world.config().clone();
+        let mut config = world.clone();
         config.seed = seed;
         for scheduled in random_schedule(&config).faults {
             drawn += 1;
@@ -399,29 +407,14 @@ fn faults_drawn_for_code_that_takes_no_freezes_or_drift_leave_those_kinds_out() 
 
 #[test]
 fn leasesim_refuses_a_target_backend_naming_the_targets_binary() {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("target.toml");
-    std::fs::write(
-        &scenario,
+    scenario_refused(
         "v = 1\nabout = \"a target world\"\n\n[world]\nbackend = \"target:kube-lease-manager\"\n",
-    )
-    .unwrap();
-    let output = leasesim!()
-        .command()
-        .args(["run", "--seed", "1", "--scenario"])
-        .arg(&scenario)
-        .arg("--out")
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("backend `target:kube-lease-manager`"),
-        "{stderr}"
+        &[
+            "backend `target:kube-lease-manager`",
+            "`leasesim-targets`",
+            "docs/targets.md",
+        ],
     );
-    assert!(stderr.contains("`leasesim-targets`"), "{stderr}");
-    assert!(stderr.contains("docs/targets.md"), "{stderr}");
 }
 
 #[test]
@@ -479,12 +472,7 @@ fn a_targets_binary_knows_its_targets_and_lists_them_for_an_unknown_name() {
 fn a_swarm_profile_on_code_that_takes_no_freezes_or_drift_draws_only_the_other_kinds() {
     use leasesim::campaign::swarm::{IntensityProfile, SwarmProfile, draw};
     use leasesim::sim::generate::FaultKind::{ClockDrift, Partition, Pause, Stall, WallJump};
-    let (probe, _) = Probe::new(true);
-    let world = World::builder()
-        .backend(Backend::new(probe))
-        .build()
-        .unwrap();
-    let mut config = world.config().clone();
+    let mut config = unmodified_world_config();
     let profile = SwarmProfile {
         kinds: vec![Pause, ClockDrift, WallJump, Partition],
         faults: (1, 8),

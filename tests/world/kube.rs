@@ -10,7 +10,7 @@ use leasesim::history::{History, Op, OpResult, Outcome, WriteVerb};
 use leasesim::sim::runfile::{self};
 use leasesim_testkit::leasesim;
 
-use crate::support::{ledger, run, sims};
+use crate::support::{ledger, run, sims, write};
 
 /// Every `kube_update` from 12 s on, as `(replica, expected_rv, outcome, result)`.
 fn updates_after(history: &History, from_us: u64) -> Vec<(String, Option<u64>, Outcome, OpResult)> {
@@ -393,13 +393,9 @@ fn a_ttl_of_fractional_seconds_is_refused_for_kube_at_build_and_in_scenarios() {
         "{error}"
     );
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kube-fraction.toml");
-    std::fs::write(
-        &path,
-        "v = 1\nabout = \"x\"\n\n[world]\nbackend = \"kube\"\nttl_ms = 2500\n",
-    )
-    .unwrap();
-    let error = Scenario::load(&path).unwrap_err();
+    let text = "v = 1\nabout = \"x\"\n\n[world]\nbackend = \"kube\"\nttl_ms = 2500\n";
+    let path = write(dir.path(), "kube-fraction.toml", text);
+    let error = Scenario::load(std::path::Path::new(&path)).unwrap_err();
     assert_eq!(error.field.as_deref(), Some("world.ttl_ms"), "{error}");
     assert!(error.message.contains("whole seconds"), "{error}");
 }

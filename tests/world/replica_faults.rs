@@ -6,23 +6,17 @@
 use leasesim::check::judge::judge;
 use leasesim::check::linearizability::Budget;
 use leasesim::history::{
-    Decision, HistLeaseUse, HistLossCause, HistRecord, History, Op, OpLine, OpResult, Outcome,
+    Decision, HistLeaseUse, HistLossCause, HistRecord, History, Op, OpResult, Outcome,
 };
 
-use crate::support::{A1_THEN_B1, appended, grants, ledger, outcomes, run};
+use crate::support::{
+    A1_THEN_B1, B1_AFTER_A_FENCED_NOTHING, appended, grants, ledger, ops, outcomes, run,
+};
 
 const A: &str = "replica-1";
 const B: &str = "replica-2";
 
 const SEEDS: [u64; 2] = [1, 2];
-
-/// The operations `op` (`lease_acquire`, `journal_append`, …) `replica` made, in order.
-fn ops<'h>(history: &'h History, replica: &str, op: &str) -> Vec<&'h OpLine> {
-    history
-        .ops()
-        .filter(|line| line.process.replica == replica && line.op.name() == op)
-        .collect()
-}
 
 /// A call refused unsent because the holder's own deadline, 9 s on its clock (acquired at
 /// 0 with the granted 10 s TTL, minus the 1 s margin), had passed.
@@ -47,11 +41,28 @@ fn assert_clean(history: &History, seed: u64) {
     assert!(violated.is_empty(), "seed {seed}: {violated:?}");
 }
 
+/// `sims/<name>.toml` run on each of [`SEEDS`], each judged clean: `(seed, history)`.
+fn clean_runs(name: &str) -> impl Iterator<Item = (u64, History)> + '_ {
+    SEEDS.into_iter().map(move |seed| {
+        let history = run(name, seed);
+        assert_clean(&history, seed);
+        (seed, history)
+    })
+}
+
+/// Asserts that A's appends were a1, acknowledged at position 2, and one more refused unsent
+/// at A's 9 s deadline ([`lost_at_nine_seconds`]); `why` says why it was refused.
+fn assert_a1_then_lost_at_nine_seconds(history: &History, seed: u64, why: &str) {
+    assert_eq!(
+        outcomes(history, A, "journal_append"),
+        [appended(2), lost_at_nine_seconds()],
+        "seed {seed}: {why}"
+    );
+}
+
 #[test]
 fn a_scripted_shutdown_cleans_up_releases_and_hands_over_at_once() {
-    for seed in SEEDS {
-        let history = run("scripted-shutdown-hands-over", seed);
-        assert_clean(&history, seed);
+    for (seed, history) in clean_runs("scripted-shutdown-hands-over") {
         assert_eq!(
             ledger(&history, "s1"),
             [
@@ -103,13 +114,11 @@ fn a_scripted_shutdown_cleans_up_releases_and_hands_over_at_once() {
 
 #[test]
 fn a_pause_before_the_append_check_ends_in_a_refusal_never_sent() {
-    for seed in SEEDS {
-        let history = run("pause-before-the-append-check", seed);
-        assert_clean(&history, seed);
-        assert_eq!(
-            outcomes(&history, A, "journal_append"),
-            [appended(2), lost_at_nine_seconds()],
-            "seed {seed}: a2, judged after the 15 s pause, is refused"
+    for (seed, history) in clean_runs("pause-before-the-append-check") {
+        assert_a1_then_lost_at_nine_seconds(
+            &history,
+            seed,
+            "a2, judged after the 15 s pause, is refused",
         );
         // A sent its fence and a1 only; a2 never reached the ledger (F1's a2 is sent and fenced).
         assert_eq!(ops(&history, A, "ledger_append").len(), 2, "seed {seed}");
@@ -120,9 +129,7 @@ fn a_pause_before_the_append_check_ends_in_a_refusal_never_sent() {
 
 #[test]
 fn a_pause_before_the_open_check_ends_in_a_refusal_with_nothing_sent() {
-    for seed in SEEDS {
-        let history = run("pause-before-the-open-check", seed);
-        assert_clean(&history, seed);
+    for (seed, history) in clean_runs("pause-before-the-open-check") {
         assert_eq!(
             outcomes(&history, A, "journal_open"),
             [lost_at_nine_seconds()],
@@ -130,22 +137,17 @@ fn a_pause_before_the_open_check_ends_in_a_refusal_with_nothing_sent() {
         );
         assert!(ops(&history, A, "ledger_append").is_empty(), "seed {seed}");
         assert!(decisions(&history, A).is_empty(), "seed {seed}");
-        assert_eq!(
-            ledger(&history, "s1"),
-            ["fence 2 replica-2", "b1 replica-2"]
-        );
+        assert_eq!(ledger(&history, "s1"), B1_AFTER_A_FENCED_NOTHING);
     }
 }
 
 #[test]
 fn a_pause_before_the_cleanup_append_ends_in_a_refusal_never_sent() {
-    for seed in SEEDS {
-        let history = run("cleanup-append-after-long-pause", seed);
-        assert_clean(&history, seed);
-        assert_eq!(
-            outcomes(&history, A, "journal_append"),
-            [appended(2), lost_at_nine_seconds()],
-            "seed {seed}: the clean-up, judged after the 15 s pause, is refused"
+    for (seed, history) in clean_runs("cleanup-append-after-long-pause") {
+        assert_a1_then_lost_at_nine_seconds(
+            &history,
+            seed,
+            "the clean-up, judged after the 15 s pause, is refused",
         );
         assert_eq!(
             decisions(&history, A),
@@ -167,13 +169,11 @@ fn a_pause_before_the_cleanup_append_ends_in_a_refusal_never_sent() {
 
 #[test]
 fn a_configured_ttl_longer_than_granted_changes_nothing() {
-    for seed in SEEDS {
-        let history = run("configured-ttl-ignored", seed);
-        assert_clean(&history, seed);
-        assert_eq!(
-            outcomes(&history, A, "journal_append"),
-            [appended(2), lost_at_nine_seconds()],
-            "seed {seed}: a2 at 14 s is refused at the granted TTL's deadline, not the configured 27 s"
+    for (seed, history) in clean_runs("configured-ttl-ignored") {
+        assert_a1_then_lost_at_nine_seconds(
+            &history,
+            seed,
+            "a2 at 14 s is refused at the granted TTL's deadline, not the configured 27 s",
         );
         assert_eq!(ledger(&history, "s1"), A1_THEN_B1);
     }
@@ -181,9 +181,7 @@ fn a_configured_ttl_longer_than_granted_changes_nothing() {
 
 #[test]
 fn a_worker_that_panics_ends_its_renewer_and_releases_its_lease() {
-    for seed in SEEDS {
-        let history = run("worker-panics-mid-run", seed);
-        assert_clean(&history, seed);
+    for (seed, history) in clean_runs("worker-panics-mid-run") {
         // A's first append panicked after its check, before its send: cut off, never answered.
         let appends = ops(&history, A, "journal_append");
         let panicked = appends

@@ -10,7 +10,9 @@ use leasesim::sim::runfile::{self, RunFile};
 use leasesim_testkit::leasesim;
 
 use crate::support::{
-    A1_THEN_B1, A1_THEN_B1_B2_B3, appended, grants, ledger, outcomes, repo, run, sims,
+    A1_THEN_B1, A1_THEN_B1_B2_B3, B1_AFTER_A_FENCED_NOTHING, appended,
+    assert_f3_stopped_by_the_fence, grants, ledger, ops, outcomes, repo, run, scenario_refused,
+    sims,
 };
 
 const A: &str = "replica-1";
@@ -112,20 +114,7 @@ fn f3_a_slow_clock_cut_off_from_the_lease_service_is_stopped_by_the_fence() {
     for seed in SEEDS {
         let history = run("f3-slow-clock-cut-off-from-lease", seed);
         assert_eq!(ledger(&history, "s1"), A1_THEN_B1_B2_B3);
-        let a = outcomes(&history, A, "journal_append");
-        assert_eq!(a.len(), 4);
-        assert_eq!(a[0], appended(2));
-        assert!(
-            matches!(a[1], (Outcome::Fail, OpResult::Fenced { expected: 2, .. })),
-            "seed {seed}: {:?}",
-            a[1]
-        );
-        for later in &a[2..] {
-            assert!(
-                matches!(later, (Outcome::Fail, OpResult::Poisoned { .. })),
-                "seed {seed}: {later:?}"
-            );
-        }
+        assert_f3_stopped_by_the_fence(&history, &format!("seed {seed}"));
     }
 }
 
@@ -311,9 +300,8 @@ fn f6_a_late_release_frees_nothing() {
 fn f7_a_stale_renew_resurrects_nothing() {
     for seed in SEEDS {
         let history = run("f7-renew-resurrects", seed);
-        let raw_renews: Vec<(Outcome, OpResult)> = history
-            .ops()
-            .filter(|op| op.process.replica == A && op.op.name() == "lease_renew")
+        let raw_renews: Vec<(Outcome, OpResult)> = ops(&history, A, "lease_renew")
+            .into_iter()
             .filter(|op| op.invoke_us >= 12_000_000)
             .map(|op| (op.outcome, op.result.clone().unwrap()))
             .collect();
@@ -442,18 +430,9 @@ fn the_cli_runs_a_scenario_and_replays_its_run_file() {
 /// A malformed scenario is bad input (exit 2) with the loader's message.
 #[test]
 fn the_cli_refuses_a_malformed_scenario_with_exit_2() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bad.toml");
-    std::fs::write(&path, "v = 1\nabout = \"x\"\n[world]\nttl = 5\n").unwrap();
-    let output = leasesim!().run_in(
-        repo(),
-        ["run", "--scenario", path.to_str().unwrap(), "--seed", "1"],
-    );
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("bad.toml:4:1: `world.ttl`: unknown field `ttl`"),
-        "{stderr}"
+    scenario_refused(
+        "v = 1\nabout = \"x\"\n[world]\nttl = 5\n",
+        &["bad.toml:4:1: `world.ttl`: unknown field `ttl`"],
     );
 }
 
@@ -475,10 +454,7 @@ fn a_holder_resumed_from_suspend_cannot_fence_below_the_newer_fence() {
             outcomes(&history, A, "ledger_append").is_empty(),
             "seed {seed}"
         );
-        assert_eq!(
-            ledger(&history, "s1"),
-            ["fence 2 replica-2", "b1 replica-2"]
-        );
+        assert_eq!(ledger(&history, "s1"), B1_AFTER_A_FENCED_NOTHING);
     }
 }
 

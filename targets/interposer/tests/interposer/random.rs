@@ -5,16 +5,14 @@ use std::collections::hash_map::{DefaultHasher, RandomState};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::time::Instant;
 
-use crate::source::{Mode, SEED, answering, errno, fill_from, fresh_thread};
+use crate::source::{Mode, SEED, answering, errno, fresh_thread, seed_stream};
 
 #[test]
 fn getrandom_fill_draws_the_sources_stream() {
     answering(Mode::Answer, || {
         let mut drawn = [0u8; 20];
         getrandom::fill(&mut drawn).expect("the source's getrandom");
-        let mut expected = [0u8; 20];
-        fill_from(SEED, &mut expected);
-        assert_eq!(drawn, expected);
+        assert_eq!(drawn, seed_stream());
     });
 }
 
@@ -27,9 +25,7 @@ fn getentropy_draws_the_sources_stream() {
             unsafe { libc::getentropy(drawn.as_mut_ptr().cast(), 16) },
             0
         );
-        let mut expected = [0u8; 16];
-        fill_from(SEED, &mut expected);
-        assert_eq!(drawn, expected);
+        assert_eq!(drawn, seed_stream());
     });
 }
 

@@ -4,6 +4,11 @@ use leasesim_interposer::{AlreadyInstalled, Read, SelfTestError, Source, self_te
 
 use crate::source::{self, Mode, answering};
 
+/// The self-test's failure when the source did not answer `read`.
+fn not_answered(read: Read) -> Result<(), SelfTestError> {
+    Err(SelfTestError::NotAnswered { read })
+}
+
 #[test]
 fn the_self_test_passes_where_the_source_answers() {
     answering(Mode::Answer, || assert_eq!(self_test(), Ok(())));
@@ -12,25 +17,16 @@ fn the_self_test_passes_where_the_source_answers() {
 #[test]
 fn the_self_test_fails_on_a_thread_the_source_does_not_answer() {
     answering(Mode::Off, || {
-        assert_eq!(
-            self_test(),
-            Err(SelfTestError::NotAnswered {
-                read: Read::SystemTimeNow
-            })
-        );
+        assert_eq!(self_test(), not_answered(Read::SystemTimeNow));
     });
 }
 
 #[test]
 fn the_self_test_names_the_monotonic_read_the_source_declined() {
     answering(Mode::NoMonotonic, || {
-        let error = self_test().unwrap_err();
-        assert_eq!(
-            error,
-            SelfTestError::NotAnswered {
-                read: Read::InstantNow
-            }
-        );
+        let result = self_test();
+        assert_eq!(result, not_answered(Read::InstantNow));
+        let error = result.unwrap_err();
         assert!(
             error.to_string().starts_with(
                 "std::time::Instant::now() is not simulated: it reached the interposer's \
@@ -44,12 +40,7 @@ fn the_self_test_names_the_monotonic_read_the_source_declined() {
 #[test]
 fn the_self_test_names_the_random_read_the_source_declined() {
     answering(Mode::NoRandom, || {
-        assert_eq!(
-            self_test(),
-            Err(SelfTestError::NotAnswered {
-                read: Read::GetrandomFill
-            })
-        );
+        assert_eq!(self_test(), not_answered(Read::GetrandomFill));
     });
 }
 

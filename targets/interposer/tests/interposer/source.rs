@@ -76,6 +76,13 @@ pub fn fill_from(mut state: u64, buf: &mut [u8]) -> u64 {
     state
 }
 
+/// The first `N` bytes of the stream a thread answered with [`SEED`] draws.
+pub fn seed_stream<const N: usize>() -> [u8; N] {
+    let mut stream = [0u8; N];
+    fill_from(SEED, &mut stream);
+    stream
+}
+
 /// Installs the test source (once per process).
 pub fn install() {
     static ONCE: Once = Once::new();
