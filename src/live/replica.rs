@@ -24,6 +24,7 @@ use crate::hooks::HookSlot;
 use crate::journal::{Ledger, RemoteLedger, SkewMargin, Store, StoreConfig};
 use crate::lease::{FlockLease, FlockLeaseConfig, RemoteLease, SessionLease};
 use crate::net::tcp_dialer;
+use crate::remote::RemoteChannel;
 use crate::sim::config::{Workload, WorldConfig};
 use crate::sim::plan::{Drawer, PlannedRun, StartedRuns, drawn_runs};
 use crate::sim::record::{Recorder, SinkHooks, recorded_store, validity_sink};
@@ -142,7 +143,8 @@ async fn lease_client(
     match target {
         LeaseTarget::Grpc(addr) => {
             let client =
-                RemoteLease::new(addr, tcp_dialer(), clock.clone(), &config.client_config())
+                RemoteChannel::new(addr, tcp_dialer(), clock.clone(), &config.client_config())
+                    .map(RemoteLease::new)
                     .map_err(|e| bad(format!("--lease {target}: {e}")))?;
             Ok(Arc::new(client))
         }
@@ -186,12 +188,13 @@ fn store(
     lease: Arc<dyn SessionLease>,
     clock: &Arc<dyn Clock>,
 ) -> Result<Store, ReplicaError> {
-    let ledger = RemoteLedger::new(
+    let ledger = RemoteChannel::new(
         &args.ledger,
         tcp_dialer(),
         clock.clone(),
         &config.client_config(),
     )
+    .map(RemoteLedger::new)
     .map_err(|e| ReplicaError::BadInput(format!("--ledger {}: {e}", args.ledger)))?;
     let hooks = SinkHooks::new(validity_sink(recorder.clone(), process.clone()));
     let store_config = StoreConfig {

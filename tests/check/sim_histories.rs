@@ -65,20 +65,23 @@ fn assert_linearizable(what: &str, history: &History) {
     );
 }
 
+/// Field case `name` on seed 1: more than four ledger operations, exactly two lease
+/// operations, and linearizable under both models.
+fn assert_field_case_linearizable(name: &str) {
+    let history = run_field_case(name, 1).history;
+    assert!(ledger_operations(&history).unwrap().ops.len() > 4, "{name}");
+    assert_eq!(lease_operations(&history).unwrap().ops.len(), 2, "{name}");
+    assert_linearizable(name, &history);
+}
+
 #[test]
 fn f1_is_linearizable_under_both_models() {
-    let history = run_field_case("f1-pause-longer-than-ttl", 1).history;
-    assert!(ledger_operations(&history).unwrap().ops.len() > 4);
-    assert_eq!(lease_operations(&history).unwrap().ops.len(), 2);
-    assert_linearizable("f1", &history);
+    assert_field_case_linearizable("f1-pause-longer-than-ttl");
 }
 
 #[test]
 fn f3_is_linearizable_under_both_models() {
-    let history = run_field_case("f3-slow-clock-cut-off-from-lease", 1).history;
-    assert!(ledger_operations(&history).unwrap().ops.len() > 4);
-    assert_eq!(lease_operations(&history).unwrap().ops.len(), 2);
-    assert_linearizable("f3", &history);
+    assert_field_case_linearizable("f3-slow-clock-cut-off-from-lease");
 }
 
 #[test]

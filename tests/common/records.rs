@@ -6,7 +6,9 @@
 // Each binary that includes this file uses a part of it.
 #![allow(dead_code)]
 
-use leasesim::journal::{Ledger, Record, WriterId};
+use std::future::Future;
+
+use leasesim::journal::{Journal, JournalError, Ledger, Record, WriterId};
 use leasesim::lease::{Owner, SessionId};
 
 /// Replica 1's first incarnation.
@@ -51,4 +53,41 @@ pub fn event(owner: Owner, journal: u64, seq_in_writer: u64, payload: &str) -> R
 pub async fn read_all(ledger: &dyn Ledger, session: &SessionId) -> Vec<Record> {
     let entries = ledger.read(session, 1).await.unwrap();
     entries.into_iter().map(|entry| entry.record).collect()
+}
+
+/// The end of a takeover (docs/contracts.md#fencing) where replica-1 (A) wrote `a1` at seq 2
+/// under fence 1 and replica-2 (B) then fenced the session (seq 3) and wrote `b1` at seq 4,
+/// while A still believes it holds the lease: A's next append is fenced (expected 2, found 4)
+/// and poisons A's journal, whose tracked tip stays 2; the ledger (`records`, read after A's
+/// attempts) holds just those four records; B's next append lands at 5.
+pub async fn assert_stale_writer_fenced(
+    a: &Journal,
+    records: impl Future<Output = Vec<Record>>,
+    b: &Journal,
+) {
+    let fenced = JournalError::Fenced {
+        expected: 2,
+        actual: 4,
+    };
+    assert_eq!(a.append(b"a2".to_vec()).await, Err(fenced.clone()));
+    assert!(a.is_poisoned().await);
+    assert_eq!(a.tip().await, 2, "the tracked tip only moves on success");
+    let poisoned = JournalError::Poisoned {
+        first: Box::new(fenced),
+    };
+    assert_eq!(a.append(b"a3".to_vec()).await, Err(poisoned));
+    assert_eq!(
+        records.await,
+        [
+            fence(1, replica_1(), 1),
+            event(replica_1(), 1, 1, "a1"),
+            fence(2, replica_2(), 1),
+            event(replica_2(), 1, 1, "b1"),
+        ]
+    );
+    assert_eq!(
+        b.append(b"b2".to_vec()).await,
+        Ok(5),
+        "the new holder is unaffected"
+    );
 }

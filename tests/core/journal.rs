@@ -22,7 +22,7 @@ use leasesim::journal::{
 };
 use leasesim::lease::{LeaseError, MemLease, Owner};
 
-use crate::records::{event, fence, replica_1, replica_2, s1, writer};
+use crate::records::{assert_stale_writer_fenced, event, fence, replica_1, replica_2, s1, writer};
 use crate::support::ledger::{
     AppendFault, FaultyLedger, LoopbackLedger, RacingLedger, Sneak, TIMEOUT, append_foreign,
     foreign_event, foreign_fence,
@@ -268,32 +268,7 @@ async fn stale_writer_after_takeover_is_fenced_and_poisoned(backend: Backend) {
     assert_eq!(b_journal.append(bytes("b1")).await, Ok(4));
 
     assert!(a_lease.is_valid(), "A's local check still passes");
-    let fenced = JournalError::Fenced {
-        expected: 2,
-        actual: 4,
-    };
-    assert_eq!(a_journal.append(bytes("a2")).await, Err(fenced.clone()));
-    assert!(a_journal.is_poisoned().await);
-    assert_eq!(
-        a_journal.tip().await,
-        2,
-        "the tracked tip only moves on success"
-    );
-    assert_poisoned_by(&a_journal, "a3", fenced).await;
-    assert_eq!(
-        world.records().await,
-        [
-            fence(1, replica_1(), 1),
-            event(replica_1(), 1, 1, "a1"),
-            fence(2, replica_2(), 1),
-            event(replica_2(), 1, 1, "b1"),
-        ]
-    );
-    assert_eq!(
-        b_journal.append(bytes("b2")).await,
-        Ok(5),
-        "the new holder is unaffected"
-    );
+    assert_stale_writer_fenced(&a_journal, world.records(), &b_journal).await;
 }
 
 async fn foreign_append_fences_the_journal(backend: Backend) {

@@ -2,7 +2,7 @@
 //! --out in use is refused before it starts a process, and a run stopped midway never
 //! leaves an earlier run's verdict files beside its own.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -16,9 +16,7 @@ use super::support;
 #[test]
 fn a_second_live_on_an_out_in_use_exits_2_before_starting_anything() {
     let _serial = support::serial();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("same");
-    std::fs::create_dir_all(&out).unwrap();
+    let (_dir, out) = out_folder("same");
     let holder = std::fs::File::create(out.join(".lock")).unwrap();
     holder.try_lock().unwrap();
     let out_arg = out.to_str().unwrap();
@@ -43,6 +41,14 @@ fn a_second_live_on_an_out_in_use_exits_2_before_starting_anything() {
     assert_eq!(entries, [".lock"], "nothing started, nothing written");
 }
 
+/// An empty folder `name` in a fresh temporary folder (deleted when the guard drops).
+fn out_folder(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join(name);
+    std::fs::create_dir_all(&out).unwrap();
+    (dir, out)
+}
+
 /// Waits (at most 20 s) until `path` exists.
 // A child process runs in real time: the deadline and the polling are real time too.
 #[allow(clippy::disallowed_types, clippy::disallowed_methods)]
@@ -64,9 +70,7 @@ fn wait_for(path: &Path) {
 #[test]
 fn a_live_run_killed_midway_leaves_no_earlier_verdict_beside_its_own() {
     let _serial = support::serial();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("lv");
-    std::fs::create_dir_all(&out).unwrap();
+    let (_dir, out) = out_folder("lv");
     let stale = [
         "summary.json",
         "junit.xml",

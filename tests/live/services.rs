@@ -10,7 +10,7 @@ use leasesim::history::{Decision, Line};
 use leasesim::journal::{Ledger, LedgerError, Record, RemoteLedger};
 use leasesim::lease::{Owner, RemoteLease, SessionId, SessionLease};
 use leasesim::net::tcp_dialer;
-use leasesim::remote::ClientConfig;
+use leasesim::remote::{ClientConfig, RemoteChannel};
 
 use super::spawned::{Run, lines_of};
 use super::support::{self, serial};
@@ -22,12 +22,13 @@ fn event(n: u64) -> Record {
 }
 
 fn ledger_client(addr: &str) -> RemoteLedger {
-    RemoteLedger::new(
+    RemoteChannel::new(
         addr,
         tcp_dialer(),
         Arc::new(RealClock::new()),
         &ClientConfig::default(),
     )
+    .map(RemoteLedger::new)
     .unwrap()
 }
 
@@ -37,12 +38,13 @@ fn the_lease_service_records_its_clock_line_then_each_decision() {
     let run = Run::new(1, &["s1"], 2_000, None);
     let (mut service, addr) = run.serve("lease", 3);
     support::runtime().block_on(async {
-        let client = RemoteLease::new(
+        let client = RemoteChannel::new(
             &addr,
             tcp_dialer(),
             Arc::new(RealClock::new()),
             &ClientConfig::default(),
         )
+        .map(RemoteLease::new)
         .unwrap();
         let s1 = SessionId::new("s1").unwrap();
         let lease = client

@@ -26,14 +26,14 @@ use leasesim::journal::{
 use leasesim::lease::{MemLease, Owner};
 use leasesim::net::{Conn, Dialer, tcp_incoming};
 use leasesim::remote::wire::{self, PAYLOAD_MAX_BYTES};
-use leasesim::remote::{ClientConfig, MESSAGE_MAX_BYTES};
+use leasesim::remote::{ClientConfig, MESSAGE_MAX_BYTES, RemoteChannel};
 use leasesim::storage::log::FRAME_HEADER_BYTES;
 use leasesim::storage::{MemStorage, Storage, StorageError, safe_name};
 use prost::Message;
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
 
-use crate::records::{event, fence, replica_1, replica_2, s1};
+use crate::records::{assert_stale_writer_fenced, event, fence, replica_1, replica_2, s1};
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -214,7 +214,9 @@ impl LedgerHost {
             })
         });
         let clock = Arc::new(RealClock::new());
-        RemoteLedger::new("ledger.test:7000", dialer, clock, &ClientConfig::default()).unwrap()
+        RemoteChannel::new("ledger.test:7000", dialer, clock, &ClientConfig::default())
+            .map(RemoteLedger::new)
+            .unwrap()
     }
 
     /// Every record of `s1`, as a fresh client reads it from the service.
@@ -447,32 +449,7 @@ async fn a_stale_writer_is_still_fenced_after_the_ledger_service_restarts() {
     world.host.restart().await;
 
     assert!(a_lease.is_valid(), "A's local check still passes");
-    let fenced = JournalError::Fenced {
-        expected: 2,
-        actual: 4,
-    };
-    assert_eq!(a_journal.append(bytes("a2")).await, Err(fenced.clone()));
-    assert!(a_journal.is_poisoned().await);
-    assert_eq!(
-        a_journal.append(bytes("a3")).await,
-        Err(JournalError::Poisoned {
-            first: Box::new(fenced)
-        })
-    );
-    assert_eq!(
-        world.host.records().await,
-        [
-            fence(1, replica_1(), 1),
-            event(replica_1(), 1, 1, "a1"),
-            fence(2, replica_2(), 1),
-            event(replica_2(), 1, 1, "b1"),
-        ]
-    );
-    assert_eq!(
-        b_journal.append(bytes("b2")).await,
-        Ok(5),
-        "the new holder is unaffected"
-    );
+    assert_stale_writer_fenced(&a_journal, world.host.records(), &b_journal).await;
 }
 
 // --- Events too large for the wire --------------------------------------------------------

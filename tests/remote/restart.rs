@@ -13,7 +13,7 @@ use leasesim::lease::{
     DurableLease, DurableLeaseConfig, LeaseError, Owner, RemoteLease, STATE_FILE, SessionLease,
 };
 use leasesim::net::tcp_dialer;
-use leasesim::remote::ClientConfig;
+use leasesim::remote::{ClientConfig, RemoteChannel};
 use leasesim::storage::{MemStorage, Storage};
 use leasesim_testkit::leasesim;
 
@@ -48,7 +48,9 @@ impl LeaseProcess {
 
     fn driver(&self) -> RemoteLease {
         let clock = Arc::new(RealClock::new());
-        RemoteLease::new(&self.addr, tcp_dialer(), clock, &ClientConfig::default()).unwrap()
+        RemoteChannel::new(&self.addr, tcp_dialer(), clock, &ClientConfig::default())
+            .map(RemoteLease::new)
+            .unwrap()
     }
 }
 

@@ -11,7 +11,7 @@ use leasesim::clock::RealClock;
 use leasesim::journal::{Ledger, Record, RemoteLedger};
 use leasesim::lease::{Owner, RemoteLease, STATE_FILE, SessionId, SessionLease};
 use leasesim::net::tcp_dialer;
-use leasesim::remote::ClientConfig;
+use leasesim::remote::{ClientConfig, RemoteChannel};
 use leasesim_testkit::{assert_exit, leasesim};
 
 use crate::records;
@@ -75,7 +75,9 @@ impl LedgerProcess {
         let process = ServiceProcess::start("ledger", data);
         let clock = Arc::new(RealClock::new());
         let config = ClientConfig::default();
-        let client = RemoteLedger::new(&process.addr, tcp_dialer(), clock, &config).unwrap();
+        let client = RemoteChannel::new(&process.addr, tcp_dialer(), clock, &config)
+            .map(RemoteLedger::new)
+            .unwrap();
         LedgerProcess {
             _process: process,
             client,
@@ -244,7 +246,9 @@ async fn lease_granted_once(data: &Path) -> ServiceProcess {
 
 fn lease_driver(process: &ServiceProcess) -> RemoteLease {
     let clock = Arc::new(RealClock::new());
-    RemoteLease::new(&process.addr, tcp_dialer(), clock, &ClientConfig::default()).unwrap()
+    RemoteChannel::new(&process.addr, tcp_dialer(), clock, &ClientConfig::default())
+        .map(RemoteLease::new)
+        .unwrap()
 }
 
 /// Runs `leasesim ARGS`, which must exit 2 within 30 s (it is killed and reaped otherwise);

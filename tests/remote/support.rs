@@ -8,7 +8,7 @@ use leasesim::clock::Clock;
 use leasesim::journal::{DurableLedger, LEDGER_SUFFIX, Ledger, LedgerServer, Record, RemoteLedger};
 use leasesim::lease::{LeaseServer, Owner, RemoteLease, SessionLease};
 use leasesim::net::{Incoming, tcp_dialer, tcp_incoming};
-use leasesim::remote::ClientConfig;
+use leasesim::remote::{ClientConfig, RemoteChannel};
 use leasesim::storage::{MemStorage, Storage};
 use tokio::sync::oneshot;
 
@@ -51,7 +51,9 @@ pub async fn lease_over_grpc(
     let served =
         serve_on_loopback(|incoming, stop| LeaseServer::new(authority).serve(incoming, stop)).await;
     let config = ClientConfig::default();
-    let driver = RemoteLease::new(&served.addr, tcp_dialer(), clock, &config).unwrap();
+    let driver = RemoteChannel::new(&served.addr, tcp_dialer(), clock, &config)
+        .map(RemoteLease::new)
+        .unwrap();
     (driver, served)
 }
 
@@ -63,7 +65,9 @@ pub async fn ledger_over_grpc(
     let served =
         serve_on_loopback(|incoming, stop| LedgerServer::new(ledger).serve(incoming, stop)).await;
     let config = ClientConfig::default();
-    let client = RemoteLedger::new(&served.addr, tcp_dialer(), clock, &config).unwrap();
+    let client = RemoteChannel::new(&served.addr, tcp_dialer(), clock, &config)
+        .map(RemoteLedger::new)
+        .unwrap();
     (client, served)
 }
 

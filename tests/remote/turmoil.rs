@@ -10,7 +10,7 @@ use leasesim::journal::{LedgerServer, MemLedger, RemoteLedger, Store};
 use leasesim::lease::{
     LeaseError, LeaseServer, MemLease, Owner, RemoteLease, SessionId, SessionLease,
 };
-use leasesim::remote::ClientConfig;
+use leasesim::remote::{ClientConfig, RemoteChannel};
 use leasesim::sim::net::{turmoil_dialer, turmoil_incoming};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -47,8 +47,12 @@ fn host_services(sim: &mut turmoil::Sim<'static>) {
 
 fn store(replica: &str) -> Store {
     let config = ClientConfig::default();
-    let lease = RemoteLease::new("lease:7070", turmoil_dialer(), clock(), &config).unwrap();
-    let ledger = RemoteLedger::new("ledger:7071", turmoil_dialer(), clock(), &config).unwrap();
+    let lease = RemoteChannel::new("lease:7070", turmoil_dialer(), clock(), &config)
+        .map(RemoteLease::new)
+        .unwrap();
+    let ledger = RemoteChannel::new("ledger:7071", turmoil_dialer(), clock(), &config)
+        .map(RemoteLedger::new)
+        .unwrap();
     Store::new(
         Owner::new(replica, 0),
         Arc::new(lease),
@@ -82,7 +86,9 @@ fn a_client_comes_back_after_a_partition_heals() {
     host_services(&mut sim);
     sim.client("replica-1", async {
         let config = ClientConfig::default();
-        let driver = RemoteLease::new("lease:7070", turmoil_dialer(), clock(), &config).unwrap();
+        let driver = RemoteChannel::new("lease:7070", turmoil_dialer(), clock(), &config)
+            .map(RemoteLease::new)
+            .unwrap();
         let s1 = SessionId::new("s1").unwrap();
         let lease = driver.acquire(&s1, &Owner::new("replica-1", 0)).await?;
 

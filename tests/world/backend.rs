@@ -35,6 +35,20 @@ struct JsonLease {
     unrecorded: bool,
 }
 
+impl JsonLease {
+    /// With the planted bug: an acquire of a held session takes it from its live holder.
+    const STEALING: JsonLease = JsonLease {
+        steal: true,
+        unrecorded: false,
+    };
+
+    /// Its decisions not recorded.
+    const UNRECORDED: JsonLease = JsonLease {
+        steal: false,
+        unrecorded: true,
+    };
+}
+
 impl WorldBackend for JsonLease {
     fn name(&self) -> &str {
         if self.steal { "json-steal" } else { "json" }
@@ -363,13 +377,7 @@ fn a_backend_defined_in_a_test_plugs_in_and_its_decisions_are_judged() {
 
 #[test]
 fn a_bug_planted_in_the_test_backend_is_caught() {
-    let judgement = judged(
-        JsonLease {
-            steal: true,
-            ..JsonLease::default()
-        },
-        1,
-    );
+    let judgement = judged(JsonLease::STEALING, 1);
     assert!(
         judgement.violated().contains(&Check::Excl),
         "the stealing backend passed EXCL:\n{judgement}"
@@ -403,13 +411,7 @@ fn faults_the_backend_does_not_support_are_refused() {
 /// decisions is judged on its holders), and the ledger checks judge as for any backend.
 #[test]
 fn a_backend_without_recorded_decisions_is_not_judged_on_them() {
-    let judgement = judged(
-        JsonLease {
-            unrecorded: true,
-            ..JsonLease::default()
-        },
-        1,
-    );
+    let judgement = judged(JsonLease::UNRECORDED, 1);
     let not_judged = judgement.not_judged();
     assert!(
         not_judged.contains(&Check::Expiry),

@@ -9,7 +9,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tonic::Status;
 use tonic::transport::{Channel, Endpoint, Uri};
+
+use crate::status;
 
 use leasesim_core::clock::{Clock, Instant};
 use leasesim_core::sync::{Mutex, lock};
@@ -99,10 +102,13 @@ impl RemoteChannel {
             .clone()
     }
 
-    /// Drops the current channel after a call that timed out or broke, so the next call
-    /// starts on a fresh connection.
-    pub fn reset(&self) {
-        *lock(&self.channel) = None;
+    /// Notes a call's failure: when `status` suggests the connection timed out or broke
+    /// ([`status::connection_suspect`]), drops the current channel so the next call starts
+    /// on a fresh connection.
+    pub fn failed(&self, status: &Status) {
+        if status::connection_suspect(status) {
+            *lock(&self.channel) = None;
+        }
     }
 }
 

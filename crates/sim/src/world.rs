@@ -48,6 +48,7 @@ use leasesim_core::storage::MemStorage;
 use leasesim_history::hosts::LEDGER;
 use leasesim_history::{ClockLine, History, LedgerLine, Line, Phase, PhaseLine, Process, micros};
 use leasesim_net::Dialer;
+use leasesim_remote::RemoteChannel;
 use leasesim_remote::journal::{DurableLedger, LedgerServer, RemoteLedger};
 
 /// Why a world could not be built or run.
@@ -629,12 +630,13 @@ fn replica_store(
         dialer: dialer.clone(),
     };
     let lease = config.backend.inner().client(&env)?;
-    let ledger = RemoteLedger::new(
+    let ledger = RemoteChannel::new(
         &format!("{LEDGER}:{LEDGER_PORT}"),
         dialer,
         clock_arc.clone(),
         &client,
-    )?;
+    )
+    .map(RemoteLedger::new)?;
     freeze.set_sink(Arc::new(validity_sink(recorder.clone(), process.clone())));
     let store_config = StoreConfig {
         skew_margin: SkewMargin::Percent(config.skew_margin_percent),

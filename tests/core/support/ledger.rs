@@ -21,7 +21,7 @@ use leasesim::journal::{
 };
 use leasesim::lease::{Owner, SessionId};
 use leasesim::net::{tcp_dialer, tcp_incoming};
-use leasesim::remote::ClientConfig;
+use leasesim::remote::{ClientConfig, RemoteChannel};
 use tokio::sync::oneshot;
 
 /// The reason every injected [`LedgerError::Unknown`] carries, so tests can find it in
@@ -273,7 +273,8 @@ impl LoopbackLedger {
     /// A new client of the service, with its own connection, backing off between connection
     /// attempts on `clock`.
     pub fn client(&self, clock: Arc<dyn Clock>) -> RemoteLedger {
-        RemoteLedger::new(&self.addr, tcp_dialer(), clock, &ClientConfig::default())
+        RemoteChannel::new(&self.addr, tcp_dialer(), clock, &ClientConfig::default())
+            .map(RemoteLedger::new)
             .expect("a loopback address is valid")
     }
 }

@@ -248,12 +248,8 @@ fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, ma
     if check.at_local_us >= valid_until {
         report.violation(
             format!(
-                "{}: {} judged its lease of epoch {} valid {} at {} on its clock ({} true time), at or after valid_until {}: its {} (op {}) was sent at {} on its clock, + TTL {} - skew margin {} (of that TTL)",
-                check.session,
-                who(&check.process),
-                check.epoch,
-                check.purpose.describe(),
-                seconds_us(check.at_local_us),
+                "{} on its clock ({} true time), at or after valid_until {}: its {} (op {}) was sent at {} on its clock, + TTL {} - skew margin {} (of that TTL)",
+                judged_at(check, check.at_local_us),
                 seconds_us(check.at_us),
                 seconds_us(valid_until),
                 grant.op.name().trim_start_matches("lease_"),
@@ -268,12 +264,8 @@ fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, ma
     if let Some(loss) = leases.observed_loss(check) {
         report.violation(
             format!(
-                "{}: {} judged its lease of epoch {} valid {} at {} after it observed its loss: its {} (op {}) completed at {}",
-                check.session,
-                who(&check.process),
-                check.epoch,
-                check.purpose.describe(),
-                seconds_us(check.at_us),
+                "{} after it observed its loss: its {} (op {}) completed at {}",
+                judged_at(check, check.at_us),
                 loss.op.name().trim_start_matches("lease_"),
                 loss.id,
                 seconds_us(loss.complete_us.unwrap_or_default())
@@ -281,4 +273,17 @@ fn judge(report: &mut InvariantReport, leases: &Leases, check: &ValidityLine, ma
             vec![Evidence::Op(loss.id), checked],
         );
     }
+}
+
+/// The start of both STOP messages ("s1: replica-1 judged its lease of epoch 2 valid to
+/// append at 12.000 s"): `at_us` on whichever clock the rest of the message names.
+fn judged_at(check: &ValidityLine, at_us: u64) -> String {
+    format!(
+        "{}: {} judged its lease of epoch {} valid {} at {}",
+        check.session,
+        who(&check.process),
+        check.epoch,
+        check.purpose.describe(),
+        seconds_us(at_us)
+    )
 }

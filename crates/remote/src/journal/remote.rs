@@ -11,12 +11,11 @@ use tonic::{Request, Response, Status};
 use crate::proto::ledger_service_client::LedgerServiceClient;
 use crate::proto::ledger_service_server::{LedgerService, LedgerServiceServer};
 use crate::proto::{AppendReply, AppendRequest, ReadReply, ReadRequest, TipReply, TipRequest};
-use crate::{ClientConfig, MESSAGE_MAX_BYTES, RemoteChannel, status, wire};
-use leasesim_core::clock::Clock;
+use crate::{MESSAGE_MAX_BYTES, RemoteChannel, status, wire};
 use leasesim_core::hooks::HookSlot;
 use leasesim_core::journal::{Entry, Ledger, LedgerError, LedgerResult, Record, Seq};
 use leasesim_core::lease::SessionId;
-use leasesim_net::{Dialer, Incoming};
+use leasesim_net::Incoming;
 
 /// Most entries one read reply carries; the client reads on from where it stopped.
 pub const READ_PAGE_ENTRIES: usize = 1024;
@@ -135,20 +134,10 @@ pub struct RemoteLedger {
 }
 
 impl RemoteLedger {
-    /// A client of the ledger service at `addr` (`host:port`), dialing through `dialer` and
-    /// backing off between connection attempts on `clock`.
-    ///
-    /// # Errors
-    /// When `addr` is not a valid address.
-    pub fn new(
-        addr: &str,
-        dialer: Dialer,
-        clock: Arc<dyn Clock>,
-        config: &ClientConfig,
-    ) -> Result<Self, String> {
-        Ok(RemoteLedger {
-            channel: RemoteChannel::new(addr, dialer, clock, config)?,
-        })
+    /// A client of the ledger service `channel` connects to
+    /// ([`RemoteChannel::new`]: its address, transport, clock and deadlines).
+    pub fn new(channel: RemoteChannel) -> Self {
+        RemoteLedger { channel }
     }
 
     fn client(&self) -> LedgerServiceClient<tonic::transport::Channel> {
@@ -156,9 +145,7 @@ impl RemoteLedger {
     }
 
     fn failed(&self, status: Status) -> LedgerError {
-        if status::connection_suspect(&status) {
-            self.channel.reset();
-        }
+        self.channel.failed(&status);
         status::to_ledger_error(&status)
     }
 }

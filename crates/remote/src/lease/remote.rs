@@ -10,11 +10,10 @@ use tonic::{Request, Response, Status};
 use crate::proto::lease_service_client::LeaseServiceClient;
 use crate::proto::lease_service_server::{LeaseService, LeaseServiceServer};
 use crate::proto::{AcquireRequest, LeaseReply, LeaseRequest, ReleaseReply};
-use crate::{ClientConfig, MESSAGE_MAX_BYTES, RemoteChannel, status, wire};
-use leasesim_core::clock::Clock;
+use crate::{MESSAGE_MAX_BYTES, RemoteChannel, status, wire};
 use leasesim_core::hooks::HookSlot;
 use leasesim_core::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
-use leasesim_net::{Dialer, Incoming};
+use leasesim_net::Incoming;
 
 /// The gRPC lease service in front of `authority`.
 #[derive(Debug)]
@@ -112,20 +111,10 @@ pub struct RemoteLease {
 }
 
 impl RemoteLease {
-    /// A driver for the lease service at `addr` (`host:port`), dialing through `dialer` and
-    /// backing off between connection attempts on `clock`.
-    ///
-    /// # Errors
-    /// When `addr` is not a valid address.
-    pub fn new(
-        addr: &str,
-        dialer: Dialer,
-        clock: Arc<dyn Clock>,
-        config: &ClientConfig,
-    ) -> Result<Self, String> {
-        Ok(RemoteLease {
-            channel: RemoteChannel::new(addr, dialer, clock, config)?,
-        })
+    /// A driver for the lease service `channel` connects to
+    /// ([`RemoteChannel::new`]: its address, transport, clock and deadlines).
+    pub fn new(channel: RemoteChannel) -> Self {
+        RemoteLease { channel }
     }
 
     fn client(&self) -> LeaseServiceClient<tonic::transport::Channel> {
@@ -133,9 +122,7 @@ impl RemoteLease {
     }
 
     fn failed(&self, status: Status) -> LeaseError {
-        if status::connection_suspect(&status) {
-            self.channel.reset();
-        }
+        self.channel.failed(&status);
         status::to_lease_error(&status)
     }
 

@@ -50,8 +50,8 @@ use leasesim_core::mutant::Mutant;
 use leasesim_core::storage::MemStorage;
 use leasesim_history::{Decision, DecisionLine, Refusal, Request, WriteLine, hosts, micros};
 use leasesim_net::{Dialer, Incoming};
-use leasesim_remote::ClientConfig;
 use leasesim_remote::lease::{DurableLease, DurableLeaseConfig, LeaseServer, RemoteLease};
+use leasesim_remote::{ClientConfig, RemoteChannel};
 
 /// What a host's future returns (turmoil's host result).
 pub type HostResult = Result<(), Box<dyn std::error::Error>>;
@@ -468,12 +468,15 @@ impl WorldBackend for Grpc {
         &self,
         replica: &ReplicaEnv,
     ) -> Result<Arc<dyn SessionLease>, Box<dyn std::error::Error>> {
-        Ok(Arc::new(RemoteLease::new(
-            &replica.authority_addr(LEASE_PORT),
-            replica.dialer(),
-            replica.clock(),
-            replica.client_config(),
-        )?))
+        Ok(Arc::new(
+            RemoteChannel::new(
+                &replica.authority_addr(LEASE_PORT),
+                replica.dialer(),
+                replica.clock(),
+                replica.client_config(),
+            )
+            .map(RemoteLease::new)?,
+        ))
     }
 }
 
