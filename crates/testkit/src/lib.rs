@@ -43,12 +43,6 @@ impl Binary {
         Self { path }
     }
 
-    /// The binary's path, for a test that starts it itself (a child it kills or signals).
-    #[must_use]
-    pub fn path(&self) -> &'static Path {
-        Path::new(self.path)
-    }
-
     /// A command for the binary with nothing set: the caller adds arguments, pipes, a folder.
     #[must_use]
     pub fn command(&self) -> Command {
