@@ -7,10 +7,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use leasesim_testkit::{assert_exit, both, leasesim};
+use leasesim_testkit::{assert_exit, both, leasesim, paths_below};
 
 use crate::support::{campaign_args, copy_sims};
-use crate::tree::paths_below;
 
 const SCENARIO: &str = "f1-pause-longer-than-ttl";
 

@@ -15,5 +15,3 @@ mod shards;
 mod shrink;
 mod snapshots;
 mod support;
-#[path = "../common/tree.rs"]
-mod tree;

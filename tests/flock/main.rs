@@ -26,6 +26,4 @@ mod race;
 mod records;
 mod support;
 mod suspend;
-#[path = "../common/tree.rs"]
-mod tree;
 mod unlink;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use leasesim::lease::flock::driver::{Failure, Verb};
 
 use crate::support::{Bound, Holder, granted};
-use crate::tree::paths_below;
+use leasesim_testkit::paths_below;
 
 /// Every entry under `root`, recursively, as paths relative to it.
 fn entries(root: &Path) -> Vec<String> {

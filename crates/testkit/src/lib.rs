@@ -177,3 +177,23 @@ pub fn files_ending_in(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     files.sort();
     files
 }
+
+/// Every file and folder below `root`, recursively, as paths relative to it, sorted.
+///
+/// # Panics
+/// When a folder cannot be listed (a test's own temporary folder).
+pub fn paths_below(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path.clone());
+            }
+            found.push(path.strip_prefix(root).unwrap().to_path_buf());
+        }
+    }
+    found.sort();
+    found
+}
