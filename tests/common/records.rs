@@ -55,7 +55,7 @@ pub async fn read_all(ledger: &dyn Ledger, session: &SessionId) -> Vec<Record> {
     entries.into_iter().map(|entry| entry.record).collect()
 }
 
-/// The end of a takeover (docs/contracts.md#fencing) where replica-1 (A) wrote `a1` at seq 2
+/// The end of a takeover (docs/contracts.md#journal) where replica-1 (A) wrote `a1` at seq 2
 /// under fence 1 and replica-2 (B) then fenced the session (seq 3) and wrote `b1` at seq 4,
 /// while A still believes it holds the lease: A's next append is fenced (expected 2, found 4)
 /// and poisons A's journal, whose tracked tip stays 2; the ledger (`records`, read after A's
