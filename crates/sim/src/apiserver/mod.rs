@@ -71,9 +71,9 @@ use leasesim_core::storage::{Storage, StorageError};
 use leasesim_history::WriteVerb;
 use leasesim_net::Incoming;
 
-/// The annotation naming the session a Lease object leases (the history's `session`); an
-/// object without it is recorded under its name.
-pub const SESSION_ANNOTATION: &str = "leasesim.dev/session";
+/// The annotation naming the session a Lease object leases (the history's `session`), as
+/// leasesim's kube client writes it; an object without it is recorded under its name.
+pub use leasesim_kube::SESSION_ANNOTATION;
 
 /// One write the server accepted, as [`ApiServerConfig::on_write`] is told it.
 #[derive(Clone, PartialEq, Eq, Debug)]
