@@ -104,7 +104,10 @@ impl FaultKind {
     pub const ALL: [FaultKind; 18] = {
         let classic = Self::CLASSIC.len();
         let mut all = [FaultKind::Partition; 18];
-        assert!(classic + Self::NEWER.len() == all.len(), "every kind once");
+        assert!(
+            classic + Self::NEWER.len() == all.len(),
+            "ALL is CLASSIC then NEWER, nothing more or less"
+        );
         let mut i = 0;
         while i < all.len() {
             all[i] = if i < classic {
