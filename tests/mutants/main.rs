@@ -76,6 +76,17 @@ fn kill_failure(mutant: Mutant, scenario: &str, check: Check, seed: u64) -> Opti
     })
 }
 
+/// DEFINITE's proof: a journal that reports a committed append lost breaks only the promise of
+/// its `fail`; every other check passes the same run, so without DEFINITE it would survive.
+#[test]
+fn only_definite_kills_a_committed_append_reported_lost() {
+    let mutant = Mutant::CommittedAppendReportedLost;
+    let Kill::Scenario { scenario, seed, .. } = mutants::kill(mutant) else {
+        panic!("{mutant} is killed by a scenario");
+    };
+    assert_eq!(violated(scenario, seed, Some(mutant)), [Check::Definite]);
+}
+
 fn mem_lease(mutant: Option<Mutant>) -> Subject {
     let clock = ManualClock::new();
     let lease = MemLease::new(Arc::new(clock.clone()), TTL).with_mutant(mutant);

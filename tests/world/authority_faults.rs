@@ -1,6 +1,6 @@
 //! Faults of the authority and of its replies, each from its scenario file in `sims/`, ending in
 //! its right outcome: a grant held one way beyond the TTL arrives and is not used
-//! (`hold_replies`); a renewer whose renewals are answered PERMISSION_DENIED gives the lease
+//! (`hold_replies`), and an append acknowledged past the deadline is `ok` (it committed); a renewer whose renewals are answered PERMISSION_DENIED gives the lease
 //! up at its own deadline (`authority_errors`); a series of lease service restarts with
 //! downtime waits out the grace period once, on uptime (`lease_service_restarts` with
 //! `downtime_ms`).
@@ -61,6 +61,40 @@ fn a_grant_held_one_way_past_the_ttl_arrives_and_is_not_used() {
             .collect();
         assert_eq!(tokens, [(A.into(), 1), (B.into(), 2)], "seed {seed}");
         assert_eq!(ledger(&history, "s1"), B1_AFTER_A_FENCED_NOTHING);
+    }
+}
+
+#[test]
+fn an_append_acknowledged_past_the_deadline_is_ok_because_it_committed() {
+    for seed in SEEDS {
+        let history = run("committed-append-reply-late", seed);
+        let a2 = ops(&history, A, "journal_append")[1];
+        // Sent at 2 s, committed, acknowledged after the hold ended at 15.5 s: past replica-1's
+        // 9 s deadline, but the append took effect, so it is `ok`, never a `fail`.
+        assert_eq!(
+            (a2.outcome, a2.result.clone()),
+            (Outcome::Ok, Some(OpResult::Appended { seq: 3 })),
+            "seed {seed}"
+        );
+        assert!(
+            a2.complete_us.is_some_and(|c| c >= 15_500_000),
+            "seed {seed}: {a2:?}"
+        );
+        let tokens: Vec<(String, u64)> = grants(&history)
+            .into_iter()
+            .map(|(replica, token, _)| (replica, token))
+            .collect();
+        assert_eq!(tokens, [(A.into(), 1), (B.into(), 2)], "seed {seed}");
+        assert_eq!(
+            ledger(&history, "s1"),
+            [
+                "fence 1 replica-1",
+                "a1 replica-1",
+                "a2 replica-1",
+                "fence 2 replica-2",
+                "b1 replica-2"
+            ]
+        );
     }
 }
 

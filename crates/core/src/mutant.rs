@@ -172,6 +172,12 @@ pub enum Mutant {
     /// high-water mark is lost. Killed by the flock process test
     /// `crash_mid_record_write_keeps_the_high_water_mark`.
     RecordWrittenInPlace,
+    /// `Journal::append` re-checks its lease after the ledger acknowledged the append and,
+    /// when the holder's deadline passed while the call was in flight, reports the append
+    /// lost (`LeaseLost`, "nothing was sent") although it committed: a definite failure that
+    /// took effect, so its caller gives up (or redoes) work that is in the ledger. Killed by
+    /// DEFINITE on `sims/committed-append-reply-late.toml`.
+    CommittedAppendReportedLost,
 }
 
 impl Mutant {
@@ -210,6 +216,7 @@ impl Mutant {
         Mutant::UnlockFromAnyProcess,
         Mutant::RenewWithoutExpiryCheck,
         Mutant::RecordWrittenInPlace,
+        Mutant::CommittedAppendReportedLost,
     ];
 
     /// The mutant's place in [`Mutant::ALL`] (0-based): detection tables are in this order,
@@ -278,7 +285,8 @@ impl Mutant {
             | Mutant::CleanupBeforeInvalidate
             | Mutant::GateCheckThenEnter
             | Mutant::ClientUsesConfiguredTtl
-            | Mutant::CleanupAppendSkipsValidity => None,
+            | Mutant::CleanupAppendSkipsValidity
+            | Mutant::CommittedAppendReportedLost => None,
         }
     }
 
@@ -318,6 +326,7 @@ impl Mutant {
             Mutant::RecordWrittenInPlace => "record-written-in-place",
             Mutant::ClientUsesConfiguredTtl => "client-uses-configured-ttl",
             Mutant::CleanupAppendSkipsValidity => "cleanup-append-skips-validity",
+            Mutant::CommittedAppendReportedLost => "committed-append-reported-lost",
         }
     }
 }

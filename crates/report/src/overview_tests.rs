@@ -114,10 +114,10 @@ fn a_clean_report_of_29_scenarios_answers_on_its_first_screen_in_60_lines() {
         "| runs | 290 (290 clean, 0 violation, 0 liveness, 0 inconclusive, 0 harness-error) |",
         "**Verdict: clean (exit 0)**",
         "**Reproduction key:**",
-        "| scenario | runs | TOKEN | EXCL | EXPIRY | FENCE | LEDGER | STOP | LIVE | SIGNAL | LIN-LEASE | LIN-LEDGER |",
-        "| f0-scenario-with-a-long-sample-name | 10 | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | n/j | ✓ | ✓ | ✓ |",
-        "| f28-scenario-with-a-long-sample-name | 10 | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | n/j | ✓ | ✓ | ✓ |",
-        "| f1-scenario-with-a-long-sample-name | 10 | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |",
+        "| scenario | runs | TOKEN | EXCL | EXPIRY | FENCE | LEDGER | STOP | LIVE | SIGNAL | DEFINITE | LIN-LEASE | LIN-LEDGER |",
+        "| f0-scenario-with-a-long-sample-name | 10 | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | n/j | ✓ | ✓ | ✓ | ✓ |",
+        "| f28-scenario-with-a-long-sample-name | 10 | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | n/j | ✓ | ✓ | ✓ | ✓ |",
+        "| f1-scenario-with-a-long-sample-name | 10 | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |",
         "✓ pass · n/j not judged",
         "Mutation score: **28/28** planted bugs killed",
     ] {
@@ -140,32 +140,32 @@ fn the_matrix_says_each_scenarios_result_per_check() {
     let screen = md.split("\n## Checks\n").next().unwrap();
     assert!(
         screen.contains(
-            "| scenario | runs | TOKEN | EXCL | EXPIRY | FENCE | LEDGER | STOP | LIVE | SIGNAL | LIN-LEASE | LIN-LEDGER |\n\
-             |---|---:|:-:|:-:|:-:|:-:|:-:|:-:|:-:|:-:|:-:|:-:|\n"
+            "| scenario | runs | TOKEN | EXCL | EXPIRY | FENCE | LEDGER | STOP | LIVE | SIGNAL | DEFINITE | LIN-LEASE | LIN-LEDGER |\n\
+             |---|---:|:-:|:-:|:-:|:-:|:-:|:-:|:-:|:-:|:-:|:-:|:-:|\n"
         ),
         "{screen}"
     );
     for (scenario, cells) in [
-        ("clean", "2 | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓"),
+        ("clean", "2 | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓"),
         (
             "f1-pause",
-            "2 | ✓ | ✓ | ✓ | **[1 ✗](#fail-f1-pause-fence)** | ✓ | ✓ | ✓ | ✓ | ✓ | ✓",
+            "2 | ✓ | ✓ | ✓ | **[1 ✗](#fail-f1-pause-fence)** | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓",
         ),
         (
             "flaky",
-            "1 ([1 harness error](#harness-error-runs)) | – | – | – | – | – | – | – | – | – | –",
+            "1 ([1 harness error](#harness-error-runs)) | – | – | – | – | – | – | – | – | – | – | –",
         ),
         (
             "slow",
-            "1 | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | [1 ?](#failing-runs) | ✓",
+            "1 | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | [1 ?](#failing-runs) | ✓",
         ),
         (
             "mutant-caught",
-            "1 | ✓ | ✓ | ✓ | caught | ✓ | ✓ | ✓ | ✓ | ✓ | ✓",
+            "1 | ✓ | ✓ | ✓ | caught | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓",
         ),
         (
             "mutant-missed",
-            "1 | ✓ | **NOT CAUGHT** | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓",
+            "1 | ✓ | **NOT CAUGHT** | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓",
         ),
     ] {
         assert_eq!(row(screen, scenario), format!("| {scenario} | {cells} |"));

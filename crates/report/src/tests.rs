@@ -311,7 +311,7 @@ fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
     assert!(order.windows(2).all(|w| w[0] < w[1]));
 
     let junit = read(dir.path(), "junit.xml");
-    assert!(junit.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leasesim campaign\" tests=\"51\" failures=\"2\" errors=\"1\" skipped=\"1\">"));
+    assert!(junit.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"leasesim campaign\" tests=\"56\" failures=\"2\" errors=\"1\" skipped=\"1\">"));
     assert!(junit.contains("<testcase classname=\"leasesim.clean\" name=\"TOKEN\"/>"));
     assert!(junit.contains("<failure message=\"FENCE violated in 1 of 2 runs (1 violations)\" type=\"violation\">seed 2 (replay: leasesim run --scenario sims/field-cases/f1-pause.toml --seed 2)\n  a record of writer epoch 1 committed after Fence{2}\n    - ledger s1 seq 4\n    - op 12\nminimal run: shrunk/f1-pause-2-FENCE.json"));
     assert!(junit.contains("type=\"expected-violation-not-seen\""));
@@ -319,7 +319,7 @@ fn render_writes_the_three_outputs_with_the_campaign_exit_code() {
         "<skipped message=\"inconclusive in 1 of 1 run (a search ran out of budget)\"/>"
     ));
     assert!(junit.contains("<error message=\"1 run could not be judged (seeds 0)\" type=\"harness-error\">seed 0: panicked at src/sim/world.rs: &lt;boom&gt; &amp; &quot;quotes&quot; | pipe"));
-    assert_eq!(junit.matches("<testcase ").count(), 51);
+    assert_eq!(junit.matches("<testcase ").count(), 56);
 
     let summary: Summary = serde_json::from_str(&read(dir.path(), "summary.json")).unwrap();
     assert_eq!(summary.v, SUMMARY_VERSION);

@@ -19,7 +19,8 @@
 //!   `resourceVersion` it was conditional on — unless another call of the same shape answered
 //!   `ok` or `info` accounts for that write.
 //!
-//! A history with no `fail` op of these kinds says not judged.
+//! A history with no `fail` op of these kinds (or without the lines that judge it: ledger,
+//! decision, `write` lines) says not judged.
 
 use std::collections::BTreeMap;
 
@@ -37,8 +38,7 @@ pub fn check(history: &History) -> InvariantReport {
     check_kube_writes(&mut report, history);
     if report.checks == 0 {
         report.why_not_judged = Some(
-            "no journal, ledger, lease or Lease API write reported fail (with the lines that \
-             judge it)"
+            "no journal append, ledger append, lease call or Lease API write reported fail"
                 .to_string(),
         );
     }
@@ -63,6 +63,10 @@ fn appended_record(op: &Op) -> Option<Box<dyn Fn(&HistRecord) -> bool + '_>> {
 /// Journal and ledger appends reported `fail`, against the final ledger.
 fn check_appends(report: &mut InvariantReport, history: &History) {
     let ledger = history.final_ledger();
+    if ledger.is_empty() {
+        // No ledger lines: nothing to judge an append against (never a pass).
+        return;
+    }
     let empty = Vec::new();
     for op in history.ops().filter(|op| op.outcome == Outcome::Fail) {
         let Some(writes) = appended_record(&op.op) else {
@@ -90,14 +94,16 @@ fn check_appends(report: &mut InvariantReport, history: &History) {
         }
         let mut evidence = vec![Evidence::Op(op.id)];
         evidence.extend(seqs.iter().map(|seq| Evidence::seq(&op.session, *seq)));
+        let at: Vec<String> = seqs.iter().map(u64::to_string).collect();
         report.violation(
             format!(
                 "{}: op {} ({}) was reported fail ({}), a promise it did not take effect, but its \
-                 record is in the final ledger at seq {seqs:?}",
+                 record is in the final ledger at seq {}",
                 op.session,
                 op.id,
                 op.op.name(),
                 result_name(op.result.as_ref()),
+                at.join(", "),
             ),
             evidence,
         );

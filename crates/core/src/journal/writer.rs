@@ -204,6 +204,12 @@ impl Journal {
             .ledger
             .append(&self.session, expected, record.clone())
             .await;
+        if outcome.is_ok()
+            && self.lease.mutant() == Some(Mutant::CommittedAppendReportedLost)
+            && let Err(cause) = self.lease.check()
+        {
+            return Err(JournalError::lease_lost(cause));
+        }
         let result = match outcome {
             Ok(tip) => Ok(tip),
             Err(LedgerError::Conflict { actual }) => {

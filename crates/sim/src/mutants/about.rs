@@ -137,4 +137,8 @@ pub(super) const ABOUT: &[(Mutant, &str)] = &[
         Mutant::RecordWrittenInPlace,
         "the flock record is rewritten in place instead of temp file + rename",
     ),
+    (
+        Mutant::CommittedAppendReportedLost,
+        "a journal append that committed is reported lost when the deadline passed in flight",
+    ),
 ];

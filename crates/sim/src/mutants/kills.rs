@@ -157,4 +157,8 @@ pub(super) const KILLS: &[(Mutant, Kill)] = &[
             test: "crash_mid_record_write_keeps_the_high_water_mark",
         },
     ),
+    (
+        Mutant::CommittedAppendReportedLost,
+        scenario("sims/committed-append-reply-late.toml", Check::Definite),
+    ),
 ];

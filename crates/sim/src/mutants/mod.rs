@@ -214,6 +214,7 @@ mod tests {
                 "unlock-from-any-process: flock process test forked_child_that_exits_keeps_parents_hold",
                 "renew-without-expiry-check: conformance rule renew_after_expiry_is_held",
                 "record-written-in-place: flock process test crash_mid_record_write_keeps_the_high_water_mark",
+                "committed-append-reported-lost: DEFINITE in sims/committed-append-reply-late.toml (seed 1)",
             ]
         );
     }
