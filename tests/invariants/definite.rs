@@ -6,8 +6,8 @@ use leasesim::check::invariants::{Check, Evidence, InvariantReport, Violation, d
 use leasesim::history::WriteVerb;
 
 use super::build::{
-    S, accepted_write, acquire, appended, at, conflict, created, event_record, fence_record, fenced, grant,
-    granted, held, history, journal_append, kube_conflict, kube_create, kube_object,
+    S, accepted_write, acquire, appended, at, conflict, created, event_record, fence_record,
+    fenced, grant, granted, held, history, journal_append, kube_conflict, kube_create, kube_object,
     kube_unavailable, kube_update, ledger_append, ledger_unavailable, p, refuse_acquire, renew,
     renew_lease, span, unknown, updated,
 };
@@ -70,8 +70,20 @@ fn a_definite_failure_retried_with_success_is_the_retry_s_record() {
     // Unavailable wrote nothing; the same event (writer id, seq_in_writer) was sent again and
     // committed: the record is the retry's.
     let h = journal_ledger()
-        .op(1, "replica-1", span(S, 2 * S), journal_append(1), ledger_unavailable())
-        .op(2, "replica-1", span(3 * S, 4 * S), journal_append(1), appended(2))
+        .op(
+            1,
+            "replica-1",
+            span(S, 2 * S),
+            journal_append(1),
+            ledger_unavailable(),
+        )
+        .op(
+            2,
+            "replica-1",
+            span(3 * S, 4 * S),
+            journal_append(1),
+            appended(2),
+        )
         .build();
     assert!(definite::check(&h).passed());
 }
@@ -120,7 +132,13 @@ fn a_conflict_after_an_unknown_try_of_the_same_record_is_that_try_s_effect() {
 #[test]
 fn a_history_without_fail_operations_is_not_judged() {
     let h = journal_ledger()
-        .op(1, "replica-1", span(S, 2 * S), journal_append(1), appended(2))
+        .op(
+            1,
+            "replica-1",
+            span(S, 2 * S),
+            journal_append(1),
+            appended(2),
+        )
         .build();
     let report = definite::check(&h);
     assert!(report.passed());
@@ -175,7 +193,13 @@ fn a_decision_one_of_whose_possible_calls_was_not_a_fail_is_not_judged_against_t
     let h = history()
         .config()
         .op(1, "replica-1", span(S, 2 * S), acquire(), held(1))
-        .op(2, "replica-1", span(S, 2 * S), acquire(), granted(1, 10 * S))
+        .op(
+            2,
+            "replica-1",
+            span(S, 2 * S),
+            acquire(),
+            granted(1, 10 * S),
+        )
         .decides(at(S + S / 2), "replica-1", grant(1, 11 * S))
         .build();
     assert!(definite::check(&h).passed());
@@ -186,7 +210,13 @@ fn a_kube_update_reported_conflict_whose_write_the_server_accepted_is_caught() {
     let h = history()
         .kube_config()
         .accepted(0, created("replica-1#0", 1, 1))
-        .op(1, "replica-1", span(0, S / 2), kube_create("replica-1#0", 1), kube_object(1, "replica-1#0", 1))
+        .op(
+            1,
+            "replica-1",
+            span(0, S / 2),
+            kube_create("replica-1#0", 1),
+            kube_object(1, "replica-1#0", 1),
+        )
         .op(
             2,
             "replica-2",

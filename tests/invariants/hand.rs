@@ -702,7 +702,7 @@ fn check_all_reports_every_invariant_and_names_the_violated_one() {
     assert_eq!(
         names,
         [
-            "TOKEN", "EXCL", "EXPIRY", "FENCE", "LEDGER", "STOP", "LIVE", "SIGNAL"
+            "TOKEN", "EXCL", "EXPIRY", "FENCE", "LEDGER", "STOP", "LIVE", "SIGNAL", "DEFINITE"
         ]
     );
     assert!(
@@ -887,6 +887,7 @@ fn checks_with_nothing_to_judge_say_not_judged_never_pass() {
             Check::Stop,
             Check::Live,
             Check::Signal,
+            Check::Definite,
             Check::LinLease
         ]
     );

@@ -314,4 +314,3 @@ fn accounted_write(history: &History, op: &OpLine, writes: &[&WriteLine], i: usi
             && wrote(other, writes, i)
     })
 }
-

@@ -31,9 +31,9 @@
 //! [`Violation`]s, each with [`Evidence`] (op ids, ledger seqs, decisions) a reviewer can look
 //! up in the history.
 
+pub mod definite;
 #[cfg(test)]
 mod evidence_tests;
-pub mod definite;
 pub mod excl;
 pub mod expiry;
 pub mod fence;
