@@ -96,7 +96,7 @@ fn one_clean_result_per_run(out: &std::path::Path, scenarios: &[&str]) {
 /// (skipped); and SIGNAL everywhere: our own lease has no signal of its own (skipped).
 fn one_junit_testcase_per_scenario_and_check(out: &std::path::Path, scenarios: &[&str]) {
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
-    assert_eq!(junit.matches("<testcase ").count(), 20, "{junit}");
+    assert_eq!(junit.matches("<testcase ").count(), 22, "{junit}");
     for scenario in scenarios {
         for check in checks() {
             let open = format!("<testcase classname=\"leasesim.{scenario}\" name=\"{check}\"");
@@ -117,7 +117,7 @@ fn one_junit_testcase_per_scenario_and_check(out: &std::path::Path, scenarios: &
     assert!(!junit.contains("<failure"), "{junit}");
     assert!(!junit.contains("<error"), "{junit}");
     assert!(
-        junit.contains("tests=\"20\" failures=\"0\" errors=\"0\" skipped=\"3\""),
+        junit.contains("tests=\"22\" failures=\"0\" errors=\"0\" skipped=\"3\""),
         "{junit}"
     );
 }
