@@ -83,7 +83,7 @@ fn an_unknown_check_lists_the_checks() {
     assert_eq!(
         error(&text),
         "DIR/bad.toml:4:18: `expect.hold`: unknown check `TOKENS`; the checks are \
-         TOKEN, EXCL, EXPIRY, FENCE, LEDGER, STOP, LIVE, SIGNAL, LIN-LEASE, LIN-LEDGER"
+         TOKEN, EXCL, EXPIRY, FENCE, LEDGER, STOP, LIVE, SIGNAL, DEFINITE, LIN-LEASE, LIN-LEDGER"
     );
 }
 
