@@ -37,10 +37,11 @@ fn f1_run(dir: &Path, name: &str, mutant: Option<&str>) -> (Output, PathBuf) {
     if let Some(mutant) = mutant {
         args.extend(["--mutant", mutant]);
     }
-    let ran = leasesim!().run(args.iter().map(OsStr::new).chain([
-        OsStr::new("--out"),
-        out.as_os_str(),
-    ]));
+    let ran = leasesim!().run(
+        args.iter()
+            .map(OsStr::new)
+            .chain([OsStr::new("--out"), out.as_os_str()]),
+    );
     (ran, out.join("history.jsonl"))
 }
 
@@ -82,12 +83,7 @@ fn a_clean_runs_history_exits_0_with_every_check_line_as_run_printed_them() {
     let dir = tempfile::tempdir().unwrap();
     let (ran, history) = f1_run(dir.path(), "clean", None);
     let text = assert_judges_as_run_did(&ran, &history, 0);
-    assert!(
-        text.lines()
-            .last()
-            .unwrap()
-            .starts_with("verdict: clean")
-    );
+    assert!(text.lines().last().unwrap().starts_with("verdict: clean"));
 }
 
 #[test]
@@ -100,6 +96,26 @@ fn a_mutant_runs_history_exits_1_naming_what_it_violated() {
     for check in [Check::Fence, Check::Ledger, Check::LinLedger] {
         assert!(verdict.contains(check.name()), "{check} not in {verdict}");
     }
+}
+
+#[test]
+fn a_budget_too_small_for_the_searches_exits_4_as_check_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, history) = f1_run(dir.path(), "clean", None);
+    let out = judge(&["--budget", "1"], &[&history]);
+    assert_eq!(out.status.code(), Some(4), "{}", both(&out));
+    let text = stdout(&out);
+    for check in Check::LINEARIZABILITY {
+        let line = format!("{check}: unknown (the search ran out of budget)");
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .starts_with("verdict: inconclusive: "),
+        "{text}"
+    );
 }
 
 /// `lines` written as a file `name` in `dir`, each with its newline unless `cut` says the
