@@ -560,6 +560,45 @@ pub fn held(holder_token: u64) -> Answer {
     }
 }
 
+/// `fail`: the journal was fenced (another writer's record at `expected + 1`).
+pub fn fenced(expected: u64) -> Answer {
+    Answer {
+        outcome: Outcome::Fail,
+        result: OpResult::Fenced {
+            expected,
+            actual: expected + 1,
+        },
+    }
+}
+
+/// `fail`: the ledger's CAS found tip `actual`.
+pub fn conflict(actual: u64) -> Answer {
+    Answer {
+        outcome: Outcome::Fail,
+        result: OpResult::Conflict { actual },
+    }
+}
+
+/// `fail`: the ledger was unavailable (nothing written).
+pub fn ledger_unavailable() -> Answer {
+    Answer {
+        outcome: Outcome::Fail,
+        result: OpResult::Unavailable {
+            reason: "connection refused".to_string(),
+        },
+    }
+}
+
+/// `info`: the ledger call's outcome is unknown.
+pub fn unknown() -> Answer {
+    Answer {
+        outcome: Outcome::Info,
+        result: OpResult::Unknown {
+            reason: "timed out".to_string(),
+        },
+    }
+}
+
 /// `ok`: released.
 pub fn released() -> Answer {
     Answer {

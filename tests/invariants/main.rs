@@ -3,6 +3,7 @@
 //! simulated world's histories passing them all.
 
 mod build;
+mod definite;
 mod hand;
 mod kube;
 mod signal;

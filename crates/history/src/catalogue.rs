@@ -1,4 +1,4 @@
-//! The ten checks of docs/checks.md, as one type: the eight invariants and the two
+//! The eleven checks of docs/checks.md, as one type: the nine invariants and the two
 //! linearizability checks.
 //!
 //! Every file format spells a check by its name ([`Check::name`]: `TOKEN`, `LIN-LEASE`, …):
@@ -31,6 +31,10 @@ pub enum Check {
     /// SIGNAL: a target crate's own "I lead" signal holds only while its lease does, and
     /// never beside another leader's (docs/checks.md#signal).
     Signal,
+    /// DEFINITE: an operation reported `fail` did not take effect (Jepsen's `:fail`): its
+    /// record is not in the final ledger, the authority decided nothing in its favour, the API
+    /// server accepted no write of it (docs/checks.md#definite).
+    Definite,
     /// LIN-LEASE: the lease service's history against the timed lease model (for KubeLease:
     /// the Lease API calls against a CAS register keyed by `resourceVersion`).
     LinLease,
@@ -41,9 +45,9 @@ pub enum Check {
 impl Check {
     /// Every check, in report order (the order of [`Ord`] too): the invariants, then the
     /// linearizability checks.
-    pub const ALL: [Check; 10] = {
+    pub const ALL: [Check; 11] = {
         let (invariants, linearizability) = (Check::INVARIANTS, Check::LINEARIZABILITY);
-        let mut all = [Check::Token; 10];
+        let mut all = [Check::Token; 11];
         let mut i = 0;
         while i < all.len() {
             all[i] = if i < invariants.len() {
@@ -57,7 +61,7 @@ impl Check {
     };
 
     /// The invariants (judged by `check::invariants`), in report order.
-    pub const INVARIANTS: [Check; 8] = [
+    pub const INVARIANTS: [Check; 9] = [
         Check::Token,
         Check::Excl,
         Check::Expiry,
@@ -66,6 +70,7 @@ impl Check {
         Check::Stop,
         Check::Live,
         Check::Signal,
+        Check::Definite,
     ];
 
     /// The linearizability checks, in report order.
@@ -82,6 +87,7 @@ impl Check {
             Check::Stop => "STOP",
             Check::Live => "LIVE",
             Check::Signal => "SIGNAL",
+            Check::Definite => "DEFINITE",
             Check::LinLease => "LIN-LEASE",
             Check::LinLedger => "LIN-LEDGER",
         }
@@ -105,6 +111,7 @@ impl Check {
             Check::Signal => {
                 "a crate's own \"I lead\" holds only while its lease does, beside no other leader"
             }
+            Check::Definite => "an operation reported fail did not take effect",
             Check::LinLease => "the lease calls have a linearization against the timed lease model",
             Check::LinLedger => "the ledger calls have a linearization against the CAS log model",
         }
@@ -201,6 +208,7 @@ mod tests {
                 "STOP",
                 "LIVE",
                 "SIGNAL",
+                "DEFINITE",
                 "LIN-LEASE",
                 "LIN-LEDGER"
             ]
@@ -220,7 +228,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "unknown check `token`; the checks are TOKEN, EXCL, EXPIRY, FENCE, LEDGER, STOP, \
-             LIVE, SIGNAL, LIN-LEASE, LIN-LEDGER"
+             LIVE, SIGNAL, DEFINITE, LIN-LEASE, LIN-LEDGER"
         );
     }
 

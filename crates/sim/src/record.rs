@@ -299,22 +299,31 @@ impl Recorder {
     }
 }
 
-/// A lease outcome as Jepsen judges it: `ok`; `fail` when it certainly had no effect; `info`
-/// when it may have (a timeout or broken connection).
+/// A lease outcome as Jepsen judges it, by the table of docs/checks.md#definite: `ok`;
+/// `fail` for the answers that promise no effect (`Held`, `Unsupported`, `InvalidSession`);
+/// `info` for those that may have had one (`Unavailable`: a timeout or broken connection;
+/// `Unexpected`: a status the contract does not name, whose outcome is unknown).
 fn lease_outcome<T>(result: &Result<T, LeaseError>) -> Outcome {
     match result {
         Ok(_) => Outcome::Ok,
-        Err(LeaseError::Unavailable { .. }) => Outcome::Info,
-        Err(_) => Outcome::Fail,
+        Err(LeaseError::Unavailable { .. } | LeaseError::Unexpected { .. }) => Outcome::Info,
+        Err(
+            LeaseError::Held { .. } | LeaseError::Unsupported | LeaseError::InvalidSession { .. },
+        ) => Outcome::Fail,
     }
 }
 
-/// As [`lease_outcome`], for the ledger.
+/// As [`lease_outcome`], for the ledger: `info` only for `Unknown` (every other error is a
+/// promise that nothing was written, docs/checks.md#definite).
 fn ledger_outcome<T>(result: &LedgerResult<T>) -> Outcome {
     match result {
         Ok(_) => Outcome::Ok,
         Err(LedgerError::Unknown { .. }) => Outcome::Info,
-        Err(_) => Outcome::Fail,
+        Err(
+            LedgerError::Conflict { .. }
+            | LedgerError::Unavailable { .. }
+            | LedgerError::Invalid { .. },
+        ) => Outcome::Fail,
     }
 }
 
@@ -523,5 +532,68 @@ impl<F: Fn(Observation) + Send + Sync> Hooks for SinkHooks<F> {
 
     fn observe(&self, observation: Observation) {
         (self.sink)(observation);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The recorder follows the table of docs/checks.md#definite, one row each.
+    use super::{lease_outcome, ledger_outcome};
+    use leasesim_core::journal::LedgerError;
+    use leasesim_core::lease::LeaseError;
+    use leasesim_history::Outcome;
+
+    fn lease(error: LeaseError) -> Outcome {
+        lease_outcome::<()>(&Err(error))
+    }
+
+    fn ledger(error: LedgerError) -> Outcome {
+        ledger_outcome::<()>(&Err(error))
+    }
+
+    #[test]
+    fn lease_answers_that_promise_no_effect_are_fail() {
+        let held = LeaseError::Held {
+            holder_token: Some(3),
+        };
+        let invalid = LeaseError::InvalidSession {
+            reason: "empty".into(),
+        };
+        assert_eq!(lease(held), Outcome::Fail);
+        assert_eq!(lease(invalid), Outcome::Fail);
+        assert_eq!(lease(LeaseError::Unsupported), Outcome::Fail);
+    }
+
+    #[test]
+    fn lease_answers_that_may_have_taken_effect_are_info() {
+        let timeout = LeaseError::Unavailable {
+            reason: "deadline exceeded".into(),
+        };
+        // INTERNAL, or an API server's 401, 403 or 5xx: the lease call does not say which,
+        // so its outcome is unknown (the Lease API call's own line keeps the status).
+        let unexpected = LeaseError::Unexpected {
+            status: "Internal: injected".into(),
+        };
+        assert_eq!(lease(timeout), Outcome::Info);
+        assert_eq!(lease(unexpected), Outcome::Info);
+        assert_eq!(lease_outcome(&Ok(())), Outcome::Ok);
+    }
+
+    #[test]
+    fn ledger_answers_are_fail_but_an_unknown_outcome() {
+        let reason = || "x".to_string();
+        assert_eq!(ledger(LedgerError::Conflict { actual: 4 }), Outcome::Fail);
+        assert_eq!(
+            ledger(LedgerError::Unavailable { reason: reason() }),
+            Outcome::Fail
+        );
+        assert_eq!(
+            ledger(LedgerError::Invalid { reason: reason() }),
+            Outcome::Fail
+        );
+        assert_eq!(
+            ledger(LedgerError::Unknown { reason: reason() }),
+            Outcome::Info
+        );
     }
 }

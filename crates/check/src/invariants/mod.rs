@@ -23,6 +23,9 @@
 //! - [`signal`] — SIGNAL: a target crate's own "I lead" signal holds only while its lease does,
 //!   and never beside another's (`target_signal` and `write` lines, classed by the `nemesis`
 //!   lines).
+//! - [`definite`] — DEFINITE: an operation reported `fail` did not take effect: its record is
+//!   not in the final ledger, no decision in its favour answered it, no write of it was
+//!   accepted (op, ledger, decision and `write` lines).
 //!
 //! Each checker returns an [`InvariantReport`]: how many checks it made and the
 //! [`Violation`]s, each with [`Evidence`] (op ids, ledger seqs, decisions) a reviewer can look
@@ -30,6 +33,7 @@
 
 #[cfg(test)]
 mod evidence_tests;
+pub mod definite;
 pub mod excl;
 pub mod expiry;
 pub mod fence;
@@ -316,6 +320,7 @@ fn judged_lines(invariant: Check) -> &'static str {
         Check::Stop => "validity lines",
         Check::Live => "contended session to judge after the faults healed",
         Check::Signal => "target_signal lines",
+        Check::Definite => "fail operations",
         Check::LinLease | Check::LinLedger => "operations",
     }
 }
@@ -390,6 +395,7 @@ pub fn check_all(history: &History) -> Report {
             stop::check(history),
             live::check(history),
             signal::check(history),
+            definite::check(history),
         ],
     }
 }
@@ -492,7 +498,7 @@ pub(crate) fn cause_op<'h>(history: &'h History, decision: &DecisionLine) -> Opt
 }
 
 /// Whether call `op` can be the request `decision` answered for `owner`.
-fn answers(op: &Op, decision: &Decision, owner: &Process) -> bool {
+pub(crate) fn answers(op: &Op, decision: &Decision, owner: &Process) -> bool {
     let kind = match decision {
         Decision::Grant { .. } => Request::Acquire,
         Decision::Renew { .. } => Request::Renew,

@@ -195,6 +195,16 @@ pub enum LeaseError {
 ///
 /// Every method is cancel-safe in the sense that a dropped call has either happened or not;
 /// remote backends report an unknown outcome as [`LeaseError::Unavailable`].
+///
+/// # Definite errors (docs/checks.md#definite)
+///
+/// [`LeaseError::Held`], [`LeaseError::InvalidSession`] and [`LeaseError::Unsupported`] are
+/// definite: a backend returns them only when the call took no effect (nothing granted,
+/// renewed or released), and the history records them as `fail`, which DEFINITE holds a run to.
+/// [`LeaseError::Unavailable`] (a timeout, a broken connection, a grace-period refusal) and
+/// [`LeaseError::Unexpected`] are not: the call may have taken effect, and the history records
+/// them as `info`. A backend that cannot tell whether a request was applied answers one of
+/// those two, never a definite error.
 #[async_trait]
 pub trait SessionLease: Send + Sync + fmt::Debug {
     /// Grants `session` to `owner` when it is free, expired (`now >= expiry`), or held by the

@@ -216,9 +216,10 @@ fn kube_op(call: &KubeCall) -> Op {
     }
 }
 
-/// The outcome and result of `reply` as docs/history.md documents them: a 404 is `ok` for a get
-/// and `fail` otherwise; a 409 `fail`; a 5xx `info` (it may have been applied), a 4xx `fail`;
-/// no answer `info`.
+/// The outcome and result of `reply` as docs/history.md documents them and the table of
+/// docs/checks.md#definite classes them: a 404 is `ok` for a get and `fail` otherwise; a 409
+/// `fail`; a 5xx `info` (it may have been applied), any other 4xx `fail` (refused before
+/// storage); no answer (a timeout, a broken connection) `info`.
 fn kube_result(reply: &KubeReply, is_get: bool) -> (Outcome, OpResult) {
     match reply.clone() {
         KubeReply::Object {
@@ -252,22 +253,40 @@ fn kube_result(reply: &KubeReply, is_get: bool) -> (Outcome, OpResult) {
 mod tests {
     use super::*;
 
+    /// The outcome of a write answered `reply`.
+    fn outcome(reply: KubeReply) -> Outcome {
+        kube_result(&reply, false).0
+    }
+
+    fn status(code: u16) -> KubeReply {
+        KubeReply::Status {
+            code,
+            reason: "x".into(),
+        }
+    }
+
     #[test]
-    fn not_found_is_ok_only_for_a_get_and_5xx_is_info() {
+    fn not_found_is_ok_only_for_a_get() {
         let get = kube_result(&KubeReply::NotFound, true).0;
-        let update = kube_result(&KubeReply::NotFound, false).0;
-        assert_eq!((get, update), (Outcome::Ok, Outcome::Fail));
-        let status = |code| {
-            kube_result(
-                &KubeReply::Status {
-                    code,
-                    reason: "x".into(),
-                },
-                false,
-            )
-            .0
+        assert_eq!(get, Outcome::Ok);
+        assert_eq!(outcome(KubeReply::NotFound), Outcome::Fail);
+    }
+
+    /// docs/checks.md#definite: authorization and admission run before storage, so their
+    /// refusals are definite; a server error or no answer may follow a write that was stored.
+    #[test]
+    fn statuses_follow_the_definite_table() {
+        assert_eq!(outcome(KubeReply::Conflict), Outcome::Fail, "409");
+        for code in [401, 403, 422] {
+            assert_eq!(outcome(status(code)), Outcome::Fail, "{code}");
+        }
+        for code in [500, 503, 504] {
+            assert_eq!(outcome(status(code)), Outcome::Info, "{code}");
+        }
+        let timeout = KubeReply::Transport {
+            reason: "operation timed out".into(),
         };
-        assert_eq!((status(503), status(422)), (Outcome::Info, Outcome::Fail));
+        assert_eq!(outcome(timeout), Outcome::Info, "timeout");
     }
 
     #[test]
