@@ -101,9 +101,9 @@ enum Command {
     /// malformed (named with its line), 4 a budget ran out with no violation found.
     Check(CheckArgs),
     /// Judge history files with every check, as `run` and `replay` judge their runs: each
-    /// invariant (TOKEN, EXCL, EXPIRY, FENCE, LEDGER, STOP, LIVE, SIGNAL…) and both
-    /// linearizability checks, on a history.jsonl from `run`, `replay` or `live`, or from
-    /// another tool that writes the format (docs/history.md). For each file: a line naming
+    /// invariant and both linearizability checks (docs/checks.md), on a history.jsonl from
+    /// `run`, `replay` or `live`, or from another tool that writes the format
+    /// (docs/history.md). For each file: a line naming
     /// it with its operations, `run`'s line per check (a violation with its evidence, a check
     /// with nothing to judge says `not judged` and why) and its verdict line (`verdict: FAIL:
     /// FENCE, LEDGER violated — exit 1`); after several files, a line folding their exit
