@@ -237,7 +237,7 @@ fn some_operations(file: &Path, ops: usize, kind: &str) -> Result<(), String> {
 
 /// Reads and validates one of our history files, which must have its `config` line: an empty
 /// file, or one whose config line is gone, is bad input, never "linearizable (0 ops)".
-fn read_history(file: &Path) -> Result<History, String> {
+pub(crate) fn read_history(file: &Path) -> Result<History, String> {
     let history = History::read_jsonl_path(file).map_err(|e| e.to_string())?;
     if history.lines().is_empty() {
         return Err(format!(
@@ -313,21 +313,11 @@ pub fn check_file(model: Option<CheckModel>, file: &Path, budget: Budget) -> Fil
     let (outcome, ops, elapsed) = match judged {
         Ok(Ok((ops, verdict, elapsed))) => (FileOutcome::Verdict(verdict), ops, elapsed),
         Ok(Err(error)) => (FileOutcome::BadInput(error), 0, Duration::ZERO),
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("(no message)");
-            (
-                FileOutcome::HarnessError(format!(
-                    "{}: the checker panicked: {message}",
-                    file.display()
-                )),
-                0,
-                Duration::ZERO,
-            )
-        }
+        Err(panic) => (
+            FileOutcome::HarnessError(panicked(file, panic.as_ref())),
+            0,
+            Duration::ZERO,
+        ),
     };
     let (verdict, explanation, error) = match outcome {
         FileOutcome::Verdict(Verdict::Linearizable) => (FileVerdict::Linearizable, None, None),
@@ -348,6 +338,17 @@ pub fn check_file(model: Option<CheckModel>, file: &Path, budget: Budget) -> Fil
         error,
         budget_steps: (verdict == FileVerdict::Unknown).then_some(budget.max_steps_per_partition),
     }
+}
+
+/// What a checker's panic on `file` is reported as (a harness error, exit 3):
+/// `FILE: the checker panicked: MESSAGE`.
+pub(crate) fn panicked(file: &Path, panic: &(dyn std::any::Any + Send)) -> String {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)");
+    format!("{}: the checker panicked: {message}", file.display())
 }
 
 /// The text block for one report (several lines for a violation), without the `error:` line

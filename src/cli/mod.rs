@@ -100,6 +100,24 @@ enum Command {
     /// Exit 0 all linearizable, 1 some not, 2 a file unreadable or
     /// malformed (named with its line), 4 a budget ran out with no violation found.
     Check(CheckArgs),
+    /// Judge history files with every check, as `run` and `replay` judge their runs: each
+    /// invariant and both linearizability checks (docs/checks.md), on a history.jsonl from
+    /// `run`, `replay` or `live`, or from another tool that writes the format
+    /// (docs/history.md). For each file: a line naming
+    /// it with its operations, `run`'s line per check (a violation with its evidence, a check
+    /// with nothing to judge says `not judged` and why) and its verdict line (`verdict: FAIL:
+    /// FENCE, LEDGER violated — exit 1`); after several files, a line folding their exit
+    /// codes. No violation is expected, whatever mutant the history's run planted.
+    ///
+    /// Exit codes (each file's as `run`'s, several folded by precedence 3, 2, 1, 5, 4): 0
+    /// clean · 1 a safety violation · 2 bad input: a missing or unreadable file, a Jepsen
+    /// history (judge it with `leasesim check`), a truncated or corrupt line (named with its
+    /// line), a history without a config line or without a single operation · 3 a checker
+    /// panicked · 4 inconclusive: a linearizability search ran out of --budget, nothing
+    /// violated · 5 a liveness violation (LIVE) and no safety one.
+    ///
+    /// Example: `leasesim judge runs/tour/history.jsonl runs/tour-mutant/history.jsonl`.
+    Judge(JudgeArgs),
     /// Render or merge campaign reports (report.md, report.html, summary.json, junit.xml)
     /// from a report folder's data files. Exits with the campaign's exit code; 2 on a missing or malformed
     /// data file (named with its line), records of runs the campaign never planned, or
@@ -276,6 +294,21 @@ struct CheckArgs {
     files: Vec<PathBuf>,
 }
 
+#[derive(Args, Debug)]
+struct JudgeArgs {
+    /// One JSON object per file and per line (file, verdict, exit_code, operations, checks
+    /// as result.json holds them, error) instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Search steps per partition of each linearizability check before it is `unknown`
+    /// (exit 4), as `check --budget`.
+    #[arg(long, value_name = "STEPS", default_value_t = crate::check::linearizability::Budget::default().max_steps_per_partition)]
+    budget: u64,
+    /// The history files (history.jsonl).
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<PathBuf>,
+}
+
 #[derive(Subcommand, Debug)]
 enum Service {
     /// The lease service: grants, renews and releases session leases with fencing tokens.
@@ -433,6 +466,7 @@ fn run_cli(cli: Cli, binary: &'static str) -> ExitCode {
         Command::Replay(args) => replay(args),
         Command::Serve { service } => serve_on_runtime(service),
         Command::Check(args) => check(args),
+        Command::Judge(args) => judge(args),
         Command::Report { command } => report(command),
         // Single-threaded on purpose (it forks): no multi-thread runtime is built for it.
         Command::Flock(args) => ExitCode::from(flock_exit(crate::lease::flock::driver::main(args))),
@@ -497,6 +531,19 @@ fn check(args: CheckArgs) -> ExitCode {
         files: args.files,
     };
     ExitCode::from(crate::check::command::run(
+        &options,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    ))
+}
+
+fn judge(args: JudgeArgs) -> ExitCode {
+    let options = crate::check::judge_command::JudgeOptions {
+        json: args.json,
+        budget: crate::check::linearizability::Budget::steps(args.budget),
+        files: args.files,
+    };
+    ExitCode::from(crate::check::judge_command::run(
         &options,
         &mut std::io::stdout().lock(),
         &mut std::io::stderr().lock(),

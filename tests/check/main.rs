@@ -12,6 +12,7 @@ mod history_generated;
 mod history_lease;
 mod history_ledger;
 mod jepsen;
+mod judge;
 mod sim_histories;
 mod support;
 #[path = "../common/world_runs.rs"]

@@ -359,7 +359,13 @@ impl RunVerdict {
 /// it is bad input (exit 2), never clean, as `leasesim check` refuses a history with no
 /// operation.
 pub fn judge_run(history: &History, expected: &[Check]) -> RunVerdict {
-    let judgement = judge(history, Budget::default());
+    judge_run_within(history, expected, Budget::default())
+}
+
+/// As [`judge_run`], each linearizability search limited to `budget` instead of the default:
+/// `leasesim judge --budget` judges any history file with it.
+pub fn judge_run_within(history: &History, expected: &[Check], budget: Budget) -> RunVerdict {
+    let judgement = judge(history, budget);
     if history.ops().next().is_none() && judgement.not_judged().len() == judgement.statuses().len()
     {
         return RunVerdict {
