@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Model;
-use super::memo::{Known, Memo};
+use super::memo::{Insert, Known, Memo};
 
 /// One operation of a concurrent history.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,7 +23,9 @@ pub struct Operation<I, O> {
     pub ret: Option<u64>,
 }
 
-/// How much search a check may spend before it answers [`Verdict::Unknown`].
+/// How much search a check may spend before it answers [`Verdict::Unknown`]: steps (time)
+/// and memo entries (memory), each per partition, so that a partition's verdict does not
+/// depend on the others (docs/checks.md#linearizability-engine).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Budget {
@@ -32,13 +34,36 @@ pub struct Budget {
     /// comparison of the equivalent-operation pruning that runs before the search) per
     /// partition.
     pub max_steps_per_partition: u64,
+    /// Positions the search's memo may record per partition (one entry per explored position
+    /// it keeps; see [`Budget::memo_entries`]). At the cap the partition is out of budget
+    /// ([`Exhausted::Memo`]): the search stops, records nothing more and allocates nothing
+    /// more for it.
+    pub max_memo_entries_per_partition: u64,
 }
 
 impl Budget {
-    /// A budget of `max_steps_per_partition` search steps for each partition.
+    /// A budget of `max_steps_per_partition` search steps for each partition, and the default
+    /// memo cap.
     pub fn steps(max_steps_per_partition: u64) -> Self {
         Self {
             max_steps_per_partition,
+            ..Self::default()
+        }
+    }
+
+    /// This budget with a cap of `max_memo_entries_per_partition` memo entries per partition.
+    ///
+    /// Entries, not bytes: each is counted exactly, in O(1), as it is recorded. An entry's
+    /// bytes are the memo's fixed 44 (hash, window, chain links, table slots at the table's
+    /// lowest load) plus its state (`size_of` of the model's state, and whatever that state
+    /// owns on the heap, which the engine cannot see) plus its window of placed ops and its
+    /// unknown-outcome set (8 bytes a word, a few words: see the memo's module documentation),
+    /// and the memo's vectors double as they grow; so the bytes are a measurement
+    /// (`cargo bench --bench check` prints peak RSS per family), the entries a bound.
+    pub fn memo_entries(self, max_memo_entries_per_partition: u64) -> Self {
+        Self {
+            max_memo_entries_per_partition,
+            ..self
         }
     }
 }
@@ -48,8 +73,44 @@ impl Default for Budget {
     /// families (`cargo bench --bench check`). A step's work is bounded by the partition's
     /// size and the memo's sets of unknown-outcome ops, not by a constant, so this is a
     /// measurement, not a bound.
+    ///
+    /// 4 million memo entries per partition: measured, peak RSS of `leasesim check` at most
+    /// 1 GiB on every generated family (`cargo bench --bench check`), where the largest memo of
+    /// a decided check, Jepsen's and the families', is far smaller (docs/checks.md#linearizability-engine).
+    /// Without a cap, porcupine's memo needed about 40 GB on one of etcd's histories (etcd
+    /// issue 21928).
     fn default() -> Self {
-        Self::steps(50_000_000)
+        Self {
+            max_steps_per_partition: 50_000_000,
+            max_memo_entries_per_partition: DEFAULT_MEMO_ENTRIES,
+        }
+    }
+}
+
+/// [`Budget::default`]'s memo cap.
+const DEFAULT_MEMO_ENTRIES: u64 = 4_000_000;
+
+/// Which part of the [`Budget`] a partition used up (`steps`, `memo` in JSON).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Exhausted {
+    /// Its steps ([`Budget::max_steps_per_partition`]).
+    Steps,
+    /// Its memo's entries ([`Budget::max_memo_entries_per_partition`]).
+    Memo,
+}
+
+impl fmt::Display for Exhausted {
+    /// What ran out, and for the memo how to raise it: `the search ran out of budget`, `the
+    /// search's memo reached its cap (raise it with leasesim check --memo-entries)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Exhausted::Steps => write!(f, "the search ran out of budget"),
+            Exhausted::Memo => write!(
+                f,
+                "the search's memo reached its cap (raise it with leasesim check --memo-entries)"
+            ),
+        }
     }
 }
 
@@ -60,8 +121,9 @@ pub enum Verdict {
     Linearizable,
     /// Some partition has none; the explanation shows where the search got stuck.
     NotLinearizable(Box<Explanation>),
-    /// The budget ran out before an answer and no violation was found.
-    Unknown,
+    /// The budget ran out before an answer and no violation was found: the part that ran
+    /// out for the first partition (in key order) that used it up.
+    Unknown(Exhausted),
 }
 
 /// Why a history is not linearizable, in plain words (the model's [`Model::describe_op`],
@@ -200,9 +262,41 @@ pub fn check_counted<M: Model>(
     ops: &[Operation<M::Input, M::Output>],
     budget: Budget,
 ) -> (Verdict, u64) {
-    let spent = AtomicU64::new(0);
-    let verdict = check_spending(model, ops, budget, &spent);
-    (verdict, spent.into_inner())
+    let (verdict, work) = check_measured(model, ops, budget);
+    (verdict, work.steps)
+}
+
+/// What a check spent, against each part of its [`Budget`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Work {
+    /// Counted work, as [`check_counted`] returns it.
+    pub steps: u64,
+    /// The most entries one partition's memo held (the memo cap is per partition), when its
+    /// search ended or paused for the last time.
+    pub memo_entries: u64,
+}
+
+/// [`check_counted`], with the largest memo too ([`Work`]); as deterministic as it.
+pub fn check_measured<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    budget: Budget,
+) -> (Verdict, Work) {
+    let (spent, memo) = (AtomicU64::new(0), AtomicU64::new(0));
+    let verdict = check_spending(model, ops, budget, Spent { steps: &spent, memo: &memo });
+    let work = Work {
+        steps: spent.into_inner(),
+        memo_entries: memo.into_inner(),
+    };
+    (verdict, work)
+}
+
+/// Where the rounds add up what they spend: steps (summed) and the largest memo.
+#[derive(Clone, Copy)]
+struct Spent<'a> {
+    steps: &'a AtomicU64,
+    memo: &'a AtomicU64,
 }
 
 /// The counted work (pruning and search steps) each partition may spend in the first round;
@@ -215,7 +309,7 @@ fn check_spending<M: Model>(
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
     budget: Budget,
-    spent: &AtomicU64,
+    spent: Spent<'_>,
 ) -> Verdict {
     let mut by_key: BTreeMap<M::Key, Vec<usize>> = BTreeMap::new();
     for (i, op) in ops.iter().enumerate() {
@@ -237,8 +331,10 @@ fn check_spending<M: Model>(
         ops,
         partitions: &partitions,
         max_steps: budget.max_steps_per_partition,
+        max_memo: budget.max_memo_entries_per_partition,
         workers,
-        spent,
+        spent: spent.steps,
+        memo: spent.memo,
     };
     let mut slots: Vec<Slot<'_, M>> = partitions.iter().map(|_| Slot::Fresh).collect();
     let mut allowance = FIRST_ALLOWANCE.min(round.max_steps);
@@ -257,11 +353,13 @@ fn check_spending<M: Model>(
         }
         allowance = allowance.saturating_mul(2).min(round.max_steps);
     }
-    if slots.iter().any(|slot| matches!(slot, Slot::OutOfBudget)) {
-        Verdict::Unknown
-    } else {
-        Verdict::Linearizable
-    }
+    slots
+        .iter()
+        .find_map(|slot| match slot {
+            Slot::OutOfBudget(exhausted) => Some(Verdict::Unknown(*exhausted)),
+            _ => None,
+        })
+        .unwrap_or(Verdict::Linearizable)
 }
 
 /// [`std::thread::available_parallelism`], read once per process (it reads cgroup files on
@@ -281,7 +379,7 @@ enum Slot<'a, M: Model> {
         pruning: u64,
     },
     Linearizable,
-    OutOfBudget,
+    OutOfBudget(Exhausted),
 }
 
 impl<M: Model> Slot<'_, M> {
@@ -312,8 +410,11 @@ struct Round<'r, M: Model> {
     ops: &'r [Operation<M::Input, M::Output>],
     partitions: &'r [Vec<usize>],
     max_steps: u64,
+    max_memo: u64,
     workers: usize,
     spent: &'r AtomicU64,
+    /// The largest memo a partition's turn ended with.
+    memo: &'r AtomicU64,
 }
 
 impl<'r, M: Model> Round<'r, M> {
@@ -454,7 +555,7 @@ impl<'r, M: Model> Round<'r, M> {
                 let Some((twin_before, pruning)) = twins(self.ops, indices, self.max_steps) else {
                     self.spent.fetch_add(self.max_steps, Ordering::Relaxed);
                     tick(self.max_steps);
-                    return Turn::Slot(Slot::OutOfBudget);
+                    return Turn::Slot(Slot::OutOfBudget(Exhausted::Steps));
                 };
                 debug_assert!(
                     pruning <= self.max_steps,
@@ -464,7 +565,8 @@ impl<'r, M: Model> Round<'r, M> {
                 if tick(pruning) {
                     return Turn::Abandoned;
                 }
-                let search = Search::new(self.model, self.ops, indices, twin_before);
+                let search =
+                    Search::new(self.model, self.ops, indices, twin_before, self.max_memo);
                 (Box::new(search), pruning)
             }
             Slot::Paused { search, pruning } => (search, pruning),
@@ -480,10 +582,15 @@ impl<'r, M: Model> Round<'r, M> {
         self.spent.fetch_add(spent, Ordering::Relaxed);
         let ticked = search.steps / TICK_EVERY - before / TICK_EVERY;
         tick(spent.saturating_sub(ticked * TICK_EVERY));
+        self.memo
+            .fetch_max(search.at.cache.entries(), Ordering::Relaxed);
         match outcome {
             Outcome::Linearizable => Turn::Slot(Slot::Linearizable),
             Outcome::Stuck => Turn::Stuck(Box::new(search.explain())),
-            Outcome::Paused if allowance >= self.max_steps => Turn::Slot(Slot::OutOfBudget),
+            Outcome::MemoFull => Turn::Slot(Slot::OutOfBudget(Exhausted::Memo)),
+            Outcome::Paused if allowance >= self.max_steps => {
+                Turn::Slot(Slot::OutOfBudget(Exhausted::Steps))
+            }
             Outcome::Paused => Turn::Slot(Slot::Paused { search, pruning }),
             Outcome::Abandoned => Turn::Abandoned,
         }
@@ -571,6 +678,8 @@ enum Outcome {
     Stuck,
     /// Stopped at the allowance given; the search may resume from there.
     Paused,
+    /// Stopped because the memo is full ([`Budget::max_memo_entries_per_partition`]): final.
+    MemoFull,
     /// Stopped because the caller no longer needs the answer.
     Abandoned,
 }
@@ -606,6 +715,9 @@ struct Search<'a, M: Model> {
     prefix_agrees: usize,
     /// Search steps spent so far by [`Self::run`], over all its calls.
     steps: u64,
+    /// Whether a position could not be recorded because the memo is full: the search ends
+    /// ([`Outcome::MemoFull`]).
+    memo_full: bool,
     /// Where the search stands, kept between calls of [`Self::run`] so that it resumes.
     at: Position<M::State>,
 }
@@ -651,10 +763,10 @@ struct Position<S> {
 }
 
 impl<S: Clone + Eq + std::hash::Hash> Position<S> {
-    /// Records the position of `linearized` in `state` as explored; `false` if it was covered
-    /// already ([`Memo::insert`]). Costs the [`Known`] window and the unknown-outcome set, not
-    /// the partition's size.
-    fn explore(&mut self, state: &S) -> bool {
+    /// Records the position of `linearized` in `state` as explored, unless it was covered
+    /// already or the memo is full ([`Memo::insert`]). Costs the [`Known`] window and the
+    /// unknown-outcome set, not the partition's size.
+    fn explore(&mut self, state: &S) -> Insert {
         let (low, high) = (self.known_low, self.known_high.max(self.known_low));
         let known = Known {
             first: low,
@@ -738,6 +850,7 @@ impl<'a, M: Model> Search<'a, M> {
         ops: &'a [Operation<M::Input, M::Output>],
         indices: &'a [usize],
         twin_before: Vec<Option<usize>>,
+        max_memo: u64,
     ) -> Self {
         let events = Self::events(ops, indices);
         let nodes = events.len() + 1;
@@ -765,7 +878,8 @@ impl<'a, M: Model> Search<'a, M> {
             longest_prefix: Vec::new(),
             prefix_agrees: 0,
             steps: 0,
-            at: Self::start(model, ops, indices),
+            memo_full: false,
+            at: Self::start(model, ops, indices, max_memo),
         };
         search.link(&events);
         search.at.known_total = search.known_ops();
@@ -780,6 +894,7 @@ impl<'a, M: Model> Search<'a, M> {
         model: &M,
         ops: &[Operation<M::Input, M::Output>],
         indices: &[usize],
+        max_memo: u64,
     ) -> Position<M::State> {
         let words = indices.len().div_ceil(64);
         let mut info_mask = vec![0u64; words];
@@ -799,7 +914,7 @@ impl<'a, M: Model> Search<'a, M> {
             .unwrap_or(words);
         Position {
             linearized: vec![0u64; words],
-            cache: Memo::new((infos as usize).div_ceil(64)),
+            cache: Memo::new((infos as usize).div_ceil(64), max_memo),
             known,
             known_low,
             known_high: 0,
@@ -935,12 +1050,18 @@ impl<'a, M: Model> Search<'a, M> {
                 if !self.place_a_read() {
                     return Outcome::Stuck;
                 }
+                if self.memo_full {
+                    return Outcome::MemoFull;
+                }
             } else if is_call {
                 if self.read_only[self.node_op[entry]] {
                     // It did not fit in this state when the scan looked for reads first.
                     self.at.entry = self.next[entry];
                 } else {
                     self.try_place(entry, false);
+                    if self.memo_full {
+                        return Outcome::MemoFull;
+                    }
                 }
             } else if !self.take_back(Some(entry)) {
                 return Outcome::Stuck;
@@ -966,8 +1087,9 @@ impl<'a, M: Model> Search<'a, M> {
                 if !self.try_place(node, true) {
                     return false;
                 }
-                if self.at.calls.len() != placed {
-                    // Placed, or its position was covered and the search took back.
+                if self.at.calls.len() != placed || self.memo_full {
+                    // Placed, or its position was covered and the search took back, or the
+                    // memo is full and the search ends.
                     return true;
                 }
             }
@@ -1011,7 +1133,13 @@ impl<'a, M: Model> Search<'a, M> {
                 "a read-only op leaves the state as it is"
             );
             at.set_placed(local, true);
-            if at.explore(&next_state) {
+            let explored = at.explore(&next_state);
+            if explored == Insert::Full {
+                at.set_placed(local, false);
+                self.memo_full = true;
+                return true;
+            }
+            if explored == Insert::New {
                 let before = std::mem::replace(&mut at.state, next_state);
                 at.calls.push(Placed {
                     call: entry,
@@ -1240,6 +1368,7 @@ mod tests {
     use rand_core::{RngCore, SeedableRng};
 
     use super::{Operation, Outcome, Search, twins};
+    const MAX: u64 = u64::MAX;
     use crate::linearizability::register::{CasRegister, RegisterInput, RegisterOutput};
 
     type Op = Operation<RegisterInput, RegisterOutput>;
@@ -1281,6 +1410,7 @@ mod tests {
             Outcome::Linearizable => "linearizable",
             Outcome::Stuck => "stuck",
             Outcome::Paused => "paused",
+            Outcome::MemoFull => "memo full",
             Outcome::Abandoned => "abandoned",
         }
     }
@@ -1296,9 +1426,9 @@ mod tests {
             let ops = history(&mut rng, 4 + round % 9);
             let indices: Vec<usize> = (0..ops.len()).collect();
             let (twin_before, _) = twins(&ops, &indices, u64::MAX).expect("no budget to run out");
-            let mut whole = Search::new(&CasRegister, &ops, &indices, twin_before.clone());
+            let mut whole = Search::new(&CasRegister, &ops, &indices, twin_before.clone(), MAX);
             let expected = whole.run(u64::MAX, &|_| false);
-            let mut paused = Search::new(&CasRegister, &ops, &indices, twin_before);
+            let mut paused = Search::new(&CasRegister, &ops, &indices, twin_before, MAX);
             let every = 1 + round % 5;
             let outcome = loop {
                 match paused.run(paused.steps + every, &|_| false) {
