@@ -12,8 +12,8 @@
 //! - `FILE: linearizable (N ops, X ms)`
 //! - `FILE: not linearizable (N ops, X ms)`, then the [`Explanation`] indented by two spaces;
 //! - `FILE: unknown (budget of S steps per partition ran out, no violation found; N ops, X ms)`;
-//! - `FILE: unknown (memo cap of M positions per partition reached, no violation found; raise
-//!   it with --memo-entries; N ops, X ms)`.
+//! - `FILE: unknown (memo cap of M positions reached, no violation found; raise it with
+//!   --memo-entries; N ops, X ms)`.
 //!
 //! A file that cannot be read or has a malformed line is reported on `err` as
 //! `error: FILE:LINE: what is wrong` (exit 2); so are a file that is not a regular file (a
@@ -34,8 +34,8 @@ use crate::check::judge::judges_lease_objects;
 use crate::check::linearizability::kv::KvStore;
 use crate::check::linearizability::register::CasRegister;
 use crate::check::linearizability::{
-    Budget, Exhausted, Explanation, Verdict, check, kube_operations, lease_operations, ledger_operations,
-    parallelism,
+    Budget, Exhausted, Explanation, Verdict, check, kube_operations, lease_operations,
+    ledger_operations, parallelism,
 };
 use crate::exit::Exit;
 use crate::history::History;
@@ -91,7 +91,7 @@ pub struct CheckOptions {
     pub model: Option<CheckModel>,
     /// One JSON object per file instead of text.
     pub json: bool,
-    /// The search budget per partition: steps and memo entries.
+    /// The search budget: steps per partition, memo entries per check.
     pub budget: Budget,
     /// The history files, judged and reported in this order.
     pub files: Vec<PathBuf>,
@@ -163,7 +163,7 @@ pub struct FileReport {
     /// The search budget, in steps per partition (`unknown` because the steps ran out only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_steps: Option<u64>,
-    /// The memo cap, in entries per partition (`unknown` because the memo reached it only).
+    /// The memo cap, in entries (`unknown` because the memo reached it only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_memo_entries: Option<u64>,
 }
@@ -360,7 +360,7 @@ pub fn check_file(model: Option<CheckModel>, file: &Path, budget: Budget) -> Fil
         budget_steps: (exhausted == Some(Exhausted::Steps))
             .then_some(budget.max_steps_per_partition),
         budget_memo_entries: (exhausted == Some(Exhausted::Memo))
-            .then_some(budget.max_memo_entries_per_partition),
+            .then_some(budget.max_memo_entries),
     }
 }
 
@@ -387,8 +387,8 @@ pub fn render_text(report: &FileReport) -> String {
         }
         FileVerdict::Unknown => match report.budget_memo_entries {
             Some(entries) => format!(
-                "{}: unknown (memo cap of {entries} positions per partition reached, no \
-                 violation found; raise it with --memo-entries; {stats})\n",
+                "{}: unknown (memo cap of {entries} positions reached, no violation found; \
+                 raise it with --memo-entries; {stats})\n",
                 report.file
             ),
             None => format!(

@@ -271,10 +271,10 @@ struct CheckArgs {
     /// Search steps per partition before the verdict is `unknown` (exit 4).
     #[arg(long, value_name = "STEPS", default_value_t = crate::check::linearizability::Budget::default().max_steps_per_partition)]
     budget: u64,
-    /// Positions the search's memo may record per partition before the verdict is `unknown`
-    /// (exit 4): the checker's memory bound, about 100 bytes a position
+    /// Positions the search's memo may hold, over all of a file's partitions, before the
+    /// verdict is `unknown` (exit 4): the checker's memory bound, about 100 bytes a position
     /// (docs/checks.md#linearizability-engine).
-    #[arg(long, value_name = "ENTRIES", default_value_t = crate::check::linearizability::Budget::default().max_memo_entries_per_partition)]
+    #[arg(long, value_name = "ENTRIES", default_value_t = crate::check::linearizability::Budget::default().max_memo_entries)]
     memo_entries: u64,
     /// The history files.
     #[arg(value_name = "FILE", required = true)]

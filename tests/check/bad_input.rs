@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use leasesim::check::linearizability::register::CasRegister;
 use leasesim::check::linearizability::{
-    Budget, Exhausted, Verdict, check_counted, check_lease_history, check_ledger_history, ledger_operations,
+    Budget, Exhausted, Verdict, check_counted, check_lease_history, check_ledger_history,
+    ledger_operations,
 };
 use leasesim::history::{History, HistoryError, Line, LineProblem, MAX_TIME_US};
 use leasesim_testkit::{leasesim, stderr};

@@ -166,15 +166,22 @@ fn a_tiny_memo_cap_exits_4_and_says_how_to_raise_it() {
     assert_eq!(out.status.code(), Some(4), "{stdout}");
     assert!(
         stdout.contains(
-            ": unknown (memo cap of 1 positions per partition reached, no violation found; \
-             raise it with --memo-entries;"
+            ": unknown (memo cap of 1 positions reached, no violation found; raise it with \
+             --memo-entries;"
         ),
         "{stdout}"
     );
-    let out = check_files(&["--model", "etcd", "--memo-entries", "1", "--json"], &[&file]);
+    let out = check_files(
+        &["--model", "etcd", "--memo-entries", "1", "--json"],
+        &[&file],
+    );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(
-        (&report["verdict"], &report["budget_memo_entries"], &report["budget_steps"]),
+        (
+            &report["verdict"],
+            &report["budget_memo_entries"],
+            &report["budget_steps"]
+        ),
         (&"unknown".into(), &1.into(), &serde_json::Value::Null),
     );
 }

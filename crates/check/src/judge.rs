@@ -66,11 +66,9 @@ impl LinearizabilityOutcome {
         match self {
             LinearizabilityOutcome::Checked(Verdict::Linearizable) => Status::Pass,
             LinearizabilityOutcome::Checked(Verdict::NotLinearizable(_)) => Status::Fail,
-            LinearizabilityOutcome::Checked(Verdict::Unknown(exhausted)) => {
-                Status::Inconclusive {
-                    why: exhausted.to_string(),
-                }
-            }
+            LinearizabilityOutcome::Checked(Verdict::Unknown(exhausted)) => Status::Inconclusive {
+                why: exhausted.to_string(),
+            },
             LinearizabilityOutcome::Unreadable(why) => Status::Inconclusive {
                 why: format!("cannot read the history: {why}"),
             },

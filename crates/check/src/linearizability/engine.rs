@@ -24,8 +24,8 @@ pub struct Operation<I, O> {
 }
 
 /// How much search a check may spend before it answers [`Verdict::Unknown`]: steps (time)
-/// and memo entries (memory), each per partition, so that a partition's verdict does not
-/// depend on the others (docs/checks.md#linearizability-engine).
+/// per partition, and memo entries (memory) per check, shared among the partitions not yet
+/// decided (docs/checks.md#linearizability-engine).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Budget {
@@ -34,11 +34,13 @@ pub struct Budget {
     /// comparison of the equivalent-operation pruning that runs before the search) per
     /// partition.
     pub max_steps_per_partition: u64,
-    /// Positions the search's memo may record per partition (one entry per explored position
-    /// it keeps; see [`Budget::memo_entries`]). At the cap the partition is out of budget
-    /// ([`Exhausted::Memo`]): the search stops, records nothing more and allocates nothing
-    /// more for it.
-    pub max_memo_entries_per_partition: u64,
+    /// Positions the searches' memos may hold at once, over the whole check (one entry per
+    /// explored position a memo keeps; see [`Budget::memo_entries`]). Each round of the search
+    /// gives every partition not yet decided an equal share; a search whose memo reaches its
+    /// share pauses, and resumes when a later round's share is larger (other partitions were
+    /// decided and dropped their memos), or is out of budget ([`Exhausted::Memo`]) when it is
+    /// not: it never records, nor allocates for, a position past its share.
+    pub max_memo_entries: u64,
 }
 
 impl Budget {
@@ -51,18 +53,18 @@ impl Budget {
         }
     }
 
-    /// This budget with a cap of `max_memo_entries_per_partition` memo entries per partition.
+    /// This budget with a cap of `max_memo_entries` memo entries for the whole check.
     ///
     /// Entries, not bytes: each is counted exactly, in O(1), as it is recorded. An entry's
-    /// bytes are the memo's fixed 44 (hash, window, chain links, table slots at the table's
-    /// lowest load) plus its state (`size_of` of the model's state, and whatever that state
-    /// owns on the heap, which the engine cannot see) plus its window of placed ops and its
-    /// unknown-outcome set (8 bytes a word, a few words: see the memo's module documentation),
-    /// and the memo's vectors double as they grow; so the bytes are a measurement
-    /// (`cargo bench --bench check` prints peak RSS per family), the entries a bound.
-    pub fn memo_entries(self, max_memo_entries_per_partition: u64) -> Self {
+    /// bytes are the memo's own (its hash, window and chain links: 36; its table's slots: 8 to
+    /// 16), its state's (`size_of` the model's state, and whatever that state owns on the heap,
+    /// which the engine cannot see) and its window of placed ops and unknown-outcome set (8
+    /// bytes a word, a few words: see the memo's module documentation); and the memo's vectors
+    /// double as they grow. So the entries are the bound and the bytes a measurement: `cargo
+    /// bench --bench check` prints peak RSS per generated family.
+    pub fn memo_entries(self, max_memo_entries: u64) -> Self {
         Self {
-            max_memo_entries_per_partition,
+            max_memo_entries,
             ..self
         }
     }
@@ -74,21 +76,20 @@ impl Default for Budget {
     /// size and the memo's sets of unknown-outcome ops, not by a constant, so this is a
     /// measurement, not a bound.
     ///
-    /// 4 million memo entries per partition: measured, peak RSS of `leasesim check` at most
-    /// 1 GiB on every generated family (`cargo bench --bench check`), where the largest memo of
-    /// a decided check, Jepsen's and the families', is far smaller (docs/checks.md#linearizability-engine).
-    /// Without a cap, porcupine's memo needed about 40 GB on one of etcd's histories (etcd
-    /// issue 21928).
+    /// 8 million memo entries: measured, peak RSS of `leasesim check` under 1 GiB on every
+    /// generated family, where the largest memo of a decided check (Jepsen's files and the
+    /// families) is about a tenth of it (docs/checks.md#linearizability-engine). Without a cap,
+    /// porcupine's memo needed about 40 GB on one of etcd's histories (etcd issue 21928).
     fn default() -> Self {
         Self {
             max_steps_per_partition: 50_000_000,
-            max_memo_entries_per_partition: DEFAULT_MEMO_ENTRIES,
+            max_memo_entries: DEFAULT_MEMO_ENTRIES,
         }
     }
 }
 
 /// [`Budget::default`]'s memo cap.
-const DEFAULT_MEMO_ENTRIES: u64 = 4_000_000;
+const DEFAULT_MEMO_ENTRIES: u64 = 8_000_000;
 
 /// Which part of the [`Budget`] a partition used up (`steps`, `memo` in JSON).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -96,7 +97,7 @@ const DEFAULT_MEMO_ENTRIES: u64 = 4_000_000;
 pub enum Exhausted {
     /// Its steps ([`Budget::max_steps_per_partition`]).
     Steps,
-    /// Its memo's entries ([`Budget::max_memo_entries_per_partition`]).
+    /// Its share of the memo entries ([`Budget::max_memo_entries`]).
     Memo,
 }
 
@@ -272,8 +273,7 @@ pub fn check_counted<M: Model>(
 pub struct Work {
     /// Counted work, as [`check_counted`] returns it.
     pub steps: u64,
-    /// The most entries one partition's memo held (the memo cap is per partition), when its
-    /// search ended or paused for the last time.
+    /// The most entries one partition's memo held, when its search ended or paused.
     pub memo_entries: u64,
 }
 
@@ -284,7 +284,15 @@ pub fn check_measured<M: Model>(
     budget: Budget,
 ) -> (Verdict, Work) {
     let (spent, memo) = (AtomicU64::new(0), AtomicU64::new(0));
-    let verdict = check_spending(model, ops, budget, Spent { steps: &spent, memo: &memo });
+    let verdict = check_spending(
+        model,
+        ops,
+        budget,
+        Spent {
+            steps: &spent,
+            memo: &memo,
+        },
+    );
     let work = Work {
         steps: spent.into_inner(),
         memo_entries: memo.into_inner(),
@@ -331,27 +339,29 @@ fn check_spending<M: Model>(
         ops,
         partitions: &partitions,
         max_steps: budget.max_steps_per_partition,
-        max_memo: budget.max_memo_entries_per_partition,
         workers,
         spent: spent.steps,
         memo: spent.memo,
     };
     let mut slots: Vec<Slot<'_, M>> = partitions.iter().map(|_| Slot::Fresh).collect();
-    let mut allowance = FIRST_ALLOWANCE.min(round.max_steps);
+    let mut steps = FIRST_ALLOWANCE.min(round.max_steps);
+    // Ends: once the steps are the whole budget, a round leaves undecided only searches paused
+    // at their memo share, and the next ends each of them unless its share grew, which takes
+    // another partition decided.
     loop {
+        let undecided = slots.iter().filter(|slot| slot.is_undecided()).count() as u64;
+        if undecided == 0 {
+            break;
+        }
+        let allowance = Allowance {
+            steps,
+            memo: budget.max_memo_entries / undecided,
+        };
         if let Some((at, mut explanation)) = round.run(&mut slots, allowance) {
             explanation.partition = format!("{:?}", keys[at]);
             return Verdict::NotLinearizable(explanation);
         }
-        let undecided = slots.iter().any(Slot::is_undecided);
-        debug_assert!(
-            !undecided || allowance < round.max_steps,
-            "a round with the whole budget decides every partition"
-        );
-        if !undecided {
-            break;
-        }
-        allowance = allowance.saturating_mul(2).min(round.max_steps);
+        steps = steps.saturating_mul(2).min(round.max_steps);
     }
     slots
         .iter()
@@ -404,13 +414,20 @@ type Queue<'r, M> = Vec<(usize, Slot<'r, M>)>;
 /// What the partitions of a [`Queue`] ended their turns with, each with its position.
 type Turns<'r, M> = Vec<(usize, Turn<'r, M>)>;
 
+/// What one round lets each undecided partition spend: counted work in all, and memo entries
+/// (its share of [`Budget::max_memo_entries`]).
+#[derive(Clone, Copy)]
+struct Allowance {
+    steps: u64,
+    memo: u64,
+}
+
 /// What every round shares: the history, its partitions in key order, the budget.
 struct Round<'r, M: Model> {
     model: &'r M,
     ops: &'r [Operation<M::Input, M::Output>],
     partitions: &'r [Vec<usize>],
     max_steps: u64,
-    max_memo: u64,
     workers: usize,
     spent: &'r AtomicU64,
     /// The largest memo a partition's turn ended with.
@@ -421,7 +438,11 @@ impl<'r, M: Model> Round<'r, M> {
     /// Gives every undecided partition in `slots` its turn, up to `allowance` counted work in
     /// all, and stores what it ended with; returns the failing partition with the smallest key
     /// (its position and explanation), if any failed.
-    fn run(&self, slots: &mut [Slot<'r, M>], allowance: u64) -> Option<(usize, Box<Explanation>)> {
+    fn run(
+        &self,
+        slots: &mut [Slot<'r, M>],
+        allowance: Allowance,
+    ) -> Option<(usize, Box<Explanation>)> {
         let queue: Queue<'r, M> = slots
             .iter_mut()
             .enumerate()
@@ -450,7 +471,7 @@ impl<'r, M: Model> Round<'r, M> {
 
     /// The turns one by one on the calling thread, stopping at the first failure (the later
     /// partitions are not searched). In key order.
-    fn in_order(&self, queue: Queue<'r, M>, allowance: u64) -> Turns<'r, M> {
+    fn in_order(&self, queue: Queue<'r, M>, allowance: Allowance) -> Turns<'r, M> {
         let mut turns = Vec::with_capacity(queue.len());
         for (at, slot) in queue {
             let turn = self.turn(at, slot, allowance, &|_| false);
@@ -469,7 +490,7 @@ impl<'r, M: Model> Round<'r, M> {
     /// do not pay for threads. A turn after the first known failure of the round is skipped or
     /// abandoned; every turn before it runs to its end, so the failing partition with the
     /// smallest key is always found, whatever the threads do. In key order.
-    fn in_parallel(&self, queue: Queue<'r, M>, allowance: u64) -> Turns<'r, M> {
+    fn in_parallel(&self, queue: Queue<'r, M>, allowance: Allowance) -> Turns<'r, M> {
         use std::cell::Cell;
         use std::sync::Mutex;
         use std::sync::atomic::AtomicUsize;
@@ -546,7 +567,7 @@ impl<'r, M: Model> Round<'r, M> {
         &self,
         at: usize,
         slot: Slot<'r, M>,
-        allowance: u64,
+        allowance: Allowance,
         tick: &dyn Fn(u64) -> bool,
     ) -> Turn<'r, M> {
         let (mut search, pruning) = match slot {
@@ -565,15 +586,21 @@ impl<'r, M: Model> Round<'r, M> {
                 if tick(pruning) {
                     return Turn::Abandoned;
                 }
-                let search =
-                    Search::new(self.model, self.ops, indices, twin_before, self.max_memo);
+                let search = Search::new(self.model, self.ops, indices, twin_before);
                 (Box::new(search), pruning)
+            }
+            Slot::Paused { search, .. }
+                if search.memo_full && search.at.cache.entries() >= allowance.memo =>
+            {
+                return Turn::Slot(Slot::OutOfBudget(Exhausted::Memo));
             }
             Slot::Paused { search, pruning } => (search, pruning),
             decided => return Turn::Slot(decided),
         };
         let before = search.steps;
-        let outcome = search.run(allowance.saturating_sub(pruning), tick);
+        search.at.cache.allow(allowance.memo);
+        search.memo_full = false;
+        let outcome = search.run(allowance.steps.saturating_sub(pruning), tick);
         debug_assert!(
             search.steps <= self.max_steps - pruning,
             "the search stays within what the pruning left of the budget"
@@ -587,11 +614,10 @@ impl<'r, M: Model> Round<'r, M> {
         match outcome {
             Outcome::Linearizable => Turn::Slot(Slot::Linearizable),
             Outcome::Stuck => Turn::Stuck(Box::new(search.explain())),
-            Outcome::MemoFull => Turn::Slot(Slot::OutOfBudget(Exhausted::Memo)),
-            Outcome::Paused if allowance >= self.max_steps => {
+            Outcome::Paused if allowance.steps >= self.max_steps => {
                 Turn::Slot(Slot::OutOfBudget(Exhausted::Steps))
             }
-            Outcome::Paused => Turn::Slot(Slot::Paused { search, pruning }),
+            Outcome::Paused | Outcome::MemoFull => Turn::Slot(Slot::Paused { search, pruning }),
             Outcome::Abandoned => Turn::Abandoned,
         }
     }
@@ -678,7 +704,8 @@ enum Outcome {
     Stuck,
     /// Stopped at the allowance given; the search may resume from there.
     Paused,
-    /// Stopped because the memo is full ([`Budget::max_memo_entries_per_partition`]): final.
+    /// Stopped because the memo holds its share of [`Budget::max_memo_entries`]; the search
+    /// may resume from there, with a larger share, repeating the step it stopped at.
     MemoFull,
     /// Stopped because the caller no longer needs the answer.
     Abandoned,
@@ -715,8 +742,8 @@ struct Search<'a, M: Model> {
     prefix_agrees: usize,
     /// Search steps spent so far by [`Self::run`], over all its calls.
     steps: u64,
-    /// Whether a position could not be recorded because the memo is full: the search ends
-    /// ([`Outcome::MemoFull`]).
+    /// Whether the last call of [`Self::run`] stopped because a position could not be
+    /// recorded in the memo at its share ([`Outcome::MemoFull`]).
     memo_full: bool,
     /// Where the search stands, kept between calls of [`Self::run`] so that it resumes.
     at: Position<M::State>,
@@ -850,7 +877,6 @@ impl<'a, M: Model> Search<'a, M> {
         ops: &'a [Operation<M::Input, M::Output>],
         indices: &'a [usize],
         twin_before: Vec<Option<usize>>,
-        max_memo: u64,
     ) -> Self {
         let events = Self::events(ops, indices);
         let nodes = events.len() + 1;
@@ -879,7 +905,7 @@ impl<'a, M: Model> Search<'a, M> {
             prefix_agrees: 0,
             steps: 0,
             memo_full: false,
-            at: Self::start(model, ops, indices, max_memo),
+            at: Self::start(model, ops, indices),
         };
         search.link(&events);
         search.at.known_total = search.known_ops();
@@ -894,7 +920,6 @@ impl<'a, M: Model> Search<'a, M> {
         model: &M,
         ops: &[Operation<M::Input, M::Output>],
         indices: &[usize],
-        max_memo: u64,
     ) -> Position<M::State> {
         let words = indices.len().div_ceil(64);
         let mut info_mask = vec![0u64; words];
@@ -914,7 +939,7 @@ impl<'a, M: Model> Search<'a, M> {
             .unwrap_or(words);
         Position {
             linearized: vec![0u64; words],
-            cache: Memo::new((infos as usize).div_ceil(64), max_memo),
+            cache: Memo::new((infos as usize).div_ceil(64)),
             known,
             known_low,
             known_high: 0,
@@ -1368,7 +1393,6 @@ mod tests {
     use rand_core::{RngCore, SeedableRng};
 
     use super::{Operation, Outcome, Search, twins};
-    const MAX: u64 = u64::MAX;
     use crate::linearizability::register::{CasRegister, RegisterInput, RegisterOutput};
 
     type Op = Operation<RegisterInput, RegisterOutput>;
@@ -1426,9 +1450,9 @@ mod tests {
             let ops = history(&mut rng, 4 + round % 9);
             let indices: Vec<usize> = (0..ops.len()).collect();
             let (twin_before, _) = twins(&ops, &indices, u64::MAX).expect("no budget to run out");
-            let mut whole = Search::new(&CasRegister, &ops, &indices, twin_before.clone(), MAX);
+            let mut whole = Search::new(&CasRegister, &ops, &indices, twin_before.clone());
             let expected = whole.run(u64::MAX, &|_| false);
-            let mut paused = Search::new(&CasRegister, &ops, &indices, twin_before, MAX);
+            let mut paused = Search::new(&CasRegister, &ops, &indices, twin_before);
             let every = 1 + round % 5;
             let outcome = loop {
                 match paused.run(paused.steps + every, &|_| false) {
