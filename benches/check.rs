@@ -22,8 +22,8 @@
 //! Then the generated worst-case families (issue 17; `tests/check/families.rs`): register, kv
 //! and ledger histories of 5, 20 and 50 clients with many `:info` operations, without and with
 //! one injected violation early, in the middle or at the end. Each row gives the fastest of a
-//! few checks with the default budget, as `leasesim check` has it (50,000,000 steps and
-//! 4,000,000 memo entries per partition; porcupine gets a 10 s timeout in the side-by-side
+//! few checks with the default budget, as `leasesim check` has it (50,000,000 steps per
+//! partition and 4,000,000 memo entries per check; porcupine gets a 10 s timeout in the side-by-side
 //! run), its verdict, the steps it counted and its largest memo (entries), then the peak RSS
 //! of one process that checks the family alone ([`peak_rss`]: `leasesim check` on the
 //! family's Jepsen text for register and kv, this benchmark re-run on the one family for
@@ -227,7 +227,7 @@ fn jepsen_files() {
         );
     }
     println!(
-        "largest memo of a file: {} entries ({}; the default cap is {} per partition)",
+        "largest memo of a file: {} entries ({}; the default cap is {} per check)",
         largest_memo.0,
         largest_memo.1,
         Budget::default().max_memo_entries
@@ -582,9 +582,12 @@ fn ledger_family_alone(spec: &str) {
 /// the memory an `exec` replaces into the new program's `ru_maxrss`, and `posix_spawn`'s
 /// child shares this process's memory until its `exec`, so it would report this process's
 /// own peak (the in-process checks of the largest family so far). A forked child's carries
-/// only what this process holds when it forks (the generated family, a few MiB).
+/// only what this process holds when it forks: the generated family, a few MiB, once
+/// `malloc_trim` has given back to the system what the earlier checks freed.
 fn peak_rss(mut command: Command) -> (u64, Option<i32>) {
     use std::os::unix::process::CommandExt;
+    // SAFETY: glibc's malloc_trim only releases free memory; it has no precondition.
+    unsafe { libc::malloc_trim(0) };
     // SAFETY: the hook does nothing; its presence makes std fork and exec.
     unsafe { command.pre_exec(|| Ok(())) };
     let child = command
@@ -634,6 +637,7 @@ fn family_row<M: Model>(
     process: Command,
 ) {
     let info = ops.iter().filter(|op| op.output.is_none()).count();
+    let (rss_kib, code) = peak_rss(process);
     let (mut best, mut spent, mut rounds) = (Duration::MAX, Duration::ZERO, 0);
     let mut measured = None;
     while rounds < ROUNDS && spent < Duration::from_secs(1) {
@@ -645,7 +649,6 @@ fn family_row<M: Model>(
         rounds += 1;
     }
     let (verdict, work) = measured.expect("one round at least");
-    let (rss_kib, code) = peak_rss(process);
     let start = Instant::now();
     let bounded = check(model, ops, Budget::steps(100_000));
     let bounded_time = start.elapsed();

@@ -76,9 +76,10 @@ impl Default for Budget {
     /// size and the memo's sets of unknown-outcome ops, not by a constant, so this is a
     /// measurement, not a bound.
     ///
-    /// 8 million memo entries: measured, peak RSS of `leasesim check` under 1 GiB on every
-    /// generated family, where the largest memo of a decided check (Jepsen's files and the
-    /// families) is about a tenth of it (docs/checks.md#linearizability-engine). Without a cap,
+    /// 4 million memo entries: measured, peak RSS of `leasesim check` under 1 GiB on every
+    /// generated family (a key-value state costs about 200 bytes an entry), where the largest
+    /// memo of a decided check (Jepsen's files and the families) is under a quarter of it
+    /// (docs/checks.md#linearizability-engine). Without a cap,
     /// porcupine's memo needed about 40 GB on one of etcd's histories (etcd issue 21928).
     fn default() -> Self {
         Self {
@@ -89,7 +90,7 @@ impl Default for Budget {
 }
 
 /// [`Budget::default`]'s memo cap.
-const DEFAULT_MEMO_ENTRIES: u64 = 8_000_000;
+const DEFAULT_MEMO_ENTRIES: u64 = 4_000_000;
 
 /// Which part of the [`Budget`] a partition used up (`steps`, `memo` in JSON).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
