@@ -147,8 +147,7 @@ fn jepsen_files() {
     let (mut total, mut total_ops) = (Duration::ZERO, 0usize);
     let (mut etcd_total, mut all_etcd) = (Duration::ZERO, Vec::new());
     let mut porcupine: [Totals; 2] = Default::default();
-    let mut wrong = Vec::new();
-    let mut porcupine_files = Vec::new();
+    let (mut wrong, mut porcupine_files) = (Vec::new(), Vec::new());
     let mut largest_memo = (0, "");
     println!(
         "{:<22} {:>6} {:>12} {:>12} {:>12}  verdict",
@@ -226,12 +225,7 @@ fn jepsen_files() {
             sums.fastest.as_secs_f64() * 1e6,
         );
     }
-    println!(
-        "largest memo of a file: {} entries ({}; the default cap is {} per check)",
-        largest_memo.0,
-        largest_memo.1,
-        Budget::default().max_memo_entries
-    );
+    largest_memo_row(largest_memo);
     whole_process_row(&porcupine_files);
     budget_rows();
     if wrong.is_empty() {
@@ -242,6 +236,14 @@ fn jepsen_files() {
             wrong.join(", ")
         );
     }
+}
+
+/// The largest memo (entries) of a Jepsen file's check, and which file, beside the default cap.
+fn largest_memo_row((entries, file): (u64, &str)) {
+    let cap = Budget::default().max_memo_entries;
+    println!(
+        "largest memo of a file: {entries} entries ({file}; the default cap is {cap} per check)"
+    );
 }
 
 /// `leasesim check` (no `--model`: each file's own) on porcupine's file set as a user runs it,
@@ -584,6 +586,7 @@ fn ledger_family_alone(spec: &str) {
 /// own peak (the in-process checks of the largest family so far). A forked child's carries
 /// only what this process holds when it forks: the generated family, a few MiB, once
 /// `malloc_trim` has given back to the system what the earlier checks freed.
+#[allow(clippy::zombie_processes)] // `wait4` reaps it.
 fn peak_rss(mut command: Command) -> (u64, Option<i32>) {
     use std::os::unix::process::CommandExt;
     // SAFETY: glibc's malloc_trim only releases free memory; it has no precondition.
@@ -625,13 +628,16 @@ fn write_family<I, O>(
     std::fs::write(csv, all).expect("can write expected.csv");
 }
 
+/// A model's operations.
+type Ops<M> = [Operation<<M as Model>::Input, <M as Model>::Output>];
+
 /// One family's row: `budget` (fastest of a few checks, with the steps and largest memo of
 /// the last), `process` (the same check in a process of its own: its peak RSS, and its exit
 /// code where it disagrees), then a budget of 100,000 steps. A row's time is the check's
 /// alone, without reading or generating.
 fn family_row<M: Model>(
     name: &str,
-    (model, ops): (&M, &[Operation<M::Input, M::Output>]),
+    (model, ops): (&M, &Ops<M>),
     linearizable: bool,
     budget: Budget,
     process: Command,
