@@ -272,7 +272,7 @@ struct CheckArgs {
     #[arg(long, value_name = "STEPS", default_value_t = crate::check::linearizability::Budget::default().max_steps_per_partition)]
     budget: u64,
     /// Positions the search's memo may hold, over all of a file's partitions, before the
-    /// verdict is `unknown` (exit 4): the checker's memory bound, 60 to 200 bytes a position
+    /// verdict is `unknown` (exit 4): the checker's memory bound, 80 to 250 bytes a position
     /// (docs/checks.md#linearizability-engine).
     #[arg(long, value_name = "ENTRIES", default_value_t = crate::check::linearizability::Budget::default().max_memo_entries)]
     memo_entries: u64,

@@ -77,8 +77,9 @@ impl Default for Budget {
     /// measurement, not a bound.
     ///
     /// 4 million memo entries: measured, peak RSS of `leasesim check` under 1 GiB on every
-    /// generated family (a key-value state costs about 200 bytes an entry), where the largest
-    /// memo of a decided check (Jepsen's files and the families) is under a quarter of it
+    /// generated family (963 MiB at most: a key-value state costs about 250 bytes an entry),
+    /// where the largest memo of a decided check (Jepsen's files and the families) is under
+    /// two fifths of it
     /// (docs/checks.md#linearizability-engine). Without a cap,
     /// porcupine's memo needed about 40 GB on one of etcd's histories (etcd issue 21928).
     fn default() -> Self {
