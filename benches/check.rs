@@ -23,9 +23,14 @@
 //! and ledger histories of 5, 20 and 50 clients with many `:info` operations, without and with
 //! one injected violation early, in the middle or at the end. Each row gives the fastest of a
 //! few checks with the default budget, as `leasesim check` has it (50,000,000 steps per
-//! partition: 6–50 s a row on the exponential families, where porcupine gets a 10 s timeout
-//! in the side-by-side run), and its verdict, and one check with `--budget 100000` (which must
-//! end in bounded time, `unknown` where more is needed). With
+//! partition and 4,000,000 memo entries per check; porcupine gets a 10 s timeout in the side-by-side
+//! run), its verdict, the steps it counted and its largest memo (entries), then the peak RSS
+//! of one process that checks the family alone ([`peak_rss`]: `leasesim check` on the
+//! family's Jepsen text for register and kv, this benchmark re-run on the one family for
+//! ledger, which has no file format), and one check with `--budget 100000` (which must end in
+//! bounded time, `unknown` where more is needed). `CHECK_MEMO_ENTRIES=<n>` sets the memo cap
+//! of those checks instead of the default (`CHECK_MEMO_ENTRIES=18446744073709551615`: no cap,
+//! what the cap saves). With
 //! `CHECK_FAMILIES_DIR=<dir>` (or `--families-dir <dir>` after `--`), the register and kv
 //! families are also written there in the Jepsen text formats (`register-c05-ok.log`, an etcd
 //! log; `kv-c05-bad-early.txt`, porcupine's kv test data), with an `expected.csv`, for other
@@ -42,6 +47,7 @@ mod families;
 mod generated;
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use leasesim::check::jepsen::{etcd, kv};
@@ -49,7 +55,8 @@ use leasesim::check::linearizability::kv::KvStore;
 use leasesim::check::linearizability::ledger::{CasLedger, LedgerCall, LedgerInput, LedgerOutput};
 use leasesim::check::linearizability::register::CasRegister;
 use leasesim::check::linearizability::{
-    Budget, Model, Operation, Verdict, check, check_counted, lease_operations, ledger_operations,
+    Budget, Exhausted, Model, Operation, Verdict, check, check_counted, check_measured,
+    lease_operations, ledger_operations,
 };
 use leasesim::history::History;
 
@@ -103,6 +110,9 @@ struct Totals {
 }
 
 fn main() {
+    if let Ok(family) = std::env::var(LEDGER_FAMILY) {
+        return ledger_family_alone(&family);
+    }
     if std::env::var("CHECK_GROWTH_ONLY").is_ok() {
         return growth_rows();
     }
@@ -137,8 +147,8 @@ fn jepsen_files() {
     let (mut total, mut total_ops) = (Duration::ZERO, 0usize);
     let (mut etcd_total, mut all_etcd) = (Duration::ZERO, Vec::new());
     let mut porcupine: [Totals; 2] = Default::default();
-    let mut wrong = Vec::new();
-    let mut porcupine_files = Vec::new();
+    let (mut wrong, mut porcupine_files) = (Vec::new(), Vec::new());
+    let mut largest_memo = (0, "");
     println!(
         "{:<22} {:>6} {:>12} {:>12} {:>12}  verdict",
         "file", "ops", "time_us", "ops_per_s", "mean_us"
@@ -146,7 +156,7 @@ fn jepsen_files() {
     for row in csv.lines().skip(1).filter(|l| !l.trim().is_empty()) {
         let file = row.split(',').next().unwrap_or_default();
         let path = dir.join(file);
-        let (elapsed, mean, ops, verdict) = if file.starts_with("etcd/") {
+        let (elapsed, mean, ops, verdict, memo) = if file.starts_with("etcd/") {
             let ops = etcd::read(&path).expect("readable etcd log");
             let timed = time(&CasRegister, &ops);
             if row.split(',').nth(1) == Some("true") {
@@ -164,6 +174,7 @@ fn jepsen_files() {
         };
         total += elapsed;
         total_ops += ops;
+        largest_memo = largest_memo.max((memo, file));
         if PORCUPINE.iter().any(|(_, member)| member(file)) {
             porcupine_files.push(path.clone());
         }
@@ -191,7 +202,7 @@ fn jepsen_files() {
     }
     let etcd_files = all_etcd.len();
     let all_etcd: Vec<_> = all_etcd.into_iter().flatten().collect();
-    let (elapsed, _, ops, verdict) = time(&PerFile(CasRegister), &all_etcd);
+    let (elapsed, _, ops, verdict, _) = time(&PerFile(CasRegister), &all_etcd);
     println!(
         "{:<22} {ops:>6} {:>12.1} {:>12.0}  {verdict} ({etcd_files} partitions, one per file; \
          their rows sum to {:.1} us)",
@@ -214,6 +225,7 @@ fn jepsen_files() {
             sums.fastest.as_secs_f64() * 1e6,
         );
     }
+    largest_memo_row(largest_memo);
     whole_process_row(&porcupine_files);
     budget_rows();
     if wrong.is_empty() {
@@ -224,6 +236,14 @@ fn jepsen_files() {
             wrong.join(", ")
         );
     }
+}
+
+/// The largest memo (entries) of a Jepsen file's check, and which file, beside the default cap.
+fn largest_memo_row((entries, file): (u64, &str)) {
+    let cap = Budget::default().max_memo_entries;
+    println!(
+        "largest memo of a file: {entries} entries ({file}; the default cap is {cap} per check)"
+    );
 }
 
 /// `leasesim check` (no `--model`: each file's own) on porcupine's file set as a user runs it,
@@ -257,28 +277,26 @@ fn whole_process_row(files: &[PathBuf]) {
     );
 }
 
-/// The fastest and the mean check time, the op count and the verdict.
+/// The fastest and the mean check time, the op count, the verdict and the largest memo
+/// (entries).
 fn time<M: Model>(
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
-) -> (Duration, Duration, usize, &'static str) {
+) -> (Duration, Duration, usize, &'static str, u64) {
     let mut best = Duration::MAX;
-    let mut verdict = Verdict::Unknown;
+    let mut measured = None;
     let (mut rounds, mut spent) = (0u32, Duration::ZERO);
     while rounds < ROUNDS || spent < MIN_TIME {
         let start = Instant::now();
-        verdict = check(model, ops, Budget::default());
+        measured = Some(check_measured(model, ops, Budget::default()));
         let elapsed = start.elapsed();
         best = best.min(elapsed);
         spent += elapsed;
         rounds += 1;
     }
-    let name = match verdict {
-        Verdict::Linearizable => "linearizable",
-        Verdict::NotLinearizable(_) => "not linearizable",
-        Verdict::Unknown => "unknown",
-    };
-    (best, spent / rounds, ops.len(), name)
+    let (verdict, work) = measured.expect("one round at least");
+    let name = verdict_name(&verdict);
+    (best, spent / rounds, ops.len(), name, work.memo_entries)
 }
 
 /// A model's operations tagged with a partition number: independent copies of the model.
@@ -359,11 +377,7 @@ fn budget_row<M: Model>(name: &str, model: &M, ops: &[Operation<M::Input, M::Out
         "{name}: {} ops, {:.1} ms, counted work {work}, {}",
         ops.len(),
         elapsed.as_secs_f64() * 1e3,
-        match verdict {
-            Verdict::Unknown => "unknown",
-            Verdict::Linearizable => "linearizable",
-            Verdict::NotLinearizable(_) => "not linearizable",
-        }
+        verdict_name(&verdict)
     );
 }
 
@@ -389,61 +403,212 @@ fn family_name(
 }
 
 /// The family rows: each family checked with the default budget (fastest of [`ROUNDS`] rounds
-/// or of what fits in a second) and once with a budget of 100,000 steps; every history
-/// without injected violation must be linearizable (or unknown) and every other not
-/// linearizable (or unknown), or the row says `WRONG`. The register (1,000 ops, one partition),
-/// kv (10,000 ops, 10 keys) and ledger (2,000 ops, 4 sessions) families have 1% `:info` ops;
-/// then the info-heavy ones (5%, without violation and with one in the middle). Writes the register and kv families to `dir` if
-/// given.
+/// or of what fits in a second), in a process of its own for its peak RSS, and once with a
+/// budget of 100,000 steps; every history without injected violation must be linearizable
+/// (or unknown) and every other not linearizable (or unknown), or the row says `WRONG`. The
+/// register (1,000 ops, one partition), kv (10,000 ops, 10 keys) and ledger (2,000 ops, 4
+/// sessions) families have 1% `:info` ops; then the info-heavy ones (5%, without violation and
+/// with one in the middle). Writes the register and kv families to `dir` if given (to a
+/// temporary directory otherwise: `leasesim check` reads them from there).
 fn family_rows(dir: Option<&Path>) {
-    if let Some(dir) = dir {
-        std::fs::create_dir_all(dir).expect("can create the families directory");
-        std::fs::write(dir.join("expected.csv"), "file,expected_linearizable,ops\n")
-            .expect("can write expected.csv");
-    }
+    let scratch = tempfile::tempdir().expect("can create a temporary directory");
+    let dir = dir.unwrap_or(scratch.path());
+    std::fs::create_dir_all(dir).expect("can create the families directory");
+    std::fs::write(dir.join("expected.csv"), "file,expected_linearizable,ops\n")
+        .expect("can write expected.csv");
     println!(
-        "{:<28} {:>6} {:>5} {:>12} {:>18} {:>12} {:>18}",
-        "family", "ops", "info", "time_ms", "verdict", "b1e5_ms", "verdict_b1e5"
+        "{:<28} {:>6} {:>5} {:>10} {:>17} {:>10} {:>9} {:>8} {:>10} {:>17}",
+        "family",
+        "ops",
+        "info",
+        "time_ms",
+        "verdict",
+        "steps",
+        "memo",
+        "rss_mib",
+        "b1e5_ms",
+        "verdict_b1e5"
     );
     let all: Vec<_> = std::iter::once(None)
         .chain(families::Violation::ALL.map(Some))
         .collect();
     let heavy = [None, Some(families::Violation::Middle)];
-    for (info_per_mille, variants, budget) in [
-        (INFO_PER_MILLE, &all[..], Budget::default()),
-        (HEAVY_INFO_PER_MILLE, &heavy[..], Budget::default()),
-    ] {
-        let is_heavy = info_per_mille == HEAVY_INFO_PER_MILLE;
+    for (info_per_mille, variants) in [(INFO_PER_MILLE, &all[..]), (HEAVY_INFO_PER_MILLE, &heavy)] {
         for &clients in &FAMILY_CLIENTS {
             for &violation in variants {
-                let shape = |ops| families::Shape {
+                let family = Family {
                     clients,
-                    ops,
-                    info_per_mille,
                     violation,
-                    seed: 17_000 + clients * 10 + violation.map_or(0, |v| v as u64 + 1),
+                    info_per_mille,
                 };
-                let name = |model| family_name(model, clients, violation, is_heavy);
-                let ok = violation.is_none();
-                let register = families::register(&shape(1000));
-                family_row(&name("register"), &CasRegister, &register, ok, budget);
-                let text = families::etcd_text(&register);
-                write_family(
-                    dir,
-                    &format!("{}.log", name("register")),
-                    &text,
-                    &register,
-                    ok,
-                );
-                let kv = families::kv(&shape(10_000));
-                family_row(&name("kv"), &KvStore, &kv, ok, budget);
-                let text = families::kv_text(&kv);
-                write_family(dir, &format!("{}.txt", name("kv")), &text, &kv, ok);
-                let ledger = families::ledger(&shape(2000));
-                family_row(&name("ledger"), &CasLedger, &ledger, ok, budget);
+                family.rows(dir, family_budget());
             }
         }
     }
+}
+
+/// The budget of the family rows: the default, or its memo cap set by `CHECK_MEMO_ENTRIES`.
+fn family_budget() -> Budget {
+    let budget = Budget::default();
+    match std::env::var("CHECK_MEMO_ENTRIES") {
+        Ok(entries) => budget.memo_entries(entries.parse().expect("CHECK_MEMO_ENTRIES: a number")),
+        Err(_) => budget,
+    }
+}
+
+/// The environment variable that makes this benchmark check one ledger family alone (its
+/// [`Family::spec`]) and exit with `leasesim check`'s code: the ledger rows' process.
+const LEDGER_FAMILY: &str = "CHECK_LEDGER_FAMILY_ALONE";
+
+/// One generated family: its clients, injected violation and `:info` share.
+#[derive(Clone, Copy)]
+struct Family {
+    clients: u64,
+    violation: Option<families::Violation>,
+    info_per_mille: u64,
+}
+
+impl Family {
+    /// The family's shape at `ops` operations.
+    fn shape(self, ops: usize) -> families::Shape {
+        families::Shape {
+            clients: self.clients,
+            ops,
+            info_per_mille: self.info_per_mille,
+            violation: self.violation,
+            seed: 17_000 + self.clients * 10 + self.violation.map_or(0, |v| v as u64 + 1),
+        }
+    }
+
+    fn name(self, model: &str) -> String {
+        family_name(
+            model,
+            self.clients,
+            self.violation,
+            self.info_per_mille == HEAVY_INFO_PER_MILLE,
+        )
+    }
+
+    /// `clients,info_per_mille,violation` (the violation's place in [`families::Violation::ALL`],
+    /// or `-`): what [`LEDGER_FAMILY`] carries to the child process.
+    fn spec(self) -> String {
+        let violation = families::Violation::ALL
+            .iter()
+            .position(|&v| Some(v) == self.violation)
+            .map_or("-".to_string(), |at| at.to_string());
+        format!("{},{},{violation}", self.clients, self.info_per_mille)
+    }
+
+    fn from_spec(spec: &str) -> Self {
+        let parts: Vec<&str> = spec.split(',').collect();
+        let number = |at: usize| parts[at].parse::<u64>().expect("a family spec");
+        Family {
+            clients: number(0),
+            info_per_mille: number(1),
+            violation: parts[2]
+                .parse::<usize>()
+                .ok()
+                .map(|at| families::Violation::ALL[at]),
+        }
+    }
+
+    /// The family's three rows: register and kv (written to `dir` for `leasesim check`), and
+    /// ledger.
+    fn rows(self, dir: &Path, budget: Budget) {
+        let ok = self.violation.is_none();
+        let register = families::register(&self.shape(1000));
+        let file = format!("{}.log", self.name("register"));
+        write_family(
+            Some(dir),
+            &file,
+            &families::etcd_text(&register),
+            &register,
+            ok,
+        );
+        let process = leasesim_check(&dir.join(file), budget);
+        family_row(
+            &self.name("register"),
+            (&CasRegister, &register),
+            ok,
+            budget,
+            process,
+        );
+        let kv = families::kv(&self.shape(10_000));
+        let file = format!("{}.txt", self.name("kv"));
+        write_family(Some(dir), &file, &families::kv_text(&kv), &kv, ok);
+        let process = leasesim_check(&dir.join(file), budget);
+        family_row(&self.name("kv"), (&KvStore, &kv), ok, budget, process);
+        let ledger = families::ledger(&self.shape(2000));
+        let mut process = Command::new(std::env::current_exe().expect("this benchmark's path"));
+        process.env(LEDGER_FAMILY, self.spec());
+        family_row(
+            &self.name("ledger"),
+            (&CasLedger, &ledger),
+            ok,
+            budget,
+            process,
+        );
+    }
+}
+
+/// `leasesim check` on `file` with `budget`.
+fn leasesim_check(file: &Path, budget: Budget) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_leasesim"));
+    command
+        .arg("check")
+        .arg("--budget")
+        .arg(budget.max_steps_per_partition.to_string())
+        .arg("--memo-entries")
+        .arg(budget.max_memo_entries.to_string())
+        .arg(file);
+    command
+}
+
+/// The child process of a ledger row: checks the family of `spec` ([`Family::spec`]) with the
+/// family rows' budget and exits as `leasesim check` would (0, 1 or 4).
+fn ledger_family_alone(spec: &str) {
+    let ledger = families::ledger(&Family::from_spec(spec).shape(2000));
+    let code = match check(&CasLedger, &ledger, family_budget()) {
+        Verdict::Linearizable => 0,
+        Verdict::NotLinearizable(_) => 1,
+        Verdict::Unknown(_) => 4,
+    };
+    std::process::exit(code);
+}
+
+/// Runs `command` to its end, its output discarded, and returns its peak RSS in KiB (the
+/// `ru_maxrss` that `wait4` reports for that child alone; `getrusage(RUSAGE_CHILDREN)` would
+/// give the largest of every child so far) and its exit code.
+///
+/// The child is started with `fork`, not std's `posix_spawn`: Linux carries the peak RSS of
+/// the memory an `exec` replaces into the new program's `ru_maxrss`, and `posix_spawn`'s
+/// child shares this process's memory until its `exec`, so it would report this process's
+/// own peak (the in-process checks of the largest family so far). A forked child's carries
+/// only what this process holds when it forks: the generated family, a few MiB, once
+/// `malloc_trim` has given back to the system what the earlier checks freed.
+#[allow(clippy::zombie_processes)] // `wait4` reaps it.
+fn peak_rss(mut command: Command) -> (u64, Option<i32>) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: glibc's malloc_trim only releases free memory; it has no precondition.
+    unsafe { libc::malloc_trim(0) };
+    // SAFETY: the hook does nothing; its presence makes std fork and exec.
+    unsafe { command.pre_exec(|| Ok(())) };
+    let child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("can start the family's process");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: `wait4` writes the status and the usage into the two locals it is given, and
+    // reaps the child that `child` (never waited on by std) started.
+    let (reaped, usage) = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        (libc::wait4(pid, &mut status, 0, &mut usage), usage)
+    };
+    assert_eq!(reaped, pid, "wait4 reaps the family's process");
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (usage.ru_maxrss as u64, code)
 }
 
 /// Writes one family's text and its `expected.csv` row, if there is a directory.
@@ -463,41 +628,59 @@ fn write_family<I, O>(
     std::fs::write(csv, all).expect("can write expected.csv");
 }
 
-/// One family's row: `budget` (fastest of a few checks), then a budget of 100,000 steps.
-/// A row's time is the check's alone, without reading or generating.
+/// A model's operations.
+type Ops<M> = [Operation<<M as Model>::Input, <M as Model>::Output>];
+
+/// One family's row: `budget` (fastest of a few checks, with the steps and largest memo of
+/// the last), `process` (the same check in a process of its own: its peak RSS, and its exit
+/// code where it disagrees), then a budget of 100,000 steps. A row's time is the check's
+/// alone, without reading or generating.
 fn family_row<M: Model>(
     name: &str,
-    model: &M,
-    ops: &[Operation<M::Input, M::Output>],
+    (model, ops): (&M, &Ops<M>),
     linearizable: bool,
     budget: Budget,
+    process: Command,
 ) {
     let info = ops.iter().filter(|op| op.output.is_none()).count();
+    let (rss_kib, code) = peak_rss(process);
     let (mut best, mut spent, mut rounds) = (Duration::MAX, Duration::ZERO, 0);
-    let mut verdict = Verdict::Unknown;
+    let mut measured = None;
     while rounds < ROUNDS && spent < Duration::from_secs(1) {
         let start = Instant::now();
-        verdict = check(model, ops, budget);
+        measured = Some(check_measured(model, ops, budget));
         let elapsed = start.elapsed();
         best = best.min(elapsed);
         spent += elapsed;
         rounds += 1;
     }
+    let (verdict, work) = measured.expect("one round at least");
     let start = Instant::now();
     let bounded = check(model, ops, Budget::steps(100_000));
     let bounded_time = start.elapsed();
     let words = |verdict: &Verdict| match (verdict, linearizable) {
-        (Verdict::Linearizable, true) | (Verdict::NotLinearizable(_), false) => {
-            verdict_name(verdict).to_string()
-        }
-        (Verdict::Unknown, _) => "unknown".to_string(),
+        (Verdict::Linearizable, true)
+        | (Verdict::NotLinearizable(_), false)
+        | (Verdict::Unknown(_), _) => verdict_name(verdict).to_string(),
         _ => format!("WRONG: {}", verdict_name(verdict)),
     };
+    let expected_code = match verdict {
+        Verdict::Linearizable => 0,
+        Verdict::NotLinearizable(_) => 1,
+        Verdict::Unknown(_) => 4,
+    };
+    let disagrees = match code {
+        Some(code) if code == expected_code => String::new(),
+        code => format!(" (its process: exit {code:?})"),
+    };
     println!(
-        "{name:<28} {:>6} {info:>5} {:>12.2} {:>18} {:>12.2} {:>18}",
+        "{name:<28} {:>6} {info:>5} {:>10.2} {:>17} {:>10} {:>9} {:>8.1} {:>10.2} {:>17}{disagrees}",
         ops.len(),
         best.as_secs_f64() * 1e3,
         words(&verdict),
+        work.steps,
+        work.memo_entries,
+        rss_kib as f64 / 1024.0,
         bounded_time.as_secs_f64() * 1e3,
         words(&bounded),
     );
@@ -507,7 +690,8 @@ fn verdict_name(verdict: &Verdict) -> &'static str {
     match verdict {
         Verdict::Linearizable => "linearizable",
         Verdict::NotLinearizable(_) => "not linearizable",
-        Verdict::Unknown => "unknown",
+        Verdict::Unknown(Exhausted::Steps) => "unknown (steps)",
+        Verdict::Unknown(Exhausted::Memo) => "unknown (memo)",
     }
 }
 
@@ -565,7 +749,7 @@ fn growth_row<M: Model>(
     let words = |verdict: &Verdict| match (verdict, linearizable) {
         (Verdict::Linearizable, true)
         | (Verdict::NotLinearizable(_), false)
-        | (Verdict::Unknown, _) => verdict_name(verdict).to_string(),
+        | (Verdict::Unknown(_), _) => verdict_name(verdict).to_string(),
         _ => format!("WRONG: {}", verdict_name(verdict)),
     };
     let name = format!("{name}-{}", if linearizable { "ok" } else { "bad-middle" });

@@ -1,4 +1,5 @@
-//! `leasesim check [--model etcd|kv|ledger|lease] [--json] [--budget STEPS] FILE...`: judges
+//! `leasesim check [--model etcd|kv|ledger|lease] [--json] [--budget STEPS] [--memo-entries N]
+//! FILE...`: judges
 //! history files for linearizability and prints one verdict per file.
 //!
 //! Without `--model`, each file's model is told from its first event line ([`detect`]): a
@@ -10,7 +11,9 @@
 //! Text output, one block per file on `out`:
 //! - `FILE: linearizable (N ops, X ms)`
 //! - `FILE: not linearizable (N ops, X ms)`, then the [`Explanation`] indented by two spaces;
-//! - `FILE: unknown (budget of S steps per partition ran out, no violation found; N ops, X ms)`.
+//! - `FILE: unknown (budget of S steps per partition ran out, no violation found; N ops, X ms)`;
+//! - `FILE: unknown (memo cap of M positions reached, no violation found; raise it with
+//!   --memo-entries; N ops, X ms)`.
 //!
 //! A file that cannot be read or has a malformed line is reported on `err` as
 //! `error: FILE:LINE: what is wrong` (exit 2); so are a file that is not a regular file (a
@@ -31,8 +34,8 @@ use crate::check::judge::judges_lease_objects;
 use crate::check::linearizability::kv::KvStore;
 use crate::check::linearizability::register::CasRegister;
 use crate::check::linearizability::{
-    Budget, Explanation, Verdict, check, kube_operations, lease_operations, ledger_operations,
-    parallelism,
+    Budget, Exhausted, Explanation, Verdict, check, kube_operations, lease_operations,
+    ledger_operations, parallelism,
 };
 use crate::exit::Exit;
 use crate::history::History;
@@ -88,7 +91,7 @@ pub struct CheckOptions {
     pub model: Option<CheckModel>,
     /// One JSON object per file instead of text.
     pub json: bool,
-    /// The search budget per partition.
+    /// The search budget: steps per partition, memo entries per check.
     pub budget: Budget,
     /// The history files, judged and reported in this order.
     pub files: Vec<PathBuf>,
@@ -114,7 +117,8 @@ pub enum FileVerdict {
     Linearizable,
     /// `not_linearizable`: none exists; the report carries the explanation.
     NotLinearizable,
-    /// `unknown`: the search ran out of budget without finding a violation.
+    /// `unknown`: the search ran out of budget (steps or memo entries) without finding a
+    /// violation.
     Unknown,
     /// `bad_input`: the file could not be read or is malformed.
     BadInput,
@@ -156,9 +160,12 @@ pub struct FileReport {
     /// The error (`bad_input` and `harness_error` only), naming file and line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The search budget, in steps per partition (`unknown` only).
+    /// The search budget, in steps per partition (`unknown` because the steps ran out only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_steps: Option<u64>,
+    /// The memo cap, in entries (`unknown` because the memo reached it only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_memo_entries: Option<u64>,
 }
 
 impl FileReport {
@@ -319,12 +326,16 @@ pub fn check_file(model: Option<CheckModel>, file: &Path, budget: Budget) -> Fil
             Duration::ZERO,
         ),
     };
+    let exhausted = match &outcome {
+        FileOutcome::Verdict(Verdict::Unknown(exhausted)) => Some(*exhausted),
+        _ => None,
+    };
     let (verdict, explanation, error) = match outcome {
         FileOutcome::Verdict(Verdict::Linearizable) => (FileVerdict::Linearizable, None, None),
         FileOutcome::Verdict(Verdict::NotLinearizable(explanation)) => {
             (FileVerdict::NotLinearizable, Some(*explanation), None)
         }
-        FileOutcome::Verdict(Verdict::Unknown) => (FileVerdict::Unknown, None, None),
+        FileOutcome::Verdict(Verdict::Unknown(_)) => (FileVerdict::Unknown, None, None),
         FileOutcome::BadInput(error) => (FileVerdict::BadInput, None, Some(error)),
         FileOutcome::HarnessError(error) => (FileVerdict::HarnessError, None, Some(error)),
     };
@@ -336,7 +347,10 @@ pub fn check_file(model: Option<CheckModel>, file: &Path, budget: Budget) -> Fil
         elapsed_ms: (elapsed.as_secs_f64() * 1e6).round() / 1e3,
         explanation,
         error,
-        budget_steps: (verdict == FileVerdict::Unknown).then_some(budget.max_steps_per_partition),
+        budget_steps: (exhausted == Some(Exhausted::Steps))
+            .then_some(budget.max_steps_per_partition),
+        budget_memo_entries: (exhausted == Some(Exhausted::Memo))
+            .then_some(budget.max_memo_entries),
     }
 }
 
@@ -372,11 +386,19 @@ pub fn render_text(report: &FileReport) -> String {
             }
             text
         }
-        FileVerdict::Unknown => format!(
-            "{}: unknown (budget of {} steps per partition ran out, no violation found; {stats})\n",
-            report.file,
-            report.budget_steps.unwrap_or_default()
-        ),
+        FileVerdict::Unknown => match report.budget_memo_entries {
+            Some(entries) => format!(
+                "{}: unknown (memo cap of {entries} positions reached, no violation found; \
+                 raise it with --memo-entries; {stats})\n",
+                report.file
+            ),
+            None => format!(
+                "{}: unknown (budget of {} steps per partition ran out, no violation found; \
+                 {stats})\n",
+                report.file,
+                report.budget_steps.unwrap_or_default()
+            ),
+        },
         // Said on the error stream instead (`error: …`).
         FileVerdict::BadInput | FileVerdict::HarnessError => String::new(),
     }

@@ -289,6 +289,11 @@ struct CheckArgs {
     /// Search steps per partition before the verdict is `unknown` (exit 4).
     #[arg(long, value_name = "STEPS", default_value_t = crate::check::linearizability::Budget::default().max_steps_per_partition)]
     budget: u64,
+    /// Positions the search's memo may hold, over all of a file's partitions, before the
+    /// verdict is `unknown` (exit 4): the checker's memory bound, 80 to 250 bytes a position
+    /// (docs/checks.md#linearizability-engine).
+    #[arg(long, value_name = "ENTRIES", default_value_t = crate::check::linearizability::Budget::default().max_memo_entries)]
+    memo_entries: u64,
     /// The history files.
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
@@ -527,7 +532,8 @@ fn check(args: CheckArgs) -> ExitCode {
     let options = crate::check::command::CheckOptions {
         model: args.model,
         json: args.json,
-        budget: crate::check::linearizability::Budget::steps(args.budget),
+        budget: crate::check::linearizability::Budget::steps(args.budget)
+            .memo_entries(args.memo_entries),
         files: args.files,
     };
     ExitCode::from(crate::check::command::run(

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use leasesim::check::linearizability::register::CasRegister;
 use leasesim::check::linearizability::{
-    Budget, Verdict, check_counted, check_lease_history, check_ledger_history, ledger_operations,
+    Budget, Exhausted, Verdict, check_counted, check_lease_history, check_ledger_history,
+    ledger_operations,
 };
 use leasesim::history::{History, HistoryError, Line, LineProblem, MAX_TIME_US};
 use leasesim_testkit::{leasesim, stderr};
@@ -358,7 +359,7 @@ mod budget {
         let ops = ledger_operations(&sequential_appends(100_000)).unwrap();
         assert_eq!(ops.ops.len(), 100_000);
         let (verdict, work) = check_counted(&ops.model, &ops.ops, Budget::steps(1000));
-        assert_eq!(verdict, Verdict::Unknown);
+        assert_eq!(verdict, Verdict::Unknown(Exhausted::Steps));
         assert_eq!(work, 1000);
     }
 
@@ -369,7 +370,7 @@ mod budget {
     fn the_pruning_counts_against_the_budget() {
         let reads = crate::families::equal_reads(100_000);
         let (verdict, work) = check_counted(&CasRegister, &reads, Budget::steps(1000));
-        assert_eq!(verdict, Verdict::Unknown);
+        assert_eq!(verdict, Verdict::Unknown(Exhausted::Steps));
         assert_eq!(work, 1000);
         // With room to spare, 10k of them are linearizable, pruning and all (the memo of a
         // full 100k-op search would hold 100k bit sets of 100k bits).

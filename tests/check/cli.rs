@@ -155,6 +155,37 @@ fn a_tiny_budget_exits_4() {
     );
 }
 
+/// The memory budget: a memo cap of one position cannot hold a real etcd history's search,
+/// which ends `unknown` (exit 4) naming the cap and the option that raises it, in text and in
+/// JSON.
+#[test]
+fn a_tiny_memo_cap_exits_4_and_says_how_to_raise_it() {
+    let file = etcd_file(true);
+    let out = check_files(&["--model", "etcd", "--memo-entries", "1"], &[&file]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{stdout}");
+    assert!(
+        stdout.contains(
+            ": unknown (memo cap of 1 positions reached, no violation found; raise it with \
+             --memo-entries;"
+        ),
+        "{stdout}"
+    );
+    let out = check_files(
+        &["--model", "etcd", "--memo-entries", "1", "--json"],
+        &[&file],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(
+        (
+            &report["verdict"],
+            &report["budget_memo_entries"],
+            &report["budget_steps"]
+        ),
+        (&"unknown".into(), &1.into(), &serde_json::Value::Null),
+    );
+}
+
 #[test]
 fn bad_input_wins_over_a_violation_which_wins_over_unknown() {
     let (_dir, bad) = bad_log(OK_WITHOUT_INVOKE);

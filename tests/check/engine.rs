@@ -1,7 +1,9 @@
 //! The engine on small hand-built histories.
 
 use leasesim::check::linearizability::register::{CasRegister, RegisterInput, RegisterOutput};
-use leasesim::check::linearizability::{Budget, Operation, Verdict, check, check_counted};
+use leasesim::check::linearizability::{
+    Budget, Exhausted, Operation, Verdict, check, check_counted, check_measured,
+};
 
 type Op = Operation<RegisterInput, RegisterOutput>;
 
@@ -128,9 +130,41 @@ fn an_exhausted_budget_is_unknown_never_linearizable() {
     with_read.push(read(99, 101, 102, Some(5)));
     assert_eq!(
         check(&CasRegister, &with_read, Budget::steps(3)),
-        Verdict::Unknown
+        Verdict::Unknown(Exhausted::Steps)
     );
     assert_eq!(verdict(&with_read), Verdict::Linearizable);
+}
+
+/// The memory budget (docs/checks.md#linearizability-engine): twenty concurrent writes and a
+/// read of the sixth need a memo of many positions. The default budget decides the history;
+/// a cap of exactly the positions it needs decides it the same way, and one position fewer
+/// answers `unknown` because of the memo, never a verdict.
+#[test]
+fn a_memo_cap_below_what_the_search_needs_is_unknown_because_of_memory() {
+    let mut ops: Vec<Op> = (0..20).map(|i| write(i, 0, 100, i as i64)).collect();
+    ops.push(read(99, 101, 102, Some(5)));
+    let (decided, work) = check_measured(&CasRegister, &ops, Budget::default());
+    assert_eq!(decided, Verdict::Linearizable);
+    assert!(
+        work.memo_entries > 100 && work.memo_entries < Budget::default().max_memo_entries,
+        "a big memo, within the default cap: {work:?}"
+    );
+    let capped = |entries| check(&CasRegister, &ops, Budget::default().memo_entries(entries));
+    assert_eq!(capped(work.memo_entries), Verdict::Linearizable);
+    let unknown = capped(work.memo_entries - 1);
+    assert_eq!(unknown, Verdict::Unknown(Exhausted::Memo));
+    assert_eq!(
+        Exhausted::Memo.to_string(),
+        "the search's memo reached its cap (raise it with leasesim check --memo-entries)"
+    );
+    let failing = [write(0, 0, 1, 1), read(1, 2, 3, Some(2))];
+    assert!(
+        matches!(
+            check(&CasRegister, &failing, Budget::default().memo_entries(1)),
+            Verdict::NotLinearizable(_)
+        ),
+        "a violation found within the memo cap is reported"
+    );
 }
 
 /// Read-only operations first (the engine's rule): nested reads of one value fit in every
@@ -274,7 +308,7 @@ fn every_read_only_claim_of_the_ledger_leaves_every_state_as_it_is() {
 
 mod partitions {
     use leasesim::check::linearizability::kv::{KvInput, KvOutput, KvStore};
-    use leasesim::check::linearizability::{Budget, Operation, Verdict, check};
+    use leasesim::check::linearizability::{Budget, Exhausted, Operation, Verdict, check};
 
     type KvOp = Operation<KvInput, KvOutput>;
 
@@ -348,7 +382,10 @@ mod partitions {
         // Key "a" needs many steps (20 concurrent puts, then a get); key "b" fails at once.
         let ops = concurrent_puts_then_a_get(20, "5");
         let failing = and_b_failing_at_once(&ops);
-        assert_eq!(check(&KvStore, &ops, Budget::steps(20)), Verdict::Unknown);
+        assert_eq!(
+            check(&KvStore, &ops, Budget::steps(20)),
+            Verdict::Unknown(Exhausted::Steps)
+        );
         let Verdict::NotLinearizable(e) = check(&KvStore, &failing, Budget::steps(20)) else {
             panic!("a violation in a later partition must still be reported");
         };
@@ -415,7 +452,7 @@ mod partitions {
         let (slow, both) = slow_a_fast_b();
         assert_eq!(
             check(&KvStore, &slow, Budget::steps(1000)),
-            Verdict::Unknown
+            Verdict::Unknown(Exhausted::Steps)
         );
         let Verdict::NotLinearizable(e) = check(&KvStore, &both, Budget::steps(1000)) else {
             panic!("b's violation must be reported");

@@ -3,13 +3,16 @@
 //! the history ends `Unknown`, never in a false verdict.
 
 use leasesim::check::linearizability::{
-    Budget, Verdict, check_lease_history, check_ledger_history,
+    Budget, Exhausted, Verdict, check_lease_history, check_ledger_history,
 };
 use leasesim::history::{History, Line, Op, OpResult, Outcome};
 
 use crate::generated::{Corruption, Shape, lease_history, ledger_history};
 
 const SEEDS: [u64; 4] = [1, 2, 3, 4];
+
+/// What a budget of steps too small for the history answers.
+const UNKNOWN: Verdict = Verdict::Unknown(Exhausted::Steps);
 
 fn results(history: &History) -> impl Iterator<Item = (&Outcome, &OpResult)> {
     history.lines().iter().filter_map(|line| match line {
@@ -133,12 +136,12 @@ fn a_budget_too_small_for_the_history_ends_unknown_never_false() {
     let correct = Shape::new(10_000, 7);
     let late = Some(Corruption::DoubleGrant { after: 9_000 });
     let late_tip = Some(Corruption::StaleTip { after: 9_000 });
-    assert_eq!(lease(&correct, budget), Verdict::Unknown);
-    assert_eq!(ledger(&correct, budget), Verdict::Unknown);
+    assert_eq!(lease(&correct, budget), UNKNOWN);
+    assert_eq!(ledger(&correct, budget), UNKNOWN);
     let bad = |corruption| Shape {
         corruption,
         ..correct
     };
-    assert_eq!(lease(&bad(late), budget), Verdict::Unknown);
-    assert_eq!(ledger(&bad(late_tip), budget), Verdict::Unknown);
+    assert_eq!(lease(&bad(late), budget), UNKNOWN);
+    assert_eq!(ledger(&bad(late_tip), budget), UNKNOWN);
 }

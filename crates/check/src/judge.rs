@@ -66,8 +66,8 @@ impl LinearizabilityOutcome {
         match self {
             LinearizabilityOutcome::Checked(Verdict::Linearizable) => Status::Pass,
             LinearizabilityOutcome::Checked(Verdict::NotLinearizable(_)) => Status::Fail,
-            LinearizabilityOutcome::Checked(Verdict::Unknown) => Status::Inconclusive {
-                why: "the search ran out of budget".to_owned(),
+            LinearizabilityOutcome::Checked(Verdict::Unknown(exhausted)) => Status::Inconclusive {
+                why: exhausted.to_string(),
             },
             LinearizabilityOutcome::Unreadable(why) => Status::Inconclusive {
                 why: format!("cannot read the history: {why}"),
@@ -131,7 +131,7 @@ impl Judgement {
                     LinearizabilityOutcome::Checked(Verdict::NotLinearizable(_)) => {
                         Exit::SafetyViolation
                     }
-                    LinearizabilityOutcome::Checked(Verdict::Unknown) => Exit::Inconclusive,
+                    LinearizabilityOutcome::Checked(Verdict::Unknown(_)) => Exit::Inconclusive,
                     LinearizabilityOutcome::Unreadable(_) => Exit::Inconclusive,
                     LinearizabilityOutcome::NotJudged(_) => Exit::Clean,
                 });
@@ -211,8 +211,8 @@ impl fmt::Display for Judgement {
                         writeln!(f, "  {line}")?;
                     }
                 }
-                LinearizabilityOutcome::Checked(Verdict::Unknown) => {
-                    writeln!(f, "{check}: unknown (the search ran out of budget)")?
+                LinearizabilityOutcome::Checked(Verdict::Unknown(exhausted)) => {
+                    writeln!(f, "{check}: unknown ({exhausted})")?
                 }
                 LinearizabilityOutcome::Unreadable(why) => {
                     writeln!(f, "{check}: unknown (cannot read the history: {why})")?

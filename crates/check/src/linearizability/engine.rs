@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Model;
-use super::memo::{Known, Memo};
+use super::memo::{Insert, Known, Memo};
 
 /// One operation of a concurrent history.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,7 +23,9 @@ pub struct Operation<I, O> {
     pub ret: Option<u64>,
 }
 
-/// How much search a check may spend before it answers [`Verdict::Unknown`].
+/// How much search a check may spend before it answers [`Verdict::Unknown`]: steps (time)
+/// per partition, and memo entries (memory) per check, shared among the partitions not yet
+/// decided (docs/checks.md#linearizability-engine).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Budget {
@@ -32,13 +34,38 @@ pub struct Budget {
     /// comparison of the equivalent-operation pruning that runs before the search) per
     /// partition.
     pub max_steps_per_partition: u64,
+    /// Positions the searches' memos may hold at once, over the whole check (one entry per
+    /// explored position a memo keeps; see [`Budget::memo_entries`]). Each round of the search
+    /// gives every partition not yet decided an equal share; a search whose memo reaches its
+    /// share pauses, and resumes when a later round's share is larger (other partitions were
+    /// decided and dropped their memos), or is out of budget ([`Exhausted::Memo`]) when it is
+    /// not: it never records, nor allocates for, a position past its share.
+    pub max_memo_entries: u64,
 }
 
 impl Budget {
-    /// A budget of `max_steps_per_partition` search steps for each partition.
+    /// A budget of `max_steps_per_partition` search steps for each partition, and the default
+    /// memo cap.
     pub fn steps(max_steps_per_partition: u64) -> Self {
         Self {
             max_steps_per_partition,
+            ..Self::default()
+        }
+    }
+
+    /// This budget with a cap of `max_memo_entries` memo entries for the whole check.
+    ///
+    /// Entries, not bytes: each is counted exactly, in O(1), as it is recorded. An entry's
+    /// bytes are the memo's own (its hash, window and chain links: 36; its table's slots: 8 to
+    /// 16), its state's (`size_of` the model's state, and whatever that state owns on the heap,
+    /// which the engine cannot see) and its window of placed ops and unknown-outcome set (8
+    /// bytes a word, a few words: see the memo's module documentation); and the memo's vectors
+    /// double as they grow. So the entries are the bound and the bytes a measurement: `cargo
+    /// bench --bench check` prints peak RSS per generated family.
+    pub fn memo_entries(self, max_memo_entries: u64) -> Self {
+        Self {
+            max_memo_entries,
+            ..self
         }
     }
 }
@@ -48,8 +75,45 @@ impl Default for Budget {
     /// families (`cargo bench --bench check`). A step's work is bounded by the partition's
     /// size and the memo's sets of unknown-outcome ops, not by a constant, so this is a
     /// measurement, not a bound.
+    ///
+    /// 4 million memo entries: measured, peak RSS of `leasesim check` under 1 GiB on every
+    /// generated family (963 MiB at most: a key-value state costs about 250 bytes an entry),
+    /// where the largest memo of a decided check (Jepsen's files and the families) is under
+    /// two fifths of it
+    /// (docs/checks.md#linearizability-engine). Without a cap,
+    /// porcupine's memo needed about 40 GB on one of etcd's histories (etcd issue 21928).
     fn default() -> Self {
-        Self::steps(50_000_000)
+        Self {
+            max_steps_per_partition: 50_000_000,
+            max_memo_entries: DEFAULT_MEMO_ENTRIES,
+        }
+    }
+}
+
+/// [`Budget::default`]'s memo cap.
+const DEFAULT_MEMO_ENTRIES: u64 = 4_000_000;
+
+/// Which part of the [`Budget`] a partition used up (`steps`, `memo` in JSON).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Exhausted {
+    /// Its steps ([`Budget::max_steps_per_partition`]).
+    Steps,
+    /// Its share of the memo entries ([`Budget::max_memo_entries`]).
+    Memo,
+}
+
+impl fmt::Display for Exhausted {
+    /// What ran out, and for the memo how to raise it: `the search ran out of budget`, `the
+    /// search's memo reached its cap (raise it with leasesim check --memo-entries)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Exhausted::Steps => write!(f, "the search ran out of budget"),
+            Exhausted::Memo => write!(
+                f,
+                "the search's memo reached its cap (raise it with leasesim check --memo-entries)"
+            ),
+        }
     }
 }
 
@@ -60,8 +124,9 @@ pub enum Verdict {
     Linearizable,
     /// Some partition has none; the explanation shows where the search got stuck.
     NotLinearizable(Box<Explanation>),
-    /// The budget ran out before an answer and no violation was found.
-    Unknown,
+    /// The budget ran out before an answer and no violation was found: the part that ran
+    /// out for the first partition (in key order) that used it up.
+    Unknown(Exhausted),
 }
 
 /// Why a history is not linearizable, in plain words (the model's [`Model::describe_op`],
@@ -200,9 +265,48 @@ pub fn check_counted<M: Model>(
     ops: &[Operation<M::Input, M::Output>],
     budget: Budget,
 ) -> (Verdict, u64) {
-    let spent = AtomicU64::new(0);
-    let verdict = check_spending(model, ops, budget, &spent);
-    (verdict, spent.into_inner())
+    let (verdict, work) = check_measured(model, ops, budget);
+    (verdict, work.steps)
+}
+
+/// What a check spent, against each part of its [`Budget`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Work {
+    /// Counted work, as [`check_counted`] returns it.
+    pub steps: u64,
+    /// The most entries one partition's memo held, when its search ended or paused.
+    pub memo_entries: u64,
+}
+
+/// [`check_counted`], with the largest memo too ([`Work`]); as deterministic as it.
+pub fn check_measured<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    budget: Budget,
+) -> (Verdict, Work) {
+    let (spent, memo) = (AtomicU64::new(0), AtomicU64::new(0));
+    let verdict = check_spending(
+        model,
+        ops,
+        budget,
+        Spent {
+            steps: &spent,
+            memo: &memo,
+        },
+    );
+    let work = Work {
+        steps: spent.into_inner(),
+        memo_entries: memo.into_inner(),
+    };
+    (verdict, work)
+}
+
+/// Where the rounds add up what they spend: steps (summed) and the largest memo.
+#[derive(Clone, Copy)]
+struct Spent<'a> {
+    steps: &'a AtomicU64,
+    memo: &'a AtomicU64,
 }
 
 /// The counted work (pruning and search steps) each partition may spend in the first round;
@@ -215,7 +319,7 @@ fn check_spending<M: Model>(
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
     budget: Budget,
-    spent: &AtomicU64,
+    spent: Spent<'_>,
 ) -> Verdict {
     let mut by_key: BTreeMap<M::Key, Vec<usize>> = BTreeMap::new();
     for (i, op) in ops.iter().enumerate() {
@@ -238,30 +342,36 @@ fn check_spending<M: Model>(
         partitions: &partitions,
         max_steps: budget.max_steps_per_partition,
         workers,
-        spent,
+        spent: spent.steps,
+        memo: spent.memo,
     };
     let mut slots: Vec<Slot<'_, M>> = partitions.iter().map(|_| Slot::Fresh).collect();
-    let mut allowance = FIRST_ALLOWANCE.min(round.max_steps);
+    let mut steps = FIRST_ALLOWANCE.min(round.max_steps);
+    // Ends: once the steps are the whole budget, a round leaves undecided only searches paused
+    // at their memo share, and the next ends each of them unless its share grew, which takes
+    // another partition decided.
     loop {
+        let undecided = slots.iter().filter(|slot| slot.is_undecided()).count() as u64;
+        if undecided == 0 {
+            break;
+        }
+        let allowance = Allowance {
+            steps,
+            memo: budget.max_memo_entries / undecided,
+        };
         if let Some((at, mut explanation)) = round.run(&mut slots, allowance) {
             explanation.partition = format!("{:?}", keys[at]);
             return Verdict::NotLinearizable(explanation);
         }
-        let undecided = slots.iter().any(Slot::is_undecided);
-        debug_assert!(
-            !undecided || allowance < round.max_steps,
-            "a round with the whole budget decides every partition"
-        );
-        if !undecided {
-            break;
-        }
-        allowance = allowance.saturating_mul(2).min(round.max_steps);
+        steps = steps.saturating_mul(2).min(round.max_steps);
     }
-    if slots.iter().any(|slot| matches!(slot, Slot::OutOfBudget)) {
-        Verdict::Unknown
-    } else {
-        Verdict::Linearizable
-    }
+    slots
+        .iter()
+        .find_map(|slot| match slot {
+            Slot::OutOfBudget(exhausted) => Some(Verdict::Unknown(*exhausted)),
+            _ => None,
+        })
+        .unwrap_or(Verdict::Linearizable)
 }
 
 /// [`std::thread::available_parallelism`], read once per process (it reads cgroup files on
@@ -281,7 +391,7 @@ enum Slot<'a, M: Model> {
         pruning: u64,
     },
     Linearizable,
-    OutOfBudget,
+    OutOfBudget(Exhausted),
 }
 
 impl<M: Model> Slot<'_, M> {
@@ -306,6 +416,14 @@ type Queue<'r, M> = Vec<(usize, Slot<'r, M>)>;
 /// What the partitions of a [`Queue`] ended their turns with, each with its position.
 type Turns<'r, M> = Vec<(usize, Turn<'r, M>)>;
 
+/// What one round lets each undecided partition spend: counted work in all, and memo entries
+/// (its share of [`Budget::max_memo_entries`]).
+#[derive(Clone, Copy)]
+struct Allowance {
+    steps: u64,
+    memo: u64,
+}
+
 /// What every round shares: the history, its partitions in key order, the budget.
 struct Round<'r, M: Model> {
     model: &'r M,
@@ -314,13 +432,19 @@ struct Round<'r, M: Model> {
     max_steps: u64,
     workers: usize,
     spent: &'r AtomicU64,
+    /// The largest memo a partition's turn ended with.
+    memo: &'r AtomicU64,
 }
 
 impl<'r, M: Model> Round<'r, M> {
     /// Gives every undecided partition in `slots` its turn, up to `allowance` counted work in
     /// all, and stores what it ended with; returns the failing partition with the smallest key
     /// (its position and explanation), if any failed.
-    fn run(&self, slots: &mut [Slot<'r, M>], allowance: u64) -> Option<(usize, Box<Explanation>)> {
+    fn run(
+        &self,
+        slots: &mut [Slot<'r, M>],
+        allowance: Allowance,
+    ) -> Option<(usize, Box<Explanation>)> {
         let queue: Queue<'r, M> = slots
             .iter_mut()
             .enumerate()
@@ -349,7 +473,7 @@ impl<'r, M: Model> Round<'r, M> {
 
     /// The turns one by one on the calling thread, stopping at the first failure (the later
     /// partitions are not searched). In key order.
-    fn in_order(&self, queue: Queue<'r, M>, allowance: u64) -> Turns<'r, M> {
+    fn in_order(&self, queue: Queue<'r, M>, allowance: Allowance) -> Turns<'r, M> {
         let mut turns = Vec::with_capacity(queue.len());
         for (at, slot) in queue {
             let turn = self.turn(at, slot, allowance, &|_| false);
@@ -368,7 +492,7 @@ impl<'r, M: Model> Round<'r, M> {
     /// do not pay for threads. A turn after the first known failure of the round is skipped or
     /// abandoned; every turn before it runs to its end, so the failing partition with the
     /// smallest key is always found, whatever the threads do. In key order.
-    fn in_parallel(&self, queue: Queue<'r, M>, allowance: u64) -> Turns<'r, M> {
+    fn in_parallel(&self, queue: Queue<'r, M>, allowance: Allowance) -> Turns<'r, M> {
         use std::cell::Cell;
         use std::sync::Mutex;
         use std::sync::atomic::AtomicUsize;
@@ -445,7 +569,7 @@ impl<'r, M: Model> Round<'r, M> {
         &self,
         at: usize,
         slot: Slot<'r, M>,
-        allowance: u64,
+        allowance: Allowance,
         tick: &dyn Fn(u64) -> bool,
     ) -> Turn<'r, M> {
         let (mut search, pruning) = match slot {
@@ -454,7 +578,7 @@ impl<'r, M: Model> Round<'r, M> {
                 let Some((twin_before, pruning)) = twins(self.ops, indices, self.max_steps) else {
                     self.spent.fetch_add(self.max_steps, Ordering::Relaxed);
                     tick(self.max_steps);
-                    return Turn::Slot(Slot::OutOfBudget);
+                    return Turn::Slot(Slot::OutOfBudget(Exhausted::Steps));
                 };
                 debug_assert!(
                     pruning <= self.max_steps,
@@ -467,11 +591,18 @@ impl<'r, M: Model> Round<'r, M> {
                 let search = Search::new(self.model, self.ops, indices, twin_before);
                 (Box::new(search), pruning)
             }
+            Slot::Paused { search, .. }
+                if search.memo_full && search.at.cache.entries() >= allowance.memo =>
+            {
+                return Turn::Slot(Slot::OutOfBudget(Exhausted::Memo));
+            }
             Slot::Paused { search, pruning } => (search, pruning),
             decided => return Turn::Slot(decided),
         };
         let before = search.steps;
-        let outcome = search.run(allowance.saturating_sub(pruning), tick);
+        search.at.cache.allow(allowance.memo);
+        search.memo_full = false;
+        let outcome = search.run(allowance.steps.saturating_sub(pruning), tick);
         debug_assert!(
             search.steps <= self.max_steps - pruning,
             "the search stays within what the pruning left of the budget"
@@ -480,11 +611,15 @@ impl<'r, M: Model> Round<'r, M> {
         self.spent.fetch_add(spent, Ordering::Relaxed);
         let ticked = search.steps / TICK_EVERY - before / TICK_EVERY;
         tick(spent.saturating_sub(ticked * TICK_EVERY));
+        self.memo
+            .fetch_max(search.at.cache.entries(), Ordering::Relaxed);
         match outcome {
             Outcome::Linearizable => Turn::Slot(Slot::Linearizable),
             Outcome::Stuck => Turn::Stuck(Box::new(search.explain())),
-            Outcome::Paused if allowance >= self.max_steps => Turn::Slot(Slot::OutOfBudget),
-            Outcome::Paused => Turn::Slot(Slot::Paused { search, pruning }),
+            Outcome::Paused if allowance.steps >= self.max_steps => {
+                Turn::Slot(Slot::OutOfBudget(Exhausted::Steps))
+            }
+            Outcome::Paused | Outcome::MemoFull => Turn::Slot(Slot::Paused { search, pruning }),
             Outcome::Abandoned => Turn::Abandoned,
         }
     }
@@ -571,6 +706,9 @@ enum Outcome {
     Stuck,
     /// Stopped at the allowance given; the search may resume from there.
     Paused,
+    /// Stopped because the memo holds its share of [`Budget::max_memo_entries`]; the search
+    /// may resume from there, with a larger share, repeating the step it stopped at.
+    MemoFull,
     /// Stopped because the caller no longer needs the answer.
     Abandoned,
 }
@@ -606,6 +744,9 @@ struct Search<'a, M: Model> {
     prefix_agrees: usize,
     /// Search steps spent so far by [`Self::run`], over all its calls.
     steps: u64,
+    /// Whether the last call of [`Self::run`] stopped because a position could not be
+    /// recorded in the memo at its share ([`Outcome::MemoFull`]).
+    memo_full: bool,
     /// Where the search stands, kept between calls of [`Self::run`] so that it resumes.
     at: Position<M::State>,
 }
@@ -651,10 +792,10 @@ struct Position<S> {
 }
 
 impl<S: Clone + Eq + std::hash::Hash> Position<S> {
-    /// Records the position of `linearized` in `state` as explored; `false` if it was covered
-    /// already ([`Memo::insert`]). Costs the [`Known`] window and the unknown-outcome set, not
-    /// the partition's size.
-    fn explore(&mut self, state: &S) -> bool {
+    /// Records the position of `linearized` in `state` as explored, unless it was covered
+    /// already or the memo is full ([`Memo::insert`]). Costs the [`Known`] window and the
+    /// unknown-outcome set, not the partition's size.
+    fn explore(&mut self, state: &S) -> Insert {
         let (low, high) = (self.known_low, self.known_high.max(self.known_low));
         let known = Known {
             first: low,
@@ -765,6 +906,7 @@ impl<'a, M: Model> Search<'a, M> {
             longest_prefix: Vec::new(),
             prefix_agrees: 0,
             steps: 0,
+            memo_full: false,
             at: Self::start(model, ops, indices),
         };
         search.link(&events);
@@ -935,12 +1077,18 @@ impl<'a, M: Model> Search<'a, M> {
                 if !self.place_a_read() {
                     return Outcome::Stuck;
                 }
+                if self.memo_full {
+                    return Outcome::MemoFull;
+                }
             } else if is_call {
                 if self.read_only[self.node_op[entry]] {
                     // It did not fit in this state when the scan looked for reads first.
                     self.at.entry = self.next[entry];
                 } else {
                     self.try_place(entry, false);
+                    if self.memo_full {
+                        return Outcome::MemoFull;
+                    }
                 }
             } else if !self.take_back(Some(entry)) {
                 return Outcome::Stuck;
@@ -966,8 +1114,9 @@ impl<'a, M: Model> Search<'a, M> {
                 if !self.try_place(node, true) {
                     return false;
                 }
-                if self.at.calls.len() != placed {
-                    // Placed, or its position was covered and the search took back.
+                if self.at.calls.len() != placed || self.memo_full {
+                    // Placed, or its position was covered and the search took back, or the
+                    // memo is full and the search ends.
                     return true;
                 }
             }
@@ -1011,7 +1160,13 @@ impl<'a, M: Model> Search<'a, M> {
                 "a read-only op leaves the state as it is"
             );
             at.set_placed(local, true);
-            if at.explore(&next_state) {
+            let explored = at.explore(&next_state);
+            if explored == Insert::Full {
+                at.set_placed(local, false);
+                self.memo_full = true;
+                return true;
+            }
+            if explored == Insert::New {
                 let before = std::mem::replace(&mut at.state, next_state);
                 at.calls.push(Placed {
                     call: entry,
@@ -1281,6 +1436,7 @@ mod tests {
             Outcome::Linearizable => "linearizable",
             Outcome::Stuck => "stuck",
             Outcome::Paused => "paused",
+            Outcome::MemoFull => "memo full",
             Outcome::Abandoned => "abandoned",
         }
     }

@@ -63,7 +63,9 @@ pub mod register;
 mod rejection_tests;
 
 pub use engine::parallelism;
-pub use engine::{Budget, Explanation, Operation, Verdict, check, check_counted};
+pub use engine::{
+    Budget, Exhausted, Explanation, Operation, Verdict, Work, check, check_counted, check_measured,
+};
 pub use evidence::LinEvidence;
 pub use from_history::{
     Extracted, KubeOps, LeaseOps, LedgerOps, check_kube_history, check_lease_history,
