@@ -117,6 +117,7 @@ pub fn merge_lines(
             Line::Event(e) => e.at_us,
             Line::Write(w) => w.at_us,
             Line::Nemesis(n) => n.at_us,
+            Line::Work(w) => w.at_us,
             _ => return,
         };
         timed.push((at, line));

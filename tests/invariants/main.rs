@@ -5,6 +5,7 @@
 mod build;
 mod hand;
 mod kube;
+mod pending;
 mod signal;
 mod sim;
 #[path = "../common/world_runs.rs"]

@@ -174,6 +174,16 @@ fn golden() -> Vec<(Line, &'static str)> {
             .into(),
             r#"{"v":1,"kind":"nemesis","at_us":5000123,"host":"replica-1","action":"sigstop","peer":null,"detail":"pause for 5000 ms"}"#,
         ),
+        (
+            WorkLine {
+                process: Process::new("replica-1", 0),
+                session: "s1".into(),
+                state: WorkState::Taken,
+                at_us: 3_000_000,
+            }
+            .into(),
+            r#"{"v":1,"kind":"work","process":{"replica":"replica-1","incarnation":0},"session":"s1","state":"taken","at_us":3000000}"#,
+        ),
     ]
 }
 
