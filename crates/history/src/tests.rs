@@ -699,7 +699,7 @@ fn unknown_kinds_and_unknown_fields_are_refused() {
     let kind = r#"{"v":1,"kind":"opp","id":1}"#;
     assert_eq!(
         read_error(kind).1,
-        r#"bad.jsonl:1: unknown kind "opp"; expected one of config, op, decision, validity, phase, clock, ledger, event, write, nemesis"#
+        r#"bad.jsonl:1: unknown kind "opp"; expected one of config, op, decision, validity, phase, clock, ledger, event, write, nemesis, work"#
     );
     assert!(
         read_error(r#"{"v":1}"#)
