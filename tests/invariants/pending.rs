@@ -22,11 +22,7 @@ fn lone_replica(then: impl FnOnce(Builder) -> Builder, ended_at_us: u64) -> Hist
 }
 
 /// [`lone_replica`] on the backend `h`'s config line names.
-fn lone_replica_on(
-    h: Builder,
-    then: impl FnOnce(Builder) -> Builder,
-    ended_at_us: u64,
-) -> History {
+fn lone_replica_on(h: Builder, then: impl FnOnce(Builder) -> Builder, ended_at_us: u64) -> History {
     let h = h
         .work("replica-1", WorkState::Taken, 10 * S)
         .op(
@@ -59,8 +55,14 @@ fn live_catches_a_replica_that_stops_asking_with_its_work_pending() {
 #[test]
 fn live_passes_pending_work_the_replica_holds_and_runs_after_the_heal() {
     let ran = |h: Builder| {
-        h.op(2, "replica-1", span(31 * S, 31 * S + 1000), acquire(), granted(1, 10 * S))
-            .work("replica-1", WorkState::Ran, 40 * S)
+        h.op(
+            2,
+            "replica-1",
+            span(31 * S, 31 * S + 1000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .work("replica-1", WorkState::Ran, 40 * S)
     };
     let report = live::check(&lone_replica(ran, 60 * S));
     assert!(report.passed(), "{:?}", report.violations);
@@ -71,7 +73,13 @@ fn live_passes_pending_work_the_replica_holds_and_runs_after_the_heal() {
 fn live_passes_pending_work_the_replica_holds_by_the_bound_though_not_finished() {
     // A long run: granted at 31 s, still appending when the run ends.
     let holds = |h: Builder| {
-        h.op(2, "replica-1", span(31 * S, 31 * S + 1000), acquire(), granted(1, 10 * S))
+        h.op(
+            2,
+            "replica-1",
+            span(31 * S, 31 * S + 1000),
+            acquire(),
+            granted(1, 10 * S),
+        )
     };
     let report = live::check(&lone_replica(holds, 60 * S));
     assert!(report.passed(), "{:?}", report.violations);
@@ -89,9 +97,7 @@ fn live_passes_pending_work_the_replica_drops_after_the_heal() {
 #[test]
 fn live_does_not_count_pending_work_of_a_replica_whose_incarnation_ended() {
     // Crashed at 35 s with its work pending: the work ended with its incarnation.
-    let crashed = |h: Builder| {
-        h.nemesis(35 * S, NemesisAction::Crash, "replica-1", None)
-    };
+    let crashed = |h: Builder| h.nemesis(35 * S, NemesisAction::Crash, "replica-1", None);
     let report = live::check(&lone_replica(crashed, 60 * S));
     assert!(report.passed(), "{:?}", report.violations);
     // Restarted: its next incarnation takes work of its own (and runs it).
@@ -126,8 +132,14 @@ fn live_catches_a_kube_candidate_that_stops_asking_with_its_work_pending() {
     let report = live::check(&lone_replica_on(history().kube_config(), |h| h, 60 * S));
     assert_eq!(one(&report).invariant, Check::Live);
     let ran = |h: Builder| {
-        h.op(2, "replica-1", span(31 * S, 31 * S + 1000), acquire(), granted(1, 10 * S))
-            .work("replica-1", WorkState::Ran, 40 * S)
+        h.op(
+            2,
+            "replica-1",
+            span(31 * S, 31 * S + 1000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .work("replica-1", WorkState::Ran, 40 * S)
     };
     let report = live::check(&lone_replica_on(history().kube_config(), ran, 60 * S));
     assert!(report.passed(), "{:?}", report.violations);

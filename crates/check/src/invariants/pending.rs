@@ -15,9 +15,7 @@
 use std::collections::BTreeMap;
 
 use leasesim_history::time::seconds_us;
-use leasesim_history::{
-    History, NemesisAction, Op, OpLine, Outcome, Process, WorkLine, WorkState,
-};
+use leasesim_history::{History, NemesisAction, Op, OpLine, Outcome, Process, WorkLine, WorkState};
 
 use super::{Evidence, InvariantReport};
 
@@ -129,9 +127,8 @@ fn last_acquires(history: &History, taken: &WorkLine, deadline_us: u64) -> Vec<E
 
 /// Whether the work's process got the session's lease after the take, by `deadline_us`.
 fn held(history: &History, taken: &WorkLine, deadline_us: u64) -> bool {
-    acquires(history, taken, deadline_us).any(|op| {
-        op.outcome == Outcome::Ok && op.complete_us.is_some_and(|c| c <= deadline_us)
-    })
+    acquires(history, taken, deadline_us)
+        .any(|op| op.outcome == Outcome::Ok && op.complete_us.is_some_and(|c| c <= deadline_us))
 }
 
 /// Whether the work's incarnation ended after the take, by `deadline_us`: its host crashed,
@@ -144,9 +141,8 @@ fn incarnation_ended(history: &History, taken: &WorkLine, deadline_us: u64) -> b
             && other.incarnation > process.incarnation
             && at_us <= deadline_us
     };
-    history
-        .nemesis_actions()
-        .any(|n| n.action == NemesisAction::Crash && n.host == process.replica && window.contains(&n.at_us))
-        || history.ops().any(|op| later(&op.process, op.invoke_us))
+    history.nemesis_actions().any(|n| {
+        n.action == NemesisAction::Crash && n.host == process.replica && window.contains(&n.at_us)
+    }) || history.ops().any(|op| later(&op.process, op.invoke_us))
         || history.work().any(|w| later(&w.process, w.at_us))
 }
