@@ -96,6 +96,20 @@ pub fn merge_files(orchestrator: &Path, processes: &[ProcessFile]) -> Result<Mer
     })
 }
 
+/// When a line merged by its one true time happened, µs; `None` for the lines merged
+/// otherwise (config, ops, phases, clocks, ledger).
+fn timed_at(line: &Line) -> Option<u64> {
+    match line {
+        Line::Decision(d) => Some(d.at_us),
+        Line::Validity(v) => Some(v.at_us),
+        Line::Event(e) => Some(e.at_us),
+        Line::Write(w) => Some(w.at_us),
+        Line::Nemesis(n) => Some(n.at_us),
+        Line::Work(w) => Some(w.at_us),
+        _ => None,
+    }
+}
+
 /// The merge itself, on lines already read: the orchestrator's lines (config, phases,
 /// nemesis) and each process's, in file order. Returns the lines and how many operations
 /// were cut off.
@@ -111,15 +125,9 @@ pub fn merge_lines(
     let mut ledger: Option<Vec<Line>> = None;
     let mut cut_off = 0;
     let take_timed = |line: Line, timed: &mut Vec<(u64, Line)>| {
-        let at = match &line {
-            Line::Decision(d) => d.at_us,
-            Line::Validity(v) => v.at_us,
-            Line::Event(e) => e.at_us,
-            Line::Write(w) => w.at_us,
-            Line::Nemesis(n) => n.at_us,
-            _ => return,
-        };
-        timed.push((at, line));
+        if let Some(at) = timed_at(&line) {
+            timed.push((at, line));
+        }
     };
     for line in orchestrator {
         match line {

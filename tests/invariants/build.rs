@@ -18,7 +18,7 @@ use leasesim::check::invariants::Evidence;
 use leasesim::history::{
     ClockLine, ConfigLine, Decision, DecisionLine, HistLeaseUse, HistRecord, HistWriterId, History,
     LedgerLine, Line, NemesisAction, NemesisLine, Op, OpLine, OpResult, Outcome, Phase, PhaseLine,
-    Process, Refusal, Request, ValidityLine, WriteLine, WriteVerb,
+    Process, Refusal, Request, ValidityLine, WorkLine, WorkState, WriteLine, WriteVerb,
 };
 
 /// One second, µs.
@@ -216,6 +216,17 @@ impl Builder {
             at_local_us: check.at_us,
             at_us: check.at_us,
             valid_until_local_us: check.claimed_valid_until_us,
+        })
+    }
+
+    /// `replica` (`replica-K#N` for incarnation N) took a unit of work for s1 at `at_us`, or
+    /// ended one (`state`).
+    pub fn work(self, replica: &str, state: WorkState, at_us: u64) -> Self {
+        self.line(WorkLine {
+            process: p(replica),
+            session: SESSION.to_string(),
+            state,
+            at_us,
         })
     }
 
@@ -595,6 +606,16 @@ pub fn unknown() -> Answer {
         outcome: Outcome::Info,
         result: OpResult::Unknown {
             reason: "timed out".to_string(),
+        },
+    }
+}
+
+/// `info`: the lease service did not answer (`reason` says why).
+pub fn unavailable() -> Answer {
+    Answer {
+        outcome: Outcome::Info,
+        result: OpResult::Unavailable {
+            reason: "deadline exceeded".to_string(),
         },
     }
 }

@@ -6,6 +6,7 @@ mod build;
 mod definite;
 mod hand;
 mod kube;
+mod pending;
 mod signal;
 mod sim;
 #[path = "../common/world_runs.rs"]

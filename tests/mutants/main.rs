@@ -158,6 +158,16 @@ fn append_ignores_expected_tip_is_also_killed_by_fence_on_f3() {
     assert!(violated(scenario, 1, None).is_empty());
 }
 
+/// A lone replica that stops asking while its work is pending turns nobody away and writes
+/// nothing wrong: only LIVE's pending-work rule (docs/checks.md#live) sees it, and on its
+/// scenario's pinned seed no other check flags the run.
+#[test]
+fn gives_up_contending_is_killed_by_live_alone() {
+    let scenario = "sims/lone-replica-gives-up.toml";
+    let with = violated(scenario, 1, Some(Mutant::GivesUpContending));
+    assert_eq!(with, vec![Check::Live], "{scenario} seed 1");
+}
+
 /// `fence-written-blind` overwrites what committed at the opener's `expected + 1`, in the
 /// ledger service's durable store as in `MemLedger`: the overwrite survives a reopen.
 #[tokio::test]

@@ -9,6 +9,9 @@
 
 use std::fmt;
 
+/// How many acquires in a row turned away make [`Mutant::GivesUpContending`] stop asking.
+pub const GIVE_UP_AFTER: u64 = 3;
+
 /// One known-wrong variant of the system under test.
 ///
 /// The catalogue grows with the checkers that must kill each mutant (issue "Mutants").
@@ -95,6 +98,12 @@ pub enum Mutant {
     /// sends it. Killed by STOP on `sims/cleanup-append-after-long-pause.toml` (the ledger's
     /// fence refuses the append; only the validity line shows the decision).
     CleanupAppendSkipsValidity,
+    /// After [`GIVE_UP_AFTER`] acquires in a row turned away (held elsewhere, unavailable, no
+    /// answer), the service stops contending: a run waits for shutdown without asking for
+    /// its lease again, its work still pending (issue 42's field case, "a lone replica that
+    /// gives up"). Killed by LIVE (work still pending after the heal, docs/checks.md#live) on
+    /// `sims/lone-replica-gives-up.toml`.
+    GivesUpContending,
     /// The service's run-entry gate checks that a session is free in one critical section and
     /// marks it taken in another, so two runs of one session can enter together. Killed by
     /// the loom suite `gate` (models/gate.rs): two runs of a session inside at once.
@@ -199,6 +208,7 @@ impl Mutant {
         Mutant::RenewerOutlivesWorker,
         Mutant::CleanupBeforeInvalidate,
         Mutant::CleanupAppendSkipsValidity,
+        Mutant::GivesUpContending,
         Mutant::GateCheckThenEnter,
         Mutant::RenewRecreatesRecord,
         Mutant::TokenCounterInMemory,
@@ -286,7 +296,8 @@ impl Mutant {
             | Mutant::GateCheckThenEnter
             | Mutant::ClientUsesConfiguredTtl
             | Mutant::CleanupAppendSkipsValidity
-            | Mutant::CommittedAppendReportedLost => None,
+            | Mutant::CommittedAppendReportedLost
+            | Mutant::GivesUpContending => None,
         }
     }
 
@@ -327,6 +338,7 @@ impl Mutant {
             Mutant::ClientUsesConfiguredTtl => "client-uses-configured-ttl",
             Mutant::CleanupAppendSkipsValidity => "cleanup-append-skips-validity",
             Mutant::CommittedAppendReportedLost => "committed-append-reported-lost",
+            Mutant::GivesUpContending => "gives-up-contending",
         }
     }
 }

@@ -274,6 +274,18 @@
 //! ignore these lines except SIGNAL, which reads held links, clock faults and crashes from
 //! them (docs/checks.md#signal); the timeline draws them.
 //!
+//! ## `work` — a replica took a unit of work for a session, or ended one ([`WorkLine`])
+//!
+//! ```json
+//! {"v":1,"kind":"work","process":{"replica":"replica-1","incarnation":0},"session":"s1","state":"taken","at_us":3000000}
+//! ```
+//!
+//! `process`; `session`; `state` ([`WorkState`]: `taken`, then `ran` or `dropped`); `at_us`
+//! (true time). The generated workload writes one `taken` as a run starts and one end line as
+//! it ends, in the world and in live mode; between them the replica has pending work for the
+//! session, which LIVE requires it to hold and run, or drop, or end its incarnation
+//! (docs/checks.md#live). Scripted calls write none.
+//!
 //! # Reading and writing
 //!
 //! [`HistoryWriter`] writes lines as they happen; [`History::write_jsonl`] writes a whole
@@ -311,7 +323,8 @@ pub use io::HistoryWriter;
 pub use io::read_lines;
 pub use line::{
     ClockLine, ConfigLine, Decision, DecisionLine, EventLine, HistEvent, HistLeaseUse, LedgerLine,
-    Line, NemesisLine, Phase, PhaseLine, Refusal, Request, ValidityLine, WriteLine, WriteVerb,
+    Line, NemesisLine, Phase, PhaseLine, Refusal, Request, ValidityLine, WorkLine, WorkState,
+    WriteLine, WriteVerb,
 };
 pub use op::{HistLossCause, Op, OpLine, OpResult, Outcome, micros};
 pub use record::{HistRecord, HistWriterId, Process};
@@ -367,6 +380,8 @@ line_accessors! {
     /// The nemesis's actions, in order (the checkers of host faults and the timeline read
     /// them).
     nemesis_actions => Nemesis(NemesisLine);
+    /// The replicas' work lines, in order (LIVE reads the work still pending).
+    work => Work(WorkLine);
 }
 
 impl History {
@@ -609,6 +624,7 @@ fn times(line: &Line) -> Vec<(&'static str, u64)> {
         Line::Event(e) => vec![("at_us", e.at_us)],
         Line::Write(w) => vec![("at_us", w.at_us)],
         Line::Nemesis(n) => vec![("at_us", n.at_us)],
+        Line::Work(w) => vec![("at_us", w.at_us)],
         Line::Ledger(_) => Vec::new(),
     }
 }

@@ -37,13 +37,16 @@ pub enum Line {
     /// `"nemesis"`: one action of the nemesis (a fault applied: a signal, a freeze, a partition…).
     /// The checkers ignore these; they are the evidence of what was done, and when.
     Nemesis(NemesisLine),
+    /// `"work"`: a replica took a unit of work for a session, or ended one (LIVE judges
+    /// that work still pending is run, docs/checks.md#live).
+    Work(WorkLine),
 }
 
 impl Line {
     /// Every `kind`, in declaration order.
-    pub const KINDS: [&'static str; 10] = [
+    pub const KINDS: [&'static str; 11] = [
         "config", "op", "decision", "validity", "phase", "clock", "ledger", "event", "write",
-        "nemesis",
+        "nemesis", "work",
     ];
 
     /// This line's `kind`.
@@ -59,6 +62,7 @@ impl Line {
             Line::Event(_) => "event",
             Line::Write(_) => "write",
             Line::Nemesis(_) => "nemesis",
+            Line::Work(_) => "work",
         }
     }
 
@@ -108,6 +112,7 @@ line_from!(
     LedgerLine => Ledger,
     EventLine => Event,
     WriteLine => Write,
+    WorkLine => Work,
     NemesisLine => Nemesis,
 );
 
@@ -394,6 +399,41 @@ pub enum HistEvent {
     RecordDeleted,
     /// `"backward_wall_jump"`: the nemesis stepped the host's wall clock backwards.
     BackwardWallJump,
+}
+
+/// A replica incarnation took a unit of work for a session, or ended one:
+/// `{"v":1,"kind":"work","process":{"replica":"replica-1","incarnation":0},"session":"s1",
+/// "state":"taken","at_us":…}`.
+///
+/// A generated workload's unit of work is one run ([`WorkState::Taken`] as it starts, then
+/// [`WorkState::Ran`] or [`WorkState::Dropped`] as it ends); between the two the replica has
+/// pending work for the session and should keep asking for its lease (LIVE,
+/// docs/checks.md#live). A take with no end line: the incarnation or the run ended first.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkLine {
+    /// The replica incarnation whose work it is.
+    pub process: Process,
+    /// The session the work is for.
+    pub session: String,
+    /// Taken, or how it ended.
+    pub state: WorkState,
+    /// True time it was taken or ended, µs.
+    pub at_us: u64,
+}
+
+/// What a [`WorkLine`] says of its unit of work.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkState {
+    /// `"taken"`: the replica took it; it is pending until an end line of the same process
+    /// and session.
+    Taken,
+    /// `"ran"`: the replica held the session and ran the work to its end.
+    Ran,
+    /// `"dropped"`: the replica let it go unrun (the session was leased elsewhere, the lease
+    /// service did not answer, the lease was lost, the worker panicked, a shutdown began).
+    Dropped,
 }
 
 /// One write a Kubernetes API server accepted, in the order it accepted them:

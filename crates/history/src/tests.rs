@@ -174,6 +174,16 @@ fn golden() -> Vec<(Line, &'static str)> {
             .into(),
             r#"{"v":1,"kind":"nemesis","at_us":5000123,"host":"replica-1","action":"sigstop","peer":null,"detail":"pause for 5000 ms"}"#,
         ),
+        (
+            WorkLine {
+                process: Process::new("replica-1", 0),
+                session: "s1".into(),
+                state: WorkState::Taken,
+                at_us: 3_000_000,
+            }
+            .into(),
+            r#"{"v":1,"kind":"work","process":{"replica":"replica-1","incarnation":0},"session":"s1","state":"taken","at_us":3000000}"#,
+        ),
     ]
 }
 
@@ -689,7 +699,7 @@ fn unknown_kinds_and_unknown_fields_are_refused() {
     let kind = r#"{"v":1,"kind":"opp","id":1}"#;
     assert_eq!(
         read_error(kind).1,
-        r#"bad.jsonl:1: unknown kind "opp"; expected one of config, op, decision, validity, phase, clock, ledger, event, write, nemesis"#
+        r#"bad.jsonl:1: unknown kind "opp"; expected one of config, op, decision, validity, phase, clock, ledger, event, write, nemesis, work"#
     );
     assert!(
         read_error(r#"{"v":1}"#)

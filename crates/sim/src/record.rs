@@ -27,7 +27,7 @@ use leasesim_core::journal::{
 use leasesim_core::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use leasesim_history::{
     ClockLine, DecisionLine, EventLine, HistEvent, LedgerLine, Line, NemesisLine, Op, OpLine,
-    OpResult, Outcome, Process, ValidityLine, WriteLine, micros,
+    OpResult, Outcome, Process, ValidityLine, WorkLine, WorkState, WriteLine, micros,
 };
 
 /// The shared recorder of one run (the default: a simulation's, on turmoil's time) or of one
@@ -229,6 +229,17 @@ impl Recorder {
             at_us,
             host: host.to_owned(),
             event,
+        }));
+    }
+
+    /// Records that `process` took a unit of work for `session`, or ended one (`state`), now
+    /// (docs/history.md#work).
+    pub fn work(&self, process: &Process, session: &SessionId, state: WorkState) {
+        self.push(Line::Work(WorkLine {
+            process: process.clone(),
+            session: session.as_str().to_owned(),
+            state,
+            at_us: micros(self.now()),
         }));
     }
 

@@ -20,7 +20,7 @@ use leasesim_core::hooks::LeaseUse;
 use leasesim_core::journal::{Journal, JournalError, JournalLease, Store};
 use leasesim_core::lease::{LeaseError, SessionId};
 use leasesim_core::service::{Backoff, RunError, Service};
-use leasesim_history::{Op, OpResult, Outcome, Process};
+use leasesim_history::{Op, OpResult, Outcome, Process, WorkState};
 
 /// One replica incarnation's view of the world.
 pub struct Replica {
@@ -278,16 +278,27 @@ pub async fn run_runs_on(
                 service.shutdown().await;
             });
         }
+        // The run is the replica's unit of work for the session: pending until it ends
+        // (docs/history.md#work).
+        let (recorder, process) = (&replica.recorder, &replica.process);
+        recorder.work(process, &session, WorkState::Taken);
         let running =
             AssertUnwindSafe(service.run(&session, |ctx| work(&replica, ctx, run.appends, think)));
         // A worker that panicked (a `worker_panic` fault): the service has stopped its
         // renewer and released its lease before re-raising; the replica goes on, as a
         // worker pool replaces a worker that died.
         let Ok(outcome) = running.catch_unwind().await else {
+            recorder.work(process, &session, WorkState::Dropped);
             tracing::info!(target: "leasesim::sim::workload", replica = %replica.name, %session, "worker panicked; its run ended");
             replica.clock.sleep(think).await;
             continue;
         };
+        let ended = if outcome.is_ok() {
+            WorkState::Ran
+        } else {
+            WorkState::Dropped
+        };
+        recorder.work(process, &session, ended);
         if let Err(error) = &outcome {
             tracing::debug!(target: "leasesim::sim::workload", replica = %replica.name, %session, %error, "run ended");
         }

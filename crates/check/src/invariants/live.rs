@@ -49,6 +49,13 @@
 //! replicas restarted every 1–8 s, and `replica-2#9`, the first to stay up a TTL from its
 //! first look at 35.5 s, took s1 over at 45.6 s, 0.4 s before the run ended). A session no
 //! incarnation watched that long before the run ended is not judged.
+//!
+//! # Work still pending ([`super::pending`])
+//!
+//! The other half: a replica with pending work for a session (a `work` line `taken` with no
+//! end yet, docs/history.md#work) holds the session, ends the work or ends its incarnation
+//! within the bound from the later of the heal and the take, even when nobody else wants the
+//! session; a run that ended before that is inconclusive for the unit.
 
 use std::collections::BTreeMap;
 
@@ -309,6 +316,12 @@ pub fn check(history: &History) -> InvariantReport {
     let Ok(config) = history.config() else {
         return report;
     };
+    let span = super::pending::Span {
+        healed_us: setting.healed_us,
+        bound_us: setting.bound_us,
+        ended_us: setting.ended_us,
+    };
+    super::pending::check_pending(history, span, &mut report);
     for session in &config.sessions {
         if let Some(window) = setting.window(history, session) {
             check_session(history, &setting, session, &window, &mut report);

@@ -42,6 +42,7 @@ pub mod holders;
 mod host_faults;
 pub mod ledger;
 pub mod live;
+pub mod pending;
 pub mod signal;
 pub mod stop;
 pub mod token;

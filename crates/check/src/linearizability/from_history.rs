@@ -356,6 +356,7 @@ fn end_of_history(history: &History) -> u64 {
             Line::Event(e) => e.at_us,
             Line::Write(w) => w.at_us,
             Line::Nemesis(n) => n.at_us,
+            Line::Work(w) => w.at_us,
             Line::Config(_) | Line::Ledger(_) => 0,
         })
         .max()

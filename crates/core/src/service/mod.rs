@@ -22,7 +22,7 @@ use crate::hooks::Observation;
 use crate::journal::{Journal, JournalError, JournalLease, LossCause, Store};
 use crate::lease::{LeaseError, SessionId};
 use crate::mutant::Mutant;
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use gate::Gate;
 use registry::{Registration, Registry};
 
@@ -123,7 +123,8 @@ impl RunContext {
 /// Runs work on sessions for one owner: gate, lease, journal, renewer, registry.
 ///
 /// It runs the planted bug of its store ([`Store::mutant`]): it honours
-/// [`Mutant::RenewerOutlivesWorker`] and [`Mutant::CleanupBeforeInvalidate`].
+/// [`Mutant::RenewerOutlivesWorker`], [`Mutant::CleanupBeforeInvalidate`] and
+/// [`Mutant::GivesUpContending`].
 #[derive(Debug)]
 pub struct Service {
     store: Arc<Store>,
@@ -132,6 +133,8 @@ pub struct Service {
     registry: Registry,
     leasing_disabled: AtomicBool,
     shutdown: watch::Sender<bool>,
+    /// Acquires turned away in a row (what [`Mutant::GivesUpContending`] counts).
+    turned_away: AtomicU64,
 }
 
 impl Service {
@@ -144,6 +147,7 @@ impl Service {
             registry: Registry::default(),
             leasing_disabled: AtomicBool::new(false),
             shutdown: watch::channel(false).0,
+            turned_away: AtomicU64::new(0),
         }
     }
 
@@ -191,7 +195,13 @@ impl Service {
             if self.leasing_disabled() {
                 return Ok(work(self.context(None)).await?);
             }
-            let lease = match self.store.acquire_lease(session).await {
+            if self.gave_up() {
+                self.context(None).shutdown_requested().await;
+                return Err(RunError::ShuttingDown);
+            }
+            let acquired = self.store.acquire_lease(session).await;
+            self.count_turned_away(acquired.is_ok());
+            let lease = match acquired {
                 Ok(lease) => lease,
                 Err(LeaseError::Held { holder_token }) => {
                     return Err(RunError::SessionLeasedElsewhere { holder_token });
@@ -216,6 +226,21 @@ impl Service {
                 outcome => return outcome,
             }
         }
+    }
+
+    /// Counts an acquire turned away in a row, or starts again at 0 after a grant.
+    fn count_turned_away(&self, granted: bool) {
+        if granted {
+            self.turned_away.store(0, Ordering::SeqCst);
+        } else {
+            self.turned_away.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// [`Mutant::GivesUpContending`]: whether the service has stopped asking for leases.
+    fn gave_up(&self) -> bool {
+        self.store.mutant() == Some(Mutant::GivesUpContending)
+            && self.turned_away.load(Ordering::SeqCst) >= crate::mutant::GIVE_UP_AFTER
     }
 
     /// One leased attempt: renewer, journal, work; releases the lease however it ends.

@@ -368,6 +368,7 @@ impl Scale {
                 leasesim_history::Line::Phase(p) => Some(p.at_us),
                 leasesim_history::Line::Nemesis(n) => Some(n.at_us),
                 leasesim_history::Line::Event(e) => Some(e.at_us),
+                leasesim_history::Line::Work(w) => Some(w.at_us),
                 _ => None,
             })
             .max()

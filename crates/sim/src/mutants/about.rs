@@ -70,6 +70,10 @@ pub(super) const ABOUT: &[(Mutant, &str)] = &[
         "a clean-up append is sent without the validity check",
     ),
     (
+        Mutant::GivesUpContending,
+        "after 3 acquires in a row turned away the service stops asking, its work pending",
+    ),
+    (
         Mutant::GateCheckThenEnter,
         "the run-entry gate checks and marks a session in two critical sections",
     ),

@@ -75,6 +75,10 @@ pub(super) const KILLS: &[(Mutant, Kill)] = &[
         Mutant::CleanupAppendSkipsValidity,
         scenario("sims/cleanup-append-after-long-pause.toml", Check::Stop),
     ),
+    (
+        Mutant::GivesUpContending,
+        scenario("sims/lone-replica-gives-up.toml", Check::Live),
+    ),
     (Mutant::GateCheckThenEnter, Kill::Loom { suite: "gate" }),
     (
         Mutant::RenewRecreatesRecord,

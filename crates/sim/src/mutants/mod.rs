@@ -197,6 +197,7 @@ mod tests {
                 "renewer-outlives-worker: LIVE in sims/swarm-everything.toml (seed 1)",
                 "cleanup-before-invalidate: STOP in sims/graceful-shutdowns.toml (seed 1)",
                 "cleanup-append-skips-validity: STOP in sims/cleanup-append-after-long-pause.toml (seed 1)",
+                "gives-up-contending: LIVE in sims/lone-replica-gives-up.toml (seed 1)",
                 "gate-check-then-enter: loom suite gate",
                 "renew-recreates-record: EXCL in sims/f7-renew-resurrects.toml (seed 1)",
                 "token-counter-in-memory: TOKEN in sims/f5b-token-survives-authority-restart.toml (seed 1)",
