@@ -233,6 +233,11 @@ const ETCD_CLOCK: &str = "etcd is not run under libfaketime (a Go program reads 
     through the vDSO, not libc, so the fault would silently not happen); put clock faults on \
     the replicas or the ledger";
 
+/// Why no fault aimed at a holder can be applied live.
+const NO_TARGETS: &str = "a fault aimed at a session's holder (`target`) resolves it from \
+    the authority's decisions as they happen, which live mode does not see; name the replica \
+    instead (docs/world.md#faults-aimed-at-the-holder)";
+
 /// Why no fault at a pause point can be applied live.
 const NO_PAUSE_POINTS: &str = "a real process's pause points are no-ops (no hook into its tasks)";
 
@@ -262,7 +267,9 @@ impl Planner<'_> {
             .hosts_mut()
             .iter()
             .all(|h| self.knows(h));
-        let steps = if hosts_known {
+        let steps = if scheduled.target.is_some() {
+            Err(NO_TARGETS.to_owned())
+        } else if hosts_known {
             self.steps(at, &scheduled.fault)
         } else {
             Err("names a host this live run does not have".to_owned())
@@ -473,7 +480,11 @@ mod tests {
             v: 1,
             faults: faults
                 .into_iter()
-                .map(|(at_ms, fault)| ScheduledFault { at_ms, fault })
+                .map(|(at_ms, fault)| ScheduledFault {
+                    at_ms,
+                    fault,
+                    target: None,
+                })
                 .collect(),
             heal_at_ms: None,
         }
