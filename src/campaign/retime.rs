@@ -88,6 +88,7 @@ mod tests {
                 fault: Fault::Crash {
                     host: "replica-2".into(),
                 },
+                target: None,
             }],
             heal_at_ms: Some(24_000),
             ..run.schedule

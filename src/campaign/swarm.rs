@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::hooks::PausePoint;
 use crate::sim::config::WorldConfig;
-use crate::sim::generate::{FaultKind, Intensity, REPLICA_POINTS, lacked_capability, replica};
+use crate::sim::generate::{
+    FaultKind, Intensity, REPLICA_POINTS, SWARM_HOLDER_CHANCE, lacked_capability, replica,
+};
 use crate::sim::runfile::Drawn;
 use crate::sim::schedule::{ErrorStatus, check_run_end, limits};
 use crate::sim::seed::{Subsystem, between, chance, rng};
@@ -549,6 +551,8 @@ pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
     let victim = profile.victim_chance.and_then(|(numerator, denominator)| {
         chance(&mut rng, numerator, denominator).then(|| replica(&mut rng, config))
     });
+    // A victim is every fault's target already.
+    let holder_chance = victim.is_none().then_some(SWARM_HOLDER_CHANCE);
     Drawn {
         kinds,
         faults,
@@ -559,6 +563,7 @@ pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
             .clone()
             .unwrap_or_else(|| REPLICA_POINTS.to_vec()),
         victim,
+        holder_chance,
     }
 }
 

@@ -145,7 +145,13 @@ pub fn plan(
         lease_host,
     };
     for (index, scheduled) in schedule.faults.iter().enumerate() {
-        planner.add(index, scheduled);
+        // A drawn fault aimed at a holder strikes the replica it names, as it does in the
+        // world when nobody holds the session: live mode cannot resolve holders (NO_TARGETS).
+        let mut scheduled = scheduled.clone();
+        if drawn {
+            scheduled.target = None;
+        }
+        planner.add(index, &scheduled);
     }
     planner.refuse_drift_with_wall_steps();
     let Planner {
@@ -233,6 +239,11 @@ const ETCD_CLOCK: &str = "etcd is not run under libfaketime (a Go program reads 
     through the vDSO, not libc, so the fault would silently not happen); put clock faults on \
     the replicas or the ledger";
 
+/// Why no fault aimed at a holder can be applied live.
+const NO_TARGETS: &str = "a fault aimed at a session's holder (`target`) resolves it from \
+    the authority's decisions as they happen, which live mode does not see; name the replica \
+    instead (docs/world.md#faults-aimed-at-the-holder)";
+
 /// Why no fault at a pause point can be applied live.
 const NO_PAUSE_POINTS: &str = "a real process's pause points are no-ops (no hook into its tasks)";
 
@@ -262,7 +273,9 @@ impl Planner<'_> {
             .hosts_mut()
             .iter()
             .all(|h| self.knows(h));
-        let steps = if hosts_known {
+        let steps = if scheduled.target.is_some() {
+            Err(NO_TARGETS.to_owned())
+        } else if hosts_known {
             self.steps(at, &scheduled.fault)
         } else {
             Err("names a host this live run does not have".to_owned())
@@ -473,7 +486,11 @@ mod tests {
             v: 1,
             faults: faults
                 .into_iter()
-                .map(|(at_ms, fault)| ScheduledFault { at_ms, fault })
+                .map(|(at_ms, fault)| ScheduledFault {
+                    at_ms,
+                    fault,
+                    target: None,
+                })
                 .collect(),
             heal_at_ms: None,
         }
@@ -586,6 +603,23 @@ mod tests {
         let drawn = plan(&s, 10_000, 2, Some("lease"), true).unwrap();
         assert_eq!(drawn.dropped.len(), 2);
         assert_eq!(drawn.steps.len(), 1);
+    }
+
+    /// A given fault aimed at a holder is refused, saying why; a drawn one strikes the
+    /// replica it names.
+    #[test]
+    fn a_fault_aimed_at_a_holder_is_refused_given_and_strikes_its_replica_drawn() {
+        let crash = Fault::Crash {
+            host: "replica-2".into(),
+        };
+        let target = crate::sim::schedule::Target::Holder("s1".into());
+        let s = FaultSchedule::new().at_target(3_000, crash.clone(), target);
+        let error = plan(&s, 10_000, 2, Some("lease"), false).unwrap_err();
+        assert!(error.contains("aimed at a session's holder"), "{error}");
+        let drawn = plan(&s, 10_000, 2, Some("lease"), true).unwrap();
+        let untargeted = given_plan(&FaultSchedule::new().at(3_000, crash));
+        assert!(drawn.dropped.is_empty(), "{:?}", drawn.dropped);
+        assert_eq!(timed_actions(&drawn), timed_actions(&untargeted));
     }
 
     #[test]

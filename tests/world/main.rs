@@ -1,6 +1,7 @@
 //! The simulated world: field cases replayed as explicit schedules and scripts, scenario
 //! files, replica-side faults and calls, run files and their versions, bad input refused at load (and fuzzed readers), a
-//! backend brought by the user, what swarm profiles draw of the newer faults, and determinism
+//! backend brought by the user, what swarm profiles draw of the newer faults, faults aimed at a
+//! session's holder, and determinism
 //! (same seed, same bytes).
 
 mod apiserver;
@@ -11,6 +12,7 @@ mod cli;
 mod determinism;
 mod field_cases;
 mod fuzz;
+mod holder_targets;
 mod hosted;
 mod kube;
 mod plans;

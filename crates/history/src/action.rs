@@ -72,6 +72,10 @@ actions! {
     AuthorityErrors = "authority_errors",
     /// The authority answers again.
     Serve = "serve",
+    /// A fault aimed at a session's holder resolved whom it strikes, just before its own
+    /// line: `host`, the replica struck; `detail`, `holder of s1`, or `nobody holds s1: the
+    /// schedule's replica` (docs/world.md#faults-aimed-at-the-holder).
+    AimAtHolder = "aim_at_holder",
     // Both worlds'.
     /// A link cut both ways.
     Partition = "partition",

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::backend::{AuthorityKind, BackendView};
 use super::config::{WorldConfig, replica_name};
-use super::schedule::{ErrorStatus, Fault, FaultSchedule};
-use super::seed::{Subsystem, between, rng};
+use super::schedule::{ErrorStatus, Fault, FaultSchedule, Target};
+use super::seed::{Subsystem, between, chance, rng};
 use leasesim_core::hooks::PausePoint;
 use leasesim_history::hosts;
 
@@ -242,7 +242,19 @@ pub struct DrawOptions {
     /// its own replica.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub victim: Option<String>,
+    /// Odds `(numerator, denominator)` that a fault striking one replica is aimed at the
+    /// holder of one of the world's sessions (drawn uniformly) instead: a swarm's
+    /// ([`SWARM_HOLDER_CHANCE`], docs/world.md#faults-aimed-at-the-holder). `None`, and with
+    /// a victim: no fault is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder_chance: Option<(u32, u32)>,
 }
+
+/// The odds a swarm aims a fault that strikes one replica at a session's holder: one in
+/// two, so about half the faults strike the replica acting on a lease when they do, and the
+/// other half (a third of them on the holder by chance with three replicas) keep striking
+/// contenders and bystanders (docs/world.md#faults-aimed-at-the-holder).
+pub const SWARM_HOLDER_CHANCE: (u32, u32) = (1, 2);
 
 fn classic_points() -> Vec<PausePoint> {
     CLASSIC_POINTS.to_vec()
@@ -259,6 +271,7 @@ impl DrawOptions {
             intensity: Intensity::for_ttl(config.ttl.as_millis() as u64),
             points: classic_points(),
             victim: None,
+            holder_chance: None,
         }
     }
 }
@@ -334,7 +347,9 @@ pub fn holders_drift_bound_ppm(skew_margin_percent: u8) -> i64 {
 /// in `0..heal_at_ms` and the fault; sorted by time (stable). A crashed service's restart
 /// comes after its downtime, no later than the heal. No kinds: no faults. With a victim,
 /// every replica a fault names is the victim; the draws are the same as without one, so a
-/// seed's times, kinds and strengths do not move.
+/// seed's times, kinds and strengths do not move. With `holder_chance` (and no victim), the
+/// faults that strike one replica are then aimed at sessions' holders ([`aim_at_holders`]),
+/// drawn after every other draw, so again nothing else moves.
 pub fn draw_schedule(
     options: &DrawOptions,
     config: &WorldConfig,
@@ -355,12 +370,35 @@ pub fn draw_schedule(
             schedule = schedule.at((at_ms + after_ms).min(span_ms), aim(fault));
         }
     }
+    if let (Some(odds), None) = (options.holder_chance, &options.victim) {
+        aim_at_holders(&mut schedule, odds, config, rng);
+    }
     schedule.faults.sort_by_key(|f| f.at_ms);
     debug_assert!(
         schedule.faults.iter().all(|f| f.at_ms <= span_ms),
         "every fault, follow-ups included, is at or before the heal"
     );
     schedule
+}
+
+/// Aims each fault of `schedule` that strikes one replica, in drawing order, with `odds`, at
+/// the holder of one of `config`'s sessions, drawn uniformly.
+fn aim_at_holders(
+    schedule: &mut FaultSchedule,
+    (numerator, denominator): (u32, u32),
+    config: &WorldConfig,
+    rng: &mut ChaCha20Rng,
+) {
+    let last = config.sessions.len().saturating_sub(1) as u64;
+    for scheduled in &mut schedule.faults {
+        if scheduled.fault.replica_mut().is_none() || config.sessions.is_empty() {
+            continue;
+        }
+        if chance(rng, numerator, denominator) {
+            let session = config.sessions[between(rng, 0, last) as usize].clone();
+            scheduled.target = Some(Target::Holder(session));
+        }
+    }
 }
 
 /// `fault` with every replica it names replaced by `victim` (services and the authority's
@@ -759,5 +797,48 @@ mod tests {
             assert_eq!(at_victim.validate(&config.hosts()), Ok(()), "seed {seed}");
         }
         assert!(renamed > 100, "only {renamed} replicas renamed");
+    }
+
+    /// Holder aims are drawn after everything else: the same seed draws the same faults at
+    /// the same times, and with odds of one every fault that strikes one replica (and no
+    /// other) is aimed at a holder of one of the world's sessions, both sessions drawn; a
+    /// seed with a victim aims nothing at holders.
+    #[test]
+    fn holder_aims_move_no_draw_and_take_only_faults_on_one_replica() {
+        let config = WorldConfig::default();
+        let mut options = DrawOptions::classic(&config);
+        options.kinds = FaultKind::ALL.to_vec();
+        options.faults = (30, 30);
+        let mut aimed = options.clone();
+        aimed.holder_chance = Some((1, 1));
+        let mut sessions = std::collections::BTreeSet::new();
+        for seed in 0..20 {
+            let free = draw_schedule(&options, &config, &mut rng(seed, Subsystem::Faults));
+            let at_holders = draw_schedule(&aimed, &config, &mut rng(seed, Subsystem::Faults));
+            assert_eq!(free.faults.len(), at_holders.faults.len(), "seed {seed}");
+            for (free, at_holder) in free.faults.iter().zip(&at_holders.faults) {
+                assert_eq!(
+                    (free.at_ms, &free.fault),
+                    (at_holder.at_ms, &at_holder.fault)
+                );
+                let one_replica = free.fault.clone().replica_mut().is_some();
+                match &at_holder.target {
+                    Some(Target::Holder(session)) => {
+                        assert!(one_replica, "seed {seed}: {at_holder:?}");
+                        sessions.insert(session.clone());
+                    }
+                    None => assert!(!one_replica, "seed {seed}: {at_holder:?}"),
+                }
+            }
+            assert_eq!(at_holders.validate(&config.hosts()), Ok(()), "seed {seed}");
+            let mut with_victim = aimed.clone();
+            with_victim.victim = Some("replica-1".to_owned());
+            let victim = draw_schedule(&with_victim, &config, &mut rng(seed, Subsystem::Faults));
+            assert!(
+                victim.faults.iter().all(|f| f.target.is_none()),
+                "seed {seed}"
+            );
+        }
+        assert_eq!(sessions.into_iter().collect::<Vec<_>>(), ["s1", "s2"]);
     }
 }

@@ -10,6 +10,7 @@
 //! - [`true_time`], [`clock`], [`gate`], [`freeze`] — true time, per-host clocks, the freeze
 //!   gate, and pauses/suspends/stalls.
 //! - [`schedule`], [`generate`], `nemesis` — fault schedules, drawing them, applying them;
+//!   `aim` — resolving a fault aimed at a session's holder when it strikes;
 //!   `kind_spelling` — the words a file writes for a drawn kind (the schedule's words).
 //! - [`script`], [`plan`], `workload`, [`record`] — scripted, planned and generated workloads
 //!   (a generated workload is a plan drawn from the seed), recorded as a history;
@@ -24,6 +25,7 @@
 //! Modules depend one way: `world` → `nemesis`, `workload`, `backend`, `hosts` → `config`,
 //! `freeze` → `clock` → `gate`, `true_time`; none imports `world`.
 
+mod aim;
 pub mod apiserver;
 pub mod backend;
 pub mod clock;

@@ -9,7 +9,7 @@ use super::config::{WorldConfig, config_line};
 use super::fault_lines;
 use super::gate::FreezeKind;
 use super::hosts::Hosts;
-use super::schedule::{Fault, FaultSchedule};
+use super::schedule::{Fault, FaultSchedule, Target};
 use leasesim_core::lease::SessionId;
 use leasesim_history::hosts as host_names;
 use leasesim_history::{HistEvent, NemesisAction};
@@ -21,6 +21,8 @@ type Sim = turmoil::Sim<'static>;
 #[derive(Clone, Debug)]
 enum Action {
     Apply(Fault),
+    /// A scheduled fault aimed at a target, resolved when it strikes.
+    ApplyAimed(Fault, Target),
     /// End of a reply delay: deliver what was held.
     Deliver {
         a: String,
@@ -69,7 +71,10 @@ pub(crate) fn drive(
         push(
             &mut actions,
             scheduled.at_ms,
-            Action::Apply(scheduled.fault),
+            match scheduled.target {
+                None => Action::Apply(scheduled.fault),
+                Some(target) => Action::ApplyAimed(scheduled.fault, target),
+            },
         );
     }
     let heal_ms = schedule
@@ -145,6 +150,10 @@ fn apply(sim: &mut Sim, hosts: &Hosts, now: Duration, action: Action) -> Vec<(u6
             .nemesis(fault_lines::line(at, action, host, peer, None));
     };
     match action {
+        Action::ApplyAimed(mut fault, target) => {
+            super::aim::strike(&hosts.recorder, &mut fault, &target, at);
+            return apply(sim, hosts, now, Action::Apply(fault));
+        }
         Action::Apply(fault) => {
             for line in fault_lines::fault_lines(now, &fault, &hosts.authority_host) {
                 hosts.recorder.nemesis(line);

@@ -283,6 +283,12 @@ impl Recorder {
             .map_err(|e| format!("{}: {e}", live.describe()))
     }
 
+    /// `read` applied to the decisions, writes, validity checks and events recorded so far,
+    /// in the order they happened (none for a live recorder, which keeps no lines).
+    pub(crate) fn with_lines<R>(&self, read: impl FnOnce(&[Line]) -> R) -> R {
+        read(&self.lock().events)
+    }
+
     /// The true time of the nemesis action about to be applied, for what it makes the
     /// system under test report from outside every host.
     pub fn set_harness_now(&self, now: std::time::Duration) {

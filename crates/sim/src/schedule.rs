@@ -43,6 +43,21 @@ pub struct ScheduledFault {
     /// The fault.
     #[serde(flatten)]
     pub fault: Fault,
+    /// Whom the fault strikes, resolved when it strikes (`"target": {"holder": "s1"}`), in
+    /// place of the one replica the fault names; absent (and left out of the file): the
+    /// replica it names (docs/world.md#faults-aimed-at-the-holder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+}
+
+/// A target a fault is aimed at, resolved when it strikes (after Jepsen's nemesis targets,
+/// `:primaries`): docs/world.md#faults-aimed-at-the-holder.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Target {
+    /// `{"holder": "s1"}`: the replica holding the session when the fault strikes, as the
+    /// authority decided; the replica the fault names when nobody holds it.
+    Holder(String),
 }
 
 /// A fault the nemesis can apply. Durations are in ms of true simulated time.
@@ -384,6 +399,36 @@ impl Fault {
     }
 }
 
+impl Fault {
+    /// The one replica the fault names, if it names exactly one (a fault with a
+    /// [`Target`] strikes the target in its place): a replica's freeze, clock fault, crash,
+    /// isolation, or a link between it and a service; `None` for a fault on services only,
+    /// or on a link between two replicas.
+    pub fn replica_mut(&mut self) -> Option<&mut String> {
+        let mut replicas = self.hosts_mut().into_iter().filter(|h| is_replica(h));
+        let one = replicas.next();
+        match replicas.next() {
+            None => one,
+            Some(_) => None,
+        }
+    }
+}
+
+impl ScheduledFault {
+    /// Checks a target names a fault that strikes one replica.
+    fn check_target(&self) -> Result<(), String> {
+        if self.target.is_none() || self.fault.clone().replica_mut().is_some() {
+            return Ok(());
+        }
+        Err(
+            "a fault aimed at a holder (`target`) strikes one replica in place of the one it \
+             names: it must name exactly one replica (a freeze, clock fault, crash or \
+             isolation of a replica, or a link between a replica and a service)"
+                .to_owned(),
+        )
+    }
+}
+
 /// What a schedule is checked against: the numbers of one world it needs, as plain data (so
 /// the schedule, a file format live mode reads too, depends on no world configuration; the
 /// world's configuration gives them with `WorldConfig::schedule_bounds`).
@@ -427,7 +472,22 @@ impl FaultSchedule {
 
     /// Adds `fault` at `at_ms`.
     pub fn at(mut self, at_ms: u64, fault: Fault) -> Self {
-        self.faults.push(ScheduledFault { at_ms, fault });
+        self.faults.push(ScheduledFault {
+            at_ms,
+            fault,
+            target: None,
+        });
+        self
+    }
+
+    /// Adds `fault` at `at_ms`, aimed at `target` (it names the replica struck when the
+    /// target resolves to none).
+    pub fn at_target(mut self, at_ms: u64, fault: Fault, target: Target) -> Self {
+        self.faults.push(ScheduledFault {
+            at_ms,
+            fault,
+            target: Some(target),
+        });
         self
     }
 
@@ -480,6 +540,7 @@ impl FaultSchedule {
                 }
             }
             scheduled.fault.check_values().map_err(error)?;
+            scheduled.check_target().map_err(error)?;
             if let Some(heal_at_ms) = self.heal_at_ms
                 && scheduled.at_ms > heal_at_ms
             {
@@ -492,7 +553,7 @@ impl FaultSchedule {
     }
 
     /// Checks the schedule against a whole world's `bounds`: as [`FaultSchedule::validate`]
-    /// with its hosts, every `delete_lease_record` names one of its sessions, `heal_at_ms` lies within
+    /// with its hosts, every `delete_lease_record` and holder target names one of its sessions, `heal_at_ms` lies within
     /// the run (at most its duration), and the run, liveness phase included, ends within
     /// [`limits::RUN_MS_MAX`] ([`run_end_ms`]).
     ///
@@ -502,7 +563,13 @@ impl FaultSchedule {
     pub fn validate_in(&self, bounds: &ScheduleBounds) -> Result<(), ScheduleError> {
         self.validate(&bounds.hosts)?;
         for (index, scheduled) in self.faults.iter().enumerate() {
-            if let Fault::DeleteLeaseRecord { session } = &scheduled.fault
+            let named = match (&scheduled.fault, &scheduled.target) {
+                (Fault::DeleteLeaseRecord { session }, _) | (_, Some(Target::Holder(session))) => {
+                    Some(session)
+                }
+                _ => None,
+            };
+            if let Some(session) = named
                 && !bounds.sessions.contains(session)
             {
                 return Err(ScheduleError {
@@ -903,5 +970,89 @@ mod authority_fault_tests {
         );
         assert!(reason(series(4_000)).contains("downtime_ms must be 1..4000"));
         assert!(reason(series(0)).contains("downtime_ms must be 1..4000"));
+    }
+}
+
+#[cfg(test)]
+mod target_tests {
+    use super::tests::hosts;
+    use super::*;
+
+    fn pause(host: &str) -> Fault {
+        Fault::Pause {
+            host: host.into(),
+            duration_ms: 5_000,
+            at_point: None,
+        }
+    }
+
+    fn holder(session: &str) -> Target {
+        Target::Holder(session.into())
+    }
+
+    #[test]
+    fn a_holder_target_is_written_beside_the_fault_and_read_back() {
+        let schedule = FaultSchedule::new().at_target(2_000, pause("replica-1"), holder("s1"));
+        let json = serde_json::to_string(&schedule).unwrap();
+        assert_eq!(
+            json,
+            r#"{"v":1,"faults":[{"at_ms":2000,"fault":"pause","host":"replica-1","duration_ms":5000,"target":{"holder":"s1"}}]}"#
+        );
+        assert_eq!(FaultSchedule::from_json(&json), Ok(schedule));
+        let unknown = json.replace(r#"{"holder":"s1"}"#, r#"{"primary":"s1"}"#);
+        let error = FaultSchedule::from_json(&unknown).unwrap_err();
+        assert!(error.contains("unknown variant `primary`"), "{error}");
+    }
+
+    #[test]
+    fn a_schedule_without_targets_reads_and_writes_as_before() {
+        let json = r#"{"v":1,"faults":[{"at_ms":5,"fault":"crash","host":"replica-2"}]}"#;
+        let schedule = FaultSchedule::from_json(json).unwrap();
+        assert_eq!(schedule.faults[0].target, None);
+        assert_eq!(serde_json::to_string(&schedule).unwrap(), json);
+    }
+
+    #[test]
+    fn only_a_fault_that_strikes_one_replica_takes_a_holder_target() {
+        let aimed = |fault| FaultSchedule::new().at_target(1, fault, holder("s1"));
+        let partition = |a: &str, b: &str| Fault::Partition {
+            a: a.into(),
+            b: b.into(),
+        };
+        assert_eq!(aimed(pause("replica-2")).validate(&hosts()), Ok(()));
+        assert_eq!(
+            aimed(partition("replica-2", "lease")).validate(&hosts()),
+            Ok(())
+        );
+        for fault in [
+            pause("lease"),
+            partition("replica-1", "replica-2"),
+            Fault::Heal,
+        ] {
+            let error = aimed(fault.clone()).validate(&hosts()).unwrap_err();
+            assert!(
+                error.reason.contains("must name exactly one replica"),
+                "{fault:?}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_holder_target_names_a_session_of_the_world() {
+        let bounds = ScheduleBounds {
+            hosts: hosts(),
+            sessions: vec!["s1".into()],
+            duration_ms: 60_000,
+            ttl_ms: 10_000,
+            live_bound_us: None,
+        };
+        let schedule =
+            |session| FaultSchedule::new().at_target(1, pause("replica-1"), holder(session));
+        assert_eq!(schedule("s1").validate_in(&bounds), Ok(()));
+        let error = schedule("s9").validate_in(&bounds).unwrap_err();
+        assert_eq!(
+            error.reason,
+            "unknown session `s9`; the world's sessions are s1"
+        );
     }
 }

@@ -50,6 +50,7 @@ fn meaning(action: NemesisAction) -> Meaning {
         | A::DeleteLeaseRecord
         | A::AuthorityErrors
         | A::Serve
+        | A::AimAtHolder
         | A::Partition
         | A::PartitionOneWay
         | A::Release

@@ -77,6 +77,7 @@ fn extent(action: NemesisAction) -> Option<Extent> {
         | A::Clock
         | A::DeleteLeaseRecord
         | A::Reset
+        | A::AimAtHolder
         | A::Dropped => Extent::Instant,
         A::Resume
         | A::Sigcont
@@ -175,6 +176,7 @@ impl Bands<'_> {
                 true
             }
             A::Pause
+            | A::AimAtHolder
             | A::Suspend
             | A::Stall
             | A::WorkerPanic

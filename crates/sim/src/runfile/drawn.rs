@@ -36,6 +36,11 @@ pub struct Drawn {
     /// came up); left out of the file when none, as run files from before the field read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub victim: Option<String>,
+    /// Odds a fault striking one replica is aimed at a session's holder instead
+    /// ([`DrawOptions::holder_chance`]); left out of the file when none, as run files from
+    /// before the field read (their schedules carry no target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder_chance: Option<(u32, u32)>,
 }
 
 fn replica_points() -> Vec<PausePoint> {
@@ -48,8 +53,8 @@ fn is_every_replica_point(points: &[PausePoint]) -> bool {
 
 impl Drawn {
     /// The options the schedule is drawn with: a swarm pauses and stalls replicas at its
-    /// `points` (by default every point they reach, [`REPLICA_POINTS`]), and aims every
-    /// replica's fault at its victim if it drew one.
+    /// `points` (by default every point they reach, [`REPLICA_POINTS`]), aims every
+    /// replica's fault at its victim if it drew one, else some at sessions' holders.
     pub fn options(&self) -> DrawOptions {
         DrawOptions {
             kinds: self.kinds.clone(),
@@ -58,6 +63,7 @@ impl Drawn {
             intensity: self.intensity.clone(),
             points: self.points.clone(),
             victim: self.victim.clone(),
+            holder_chance: self.holder_chance,
         }
     }
 
@@ -137,6 +143,9 @@ impl Drawn {
         }
         if let Some(victim) = &self.victim {
             line += &format!(" victim={victim}");
+        }
+        if let Some((numerator, denominator)) = self.holder_chance {
+            line += &format!(" holder_chance={numerator}/{denominator}");
         }
         line
     }
