@@ -276,6 +276,25 @@ enum ReportCommand {
     },
 }
 
+/// The linearizability search's budget, as `check` and `judge` take it.
+#[derive(Args, Debug)]
+struct SearchBudget {
+    /// Search steps per partition before the verdict is `unknown` (exit 4).
+    #[arg(long, value_name = "STEPS", default_value_t = crate::check::linearizability::Budget::default().max_steps_per_partition)]
+    budget: u64,
+    /// Positions the search's memo may hold, over all of a file's partitions, before the
+    /// verdict is `unknown` (exit 4): the checker's memory bound, 80 to 250 bytes a position
+    /// (docs/checks.md#linearizability-engine).
+    #[arg(long, value_name = "ENTRIES", default_value_t = crate::check::linearizability::Budget::default().max_memo_entries)]
+    memo_entries: u64,
+}
+
+impl SearchBudget {
+    fn budget(&self) -> crate::check::linearizability::Budget {
+        crate::check::linearizability::Budget::steps(self.budget).memo_entries(self.memo_entries)
+    }
+}
+
 #[derive(Args, Debug)]
 struct CheckArgs {
     /// Reader and sequential model for every file. Without it each file's own is told from
@@ -286,14 +305,8 @@ struct CheckArgs {
     /// One JSON object per file (file, model, verdict, ops, elapsed_ms, explanation).
     #[arg(long)]
     json: bool,
-    /// Search steps per partition before the verdict is `unknown` (exit 4).
-    #[arg(long, value_name = "STEPS", default_value_t = crate::check::linearizability::Budget::default().max_steps_per_partition)]
-    budget: u64,
-    /// Positions the search's memo may hold, over all of a file's partitions, before the
-    /// verdict is `unknown` (exit 4): the checker's memory bound, 80 to 250 bytes a position
-    /// (docs/checks.md#linearizability-engine).
-    #[arg(long, value_name = "ENTRIES", default_value_t = crate::check::linearizability::Budget::default().max_memo_entries)]
-    memo_entries: u64,
+    #[command(flatten)]
+    budget: SearchBudget,
     /// The history files.
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
@@ -305,10 +318,8 @@ struct JudgeArgs {
     /// as result.json holds them, error) instead of text.
     #[arg(long)]
     json: bool,
-    /// Search steps per partition of each linearizability check before it is `unknown`
-    /// (exit 4), as `check --budget`.
-    #[arg(long, value_name = "STEPS", default_value_t = crate::check::linearizability::Budget::default().max_steps_per_partition)]
-    budget: u64,
+    #[command(flatten)]
+    budget: SearchBudget,
     /// The history files (history.jsonl).
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
@@ -532,8 +543,7 @@ fn check(args: CheckArgs) -> ExitCode {
     let options = crate::check::command::CheckOptions {
         model: args.model,
         json: args.json,
-        budget: crate::check::linearizability::Budget::steps(args.budget)
-            .memo_entries(args.memo_entries),
+        budget: args.budget.budget(),
         files: args.files,
     };
     ExitCode::from(crate::check::command::run(
@@ -546,7 +556,7 @@ fn check(args: CheckArgs) -> ExitCode {
 fn judge(args: JudgeArgs) -> ExitCode {
     let options = crate::check::judge_command::JudgeOptions {
         json: args.json,
-        budget: crate::check::linearizability::Budget::steps(args.budget),
+        budget: args.budget.budget(),
         files: args.files,
     };
     ExitCode::from(crate::check::judge_command::run(

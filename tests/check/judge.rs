@@ -118,6 +118,21 @@ fn a_budget_too_small_for_the_searches_exits_4_as_check_does() {
     );
 }
 
+#[test]
+fn a_memo_cap_too_small_for_the_searches_exits_4_naming_the_memo() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, history) = f1_run(dir.path(), "clean", None);
+    let out = judge(&["--memo-entries", "1"], &[&history]);
+    assert_eq!(out.status.code(), Some(4), "{}", both(&out));
+    let text = stdout(&out);
+    for check in Check::LINEARIZABILITY {
+        let line = format!(
+            "{check}: unknown (the search's memo reached its cap (raise it with leasesim check --memo-entries))"
+        );
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
+}
+
 /// `lines` written as a file `name` in `dir`, each with its newline unless `cut` says the
 /// last one was cut short.
 fn write_lines(dir: &Path, name: &str, lines: &[&str], cut: bool) -> PathBuf {
