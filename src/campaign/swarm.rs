@@ -11,9 +11,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::hooks::PausePoint;
+use crate::sim::backend::AuthorityKind;
 use crate::sim::config::WorldConfig;
 use crate::sim::generate::{
-    FaultKind, Intensity, REPLICA_POINTS, SWARM_HOLDER_CHANCE, lacked_capability, replica,
+    DECISION_POINTS, FaultKind, Intensity, REPLICA_POINTS, SWARM_HOLDER_CHANCE, lacked_capability,
+    replica,
 };
 use crate::sim::runfile::Drawn;
 use crate::sim::schedule::{ErrorStatus, check_run_end, limits};
@@ -34,7 +36,9 @@ pub struct SwarmProfile {
     pub heal_at_percent: u8,
     /// The pause points a `pause` at a point, a `stall` or a `worker_panic` of a replica is
     /// drawn at, uniformly, each named once in the schedule's words (`before_append_send`);
-    /// `None` (the field left out): every point a replica reaches ([`REPLICA_POINTS`]). A
+    /// `None` (the field left out): every point a replica reaches on every backend
+    /// ([`REPLICA_POINTS`]); a profile on a backend whose client decides from a read
+    /// (`kube`) may name [`DECISION_POINTS`] too, refused on one whose authority decides. A
     /// profile narrows them so its freezes land where the decision it is about is made (a
     /// pause between an append's check and its send is what a fence has to refuse). A
     /// `worker_panic` drawn at a point no run's work reaches panics at one of
@@ -67,14 +71,26 @@ const SERVICE_KINDS: [FaultKind; 3] = [
     FaultKind::DeleteLeaseRecord,
 ];
 
-/// The names of [`REPLICA_POINTS`], comma-separated: the list an error gives.
+/// The names of [`REPLICA_POINTS`] and [`DECISION_POINTS`], comma-separated: the list an
+/// error at an unknown word gives.
 fn replica_point_names() -> String {
+    let names: Vec<&str> = swarm_points().map(|p| p.name()).collect();
+    names.join(", ")
+}
+
+/// The names of [`REPLICA_POINTS`], comma-separated: what a profile without `points` draws.
+fn default_point_names() -> String {
     let names: Vec<&str> = REPLICA_POINTS.iter().map(|p| p.name()).collect();
     names.join(", ")
 }
 
-/// Reads `points`: each word one of [`REPLICA_POINTS`], or an error at that word naming the
-/// points a swarm may draw.
+/// The points a profile may name: [`REPLICA_POINTS`], then [`DECISION_POINTS`].
+fn swarm_points() -> impl Iterator<Item = PausePoint> {
+    REPLICA_POINTS.into_iter().chain(DECISION_POINTS)
+}
+
+/// Reads `points`: each word one of [`REPLICA_POINTS`] or [`DECISION_POINTS`], or an error at
+/// that word naming the points a swarm may draw.
 fn replica_points<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<Vec<PausePoint>>, D::Error> {
@@ -83,8 +99,8 @@ fn replica_points<'de, D: serde::Deserializer<'de>>(
     impl<'de> Deserialize<'de> for Word {
         fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
             let word = String::deserialize(deserializer)?;
-            match REPLICA_POINTS.iter().find(|point| point.name() == word) {
-                Some(point) => Ok(Word(*point)),
+            match swarm_points().find(|point| point.name() == word) {
+                Some(point) => Ok(Word(point)),
                 None => {
                     let why = if PausePoint::ALL.iter().any(|point| point.name() == word) {
                         "is a service host's pause point, not a replica's"
@@ -316,7 +332,7 @@ impl SwarmProfile {
             return refuse(format!(
                 "give at least one pause point, or leave `points` out to draw from every one \
                  a replica reaches: {}",
-                replica_point_names()
+                default_point_names()
             ));
         }
         let twice = (1..points.len()).find(|&i| points[..i].contains(&points[i]));
@@ -439,6 +455,23 @@ impl SwarmProfile {
     /// that leaves none.
     fn check_backend(&self, config: &WorldConfig) -> Result<(), (String, String)> {
         let view = config.backend.view();
+        let decision_point = self
+            .points
+            .iter()
+            .flatten()
+            .find(|p| DECISION_POINTS.contains(p));
+        if let (Some(point), AuthorityKind::Decides) = (decision_point, view.authority) {
+            return Err((
+                "points".into(),
+                format!(
+                    "no replica of the {} backend reaches `{}`: its authority decides, its \
+                     client sends the call and reads no state to decide from \
+                     (docs/world.md#freezes-and-pause-points); remove it from `points`",
+                    config.backend.name(),
+                    point.name()
+                ),
+            ));
+        }
         if self.left_out(config).len() == self.kinds.len() {
             return Err((
                 "kinds".into(),

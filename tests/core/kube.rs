@@ -54,6 +54,7 @@ fn kube_lease_at(addr: &str, mutant: Option<Mutant>) -> (KubeLease, ManualClock)
         clock: Arc::new(clock.clone()),
         mutant,
         calls: None,
+        hooks: Default::default(),
     };
     let lease = KubeLease::new(client, config).expect("a whole-second TTL");
     (lease, clock)

@@ -31,6 +31,7 @@ async fn cluster_subject(namespace: &str, prefix: &str) -> Subject {
         clock: Arc::new(RealClock::new()),
         mutant: None,
         calls: None,
+        hooks: Default::default(),
     };
     let lease = KubeLease::from_cluster(config)
         .await

@@ -1,4 +1,4 @@
-//! The Kubernetes Lease backend in the world: field cases K1 and K2 of
+//! The Kubernetes Lease backend in the world: field cases K1, K2 and K3 of
 //! `docs/field-cases.md` run from their scenario files end in the right outcomes, and a
 //! kube world records what its checkers need (write lines, `kube_*` and `lease_*` operations,
 //! no authority).
@@ -97,6 +97,73 @@ fn k1_two_candidates_from_one_read_exactly_one_update_wins() {
             .chain(tail.map(|t| format!("{t} {winner}")))
             .collect();
         assert_eq!(ledger(&history, "s1"), expected, "seed {seed}");
+    }
+}
+
+/// `(expected_rv, outcome, result)` of each `kube_update` `replica` sent from 12 s on.
+fn updates_of(history: &History, replica: &str) -> Vec<(Option<u64>, Outcome, OpResult)> {
+    updates_after(history, 12_000_000)
+        .into_iter()
+        .filter(|update| update.0 == replica)
+        .map(|(_, rv, outcome, result)| (rv, outcome, result))
+        .collect()
+}
+
+/// The result of `replica`'s first `lease_acquire` from 12 s on.
+fn acquired(history: &History, replica: &str) -> OpResult {
+    let mut acquires = acquires_after(history, 12_000_000).into_iter();
+    let (_, result) = acquires.find(|(r, _)| r == replica).unwrap();
+    result
+}
+
+#[test]
+fn k3_a_takeover_decided_from_a_read_a_409_made_stale_is_decided_again() {
+    for seed in [1, 2, 3] {
+        let history = run("k3-decision-from-a-stale-read", seed);
+        let writes = writes(&history);
+        // A's create; C's takeover at 13 s and its renew at about 16.3 s, both before B's
+        // stalled update reaches the API server.
+        assert_eq!(
+            writes[..3],
+            [
+                (WriteVerb::Create, "replica-1#0".into(), 1, 1),
+                (WriteVerb::Update, "replica-3#0".into(), 2, 2),
+                (WriteVerb::Update, "replica-3#0".into(), 2, 3),
+            ],
+            "seed {seed}"
+        );
+        assert!(
+            writes.iter().skip(1).all(|w| w.1 == "replica-3#0"),
+            "seed {seed}: only C writes after A: {writes:?}"
+        );
+        // B's one update, decided at 12 s from rv 1, conflicts; B reads again and is Held.
+        assert_eq!(
+            updates_of(&history, "replica-2"),
+            [(Some(1), Outcome::Fail, OpResult::KubeConflict {})],
+            "seed {seed}"
+        );
+        let held = OpResult::Held {
+            holder_token: Some(2),
+        };
+        assert_eq!(acquired(&history, "replica-2"), held, "seed {seed}");
+        assert!(
+            matches!(
+                acquired(&history, "replica-3"),
+                OpResult::Granted { token: 2, .. }
+            ),
+            "seed {seed}"
+        );
+        assert_eq!(
+            ledger(&history, "s1"),
+            [
+                "fence 1 replica-1",
+                "a1 replica-1",
+                "fence 2 replica-3",
+                "c1 replica-3",
+                "c2 replica-3"
+            ],
+            "seed {seed}"
+        );
     }
 }
 
@@ -366,6 +433,32 @@ fn mutant_delete_on_release_gives_b_token_one_again_on_k2() {
         ledger(&history, "s1"),
         ["fence 1 replica-1", "a1 replica-1"]
     );
+}
+
+/// K3 under `conflict-retry-keeps-decision`: after the 409 B reads only for the version and
+/// sends its 12 s decision again at C's latest resourceVersion: granted token 2 beside C.
+#[test]
+fn mutant_conflict_retry_keeps_decision_gives_k3_two_holders_of_token_2() {
+    use leasesim::mutant::Mutant;
+    let history = killed_where_the_catalogue_says(Mutant::ConflictRetryKeepsDecision);
+    let c_renewed_at = writes(&history)[2].3;
+    let b: Vec<(Option<u64>, Outcome)> = updates_of(&history, "replica-2")
+        .into_iter()
+        .map(|(rv, outcome, _)| (rv, outcome))
+        .collect();
+    assert_eq!(
+        b[..2],
+        [(Some(1), Outcome::Fail), (Some(c_renewed_at), Outcome::Ok)]
+    );
+    for replica in ["replica-2", "replica-3"] {
+        assert!(
+            matches!(
+                acquired(&history, replica),
+                OpResult::Granted { token: 2, .. }
+            ),
+            "{replica}"
+        );
+    }
 }
 
 #[test]

@@ -205,25 +205,54 @@ fn a_fault_kind_the_backend_cannot_take_is_refused_not_dropped() {
 }
 
 #[test]
-fn a_swarm_pause_point_that_is_not_a_replicas_is_refused_listing_the_six() {
+fn a_swarm_pause_point_that_is_not_a_replicas_is_refused_listing_the_seven() {
     let swarm = |points: &str| {
         format!("{HEAD}[faults.swarm]\nkinds = [\"pause\"]\nfaults = [1, 2]\npoints = {points}\n")
     };
-    let six = "before_append_send, before_renew_send, after_grant_received, \
-               before_append_check, before_open_check, before_cleanup_append";
+    let seven = "before_append_send, before_renew_send, after_grant_received, \
+               before_append_check, before_open_check, before_cleanup_append, \
+               after_authority_read";
     assert_eq!(
         error(&swarm("[\"before_append_send\", \"before_lunch\"]")),
         format!(
             "DIR/bad.toml:6:10: `faults.swarm.points`: `before_lunch` is not a pause point; a \
-             swarm pauses and stalls replicas at {six}"
+             swarm pauses and stalls replicas at {seven}"
         )
     );
     assert_eq!(
         error(&swarm("[\"service_handler_start\"]")),
         format!(
             "DIR/bad.toml:6:10: `faults.swarm.points`: `service_handler_start` is a service \
-             host's pause point, not a replica's; a swarm pauses and stalls replicas at {six}"
+             host's pause point, not a replica's; a swarm pauses and stalls replicas at {seven}"
         )
+    );
+}
+
+/// `after_authority_read` is a kube replica's point (its `KubeLease` decided from a read):
+/// a `kube` profile may draw it; on the default `grpc` backend, whose client reads nothing
+/// to decide from, the profile is refused rather than drawing stalls that never fire.
+#[test]
+fn the_decision_point_is_drawn_on_kube_and_refused_on_grpc() {
+    let swarm = |backend: &str| {
+        format!(
+            "{HEAD}[world]\nbackend = \"{backend}\"\n[faults.swarm]\nkinds = [\"stall\"]\n\
+             faults = [1, 2]\npoints = [\"after_authority_read\"]\n"
+        )
+    };
+    let message = error(&swarm("grpc"));
+    assert!(
+        message.contains(
+            "`faults.swarm.points`: no replica of the grpc backend reaches `after_authority_read`"
+        ),
+        "{message}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kube.toml");
+    std::fs::write(&path, swarm("kube")).unwrap();
+    let run = Scenario::load(&path).unwrap().resolve(1).unwrap();
+    assert_eq!(
+        run.drawn.unwrap().points,
+        [leasesim::hooks::PausePoint::AfterAuthorityRead]
     );
 }
 

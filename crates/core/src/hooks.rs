@@ -37,11 +37,18 @@ pub enum PausePoint {
     AfterGrantReceived,
     /// At the start of each lease or ledger service handler.
     ServiceHandlerStart,
+    /// In a lease client that decides from a read of the authority's state (`KubeLease`,
+    /// `EtcdLease`): the read is done and the decision made from it, the write that carries
+    /// the decision (a create, replace or delete; a grant, keep-alive or revoke) is not yet
+    /// sent. A freeze here makes the decision stale: the authority's state may change before
+    /// the write lands, which only a precondition on the read (a `resourceVersion`, a
+    /// revision) can catch (docs/world.md#freezes-and-pause-points).
+    AfterAuthorityRead,
 }
 
 impl PausePoint {
     /// Every pause point.
-    pub const ALL: [PausePoint; 7] = [
+    pub const ALL: [PausePoint; 8] = [
         PausePoint::BeforeAppendCheck,
         PausePoint::BeforeAppendSend,
         PausePoint::BeforeOpenCheck,
@@ -49,6 +56,7 @@ impl PausePoint {
         PausePoint::BeforeRenewSend,
         PausePoint::AfterGrantReceived,
         PausePoint::ServiceHandlerStart,
+        PausePoint::AfterAuthorityRead,
     ];
 
     /// The points a run's work reaches (journal open, append, clean-up append) and a
@@ -70,6 +78,7 @@ impl PausePoint {
             PausePoint::BeforeRenewSend => "before_renew_send",
             PausePoint::AfterGrantReceived => "after_grant_received",
             PausePoint::ServiceHandlerStart => "service_handler_start",
+            PausePoint::AfterAuthorityRead => "after_authority_read",
         }
     }
 }

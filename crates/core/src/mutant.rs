@@ -187,6 +187,12 @@ pub enum Mutant {
     /// took effect, so its caller gives up (or redoes) work that is in the ledger. Killed by
     /// DEFINITE on `sims/committed-append-reply-late.toml`.
     CommittedAppendReportedLost,
+    /// `KubeLease` meets a 409 Conflict on a replace as a misused `retry.RetryOnConflict`
+    /// does: it reads the object again only to take its new `resourceVersion` and sends the
+    /// write it decided from the old read again, so a renew (or takeover, or release) decided
+    /// before another candidate's takeover overwrites it: two holders (field case K3).
+    /// Killed by EXCL on `sims/k3-decision-from-a-stale-read.toml`.
+    ConflictRetryKeepsDecision,
 }
 
 impl Mutant {
@@ -227,6 +233,7 @@ impl Mutant {
         Mutant::RenewWithoutExpiryCheck,
         Mutant::RecordWrittenInPlace,
         Mutant::CommittedAppendReportedLost,
+        Mutant::ConflictRetryKeepsDecision,
     ];
 
     /// The mutant's place in [`Mutant::ALL`] (0-based): detection tables are in this order,
@@ -279,7 +286,8 @@ impl Mutant {
             Mutant::ExpiryFromRenewTime
             | Mutant::UpdateWithoutResourceVersion
             | Mutant::DeleteOnRelease
-            | Mutant::TransitionsBumpedOnRenew => Some("kube"),
+            | Mutant::TransitionsBumpedOnRenew
+            | Mutant::ConflictRetryKeepsDecision => Some("kube"),
             Mutant::UnlinkOnRelease
             | Mutant::UnlockFromAnyProcess
             | Mutant::RenewWithoutExpiryCheck
@@ -339,6 +347,7 @@ impl Mutant {
             Mutant::CleanupAppendSkipsValidity => "cleanup-append-skips-validity",
             Mutant::CommittedAppendReportedLost => "committed-append-reported-lost",
             Mutant::GivesUpContending => "gives-up-contending",
+            Mutant::ConflictRetryKeepsDecision => "conflict-retry-keeps-decision",
         }
     }
 }

@@ -15,7 +15,12 @@
 //!
 //! Every write is decided from one read and carries that read's `resourceVersion`
 //! (`Api::replace`); 409 → read again and decide again (at most [`MAX_ATTEMPTS`] reads per
-//! call, then [`LeaseError::Unavailable`]). A missing object is created (leaseTransitions 1);
+//! call, then [`LeaseError::Unavailable`]): a 409 says the read the decision came from is
+//! old, so the decision is thrown away with it, never re-sent under a fresh version (that is
+//! the `conflict-retry-keeps-decision` mutant). Between each decision and its write the
+//! candidate reaches [`PausePoint::AfterAuthorityRead`] (its hooks, [`KubeLeaseConfig::hooks`]),
+//! where a harness can hold it so that the object changes under the decision
+//! (docs/world.md#freezes-and-pause-points). A missing object is created (leaseTransitions 1);
 //! a create that finds the name taken (409) reads again. Release replaces the holder with
 //! `""`, transitions kept; the object is never deleted (deletion would reset the token).
 //!
@@ -60,6 +65,7 @@ use kube::Api;
 
 use calls::{Caller, Failure};
 use leasesim_core::clock::{Clock, Instant};
+use leasesim_core::hooks::{HookSlot, PausePoint};
 use leasesim_core::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use leasesim_core::mutant::Mutant;
 use object::Held;
@@ -96,6 +102,9 @@ pub struct KubeLeaseConfig {
     pub mutant: Option<Mutant>,
     /// Observer of every API call; `None` records nothing.
     pub calls: Option<Arc<dyn KubeCalls>>,
+    /// The harness's hooks: [`PausePoint::AfterAuthorityRead`] is reached between every
+    /// decision and its write. The default slot (none) costs one branch per write.
+    pub hooks: HookSlot,
 }
 
 /// Why a [`KubeLeaseConfig`] was refused.
@@ -139,6 +148,7 @@ pub struct KubeLease {
     clock: Arc<dyn Clock>,
     mutant: Option<Mutant>,
     calls: Arc<dyn KubeCalls>,
+    hooks: HookSlot,
     observations: Observations,
 }
 
@@ -158,6 +168,7 @@ impl KubeLease {
             clock: config.clock,
             mutant: config.mutant,
             calls: config.calls.unwrap_or_else(|| Arc::new(NoCalls)),
+            hooks: config.hooks,
             observations: Observations::default(),
         })
     }
@@ -208,7 +219,8 @@ impl KubeLease {
     }
 
     /// Sends `write` (create when `read` is `None`, else replace) and, on success, notes it
-    /// as seen at the send time and returns the lease it grants.
+    /// as seen at the send time and returns the lease it grants. The decision was made:
+    /// reaches [`PausePoint::AfterAuthorityRead`] first.
     async fn write(
         &self,
         call: &Caller<'_>,
@@ -216,13 +228,39 @@ impl KubeLease {
         write: LeaseObject,
         token: u64,
     ) -> Result<Lease, Failure> {
+        self.hooks.pause_point(PausePoint::AfterAuthorityRead).await;
         let sent = self.clock.now();
         let written = match read {
             None => call.create(&write).await?,
-            Some(_) => call.update(&write).await?,
+            Some(_) => self.replace(call, write).await?,
         };
         self.observations.saw(call.session, &written, sent);
         Ok(self.granted(call, token, sent))
+    }
+
+    /// Replaces the object with `write`, which carries the `resourceVersion` of the read it
+    /// was decided from. Under [`Mutant::ConflictRetryKeepsDecision`] only, a 409 is met as a
+    /// misused `retry.RetryOnConflict` meets it: read the object again for its
+    /// `resourceVersion` alone and send the same write (decided from the old read) again, up
+    /// to [`MAX_ATTEMPTS`] sends.
+    async fn replace(
+        &self,
+        call: &Caller<'_>,
+        mut write: LeaseObject,
+    ) -> Result<LeaseObject, Failure> {
+        let mut outcome = call.update(&write).await;
+        if self.mutant != Some(Mutant::ConflictRetryKeepsDecision) {
+            return outcome;
+        }
+        for _ in 1..MAX_ATTEMPTS {
+            if !matches!(outcome, Err(Failure::Conflict)) {
+                break;
+            }
+            write.metadata.resource_version = call.get().await?.metadata.resource_version;
+            self.hooks.pause_point(PausePoint::AfterAuthorityRead).await;
+            outcome = call.update(&write).await;
+        }
+        outcome
     }
 
     fn granted(&self, call: &Caller<'_>, token: u64, sent: Instant) -> Lease {
@@ -324,12 +362,13 @@ impl KubeLease {
         if held.identity != call.owner.to_string() || held.transitions != lease.token() {
             return Ok(true);
         }
+        self.hooks.pause_point(PausePoint::AfterAuthorityRead).await;
         let sent = self.clock.now();
         let outcome = if self.mutant == Some(Mutant::DeleteOnRelease) {
             call.delete(&read).await.map(|()| None)
         } else {
             let write = self.object_for(call, Some(&read), "", held.transitions, false)?;
-            call.update(&write).await.map(Some)
+            self.replace(call, write).await.map(Some)
         };
         match outcome {
             Ok(written) => {

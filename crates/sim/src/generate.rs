@@ -464,9 +464,10 @@ pub const CLASSIC_POINTS: [PausePoint; 3] = [
     PausePoint::AfterGrantReceived,
 ];
 
-/// Every pause point a replica reaches (a service host reaches only the handler start): the
-/// classic ones, then the points before each validity decision (an append's check, a journal
-/// open's check, a clean-up append's). Swarm profiles draw from these.
+/// Every pause point a replica reaches on every backend (a service host reaches only the
+/// handler start): the classic ones, then the points before each validity decision (an
+/// append's check, a journal open's check, a clean-up append's). Swarm profiles draw from
+/// these unless they name their `points` (which may add [`DECISION_POINTS`]).
 pub const REPLICA_POINTS: [PausePoint; 6] = [
     PausePoint::BeforeAppendSend,
     PausePoint::BeforeRenewSend,
@@ -475,6 +476,14 @@ pub const REPLICA_POINTS: [PausePoint; 6] = [
     PausePoint::BeforeOpenCheck,
     PausePoint::BeforeCleanupAppend,
 ];
+
+/// The pause points only a replica whose lease client decides from a read of the authority's
+/// state reaches (`KubeLease`, between its GET and the write it decided: the gRPC client's
+/// authority decides in one critical section, docs/world.md#freezes-and-pause-points). A
+/// swarm profile may name them in `points` on such a backend; the default list,
+/// [`REPLICA_POINTS`], leaves them out, so that a profile without `points` draws on every
+/// backend the schedules it always drew.
+pub const DECISION_POINTS: [PausePoint; 1] = [PausePoint::AfterAuthorityRead];
 
 /// One fault, and follow-ups `(ms later, fault)` for kinds that have them (a crashed
 /// service's restart, a collector's later sweeps). The order of the draws is fixed (a pause

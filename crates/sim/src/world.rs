@@ -619,6 +619,7 @@ fn replica_store(
 ) -> Result<Store, Box<dyn std::error::Error>> {
     let client = config.client_config();
     let clock_arc: Arc<dyn Clock> = Arc::new(clock.clone());
+    let hooks = HookSlot::new(Arc::new(freeze.clone()));
     let env = ReplicaEnv {
         name: process.replica.clone(),
         clock: clock.clone(),
@@ -628,6 +629,7 @@ fn replica_store(
         ttl: config.ttl,
         recorder: recorder.clone(),
         dialer: dialer.clone(),
+        hooks: hooks.clone(),
     };
     let lease = config.backend.inner().client(&env)?;
     let ledger = RemoteChannel::new(
@@ -640,7 +642,7 @@ fn replica_store(
     freeze.set_sink(Arc::new(validity_sink(recorder.clone(), process.clone())));
     let store_config = StoreConfig {
         skew_margin: SkewMargin::Percent(config.skew_margin_percent),
-        hooks: HookSlot::new(Arc::new(freeze.clone())),
+        hooks,
         configured_ttl: config.replica_ttl,
         mutant: config.mutant,
         ..StoreConfig::default()

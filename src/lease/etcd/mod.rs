@@ -20,6 +20,14 @@
 //!   etcd lease (which deletes the key). Lease ids are never reused, so a revoke racing with
 //!   expiry and a takeover revokes nothing of the new holder's.
 //!
+//! # Pause points
+//! Each call decides from its read and then writes (grant + transaction, keep-alive, revoke);
+//! between the two it reaches [`PausePoint::AfterAuthorityRead`] on the hooks given with
+//! [`EtcdLease::with_hooks`] (none by default), where a harness can hold it while the keys
+//! change under the decision: the transaction's revision compares and etcd's refusal to renew
+//! or revoke another lease id are what must catch it (docs/world.md#freezes-and-pause-points).
+//! The world does not host EtcdLease, so no scenario stages it yet.
+//!
 //! # Validity (docs/contracts.md#client-side-validity, judged by docs/checks.md#stop)
 //! The returned [`Lease`]'s expiry is on the **client's** clock: the start of the request
 //! that set the etcd lease's TTL (the grant, or the keep-alive of a renew or same-owner
@@ -53,6 +61,7 @@ use async_trait::async_trait;
 use etcd_client::{Client, Compare, CompareOp, ConnectOptions, PutOptions, Txn, TxnOp};
 
 use crate::clock::{Clock, Instant};
+use crate::hooks::{HookSlot, PausePoint};
 use crate::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use crate::mutant::Mutant;
 
@@ -92,6 +101,7 @@ pub struct EtcdLease {
     /// The TTL asked of etcd, in whole seconds.
     ttl_s: i64,
     clock: Arc<dyn Clock>,
+    hooks: HookSlot,
 }
 
 impl fmt::Debug for EtcdLease {
@@ -138,11 +148,25 @@ impl EtcdLease {
             config,
             ttl_s,
             clock,
+            hooks: HookSlot::default(),
         };
         lease
             .call("status", |mut c| async move { c.status().await })
             .await?;
         Ok(lease)
+    }
+
+    /// The same lease calling `hooks` between each decision and its write
+    /// ([`PausePoint::AfterAuthorityRead`], module docs).
+    pub fn with_hooks(mut self, hooks: HookSlot) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Reaches [`PausePoint::AfterAuthorityRead`]: a decision was made from a read and its
+    /// write is not sent yet.
+    async fn decided(&self) {
+        self.hooks.pause_point(PausePoint::AfterAuthorityRead).await;
     }
 
     /// The TTL asked of etcd, in whole seconds.
@@ -249,6 +273,7 @@ impl EtcdLease {
         counter: &Counter,
     ) -> Result<Option<Lease>, LeaseError> {
         let ttl_s = self.ttl_s;
+        self.decided().await;
         let started = self.clock.now();
         let grant = self
             .call("grant a lease", |mut c| async move {
@@ -300,6 +325,7 @@ impl SessionLease for EtcdLease {
             let (held, counter) = self.read(session).await?;
             match held {
                 Some(held) if held.holder.is(owner) => {
+                    self.decided().await;
                     match self.keep_alive(held.lease_id).await? {
                         Some(ttl) => {
                             return Ok(self.lease(session, owner, held.holder.token, started, ttl));
@@ -338,6 +364,7 @@ impl SessionLease for EtcdLease {
                 holder_token: Some(held.holder.token),
             });
         }
+        self.decided().await;
         match self.keep_alive(held.lease_id).await? {
             Some(ttl) => {
                 Ok(self.lease(lease.session(), lease.owner(), lease.token(), started, ttl))
@@ -352,6 +379,7 @@ impl SessionLease for EtcdLease {
         if !held.holder.is(lease.owner()) || held.holder.token != lease.token() {
             return Ok(());
         }
+        self.decided().await;
         let id = held.lease_id;
         self.call("revoke the lease", |mut c| async move {
             match c.lease_revoke(id).await {

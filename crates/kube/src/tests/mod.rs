@@ -1,6 +1,7 @@
 //! KubeLease against a fake API server on 127.0.0.1 (see [`fake`]), with a manual clock.
 
 mod fake;
+mod stale;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -48,6 +49,7 @@ fn config(clock: &ManualClock, ttl: Duration) -> KubeLeaseConfig {
         clock: Arc::new(clock.clone()),
         mutant: None,
         calls: None,
+        hooks: HookSlot::default(),
     }
 }
 

@@ -88,6 +88,7 @@ impl WorldBackend for Kube {
             clock: replica.clock(),
             mutant: replica.mutant(),
             calls: Some(Arc::new(calls)),
+            hooks: replica.hooks(),
         };
         Ok(Arc::new(KubeLease::new(client, config)?))
     }

@@ -362,9 +362,17 @@ pub struct ReplicaEnv {
     pub(crate) ttl: Duration,
     pub(crate) recorder: Recorder,
     pub(crate) dialer: Dialer,
+    pub(crate) hooks: HookSlot,
 }
 
 impl ReplicaEnv {
+    /// The replica's hooks: a lease client that decides from a read freezes here at
+    /// [`PausePoint::AfterAuthorityRead`](leasesim_core::hooks::PausePoint::AfterAuthorityRead)
+    /// (docs/world.md#freezes-and-pause-points).
+    pub fn hooks(&self) -> HookSlot {
+        self.hooks.clone()
+    }
+
     /// The replica's host name (`replica-N`).
     pub fn name(&self) -> &str {
         &self.name

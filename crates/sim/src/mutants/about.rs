@@ -145,4 +145,8 @@ pub(super) const ABOUT: &[(Mutant, &str)] = &[
         Mutant::CommittedAppendReportedLost,
         "a journal append that committed is reported lost when the deadline passed in flight",
     ),
+    (
+        Mutant::ConflictRetryKeepsDecision,
+        "a Kubernetes Lease write met by 409 is sent again, decision kept, at the new version",
+    ),
 ];

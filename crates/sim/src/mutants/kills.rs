@@ -165,4 +165,8 @@ pub(super) const KILLS: &[(Mutant, Kill)] = &[
         Mutant::CommittedAppendReportedLost,
         scenario("sims/committed-append-reply-late.toml", Check::Definite),
     ),
+    (
+        Mutant::ConflictRetryKeepsDecision,
+        scenario("sims/k3-decision-from-a-stale-read.toml", Check::Excl),
+    ),
 ];

@@ -216,6 +216,7 @@ mod tests {
                 "renew-without-expiry-check: conformance rule renew_after_expiry_is_held",
                 "record-written-in-place: flock process test crash_mid_record_write_keeps_the_high_water_mark",
                 "committed-append-reported-lost: DEFINITE in sims/committed-append-reply-late.toml (seed 1)",
+                "conflict-retry-keeps-decision: EXCL in sims/k3-decision-from-a-stale-read.toml (seed 1)",
             ]
         );
     }
