@@ -522,10 +522,14 @@ fn limits_check(
 /// The odds a seed turns each of a profile's kinds on when it names none (`kind_chance`).
 pub const DEFAULT_KIND_CHANCE: (u32, u32) = (1, 2);
 
-/// Draws a seed's options from `profile` for `config` (its seed, TTL and duration), from the
-/// profile's kinds the world's backend can take ([`SwarmProfile::left_out`] are not drawn).
-pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
-    let mut rng = rng(config.seed, Subsystem::Swarm);
+/// The kinds a seed turns on: each of `profile`'s kinds the world's backend can take
+/// ([`SwarmProfile::left_out`] are not drawn) with the profile's `kind_chance`, one coin per
+/// kind in order, or, if none came up, one of them drawn uniformly. Never empty.
+fn draw_kinds(
+    profile: &SwarmProfile,
+    config: &WorldConfig,
+    rng: &mut rand_chacha::ChaCha20Rng,
+) -> Vec<FaultKind> {
     let left_out = profile.left_out(config);
     let drawable: Vec<FaultKind> = profile
         .kinds
@@ -536,14 +540,22 @@ pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
     let (numerator, denominator) = profile.kind_chance.unwrap_or(DEFAULT_KIND_CHANCE);
     let mut kinds: Vec<FaultKind> = Vec::new();
     for kind in &drawable {
-        if chance(&mut rng, numerator, denominator) && !kinds.contains(kind) {
+        if chance(rng, numerator, denominator) && !kinds.contains(kind) {
             kinds.push(*kind);
         }
     }
     if kinds.is_empty() {
         let last = drawable.len().saturating_sub(1) as u64;
-        kinds.push(drawable[between(&mut rng, 0, last) as usize]);
+        kinds.push(drawable[between(rng, 0, last) as usize]);
     }
+    kinds
+}
+
+/// Draws a seed's options from `profile` for `config` (its seed, TTL and duration), from the
+/// profile's kinds the world's backend can take ([`SwarmProfile::left_out`] are not drawn).
+pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
+    let mut rng = rng(config.seed, Subsystem::Swarm);
+    let kinds = draw_kinds(profile, config, &mut rng);
     let faults = between(&mut rng, profile.faults.0, profile.faults.1);
     let heal_at_ms = config.duration.as_millis() as u64 * u64::from(profile.heal_at_percent) / 100;
     let full = profile.intensity.resolve(config.ttl.as_millis() as u64);
