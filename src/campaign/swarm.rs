@@ -27,6 +27,15 @@ use crate::sim::seed::{Subsystem, between, chance, rng};
 pub struct SwarmProfile {
     /// The fault kinds a seed may turn on (each seed turns on a random non-empty subset).
     pub kinds: Vec<FaultKind>,
+    /// Odds `[numerator, denominator]` that a seed turns each of `kinds` on; `None` (left
+    /// out): one in two, swarm testing's coin per feature (Groce et al., ISSTA 2012). A seed
+    /// that turned none on takes one drawn uniformly. A profile whose fault class is two
+    /// kinds meeting on one host (a write's reply held while its holder is paused) turns
+    /// both on in one seed in four at the default odds; `[1, 1]` turns every kind on in every
+    /// seed. The same draws are made at any odds, so a profile's other choices do not move.
+    /// Refused: a numerator of 0, a denominator of 0, or a numerator above it.
+    #[serde(default, deserialize_with = "crate::sim::runfile::pair::exact_option")]
+    pub kind_chance: Option<(u32, u32)>,
     /// Faults per run, `[least, most]` (at most 100).
     #[serde(deserialize_with = "crate::sim::runfile::pair::exact")]
     pub faults: (u64, u64),
@@ -296,8 +305,27 @@ impl SwarmProfile {
             ));
         }
         self.check_points()?;
+        self.check_kind_chance()?;
         self.check_victim_chance()?;
         self.intensity.check()
+    }
+
+    /// Checks `kind_chance`: odds that can turn a kind on.
+    fn check_kind_chance(&self) -> Result<(), (String, String)> {
+        match self.kind_chance {
+            Some((numerator, denominator))
+                if numerator == 0 || denominator == 0 || numerator > denominator =>
+            {
+                Err((
+                    "kind_chance".to_owned(),
+                    format!(
+                        "odds are [numerator, denominator] with 1 <= numerator <= denominator \
+                         (e.g. [1, 1]: every kind in every seed), got [{numerator}, {denominator}]"
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Checks `victim_chance`: odds, and a kind in `kinds` that names a replica.
@@ -524,10 +552,17 @@ fn limits_check(
     })
 }
 
-/// Draws a seed's options from `profile` for `config` (its seed, TTL and duration), from the
-/// profile's kinds the world's backend can take ([`SwarmProfile::left_out`] are not drawn).
-pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
-    let mut rng = rng(config.seed, Subsystem::Swarm);
+/// The odds a seed turns each of a profile's kinds on when it names none (`kind_chance`).
+pub const DEFAULT_KIND_CHANCE: (u32, u32) = (1, 2);
+
+/// The kinds a seed turns on: each of `profile`'s kinds the world's backend can take
+/// ([`SwarmProfile::left_out`] are not drawn) with the profile's `kind_chance`, one coin per
+/// kind in order, or, if none came up, one of them drawn uniformly. Never empty.
+fn draw_kinds(
+    profile: &SwarmProfile,
+    config: &WorldConfig,
+    rng: &mut rand_chacha::ChaCha20Rng,
+) -> Vec<FaultKind> {
     let left_out = profile.left_out(config);
     let drawable: Vec<FaultKind> = profile
         .kinds
@@ -535,16 +570,25 @@ pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
         .filter(|kind| !left_out.contains(kind))
         .copied()
         .collect();
+    let (numerator, denominator) = profile.kind_chance.unwrap_or(DEFAULT_KIND_CHANCE);
     let mut kinds: Vec<FaultKind> = Vec::new();
     for kind in &drawable {
-        if chance(&mut rng, 1, 2) && !kinds.contains(kind) {
+        if chance(rng, numerator, denominator) && !kinds.contains(kind) {
             kinds.push(*kind);
         }
     }
     if kinds.is_empty() {
         let last = drawable.len().saturating_sub(1) as u64;
-        kinds.push(drawable[between(&mut rng, 0, last) as usize]);
+        kinds.push(drawable[between(rng, 0, last) as usize]);
     }
+    kinds
+}
+
+/// Draws a seed's options from `profile` for `config` (its seed, TTL and duration), from the
+/// profile's kinds the world's backend can take ([`SwarmProfile::left_out`] are not drawn).
+pub fn draw(profile: &SwarmProfile, config: &WorldConfig) -> Drawn {
+    let mut rng = rng(config.seed, Subsystem::Swarm);
+    let kinds = draw_kinds(profile, config, &mut rng);
     let faults = between(&mut rng, profile.faults.0, profile.faults.1);
     let heal_at_ms = config.duration.as_millis() as u64 * u64::from(profile.heal_at_percent) / 100;
     let full = profile.intensity.resolve(config.ttl.as_millis() as u64);
@@ -607,6 +651,7 @@ mod tests {
     fn profile() -> SwarmProfile {
         SwarmProfile {
             kinds: FaultKind::ALL.to_vec(),
+            kind_chance: None,
             faults: (1, 8),
             heal_at_percent: 66,
             points: None,
@@ -630,6 +675,51 @@ mod tests {
             subsets.insert(drawn.kinds);
         }
         assert!(subsets.len() > 150, "only {} subsets", subsets.len());
+    }
+
+    /// `kind_chance = [1, 1]` turns every kind on in every seed; the default odds, named or
+    /// left out, draw exactly what a profile without the field always drew (one coin per
+    /// kind), and every other draw of the seed (faults, intensity) is the same at any odds.
+    #[test]
+    fn kind_chance_sets_the_odds_of_each_kind_and_moves_no_other_draw() {
+        let mut config = WorldConfig::default();
+        let every = SwarmProfile {
+            kind_chance: Some((1, 1)),
+            ..profile()
+        };
+        let named_default = SwarmProfile {
+            kind_chance: Some(DEFAULT_KIND_CHANCE),
+            ..profile()
+        };
+        for seed in 0..50 {
+            config.seed = seed;
+            let (coin, all) = (draw(&profile(), &config), draw(&every, &config));
+            assert_eq!(all.kinds, FaultKind::ALL, "seed {seed}");
+            assert!(coin.kinds.len() < FaultKind::ALL.len(), "seed {seed}");
+            assert_eq!((all.faults, &all.intensity), (coin.faults, &coin.intensity));
+            assert_eq!(draw(&named_default, &config), coin, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn kind_chance_must_be_odds_that_can_turn_a_kind_on() {
+        for odds in [(0, 2), (1, 0), (3, 2)] {
+            let profile = SwarmProfile {
+                kind_chance: Some(odds),
+                ..profile()
+            };
+            let (field, message) = profile.check().unwrap_err();
+            assert_eq!(field, "kind_chance");
+            assert!(
+                message.contains("1 <= numerator <= denominator"),
+                "{message}"
+            );
+        }
+        let profile = SwarmProfile {
+            kind_chance: Some((3, 4)),
+            ..profile()
+        };
+        assert_eq!(profile.check(), Ok(()));
     }
 
     #[test]

@@ -475,6 +475,7 @@ fn a_swarm_profile_on_code_that_takes_no_freezes_or_drift_draws_only_the_other_k
     let mut config = unmodified_world_config();
     let profile = SwarmProfile {
         kinds: vec![Pause, ClockDrift, WallJump, Partition],
+        kind_chance: None,
         faults: (1, 8),
         heal_at_percent: 66,
         points: None,

@@ -283,7 +283,7 @@ fn every_swarm_profile_has_a_kube_twin_without_record_deletion() {
         );
         twins += 1;
     }
-    assert_eq!(twins, 9);
+    assert_eq!(twins, 10);
 }
 
 #[test]

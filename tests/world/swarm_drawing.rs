@@ -210,3 +210,27 @@ fn swarm_slow_holders_seed_9_kills_fence_written_blind_and_the_correct_fence_ret
         "{violated:?}"
     );
 }
+
+/// The swarm alone kills `committed-append-reported-lost` (issue 43): on `swarm-held-writes`
+/// seed 1 the holder's append waits on a held ledger acknowledgement while a pause freezes its
+/// renewer; the acknowledgement arrives after the holder's deadline. The correct journal
+/// answers the committed append `ok` and breaks nothing; the mutant, re-checking its lease
+/// after the write, answers `fail` for an event that is in the ledger, which DEFINITE alone
+/// sees.
+#[test]
+fn swarm_held_writes_seed_1_kills_committed_append_reported_lost_and_the_correct_one_is_clean() {
+    let scenario = Scenario::load(&sims().join("swarm-held-writes.toml")).unwrap();
+    let run = scenario.resolve(1).unwrap();
+    assert_eq!(violated(&run), Vec::<String>::new());
+    let mut planted = run.clone();
+    planted.mutant = Some(
+        leasesim::mutant::Mutant::CommittedAppendReportedLost
+            .name()
+            .to_owned(),
+    );
+    let (history, _) = runfile::execute(&planted, Duration::from_secs(120)).unwrap();
+    assert_eq!(
+        judge(&history, Budget::default()).violated(),
+        [leasesim::check::catalogue::Check::Definite]
+    );
+}
