@@ -76,6 +76,47 @@ fn kill_failure(mutant: Mutant, scenario: &str, check: Check, seed: u64) -> Opti
     })
 }
 
+/// The field bugs of issue 43 (docs/field-cases.md, F9–F13) whose track-record row names a
+/// mutant: `(scenario, mutant, check)`. Their kill rows stay where they were; these are the
+/// same bugs met again in the field.
+const FIELD_BUG_KILLS: [(&str, Mutant, Check); 5] = [
+    (
+        "sims/f9-retried-release-frees-newer-hold.toml",
+        Mutant::ReleaseBySessionOnly,
+        Check::Excl,
+    ),
+    (
+        "sims/f10-release-before-work-ends.toml",
+        Mutant::CleanupBeforeInvalidate,
+        Check::Stop,
+    ),
+    (
+        "sims/f12-campaign-outlives-its-session.toml",
+        Mutant::ValidityFromReceiptTime,
+        Check::Stop,
+    ),
+    (
+        "sims/f13-leader-after-session-expiry.toml",
+        Mutant::NoLocalDeadline,
+        Check::Stop,
+    ),
+    (
+        "sims/f13-leader-after-session-expiry.toml",
+        Mutant::RenewRecreatesRecord,
+        Check::Excl,
+    ),
+];
+
+/// Each field bug's mutant breaks the check its track-record row names on the bug's own
+/// scenario (seed 1), and the correct implementation is clean on the same run.
+#[test]
+fn every_field_bug_of_issue_43_kills_its_mutant_on_its_own_scenario() {
+    let failures = failures_on_two_threads(&FIELD_BUG_KILLS, |&(scenario, mutant, check)| {
+        kill_failure(mutant, scenario, check, 1)
+    });
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
 /// DEFINITE's proof: a journal that reports a committed append lost breaks only the promise of
 /// its `fail`; every other check passes the same run, so without DEFINITE it would survive.
 #[test]
