@@ -275,3 +275,19 @@ async fn a_blind_fence_overwrites_the_acknowledged_record_it_lands_on() {
         Err(LedgerError::Conflict { actual: 1 })
     ));
 }
+
+/// Field case F9's rule in the contract (etcd-io/etcd#22082): a release that matches the
+/// session alone frees the owner's newer hold when its older release is retried, and breaks
+/// `retried_release_of_own_older_hold_frees_nothing` on `MemLease`; the correct one keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_by_session_only_breaks_the_retried_release_rule() {
+    let rule = RULES
+        .iter()
+        .find(|r| r.name == "retried_release_of_own_older_hold_frees_nothing")
+        .expect("the rule is in the suite");
+    let mutant = Mutant::ReleaseBySessionOnly;
+    let outcome = (rule.run)(mem_lease(Some(mutant))).await;
+    assert!(outcome.is_err(), "{mutant} passed {}", rule.name);
+    let correct = (rule.run)(mem_lease(None)).await;
+    assert!(correct.is_ok(), "the correct MemLease breaks it: {correct:?}");
+}
