@@ -289,5 +289,8 @@ async fn a_release_by_session_only_breaks_the_retried_release_rule() {
     let outcome = (rule.run)(mem_lease(Some(mutant))).await;
     assert!(outcome.is_err(), "{mutant} passed {}", rule.name);
     let correct = (rule.run)(mem_lease(None)).await;
-    assert!(correct.is_ok(), "the correct MemLease breaks it: {correct:?}");
+    assert!(
+        correct.is_ok(),
+        "the correct MemLease breaks it: {correct:?}"
+    );
 }

@@ -545,7 +545,8 @@ pub mod rules {
         ok(R, "release by a", t.lease.release(&first)).await?;
         let second = acquire(R, &t, "acquire again by a", ("s1", "a")).await?;
         token_greater(R, &first, &second)?;
-        ok(R, "retried release of a's first hold", t.lease.release(&first)).await?;
+        let retried = "retried release of a's first hold";
+        ok(R, retried, t.lease.release(&first)).await?;
         let what = "acquire by b after a's retried release";
         let holder = acquire_held(R, &t, what, ("s1", "b")).await?;
         names_holder(R, holder, "a", &second)?;
