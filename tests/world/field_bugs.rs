@@ -64,7 +64,7 @@ fn f9_a_retried_release_leaves_the_same_owners_newer_hold_alone() {
     }
 }
 
-/// F10 (kubernetes/kubernetes#139991): every run ends in a graceful shutdown, most while the
+/// F10 (kubernetes/kubernetes#139991): every run ends in a graceful shutdown, often while the
 /// run still appends; the leases change hands at once and no check breaks (STOP: no append
 /// judged valid after its hold was released).
 #[test]
