@@ -109,7 +109,10 @@ async fn broken_by(mutant: Mutant) -> Vec<&'static str> {
 async fn transitions_bumped_on_renew_fails_exactly_the_renew_token_rules() {
     assert_eq!(
         broken_by(Mutant::TransitionsBumpedOnRenew).await,
-        ["renew_keeps_token_and_extends_expiry"]
+        [
+            "renew_keeps_token_and_extends_expiry",
+            "retried_release_of_own_older_hold_frees_nothing"
+        ]
     );
 }
 

@@ -76,6 +76,47 @@ fn kill_failure(mutant: Mutant, scenario: &str, check: Check, seed: u64) -> Opti
     })
 }
 
+/// The field bugs of issue 43 (docs/field-cases.md, F9–F13) whose track-record row names a
+/// mutant: `(scenario, mutant, check)`. Their kill rows stay where they were; these are the
+/// same bugs met again in the field.
+const FIELD_BUG_KILLS: [(&str, Mutant, Check); 5] = [
+    (
+        "sims/f9-retried-release-frees-newer-hold.toml",
+        Mutant::ReleaseBySessionOnly,
+        Check::Excl,
+    ),
+    (
+        "sims/f10-release-before-work-ends.toml",
+        Mutant::CleanupBeforeInvalidate,
+        Check::Stop,
+    ),
+    (
+        "sims/f12-campaign-outlives-its-session.toml",
+        Mutant::ValidityFromReceiptTime,
+        Check::Stop,
+    ),
+    (
+        "sims/f13-leader-after-session-expiry.toml",
+        Mutant::NoLocalDeadline,
+        Check::Stop,
+    ),
+    (
+        "sims/f13-leader-after-session-expiry.toml",
+        Mutant::RenewRecreatesRecord,
+        Check::Excl,
+    ),
+];
+
+/// Each field bug's mutant breaks the check its track-record row names on the bug's own
+/// scenario (seed 1), and the correct implementation is clean on the same run.
+#[test]
+fn every_field_bug_of_issue_43_kills_its_mutant_on_its_own_scenario() {
+    let failures = failures_on_two_threads(&FIELD_BUG_KILLS, |&(scenario, mutant, check)| {
+        kill_failure(mutant, scenario, check, 1)
+    });
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
 /// DEFINITE's proof: a journal that reports a committed append lost breaks only the promise of
 /// its `fail`; every other check passes the same run, so without DEFINITE it would survive.
 #[test]
@@ -233,4 +274,23 @@ async fn a_blind_fence_overwrites_the_acknowledged_record_it_lands_on() {
             .await,
         Err(LedgerError::Conflict { actual: 1 })
     ));
+}
+
+/// Field case F9's rule in the contract (etcd-io/etcd#22082): a release that matches the
+/// session alone frees the owner's newer hold when its older release is retried, and breaks
+/// `retried_release_of_own_older_hold_frees_nothing` on `MemLease`; the correct one keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_by_session_only_breaks_the_retried_release_rule() {
+    let rule = RULES
+        .iter()
+        .find(|r| r.name == "retried_release_of_own_older_hold_frees_nothing")
+        .expect("the rule is in the suite");
+    let mutant = Mutant::ReleaseBySessionOnly;
+    let outcome = (rule.run)(mem_lease(Some(mutant))).await;
+    assert!(outcome.is_err(), "{mutant} passed {}", rule.name);
+    let correct = (rule.run)(mem_lease(None)).await;
+    assert!(
+        correct.is_ok(),
+        "the correct MemLease breaks it: {correct:?}"
+    );
 }

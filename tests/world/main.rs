@@ -10,6 +10,7 @@ mod backend;
 mod bad_input;
 mod cli;
 mod determinism;
+mod field_bugs;
 mod field_cases;
 mod fuzz;
 mod holder_targets;

@@ -201,6 +201,7 @@ macro_rules! __conformance_rules {
             renew_after_expiry_and_takeover_is_held,
             renew_after_release_is_held,
             stale_release_after_takeover_frees_nothing,
+            retried_release_of_own_older_hold_frees_nothing,
             release_is_idempotent,
             unknown_release_is_a_noop,
             owner_chain_a_b_a_is_monotone,
@@ -533,6 +534,24 @@ pub mod rules {
         names_holder(R, holder, "b", &b)?;
         ok(R, "renew by b", t.lease.renew(&b)).await?;
         Ok(())
+    }
+
+    /// A release presenting the owner's own older token — the retry of a release whose reply
+    /// was lost, after the owner acquired again — frees nothing of the newer hold (field case
+    /// F9, etcd-io/etcd#22082: an unlock that matched the key name only).
+    pub async fn retried_release_of_own_older_hold_frees_nothing(t: Subject) -> RuleResult {
+        const R: &str = "retried_release_of_own_older_hold_frees_nothing";
+        let first = acquire(R, &t, "acquire by a", ("s1", "a")).await?;
+        ok(R, "release by a", t.lease.release(&first)).await?;
+        let second = acquire(R, &t, "acquire again by a", ("s1", "a")).await?;
+        token_greater(R, &first, &second)?;
+        let retried = "retried release of a's first hold";
+        ok(R, retried, t.lease.release(&first)).await?;
+        let what = "acquire by b after a's retried release";
+        let holder = acquire_held(R, &t, what, ("s1", "b")).await?;
+        names_holder(R, holder, "a", &second)?;
+        let renewed = ok(R, "renew of a's second hold", t.lease.renew(&second)).await?;
+        token_kept(R, &second, &renewed)
     }
 
     /// Releasing twice succeeds both times and frees nothing the second time.
