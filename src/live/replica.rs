@@ -25,6 +25,7 @@ use crate::journal::{Ledger, RemoteLedger, SkewMargin, Store, StoreConfig};
 use crate::lease::{FlockLease, FlockLeaseConfig, RemoteLease, SessionLease};
 use crate::net::tcp_dialer;
 use crate::remote::RemoteChannel;
+use crate::sim::backend::ForkSlot;
 use crate::sim::config::{Workload, WorldConfig};
 use crate::sim::plan::{Drawer, PlannedRun, StartedRuns, drawn_runs};
 use crate::sim::record::{Recorder, SinkHooks, recorded_store, validity_sink};
@@ -258,6 +259,7 @@ async fn replica(
         recorder: recorder.clone(),
         clock,
         config: config.clone(),
+        forks: ForkSlot::default(),
     };
     let ran = match run.world_workload() {
         Workload::Generated => {

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::backend::{AuthorityHost, Backend, ReplicaEnv};
+use super::backend::{AuthorityHost, Backend, ForkSlot, ReplicaEnv};
 use super::clock::HostClock;
 use super::config::{LEDGER_PORT, WALL_EPOCH, Workload, WorldConfig, config_line, replica_name};
 use super::freeze::HostFreeze;
@@ -477,6 +477,13 @@ pub fn check_script(config: &WorldConfig, script: &Script) -> Result<(), WorldEr
                     )));
                 }
             }
+            Call::Fork { .. } if !config.backend.forks() => {
+                return Err(refuse(format!(
+                    "forks, but the {} backend's replicas cannot fork (only flock's can)",
+                    config.backend.name()
+                )));
+            }
+            Call::Fork { .. } => {}
             Call::Shutdown => {
                 shut_down.insert(call.replica.clone(), call.at_ms);
             }
@@ -575,17 +582,24 @@ fn host_replica(
     let name = host.name.clone();
     let (clock, freeze, boots) = (hosts.clock(&name), hosts.freeze(&name), hosts.boots(&name));
     let (dialer, conns) = (hosts.replica_dialer(&name), hosts.conns(&name));
+    let (flock, forks) = (hosts.flock.clone(), hosts.forks(&name));
     let (config, recorder, host) = (config.clone(), recorder.clone(), Arc::new(host));
     sim.host(name, move || {
         let (clock, freeze, boots) = (clock.clone(), freeze.clone(), boots.clone());
         let (dialer, conns) = (dialer.clone(), conns.clone());
+        let (flock, forks) = (flock.clone(), forks.clone());
         let (config, recorder, host) = (config.clone(), recorder.clone(), host.clone());
         async move {
             super::hosted::register_host(&clock);
             conns.close_at_teardown();
             let name = host.name.clone();
             let process = Process::new(name.clone(), next_boot(&boots));
-            let store = replica_store(&config, &recorder, &process, &clock, &freeze, dialer)?;
+            let on = ReplicaOn {
+                dialer,
+                flock,
+                forks: forks.clone(),
+            };
+            let store = replica_store(&config, &recorder, &process, &clock, &freeze, on)?;
             let replica = workload::Replica {
                 name: name.clone(),
                 process,
@@ -593,6 +607,7 @@ fn host_replica(
                 recorder,
                 clock: Arc::new(clock),
                 config: config.clone(),
+                forks,
             };
             let started = host.started.clone();
             match &host.workload {
@@ -607,6 +622,14 @@ fn host_replica(
     });
 }
 
+/// What a replica's clients reach: the world's transport, the backend host's flock model,
+/// the replica's fork slot.
+struct ReplicaOn {
+    dialer: Dialer,
+    flock: leasesim_flock::model::Host,
+    forks: ForkSlot,
+}
+
 /// A replica's store: the backend's lease client and the ledger client, each recorded as
 /// history operations, with the replica's clock, freezes and the world's mutant.
 fn replica_store(
@@ -615,8 +638,9 @@ fn replica_store(
     process: &Process,
     clock: &HostClock,
     freeze: &HostFreeze,
-    dialer: Dialer,
+    on: ReplicaOn,
 ) -> Result<Store, Box<dyn std::error::Error>> {
+    let dialer = on.dialer;
     let client = config.client_config();
     let clock_arc: Arc<dyn Clock> = Arc::new(clock.clone());
     let env = ReplicaEnv {
@@ -628,6 +652,8 @@ fn replica_store(
         ttl: config.ttl,
         recorder: recorder.clone(),
         dialer: dialer.clone(),
+        flock: on.flock,
+        forks: on.forks,
     };
     let lease = config.backend.inner().client(&env)?;
     let ledger = RemoteChannel::new(

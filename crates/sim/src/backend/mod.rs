@@ -19,11 +19,14 @@
 //! `leasesim replay`, shrinking and campaigns name the built-in backends
 //! ([`super::runfile::BackendSpec`]).
 
+mod flock;
 mod kube;
 mod on_apiserver;
 mod signal_lease;
 mod target;
 
+pub(crate) use flock::model_host as flock_model_host;
+pub use flock::{FLOCK_DIR, Flock, ForkSlot, Forks};
 pub use kube::{APISERVER_PORT, Kube, NAMESPACE, RecordedKubeCalls, check_whole_seconds};
 pub use on_apiserver::{LeaseObjectTarget, OnApiServer, renew_period};
 pub use signal_lease::{Ended, Seen, SignalCrate, SignalLease};
@@ -77,6 +80,12 @@ pub trait WorldBackend: Send + Sync + fmt::Debug + 'static {
     fn check_ttl(&self, ttl: Duration) -> Result<(), String> {
         let _ = ttl;
         Ok(())
+    }
+
+    /// Whether its replicas are processes of one host that can `fork` (script `fork` calls,
+    /// the nemesis's `fork` faults): false by default.
+    fn forks(&self) -> bool {
+        false
     }
 
     /// Serves the backend on its authority host until the host crashes.
@@ -168,6 +177,11 @@ impl Backend {
     /// How the checkers see it.
     pub fn view(&self) -> BackendView {
         self.0.view()
+    }
+
+    /// Whether its replicas can fork ([`WorldBackend::forks`]).
+    pub fn forks(&self) -> bool {
+        self.0.forks()
     }
 
     pub(crate) fn inner(&self) -> &Arc<dyn WorldBackend> {
@@ -362,6 +376,8 @@ pub struct ReplicaEnv {
     pub(crate) ttl: Duration,
     pub(crate) recorder: Recorder,
     pub(crate) dialer: Dialer,
+    pub(crate) flock: leasesim_flock::model::Host,
+    pub(crate) forks: ForkSlot,
 }
 
 impl ReplicaEnv {
@@ -400,6 +416,18 @@ impl ReplicaEnv {
     /// `KubeLease` does, uses this one).
     pub fn ttl(&self) -> Duration {
         self.ttl
+    }
+
+    /// The backend host as the flock model sees it (its lease directory, open file
+    /// descriptions and clock), one per world: every replica's process runs on it
+    /// (docs/world.md#flock-in-the-world).
+    pub fn flock_host(&self) -> &leasesim_flock::model::Host {
+        &self.flock
+    }
+
+    /// Where this replica's process registers what it can do besides lease calls (`fork`).
+    pub fn forks(&self) -> &ForkSlot {
+        &self.forks
     }
 
     /// The run's history recorder: a backend outside `src/` records its client's calls with
