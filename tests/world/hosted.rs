@@ -77,6 +77,7 @@ impl WorldBackend for Probe {
             drift: !self.unmodified,
             freezes: !self.unmodified,
             own_thread: self.unmodified,
+            forks: false,
             ..Grpc.view()
         }
     }

@@ -360,6 +360,15 @@ impl FlockLease {
         ours.then(|| (holder.owner(), record.token))
     }
 
+    /// The owner, token and expiry (µs on `CLOCK_BOOTTIME`) of `session`'s record's holder,
+    /// whoever it is; `None` when the record is missing, damaged or released. Reads without
+    /// the session lock.
+    pub fn recorded_holder(&self, session: &SessionId) -> Option<(Owner, u64, u64)> {
+        let record = decide::read_record(&*self.os, &self.files(session), session).ok()??;
+        let holder = record.holder.as_ref()?;
+        Some((holder.owner(), record.token, holder.expiry_us))
+    }
+
     /// The OS's `CLOCK_BOOTTIME` in whole µs, the record's unit.
     fn now_us(&self) -> u64 {
         u64::try_from(self.os.now().since_origin().as_micros()).unwrap_or(u64::MAX)

@@ -204,7 +204,7 @@ async fn run_call(
                 }
             }
             Call::Fork { mode } => {
-                if !replica.forks.fork(mode).await {
+                if !replica.forks.fork(mode) {
                     tracing::info!(target: "leasesim::sim::workload", replica = %replica.name, "fork: the process cannot fork");
                 }
             }

@@ -383,6 +383,9 @@ pub fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Resu
     let view = backend.view();
     for fault in &schedule.faults {
         let refused = match &fault.fault {
+            Fault::Fork { .. } if !view.forks => {
+                "fork: its replicas are not processes of one host (only flock's are)"
+            }
             Fault::DeleteLeaseRecord { .. } if !view.record_deletion => "delete_lease_record",
             Fault::LeaseServiceRestarts { .. } if !view.restarts => "lease_service_restarts",
             Fault::AuthorityErrors { .. } if !view.error_windows => {

@@ -15,6 +15,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 
 use async_trait::async_trait;
+use futures_util::FutureExt;
+use tokio::sync::mpsc;
 
 use super::{
     AuthorityHost, AuthorityKind, BackendView, HostResult, RecordableAuthority, RecordingAuthority,
@@ -26,7 +28,7 @@ use leasesim_core::clock::Clock;
 use leasesim_core::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use leasesim_flock::model::{Host, Process};
 use leasesim_flock::{FlockLease, FlockLeaseConfig};
-use leasesim_history::hosts;
+use leasesim_history::{Decision, Request, hosts, micros};
 
 /// The lease directory of the modelled host (a path only: the model has no real files).
 pub const FLOCK_DIR: &str = "/var/lib/leasesim/leases";
@@ -53,11 +55,8 @@ impl WorldBackend for Flock {
             drift: true,
             freezes: true,
             own_thread: false,
+            forks: true,
         }
-    }
-
-    fn forks(&self) -> bool {
-        true
     }
 
     fn serve(&self, _host: AuthorityHost) -> Pin<Box<dyn Future<Output = HostResult>>> {
@@ -144,6 +143,16 @@ impl FlockProcess {
         }
     }
 
+    /// The holder and token of `session`'s record when it is live on the host's clock and no
+    /// process holds its generation lock.
+    fn orphaned_hold(&self, session: &SessionId) -> Option<(Owner, u64)> {
+        let (holder, token, expiry_us) = self.me.lease.recorded_holder(session)?;
+        let now_us = micros(self.clock.now().since_origin());
+        let generation = self.me.lease.files(session).generation(token);
+        let free = !self.me.process.host().is_locked(&generation);
+        (now_us < expiry_us && free).then_some((holder, token))
+    }
+
     fn inherited(&self) -> Vec<Lease> {
         let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         last.values().cloned().collect()
@@ -158,11 +167,27 @@ impl Drop for FlockProcess {
 
 #[async_trait]
 impl SessionLease for FlockProcess {
+    /// Recorded as the authority's decisions are; a grant that takes over a live record
+    /// whose generation lock no process holds any more (its holder's processes all died: the
+    /// last close released the lock) is recorded after the end of that hold, a release by
+    /// its holder at the same instant: flock ends a hold when its holder is gone
+    /// (docs/backends.md#flocklease). Whether the lock was free is read from the model, not
+    /// from the decision.
     async fn acquire(&self, session: &SessionId, owner: &Owner) -> Result<Lease, LeaseError> {
-        let result = self
-            .recording(self.me.clone())
-            .acquire(session, owner)
-            .await;
+        let gone = self.orphaned_hold(session);
+        let result = self.me.acquire(session, owner).await;
+        let recording = self.recording(self.me.clone());
+        if let (Ok(lease), Some((holder, token))) = (&result, gone)
+            && token != lease.token()
+        {
+            let ended = Decision::Release { token, ended: true };
+            recording.decide(session, &holder, ended);
+        }
+        let decision = match &result {
+            Ok(lease) => RecordingAuthority::granted(lease, false),
+            Err(error) => recording.refused(Request::Acquire, None, error),
+        };
+        recording.decide(session, owner, decision);
         self.keep(&result);
         result
     }
@@ -178,9 +203,8 @@ impl SessionLease for FlockProcess {
     }
 }
 
-#[async_trait]
 impl Forks for FlockProcess {
-    async fn fork(&self, mode: ForkMode) {
+    fn fork(&self, mode: ForkMode) {
         let process = self.me.process.fork();
         let lease = match self.me.lease.forked(process.clone()) {
             Ok(lease) => lease,
@@ -197,7 +221,10 @@ impl Forks for FlockProcess {
             ForkMode::Exit => {
                 let recording = self.recording(child.clone());
                 for lease in self.inherited() {
-                    let _ = recording.release(&lease).await;
+                    // A `FlockLease` call never yields (its file calls are synchronous): the
+                    // release is done when first polled.
+                    let released = recording.release(&lease).now_or_never();
+                    debug_assert!(released.is_some(), "a flock release never yields");
                 }
                 drop(recording);
                 // A careless child: it drops what it has (its `FlockLease` closes its
@@ -211,10 +238,10 @@ impl Forks for FlockProcess {
 }
 
 /// What a replica's process can do besides lease calls.
-#[async_trait]
 pub trait Forks: Send + Sync {
-    /// `fork(2)`: the child ends as `mode` says.
-    async fn fork(&self, mode: ForkMode);
+    /// `fork(2)`: the child ends as `mode` says. Synchronous, as a fork is: the nemesis
+    /// calls it from outside every host.
+    fn fork(&self, mode: ForkMode);
 }
 
 /// Where a replica's lease client registers its [`Forks`] at each boot, for the script's
@@ -227,6 +254,8 @@ pub struct ForkSlot(Arc<Mutex<ForkState>>);
 #[derive(Default)]
 struct ForkState {
     current: Option<Weak<dyn Forks>>,
+    /// Forks asked from outside the replica's host (the nemesis), run by a task on it.
+    requests: Option<mpsc::UnboundedSender<ForkMode>>,
     lingering: Vec<Box<dyn Any + Send + Sync>>,
 }
 
@@ -242,9 +271,33 @@ impl ForkSlot {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The running process's forks (replaced at each boot).
+    /// The running process's forks (replaced at each boot). Call it on the replica's host:
+    /// it spawns there the task that runs the forks [`ForkSlot::request`] asks for (a fork
+    /// reads the host's clocks, which only code on a host may).
     pub fn register(&self, forks: Weak<dyn Forks>) {
-        self.state().current = Some(forks);
+        let (sender, mut requests) = mpsc::unbounded_channel();
+        let current = forks.clone();
+        tokio::spawn(async move {
+            while let Some(mode) = requests.recv().await {
+                if let Some(forks) = current.upgrade() {
+                    forks.fork(mode);
+                }
+            }
+        });
+        let mut state = self.state();
+        state.current = Some(forks);
+        state.requests = Some(sender);
+    }
+
+    /// Asks the running process to fork, from outside its host (the nemesis): it forks on
+    /// its host as soon as its task runs; `false` when no process runs there (a crashed
+    /// replica's task is gone).
+    pub fn request(&self, mode: ForkMode) -> bool {
+        let state = self.state();
+        state
+            .requests
+            .as_ref()
+            .is_some_and(|requests| requests.send(mode).is_ok())
     }
 
     /// Keeps `child` alive until the run ends.
@@ -253,11 +306,11 @@ impl ForkSlot {
     }
 
     /// Forks the running process; `false` when none runs or its backend cannot fork.
-    pub async fn fork(&self, mode: ForkMode) -> bool {
+    pub fn fork(&self, mode: ForkMode) -> bool {
         let current = self.state().current.as_ref().and_then(Weak::upgrade);
         match current {
             Some(forks) => {
-                forks.fork(mode).await;
+                forks.fork(mode);
                 true
             }
             None => false,

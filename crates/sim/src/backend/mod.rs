@@ -82,12 +82,6 @@ pub trait WorldBackend: Send + Sync + fmt::Debug + 'static {
         Ok(())
     }
 
-    /// Whether its replicas are processes of one host that can `fork` (script `fork` calls,
-    /// the nemesis's `fork` faults): false by default.
-    fn forks(&self) -> bool {
-        false
-    }
-
     /// Serves the backend on its authority host until the host crashes.
     fn serve(&self, host: AuthorityHost) -> Pin<Box<dyn Future<Output = HostResult>>>;
 
@@ -133,6 +127,9 @@ pub struct BackendView {
     /// (rand's thread RNG, fastrand, std's `RandomState` keys), which a second world on that
     /// thread would inherit (docs/targets.md#the-worlds-side).
     pub own_thread: bool,
+    /// Whether its replicas are processes of one host that can `fork` (script `fork` calls,
+    /// the nemesis's `fork` faults; docs/world.md#flock-in-the-world).
+    pub forks: bool,
 }
 
 impl BackendView {
@@ -179,9 +176,9 @@ impl Backend {
         self.0.view()
     }
 
-    /// Whether its replicas can fork ([`WorldBackend::forks`]).
+    /// Whether its replicas can fork ([`BackendView::forks`]).
     pub fn forks(&self) -> bool {
-        self.0.forks()
+        self.view().forks
     }
 
     pub(crate) fn inner(&self) -> &Arc<dyn WorldBackend> {
@@ -461,6 +458,7 @@ impl WorldBackend for Grpc {
             drift: true,
             freezes: true,
             own_thread: false,
+            forks: false,
         }
     }
 
