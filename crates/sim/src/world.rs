@@ -415,6 +415,17 @@ pub fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Resu
     Ok(())
 }
 
+/// Refuses a `fork` call on a backend whose replicas cannot fork.
+fn fork_allowed(config: &WorldConfig) -> Result<(), String> {
+    if config.backend.forks() {
+        return Ok(());
+    }
+    Err(format!(
+        "forks, but the {} backend's replicas cannot fork (only flock's can)",
+        config.backend.name()
+    ))
+}
+
 /// Refuses a script that names an unknown replica or session, or uses a lease or journal its
 /// replica has not acquired or opened earlier in the script.
 pub fn check_script(config: &WorldConfig, script: &Script) -> Result<(), WorldError> {
@@ -480,13 +491,7 @@ pub fn check_script(config: &WorldConfig, script: &Script) -> Result<(), WorldEr
                     )));
                 }
             }
-            Call::Fork { .. } if !config.backend.forks() => {
-                return Err(refuse(format!(
-                    "forks, but the {} backend's replicas cannot fork (only flock's can)",
-                    config.backend.name()
-                )));
-            }
-            Call::Fork { .. } => {}
+            Call::Fork { .. } => fork_allowed(config).map_err(refuse)?,
             Call::Shutdown => {
                 shut_down.insert(call.replica.clone(), call.at_ms);
             }
