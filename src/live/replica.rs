@@ -214,6 +214,16 @@ fn store(
     ))
 }
 
+/// The banner a started replica prints.
+fn announce(args: &ReplicaArgs) {
+    println!(
+        "replica {}#{} running (history {})",
+        args.name,
+        args.incarnation,
+        args.history.display()
+    );
+}
+
 async fn replica(
     args: ReplicaArgs,
     run: RunFile,
@@ -246,12 +256,7 @@ async fn replica(
         .recorder(&args.history, &args.name, args.incarnation, &clock)
         .map_err(ReplicaError::BadInput)?;
     let store = Arc::new(store(&args, &config, &recorder, &process, lease, &clock)?);
-    println!(
-        "replica {}#{} running (history {})",
-        args.name,
-        args.incarnation,
-        args.history.display()
-    );
+    announce(&args);
     let replica = Replica {
         name: args.name.clone(),
         process,
