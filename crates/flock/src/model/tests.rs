@@ -82,7 +82,11 @@ fn a_rename_replaces_the_name_and_an_unlink_keeps_the_open_inode() {
     .unwrap();
     assert_eq!(halves, [(None, Some(b"01".to_vec()))]);
     assert_eq!(p.read(&record).unwrap(), Some(b"0123".to_vec()));
-    assert_eq!(host.paths(), std::slice::from_ref(&record), "no temp file left");
+    assert_eq!(
+        host.paths(),
+        std::slice::from_ref(&record),
+        "no temp file left"
+    );
     let open = p.open_read(&record).unwrap();
     p.write_replacing(&record, b"abcd", &mut || {}).unwrap();
     assert!(!open.is_named_by(&record).unwrap(), "renamed over");
