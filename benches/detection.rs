@@ -3,8 +3,9 @@
 //! that scenario run before one reports a violation of any check. Prints the median and the
 //! worst per mutant, and how many ranges found nothing within `MAX_SEEDS`.
 //!
-//! With `DETECTION_SWARM_ONLY=1`, the swarm profiles alone (`sims/swarm-*.toml` and
-//! `sims/kube-swarm-*.toml`, no tailored scenario; issue 18, "Swarm power"): for every mutant
+//! With `DETECTION_SWARM_ONLY=1`, the swarm profiles alone (`sims/swarm-*.toml`,
+//! `sims/kube-swarm-*.toml` and `sims/flock-swarm-*.toml`, no tailored scenario; issue 18,
+//! "Swarm power"): for every mutant
 //! a history can show (its kill names a scenario check), seeds run as a campaign runs them —
 //! seed n against every swarm profile of the mutant's backend — until one breaks a check;
 //! per range its seeds to detection and the profile that broke (`12:swarm-delays`), then the
@@ -183,14 +184,17 @@ fn swarm_only(root: &Path) {
     println!("wall time: {:.1} s", all_started.elapsed().as_secs_f64());
 }
 
-/// The swarm profiles in `root`'s `sims/` (`swarm-*.toml`, `kube-swarm-*.toml`), by path.
+/// The swarm profiles in `root`'s `sims/` (`swarm-*.toml`, `kube-swarm-*.toml`,
+/// `flock-swarm-*.toml`), by path.
 fn swarm_profiles(root: &Path) -> Vec<Scenario> {
     let mut paths: Vec<_> = std::fs::read_dir(root.join("sims"))
         .expect("sims/ is readable")
         .map(|entry| entry.expect("a sims/ entry").path())
         .filter(|path| {
             let name = path.file_name().unwrap_or_default().to_string_lossy();
-            (name.starts_with("swarm-") || name.starts_with("kube-swarm-"))
+            (name.starts_with("swarm-")
+                || name.starts_with("kube-swarm-")
+                || name.starts_with("flock-swarm-"))
                 && name.ends_with(".toml")
         })
         .collect();

@@ -724,15 +724,10 @@ fn mutant_planted_somewhere(
         .iter()
         .find_map(|backend| crate::mutants::check_planted_in(mutant, backend).err())
         .unwrap_or_default();
-    let hint = match mutant.backend() {
-        Some("flock") => "flock runs only in real processes (`leasesim flock`, the process \
-                          tests of tests/flock)"
-            .to_owned(),
-        other => format!(
-            "give --sims a folder with a {} scenario",
-            other.unwrap_or("any")
-        ),
-    };
+    let hint = format!(
+        "give --sims a folder with a {} scenario",
+        mutant.backend().unwrap_or("any")
+    );
     Err(CampaignError::BadInput(format!(
         "--mutant {}: no scenario of {} is on its backend: {refusal}; {hint}",
         mutant.name(),

@@ -310,6 +310,7 @@ impl Planner<'_> {
             | Fault::Suspend { .. }
             | Fault::Stall { .. }
             | Fault::WorkerPanic { .. }
+            | Fault::Fork { .. }
             | Fault::DeleteLeaseRecord { .. }
             | Fault::HoldReplies { .. }
             | Fault::AuthorityErrors { .. } => return Err(no_counterpart(fault)),

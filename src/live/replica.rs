@@ -25,6 +25,7 @@ use crate::journal::{Ledger, RemoteLedger, SkewMargin, Store, StoreConfig};
 use crate::lease::{FlockLease, FlockLeaseConfig, RemoteLease, SessionLease};
 use crate::net::tcp_dialer;
 use crate::remote::RemoteChannel;
+use crate::sim::backend::ForkSlot;
 use crate::sim::config::{Workload, WorldConfig};
 use crate::sim::plan::{Drawer, PlannedRun, StartedRuns, drawn_runs};
 use crate::sim::record::{Recorder, SinkHooks, recorded_store, validity_sink};
@@ -213,6 +214,16 @@ fn store(
     ))
 }
 
+/// The banner a started replica prints.
+fn announce(args: &ReplicaArgs) {
+    println!(
+        "replica {}#{} running (history {})",
+        args.name,
+        args.incarnation,
+        args.history.display()
+    );
+}
+
 async fn replica(
     args: ReplicaArgs,
     run: RunFile,
@@ -245,12 +256,7 @@ async fn replica(
         .recorder(&args.history, &args.name, args.incarnation, &clock)
         .map_err(ReplicaError::BadInput)?;
     let store = Arc::new(store(&args, &config, &recorder, &process, lease, &clock)?);
-    println!(
-        "replica {}#{} running (history {})",
-        args.name,
-        args.incarnation,
-        args.history.display()
-    );
+    announce(&args);
     let replica = Replica {
         name: args.name.clone(),
         process,
@@ -258,6 +264,7 @@ async fn replica(
         recorder: recorder.clone(),
         clock,
         config: config.clone(),
+        forks: ForkSlot::default(),
     };
     let ran = match run.world_workload() {
         Workload::Generated => {

@@ -119,5 +119,9 @@ fn leasesim_refuses_a_target_backend_naming_the_targets_binary() {
 fn an_unknown_backend_name_is_refused_listing_the_names() {
     let root = tempfile::tempdir().unwrap();
     let output = leasesim!().run_in(root.path(), ["run", "--seed", "1", "--backend", "etcd"]);
-    assert_exit(&output, 2, &["expected `grpc`, `kube` or `target:<name>`"]);
+    assert_exit(
+        &output,
+        2,
+        &["expected `grpc`, `kube`, `flock` or `target:<name>`"],
+    );
 }

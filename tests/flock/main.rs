@@ -17,6 +17,7 @@ macro_rules! correct {
 
 mod conformance;
 mod crash;
+mod differential;
 mod fork;
 mod kill;
 mod kills;

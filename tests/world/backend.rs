@@ -68,6 +68,7 @@ impl WorldBackend for JsonLease {
             drift: true,
             freezes: true,
             own_thread: false,
+            forks: false,
         }
     }
 

@@ -77,6 +77,7 @@ impl WorldBackend for Probe {
             drift: !self.unmodified,
             freezes: !self.unmodified,
             own_thread: self.unmodified,
+            forks: false,
             ..Grpc.view()
         }
     }
@@ -418,9 +419,10 @@ fn leasesim_refuses_a_target_backend_naming_the_targets_binary() {
 }
 
 #[test]
-fn a_backend_spelling_is_grpc_kube_or_a_target_name() {
+fn a_backend_spelling_is_grpc_kube_flock_or_a_target_name() {
     let spell = |text: &str| BackendSpec::try_from(text.to_owned());
     assert_eq!(spell("grpc"), Ok(BackendSpec::Grpc));
+    assert_eq!(spell("flock"), Ok(BackendSpec::Flock));
     assert_eq!(
         spell("target:kube-lease-manager"),
         Ok(BackendSpec::Target("target:kube-lease-manager".into()))
@@ -428,7 +430,7 @@ fn a_backend_spelling_is_grpc_kube_or_a_target_name() {
     for wrong in ["etcd", "target:", "Target:x"] {
         let error = spell(wrong).unwrap_err();
         assert!(
-            error.contains("expected `grpc`, `kube` or `target:<name>`"),
+            error.contains("expected `grpc`, `kube`, `flock` or `target:<name>`"),
             "{error}"
         );
     }

@@ -164,22 +164,32 @@ pub enum Mutant {
     /// checks after locking that the path still names the locked inode (field case F8; with
     /// that check the unlink alone would be harmless): a process already waiting on the old
     /// inode and one that creates a fresh file both get "the" lock and decide at once. Killed
-    /// by the flock process test `unlink_race_never_two_holders` (two holders at once).
+    /// by the flock process test `unlink_race_never_two_holders` (two holders at once). The
+    /// world's flock model cannot show it: a decision there never yields, so no process can
+    /// be waiting on the old inode while the holder unlinks it
+    /// (docs/world.md#flock-in-the-world).
     UnlinkOnRelease,
     /// `FlockLease` releases (unlocks the generation lock, clears the record) from whatever
     /// process calls it, not only the one that acquired: a forked child sharing the parent's
     /// open file description frees the parent's hold when it releases or exits. Killed by
-    /// the flock process test `forked_child_that_exits_keeps_parents_hold`.
+    /// EXCL on `sims/flock-forked-child-releases.toml` (the flock model in the world: the
+    /// child's release clears the record and replica-2 is granted beside replica-1), and on
+    /// real processes by the flock process test `forked_child_that_exits_keeps_parents_hold`.
     UnlockFromAnyProcess,
     /// `FlockLease::renew` matches owner and token but never compares the record's expiry
     /// with `CLOCK_BOOTTIME`, so a holder suspended past its TTL renews as if nothing
     /// happened. Killed by the conformance rule `renew_after_expiry_is_held` over
-    /// `FlockLease` (tests/flock).
+    /// `FlockLease` (tests/flock). A history shows it too (EXCL, EXPIRY and LIN-LEASE on
+    /// `sims/flock-renew-after-expiry.toml`, the flock model), but the swarm alone does not
+    /// yet find it within 20 seeds in every range (a renew after expiry with nobody taking
+    /// over meanwhile): the kill stays the rule.
     RenewWithoutExpiryCheck,
     /// `FlockLease` rewrites the record in place (truncate, write, fsync) instead of writing a
     /// temp file and renaming it: a crash mid-write leaves a torn record and the token
     /// high-water mark is lost. Killed by the flock process test
-    /// `crash_mid_record_write_keeps_the_high_water_mark`.
+    /// `crash_mid_record_write_keeps_the_high_water_mark`. The world's flock model cannot
+    /// show it: the torn record needs a crash between the two halves of one write, inside a
+    /// decision, and the world never interrupts a decision (docs/world.md#flock-in-the-world).
     RecordWrittenInPlace,
     /// `Journal::append` re-checks its lease after the ledger acknowledged the append and,
     /// when the holder's deadline passed while the call was in flight, reports the append

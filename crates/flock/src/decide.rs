@@ -19,23 +19,24 @@
 use std::time::Duration;
 
 use super::lock::{self, Probe, SessionLock, Take, unavailable};
+use super::os::FlockOs;
 use super::record::{self, Holder, RECORD_VERSION, Record};
-use super::{FlockLease, FlockPoint, GenHold, SessionFiles, fs, now_us};
+use super::{FlockLease, FlockPoint, GenHold, SessionFiles};
 use leasesim_core::clock::Instant;
 use leasesim_core::lease::{Lease, LeaseError, Owner, SessionId};
 use leasesim_core::mutant::Mutant;
 
 /// One decision in progress: the session lock held, the record read.
-struct Decision {
+struct Decision<'os> {
     files: SessionFiles,
-    lock: SessionLock,
+    lock: SessionLock<'os>,
     record: Option<Record>,
 }
 
 impl FlockLease {
     /// Takes the session lock and reads the record ([`FlockPoint::LockBusy`] if the lock is
     /// busy, [`FlockPoint::RecordRead`] once read).
-    fn begin(&self, session: &SessionId) -> Result<Decision, LeaseError> {
+    fn begin(&self, session: &SessionId) -> Result<Decision<'_>, LeaseError> {
         let files = self.files(session);
         let take = Take {
             path: &files.lock,
@@ -43,8 +44,10 @@ impl FlockLease {
             // The planted F8 bug is unlinking without this check: with it, the unlink is harmless.
             verify_inode: !self.is(Mutant::UnlinkOnRelease),
         };
-        let lock = SessionLock::take(&take, || self.hook(FlockPoint::LockBusy, session))?;
-        let record = read_record(&files, session)?;
+        let lock = SessionLock::take(&*self.os, &take, || {
+            self.hook(FlockPoint::LockBusy, session)
+        })?;
+        let record = read_record(&*self.os, &files, session)?;
         self.hook(FlockPoint::RecordRead, session);
         Ok(Decision {
             files,
@@ -61,11 +64,11 @@ impl FlockLease {
         record: &Record,
     ) -> Result<(), LeaseError> {
         let bytes = record::encode(record);
-        let half = || self.hook(FlockPoint::RecordHalfWritten, session);
+        let mut half = || self.hook(FlockPoint::RecordHalfWritten, session);
         let written = if self.is(Mutant::RecordWrittenInPlace) {
-            fs::write_in_place(&files.record, &bytes, half)
+            self.os.write_in_place(&files.record, &bytes, &mut half)
         } else {
-            fs::write_replacing(&files.record, &bytes, half)
+            self.os.write_replacing(&files.record, &bytes, &mut half)
         };
         written.map_err(|(path, e)| unavailable(&path, "write lease record", e))
     }
@@ -95,8 +98,8 @@ impl FlockLease {
         owner: &Owner,
     ) -> Result<Lease, LeaseError> {
         let decision = self.begin(session)?;
-        let now = now_us();
-        let pid = (self.pid)();
+        let now = self.now_us();
+        let pid = self.os.pid();
         if let Some(record) = &decision.record
             && let Some(holder) = &record.holder
             && holder.is_live(now)
@@ -106,7 +109,7 @@ impl FlockLease {
             if holder.is(owner, pid) && self.holds_generation(session, record.token) {
                 return self.extend(&decision, session, record, holder, now);
             }
-            match lock::probe_gen(&decision.files.generation(record.token))? {
+            match lock::probe_gen(&*self.os, &decision.files.generation(record.token))? {
                 Probe::Gone => {
                     let (token, holder) = (record.token, holder.owner());
                     tracing::info!(target: "leasesim::lease::flock::decide", %session, token, %holder, "holder's process gone: taking over");
@@ -119,8 +122,9 @@ impl FlockLease {
             }
         }
         if decision.record.is_none()
-            && let Some(&last) = lock::gen_tokens(&decision.files.dir, &decision.files.stem)?.last()
-            && lock::probe_gen(&decision.files.generation(last))? == Probe::Alive
+            && let Some(&last) =
+                lock::gen_tokens(&*self.os, &decision.files.dir, &decision.files.stem)?.last()
+            && lock::probe_gen(&*self.os, &decision.files.generation(last))? == Probe::Alive
         {
             // The record is gone but the last generation's holder is alive: it still believes
             // it holds, so nobody may take over until it lets go.
@@ -132,8 +136,8 @@ impl FlockLease {
     }
 
     /// Whether this instance, in this process, holds the generation lock of `token`.
-    fn holds_generation(&self, session: &SessionId, token: u64) -> bool {
-        let pid = (self.pid)();
+    pub(super) fn holds_generation(&self, session: &SessionId, token: u64) -> bool {
+        let pid = self.os.pid();
         self.gens()
             .get(&(session.clone(), token))
             .is_some_and(|hold| hold.pid == pid)
@@ -174,7 +178,7 @@ impl FlockLease {
         // The larger of the record's token and the last generation file's: a record lost
         // or rolled back (restored from a backup) never lowers the mark, because the current
         // token's generation file is never removed.
-        let last_generation = lock::gen_tokens(&files.dir, &files.stem)?
+        let last_generation = lock::gen_tokens(&*self.os, &files.dir, &files.stem)?
             .last()
             .copied()
             .unwrap_or(0);
@@ -183,8 +187,8 @@ impl FlockLease {
             .as_ref()
             .map_or(0, |record| record.token)
             .max(last_generation);
-        let (token, file) = lock::create_gen(&files.dir, &files.stem, high_water)?;
-        let pid = (self.pid)();
+        let (token, file) = lock::create_gen(&*self.os, &files.dir, &files.stem, high_water)?;
+        let pid = self.os.pid();
         let hold = GenHold { file, pid };
         let expiry_us = self.expiry_us(now);
         let record = Record {
@@ -204,7 +208,7 @@ impl FlockLease {
         }
         let lost = self.hold_only(session, token, hold);
         lost.into_iter().for_each(|hold| self.let_go(hold));
-        lock::remove_stale_gens(&files.dir, &files.stem, token);
+        lock::remove_stale_gens(&*self.os, &files.dir, &files.stem, token);
         Ok(self.lease(session, owner, token, expiry_us))
     }
 
@@ -243,7 +247,7 @@ impl FlockLease {
     /// any other process (unlocking there would free the parent's hold), but under
     /// [`Mutant::UnlockFromAnyProcess`].
     pub(super) fn let_go(&self, hold: GenHold) {
-        let owning = hold.pid == (self.pid)() || self.is(Mutant::UnlockFromAnyProcess);
+        let owning = hold.pid == self.os.pid() || self.is(Mutant::UnlockFromAnyProcess);
         if owning && let Err(e) = hold.file.unlock() {
             tracing::warn!(target: "leasesim::lease::flock::decide", "unlock generation lock: {e}");
         }
@@ -255,14 +259,14 @@ impl FlockLease {
     pub(super) fn renew_now(&self, lease: &Lease) -> Result<Lease, LeaseError> {
         let session = lease.session();
         let decision = self.begin(session)?;
-        let now = now_us();
+        let now = self.now_us();
         let current = decision
             .record
             .as_ref()
             .and_then(|r| r.holder.as_ref().map(|h| (r, h)));
         if let Some((record, holder)) = current
             && record.token == lease.token()
-            && holder.is(lease.owner(), (self.pid)())
+            && holder.is(lease.owner(), self.os.pid())
             && self.holds_generation(session, record.token)
             && (holder.is_live(now) || self.is(Mutant::RenewWithoutExpiryCheck))
         {
@@ -283,13 +287,13 @@ impl FlockLease {
     pub(super) fn release_now(&self, lease: &Lease) -> Result<(), LeaseError> {
         let session = lease.session();
         let decision = self.begin(session)?;
-        let now = now_us();
+        let now = self.now_us();
         let any_process = self.is(Mutant::UnlockFromAnyProcess);
         let ours = decision.record.as_ref().filter(|r| {
             r.token == lease.token()
                 && r.holder.as_ref().is_some_and(|h| {
                     h.is_owner(lease.owner())
-                        && ((h.pid == (self.pid)() && self.holds_generation(session, r.token))
+                        && ((h.pid == self.os.pid() && self.holds_generation(session, r.token))
                             || any_process)
                 })
         });
@@ -319,10 +323,12 @@ impl FlockLease {
 /// # Errors
 /// [`LeaseError::Unavailable`] naming the file when it cannot be read or cannot be trusted.
 pub(super) fn read_record(
+    os: &dyn FlockOs,
     files: &SessionFiles,
     session: &SessionId,
 ) -> Result<Option<Record>, LeaseError> {
-    let bytes = fs::read_if_present(&files.record)
+    let bytes = os
+        .read(&files.record)
         .map_err(|e| unavailable(&files.record, "read lease record", e))?;
     let Some(bytes) = bytes else {
         return Ok(None);

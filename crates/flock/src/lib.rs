@@ -11,20 +11,24 @@
 //!   holds, so a candidate that can lock it knows the holder's process is gone (SIGKILL) and
 //!   takes over at once instead of after the TTL.
 //!
-//! Real time only: the authority's clock is `CLOCK_BOOTTIME` ([`boottime`]), which every
-//! process of the host reads alike and which keeps counting across a suspend. Not in the
-//! simulated world (turmoil has no flock).
+//! The authority's clock is `CLOCK_BOOTTIME` ([`boottime`]), which every process of the host
+//! reads alike and which keeps counting across a suspend. Everything the decisions ask of the
+//! operating system goes through [`FlockOs`]: real `flock(2)` and files ([`RealOs`], what
+//! [`FlockLease::open`] uses), or the world's model of one host's open file descriptions and
+//! lease directory on the host's clock ([`model`], [`FlockLease::on`];
+//! docs/world.md#flock-in-the-world).
 
 mod decide;
 pub mod driver;
 mod fs;
 mod lock;
+pub mod model;
 mod name;
+mod os;
 mod record;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -36,6 +40,7 @@ use leasesim_core::lease::{Lease, LeaseError, Owner, SessionId, SessionLease};
 use leasesim_core::mutant::Mutant;
 
 pub use name::PREFIX_MAX_BYTES;
+pub use os::{FlockOs, OpenFile, RealOs};
 
 /// How a [`FlockLease`] is set up.
 #[derive(Clone, Debug)]
@@ -145,14 +150,14 @@ pub struct FlockLease {
     config: FlockLeaseConfig,
     /// The generation locks held, by session and token.
     gens: Mutex<BTreeMap<(SessionId, u64), GenHold>>,
-    /// The calling process's id (`std::process::id`, a fake one in unit tests).
-    pid: fn() -> u32,
+    /// The operating system of the calling process (its pid, its host's files and clock).
+    os: Arc<dyn FlockOs>,
 }
 
 /// A generation lock held by this instance, and the process that took it.
 #[derive(Debug)]
 struct GenHold {
-    file: File,
+    file: Box<dyn OpenFile>,
     pid: u32,
 }
 
@@ -203,12 +208,47 @@ impl FlockLease {
     /// cluster file system (`statfs(2)` magic), or the TTL is zero, under 1 µs (the record's
     /// unit) or over about 136 years.
     pub fn open(config: FlockLeaseConfig) -> Result<Self, FlockError> {
-        check_ttl(config.ttl)?;
         check_dir(&config.dir)?;
+        Self::on(Arc::new(RealOs::default()), config)
+    }
+
+    /// A lease authority over `config.dir` as `os` sees it (the world's model of a host,
+    /// [`model::Process`]): the directory is taken as it is (no `statfs(2)` check).
+    ///
+    /// # Errors
+    /// [`FlockError::BadTtl`] as [`FlockLease::open`].
+    pub fn on(os: Arc<dyn FlockOs>, config: FlockLeaseConfig) -> Result<Self, FlockError> {
+        check_ttl(config.ttl)?;
         Ok(FlockLease {
             config,
             gens: Mutex::new(BTreeMap::new()),
-            pid: std::process::id,
+            os,
+        })
+    }
+
+    /// This instance as a `fork(2)` leaves it in the child whose OS is `child`: the same
+    /// configuration and generation holds, each hold's open file description now also
+    /// referenced by the child ([`FlockOs::inherit`]). The real driver forks the whole
+    /// process instead (`leasesim flock`'s `fork` commands); this is the model's fork.
+    ///
+    /// # Errors
+    /// The OS error of an inheritance ([`RealOs`] has none: it forks with `fork(2)`).
+    pub fn forked(&self, child: Arc<dyn FlockOs>) -> std::io::Result<FlockLease> {
+        let mut gens = BTreeMap::new();
+        for (key, hold) in self.gens().iter() {
+            let file = child.inherit(&*hold.file)?;
+            gens.insert(
+                key.clone(),
+                GenHold {
+                    file,
+                    pid: hold.pid,
+                },
+            );
+        }
+        Ok(FlockLease {
+            config: self.config.clone(),
+            gens: Mutex::new(gens),
+            os: child,
         })
     }
 
@@ -308,9 +348,31 @@ pub fn boottime() -> Instant {
     Instant::from_origin(Duration::new(secs, nanos))
 }
 
-/// [`boottime`] in whole µs, the record's unit.
-fn now_us() -> u64 {
-    u64::try_from(boottime().since_origin().as_micros()).unwrap_or(u64::MAX)
+impl FlockLease {
+    /// The owner and token of `session`'s record when its holder is this instance in this
+    /// process (owner, pid and the token's generation lock): the hold a release by this
+    /// instance would end. `None` when the record is missing, damaged, released or another
+    /// process's. Reads without the session lock.
+    pub fn own_hold(&self, session: &SessionId) -> Option<(Owner, u64)> {
+        let record = decide::read_record(&*self.os, &self.files(session), session).ok()??;
+        let holder = record.holder.as_ref()?;
+        let ours = holder.pid == self.os.pid() && self.holds_generation(session, record.token);
+        ours.then(|| (holder.owner(), record.token))
+    }
+
+    /// The owner, token and expiry (µs on `CLOCK_BOOTTIME`) of `session`'s record's holder,
+    /// whoever it is; `None` when the record is missing, damaged or released. Reads without
+    /// the session lock.
+    pub fn recorded_holder(&self, session: &SessionId) -> Option<(Owner, u64, u64)> {
+        let record = decide::read_record(&*self.os, &self.files(session), session).ok()??;
+        let holder = record.holder.as_ref()?;
+        Some((holder.owner(), record.token, holder.expiry_us))
+    }
+
+    /// The OS's `CLOCK_BOOTTIME` in whole µs, the record's unit.
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.os.now().since_origin().as_micros()).unwrap_or(u64::MAX)
+    }
 }
 
 #[async_trait]

@@ -28,7 +28,7 @@ fn config(dir: &Path) -> FlockLeaseConfig {
 
 fn open_faking_pid(config: FlockLeaseConfig) -> FlockLease {
     let mut lease = FlockLease::open(config).unwrap();
-    lease.pid = fake_pid;
+    lease.os = Arc::new(RealOs { pid: fake_pid });
     lease
 }
 
@@ -37,7 +37,7 @@ fn s1() -> SessionId {
 }
 
 fn record_of(lease: &FlockLease) -> Option<Record> {
-    read_record(&lease.files(&s1()), &s1()).unwrap()
+    read_record(&*lease.os, &lease.files(&s1()), &s1()).unwrap()
 }
 
 #[test]
@@ -148,7 +148,10 @@ fn with_the_record_lost_the_next_token_is_above_every_generation_file() {
     }
     let granted = lease.acquire_now(&s1(), &Owner::new("a", 0)).unwrap();
     assert_eq!(granted.token(), 8);
-    assert_eq!(lock::gen_tokens(dir.path(), &files.stem).unwrap(), [8]);
+    assert_eq!(
+        lock::gen_tokens(&RealOs::default(), dir.path(), &files.stem).unwrap(),
+        [8]
+    );
 }
 
 /// Records every hook call.
@@ -194,7 +197,8 @@ fn hooks_are_called_at_each_point_of_each_decision() {
         wait: Duration::ZERO,
         verify_inode: true,
     };
-    let busy = SessionLock::take(&take, || {}).unwrap();
+    let os = RealOs::default();
+    let busy = SessionLock::take(&os, &take, || {}).unwrap();
     let Err(LeaseError::Unavailable { reason }) = lease.renew_now(&a) else {
         panic!("renew under a held session lock")
     };

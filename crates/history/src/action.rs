@@ -76,6 +76,9 @@ actions! {
     /// line: `host`, the replica struck; `detail`, `holder of s1`, or `nobody holds s1: the
     /// schedule's replica` (docs/world.md#faults-aimed-at-the-holder).
     AimAtHolder = "aim_at_holder",
+    /// A replica's process forked (`detail`: how the child ends, `exit` or `linger`; a
+    /// flock world's replicas are processes of one host).
+    Fork = "fork",
     // Both worlds'.
     /// A link cut both ways.
     Partition = "partition",

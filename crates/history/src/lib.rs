@@ -268,7 +268,7 @@
 //! `worker_panic`, `crash`, `restart`, `partition`, `partition_one_way`, `isolate`, `hold`,
 //! `release`, `latency`, `link_flaps`, `delay_replies`, `deliver`, `hold_replies`,
 //! `release_replies`, `clock_drift`, `wall_jump`, `wall_offset`, `delete_lease_record`,
-//! `authority_errors`, `serve`, `heal`), a `resume` where a freeze ends
+//! `authority_errors`, `serve`, `heal`, `fork`), a `resume` where a freeze ends
 //! (`crates/sim/src/fault_lines.rs`), and before a fault aimed at a session's holder an
 //! `aim_at_holder` line on the replica it strikes (`detail`: `holder of s1`, or `nobody holds
 //! s1: the schedule's replica`). The reader refuses any other action, naming these; it reads

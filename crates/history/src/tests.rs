@@ -742,7 +742,7 @@ fn unknown_kinds_and_unknown_fields_are_refused() {
 }
 
 /// Each nemesis action's name in a history, as the format doc lists them.
-const ACTION_NAMES: [(NemesisAction, &str); 33] = [
+const ACTION_NAMES: [(NemesisAction, &str); 34] = [
     (NemesisAction::Pause, "pause"),
     (NemesisAction::Suspend, "suspend"),
     (NemesisAction::Stall, "stall"),
@@ -762,6 +762,7 @@ const ACTION_NAMES: [(NemesisAction, &str); 33] = [
     (NemesisAction::AuthorityErrors, "authority_errors"),
     (NemesisAction::Serve, "serve"),
     (NemesisAction::AimAtHolder, "aim_at_holder"),
+    (NemesisAction::Fork, "fork"),
     (NemesisAction::Partition, "partition"),
     (NemesisAction::PartitionOneWay, "partition_one_way"),
     (NemesisAction::Hold, "hold"),

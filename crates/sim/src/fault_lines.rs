@@ -130,6 +130,7 @@ fn host_line(at: u64, fault: &Fault, authority: &str) -> Option<NemesisLine> {
             Some(format!("{offset_ms:+} ms")),
         ),
         Fault::Crash { host } => (NemesisAction::Crash, host, None, None),
+        Fault::Fork { host, mode } => (NemesisAction::Fork, host, None, Some(mode.name().into())),
         Fault::Restart { host } => (NemesisAction::Restart, host, None, None),
         Fault::DeleteLeaseRecord { session } => (
             NemesisAction::DeleteLeaseRecord,

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::backend::{AuthorityKind, BackendView};
 use super::config::{WorldConfig, replica_name};
 use super::schedule::{ErrorStatus, Fault, FaultSchedule, Target};
+use super::script::ForkMode;
 use super::seed::{Subsystem, between, chance, rng};
 use leasesim_core::hooks::PausePoint;
 use leasesim_history::hosts;
@@ -70,6 +71,9 @@ pub enum FaultKind {
     /// A replica's worker panicking at a pause point a run's work reaches
     /// ([`PausePoint::WORKER`]): the renewer must end and the lease be released.
     WorkerPanic,
+    /// A replica's process forking, its child exiting at once or lingering (odds 1 in 2):
+    /// only on a backend whose replicas are processes of one host (`flock`).
+    Fork,
 }
 
 impl FaultKind {
@@ -91,19 +95,20 @@ impl FaultKind {
     ];
 
     /// The kinds added after the classic ones, in the order they came.
-    const NEWER: [FaultKind; 6] = [
+    const NEWER: [FaultKind; 7] = [
         FaultKind::PartitionOneWay,
         FaultKind::CrashService,
         FaultKind::DeleteLeaseRecord,
         FaultKind::AuthorityErrors,
         FaultKind::HoldReplies,
         FaultKind::WorkerPanic,
+        FaultKind::Fork,
     ];
 
     /// Every kind: the classic ones, then the newer ones.
-    pub const ALL: [FaultKind; 18] = {
+    pub const ALL: [FaultKind; 19] = {
         let classic = Self::CLASSIC.len();
-        let mut all = [FaultKind::Partition; 18];
+        let mut all = [FaultKind::Partition; 19];
         assert!(
             classic + Self::NEWER.len() == all.len(),
             "ALL is CLASSIC then NEWER, nothing more or less"
@@ -141,6 +146,7 @@ impl FaultKind {
             FaultKind::AuthorityErrors => "authority_errors",
             FaultKind::HoldReplies => "hold_replies",
             FaultKind::WorkerPanic => "worker_panic",
+            FaultKind::Fork => "fork",
         }
     }
 }
@@ -293,6 +299,7 @@ pub fn lacked_capability(view: &BackendView, kind: FaultKind) -> Option<&'static
             Some("freezes")
         }
         FaultKind::ClockDrift if !view.drift => Some("drift"),
+        FaultKind::Fork if !view.forks => Some("forks"),
         _ => None,
     }
 }
@@ -318,6 +325,7 @@ pub fn fit_to_backend(
         Fault::AuthorityErrors { .. } => view.error_windows,
         Fault::Pause { .. } | Fault::Suspend { .. } | Fault::Stall { .. } => view.freezes,
         Fault::ClockDrift { .. } => view.drift,
+        Fault::Fork { .. } => view.forks,
         _ => true,
     });
     let bound = holders_drift_bound_ppm(skew_margin_percent);
@@ -523,6 +531,14 @@ fn draw(
         }
         FaultKind::Crash => alone(Fault::Crash {
             host: replica(rng, config),
+        }),
+        FaultKind::Fork => alone(Fault::Fork {
+            host: replica(rng, config),
+            mode: if rng.next_u32().is_multiple_of(2) {
+                ForkMode::Exit
+            } else {
+                ForkMode::Linger
+            },
         }),
         FaultKind::LeaseServiceRestarts => alone(Fault::LeaseServiceRestarts {
             every_ms: range(rng, strength.restart_every_ms),

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::backend::{AuthorityFaults, FaultsSlot};
+use super::backend::{AuthorityFaults, FaultsSlot, ForkSlot};
 use super::clock::HostClock;
 use super::config::{WALL_EPOCH, WorldConfig};
 use super::errors::ErrorWindows;
@@ -43,6 +43,10 @@ pub(crate) struct Hosts {
     pub(crate) recorder: Recorder,
     /// The world's link latency, `(least, most)` ms: what a heal sets every link back to.
     pub(crate) link_latency_ms: (u64, u64),
+    /// The backend host as the flock model sees it, on that host's clock.
+    pub(crate) flock: leasesim_flock::model::Host,
+    /// Each replica's fork slot (kept across its boots, as its lingering children are).
+    forks: BTreeMap<String, ForkSlot>,
 }
 
 impl Hosts {
@@ -64,12 +68,18 @@ impl Hosts {
             conns.insert(host.clone(), HostConns::default());
             boots.insert(host, Arc::new(AtomicU64::new(0)));
         }
+        let authority_host = config.backend.view().host;
+        let flock = super::backend::flock_model_host(Arc::new(clocks[&authority_host].clone()));
+        let forks = clocks
+            .keys()
+            .map(|host| (host.clone(), ForkSlot::default()))
+            .collect();
         Hosts {
             clocks,
             freezes,
             boots,
             conns,
-            authority_host: config.backend.view().host,
+            authority_host,
             authority_disk: MemStorage::new(),
             ledger_disk: MemStorage::new(),
             authority_faults: Arc::new(Mutex::new(None)),
@@ -78,11 +88,18 @@ impl Hosts {
             crashed: Mutex::new(BTreeSet::new()),
             recorder: recorder.clone(),
             link_latency_ms: config.latency_ms,
+            flock,
+            forks,
         }
     }
 
     pub(crate) fn clock(&self, host: &str) -> HostClock {
         self.clocks[host].clone()
+    }
+
+    /// The fork slot of replica `host`.
+    pub(crate) fn forks(&self, host: &str) -> ForkSlot {
+        self.forks[host].clone()
     }
 
     pub(crate) fn freeze(&self, host: &str) -> HostFreeze {

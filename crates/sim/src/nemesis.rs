@@ -279,6 +279,13 @@ fn apply_fault(sim: &mut Sim, hosts: &Hosts, now: Duration, fault: Fault) -> Vec
         Fault::Crash { .. } | Fault::Restart { .. } | Fault::DeleteLeaseRecord { .. } => {
             apply_host_fault(sim, hosts, now, fault);
         }
+        // The replica's process forks on its host (a task there runs it, reading the host's
+        // clocks), as soon as that task runs.
+        Fault::Fork { host, mode } => {
+            if !hosts.forks(&host).request(mode) {
+                tracing::info!(target: "leasesim::sim::nemesis", %host, "fork: no process runs there");
+            }
+        }
         // A series of lease service restarts: follow-ups `every_ms` apart, the first now,
         // each down for its downtime.
         Fault::LeaseServiceRestarts {

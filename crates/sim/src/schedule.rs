@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::script::ForkMode;
 use crate::versioned;
 use leasesim_core::hooks::PausePoint;
 use leasesim_history::hosts;
@@ -184,6 +185,15 @@ pub enum Fault {
         host: String,
         /// The offset, in ms.
         offset_ms: i64,
+    },
+    /// `fork(2)` of a replica's process, on a backend whose replicas are processes of one
+    /// host (`flock`): the child shares the parent's open file descriptions and ends as
+    /// `mode` says (docs/world.md#flock-in-the-world).
+    Fork {
+        /// The replica.
+        host: String,
+        /// How the child ends.
+        mode: ForkMode,
     },
     /// Crash a host: volatile state is lost, synced storage survives, unsynced is lost.
     Crash {
@@ -390,6 +400,7 @@ impl Fault {
             | Fault::WallJump { host, .. }
             | Fault::WallOffset { host, .. }
             | Fault::Crash { host }
+            | Fault::Fork { host, .. }
             | Fault::Restart { host } => vec![host],
             Fault::Heal
             | Fault::LeaseServiceRestarts { .. }
@@ -744,6 +755,9 @@ impl Fault {
             }
             Fault::AuthorityErrors { to: Some(to), .. } if !is_replica(to) => Err(format!(
                 "authority_errors answers a replica's calls: `to` must be a replica, got `{to}`"
+            )),
+            Fault::Fork { host, .. } if !is_replica(host) => Err(format!(
+                "fork forks a replica's process: `host` must be a replica, got `{host}`"
             )),
             Fault::Partition { a, b }
             | Fault::Hold { a, b }

@@ -88,11 +88,40 @@ pub enum Call {
         /// The kept lease value.
         lease: String,
     },
+    /// `fork(2)` of the replica's process, on a backend whose replicas are processes of one
+    /// host (`flock`, docs/world.md#flock-in-the-world): the child shares the parent's open
+    /// file descriptions. `exit`: the child releases every lease value it inherited (the last
+    /// one the parent got per session), closes what it inherited and exits; `linger`: the
+    /// child keeps its copies open until the run ends, also after its parent dies.
+    Fork {
+        /// How the child ends.
+        mode: ForkMode,
+    },
     /// A graceful shutdown, as the service makes one: a final clean-up append (payload
     /// `clean-up`) to each open journal, in session order, each judged valid like any append;
     /// then every kept hold is released (invalidated first, so its renewer ends), and the
     /// replica stops: it may make no later call.
     Shutdown,
+}
+
+/// How a forked child ends ([`Call::Fork`], the nemesis's `fork` fault).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForkMode {
+    /// The child releases the inherited lease values, closes its copies and exits at once.
+    Exit,
+    /// The child keeps its copies open until the run ends.
+    Linger,
+}
+
+impl ForkMode {
+    /// `exit` or `linger`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ForkMode::Exit => "exit",
+            ForkMode::Linger => "linger",
+        }
+    }
 }
 
 impl Script {
@@ -175,6 +204,19 @@ mod tests {
             r#"{"at_ms":14000,"replica":"replica-1","call":"shutdown"}"#
         );
         assert_eq!(script.replicas(), ["replica-1"]);
+        let fork = ScriptedCall {
+            at_ms: 5,
+            replica: "replica-2".into(),
+            call: Call::Fork {
+                mode: ForkMode::Linger,
+            },
+        };
+        let json = serde_json::to_string(&fork).unwrap();
+        assert_eq!(
+            json,
+            r#"{"at_ms":5,"replica":"replica-2","call":"fork","mode":"linger"}"#
+        );
+        assert_eq!(serde_json::from_str::<ScriptedCall>(&json).unwrap(), fork);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::backend::ForkSlot;
 use super::config::WorldConfig;
 use super::plan::{Drawer, Plan, PlannedRun, StartedRuns, drawn_runs};
 use super::record::Recorder;
@@ -36,6 +37,9 @@ pub struct Replica {
     pub clock: Arc<dyn Clock>,
     /// The world the replica runs in (workload, TTL, timeouts).
     pub config: WorldConfig,
+    /// Where its process's `fork` is registered (empty live and on a backend that cannot
+    /// fork).
+    pub forks: ForkSlot,
 }
 
 impl Replica {
@@ -197,6 +201,11 @@ async fn run_call(
             Call::Release { lease } => {
                 if let Some(held) = leases.get(&lease) {
                     let _ = replica.store.authority().release(&held.lease()).await;
+                }
+            }
+            Call::Fork { mode } => {
+                if !replica.forks.fork(mode) {
+                    tracing::info!(target: "leasesim::sim::workload", replica = %replica.name, "fork: the process cannot fork");
                 }
             }
             Call::Shutdown => {

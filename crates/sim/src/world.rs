@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::backend::{AuthorityHost, Backend, ReplicaEnv};
+use super::backend::{AuthorityHost, Backend, ForkSlot, ReplicaEnv};
 use super::clock::HostClock;
 use super::config::{LEDGER_PORT, WALL_EPOCH, Workload, WorldConfig, config_line, replica_name};
 use super::freeze::HostFreeze;
@@ -383,6 +383,9 @@ pub fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Resu
     let view = backend.view();
     for fault in &schedule.faults {
         let refused = match &fault.fault {
+            Fault::Fork { .. } if !view.forks => {
+                "fork: its replicas are not processes of one host (only flock's are)"
+            }
             Fault::DeleteLeaseRecord { .. } if !view.record_deletion => "delete_lease_record",
             Fault::LeaseServiceRestarts { .. } if !view.restarts => "lease_service_restarts",
             Fault::AuthorityErrors { .. } if !view.error_windows => {
@@ -410,6 +413,17 @@ pub fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Resu
         )));
     }
     Ok(())
+}
+
+/// Refuses a `fork` call on a backend whose replicas cannot fork.
+fn fork_allowed(config: &WorldConfig) -> Result<(), String> {
+    if config.backend.forks() {
+        return Ok(());
+    }
+    Err(format!(
+        "forks, but the {} backend's replicas cannot fork (only flock's can)",
+        config.backend.name()
+    ))
 }
 
 /// Refuses a script that names an unknown replica or session, or uses a lease or journal its
@@ -477,6 +491,7 @@ pub fn check_script(config: &WorldConfig, script: &Script) -> Result<(), WorldEr
                     )));
                 }
             }
+            Call::Fork { .. } => fork_allowed(config).map_err(refuse)?,
             Call::Shutdown => {
                 shut_down.insert(call.replica.clone(), call.at_ms);
             }
@@ -575,17 +590,24 @@ fn host_replica(
     let name = host.name.clone();
     let (clock, freeze, boots) = (hosts.clock(&name), hosts.freeze(&name), hosts.boots(&name));
     let (dialer, conns) = (hosts.replica_dialer(&name), hosts.conns(&name));
+    let (flock, forks) = (hosts.flock.clone(), hosts.forks(&name));
     let (config, recorder, host) = (config.clone(), recorder.clone(), Arc::new(host));
     sim.host(name, move || {
         let (clock, freeze, boots) = (clock.clone(), freeze.clone(), boots.clone());
         let (dialer, conns) = (dialer.clone(), conns.clone());
+        let (flock, forks) = (flock.clone(), forks.clone());
         let (config, recorder, host) = (config.clone(), recorder.clone(), host.clone());
         async move {
             super::hosted::register_host(&clock);
             conns.close_at_teardown();
             let name = host.name.clone();
             let process = Process::new(name.clone(), next_boot(&boots));
-            let store = replica_store(&config, &recorder, &process, &clock, &freeze, dialer)?;
+            let on = ReplicaOn {
+                dialer,
+                flock,
+                forks: forks.clone(),
+            };
+            let store = replica_store(&config, &recorder, &process, &clock, &freeze, on)?;
             let replica = workload::Replica {
                 name: name.clone(),
                 process,
@@ -593,6 +615,7 @@ fn host_replica(
                 recorder,
                 clock: Arc::new(clock),
                 config: config.clone(),
+                forks,
             };
             let started = host.started.clone();
             match &host.workload {
@@ -607,6 +630,14 @@ fn host_replica(
     });
 }
 
+/// What a replica's clients reach: the world's transport, the backend host's flock model,
+/// the replica's fork slot.
+struct ReplicaOn {
+    dialer: Dialer,
+    flock: leasesim_flock::model::Host,
+    forks: ForkSlot,
+}
+
 /// A replica's store: the backend's lease client and the ledger client, each recorded as
 /// history operations, with the replica's clock, freezes and the world's mutant.
 fn replica_store(
@@ -615,8 +646,9 @@ fn replica_store(
     process: &Process,
     clock: &HostClock,
     freeze: &HostFreeze,
-    dialer: Dialer,
+    on: ReplicaOn,
 ) -> Result<Store, Box<dyn std::error::Error>> {
+    let dialer = on.dialer;
     let client = config.client_config();
     let clock_arc: Arc<dyn Clock> = Arc::new(clock.clone());
     let hooks = HookSlot::new(Arc::new(freeze.clone()));
@@ -630,6 +662,8 @@ fn replica_store(
         recorder: recorder.clone(),
         dialer: dialer.clone(),
         hooks: hooks.clone(),
+        flock: on.flock,
+        forks: on.forks,
     };
     let lease = config.backend.inner().client(&env)?;
     let ledger = RemoteChannel::new(

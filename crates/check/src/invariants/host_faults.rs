@@ -51,6 +51,7 @@ fn meaning(action: NemesisAction) -> Meaning {
         | A::AuthorityErrors
         | A::Serve
         | A::AimAtHolder
+        | A::Fork
         | A::Partition
         | A::PartitionOneWay
         | A::Release

@@ -78,6 +78,7 @@ fn extent(action: NemesisAction) -> Option<Extent> {
         | A::DeleteLeaseRecord
         | A::Reset
         | A::AimAtHolder
+        | A::Fork
         | A::Dropped => Extent::Instant,
         A::Resume
         | A::Sigcont
@@ -198,6 +199,7 @@ impl Bands<'_> {
             | A::Sigkill
             | A::Reset
             | A::Clock
+            | A::Fork
             | A::Dropped => false,
         }
     }

@@ -51,6 +51,7 @@ impl WorldBackend for Kube {
             drift: true,
             freezes: true,
             own_thread: false,
+            forks: false,
         }
     }
 

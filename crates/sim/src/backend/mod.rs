@@ -19,11 +19,14 @@
 //! `leasesim replay`, shrinking and campaigns name the built-in backends
 //! ([`super::runfile::BackendSpec`]).
 
+mod flock;
 mod kube;
 mod on_apiserver;
 mod signal_lease;
 mod target;
 
+pub(crate) use flock::model_host as flock_model_host;
+pub use flock::{FLOCK_DIR, Flock, ForkSlot, Forks};
 pub use kube::{APISERVER_PORT, Kube, NAMESPACE, RecordedKubeCalls, check_whole_seconds};
 pub use on_apiserver::{LeaseObjectTarget, OnApiServer, renew_period};
 pub use signal_lease::{Ended, Seen, SignalCrate, SignalLease};
@@ -124,6 +127,9 @@ pub struct BackendView {
     /// (rand's thread RNG, fastrand, std's `RandomState` keys), which a second world on that
     /// thread would inherit (docs/targets.md#the-worlds-side).
     pub own_thread: bool,
+    /// Whether its replicas are processes of one host that can `fork` (script `fork` calls,
+    /// the nemesis's `fork` faults; docs/world.md#flock-in-the-world).
+    pub forks: bool,
 }
 
 impl BackendView {
@@ -168,6 +174,11 @@ impl Backend {
     /// How the checkers see it.
     pub fn view(&self) -> BackendView {
         self.0.view()
+    }
+
+    /// Whether its replicas can fork ([`BackendView::forks`]).
+    pub fn forks(&self) -> bool {
+        self.view().forks
     }
 
     pub(crate) fn inner(&self) -> &Arc<dyn WorldBackend> {
@@ -363,6 +374,8 @@ pub struct ReplicaEnv {
     pub(crate) recorder: Recorder,
     pub(crate) dialer: Dialer,
     pub(crate) hooks: HookSlot,
+    pub(crate) flock: leasesim_flock::model::Host,
+    pub(crate) forks: ForkSlot,
 }
 
 impl ReplicaEnv {
@@ -410,6 +423,18 @@ impl ReplicaEnv {
         self.ttl
     }
 
+    /// The backend host as the flock model sees it (its lease directory, open file
+    /// descriptions and clock), one per world: every replica's process runs on it
+    /// (docs/world.md#flock-in-the-world).
+    pub fn flock_host(&self) -> &leasesim_flock::model::Host {
+        &self.flock
+    }
+
+    /// Where this replica's process registers what it can do besides lease calls (`fork`).
+    pub fn forks(&self) -> &ForkSlot {
+        &self.forks
+    }
+
     /// The run's history recorder: a backend outside `src/` records its client's calls with
     /// it (a target adapter: [`RecordedKubeCalls::for_target`]).
     pub fn recorder(&self) -> &Recorder {
@@ -441,6 +466,7 @@ impl WorldBackend for Grpc {
             drift: true,
             freezes: true,
             own_thread: false,
+            forks: false,
         }
     }
 

@@ -60,6 +60,7 @@ impl<T: LeaseObjectTarget> WorldBackend for OnApiServer<T> {
             drift: false,
             freezes: false,
             own_thread: true,
+            forks: false,
             ..Kube.view()
         }
     }

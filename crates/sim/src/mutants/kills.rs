@@ -145,9 +145,7 @@ pub(super) const KILLS: &[(Mutant, Kill)] = &[
     ),
     (
         Mutant::UnlockFromAnyProcess,
-        Kill::Process {
-            test: "forked_child_that_exits_keeps_parents_hold",
-        },
+        scenario("sims/flock-forked-child-releases.toml", Check::Excl),
     ),
     (
         Mutant::RenewWithoutExpiryCheck,

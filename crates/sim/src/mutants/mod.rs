@@ -212,7 +212,7 @@ mod tests {
                 "delete-on-release: TOKEN in sims/k2-delete-resets-token.toml (seed 1)",
                 "transitions-bumped-on-renew: TOKEN in sims/kube-swarm-clocks.toml (seed 1)",
                 "unlink-on-release: flock process test unlink_race_never_two_holders",
-                "unlock-from-any-process: flock process test forked_child_that_exits_keeps_parents_hold",
+                "unlock-from-any-process: EXCL in sims/flock-forked-child-releases.toml (seed 1)",
                 "renew-without-expiry-check: conformance rule renew_after_expiry_is_held",
                 "record-written-in-place: flock process test crash_mid_record_write_keeps_the_high_water_mark",
                 "committed-append-reported-lost: DEFINITE in sims/committed-append-reply-late.toml (seed 1)",

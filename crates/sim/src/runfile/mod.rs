@@ -237,13 +237,10 @@ impl RunFile {
         match mutant.map(|mutant| (mutant, crate::mutants::check_planted_in(mutant, backend))) {
             Some((mutant, Err(refusal))) => Err(validate::Invalid {
                 field: "mutant".into(),
-                message: match mutant.backend() {
-                    Some("flock") => format!(
-                        "{refusal}; flock runs only in real processes (`leasesim flock`, the \
-                         process tests of tests/flock)"
-                    ),
-                    other => format!("{refusal}; run it on a {} scenario", other.unwrap_or("any")),
-                },
+                message: format!(
+                    "{refusal}; run it on a {} scenario",
+                    mutant.backend().unwrap_or("any")
+                ),
             }),
             _ => Ok(()),
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{
-    Backend, Grpc, Kube, TARGET_PREFIX, TARGETS_BINARY, check_whole_seconds, target_backend,
+    Backend, Flock, Grpc, Kube, TARGET_PREFIX, TARGETS_BINARY, check_whole_seconds, target_backend,
 };
 use crate::config::{WorkloadMix, WorldConfig};
 use leasesim_core::lease::SessionId;
@@ -26,6 +26,9 @@ pub enum BackendSpec {
     /// Kubernetes Lease objects on a simulated API server (host `apiserver`), reached by
     /// `KubeLease` ([`crate::backend::Kube`]); the TTL must be whole seconds.
     Kube,
+    /// `FlockLease` on the flock model of host `lease`, every replica a process of it
+    /// ([`crate::backend::Flock`], docs/world.md#flock-in-the-world).
+    Flock,
     /// A target backend, by its whole spelling (`target:kube-lease-manager`).
     Target(String),
 }
@@ -40,6 +43,7 @@ impl BackendSpec {
         match self {
             BackendSpec::Grpc => Backend::new(Grpc),
             BackendSpec::Kube => Backend::new(Kube),
+            BackendSpec::Flock => Backend::new(Flock),
             BackendSpec::Target(spelling) => target_backend(spelling)
                 .unwrap_or_else(|message| panic!("{message} (check the world first)")),
         }
@@ -50,6 +54,7 @@ impl BackendSpec {
         match self {
             BackendSpec::Grpc => "grpc",
             BackendSpec::Kube => "kube",
+            BackendSpec::Flock => "flock",
             BackendSpec::Target(spelling) => spelling,
         }
     }
@@ -59,7 +64,7 @@ impl BackendSpec {
     /// (docs/targets.md#the-targets-binary). Replay lines name it.
     pub fn binary(&self) -> &'static str {
         match self {
-            BackendSpec::Grpc | BackendSpec::Kube => "leasesim",
+            BackendSpec::Grpc | BackendSpec::Kube | BackendSpec::Flock => "leasesim",
             BackendSpec::Target(_) => TARGETS_BINARY,
         }
     }
@@ -75,11 +80,12 @@ impl TryFrom<String> for BackendSpec {
         match name.as_str() {
             "grpc" => Ok(BackendSpec::Grpc),
             "kube" => Ok(BackendSpec::Kube),
+            "flock" => Ok(BackendSpec::Flock),
             target if target.len() > TARGET_PREFIX.len() && target.starts_with(TARGET_PREFIX) => {
                 Ok(BackendSpec::Target(name))
             }
             other => Err(format!(
-                "unknown backend `{other}`, expected `grpc`, `kube` or `{TARGET_PREFIX}<name>`"
+                "unknown backend `{other}`, expected `grpc`, `kube`, `flock` or `{TARGET_PREFIX}<name>`"
             )),
         }
     }
