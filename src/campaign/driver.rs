@@ -728,6 +728,9 @@ fn mutant_planted_somewhere(
         Some("flock") => "flock runs only in real processes (`leasesim flock`, the process \
                           tests of tests/flock)"
             .to_owned(),
+        Some("etcd") => "etcd runs only against a real etcd (`leasesim live --backend etcd`, \
+                         the tests of tests/etcd)"
+            .to_owned(),
         other => format!(
             "give --sims a folder with a {} scenario",
             other.unwrap_or("any")

@@ -201,6 +201,7 @@ macro_rules! __conformance_rules {
             renew_after_expiry_and_takeover_is_held,
             renew_after_release_is_held,
             stale_release_after_takeover_frees_nothing,
+            retried_release_after_reacquire_frees_nothing,
             release_is_idempotent,
             unknown_release_is_a_noop,
             owner_chain_a_b_a_is_monotone,
@@ -532,6 +533,27 @@ pub mod rules {
         let holder = acquire_held(R, &t, what, ("s1", "c")).await?;
         names_holder(R, holder, "b", &b)?;
         ok(R, "renew by b", t.lease.renew(&b)).await?;
+        Ok(())
+    }
+
+    /// A release retried after its first reply was lost, once its owner has acquired the
+    /// session again, frees nothing: the retry names the old token, and the owner's newer hold
+    /// stays (etcd #22082, where the retried unlock matched the key name and freed it).
+    pub async fn retried_release_after_reacquire_frees_nothing(t: Subject) -> RuleResult {
+        const R: &str = "retried_release_after_reacquire_frees_nothing";
+        let first = acquire(R, &t, "acquire by a", ("s1", "a")).await?;
+        ok(R, "release by a (its reply lost)", t.lease.release(&first)).await?;
+        let again = acquire(R, &t, "acquire again by a", ("s1", "a")).await?;
+        ok(
+            R,
+            "retried release of a's first hold",
+            t.lease.release(&first),
+        )
+        .await?;
+        let what = "acquire by b after a's retried release";
+        let holder = acquire_held(R, &t, what, ("s1", "b")).await?;
+        names_holder(R, holder, "a", &again)?;
+        ok(R, "renew of a's newer hold", t.lease.renew(&again)).await?;
         Ok(())
     }
 

@@ -145,4 +145,16 @@ pub(super) const ABOUT: &[(Mutant, &str)] = &[
         Mutant::CommittedAppendReportedLost,
         "a journal append that committed is reported lost when the deadline passed in flight",
     ),
+    (
+        Mutant::ReleaseMatchesOwnerOnly,
+        "an etcd release matches the holder key's owner, not its token",
+    ),
+    (
+        Mutant::ExpiredReacquireKeepsTransitions,
+        "a kube re-acquire of the owner's own expired Lease keeps leaseTransitions",
+    ),
+    (
+        Mutant::DurationReadAsMilliseconds,
+        "a kube candidate reads leaseDurationSeconds as milliseconds",
+    ),
 ];

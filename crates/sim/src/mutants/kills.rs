@@ -165,4 +165,18 @@ pub(super) const KILLS: &[(Mutant, Kill)] = &[
         Mutant::CommittedAppendReportedLost,
         scenario("sims/committed-append-reply-late.toml", Check::Definite),
     ),
+    (
+        Mutant::ReleaseMatchesOwnerOnly,
+        Kill::Conformance {
+            rule: "retried_release_after_reacquire_frees_nothing",
+        },
+    ),
+    (
+        Mutant::ExpiredReacquireKeepsTransitions,
+        scenario("sims/kube-swarm-freezes.toml", Check::Token),
+    ),
+    (
+        Mutant::DurationReadAsMilliseconds,
+        scenario("sims/kube-swarm-everything.toml", Check::Expiry),
+    ),
 ];

@@ -242,6 +242,10 @@ impl RunFile {
                         "{refusal}; flock runs only in real processes (`leasesim flock`, the \
                          process tests of tests/flock)"
                     ),
+                    Some("etcd") => format!(
+                        "{refusal}; etcd runs only against a real etcd (`leasesim live \
+                         --backend etcd`, the tests of tests/etcd)"
+                    ),
                     other => format!("{refusal}; run it on a {} scenario", other.unwrap_or("any")),
                 },
             }),
