@@ -198,7 +198,8 @@ pub enum Mutant {
     /// released) keeps `leaseTransitions` instead of `+1`, so the holds before and after the
     /// expiry share one fencing token (what `expired-reacquire-keeps-token` is to the gRPC
     /// authority). Killed by TOKEN (a same-holder write that kept `leaseTransitions` after its
-    /// holder's own expiry) on `sims/kube-swarm-freezes.toml`, and by the conformance rule
+    /// holder's own expiry) on `sims/kube-swarm-partitions.toml` seed 3 (replica-1, cut off from
+    /// the API server past its TTL with nobody contending, takes s1 back), and by the conformance rule
     /// `expired_same_owner_reacquire_gets_new_token` over `KubeLease` (tests/core).
     ExpiredReacquireKeepsTransitions,
     /// A `KubeLease` candidate reads a held Lease's `leaseDurationSeconds` as milliseconds,

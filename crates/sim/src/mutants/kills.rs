@@ -173,7 +173,11 @@ pub(super) const KILLS: &[(Mutant, Kill)] = &[
     ),
     (
         Mutant::ExpiredReacquireKeepsTransitions,
-        scenario("sims/kube-swarm-freezes.toml", Check::Token),
+        Kill::Scenario {
+            scenario: "sims/kube-swarm-partitions.toml",
+            check: Check::Token,
+            seed: 3,
+        },
     ),
     (
         Mutant::DurationReadAsMilliseconds,
