@@ -122,5 +122,5 @@ fn every_rule_has_a_distinct_name() {
     names.sort_unstable();
     names.dedup();
     assert_eq!(names.len(), RULES.len());
-    assert_eq!(RULES.len(), 19);
+    assert_eq!(RULES.len(), 20);
 }
