@@ -144,7 +144,8 @@ impl Runs {
         } else {
             args.out.clone()
         };
-        let resolved = request.resolve().map_err(|error| {
+        let (resolved, _, _) = resolve(args.backend, &request).map_err(|error| {
+            let (LiveError::BadInput(error) | LiveError::Harness(error)) = error;
             eprintln!("error: {error}");
             Exit::BadInput
         })?;
