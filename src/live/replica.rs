@@ -239,6 +239,18 @@ fn store(
     ))
 }
 
+/// The replica's banner, naming the mutant it planted, if any (its log says so).
+fn announce(args: &ReplicaArgs, config: &WorldConfig) {
+    let planted = config.mutant.map(|m| format!(", mutant {m} planted"));
+    println!(
+        "replica {}#{} running (history {}){}",
+        args.name,
+        args.incarnation,
+        args.history.display(),
+        planted.unwrap_or_default()
+    );
+}
+
 async fn replica(
     args: ReplicaArgs,
     run: RunFile,
@@ -271,16 +283,7 @@ async fn replica(
         .recorder(&args.history, &args.name, args.incarnation, &clock)
         .map_err(ReplicaError::BadInput)?;
     let store = Arc::new(store(&args, &config, &recorder, &process, lease, &clock)?);
-    println!(
-        "replica {}#{} running (history {}){}",
-        args.name,
-        args.incarnation,
-        args.history.display(),
-        config
-            .mutant
-            .map(|m| format!(", mutant {m} planted"))
-            .unwrap_or_default()
-    );
+    announce(&args, &config);
     let replica = Replica {
         name: args.name.clone(),
         process,
