@@ -724,10 +724,15 @@ fn mutant_planted_somewhere(
         .iter()
         .find_map(|backend| crate::mutants::check_planted_in(mutant, backend).err())
         .unwrap_or_default();
-    let hint = format!(
-        "give --sims a folder with a {} scenario",
-        mutant.backend().unwrap_or("any")
-    );
+    let hint = match mutant.backend() {
+        Some("etcd") => "etcd runs only against a real etcd (`leasesim live --backend etcd`, \
+                         the tests of tests/etcd)"
+            .to_owned(),
+        other => format!(
+            "give --sims a folder with a {} scenario",
+            other.unwrap_or("any")
+        ),
+    };
     Err(CampaignError::BadInput(format!(
         "--mutant {}: no scenario of {} is on its backend: {refusal}; {hint}",
         mutant.name(),

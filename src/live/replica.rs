@@ -23,6 +23,7 @@ use crate::history::hosts::REPLICA_PREFIX;
 use crate::hooks::HookSlot;
 use crate::journal::{Ledger, RemoteLedger, SkewMargin, Store, StoreConfig};
 use crate::lease::{FlockLease, FlockLeaseConfig, RemoteLease, SessionLease};
+use crate::mutant::Mutant;
 use crate::net::tcp_dialer;
 use crate::remote::RemoteChannel;
 use crate::sim::backend::ForkSlot;
@@ -59,6 +60,11 @@ pub struct ReplicaArgs {
     /// This incarnation's history file; it must not exist.
     #[arg(long, value_name = "FILE")]
     pub history: PathBuf,
+    /// A bug to plant in the lease backend of `--lease` (a flock or etcd mutant: `leasesim
+    /// mutants`), which the run file's simulated world cannot name; the run file must name
+    /// no mutant then. `leasesim live --backend flock|etcd --mutant NAME` passes it.
+    #[arg(long, value_name = "NAME", value_parser = Mutant::parse)]
+    pub mutant: Option<Mutant>,
 }
 
 /// Why a replica stopped other than cleanly.
@@ -107,7 +113,10 @@ pub fn main(args: ReplicaArgs) -> Exit {
 fn prepare(args: &ReplicaArgs) -> Result<(RunFile, WorldConfig, LiveStart), ReplicaError> {
     let bad = ReplicaError::BadInput;
     let run = RunFile::load(&args.run).map_err(|e| bad(format!("--run: {e}")))?;
-    let config = run.world_config().map_err(|e| bad(format!("--run: {e}")))?;
+    let mut config = run.world_config().map_err(|e| bad(format!("--run: {e}")))?;
+    if let Some(mutant) = args.mutant {
+        config.mutant = Some(lease_mutant(mutant, &run, &args.lease).map_err(bad)?);
+    }
     let index = args
         .name
         .strip_prefix(REPLICA_PREFIX)
@@ -128,6 +137,23 @@ fn prepare(args: &ReplicaArgs) -> Result<(RunFile, WorldConfig, LiveStart), Repl
     }
     let start = LiveStart::from_env().map_err(bad)?;
     Ok((run, config, start))
+}
+
+/// `--mutant`'s `mutant`, once it is planted in `target`'s backend and the run file names
+/// no mutant of its own.
+///
+/// # Errors
+/// A message naming the mutant and what refused it.
+fn lease_mutant(mutant: Mutant, run: &RunFile, target: &LeaseTarget) -> Result<Mutant, String> {
+    if let Some(own) = &run.mutant {
+        return Err(format!(
+            "--mutant {}: the run file plants `{own}` already; give one or the other",
+            mutant.name()
+        ));
+    }
+    crate::mutants::check_planted_in(mutant, target.backend())
+        .map_err(|refusal| format!("--mutant {}: {refusal}", mutant.name()))?;
+    Ok(mutant)
 }
 
 /// The lease client of `target`, on `clock`.
@@ -214,13 +240,15 @@ fn store(
     ))
 }
 
-/// The banner a started replica prints.
-fn announce(args: &ReplicaArgs) {
+/// The replica's banner, naming the mutant it planted, if any (its log says so).
+fn announce(args: &ReplicaArgs, config: &WorldConfig) {
+    let planted = config.mutant.map(|m| format!(", mutant {m} planted"));
     println!(
-        "replica {}#{} running (history {})",
+        "replica {}#{} running (history {}){}",
         args.name,
         args.incarnation,
-        args.history.display()
+        args.history.display(),
+        planted.unwrap_or_default()
     );
 }
 
@@ -256,7 +284,7 @@ async fn replica(
         .recorder(&args.history, &args.name, args.incarnation, &clock)
         .map_err(ReplicaError::BadInput)?;
     let store = Arc::new(store(&args, &config, &recorder, &process, lease, &clock)?);
-    announce(&args);
+    announce(&args, &config);
     let replica = Replica {
         name: args.name.clone(),
         process,

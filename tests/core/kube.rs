@@ -116,6 +116,16 @@ async fn transitions_bumped_on_renew_fails_exactly_the_renew_token_rules() {
     );
 }
 
+/// An owner that keeps `leaseTransitions` when it takes its own expired Lease back breaks the
+/// rule that a takeover after expiry gets a new token, even for the same owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_reacquire_keeps_transitions_fails_exactly_the_expired_token_rule() {
+    assert_eq!(
+        broken_by(Mutant::ExpiredReacquireKeepsTransitions).await,
+        ["expired_same_owner_reacquire_gets_new_token"]
+    );
+}
+
 /// Holds the API server's next requests at handler start in rounds of `n`: each round goes
 /// through only once all `n` have arrived. With `n` candidates that each read and then write,
 /// the second round (their writes) is handled only after every read of the first was

@@ -8,9 +8,10 @@
 
 use std::sync::Arc;
 
-use leasesim::conformance::Subject;
+use leasesim::conformance::{RULES, Subject};
 use leasesim::lease::etcd::EXPIRY_SLACK;
 use leasesim::mutant::Mutant;
+use leasesim::mutants::{self, Kill};
 
 use crate::support::{TTL, lease};
 
@@ -24,4 +25,49 @@ pub async fn etcd_subject(mutant: Option<Mutant>, prefix: &str) -> Subject {
 
 mod etcd_lease {
     leasesim::conformance_tests!(|| async { super::etcd_subject(None, "correct/").await });
+}
+
+/// The rules `mutant` breaks over `EtcdLease`, in the suite's order. The rules run at once
+/// (each on session ids of its own), so the whole suite takes about its longest rule.
+async fn broken_by(mutant: Option<Mutant>) -> Vec<&'static str> {
+    let prefix = format!("broken-by/{}/", mutant.map_or("correct", Mutant::name));
+    let mut running = Vec::new();
+    for rule in RULES {
+        let subject = etcd_subject(mutant, &prefix).await;
+        running.push(tokio::spawn((rule.run)(subject)));
+    }
+    let mut broken = Vec::new();
+    for (rule, outcome) in RULES.iter().zip(running) {
+        match outcome.await {
+            Ok(Ok(())) => {}
+            Ok(Err(violation)) => {
+                eprintln!("{mutant:?}: {violation}");
+                broken.push(violation.rule);
+            }
+            Err(e) => panic!("rule {} panicked: {e}", rule.name),
+        }
+    }
+    broken
+}
+
+/// Every etcd mutant the catalogue says a conformance rule kills breaks that rule, and only
+/// that one, over `EtcdLease`; the correct `EtcdLease` breaks none (the `etcd_lease` module
+/// runs each rule as a test of its own too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_etcd_conformance_kill_breaks_exactly_its_rule() {
+    let mut planted = 0;
+    for &mutant in Mutant::ALL {
+        let Kill::Conformance { rule } = mutants::kill(mutant) else {
+            continue;
+        };
+        if mutant.backend() != Some("etcd") {
+            continue;
+        }
+        planted += 1;
+        assert_eq!(broken_by(Some(mutant)).await, [rule], "{mutant}");
+    }
+    assert!(
+        planted >= 1,
+        "no etcd mutant is killed by a conformance rule"
+    );
 }

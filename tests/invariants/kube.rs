@@ -11,9 +11,9 @@ use leasesim::check::linearizability::Budget;
 use leasesim::history::{Process, WriteVerb};
 
 use super::build::{
-    Builder, S, accepted_write, acquire, boot, created, deleted, granted, held, history,
-    kube_conflict, kube_create, kube_get, kube_object, kube_unavailable, kube_update, p,
-    release_lease, released, renew_lease, span, updated,
+    Answer, Builder, Call, S, accepted_write, acquire, boot, created, deleted, granted, held,
+    history, kube_conflict, kube_create, kube_get, kube_object, kube_unavailable, kube_update, p,
+    release_lease, released, renew_lease, span, unavailable, updated,
 };
 
 /// The one violation of `report`.
@@ -961,4 +961,78 @@ fn excl_cuts_older_windows_at_a_release_of_a_higher_token_and_not_at_a_stale_one
         one(&report).evidence[0],
         window("replica-1", 3, 1, 10_000, 9 * S)
     );
+}
+
+/// replica-1 creates s1 (op 1, done at 10 ms, transitions 1), and then, from op 2 on its clock
+/// at `second_us`, an `answer`ed `call` that writes s1 again keeping holder and transitions.
+fn kept_after(second_us: u64, call: Call, first: Answer) -> Builder {
+    history()
+        .kube_config()
+        .op(1, "replica-1", span(0, 10_000), acquire(), first)
+        .accepted(5_000, created("replica-1#0", 1, 1))
+        .op(
+            2,
+            "replica-1",
+            span(second_us, second_us + 10_000),
+            call,
+            granted(1, 10 * S),
+        )
+        .accepted(second_us + 5_000, updated("replica-1#0", 1, 2))
+}
+
+#[test]
+fn token_catches_a_same_owner_takeover_after_its_own_expiry_that_keeps_transitions() {
+    // replica-1 saw its own write by 10 ms; 20 ms after the TTL (10 s) it acquires again.
+    let h = kept_after(10 * S + 20_000, acquire(), granted(1, 10 * S)).build();
+    let report = token::check(&h);
+    let violation = one(&report);
+    assert!(
+        violation
+            .message
+            .contains("replica-1#0 kept leaseTransitions 1 at rv 2"),
+        "{violation}"
+    );
+    assert!(violation.message.contains("must raise it"), "{violation}");
+    assert_eq!(
+        violation.evidence,
+        vec![
+            accepted_write(WriteVerb::Create, "replica-1#0", 1, 1, 5_000),
+            Evidence::Op(1),
+            Evidence::Op(2),
+            accepted_write(WriteVerb::Update, "replica-1#0", 1, 2, 10 * S + 25_000),
+        ]
+    );
+}
+
+#[test]
+fn token_catches_a_renew_after_its_holders_own_expiry_that_keeps_transitions() {
+    let h = kept_after(10 * S + 20_000, renew_lease(1), granted(1, 10 * S)).build();
+    let report = token::check(&h);
+    assert!(one(&report).message.contains("must raise it"), "{report:?}");
+}
+
+#[test]
+fn token_passes_a_live_reacquire_and_a_renew_that_keep_transitions_before_the_ttl() {
+    for call in [acquire(), renew_lease(1)] {
+        // 9.99 s after op 1 completed on replica-1's clock: its lease is still live.
+        let h = kept_after(9 * S + 990_000 + 10_000, call, granted(1, 10 * S)).build();
+        let report = token::check(&h);
+        assert!(report.passed(), "{report:?}");
+    }
+}
+
+#[test]
+fn token_counts_the_ttl_from_when_the_holder_last_saw_its_write_not_from_the_invoke() {
+    // Op 1 took 10 ms; 10 s after its invoke but only 9.99 s after its completion is live.
+    let h = kept_after(10 * S, acquire(), granted(1, 10 * S)).build();
+    assert!(token::check(&h).passed());
+}
+
+#[test]
+fn token_does_not_judge_a_kept_write_after_a_write_whose_reply_was_lost() {
+    // Op 1's outcome is unknown: replica-1 may first have seen rv 1 at op 2's read, from
+    // which its count starts (a live re-acquire then keeps the token).
+    let h = kept_after(10 * S + 20_000, acquire(), unavailable()).build();
+    let report = token::check(&h);
+    assert!(report.passed(), "{report:?}");
 }

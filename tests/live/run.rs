@@ -126,9 +126,9 @@ fn given_faults_live_mode_cannot_do_exit_2_each_named_with_why_before_any_proces
 }
 
 /// Probe 2, N2: a mutant the run's processes would not plant — another backend's than
-/// `--backend`, or a flock mutant, which the replicas cannot take — would leave the correct
-/// code running and the run clean. It is refused before any process starts (exit 2; it used
-/// to run clean, or exit 3 once the lease service refused it).
+/// `--backend` — would leave the correct code running and the run clean. It is refused before
+/// any process starts (exit 2; it used to run clean, or exit 3 once the lease service refused
+/// it). A flock mutant on `--backend flock` is planted (tests/live/mutants.rs).
 #[test]
 fn a_mutant_the_runs_processes_would_not_plant_is_refused_before_any_process_starts() {
     let dir = tempfile::tempdir().unwrap();
@@ -148,11 +148,6 @@ fn a_mutant_the_runs_processes_would_not_plant_is_refused_before_any_process_sta
             "grpc",
             "update-without-resource-version",
             "plants its bug in the kube backend, and this run is on grpc",
-        ),
-        (
-            "flock",
-            "unlink-on-release",
-            "live mode cannot plant a flock mutant",
         ),
     ] {
         let out = dir.path().join(format!("{backend}-{mutant}"));

@@ -141,7 +141,7 @@ async fn every_conformance_kill_breaks_its_rule_on_mem_lease() {
             continue;
         };
         // A bug planted in another backend (flock: tests/flock runs its rule over
-        // FlockLease) leaves MemLease unchanged.
+        // FlockLease; etcd: tests/etcd over EtcdLease) leaves MemLease unchanged.
         if !matches!(mutant.backend(), None | Some("grpc")) {
             continue;
         }

@@ -203,6 +203,27 @@ pub enum Mutant {
     /// before another candidate's takeover overwrites it: two holders (field case K3).
     /// Killed by EXCL on `sims/k3-decision-from-a-stale-read.toml`.
     ConflictRetryKeepsDecision,
+    /// `EtcdLease::release` revokes the etcd lease its holder key names once the key names
+    /// the caller's owner, without comparing the token (etcd #22082: the retried unlock
+    /// matched the key name only), so a release retried after its first reply was lost frees
+    /// the same owner's newer hold, and another owner takes the session beside it. Killed by
+    /// the conformance rule `retried_release_of_own_older_hold_frees_nothing` over `EtcdLease`
+    /// (tests/etcd, a real etcd).
+    ReleaseMatchesOwnerOnly,
+    /// `KubeLease::acquire` of an owner whose own Lease expired (by its observation; not
+    /// released) keeps `leaseTransitions` instead of `+1`, so the holds before and after the
+    /// expiry share one fencing token (what `expired-reacquire-keeps-token` is to the gRPC
+    /// authority). Killed by TOKEN (a same-holder write that kept `leaseTransitions` after its
+    /// holder's own expiry) on `sims/kube-swarm-partitions.toml` seed 3 (replica-1, cut off from
+    /// the API server past its TTL with nobody contending, takes s1 back), and by the conformance rule
+    /// `expired_same_owner_reacquire_gets_new_token` over `KubeLease` (tests/core).
+    ExpiredReacquireKeepsTransitions,
+    /// A `KubeLease` candidate reads a held Lease's `leaseDurationSeconds` as milliseconds,
+    /// so it judges the lease expired a thousandth of the TTL after it saw the object change
+    /// and takes a live lease over (a TTL in the wrong unit; the holder still counts its
+    /// whole TTL). Killed by EXPIRY (a takeover before the candidate's clock advanced a TTL)
+    /// on `sims/kube-swarm-everything.toml`.
+    DurationReadAsMilliseconds,
 }
 
 impl Mutant {
@@ -244,6 +265,9 @@ impl Mutant {
         Mutant::RecordWrittenInPlace,
         Mutant::CommittedAppendReportedLost,
         Mutant::ConflictRetryKeepsDecision,
+        Mutant::ReleaseMatchesOwnerOnly,
+        Mutant::ExpiredReacquireKeepsTransitions,
+        Mutant::DurationReadAsMilliseconds,
     ];
 
     /// The mutant's place in [`Mutant::ALL`] (0-based): detection tables are in this order,
@@ -275,7 +299,8 @@ impl Mutant {
     }
 
     /// The one built-in backend whose code the mutant plants its bug in (`grpc`: the lease
-    /// authority behind the gRPC service; `kube`: `KubeLease`), or `None` for a bug in the
+    /// authority behind the gRPC service; `kube`: `KubeLease`; `flock`: `FlockLease`; `etcd`:
+    /// `EtcdLease`), or `None` for a bug in the
     /// journal, the ledger or the service layer, which every backend runs. A mutant run on
     /// another backend would change nothing and pass: run files refuse it.
     pub fn backend(self) -> Option<&'static str> {
@@ -297,11 +322,14 @@ impl Mutant {
             | Mutant::UpdateWithoutResourceVersion
             | Mutant::DeleteOnRelease
             | Mutant::TransitionsBumpedOnRenew
-            | Mutant::ConflictRetryKeepsDecision => Some("kube"),
+            | Mutant::ConflictRetryKeepsDecision
+            | Mutant::ExpiredReacquireKeepsTransitions
+            | Mutant::DurationReadAsMilliseconds => Some("kube"),
             Mutant::UnlinkOnRelease
             | Mutant::UnlockFromAnyProcess
             | Mutant::RenewWithoutExpiryCheck
             | Mutant::RecordWrittenInPlace => Some("flock"),
+            Mutant::ReleaseMatchesOwnerOnly => Some("etcd"),
             Mutant::AppendIgnoresExpectedTip
             | Mutant::FenceWrittenBlind
             | Mutant::OpenAcceptsStaleEpoch
@@ -358,6 +386,9 @@ impl Mutant {
             Mutant::CommittedAppendReportedLost => "committed-append-reported-lost",
             Mutant::GivesUpContending => "gives-up-contending",
             Mutant::ConflictRetryKeepsDecision => "conflict-retry-keeps-decision",
+            Mutant::ReleaseMatchesOwnerOnly => "release-matches-owner-only",
+            Mutant::ExpiredReacquireKeepsTransitions => "expired-reacquire-keeps-transitions",
+            Mutant::DurationReadAsMilliseconds => "duration-read-as-milliseconds",
         }
     }
 }

@@ -213,7 +213,12 @@ impl KubeLease {
         if self.mutant == Some(Mutant::ExpiryFromRenewTime) {
             return object::expired_by_renew_time(read, self.clock.wall());
         }
-        let duration = object::duration(read).unwrap_or(self.ttl);
+        let duration = if self.mutant == Some(Mutant::DurationReadAsMilliseconds) {
+            object::duration_as_millis(read)
+        } else {
+            object::duration(read)
+        }
+        .unwrap_or(self.ttl);
         self.observations
             .expired(session, read, duration, self.clock.now())
     }
@@ -308,7 +313,15 @@ impl KubeLease {
             None => (1, true),
             Some(read) => match object::holder(read) {
                 held if held.is_free() || self.expired(call.session, read) => {
-                    (next_token(held.transitions)?, true)
+                    let keeps = self.mutant == Some(Mutant::ExpiredReacquireKeepsTransitions)
+                        && !held.is_free()
+                        && held.identity == owner;
+                    let token = if keeps {
+                        held.transitions
+                    } else {
+                        next_token(held.transitions)?
+                    };
+                    (token, true)
                 }
                 held if held.identity == owner => (held.transitions, false),
                 // One of this candidate's own calls took it over after this read: the

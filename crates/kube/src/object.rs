@@ -71,6 +71,12 @@ pub(super) fn duration(object: &LeaseObject) -> Option<Duration> {
         .map(Duration::from_secs)
 }
 
+/// The `duration-read-as-milliseconds` mutant's reading of `leaseDurationSeconds`: the
+/// number taken as milliseconds, a thousandth of the duration the holder wrote.
+pub(super) fn duration_as_millis(object: &LeaseObject) -> Option<Duration> {
+    duration(object).map(|d| Duration::from_millis(d.as_secs()))
+}
+
 /// The `expiry-from-renew-time` mutant's rule (the seed's k8slease): expired when
 /// `renewTime + leaseDurationSeconds < wall`, comparing another host's wall clock with ours.
 pub(super) fn expired_by_renew_time(object: &LeaseObject, wall: WallTime) -> bool {

@@ -89,8 +89,8 @@ pub struct EtcdLeaseConfig {
     /// The longest any one etcd call may take before the lease call reports
     /// [`LeaseError::Unavailable`] (its outcome then unknown).
     pub call_timeout: Duration,
-    /// The run's planted bug, carried as every backend's config carries it; no mutant of
-    /// `crates/core/src/mutant.rs` concerns EtcdLease yet, so it changes nothing today.
+    /// The run's planted bug (`None`: the correct code). The one planted here is
+    /// [`Mutant::ReleaseMatchesOwnerOnly`]; any other changes nothing in this backend.
     pub mutant: Option<Mutant>,
 }
 
@@ -376,7 +376,9 @@ impl SessionLease for EtcdLease {
     async fn release(&self, lease: &Lease) -> Result<(), LeaseError> {
         let (held, _) = self.read(lease.session()).await?;
         let Some(held) = held else { return Ok(()) };
-        if !held.holder.is(lease.owner()) || held.holder.token != lease.token() {
+        let token_matches = held.holder.token == lease.token()
+            || self.config.mutant == Some(Mutant::ReleaseMatchesOwnerOnly);
+        if !held.holder.is(lease.owner()) || !token_matches {
             return Ok(());
         }
         self.decided().await;

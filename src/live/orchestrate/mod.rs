@@ -31,6 +31,7 @@ use crate::campaign::single::{RESULT_VERSION, ResultFile};
 use crate::check::judge;
 use crate::exit::Exit;
 use crate::history::{History, Line, NemesisAction, NemesisLine, Phase, PhaseLine, hosts, micros};
+use crate::mutant::Mutant;
 use crate::results::record::RunRecord;
 use crate::sim::config::WorldConfig;
 use crate::sim::runfile::RunFile;
@@ -143,7 +144,8 @@ impl Runs {
         } else {
             args.out.clone()
         };
-        let resolved = request.resolve().map_err(|error| {
+        let (resolved, _, _) = resolve(args.backend, &request).map_err(|error| {
+            let (LiveError::BadInput(error) | LiveError::Harness(error)) = error;
             eprintln!("error: {error}");
             Exit::BadInput
         })?;
@@ -295,6 +297,40 @@ struct Run<'a> {
     seed: u64,
     /// How long a child may take to stop after SIGTERM ([`processes::stop_bound`]).
     stop_bound: Duration,
+    /// A mutant planted in the lease backend the replicas reach (flock, etcd) rather than in
+    /// the run file's world: each replica takes it with `--mutant` ([`resolve`]).
+    lease_mutant: Option<Mutant>,
+}
+
+/// `request` resolved to its run file and world config, and the mutant the replicas take
+/// with `--mutant` instead of from the run file. The run file's world is the simulated gRPC
+/// one, which refuses a mutant of another backend (it would change nothing there); a flock
+/// or etcd mutant is planted in the `FlockLease` or `EtcdLease` each replica builds, so the
+/// run file names none and the history's config line (from the returned config) names it.
+///
+/// # Errors
+/// `BadInput` when the request does not resolve.
+fn resolve(
+    backend: Backend,
+    request: &RunRequest,
+) -> Result<(RunFile, WorldConfig, Option<Mutant>), LiveError> {
+    let lease_mutant = request
+        .mutant
+        .filter(|m| backend != Backend::Grpc && m.backend() == Some(backend_name(backend)));
+    let mut in_world = request.clone();
+    if lease_mutant.is_some() {
+        in_world.mutant = None;
+    }
+    let run = in_world
+        .resolve()
+        .map_err(|e| LiveError::BadInput(e.to_string()))?;
+    let mut config = run
+        .world_config()
+        .map_err(|e| LiveError::BadInput(e.to_string()))?;
+    if lease_mutant.is_some() {
+        config.mutant = lease_mutant;
+    }
+    Ok((run, config, lease_mutant))
 }
 
 fn one_run(
@@ -304,12 +340,7 @@ fn one_run(
     spawner: &Spawner,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<Judged, LiveError> {
-    let run = request
-        .resolve()
-        .map_err(|e| LiveError::BadInput(e.to_string()))?;
-    let config = run
-        .world_config()
-        .map_err(|e| LiveError::BadInput(e.to_string()))?;
+    let (run, config, lease_mutant) = resolve(args.backend, request)?;
     check_backend(args.backend, &run)?;
     let plan = plan_faults(args.backend, request, &run, &config)?;
     let faketime = if plan.clocks.is_empty() {
@@ -347,6 +378,7 @@ fn one_run(
         replicas: run.world.replicas,
         seed: run.seed,
         stop_bound: processes::stop_bound(config.ttl),
+        lease_mutant,
     };
     for dropped in &plan.dropped {
         println!("live: dropped (no real counterpart): {dropped}");
@@ -555,9 +587,7 @@ fn write_result(
 }
 
 /// Refuses a `--mutant` the run's processes would not plant, before any of them starts:
-/// one of another backend than `--backend` ([`crate::mutants::check_planted_in`]),
-/// and a flock mutant, which the replicas cannot take (they read the run file, whose world is
-/// the simulated gRPC one).
+/// one of another backend than `--backend` ([`crate::mutants::check_planted_in`]).
 fn check_mutant(args: &LiveArgs) -> Result<(), String> {
     let Some(mutant) = args.request.mutant else {
         return Ok(());
@@ -571,14 +601,6 @@ fn check_mutant(args: &LiveArgs) -> Result<(), String> {
         };
         format!("--mutant {}: {refusal}{hint}", mutant.name())
     })?;
-    if mutant.backend() == Some("flock") {
-        return Err(format!(
-            "--mutant {}: live mode cannot plant a flock mutant (its replicas take the run \
-             file, whose world is the simulated gRPC one); the flock mutants are killed by the \
-             process tests of tests/flock",
-            mutant.name()
-        ));
-    }
     Ok(())
 }
 

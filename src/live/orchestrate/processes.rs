@@ -222,6 +222,9 @@ impl Run<'_> {
                 .arg(ledger.to_string())
                 .arg("--history")
                 .arg(history);
+            if let Some(mutant) = self.lease_mutant {
+                command.arg("--mutant").arg(mutant.name());
+            }
         }
         Ok(command)
     }

@@ -23,6 +23,19 @@
 //!   `leaseTransitions` above every earlier value. Two holders with one value (scenario K1's
 //!   unconditional update, the `update-without-resource-version` mutant) is a violation.
 //!
+//! - A takeover after expiry must raise `leaseTransitions` even for the same owner
+//!   (docs/contracts.md#tokens). A write that keeps the previous write's holder P and value
+//!   (a renew or a live re-acquire of P) is a violation when P decided it after its own lease
+//!   had expired **by its own observation** (docs/backends.md#kubelease): P saw the previous
+//!   write no later than the completion of its `ok` acquire or renew that made it, and counts
+//!   `leaseDurationSeconds` (the config's TTL) on its own monotonic clock from then; so when
+//!   the keeping write's acquire or renew was invoked at least a TTL (+1 µs for rounding) after
+//!   that completion on P's clock, a correct P would have judged its hold expired, refused the
+//!   renew, and taken the session over with `+1` (the `expired-reacquire-keeps-transitions`
+//!   mutant keeps it). Each write is tied to the one call of P in flight when the server
+//!   accepted it; a write no single call of P spans, or a previous write made by a call whose
+//!   outcome is unknown (P may first have seen it later, by a read), is not judged.
+//!
 //! And on the holders' op lines:
 //!
 //! - a `lease_renew` that returned ok must return the token it presented (a token that moves
@@ -32,7 +45,7 @@
 //!   not released, no renew answered held) must return that window's token.
 
 use super::excl::Hold;
-use super::holders::{Clocks, windows};
+use super::holders::{Clocks, parse_holder, windows};
 use super::stop::Margin;
 use super::{
     AuthorityClock, Check, Evidence, InvariantReport, caller, decision_evidence,
@@ -40,7 +53,7 @@ use super::{
 };
 use leasesim_history::time::seconds_us;
 use leasesim_history::{
-    Decision, DecisionLine, History, Op, OpResult, Outcome, WriteLine, WriteVerb,
+    Decision, DecisionLine, History, Op, OpLine, OpResult, Outcome, Process, WriteLine, WriteVerb,
 };
 
 /// Whether TOKEN (and EXPIRY) judge `history` on `leaseTransitions`: the config names no
@@ -184,6 +197,7 @@ fn check_transitions(history: &History) -> InvariantReport {
     }
     judge_renews(&mut report, history);
     judge_reacquires(&mut report, history);
+    judge_kept_after_expiry(&mut report, history);
     if report.checks == 0 {
         report.why_not_judged =
             Some("no write lines and no successful renew or re-acquire".to_string());
@@ -298,4 +312,85 @@ fn judge_reacquires(report: &mut InvariantReport, history: &History) {
             );
         }
     }
+}
+
+/// A write keeping its holder and `leaseTransitions` must be decided before that holder's own
+/// lease expired by its observation (see the module documentation).
+fn judge_kept_after_expiry(report: &mut InvariantReport, history: &History) {
+    let Ok(config) = history.config() else { return };
+    let ttl_us = config.ttl_us;
+    let calls = lease_calls(history);
+    let mut previous: std::collections::BTreeMap<&str, &WriteLine> = Default::default();
+    for write in history.writes() {
+        let Some(before) = previous.insert(&write.session, write) else {
+            continue;
+        };
+        let kept = write.verb == WriteVerb::Update
+            && before.verb != WriteVerb::Delete
+            && !write.holder_identity.is_empty()
+            && write.holder_identity == before.holder_identity
+            && write.transitions == before.transitions;
+        let Some(holder) = kept.then(|| parse_holder(&write.holder_identity)).flatten() else {
+            continue;
+        };
+        let Some(own) = calls.get(&(write.session.as_str(), holder)) else {
+            continue;
+        };
+        let (Some(made), Some(decided)) = (
+            only_call_spanning(own, before),
+            only_call_spanning(own, write),
+        ) else {
+            continue;
+        };
+        let (Outcome::Ok, Some(seen_local_us)) = (made.outcome, made.complete_local_us) else {
+            continue;
+        };
+        report.checks += 1;
+        if decided.invoke_local_us > seen_local_us + ttl_us {
+            report.violation(
+                format!(
+                    "{}: {} kept leaseTransitions {} at rv {} (op {}, invoked at {} on its clock), a TTL ({}) after it saw its own write at rv {} (op {}, done at {}): a takeover after its own expiry must raise it",
+                    write.session,
+                    write.holder_identity,
+                    write.transitions,
+                    write.resource_version,
+                    decided.id,
+                    seconds_us(decided.invoke_local_us),
+                    seconds_us(ttl_us),
+                    before.resource_version,
+                    made.id,
+                    seconds_us(seen_local_us),
+                ),
+                vec![
+                    Evidence::write(before),
+                    Evidence::Op(made.id),
+                    Evidence::Op(decided.id),
+                    Evidence::write(write),
+                ],
+            );
+        }
+    }
+}
+
+/// Every process's acquires and renews, per session.
+fn lease_calls(history: &History) -> std::collections::BTreeMap<(&str, Process), Vec<&OpLine>> {
+    let mut calls: std::collections::BTreeMap<(&str, Process), Vec<&OpLine>> = Default::default();
+    for op in history.ops() {
+        if matches!(op.op, Op::LeaseAcquire { .. } | Op::LeaseRenew { .. }) {
+            calls
+                .entry((op.session.as_str(), op.process.clone()))
+                .or_default()
+                .push(op);
+        }
+    }
+    calls
+}
+
+/// The one call of `calls` in flight when the server accepted `write`, if exactly one was.
+fn only_call_spanning<'h>(calls: &[&'h OpLine], write: &WriteLine) -> Option<&'h OpLine> {
+    let mut spanning = calls.iter().copied().filter(|op| {
+        op.invoke_us <= write.at_us && op.complete_us.is_none_or(|done| write.at_us <= done)
+    });
+    let call = spanning.next()?;
+    spanning.next().is_none().then_some(call)
 }

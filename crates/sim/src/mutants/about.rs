@@ -149,4 +149,16 @@ pub(super) const ABOUT: &[(Mutant, &str)] = &[
         Mutant::ConflictRetryKeepsDecision,
         "a Kubernetes Lease write met by 409 is sent again, decision kept, at the new version",
     ),
+    (
+        Mutant::ReleaseMatchesOwnerOnly,
+        "an etcd release matches the holder key's owner, not its token",
+    ),
+    (
+        Mutant::ExpiredReacquireKeepsTransitions,
+        "a kube re-acquire of the owner's own expired Lease keeps leaseTransitions",
+    ),
+    (
+        Mutant::DurationReadAsMilliseconds,
+        "a kube candidate reads leaseDurationSeconds as milliseconds",
+    ),
 ];

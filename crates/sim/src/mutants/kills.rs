@@ -167,4 +167,22 @@ pub(super) const KILLS: &[(Mutant, Kill)] = &[
         Mutant::ConflictRetryKeepsDecision,
         scenario("sims/k3-decision-from-a-stale-read.toml", Check::Excl),
     ),
+    (
+        Mutant::ReleaseMatchesOwnerOnly,
+        Kill::Conformance {
+            rule: "retried_release_of_own_older_hold_frees_nothing",
+        },
+    ),
+    (
+        Mutant::ExpiredReacquireKeepsTransitions,
+        Kill::Scenario {
+            scenario: "sims/kube-swarm-partitions.toml",
+            check: Check::Token,
+            seed: 3,
+        },
+    ),
+    (
+        Mutant::DurationReadAsMilliseconds,
+        scenario("sims/kube-swarm-everything.toml", Check::Expiry),
+    ),
 ];

@@ -217,6 +217,9 @@ mod tests {
                 "record-written-in-place: flock process test crash_mid_record_write_keeps_the_high_water_mark",
                 "committed-append-reported-lost: DEFINITE in sims/committed-append-reply-late.toml (seed 1)",
                 "conflict-retry-keeps-decision: EXCL in sims/k3-decision-from-a-stale-read.toml (seed 1)",
+                "release-matches-owner-only: conformance rule retried_release_of_own_older_hold_frees_nothing",
+                "expired-reacquire-keeps-transitions: TOKEN in sims/kube-swarm-partitions.toml (seed 3)",
+                "duration-read-as-milliseconds: EXPIRY in sims/kube-swarm-everything.toml (seed 1)",
             ]
         );
     }

@@ -237,10 +237,13 @@ impl RunFile {
         match mutant.map(|mutant| (mutant, crate::mutants::check_planted_in(mutant, backend))) {
             Some((mutant, Err(refusal))) => Err(validate::Invalid {
                 field: "mutant".into(),
-                message: format!(
-                    "{refusal}; run it on a {} scenario",
-                    mutant.backend().unwrap_or("any")
-                ),
+                message: match mutant.backend() {
+                    Some("etcd") => format!(
+                        "{refusal}; etcd runs only against a real etcd (`leasesim live \
+                         --backend etcd`, the tests of tests/etcd)"
+                    ),
+                    other => format!("{refusal}; run it on a {} scenario", other.unwrap_or("any")),
+                },
             }),
             _ => Ok(()),
         }
