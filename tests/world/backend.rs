@@ -69,6 +69,7 @@ impl WorldBackend for JsonLease {
             freezes: true,
             own_thread: false,
             forks: false,
+            replica_crashes: true,
         }
     }
 
@@ -451,4 +452,32 @@ fn random_faults_fit_a_backend_of_your_own() {
         .history;
     let judgement = judge(&history, Budget::default());
     assert_eq!(judgement.exit_code(), Exit::Clean, "{judgement}");
+}
+
+/// A flock replica's crash ends its holds with its process, a takeover LIN-LEASE does not
+/// judge yet: the flock backend refuses a schedule that crashes or restarts a replica (a false
+/// violation is worse than a fault not drawn); the gRPC backend takes the same schedule.
+#[test]
+fn a_flock_world_refuses_a_replica_crash_and_a_grpc_world_takes_it() {
+    use leasesim::sim::backend::{Backend, Flock, Grpc};
+    use leasesim::sim::schedule::FaultSchedule;
+    use leasesim::sim::world::{WorldError, check_backend_faults};
+
+    for kind in ["crash", "restart"] {
+        let json =
+            format!(r#"{{"v":1,"faults":[{{"at_ms":1000,"fault":"{kind}","host":"replica-1"}}]}}"#);
+        let schedule: FaultSchedule = serde_json::from_str(&json).expect("a schedule");
+        match check_backend_faults(&Backend::new(Flock), &schedule) {
+            Err(WorldError::Unsupported(message)) => {
+                let refusal = "the flock backend does not support a crash or restart of a replica";
+                assert!(message.contains(refusal), "{message}");
+                assert!(message.contains("(fault at 1000 ms)"), "{message}");
+            }
+            other => panic!("a {kind} of replica-1 was not refused: {other:?}"),
+        }
+        assert!(
+            check_backend_faults(&Backend::new(Grpc), &schedule).is_ok(),
+            "{kind}"
+        );
+    }
 }

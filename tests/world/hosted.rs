@@ -78,6 +78,7 @@ impl WorldBackend for Probe {
             freezes: !self.unmodified,
             own_thread: self.unmodified,
             forks: false,
+            replica_crashes: true,
             ..Grpc.view()
         }
     }

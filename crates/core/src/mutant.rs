@@ -195,7 +195,8 @@ pub enum Mutant {
     /// when the holder's deadline passed while the call was in flight, reports the append
     /// lost (`LeaseLost`, "nothing was sent") although it committed: a definite failure that
     /// took effect, so its caller gives up (or redoes) work that is in the ledger. Killed by
-    /// DEFINITE on `sims/committed-append-reply-late.toml`.
+    /// DEFINITE on `sims/committed-append-reply-late.toml`; the swarm finds it on
+    /// `sims/swarm-held-writes.toml` (held ledger replies while a pause freezes the renewer).
     CommittedAppendReportedLost,
     /// `KubeLease` meets a 409 Conflict on a replace as a misused `retry.RetryOnConflict`
     /// does: it reads the object again only to take its new `resourceVersion` and sends the

@@ -56,6 +56,7 @@ impl WorldBackend for Flock {
             freezes: true,
             own_thread: false,
             forks: true,
+            replica_crashes: false,
         }
     }
 

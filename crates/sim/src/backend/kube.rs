@@ -52,6 +52,7 @@ impl WorldBackend for Kube {
             freezes: true,
             own_thread: false,
             forks: false,
+            replica_crashes: true,
         }
     }
 
