@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use leasesim::conformance::{RULES, Subject};
+use leasesim::conformance::{RULES, Subject, broken_rules};
 use leasesim::lease::etcd::EXPIRY_SLACK;
 use leasesim::mutant::Mutant;
 use leasesim::mutants::{self, Kill};
@@ -36,18 +36,7 @@ async fn broken_by(mutant: Option<Mutant>) -> Vec<&'static str> {
         let subject = etcd_subject(mutant, &prefix).await;
         running.push(tokio::spawn((rule.run)(subject)));
     }
-    let mut broken = Vec::new();
-    for (rule, outcome) in RULES.iter().zip(running) {
-        match outcome.await {
-            Ok(Ok(())) => {}
-            Ok(Err(violation)) => {
-                eprintln!("{mutant:?}: {violation}");
-                broken.push(violation.rule);
-            }
-            Err(e) => panic!("rule {} panicked: {e}", rule.name),
-        }
-    }
-    broken
+    broken_rules(&format!("{mutant:?}"), running).await
 }
 
 /// Every etcd mutant the catalogue says a conformance rule kills breaks that rule, and only

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasesim::conformance::{RULES, Subject};
+use leasesim::conformance::{RULES, Subject, broken_rules};
 use leasesim::lease::{FlockLease, FlockLeaseConfig};
 use leasesim::mutant::Mutant;
 use leasesim::mutants::{self, Kill};
@@ -53,18 +53,7 @@ async fn broken_by(mutant: Option<Mutant>) -> Vec<&'static str> {
             })
         })
         .collect();
-    let mut broken = Vec::new();
-    for (rule, run) in RULES.iter().zip(runs) {
-        match run.await {
-            Ok(Ok(())) => {}
-            Ok(Err(violation)) => {
-                eprintln!("{mutant:?}: {violation}");
-                broken.push(violation.rule);
-            }
-            Err(e) => panic!("rule {} panicked: {e}", rule.name),
-        }
-    }
-    broken
+    broken_rules(&format!("{mutant:?}"), runs).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 8)]

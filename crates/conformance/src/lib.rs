@@ -181,6 +181,31 @@ impl fmt::Debug for Rule {
     }
 }
 
+/// The rules whose runs — one spawned task per rule of `RULES`, in the suite's order — ended
+/// in a violation, in that order; each violation is printed to stderr after `label` (the
+/// mutant or the correct code). A mutant's kill must break exactly its rule, so callers
+/// compare the result with `[rule]`.
+///
+/// # Panics
+/// If a rule's task panicked: a bug in the rule or the subject, never a verdict.
+pub async fn broken_rules(
+    label: &str,
+    runs: Vec<tokio::task::JoinHandle<RuleResult>>,
+) -> Vec<&'static str> {
+    let mut broken = Vec::new();
+    for (rule, run) in RULES.iter().zip(runs) {
+        match run.await {
+            Ok(Ok(())) => {}
+            Ok(Err(violation)) => {
+                eprintln!("{label}: {violation}");
+                broken.push(violation.rule);
+            }
+            Err(e) => panic!("rule {} panicked: {e}", rule.name),
+        }
+    }
+    broken
+}
+
 /// Calls `$callback!` with the name of every rule; the one list the table and the test macro
 /// are both built from.
 #[doc(hidden)]
