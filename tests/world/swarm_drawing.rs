@@ -234,3 +234,30 @@ fn swarm_held_writes_seed_1_kills_committed_append_reported_lost_and_the_correct
         [leasesim::check::catalogue::Check::Definite]
     );
 }
+
+/// The swarm alone kills `renew-without-expiry-check` (issue 43): on `flock-swarm-long-holds`
+/// seed 4 suspends and pauses of 1–3 TTLs overlap on all three replicas, so the holders of s1
+/// and s2 are suspended past their records' expiry on the host's CLOCK_BOOTTIME while nobody
+/// can take over, and renew when they resume. The correct `FlockLease` refuses those renews
+/// (`stale-renew-refused`) and breaks nothing; the mutant grants them, which EXCL sees.
+#[test]
+fn flock_swarm_long_holds_seed_4_kills_renew_without_expiry_check_and_the_correct_one_refuses() {
+    let scenario = Scenario::load(&sims().join("flock-swarm-long-holds.toml")).unwrap();
+    let run = scenario.resolve(4).unwrap();
+    assert_eq!(violated(&run), Vec::<String>::new());
+    let (history, _) = runfile::execute(&run, Duration::from_secs(120)).unwrap();
+    let coverage = leasesim::campaign::coverage::coverage(&history);
+    assert!(coverage["stale-renew-refused"] >= 1, "{coverage:?}");
+    let mut planted = run.clone();
+    planted.mutant = Some(
+        leasesim::mutant::Mutant::RenewWithoutExpiryCheck
+            .name()
+            .to_owned(),
+    );
+    let (history, _) = runfile::execute(&planted, Duration::from_secs(120)).unwrap();
+    let violated = judge(&history, Budget::default()).violated();
+    assert!(
+        violated.contains(&leasesim::check::catalogue::Check::Excl),
+        "{violated:?}"
+    );
+}

@@ -178,11 +178,12 @@ pub enum Mutant {
     UnlockFromAnyProcess,
     /// `FlockLease::renew` matches owner and token but never compares the record's expiry
     /// with `CLOCK_BOOTTIME`, so a holder suspended past its TTL renews as if nothing
-    /// happened. Killed by the conformance rule `renew_after_expiry_is_held` over
-    /// `FlockLease` (tests/flock). A history shows it too (EXCL, EXPIRY and LIN-LEASE on
-    /// `sims/flock-renew-after-expiry.toml`, the flock model), but the swarm alone does not
-    /// yet find it within 20 seeds in every range (a renew after expiry with nobody taking
-    /// over meanwhile): the kill stays the rule.
+    /// happened. Killed by EXCL (and LIN-LEASE) on `sims/flock-renew-after-expiry.toml`, the
+    /// flock model in the world: the expired record's renew is granted with nobody having
+    /// taken over. The swarm finds it on `sims/flock-swarm-long-holds.toml` (holders frozen
+    /// past their record's expiry while their contenders are frozen too); the conformance
+    /// rule `renew_after_expiry_is_held` over `FlockLease` (tests/flock) and the process test
+    /// `suspended_holder_nobody_took_over_renews_held` are second witnesses on real files.
     RenewWithoutExpiryCheck,
     /// `FlockLease` rewrites the record in place (truncate, write, fsync) instead of writing a
     /// temp file and renaming it: a crash mid-write leaves a torn record and the token

@@ -149,9 +149,7 @@ pub(super) const KILLS: &[(Mutant, Kill)] = &[
     ),
     (
         Mutant::RenewWithoutExpiryCheck,
-        Kill::Conformance {
-            rule: "renew_after_expiry_is_held",
-        },
+        scenario("sims/flock-renew-after-expiry.toml", Check::Excl),
     ),
     (
         Mutant::RecordWrittenInPlace,

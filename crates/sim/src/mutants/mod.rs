@@ -213,7 +213,7 @@ mod tests {
                 "transitions-bumped-on-renew: TOKEN in sims/kube-swarm-clocks.toml (seed 1)",
                 "unlink-on-release: flock process test unlink_race_never_two_holders",
                 "unlock-from-any-process: EXCL in sims/flock-forked-child-releases.toml (seed 1)",
-                "renew-without-expiry-check: conformance rule renew_after_expiry_is_held",
+                "renew-without-expiry-check: EXCL in sims/flock-renew-after-expiry.toml (seed 1)",
                 "record-written-in-place: flock process test crash_mid_record_write_keeps_the_high_water_mark",
                 "committed-append-reported-lost: DEFINITE in sims/committed-append-reply-late.toml (seed 1)",
                 "conflict-retry-keeps-decision: EXCL in sims/k3-decision-from-a-stale-read.toml (seed 1)",
