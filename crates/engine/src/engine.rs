@@ -1,0 +1,243 @@
+//! The engine: hosts, true time and the queue of what is due (docs/engine.md#time).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use crate::clock::DriftOutOfRange;
+use crate::context::Trace;
+use crate::host::{Host, HostId, HostState};
+
+/// A fault step the engine applies to one host at a true time.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum HostFault {
+    /// SIGSTOP: the host's tasks stop; its clocks run on.
+    Pause,
+    /// SIGCONT: the host's tasks run again, and read the time that passed.
+    Resume,
+    /// The machine sleeps: tasks stop and the monotonic clock stands still.
+    Suspend,
+    /// The machine wakes: tasks run and the monotonic clock runs on from where it stopped.
+    Wake,
+    /// The host's clock runs at this drift from now on, in ppm (−100_000 is 10 % slow).
+    Drift(i64),
+}
+
+/// Something due at a true time: a fault step, or any change to the engine (a restart, a
+/// delivery) as a call.
+pub enum Event {
+    /// A fault step on one host.
+    Host(HostId, HostFault),
+    /// A call on the engine at the event's time, between two slices.
+    Call(Box<dyn FnOnce(&mut Engine)>),
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Event::Host(id, fault) => write!(f, "Host({id:?}, {fault:?})"),
+            Event::Call(_) => f.write_str("Call(..)"),
+        }
+    }
+}
+
+/// A fault the engine refused, with the host and time it was due at.
+#[derive(Debug, PartialEq, Eq)]
+pub enum EngineError {
+    /// A drift out of range (the host's clock is unchanged).
+    Drift(HostId, Duration, DriftOutOfRange),
+    /// An event named a host the engine does not have.
+    NoSuchHost(HostId),
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineError::Drift(id, at, e) => write!(f, "host {} at {at:?}: {e}", id.0),
+            EngineError::NoSuchHost(id) => write!(f, "no host {} in the engine", id.0),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+/// Hosts that keep their own time, driven by one thread through true time.
+///
+/// True time moves only forward, from one **horizon** to the next: the earliest of the next
+/// queued event, the end asked for, and `now + lookahead` when a lookahead is set (the
+/// minimum link latency: nothing a host sends in a slice can reach another host before the
+/// slice ends; docs/engine.md#lookahead). Every running host runs one slice to the horizon,
+/// in [`HostId`] order; then every event due by the horizon is applied, in (time, order
+/// scheduled) order.
+pub struct Engine {
+    hosts: Vec<Host>,
+    queue: BTreeMap<(Duration, u64), Event>,
+    scheduled: u64,
+    now: Duration,
+    lookahead: Option<Duration>,
+    seed: u64,
+    trace: Trace,
+    slices: u64,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("now", &self.now)
+            .field("hosts", &self.hosts.len())
+            .field("queued", &self.queue.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine at true time zero with no hosts; `seed` seeds each host's tokio RNG.
+    pub fn new(seed: u64) -> Self {
+        Engine {
+            hosts: Vec::new(),
+            queue: BTreeMap::new(),
+            scheduled: 0,
+            now: Duration::ZERO,
+            lookahead: None,
+            seed,
+            trace: Trace::default(),
+            slices: 0,
+        }
+    }
+
+    /// Adds a running host with no drift whose monotonic clock reads true time (zero at true
+    /// time zero).
+    ///
+    /// # Errors
+    /// tokio could not build the host's runtime.
+    pub fn add_host(&mut self, name: &str) -> std::io::Result<HostId> {
+        let id = HostId(self.hosts.len());
+        let seed = self.seed ^ (id.0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.hosts.push(Host::new(name, seed)?);
+        Ok(id)
+    }
+
+    /// The host `id`, if the engine has it.
+    pub fn host(&self, id: HostId) -> Option<&Host> {
+        self.hosts.get(id.0)
+    }
+
+    /// Spawns `task` on host `id`; it first runs in the host's next slice.
+    ///
+    /// # Errors
+    /// [`EngineError::NoSuchHost`].
+    pub fn spawn<F>(&self, id: HostId, task: F) -> Result<(), EngineError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let host = self.hosts.get(id.0).ok_or(EngineError::NoSuchHost(id))?;
+        host.spawn(task);
+        Ok(())
+    }
+
+    /// Sets the lookahead: the longest slice while hosts can reach each other (the minimum
+    /// link latency), or `None` when no host's work depends on another's.
+    pub fn set_lookahead(&mut self, lookahead: Option<Duration>) {
+        self.lookahead = lookahead.filter(|l| !l.is_zero());
+    }
+
+    /// Queues `event` at true time `at` (now, if `at` is already past).
+    pub fn schedule(&mut self, at: Duration, event: Event) {
+        let at = at.max(self.now);
+        self.queue.insert((at, self.scheduled), event);
+        self.scheduled += 1;
+    }
+
+    /// True time now.
+    pub fn now(&self) -> Duration {
+        self.now
+    }
+
+    /// How many host slices have run (each is one `block_on` of one host's runtime).
+    pub fn slices(&self) -> u64 {
+        self.slices
+    }
+
+    /// The trace so far: the engine's own lines and the hosts' ([`crate::trace`]).
+    pub fn trace(&self) -> Vec<u8> {
+        self.trace.bytes()
+    }
+
+    /// Runs until true time `end`: events due at `end` are applied by the next run.
+    ///
+    /// # Errors
+    /// The first fault refused ([`EngineError`]); the engine stops at that fault's time.
+    pub fn run_until(&mut self, end: Duration) -> Result<(), EngineError> {
+        loop {
+            self.apply_due()?;
+            if self.now >= end {
+                return Ok(());
+            }
+            let next = self.queue.keys().next().map_or(end, |(at, _)| *at);
+            let mut horizon = next.min(end);
+            if let Some(lookahead) = self.lookahead {
+                horizon = horizon.min(self.now.saturating_add(lookahead));
+            }
+            self.run_hosts_to(horizon);
+        }
+    }
+
+    fn run_hosts_to(&mut self, horizon: Duration) {
+        let from = self.now;
+        for (i, host) in self.hosts.iter_mut().enumerate() {
+            if host.state == HostState::Running {
+                host.run_slice(from, horizon, &self.trace, HostId(i));
+                self.slices += 1;
+            }
+        }
+        self.now = horizon;
+    }
+
+    /// Applies every event due by now, in (time, order scheduled) order.
+    fn apply_due(&mut self) -> Result<(), EngineError> {
+        while let Some(entry) = self.queue.first_entry() {
+            if entry.key().0 > self.now {
+                return Ok(());
+            }
+            match entry.remove() {
+                Event::Host(id, fault) => self.apply_fault(id, fault)?,
+                Event::Call(call) => call(self),
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_fault(&mut self, id: HostId, fault: HostFault) -> Result<(), EngineError> {
+        let now = self.now;
+        let host = self
+            .hosts
+            .get_mut(id.0)
+            .ok_or(EngineError::NoSuchHost(id))?;
+        match fault {
+            HostFault::Pause if host.state == HostState::Running => {
+                host.state = HostState::Paused;
+            }
+            HostFault::Resume if host.state == HostState::Paused => {
+                host.state = HostState::Running;
+            }
+            HostFault::Suspend if host.state != HostState::Suspended => {
+                host.clock.suspend(now);
+                host.state = HostState::Suspended;
+            }
+            HostFault::Wake if host.state == HostState::Suspended => {
+                host.clock.wake(now);
+                host.state = HostState::Running;
+            }
+            HostFault::Drift(ppm) => host
+                .clock
+                .set_drift(now, ppm)
+                .map_err(|e| EngineError::Drift(id, now, e))?,
+            // A fault that does not apply to the host's state (a resume of a running host)
+            // changes nothing; it is still traced.
+            _ => {}
+        }
+        let line = format!("fault {fault:?} -> {:?}", host.state);
+        self.trace.record(now, host.name(), &line);
+        Ok(())
+    }
+}
