@@ -64,7 +64,9 @@ fn one_size(hosts: u64, steps: u64, busy: bool) {
         engine.spawn(id, task).expect("the host exists");
     }
     // The first slice polls every task once: not part of the steady state.
-    engine.run_until(Duration::from_millis(1)).expect("no faults");
+    engine
+        .run_until(Duration::from_millis(1))
+        .expect("no faults");
     let per_host = resident_bytes().saturating_sub(before) / hosts;
     let slices = engine.slices();
     let start = Instant::now();

@@ -4,9 +4,12 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
+use turmoil_net::Packet;
+
 use crate::clock::DriftOutOfRange;
 use crate::context::Trace;
 use crate::host::{Host, HostId, HostState};
+use crate::net::{NetConfig, NetFault, Network, Route};
 
 /// A fault step the engine applies to one host at a true time.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -28,6 +31,17 @@ pub enum HostFault {
 pub enum Event {
     /// A fault step on one host.
     Host(HostId, HostFault),
+    /// A network fault on the link `from → to` (one direction).
+    Net {
+        /// The sending host.
+        from: HostId,
+        /// The receiving host.
+        to: HostId,
+        /// What happens to the link.
+        fault: NetFault,
+    },
+    /// A packet handed to its destination's kernel (the engine queues these itself).
+    Deliver(Packet),
     /// A call on the engine at the event's time, between two slices.
     Call(Box<dyn FnOnce(&mut Engine)>),
 }
@@ -36,6 +50,8 @@ impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Event::Host(id, fault) => write!(f, "Host({id:?}, {fault:?})"),
+            Event::Net { from, to, fault } => write!(f, "Net({from:?} -> {to:?}, {fault:?})"),
+            Event::Deliver(p) => write!(f, "Deliver({} -> {})", p.src, p.dst),
             Event::Call(_) => f.write_str("Call(..)"),
         }
     }
@@ -48,6 +64,12 @@ pub enum EngineError {
     Drift(HostId, Duration, DriftOutOfRange),
     /// An event named a host the engine does not have.
     NoSuchHost(HostId),
+    /// A host was added to a network that is already running (add every host first).
+    NetworkStarted,
+    /// A network whose tick is zero (nothing would ever bound a slice).
+    ZeroTick,
+    /// tokio could not build a host's runtime (its message).
+    Runtime(String),
 }
 
 impl std::fmt::Display for EngineError {
@@ -55,6 +77,12 @@ impl std::fmt::Display for EngineError {
         match self {
             EngineError::Drift(id, at, e) => write!(f, "host {} at {at:?}: {e}", id.0),
             EngineError::NoSuchHost(id) => write!(f, "no host {} in the engine", id.0),
+            EngineError::NetworkStarted => f.write_str(
+                "a host was added after the engine's network started: add every host before \
+                 the first run_until",
+            ),
+            EngineError::ZeroTick => f.write_str("a network's tick must be longer than zero"),
+            EngineError::Runtime(e) => write!(f, "a host's tokio runtime: {e}"),
         }
     }
 }
@@ -78,6 +106,7 @@ pub struct Engine {
     seed: u64,
     trace: Trace,
     slices: u64,
+    net: Option<Network>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -102,18 +131,41 @@ impl Engine {
             seed,
             trace: Trace::default(),
             slices: 0,
+            net: None,
         }
+    }
+
+    /// An engine whose hosts talk over turmoil-net (docs/engine.md#network): every host added
+    /// gets the address its name resolves to, and the network's tick bounds every slice.
+    ///
+    /// # Errors
+    /// [`EngineError::ZeroTick`].
+    ///
+    /// # Panics
+    /// At the first run, when another turmoil-net `Net` is installed on this thread (one
+    /// engine with a network per thread at a time).
+    pub fn with_network(seed: u64, config: NetConfig) -> Result<Self, EngineError> {
+        if config.tick.is_zero() {
+            return Err(EngineError::ZeroTick);
+        }
+        let mut engine = Engine::new(seed);
+        engine.net = Some(Network::new(config));
+        Ok(engine)
     }
 
     /// Adds a running host with no drift whose monotonic clock reads true time (zero at true
     /// time zero).
     ///
     /// # Errors
-    /// tokio could not build the host's runtime.
-    pub fn add_host(&mut self, name: &str) -> std::io::Result<HostId> {
+    /// [`EngineError::NetworkStarted`]; [`EngineError::Runtime`].
+    pub fn add_host(&mut self, name: &str) -> Result<HostId, EngineError> {
         let id = HostId(self.hosts.len());
         let seed = self.seed ^ (id.0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.hosts.push(Host::new(name, seed)?);
+        let host = Host::new(name, seed).map_err(|e| EngineError::Runtime(e.to_string()))?;
+        if let Some(net) = &mut self.net {
+            net.add_host(name).ok_or(EngineError::NetworkStarted)?;
+        }
+        self.hosts.push(host);
         Ok(id)
     }
 
@@ -168,8 +220,14 @@ impl Engine {
     /// # Errors
     /// The first fault refused ([`EngineError`]); the engine stops at that fault's time.
     pub fn run_until(&mut self, end: Duration) -> Result<(), EngineError> {
+        if let Some(net) = &mut self.net {
+            net.start();
+        }
         loop {
             self.apply_due()?;
+            if self.fabric_tick_due() {
+                continue;
+            }
             if self.now >= end {
                 return Ok(());
             }
@@ -178,7 +236,31 @@ impl Engine {
             if let Some(lookahead) = self.lookahead {
                 horizon = horizon.min(self.now.saturating_add(lookahead));
             }
+            if let Some(net) = &self.net {
+                horizon = horizon.min(net.next_tick);
+            }
             self.run_hosts_to(horizon);
+        }
+    }
+
+    /// Runs the fabric tick when one is due now, queueing its deliveries; whether it ran.
+    fn fabric_tick_due(&mut self) -> bool {
+        let Some(net) = &mut self.net else {
+            return false;
+        };
+        if net.next_tick > self.now {
+            return false;
+        }
+        let routes = net.fabric_tick(self.now);
+        self.queue_routes(routes);
+        true
+    }
+
+    fn queue_routes(&mut self, routes: Vec<Route>) {
+        for route in routes {
+            if let Route::At(at, packet) = route {
+                self.schedule(at, Event::Deliver(packet));
+            }
         }
     }
 
@@ -186,6 +268,9 @@ impl Engine {
         let from = self.now;
         for (i, host) in self.hosts.iter_mut().enumerate() {
             if host.state == HostState::Running {
+                if let Some(net) = &self.net {
+                    net.set_current(i);
+                }
                 host.run_slice(from, horizon, &self.trace, HostId(i));
                 self.slices += 1;
             }
@@ -201,9 +286,37 @@ impl Engine {
             }
             match entry.remove() {
                 Event::Host(id, fault) => self.apply_fault(id, fault)?,
+                Event::Net { from, to, fault } => self.apply_net_fault(from, to, fault)?,
+                Event::Deliver(packet) => {
+                    if let Some(net) = &self.net {
+                        net.deliver(packet);
+                    }
+                }
                 Event::Call(call) => call(self),
             }
         }
+        Ok(())
+    }
+
+    fn apply_net_fault(
+        &mut self,
+        from: HostId,
+        to: HostId,
+        fault: NetFault,
+    ) -> Result<(), EngineError> {
+        let now = self.now;
+        let net = self.net.as_mut().ok_or(EngineError::NoSuchHost(from))?;
+        let addr = |id: HostId| {
+            net.addrs
+                .get(id.0)
+                .copied()
+                .ok_or(EngineError::NoSuchHost(id))
+        };
+        let (src, dst) = (addr(from)?, addr(to)?);
+        let routes = net.apply(src, dst, fault, now);
+        let line = format!("link {src} -> {dst} {fault:?}");
+        self.trace.record(now, "net", &line);
+        self.queue_routes(routes);
         Ok(())
     }
 
@@ -239,5 +352,19 @@ impl Engine {
         let line = format!("fault {fault:?} -> {:?}", host.state);
         self.trace.record(now, host.name(), &line);
         Ok(())
+    }
+}
+
+impl Drop for Engine {
+    /// Drops each host's runtime (and so its tasks and sockets) with turmoil-net pointed at
+    /// that host, before the network itself goes: a socket's drop is a call into its kernel.
+    fn drop(&mut self) {
+        let hosts = std::mem::take(&mut self.hosts);
+        for (i, host) in hosts.into_iter().enumerate() {
+            if let Some(net) = &self.net {
+                net.set_current(i);
+            }
+            drop(host);
+        }
     }
 }

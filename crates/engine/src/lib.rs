@@ -36,7 +36,9 @@ pub mod clock;
 mod context;
 mod engine;
 mod host;
+pub mod net;
 
 pub use context::{Trace, boottime, host, now_local, now_true, trace};
 pub use engine::{Engine, EngineError, Event, HostFault};
 pub use host::{Host, HostId, HostState};
+pub use net::{NetConfig, NetFault};
