@@ -66,6 +66,9 @@ pub enum EngineError {
     NoSuchHost(HostId),
     /// A host was added to a network that is already running (add every host first).
     NetworkStarted,
+    /// Another engine's (or fixture's) turmoil-net `Net` is installed on this thread: one
+    /// network per thread at a time (drop the other engine first).
+    NetInstalled,
     /// A network whose tick is zero (nothing would ever bound a slice).
     ZeroTick,
     /// tokio could not build a host's runtime (its message).
@@ -80,6 +83,10 @@ impl std::fmt::Display for EngineError {
             EngineError::NetworkStarted => f.write_str(
                 "a host was added after the engine's network started: add every host before \
                  the first run_until",
+            ),
+            EngineError::NetInstalled => f.write_str(
+                "another turmoil-net Net is installed on this thread: drop the other engine \
+                 with a network before running this one",
             ),
             EngineError::ZeroTick => f.write_str("a network's tick must be longer than zero"),
             EngineError::Runtime(e) => write!(f, "a host's tokio runtime: {e}"),
@@ -138,12 +145,11 @@ impl Engine {
     /// An engine whose hosts talk over turmoil-net (docs/engine.md#network): every host added
     /// gets the address its name resolves to, and the network's tick bounds every slice.
     ///
+    /// One engine with a network per thread at a time: the first [`Engine::run_until`] fails
+    /// with [`EngineError::NetInstalled`] while another is alive on the thread.
+    ///
     /// # Errors
     /// [`EngineError::ZeroTick`].
-    ///
-    /// # Panics
-    /// At the first run, when another turmoil-net `Net` is installed on this thread (one
-    /// engine with a network per thread at a time).
     pub fn with_network(seed: u64, config: NetConfig) -> Result<Self, EngineError> {
         if config.tick.is_zero() {
             return Err(EngineError::ZeroTick);
@@ -219,9 +225,13 @@ impl Engine {
     ///
     /// # Errors
     /// The first fault refused ([`EngineError`]); the engine stops at that fault's time.
+    /// [`EngineError::NetInstalled`] at the first run of a second engine with a network on
+    /// one thread.
     pub fn run_until(&mut self, end: Duration) -> Result<(), EngineError> {
-        if let Some(net) = &mut self.net {
-            net.start();
+        if let Some(net) = &mut self.net
+            && !net.start()
+        {
+            return Err(EngineError::NetInstalled);
         }
         loop {
             self.apply_due()?;

@@ -119,11 +119,16 @@ impl Network {
         Some(())
     }
 
-    /// Installs the `Net` on this thread (at the first run).
-    pub(crate) fn start(&mut self) {
+    /// Installs the `Net` on this thread (at the first run); `false` when another `Net` is
+    /// installed there already.
+    pub(crate) fn start(&mut self) -> bool {
+        if self.building.is_some() && turmoil_net::lookup_host("127.0.0.1").is_some() {
+            return false;
+        }
         if let Some(net) = self.building.take() {
             self.guard = Some(net.enter());
         }
+        true
     }
 
     /// Points turmoil-net's socket calls at the engine's host `index`.

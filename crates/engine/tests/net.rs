@@ -37,7 +37,10 @@ fn echo_world(latency: Duration) -> (Engine, HostId, HostId) {
         .unwrap();
     engine
         .spawn(client, async {
-            let mut stream = TcpStream::connect("server:9000").await.unwrap();
+            let mut stream = match TcpStream::connect("server:9000").await {
+                Ok(stream) => stream,
+                Err(e) => return leasesim_engine::trace(&format!("connect {:?}", e.kind())),
+            };
             leasesim_engine::trace("connected");
             stream.write_all(b"ping").await.unwrap();
             let mut buf = [0u8; 4];
@@ -77,5 +80,156 @@ fn a_tcp_echo_takes_the_links_latency_per_crossing() {
             "16 server accepted",
             "23 client ping"
         ]
+    );
+}
+
+fn both_ways(engine: &mut Engine, a: HostId, b: HostId, at: Duration, fault: NetFault) {
+    engine.schedule(
+        at,
+        Event::Net {
+            from: a,
+            to: b,
+            fault,
+        },
+    );
+    engine.schedule(
+        at,
+        Event::Net {
+            from: b,
+            to: a,
+            fault,
+        },
+    );
+}
+
+/// The trace without the network's own fault lines.
+fn hosts_ms(engine: &Engine) -> Vec<String> {
+    let mut lines = trace_ms(engine);
+    lines.retain(|line| !line.contains(" net link "));
+    lines
+}
+
+#[test]
+fn a_partition_both_ways_holds_the_handshake_until_the_first_retransmission_after_the_heal() {
+    let (mut engine, server, client) = echo_world(5 * MS);
+    both_ways(&mut engine, server, client, Duration::ZERO, NetFault::Cut);
+    both_ways(&mut engine, server, client, 500 * MS, NetFault::Release);
+    engine.run_until(2000 * MS).unwrap();
+    // The SYN (1 ms) and its retransmissions every 200 ms of true time (the RTO) are cut until
+    // 500 ms; the one at 600 ms gets through: the echo above, 600 ms later.
+    assert_eq!(
+        hosts_ms(&engine),
+        [
+            "610 client connected",
+            "615 server accepted",
+            "622 client ping"
+        ]
+    );
+}
+
+#[test]
+fn a_partition_that_outlasts_every_retransmission_times_the_connect_out_in_true_time() {
+    let (mut engine, server, client) = echo_world(5 * MS);
+    both_ways(&mut engine, server, client, Duration::ZERO, NetFault::Cut);
+    engine.run_until(3000 * MS).unwrap();
+    // Five retransmissions (200 … 1000 ms), then the sixth RTO gives up.
+    assert_eq!(hosts_ms(&engine), ["1200 client connect TimedOut"]);
+}
+
+#[test]
+fn a_one_way_partition_of_the_replies_stalls_the_handshake_as_well() {
+    let (mut engine, server, client) = echo_world(5 * MS);
+    let replies = |fault| Event::Net {
+        from: server,
+        to: client,
+        fault,
+    };
+    engine.schedule(Duration::ZERO, replies(NetFault::Cut));
+    engine.schedule(500 * MS, replies(NetFault::Release));
+    engine.run_until(2000 * MS).unwrap();
+    // The SYN gets through at 6 ms but every SYN-ACK is cut until 500 ms; the client's SYN
+    // retransmitted at 600 ms draws one that gets through.
+    assert_eq!(
+        hosts_ms(&engine),
+        [
+            "610 client connected",
+            "615 server accepted",
+            "622 client ping"
+        ]
+    );
+}
+
+#[test]
+fn a_hold_delivers_the_held_packets_at_the_release_without_loss() {
+    let (mut engine, server, client) = echo_world(5 * MS);
+    let replies = |fault| Event::Net {
+        from: server,
+        to: client,
+        fault,
+    };
+    engine.schedule(Duration::ZERO, replies(NetFault::Hold));
+    engine.schedule(150 * MS, replies(NetFault::Release));
+    engine.run_until(2000 * MS).unwrap();
+    // The SYN-ACK, held from 6 ms, leaves at the release (150 ms, before any RTO) and
+    // arrives 5 ms later; the rest is the echo above.
+    assert_eq!(
+        hosts_ms(&engine),
+        [
+            "155 client connected",
+            "160 server accepted",
+            "167 client ping"
+        ]
+    );
+}
+
+#[test]
+fn a_link_latency_fault_moves_the_crossings_after_it() {
+    let (mut engine, server, client) = echo_world(5 * MS);
+    let latency = Event::Net {
+        from: server,
+        to: client,
+        fault: NetFault::Latency(50 * MS),
+    };
+    engine.schedule(Duration::ZERO, latency);
+    engine.run_until(1000 * MS).unwrap();
+    // Server-to-client crossings take 50 ms: the SYN-ACK arrives at 6 + 50; the ping leaves
+    // at 57 and arrives at 62; the echo leaves at 63 and arrives at 113.
+    assert_eq!(
+        hosts_ms(&engine),
+        [
+            "56 client connected",
+            "61 server accepted",
+            "113 client ping"
+        ]
+    );
+}
+
+/// The echo with holds both ways, its links `latency_ms` long.
+fn faulty_echo_trace(latency_ms: u64) -> Vec<u8> {
+    let (mut engine, server, client) = echo_world(Duration::from_millis(latency_ms));
+    both_ways(&mut engine, server, client, 3 * MS, NetFault::Hold);
+    both_ways(&mut engine, server, client, 300 * MS, NetFault::Release);
+    engine.run_until(2000 * MS).unwrap();
+    engine.trace()
+}
+
+#[test]
+fn the_same_run_gives_the_same_network_trace_bytes() {
+    let first = faulty_echo_trace(4);
+    assert!(String::from_utf8_lossy(&first).contains("client ping"));
+    assert_eq!(first, faulty_echo_trace(4));
+    assert_ne!(first, faulty_echo_trace(7));
+}
+
+#[test]
+fn a_second_engine_with_a_network_on_one_thread_is_refused_with_a_clear_error() {
+    let (mut first, _, _) = echo_world(MS);
+    first.run_until(MS).unwrap();
+    let (mut second, _, _) = echo_world(MS);
+    let err = second.run_until(MS).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "another turmoil-net Net is installed on this thread: drop the other engine with a \
+         network before running this one"
     );
 }
