@@ -7,7 +7,9 @@
 //! - `LEASESIM_ENGINE_HOSTS`: the sizes, comma-separated (default `3,64,500,1000`);
 //! - `LEASESIM_ENGINE_STEPS`: engine steps (1 ms each) per size (default 1000);
 //! - `LEASESIM_ENGINE_BUSY`: when set, each host's task wakes every 10 ms of its clock instead,
-//!   for the cost of a slice that runs a timer.
+//!   for the cost of a slice that runs a timer;
+//! - `LEASESIM_ENGINE_NET`: when set, the hosts are on a turmoil-net network (1 ms ticks, no
+//!   sockets open), for the cost of the fabric tick's pass over every idle kernel.
 //!
 //! For instructions, run one size under callgrind:
 //! `LEASESIM_ENGINE_HOSTS=64 valgrind --tool=callgrind target/release/deps/idle-<hash>`.
@@ -17,9 +19,11 @@
     reason = "a benchmark reads real time; the hosts' tasks sleep on their own clocks"
 )]
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use leasesim_engine::Engine;
+use leasesim_engine::{Engine, NetConfig};
 
 fn env_list(name: &str, default: &str) -> Vec<u64> {
     let text = std::env::var(name).unwrap_or_else(|_| default.to_owned());
@@ -34,20 +38,41 @@ fn env_list(name: &str, default: &str) -> Vec<u64> {
         .collect()
 }
 
-/// Resident memory in bytes (Linux `/proc/self/statm`), or 0 where it cannot be read.
-fn resident_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
+/// The system allocator, counting the bytes live on the heap.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the counter is a side
+// effect only.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
 }
 
-fn one_size(hosts: u64, steps: u64, busy: bool) {
-    let before = resident_bytes();
-    let mut engine = Engine::new(1);
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Bytes live on the heap now.
+fn heap_bytes() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+fn one_size(hosts: u64, steps: u64, busy: bool, net: bool) {
+    let before = heap_bytes();
+    let mut engine = if net {
+        Engine::with_network(1, NetConfig::default()).expect("a 1 ms tick")
+    } else {
+        Engine::new(1)
+    };
     engine.set_lookahead(Some(Duration::from_millis(1)));
     for i in 0..hosts {
         let id = engine.add_host(&format!("h{i}")).expect("a runtime");
@@ -67,7 +92,7 @@ fn one_size(hosts: u64, steps: u64, busy: bool) {
     engine
         .run_until(Duration::from_millis(1))
         .expect("no faults");
-    let per_host = resident_bytes().saturating_sub(before) / hosts;
+    let per_host = heap_bytes().saturating_sub(before) as u64 / hosts;
     let slices = engine.slices();
     let start = Instant::now();
     engine
@@ -80,8 +105,8 @@ fn one_size(hosts: u64, steps: u64, busy: bool) {
     let ms_per_sim_s = wall.as_secs_f64() * 1000.0 * 1000.0 / steps as f64;
     println!(
         "{hosts:>5} hosts  {steps} steps  {ns_per_slice:>6} ns per host per step  \
-         {ms_per_sim_s:>9.1} ms per simulated s  ~{} KiB resident per host",
-        per_host / 1024
+         {ms_per_sim_s:>9.1} ms per simulated s  {:.1} KiB heap per host",
+        per_host as f64 / 1024.0
     );
 }
 
@@ -89,7 +114,8 @@ fn main() {
     let hosts = env_list("LEASESIM_ENGINE_HOSTS", "3,64,500,1000");
     let steps = env_list("LEASESIM_ENGINE_STEPS", "1000")[0];
     let busy = std::env::var_os("LEASESIM_ENGINE_BUSY").is_some();
+    let net = std::env::var_os("LEASESIM_ENGINE_NET").is_some();
     for n in hosts {
-        one_size(n, steps, busy);
+        one_size(n, steps, busy, net);
     }
 }

@@ -10,6 +10,12 @@
 //! runtime auto-advances from timer to timer on its own, so the engine never needs to know a
 //! host's next timer — tokio offers no way to ask.
 //!
+//! With [`Engine::with_network`] hosts talk TCP and UDP through turmoil-net's `tokio::net`
+//! shim; the engine moves their packets through true time at every fabric tick, with per-link
+//! latency, cuts (partitions, both ways or one), holds and retransmission in true time
+//! (docs/engine.md#network). What is left before the world runs on the engine:
+//! docs/engine.md#what-is-left.
+//!
 //! One OS thread runs every host's runtime in turn; nothing here reads real time, iterates a
 //! hash map or draws from a thread RNG, so the same seed gives the same trace bytes.
 //!
