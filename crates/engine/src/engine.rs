@@ -298,7 +298,7 @@ impl Engine {
                 Event::Host(id, fault) => self.apply_fault(id, fault)?,
                 Event::Net { from, to, fault } => self.apply_net_fault(from, to, fault)?,
                 Event::Deliver(packet) => {
-                    if let Some(net) = &self.net {
+                    if let Some(net) = &mut self.net {
                         net.deliver(packet);
                     }
                 }
@@ -361,6 +361,10 @@ impl Engine {
         }
         let line = format!("fault {fault:?} -> {:?}", host.state);
         self.trace.record(now, host.name(), &line);
+        let asleep = host.state == HostState::Suspended;
+        if let Some(net) = &mut self.net {
+            net.set_asleep(id.0, asleep);
+        }
         Ok(())
     }
 }

@@ -10,11 +10,15 @@
 //! engine event (`EnterGuard::deliver` between two slices), which wakes the receiving socket's
 //! task; the task runs in its host's next slice.
 //!
+//! A paused host (SIGSTOP) keeps its kernel: it still answers the handshake and ACKs what it
+//! receives, while its tasks read nothing. A suspended host's network is down: nothing it
+//! sends leaves and what is sent to it is lost.
+//!
 //! turmoil-net retransmits after a *count* of egress passes without ACK progress. The engine
 //! makes every pass one tick of true time, so `retx_threshold = ceil(rto / tick)` retransmits
 //! after `rto` of true time (to the tick), for every host alike.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -87,6 +91,8 @@ pub(crate) struct Network {
     links: BTreeMap<(IpAddr, IpAddr), Link>,
     pub(crate) next_tick: Duration,
     egress: Vec<Packet>,
+    /// The addresses of suspended hosts: their network is down.
+    asleep: BTreeSet<IpAddr>,
 }
 
 impl Network {
@@ -108,6 +114,7 @@ impl Network {
             ids: Vec::new(),
             links: BTreeMap::new(),
             egress: Vec::new(),
+            asleep: BTreeSet::new(),
         }
     }
 
@@ -190,7 +197,22 @@ impl Network {
         routes
     }
 
+    /// Marks the engine's host `index` suspended (`true`: its network is down: nothing it
+    /// sends leaves, nothing sent to it arrives) or awake.
+    pub(crate) fn set_asleep(&mut self, index: usize, asleep: bool) {
+        if let Some(addr) = self.addrs.get(index) {
+            if asleep {
+                self.asleep.insert(*addr);
+            } else {
+                self.asleep.remove(addr);
+            }
+        }
+    }
+
     fn route(&mut self, guard: &EnterGuard, packet: Packet, now: Duration) -> Route {
+        if self.asleep.contains(&packet.src) {
+            return Route::Kept;
+        }
         let link = self.link(packet.src, packet.dst);
         if link.cut {
             return Route::Kept;
@@ -207,8 +229,12 @@ impl Network {
         }
     }
 
-    /// Hands `packet` to its destination's kernel (which wakes the socket's task).
-    pub(crate) fn deliver(&self, packet: Packet) {
+    /// Hands `packet` to its destination's kernel (which wakes the socket's task), unless the
+    /// destination is suspended: a sleeping machine's network is down, and the packet is lost.
+    pub(crate) fn deliver(&mut self, packet: Packet) {
+        if self.asleep.contains(&packet.dst) {
+            return;
+        }
         if let Some(guard) = &self.guard {
             guard.deliver(packet);
         }

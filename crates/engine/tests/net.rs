@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use leasesim_engine::{Engine, Event, HostId, NetConfig, NetFault};
+use leasesim_engine::{Engine, Event, HostFault, HostId, NetConfig, NetFault};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil_net::shim::tokio::net::{TcpListener, TcpStream};
 
@@ -231,5 +231,45 @@ fn a_second_engine_with_a_network_on_one_thread_is_refused_with_a_clear_error() 
         err.to_string(),
         "another turmoil-net Net is installed on this thread: drop the other engine with a \
          network before running this one"
+    );
+}
+
+#[test]
+fn a_paused_servers_kernel_still_answers_while_its_tasks_read_nothing() {
+    let (mut engine, server, _) = echo_world(5 * MS);
+    engine.schedule(14 * MS, Event::Host(server, HostFault::Pause));
+    engine.schedule(500 * MS, Event::Host(server, HostFault::Resume));
+    engine.run_until(2000 * MS).unwrap();
+    // Listening since 0, the server is paused at 14: the handshake's last ACK (16) and the
+    // ping (17) are taken in by its kernel, but its task only accepts and echoes at the
+    // resume; the echo leaves at 501 and arrives at 506.
+    assert_eq!(
+        hosts_ms(&engine),
+        [
+            "11 client connected",
+            "14 server fault Pause -> Paused",
+            "500 server fault Resume -> Running",
+            "500 server accepted",
+            "506 client ping"
+        ]
+    );
+}
+
+#[test]
+fn a_suspended_servers_network_is_down_until_it_wakes() {
+    let (mut engine, server, _) = echo_world(5 * MS);
+    engine.schedule(Duration::ZERO, Event::Host(server, HostFault::Suspend));
+    engine.schedule(500 * MS, Event::Host(server, HostFault::Wake));
+    engine.run_until(2000 * MS).unwrap();
+    // The SYN and its retransmissions are lost until 500 ms; the one at 600 ms is answered.
+    assert_eq!(
+        hosts_ms(&engine),
+        [
+            "0 server fault Suspend -> Suspended",
+            "500 server fault Wake -> Running",
+            "610 client connected",
+            "615 server accepted",
+            "622 client ping"
+        ]
     );
 }
