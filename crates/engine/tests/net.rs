@@ -273,3 +273,67 @@ fn a_suspended_servers_network_is_down_until_it_wakes() {
         ]
     );
 }
+
+/// An HTTP/1 server (hyper) on `server`, answering `GET /lease` with `held by r1`, and a
+/// client (hyper's client connection) on `client` that asks it once at true time zero.
+fn http_world(latency: Duration) -> Engine {
+    use http_body_util::{BodyExt, Empty, Full};
+    use hyper::body::Bytes;
+    use hyper_util::rt::TokioIo;
+
+    let config = NetConfig {
+        latency,
+        ..NetConfig::default()
+    };
+    let mut engine = Engine::with_network(1, config).unwrap();
+    let server = engine.add_host("server").unwrap();
+    let client = engine.add_host("client").unwrap();
+    engine
+        .spawn(server, async {
+            let listener = TcpListener::bind("0.0.0.0:80").await.unwrap();
+            let (stream, _) = listener.accept().await.unwrap();
+            let service = hyper::service::service_fn(|request: hyper::Request<_>| async move {
+                leasesim_engine::trace(&format!("{} {}", request.method(), request.uri()));
+                let body = Full::new(Bytes::from_static(b"held by r1"));
+                Ok::<_, std::convert::Infallible>(hyper::Response::new(body))
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service);
+            connection.await.unwrap();
+        })
+        .unwrap();
+    engine
+        .spawn(client, async {
+            let stream = TcpStream::connect("server:80").await.unwrap();
+            let (mut sender, connection) =
+                hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                    .await
+                    .unwrap();
+            tokio::spawn(connection);
+            let request = hyper::Request::get("http://server/lease")
+                .body(Empty::<Bytes>::new())
+                .unwrap();
+            let response = sender.send_request(request).await.unwrap();
+            let status = response.status();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            let text = String::from_utf8_lossy(&body);
+            leasesim_engine::trace(&format!("{status} {text}"));
+        })
+        .unwrap();
+    engine
+}
+
+#[test]
+fn an_http_call_through_hyper_crosses_the_links_like_the_echo() {
+    let mut engine = http_world(5 * MS);
+    engine.run_until(100 * MS).unwrap();
+    // Connected at 11, the request leaves at 12 and arrives at 17, where the server answers;
+    // the response leaves at 18 and arrives at 23.
+    assert_eq!(
+        hosts_ms(&engine),
+        [
+            "17 server GET http://server/lease",
+            "23 client 200 OK held by r1"
+        ]
+    );
+}
