@@ -57,7 +57,8 @@ impl std::fmt::Debug for Event {
     }
 }
 
-/// A fault the engine refused, with the host and time it was due at.
+/// What the engine refused: a fault (with the host and the time it was due at), or a host or
+/// network set-up.
 #[derive(Debug, PartialEq, Eq)]
 pub enum EngineError {
     /// A drift out of range (the host's clock is unchanged).
@@ -66,6 +67,8 @@ pub enum EngineError {
     NoSuchHost(HostId),
     /// A host was added to a network that is already running (add every host first).
     NetworkStarted,
+    /// A network fault on an engine built without a network ([`Engine::with_network`]).
+    NoNetwork,
     /// Another engine's (or fixture's) turmoil-net `Net` is installed on this thread: one
     /// network per thread at a time (drop the other engine first).
     NetInstalled,
@@ -88,6 +91,10 @@ impl std::fmt::Display for EngineError {
                 "another turmoil-net Net is installed on this thread: drop the other engine \
                  with a network before running this one",
             ),
+            EngineError::NoNetwork => f.write_str(
+                "a network fault on an engine without a network: build it with \
+                 Engine::with_network",
+            ),
             EngineError::ZeroTick => f.write_str("a network's tick must be longer than zero"),
             EngineError::Runtime(e) => write!(f, "a host's tokio runtime: {e}"),
         }
@@ -101,9 +108,10 @@ impl std::error::Error for EngineError {}
 /// True time moves only forward, from one **horizon** to the next: the earliest of the next
 /// queued event, the end asked for, and `now + lookahead` when a lookahead is set (the
 /// minimum link latency: nothing a host sends in a slice can reach another host before the
-/// slice ends; docs/engine.md#lookahead). Every running host runs one slice to the horizon,
-/// in [`HostId`] order; then every event due by the horizon is applied, in (time, order
-/// scheduled) order.
+/// slice ends; docs/engine.md#lookahead) and, with a network, the next fabric tick
+/// (docs/engine.md#network). Every running host runs one slice to the horizon, in [`HostId`]
+/// order; then every event due by the horizon is applied, in (time, order scheduled) order,
+/// and the fabric tick runs if one is due.
 pub struct Engine {
     hosts: Vec<Host>,
     queue: BTreeMap<(Duration, u64), Event>,
@@ -315,7 +323,7 @@ impl Engine {
         fault: NetFault,
     ) -> Result<(), EngineError> {
         let now = self.now;
-        let net = self.net.as_mut().ok_or(EngineError::NoSuchHost(from))?;
+        let net = self.net.as_mut().ok_or(EngineError::NoNetwork)?;
         let addr = |id: HostId| {
             net.addrs
                 .get(id.0)

@@ -252,3 +252,24 @@ fn a_drift_that_would_stop_a_clock_is_refused_with_the_host_and_time() {
     );
     assert_eq!(engine.now(), S);
 }
+
+#[test]
+fn a_network_fault_on_an_engine_without_a_network_is_refused() {
+    let mut engine = Engine::new(1);
+    let a = engine.add_host("a").unwrap();
+    let b = engine.add_host("b").unwrap();
+    let cut = leasesim_engine::NetFault::Cut;
+    engine.schedule(
+        S,
+        Event::Net {
+            from: a,
+            to: b,
+            fault: cut,
+        },
+    );
+    let err = engine.run_until(2 * S).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "a network fault on an engine without a network: build it with Engine::with_network"
+    );
+}
