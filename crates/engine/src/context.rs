@@ -44,9 +44,9 @@ pub(crate) struct Current {
     pub(crate) id: HostId,
     pub(crate) name: Arc<str>,
     pub(crate) clock: HostClock,
-    /// The tokio instant that is the host's monotonic zero.
+    /// The tokio instant at which the host's runtime started, and its monotonic reading then.
     #[allow(clippy::disallowed_types, reason = "the host's own paused tokio clock")]
-    pub(crate) origin: tokio::time::Instant,
+    pub(crate) origin: (tokio::time::Instant, Duration),
     pub(crate) trace: Trace,
 }
 
@@ -79,10 +79,12 @@ fn with<T>(what: &str, f: impl FnOnce(&Current) -> T) -> T {
     })
 }
 
-/// The host's monotonic reading: its tokio clock since the host's origin.
+/// The host's monotonic reading: its reading when the runtime started plus the runtime's
+/// tokio clock since.
 #[allow(clippy::disallowed_types, reason = "the host's own paused tokio clock")]
 fn local(current: &Current) -> Duration {
-    tokio::time::Instant::now().saturating_duration_since(current.origin)
+    let (start, at_start) = current.origin;
+    at_start + tokio::time::Instant::now().saturating_duration_since(start)
 }
 
 /// The host this code runs on.
@@ -93,8 +95,8 @@ pub fn host() -> HostId {
     with("host", |c| c.id)
 }
 
-/// The host's monotonic reading (the same as its `tokio::time::Instant::now()` less its
-/// origin).
+/// The host's monotonic reading (its `tokio::time::Instant::now()` mapped to the host's
+/// clock).
 ///
 /// # Panics
 /// Outside a task of an engine host.

@@ -201,6 +201,27 @@ impl Engine {
         Ok(())
     }
 
+    /// The process on host `id` is killed and starts again empty, now: every task is dropped
+    /// (turmoil-net closes its sockets, as a kernel does a killed process's) and a fresh
+    /// runtime continues the host's clocks. Spawn the new process's tasks afterwards; from a
+    /// queued fault, do both in an [`Event::Call`].
+    ///
+    /// # Errors
+    /// [`EngineError::NoSuchHost`]; [`EngineError::Runtime`] (the old process keeps running).
+    pub fn restart(&mut self, id: HostId) -> Result<(), EngineError> {
+        let host = self
+            .hosts
+            .get_mut(id.0)
+            .ok_or(EngineError::NoSuchHost(id))?;
+        if let Some(net) = &self.net {
+            net.set_current(id.0);
+        }
+        host.restart()
+            .map_err(|e| EngineError::Runtime(e.to_string()))?;
+        self.trace.record(self.now, host.name(), "restart");
+        Ok(())
+    }
+
     /// Sets the lookahead: the longest slice while hosts can reach each other (the minimum
     /// link latency), or `None` when no host's work depends on another's.
     pub fn set_lookahead(&mut self, lookahead: Option<Duration>) {

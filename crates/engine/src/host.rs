@@ -71,8 +71,13 @@ pub struct Host {
     name: Arc<str>,
     runtime: Runtime,
     idle: Arc<Mutex<IdleSlot>>,
+    /// The tokio instant at which the current runtime started, and the host's monotonic
+    /// reading then (zero, or where the clock stood at the last restart).
     #[allow(clippy::disallowed_types, reason = "the host's own paused tokio clock")]
-    origin: tokio::time::Instant,
+    origin: (tokio::time::Instant, Duration),
+    seed: u64,
+    /// Process restarts so far.
+    restarts: u64,
     pub(crate) clock: HostClock,
     pub(crate) state: HostState,
     /// The monotonic reading the last slice ended at.
@@ -104,36 +109,35 @@ impl Host {
     /// The runtime could not be built (tokio's error).
     pub(crate) fn new(name: &str, seed: u64) -> std::io::Result<Host> {
         let idle = Arc::new(Mutex::new(IdleSlot::default()));
-        let hook = Arc::clone(&idle);
-        let mut builder = Builder::new_current_thread();
-        builder
-            .enable_time()
-            .start_paused(true)
-            .on_thread_park(move || {
-                let mut slot = lock(&hook);
-                if let Some(waiter) = slot.waiter.take() {
-                    slot.fired = true;
-                    waiter.wake();
-                }
-            });
-        #[cfg(tokio_unstable)]
-        builder
-            .rng_seed(tokio::runtime::RngSeed::from_bytes(&seed.to_le_bytes()))
-            .unhandled_panic(tokio::runtime::UnhandledPanic::ShutdownRuntime);
-        #[cfg(not(tokio_unstable))]
-        let _ = seed;
-        let runtime = builder.build()?;
-        #[allow(clippy::disallowed_types, reason = "the host's own paused tokio clock")]
-        let origin = runtime.block_on(async { tokio::time::Instant::now() });
+        let (runtime, origin) = build_runtime(&idle, seed)?;
         Ok(Host {
             name: name.into(),
             runtime,
             idle,
-            origin,
+            origin: (origin, Duration::ZERO),
+            seed,
+            restarts: 0,
             clock: HostClock::new(),
             state: HostState::Running,
             local: Duration::ZERO,
         })
+    }
+
+    /// The host's process dies and starts again: every task is dropped (its sockets closed by
+    /// the kernel, as for a killed process) and a fresh runtime takes its place, whose tokio
+    /// clock continues the host's monotonic clock (the machine did not reboot). Spawn the new
+    /// process's tasks afterwards.
+    ///
+    /// # Errors
+    /// The new runtime could not be built (tokio's error); the host keeps its old process.
+    pub(crate) fn restart(&mut self) -> std::io::Result<()> {
+        self.restarts += 1;
+        let seed = self.seed ^ self.restarts.wrapping_mul(0xD1B5_4A32_D192_ED03);
+        let (runtime, origin) = build_runtime(&self.idle, seed)?;
+        drop(std::mem::replace(&mut self.runtime, runtime));
+        *lock(&self.idle) = IdleSlot::default();
+        self.origin = (origin, self.local);
+        Ok(())
     }
 
     /// The host's name.
@@ -178,7 +182,7 @@ impl Host {
             origin: self.origin,
             trace: trace.clone(),
         });
-        let (origin, jump) = (self.origin, start - self.local);
+        let ((origin, origin_local), jump) = (self.origin, start - self.local);
         let idle = Idle(Arc::clone(&self.idle));
         #[allow(
             clippy::disallowed_methods,
@@ -190,9 +194,39 @@ impl Host {
                 // all at the new reading, before auto-advance can move the clock again.
                 tokio::time::advance(jump).await;
             }
-            tokio::time::sleep_until(origin + end).await;
+            tokio::time::sleep_until(origin + (end - origin_local)).await;
             idle.await;
         });
         self.local = end;
     }
+}
+
+/// A current-thread runtime with paused time whose park hook completes the slice's [`Idle`],
+/// its RNG seeded from `seed`; and its tokio clock's reading at the start.
+#[allow(clippy::disallowed_types, reason = "the host's own paused tokio clock")]
+fn build_runtime(
+    idle: &Arc<Mutex<IdleSlot>>,
+    seed: u64,
+) -> std::io::Result<(Runtime, tokio::time::Instant)> {
+    let hook = Arc::clone(idle);
+    let mut builder = Builder::new_current_thread();
+    builder
+        .enable_time()
+        .start_paused(true)
+        .on_thread_park(move || {
+            let mut slot = lock(&hook);
+            if let Some(waiter) = slot.waiter.take() {
+                slot.fired = true;
+                waiter.wake();
+            }
+        });
+    #[cfg(tokio_unstable)]
+    builder
+        .rng_seed(tokio::runtime::RngSeed::from_bytes(&seed.to_le_bytes()))
+        .unhandled_panic(tokio::runtime::UnhandledPanic::ShutdownRuntime);
+    #[cfg(not(tokio_unstable))]
+    let _ = seed;
+    let runtime = builder.build()?;
+    let origin = runtime.block_on(async { tokio::time::Instant::now() });
+    Ok((runtime, origin))
 }

@@ -273,3 +273,45 @@ fn a_network_fault_on_an_engine_without_a_network_is_refused() {
         "a network fault on an engine without a network: build it with Engine::with_network"
     );
 }
+
+#[test]
+fn a_restarted_process_loses_its_tasks_and_its_successor_reads_the_same_clock() {
+    let mut engine = Engine::new(1);
+    let host = engine.add_host("h").unwrap();
+    engine.schedule(
+        Duration::ZERO,
+        Event::Host(host, HostFault::Drift(-500_000)),
+    );
+    ticker(&engine, host, 400 * MS);
+    let restart = move |engine: &mut Engine| {
+        engine.restart(host).unwrap();
+        engine
+            .spawn(host, async {
+                tokio::time::sleep(400 * MS).await;
+                let local = leasesim_engine::now_local().as_millis();
+                leasesim_engine::trace(&format!("successor at local {local}"));
+            })
+            .unwrap();
+    };
+    engine.schedule(2 * S, Event::Call(Box::new(restart)));
+    engine.run_until(5 * S).unwrap();
+    let ms: Vec<(u128, String)> = lines_of(&engine, "h")
+        .into_iter()
+        .map(|(at, text)| (at / 1_000_000, text))
+        .collect();
+    // At half speed the old process ticks at true 800 and 1600 ms; killed at 2 s (its clock
+    // reads 1 s), it never ticks at 2400. Its successor's 400 ms sleep ends at 1.4 s on the
+    // same clock, true 2.8 s.
+    let expected = [
+        (0, "fault Drift(-500000) -> Running"),
+        (800, "tick"),
+        (1600, "tick"),
+        (2000, "restart"),
+        (2800, "successor at local 1400"),
+    ];
+    let expected: Vec<(u128, String)> = expected
+        .iter()
+        .map(|(t, s)| (*t, (*s).to_string()))
+        .collect();
+    assert_eq!(ms, expected);
+}
