@@ -1,0 +1,413 @@
+//! The engine: hosts, true time and the queue of what is due (docs/engine.md#time).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use turmoil_net::Packet;
+
+use crate::clock::DriftOutOfRange;
+use crate::context::Trace;
+use crate::host::{Host, HostId, HostState};
+use crate::net::{NetConfig, NetFault, Network, Route};
+
+/// A fault step the engine applies to one host at a true time.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum HostFault {
+    /// SIGSTOP: the host's tasks stop; its clocks run on.
+    Pause,
+    /// SIGCONT: the host's tasks run again, and read the time that passed.
+    Resume,
+    /// The machine sleeps: tasks stop and the monotonic clock stands still.
+    Suspend,
+    /// The machine wakes: tasks run and the monotonic clock runs on from where it stopped.
+    Wake,
+    /// The host's clock runs at this drift from now on, in ppm (−100_000 is 10 % slow).
+    Drift(i64),
+}
+
+/// Something due at a true time: a fault step, or any change to the engine (a restart, a
+/// delivery) as a call.
+pub enum Event {
+    /// A fault step on one host.
+    Host(HostId, HostFault),
+    /// A network fault on the link `from → to` (one direction).
+    Net {
+        /// The sending host.
+        from: HostId,
+        /// The receiving host.
+        to: HostId,
+        /// What happens to the link.
+        fault: NetFault,
+    },
+    /// A packet handed to its destination's kernel (the engine queues these itself).
+    Deliver(Packet),
+    /// A call on the engine at the event's time, between two slices.
+    Call(Box<dyn FnOnce(&mut Engine)>),
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Event::Host(id, fault) => write!(f, "Host({id:?}, {fault:?})"),
+            Event::Net { from, to, fault } => write!(f, "Net({from:?} -> {to:?}, {fault:?})"),
+            Event::Deliver(p) => write!(f, "Deliver({} -> {})", p.src, p.dst),
+            Event::Call(_) => f.write_str("Call(..)"),
+        }
+    }
+}
+
+/// What the engine refused: a fault (with the host and the time it was due at), or a host or
+/// network set-up.
+#[derive(Debug, PartialEq, Eq)]
+pub enum EngineError {
+    /// A drift out of range (the host's clock is unchanged).
+    Drift(HostId, Duration, DriftOutOfRange),
+    /// An event named a host the engine does not have.
+    NoSuchHost(HostId),
+    /// A host was added to a network that is already running (add every host first).
+    NetworkStarted,
+    /// A network fault on an engine built without a network ([`Engine::with_network`]).
+    NoNetwork,
+    /// Another engine's (or fixture's) turmoil-net `Net` is installed on this thread: one
+    /// network per thread at a time (drop the other engine first).
+    NetInstalled,
+    /// A network whose tick is zero (nothing would ever bound a slice).
+    ZeroTick,
+    /// tokio could not build a host's runtime (its message).
+    Runtime(String),
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineError::Drift(id, at, e) => write!(f, "host {} at {at:?}: {e}", id.0),
+            EngineError::NoSuchHost(id) => write!(f, "no host {} in the engine", id.0),
+            EngineError::NetworkStarted => f.write_str(
+                "a host was added after the engine's network started: add every host before \
+                 the first run_until",
+            ),
+            EngineError::NetInstalled => f.write_str(
+                "another turmoil-net Net is installed on this thread: drop the other engine \
+                 with a network before running this one",
+            ),
+            EngineError::NoNetwork => f.write_str(
+                "a network fault on an engine without a network: build it with \
+                 Engine::with_network",
+            ),
+            EngineError::ZeroTick => f.write_str("a network's tick must be longer than zero"),
+            EngineError::Runtime(e) => write!(f, "a host's tokio runtime: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+/// Hosts that keep their own time, driven by one thread through true time.
+///
+/// True time moves only forward, from one **horizon** to the next: the earliest of the next
+/// queued event, the end asked for, and `now + lookahead` when a lookahead is set (the
+/// minimum link latency: nothing a host sends in a slice can reach another host before the
+/// slice ends; docs/engine.md#lookahead) and, with a network, the next fabric tick
+/// (docs/engine.md#network). Every running host runs one slice to the horizon, in [`HostId`]
+/// order; then every event due by the horizon is applied, in (time, order scheduled) order,
+/// and the fabric tick runs if one is due.
+pub struct Engine {
+    hosts: Vec<Host>,
+    queue: BTreeMap<(Duration, u64), Event>,
+    scheduled: u64,
+    now: Duration,
+    lookahead: Option<Duration>,
+    seed: u64,
+    trace: Trace,
+    slices: u64,
+    net: Option<Network>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("now", &self.now)
+            .field("hosts", &self.hosts.len())
+            .field("queued", &self.queue.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine at true time zero with no hosts; `seed` seeds each host's tokio RNG.
+    pub fn new(seed: u64) -> Self {
+        Engine {
+            hosts: Vec::new(),
+            queue: BTreeMap::new(),
+            scheduled: 0,
+            now: Duration::ZERO,
+            lookahead: None,
+            seed,
+            trace: Trace::default(),
+            slices: 0,
+            net: None,
+        }
+    }
+
+    /// An engine whose hosts talk over turmoil-net (docs/engine.md#network): every host added
+    /// gets the address its name resolves to, and the network's tick bounds every slice.
+    ///
+    /// One engine with a network per thread at a time: the first [`Engine::run_until`] fails
+    /// with [`EngineError::NetInstalled`] while another is alive on the thread.
+    ///
+    /// # Errors
+    /// [`EngineError::ZeroTick`].
+    pub fn with_network(seed: u64, config: NetConfig) -> Result<Self, EngineError> {
+        if config.tick.is_zero() {
+            return Err(EngineError::ZeroTick);
+        }
+        let mut engine = Engine::new(seed);
+        engine.net = Some(Network::new(config));
+        Ok(engine)
+    }
+
+    /// Adds a running host with no drift whose monotonic clock reads true time (zero at true
+    /// time zero).
+    ///
+    /// # Errors
+    /// [`EngineError::NetworkStarted`]; [`EngineError::Runtime`].
+    pub fn add_host(&mut self, name: &str) -> Result<HostId, EngineError> {
+        let id = HostId(self.hosts.len());
+        let seed = self.seed ^ (id.0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let host = Host::new(name, seed).map_err(|e| EngineError::Runtime(e.to_string()))?;
+        if let Some(net) = &mut self.net {
+            net.add_host(name).ok_or(EngineError::NetworkStarted)?;
+        }
+        self.hosts.push(host);
+        Ok(id)
+    }
+
+    /// The host `id`, if the engine has it.
+    pub fn host(&self, id: HostId) -> Option<&Host> {
+        self.hosts.get(id.0)
+    }
+
+    /// Spawns `task` on host `id`; it first runs in the host's next slice.
+    ///
+    /// # Errors
+    /// [`EngineError::NoSuchHost`].
+    pub fn spawn<F>(&self, id: HostId, task: F) -> Result<(), EngineError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let host = self.hosts.get(id.0).ok_or(EngineError::NoSuchHost(id))?;
+        host.spawn(task);
+        Ok(())
+    }
+
+    /// The process on host `id` is killed and starts again empty, now: every task is dropped
+    /// (turmoil-net closes its sockets, as a kernel does a killed process's) and a fresh
+    /// runtime continues the host's clocks. Spawn the new process's tasks afterwards; from a
+    /// queued fault, do both in an [`Event::Call`].
+    ///
+    /// # Errors
+    /// [`EngineError::NoSuchHost`]; [`EngineError::Runtime`] (the old process keeps running).
+    pub fn restart(&mut self, id: HostId) -> Result<(), EngineError> {
+        let host = self
+            .hosts
+            .get_mut(id.0)
+            .ok_or(EngineError::NoSuchHost(id))?;
+        if let Some(net) = &self.net {
+            net.set_current(id.0);
+        }
+        host.restart()
+            .map_err(|e| EngineError::Runtime(e.to_string()))?;
+        self.trace.record(self.now, host.name(), "restart");
+        Ok(())
+    }
+
+    /// Sets the lookahead: the longest slice while hosts can reach each other (the minimum
+    /// link latency), or `None` when no host's work depends on another's.
+    pub fn set_lookahead(&mut self, lookahead: Option<Duration>) {
+        self.lookahead = lookahead.filter(|l| !l.is_zero());
+    }
+
+    /// Queues `event` at true time `at` (now, if `at` is already past).
+    pub fn schedule(&mut self, at: Duration, event: Event) {
+        let at = at.max(self.now);
+        self.queue.insert((at, self.scheduled), event);
+        self.scheduled += 1;
+    }
+
+    /// True time now.
+    pub fn now(&self) -> Duration {
+        self.now
+    }
+
+    /// How many host slices have run (each is one `block_on` of one host's runtime).
+    pub fn slices(&self) -> u64 {
+        self.slices
+    }
+
+    /// The trace so far: the engine's own lines and the hosts' ([`crate::trace`]).
+    pub fn trace(&self) -> Vec<u8> {
+        self.trace.bytes()
+    }
+
+    /// Runs until true time `end`: events due at `end` are applied by the next run.
+    ///
+    /// # Errors
+    /// The first fault refused ([`EngineError`]); the engine stops at that fault's time.
+    /// [`EngineError::NetInstalled`] at the first run of a second engine with a network on
+    /// one thread.
+    pub fn run_until(&mut self, end: Duration) -> Result<(), EngineError> {
+        if let Some(net) = &mut self.net
+            && !net.start()
+        {
+            return Err(EngineError::NetInstalled);
+        }
+        loop {
+            self.apply_due()?;
+            if self.fabric_tick_due() {
+                continue;
+            }
+            if self.now >= end {
+                return Ok(());
+            }
+            let next = self.queue.keys().next().map_or(end, |(at, _)| *at);
+            let mut horizon = next.min(end);
+            if let Some(lookahead) = self.lookahead {
+                horizon = horizon.min(self.now.saturating_add(lookahead));
+            }
+            if let Some(net) = &self.net {
+                horizon = horizon.min(net.next_tick);
+            }
+            self.run_hosts_to(horizon);
+        }
+    }
+
+    /// Runs the fabric tick when one is due now, queueing its deliveries; whether it ran.
+    fn fabric_tick_due(&mut self) -> bool {
+        let Some(net) = &mut self.net else {
+            return false;
+        };
+        if net.next_tick > self.now {
+            return false;
+        }
+        let routes = net.fabric_tick(self.now);
+        self.queue_routes(routes);
+        true
+    }
+
+    fn queue_routes(&mut self, routes: Vec<Route>) {
+        for route in routes {
+            if let Route::At(at, packet) = route {
+                self.schedule(at, Event::Deliver(packet));
+            }
+        }
+    }
+
+    fn run_hosts_to(&mut self, horizon: Duration) {
+        let from = self.now;
+        for (i, host) in self.hosts.iter_mut().enumerate() {
+            if host.state == HostState::Running {
+                if let Some(net) = &self.net {
+                    net.set_current(i);
+                }
+                host.run_slice(from, horizon, &self.trace, HostId(i));
+                self.slices += 1;
+            }
+        }
+        self.now = horizon;
+    }
+
+    /// Applies every event due by now, in (time, order scheduled) order.
+    fn apply_due(&mut self) -> Result<(), EngineError> {
+        while let Some(entry) = self.queue.first_entry() {
+            if entry.key().0 > self.now {
+                return Ok(());
+            }
+            match entry.remove() {
+                Event::Host(id, fault) => self.apply_fault(id, fault)?,
+                Event::Net { from, to, fault } => self.apply_net_fault(from, to, fault)?,
+                Event::Deliver(packet) => {
+                    if let Some(net) = &mut self.net {
+                        net.deliver(packet);
+                    }
+                }
+                Event::Call(call) => call(self),
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_net_fault(
+        &mut self,
+        from: HostId,
+        to: HostId,
+        fault: NetFault,
+    ) -> Result<(), EngineError> {
+        let now = self.now;
+        let net = self.net.as_mut().ok_or(EngineError::NoNetwork)?;
+        let addr = |id: HostId| {
+            net.addrs
+                .get(id.0)
+                .copied()
+                .ok_or(EngineError::NoSuchHost(id))
+        };
+        let (src, dst) = (addr(from)?, addr(to)?);
+        let routes = net.apply(src, dst, fault, now);
+        let line = format!("link {src} -> {dst} {fault:?}");
+        self.trace.record(now, "net", &line);
+        self.queue_routes(routes);
+        Ok(())
+    }
+
+    fn apply_fault(&mut self, id: HostId, fault: HostFault) -> Result<(), EngineError> {
+        let now = self.now;
+        let host = self
+            .hosts
+            .get_mut(id.0)
+            .ok_or(EngineError::NoSuchHost(id))?;
+        match fault {
+            HostFault::Pause if host.state == HostState::Running => {
+                host.state = HostState::Paused;
+            }
+            HostFault::Resume if host.state == HostState::Paused => {
+                host.state = HostState::Running;
+            }
+            HostFault::Suspend if host.state != HostState::Suspended => {
+                host.clock.suspend(now);
+                host.state = HostState::Suspended;
+            }
+            HostFault::Wake if host.state == HostState::Suspended => {
+                host.clock.wake(now);
+                host.state = HostState::Running;
+            }
+            HostFault::Drift(ppm) => host
+                .clock
+                .set_drift(now, ppm)
+                .map_err(|e| EngineError::Drift(id, now, e))?,
+            // A fault that does not apply to the host's state (a resume of a running host)
+            // changes nothing; it is still traced.
+            _ => {}
+        }
+        let line = format!("fault {fault:?} -> {:?}", host.state);
+        self.trace.record(now, host.name(), &line);
+        let asleep = host.state == HostState::Suspended;
+        if let Some(net) = &mut self.net {
+            net.set_asleep(id.0, asleep);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Engine {
+    /// Drops each host's runtime (and so its tasks and sockets) with turmoil-net pointed at
+    /// that host, before the network itself goes: a socket's drop is a call into its kernel.
+    fn drop(&mut self) {
+        let hosts = std::mem::take(&mut self.hosts);
+        for (i, host) in hosts.into_iter().enumerate() {
+            if let Some(net) = &self.net {
+                net.set_current(i);
+            }
+            drop(host);
+        }
+    }
+}

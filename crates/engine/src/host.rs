@@ -1,0 +1,232 @@
+//! One host: a current-thread tokio runtime with paused time, whose tokio clock is the host's
+//! monotonic clock (docs/engine.md#hosts).
+//!
+//! The engine runs a host in **slices**: "run every task of this host until its monotonic
+//! clock reads `target` and nothing more is ready". Inside a slice tokio's own auto-advance
+//! (test-util's paused clock) jumps the clock from timer to timer, so a slice costs the work
+//! the host does, not the time it spans. The slice's future is
+//! `sleep_until(target)` followed by [`Idle`], which the runtime's park hook completes: the
+//! hook runs only when the run queue and the deferred queue are both empty (tokio 1.54
+//! `current_thread::Context::park`), that is when every task woken by time up to `target` has
+//! run.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use tokio::runtime::{Builder, Runtime};
+
+use crate::clock::HostClock;
+use crate::context::{self, Current, Trace};
+
+/// A host's index in its engine, in the order hosts were added.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct HostId(pub usize);
+
+/// Whether a host's tasks run (docs/engine.md#pause-and-suspend).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum HostState {
+    /// Tasks run; the clocks run.
+    Running,
+    /// SIGSTOP: no task runs; the clocks run on, and the host reads the jump on resume (every
+    /// timer that fell due meanwhile fires at once).
+    Paused,
+    /// The machine sleeps: no task runs and the monotonic clock stands still (boot time runs).
+    Suspended,
+}
+
+/// The idle signal between a runtime's park hook and the slice's [`Idle`] future.
+#[derive(Debug, Default)]
+struct IdleSlot {
+    /// The slice's future, waiting for the runtime to run out of work.
+    waiter: Option<Waker>,
+    /// The hook fired for the waiter.
+    fired: bool,
+}
+
+/// Completes the first time the runtime is about to park after it is first polled.
+struct Idle(Arc<Mutex<IdleSlot>>);
+
+impl Future for Idle {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut slot = lock(&self.0);
+        if std::mem::take(&mut slot.fired) {
+            return Poll::Ready(());
+        }
+        slot.waiter = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+fn lock(slot: &Mutex<IdleSlot>) -> std::sync::MutexGuard<'_, IdleSlot> {
+    slot.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One host of an engine: its runtime, its clock and its state.
+pub struct Host {
+    name: Arc<str>,
+    runtime: Runtime,
+    idle: Arc<Mutex<IdleSlot>>,
+    /// The tokio instant at which the current runtime started, and the host's monotonic
+    /// reading then (zero, or where the clock stood at the last restart).
+    #[allow(clippy::disallowed_types, reason = "the host's own paused tokio clock")]
+    origin: (tokio::time::Instant, Duration),
+    seed: u64,
+    /// Process restarts so far.
+    restarts: u64,
+    pub(crate) clock: HostClock,
+    pub(crate) state: HostState,
+    /// The monotonic reading the last slice ended at.
+    local: Duration,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("name", &self.name)
+            .field("clock", &self.clock)
+            .field("state", &self.state)
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+/// tokio's timer wheel counts whole milliseconds from the runtime's start, so a slice ends on
+/// a millisecond: stopping the clock between two ticks would let the next timer fire early
+/// or late by the remainder.
+fn floor_tick(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Host {
+    /// A host named `name` whose tokio RNG (`select!`'s branch order) is seeded from `seed`.
+    ///
+    /// # Errors
+    /// The runtime could not be built (tokio's error).
+    pub(crate) fn new(name: &str, seed: u64) -> std::io::Result<Host> {
+        let idle = Arc::new(Mutex::new(IdleSlot::default()));
+        let (runtime, origin) = build_runtime(&idle, seed)?;
+        Ok(Host {
+            name: name.into(),
+            runtime,
+            idle,
+            origin: (origin, Duration::ZERO),
+            seed,
+            restarts: 0,
+            clock: HostClock::new(),
+            state: HostState::Running,
+            local: Duration::ZERO,
+        })
+    }
+
+    /// The host's process dies and starts again: every task is dropped (its sockets closed by
+    /// the kernel, as for a killed process) and a fresh runtime takes its place, whose tokio
+    /// clock continues the host's monotonic clock (the machine did not reboot). Spawn the new
+    /// process's tasks afterwards.
+    ///
+    /// # Errors
+    /// The new runtime could not be built (tokio's error); the host keeps its old process.
+    pub(crate) fn restart(&mut self) -> std::io::Result<()> {
+        self.restarts += 1;
+        let seed = self.seed ^ self.restarts.wrapping_mul(0xD1B5_4A32_D192_ED03);
+        let (runtime, origin) = build_runtime(&self.idle, seed)?;
+        drop(std::mem::replace(&mut self.runtime, runtime));
+        *lock(&self.idle) = IdleSlot::default();
+        self.origin = (origin, self.local);
+        Ok(())
+    }
+
+    /// The host's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The host's clock segment now.
+    pub fn clock(&self) -> HostClock {
+        self.clock
+    }
+
+    /// Running, paused or suspended.
+    pub fn state(&self) -> HostState {
+        self.state
+    }
+
+    /// The monotonic reading the host's last slice ended at (its tokio clock now).
+    pub fn local(&self) -> Duration {
+        self.local
+    }
+
+    /// Spawns `task` on the host; it first runs in the host's next slice.
+    pub(crate) fn spawn<F>(&self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        drop(self.runtime.spawn(task));
+    }
+
+    /// Runs the host from true time `from` to true time `to`: first, if the host's clock reads
+    /// more at `from` than its tokio clock (it was paused meanwhile), the tokio clock jumps
+    /// there and every timer the jump passed fires at once; then tasks run, the clock moving from timer to timer,
+    /// until it reads `to`'s millisecond and nothing is ready.
+    pub(crate) fn run_slice(&mut self, from: Duration, to: Duration, trace: &Trace, id: HostId) {
+        let start = floor_tick(self.clock.local_at(from)).max(self.local);
+        let end = floor_tick(self.clock.local_at(to)).max(start);
+        let _current = context::enter(Current {
+            id,
+            name: Arc::clone(&self.name),
+            clock: self.clock,
+            origin: self.origin,
+            trace: trace.clone(),
+        });
+        let ((origin, origin_local), jump) = (self.origin, start - self.local);
+        let idle = Idle(Arc::clone(&self.idle));
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the host's own paused tokio clock"
+        )]
+        self.runtime.block_on(async move {
+            if !jump.is_zero() {
+                // Every timer the jump passed has expired: the next driver pass fires them
+                // all at the new reading, before auto-advance can move the clock again.
+                tokio::time::advance(jump).await;
+            }
+            tokio::time::sleep_until(origin + (end - origin_local)).await;
+            idle.await;
+        });
+        self.local = end;
+    }
+}
+
+/// A current-thread runtime with paused time whose park hook completes the slice's [`Idle`],
+/// its RNG seeded from `seed`; and its tokio clock's reading at the start.
+#[allow(clippy::disallowed_types, reason = "the host's own paused tokio clock")]
+fn build_runtime(
+    idle: &Arc<Mutex<IdleSlot>>,
+    seed: u64,
+) -> std::io::Result<(Runtime, tokio::time::Instant)> {
+    let hook = Arc::clone(idle);
+    let mut builder = Builder::new_current_thread();
+    builder
+        .enable_time()
+        .start_paused(true)
+        .on_thread_park(move || {
+            let mut slot = lock(&hook);
+            if let Some(waiter) = slot.waiter.take() {
+                slot.fired = true;
+                waiter.wake();
+            }
+        });
+    #[cfg(tokio_unstable)]
+    builder
+        .rng_seed(tokio::runtime::RngSeed::from_bytes(&seed.to_le_bytes()))
+        .unhandled_panic(tokio::runtime::UnhandledPanic::ShutdownRuntime);
+    #[cfg(not(tokio_unstable))]
+    let _ = seed;
+    let runtime = builder.build()?;
+    let origin = runtime.block_on(async { tokio::time::Instant::now() });
+    Ok((runtime, origin))
+}
