@@ -453,14 +453,9 @@ fn random_faults_fit_a_backend_of_your_own() {
     assert_eq!(judgement.exit_code(), Exit::Clean, "{judgement}");
 }
 
-/// A flock replica's crash ends its holds with its process (docs/world.md#flock-in-the-world):
-/// the flock world takes a crash of the holder, the next acquire takes over at once (token 2 at
-/// 3 s, long before the 10 s TTL runs out), the history records the dead holder's `release`
-/// at the instant of that grant, and every check judges the run clean, LIN-LEASE included.
-#[test]
-fn a_flock_holders_crash_ends_its_hold_and_the_next_acquire_takes_over_clean() {
-    use leasesim::check::judge::LinearizabilityOutcome;
-    use leasesim::history::{Decision, OpResult, Outcome};
+/// The history of a flock world (TTL 10 s) where replica-1 acquires s1 at 0 s and renews it,
+/// is crashed at 2 s (its script would release at 15 s) and replica-2 acquires s1 at 3 s.
+fn flock_holder_crashed_at_2s() -> leasesim::history::History {
     use leasesim::sim::backend::Flock;
     use leasesim::sim::config::Workload;
     use leasesim::sim::schedule::FaultSchedule;
@@ -478,7 +473,7 @@ fn a_flock_holders_crash_ends_its_hold_and_the_next_acquire_takes_over_clean() {
         r#"{"v":1,"faults":[{"at_ms":2000,"fault":"crash","host":"replica-1"}]}"#,
     )
     .expect("a schedule");
-    let history = World::builder()
+    World::builder()
         .seed(1)
         .backend(Backend::new(Flock))
         .replicas(2)
@@ -491,7 +486,19 @@ fn a_flock_holders_crash_ends_its_hold_and_the_next_acquire_takes_over_clean() {
         .expect("the flock world takes a replica crash")
         .run()
         .expect("the world runs")
-        .history;
+        .history
+}
+
+/// A flock replica's crash ends its holds with its process (docs/world.md#flock-in-the-world):
+/// the flock world takes a crash of the holder, the next acquire takes over at once (token 2 at
+/// 3 s, long before the 10 s TTL runs out), the history records the dead holder's `release`
+/// at the instant of that grant, and every check judges the run clean, LIN-LEASE included.
+#[test]
+fn a_flock_holders_crash_ends_its_hold_and_the_next_acquire_takes_over_clean() {
+    use leasesim::check::judge::LinearizabilityOutcome;
+    use leasesim::history::{Decision, OpResult, Outcome};
+
+    let history = flock_holder_crashed_at_2s();
     let takeover = history
         .ops()
         .find(|op| op.process.replica == "replica-2" && op.op.name() == "lease_acquire")
