@@ -61,7 +61,8 @@
 //! window of one instant: an authority that writes its store between reading its clock and
 //! recording (`DurableLease`) records the decision later than `expiry − ttl`, which only the
 //! call's invocation bounds. A release carries no instant the model checks, so its decision's
-//! time is enough.
+//! time is enough. The authority's operations are the engine's operations like any other (the
+//! model and its state are unchanged): its step budget and memo cap count them alike.
 //!
 //! Decisions also tighten completed calls: a call answered `ok` or `held` whose window holds
 //! exactly one decision of its kind, owner, token presented and answer was answered by that
