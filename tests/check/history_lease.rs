@@ -2,7 +2,7 @@
 //! judged on the authority's clock (its clock segments, drift and restarts), tokens, and the
 //! resolution of unknown-outcome calls through the authority's decision lines.
 
-use leasesim::check::linearizability::lease::LeaseOutput;
+use leasesim::check::linearizability::lease::{LeaseCall, LeaseOutput};
 use leasesim::check::linearizability::{
     Budget, LeaseOps, Verdict, check_lease_history, lease_operations,
 };
@@ -453,4 +453,101 @@ fn a_call_answered_by_its_own_decision_returns_when_the_authority_decided() {
     assert_eq!(ops.ops[1].ret, Some(100_100));
     assert_eq!(ops.ops[2].ret, Some(100_300));
     assert_eq!(stuck_index(&verdict(lines)), 1);
+}
+
+/// A's hold of token 1 (granted at 5, live until 1.000005 s) ends at 0.2 s with no call of A's
+/// (its process died: flock ends the hold with its holder), the authority's `release` decision
+/// recorded with `ended`; then B's acquire at 0.2 s is granted token 2, its decision at the
+/// same instant, after the release.
+fn holder_gone_then_b_takes_over(ended: bool) -> Vec<Line> {
+    after_a_is_granted([
+        decision(a(), Decision::Release { token: 1, ended }, 200_005),
+        acquire(2, b(), (200_000, 200_010), 2, 200_005),
+        grant_decision(b(), 2, 200_005, 200_005),
+    ])
+}
+
+#[test]
+fn a_release_no_call_accounts_for_ends_the_hold_and_the_next_grant_takes_over() {
+    let lines = holder_gone_then_b_takes_over(true);
+    let ops = lease_ops(&lines, (0, 0, 0));
+    // The authority's own operation, after the calls: a release of A's token 1 at the
+    // decision's instant, by a process of its own.
+    assert_eq!(ops.op_ids, [Some(1), Some(2), None]);
+    let release = &ops.ops[2];
+    assert_eq!(release.input.call, LeaseCall::Release { token: 1 });
+    assert_eq!(ops.model.model.owners[release.input.owner as usize], a());
+    assert_eq!((release.call, release.ret), (200_005, Some(200_005)));
+    assert_eq!(release.output, Some(LeaseOutput::Released));
+    let processes = [ops.ops[0].process, ops.ops[1].process, release.process];
+    assert_eq!(processes, [0, 1, 2]);
+    assert_eq!(
+        ops.model.names,
+        [
+            "replica-1",
+            "replica-2",
+            "the authority (a decision no call accounts for)"
+        ]
+    );
+    assert_eq!(verdict(lines), Verdict::Linearizable);
+}
+
+#[test]
+fn a_grant_to_another_owner_while_the_hold_is_live_and_nothing_ended_it_is_not_linearizable() {
+    // No release decision at all: B's grant at 0.2 s overlaps A's live lease.
+    let mut lines = holder_gone_then_b_takes_over(true);
+    lines.remove(3);
+    assert_eq!(lease_ops(&lines, (0, 0, 0)).op_ids, [Some(1), Some(2)]);
+    assert_eq!(stuck_index(&verdict(lines)), 1);
+    // A release that ended nothing (a forked child's, or a stale one) frees nothing either:
+    // it is left out, and B's grant still overlaps A's lease.
+    let lines = holder_gone_then_b_takes_over(false);
+    assert_eq!(lease_ops(&lines, (0, 0, 0)).op_ids, [Some(1), Some(2)]);
+    assert_eq!(stuck_index(&verdict(lines)), 1);
+}
+
+#[test]
+fn a_release_no_call_accounts_for_ends_only_the_lease_it_names() {
+    // The authority's release names A's token 7, not the current token 1: the model's release
+    // rule frees nothing, and B's grant still overlaps A's lease.
+    let lines = after_a_is_granted([
+        decision(
+            a(),
+            Decision::Release {
+                token: 7,
+                ended: true,
+            },
+            200_005,
+        ),
+        acquire(2, b(), (200_000, 200_010), 2, 200_005),
+        grant_decision(b(), 2, 200_005, 200_005),
+    ]);
+    assert_eq!(
+        lease_ops(&lines, (0, 0, 0)).op_ids,
+        [Some(1), Some(2), None]
+    );
+    assert_eq!(stuck_index(&verdict(lines)), 1);
+}
+
+#[test]
+fn an_unknown_release_takes_the_decision_before_the_authority_does() {
+    // A's release timed out and the authority's release decision is its effect: the call is
+    // resolved, and no operation of the authority is added.
+    let lines = after_a_is_granted([
+        release_answered(2, a(), 1, (200_000, 300_000), timed_out()),
+        decision(
+            a(),
+            Decision::Release {
+                token: 1,
+                ended: true,
+            },
+            200_005,
+        ),
+        acquire(3, b(), (400_000, 400_010), 2, 400_005),
+        grant_decision(b(), 2, 400_005, 400_005),
+    ]);
+    let ops = lease_ops(&lines, (1, 0, 0));
+    assert_eq!(ops.op_ids, [Some(1), Some(2), Some(3)]);
+    assert_eq!(ops.ops[1].ret, Some(200_005));
+    assert_eq!(verdict(lines), Verdict::Linearizable);
 }

@@ -69,7 +69,6 @@ impl WorldBackend for JsonLease {
             freezes: true,
             own_thread: false,
             forks: false,
-            replica_crashes: true,
         }
     }
 
@@ -454,30 +453,89 @@ fn random_faults_fit_a_backend_of_your_own() {
     assert_eq!(judgement.exit_code(), Exit::Clean, "{judgement}");
 }
 
-/// A flock replica's crash ends its holds with its process, a takeover LIN-LEASE does not
-/// judge yet: the flock backend refuses a schedule that crashes or restarts a replica (a false
-/// violation is worse than a fault not drawn); the gRPC backend takes the same schedule.
-#[test]
-fn a_flock_world_refuses_a_replica_crash_and_a_grpc_world_takes_it() {
-    use leasesim::sim::backend::{Backend, Flock, Grpc};
+/// The history of a flock world (TTL 10 s) where replica-1 acquires s1 at 0 s and renews it,
+/// is crashed at 2 s (its script would release at 15 s) and replica-2 acquires s1 at 3 s.
+fn flock_holder_crashed_at_2s() -> leasesim::history::History {
+    use leasesim::sim::backend::Flock;
+    use leasesim::sim::config::Workload;
     use leasesim::sim::schedule::FaultSchedule;
-    use leasesim::sim::world::{WorldError, check_backend_faults};
+    use leasesim::sim::script::Script;
 
-    for kind in ["crash", "restart"] {
-        let json =
-            format!(r#"{{"v":1,"faults":[{{"at_ms":1000,"fault":"{kind}","host":"replica-1"}}]}}"#);
-        let schedule: FaultSchedule = serde_json::from_str(&json).expect("a schedule");
-        match check_backend_faults(&Backend::new(Flock), &schedule) {
-            Err(WorldError::Unsupported(message)) => {
-                let refusal = "the flock backend does not support a crash or restart of a replica";
-                assert!(message.contains(refusal), "{message}");
-                assert!(message.contains("(fault at 1000 ms)"), "{message}");
-            }
-            other => panic!("a {kind} of replica-1 was not refused: {other:?}"),
+    let script = Script::from_json(
+        r#"{"v":1,"calls":[
+            {"at_ms":0,"replica":"replica-1","call":"acquire","session":"s1"},
+            {"at_ms":0,"replica":"replica-1","call":"start_renewer","lease":"s1"},
+            {"at_ms":15000,"replica":"replica-1","call":"release","lease":"s1"},
+            {"at_ms":3000,"replica":"replica-2","call":"acquire","session":"s1"}]}"#,
+    )
+    .expect("a script");
+    let schedule = FaultSchedule::from_json(
+        r#"{"v":1,"faults":[{"at_ms":2000,"fault":"crash","host":"replica-1"}]}"#,
+    )
+    .expect("a schedule");
+    World::builder()
+        .seed(1)
+        .backend(Backend::new(Flock))
+        .replicas(2)
+        .sessions(["s1"])
+        .ttl(Duration::from_secs(10))
+        .duration(Duration::from_secs(20))
+        .schedule(schedule)
+        .workload(Workload::Scripted(script))
+        .build()
+        .expect("the flock world takes a replica crash")
+        .run()
+        .expect("the world runs")
+        .history
+}
+
+/// A flock replica's crash ends its holds with its process (docs/world.md#flock-in-the-world):
+/// the flock world takes a crash of the holder, the next acquire takes over at once (token 2 at
+/// 3 s, long before the 10 s TTL runs out), the history records the dead holder's `release`
+/// at the instant of that grant, and every check judges the run clean, LIN-LEASE included.
+#[test]
+fn a_flock_holders_crash_ends_its_hold_and_the_next_acquire_takes_over_clean() {
+    use leasesim::check::judge::LinearizabilityOutcome;
+    use leasesim::history::{Decision, OpResult, Outcome};
+
+    let history = flock_holder_crashed_at_2s();
+    let takeover = history
+        .ops()
+        .find(|op| op.process.replica == "replica-2" && op.op.name() == "lease_acquire")
+        .expect("replica-2 acquires");
+    assert_eq!(takeover.outcome, Outcome::Ok);
+    assert!(
+        matches!(takeover.result, Some(OpResult::Granted { token: 2, .. })),
+        "{takeover:?}"
+    );
+    assert!(takeover.complete_us.is_some_and(|at| at < 4_000_000));
+    let decided: Vec<(String, Decision, u64)> = history
+        .decisions()
+        .filter(|d| d.at_us >= 3_000_000)
+        .map(|d| (d.owner.to_string(), d.decision.clone(), d.at_us))
+        .collect();
+    let (released, granted) = (&decided[0], &decided[1]);
+    assert_eq!(released.0, "replica-1");
+    assert_eq!(
+        released.1,
+        Decision::Release {
+            token: 1,
+            ended: true
         }
-        assert!(
-            check_backend_faults(&Backend::new(Grpc), &schedule).is_ok(),
-            "{kind}"
-        );
-    }
+    );
+    assert_eq!(granted.0, "replica-2");
+    assert!(matches!(granted.1, Decision::Grant { token: 2, .. }));
+    assert_eq!(
+        released.2, granted.2,
+        "the hold ends at the takeover's instant"
+    );
+    let judgement = judge(&history, Budget::default());
+    assert_eq!(judgement.exit_code(), Exit::Clean, "{judgement}");
+    assert!(
+        matches!(
+            judgement.linearizability[0].1,
+            LinearizabilityOutcome::Checked(Verdict::Linearizable)
+        ),
+        "{judgement}"
+    );
 }

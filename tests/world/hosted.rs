@@ -78,7 +78,6 @@ impl WorldBackend for Probe {
             freezes: !self.unmodified,
             own_thread: self.unmodified,
             forks: false,
-            replica_crashes: true,
             ..Grpc.view()
         }
     }

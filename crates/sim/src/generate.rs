@@ -300,7 +300,6 @@ pub fn lacked_capability(view: &BackendView, kind: FaultKind) -> Option<&'static
         }
         FaultKind::ClockDrift if !view.drift => Some("drift"),
         FaultKind::Fork if !view.forks => Some("forks"),
-        FaultKind::Crash if !view.replica_crashes => Some("replica_crashes"),
         _ => None,
     }
 }
@@ -322,8 +321,7 @@ pub fn fit_to_backend(
     schedule.faults.retain(|scheduled| match &scheduled.fault {
         Fault::DeleteLeaseRecord { .. } => view.record_deletion,
         Fault::LeaseServiceRestarts { .. } => view.restarts,
-        Fault::Crash { host } | Fault::Restart { host } if host == hosts::LEASE => view.restarts,
-        Fault::Crash { .. } | Fault::Restart { .. } => view.replica_crashes,
+        Fault::Crash { host } | Fault::Restart { host } => view.restarts || host != hosts::LEASE,
         Fault::AuthorityErrors { .. } => view.error_windows,
         Fault::Pause { .. } | Fault::Suspend { .. } | Fault::Stall { .. } => view.freezes,
         Fault::ClockDrift { .. } => view.drift,

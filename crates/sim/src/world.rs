@@ -396,12 +396,6 @@ pub fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Resu
             {
                 "a crash or restart of its host"
             }
-            Fault::Crash { host } | Fault::Restart { host }
-                if !view.replica_crashes && *host != view.host =>
-            {
-                "a crash or restart of a replica: its holds end with its processes, a \
-                 takeover LIN-LEASE does not judge yet (docs/world.md#flock-in-the-world)"
-            }
             Fault::Pause { .. } | Fault::Suspend { .. } | Fault::Stall { .. } if !view.freezes => {
                 "pause, suspend or stall: it lacks the capability `freezes` (a pause cannot \
                  stop a task that passes none of the world's gates, and its code passes none)"

@@ -43,6 +43,27 @@
 //! mark, which the model allows by accepting any larger token). Without decision lines,
 //! `info` calls stay unknown.
 //!
+//! A `release` decision that ended a hold (`ended`) and that neither an `ok` call nor an `info`
+//! call accounts for is still an event of the authority: the hold ended. It becomes an
+//! operation of the authority's own process (the last process number, named as such in
+//! explanations), a release of that owner's token invoked and returning at the decision's time,
+//! its window that instant on the authority's timeline; the model's release rule applies (it
+//! frees the session only if that lease is the current record). flock records one by design:
+//! a hold ends with its holder's processes, and the next acquire takes over at once after a
+//! `release` of the dead holder's token (docs/world.md#flock-in-the-world). A `release` that
+//! ended nothing (`ended: false`: a stale release, or a forked child's, which flock makes a
+//! no-op) changed no record and is left out, as before.
+//!
+//! Unaccounted grants and renews stay left out. In a correct history of every backend each one
+//! answers a call whose op line is `ok` or `info` (the gRPC services decide only on a request,
+//! a flock decision runs inside its caller's call, kube has no decision lines), so only a
+//! history missing op lines has one; and its decision instant is not known well enough for a
+//! window of one instant: an authority that writes its store between reading its clock and
+//! recording (`DurableLease`) records the decision later than `expiry − ttl`, which only the
+//! call's invocation bounds. A release carries no instant the model checks, so its decision's
+//! time is enough. The authority's operations are the engine's operations like any other (the
+//! model and its state are unchanged): its step budget and memo cap count them alike.
+//!
 //! Decisions also tighten completed calls: a call answered `ok` or `held` whose window holds
 //! exactly one decision of its kind, owner, token presented and answer was answered by that
 //! decision, so it returns (on the engine's true-time axis and on the authority's clock) when
@@ -842,7 +863,7 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
         .ops()
         .filter(|op| lease_call(op).is_some())
         .collect();
-    let resolution = resolve_info_calls(history, &ops);
+    let (resolution, unaccounted) = resolve_info_calls(history, &ops);
     let index = decision_index(history);
     let mut owners = Owners::default();
     let mut processes = Processes::default();
@@ -877,9 +898,51 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
         ops.len(),
         "every lease call is kept or dropped"
     );
+    let mut names = processes.names();
+    let authority = names.len() as u64;
+    if add_authority_releases(&mut out, &unaccounted, authority, &mut owners, &timeline) > 0 {
+        names.push(AUTHORITY.to_owned());
+    }
     out.model.model = TimedLease::new(owners.list);
-    out.model.names = processes.names();
+    out.model.names = names;
     Ok(out)
+}
+
+/// How an explanation names the process of the authority's own operations.
+const AUTHORITY: &str = "the authority (a decision no call accounts for)";
+
+/// Appends, as operations of the authority's own process `authority`, the `release`
+/// decisions that ended a hold (`ended`) and that no call accounts for: each a release of
+/// that owner's token invoked and returning at the decision's time, with a one-instant window
+/// there on the authority's timeline; other unaccounted decisions are left out (see the module
+/// documentation). Returns how many it appended (their op ids are `None`).
+fn add_authority_releases(
+    out: &mut LeaseOps,
+    unaccounted: &[&DecisionLine],
+    authority: u64,
+    owners: &mut Owners,
+    timeline: &Timeline,
+) -> usize {
+    let before = out.ops.len();
+    for decision in unaccounted {
+        let Decision::Release { token, ended: true } = decision.decision else {
+            continue;
+        };
+        let release = Operation {
+            process: authority,
+            input: LeaseInput {
+                session: decision.session.clone(),
+                owner: owners.id(&decision.owner),
+                call: LeaseCall::Release { token },
+                window: timeline.window(decision.at_us, Some(decision.at_us)),
+            },
+            output: Some(LeaseOutput::Released),
+            call: decision.at_us,
+            ret: Some(decision.at_us),
+        };
+        out.push(release, None);
+    }
+    out.ops.len() - before
 }
 
 /// Lease owners numbered for the model, in order of first appearance.
@@ -936,19 +999,21 @@ fn unmatched_decisions<'h>(history: &'h History, ops: &[&OpLine]) -> Vec<&'h Dec
         .collect()
 }
 
-/// Op index (into `ops`) → the decision that resolves that `info` call: the unmatched
-/// decisions, in time order, each go to the earliest-invoked unresolved `info` call of the
-/// same session, kind, owner and token presented invoked by the decision.
+/// Op index (into `ops`) → the decision that resolves that `info` call, and the decisions no
+/// call accounts for: the unmatched decisions, in time order, each go to the earliest-invoked
+/// unresolved `info` call of the same session, kind, owner and token presented invoked by the
+/// decision; those no such call is left for are returned, in time order.
 fn resolve_info_calls<'h>(
     history: &'h History,
     ops: &[&OpLine],
-) -> BTreeMap<usize, &'h DecisionLine> {
+) -> (BTreeMap<usize, &'h DecisionLine>, Vec<&'h DecisionLine>) {
     let decisions = unmatched_decisions(history, ops);
     debug_assert!(
         decisions.is_sorted_by_key(|d| d.at_us),
         "decisions are handed out in time order"
     );
     let mut resolution: BTreeMap<usize, &DecisionLine> = BTreeMap::new();
+    let mut unaccounted = Vec::new();
     for decision in decisions {
         let candidate = ops
             .iter()
@@ -963,11 +1028,14 @@ fn resolve_info_calls<'h>(
             })
             .min_by_key(|(k, op)| (op.invoke_us, *k))
             .map(|(k, _)| k);
-        if let Some(k) = candidate {
-            resolution.insert(k, decision);
+        match candidate {
+            Some(k) => {
+                resolution.insert(k, decision);
+            }
+            None => unaccounted.push(decision),
         }
     }
-    resolution
+    (resolution, unaccounted)
 }
 
 /// Every decision by (session, owner), each list in history order.

@@ -56,7 +56,6 @@ impl WorldBackend for Flock {
             freezes: true,
             own_thread: false,
             forks: true,
-            replica_crashes: false,
         }
     }
 

@@ -52,7 +52,6 @@ impl WorldBackend for Kube {
             freezes: true,
             own_thread: false,
             forks: false,
-            replica_crashes: true,
         }
     }
 

@@ -130,11 +130,6 @@ pub struct BackendView {
     /// Whether its replicas are processes of one host that can `fork` (script `fork` calls,
     /// the nemesis's `fork` faults; docs/world.md#flock-in-the-world).
     pub forks: bool,
-    /// Whether a replica may crash or restart (`crash`/`restart` of a replica host): false
-    /// for flock, whose holds end with their holder's processes — a takeover at once that
-    /// LIN-LEASE does not model yet, so it would report a correct run as a violation
-    /// (docs/world.md#flock-in-the-world).
-    pub replica_crashes: bool,
 }
 
 impl BackendView {
@@ -472,7 +467,6 @@ impl WorldBackend for Grpc {
             freezes: true,
             own_thread: false,
             forks: false,
-            replica_crashes: true,
         }
     }
 

@@ -61,7 +61,6 @@ impl<T: LeaseObjectTarget> WorldBackend for OnApiServer<T> {
             freezes: false,
             own_thread: true,
             forks: false,
-            replica_crashes: true,
             ..Kube.view()
         }
     }
