@@ -146,7 +146,8 @@ struct Run {
     replies: u64,
 }
 
-/// The workload on bare turmoil 0.7.2: 1 ms ticks, 1 ms links, seed 1.
+/// The workload on bare turmoil 0.7.2: 1 ms ticks, 1 ms links, seed 1, socket queues that
+/// hold every client's SYN.
 fn on_turmoil(clients: u64, seconds: u64) -> Run {
     let answered = Arc::new(AtomicU64::new(0));
     let replies = Arc::new(AtomicU64::new(0));
@@ -157,6 +158,9 @@ fn on_turmoil(clients: u64, seconds: u64) -> Run {
         .max_message_latency(Duration::from_millis(1))
         .epoch(SystemTime::UNIX_EPOCH)
         .rng_seed(1)
+        // Every client connects at time zero: the server's queue (64 by default) must hold
+        // every SYN, or turmoil panics ("socket buffer full"). Costs nothing while unused.
+        .tcp_capacity(64.max(usize::try_from(clients).unwrap_or(usize::MAX)))
         .build();
     let counter = answered.clone();
     sim.host("server", move || {
