@@ -22,7 +22,12 @@
 //! - `LEASESIM_BESIDE_REPEAT`: runs per size and engine; the best is reported (default 3);
 //! - `LEASESIM_BESIDE_ONLY`: `engine` or `turmoil` to run one side only (for callgrind).
 //!
-//! The time is the run only (`Sim::run`, `Engine::run_until`), not building the hosts.
+//! The time is the run only (`Sim::run`, `Engine::run_until`), not building the hosts. For
+//! instructions, count the run only under callgrind, one side at a time:
+//! `LEASESIM_BESIDE_CLIENTS=3 LEASESIM_BESIDE_SECONDS=5 LEASESIM_BESIDE_REPEAT=1
+//! LEASESIM_BESIDE_ONLY=engine valgrind --tool=callgrind --collect-atstart=no
+//! --toggle-collect='leasesim_engine::engine::Engine::run_until'
+//! target/release/deps/beside_turmoil-<hash>` (turmoil: `--toggle-collect='turmoil::sim::Sim::run'`).
 #![allow(
     clippy::disallowed_types,
     clippy::disallowed_methods,
