@@ -34,6 +34,9 @@
     reason = "a benchmark reads real time; the hosts' tasks sleep on their own clocks"
 )]
 
+mod support;
+use support::env_list;
+
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
@@ -230,20 +233,6 @@ fn on_engine(clients: u64, seconds: u64) -> Run {
 fn fail(message: &str) -> ! {
     eprintln!("beside_turmoil: {message}");
     std::process::exit(1);
-}
-
-/// The environment variable `name` as a list of whole numbers (`default` when unset).
-fn env_list(name: &str, default: &str) -> Vec<u64> {
-    let text = std::env::var(name).unwrap_or_else(|_| default.to_owned());
-    text.split(',')
-        .map(|n| match n.trim().parse() {
-            Ok(n) => n,
-            Err(e) => {
-                eprintln!("{name}: `{n}` is not a whole number ({e})");
-                std::process::exit(2);
-            }
-        })
-        .collect()
 }
 
 /// The best of `repeat` runs of `run`, each checked to answer `expected` requests.

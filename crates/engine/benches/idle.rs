@@ -19,24 +19,14 @@
     reason = "a benchmark reads real time; the hosts' tasks sleep on their own clocks"
 )]
 
+mod support;
+use support::env_list;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use leasesim_engine::{Engine, NetConfig};
-
-fn env_list(name: &str, default: &str) -> Vec<u64> {
-    let text = std::env::var(name).unwrap_or_else(|_| default.to_owned());
-    text.split(',')
-        .map(|n| match n.trim().parse() {
-            Ok(n) => n,
-            Err(e) => {
-                eprintln!("{name}: `{n}` is not a whole number ({e})");
-                std::process::exit(2);
-            }
-        })
-        .collect()
-}
 
 /// The system allocator, counting the bytes live on the heap.
 struct Counting;

@@ -84,22 +84,13 @@ fn a_tcp_echo_takes_the_links_latency_per_crossing() {
 }
 
 fn both_ways(engine: &mut Engine, a: HostId, b: HostId, at: Duration, fault: NetFault) {
-    engine.schedule(
-        at,
-        Event::Net {
-            from: a,
-            to: b,
-            fault,
-        },
-    );
-    engine.schedule(
-        at,
-        Event::Net {
-            from: b,
-            to: a,
-            fault,
-        },
-    );
+    engine.schedule(at, one_way(a, b, fault));
+    engine.schedule(at, one_way(b, a, fault));
+}
+
+/// `fault` on the link from `from` to `to` only.
+fn one_way(from: HostId, to: HostId, fault: NetFault) -> Event {
+    Event::Net { from, to, fault }
 }
 
 /// The trace without the network's own fault lines.
@@ -139,11 +130,7 @@ fn a_partition_that_outlasts_every_retransmission_times_the_connect_out_in_true_
 #[test]
 fn a_one_way_partition_of_the_replies_stalls_the_handshake_as_well() {
     let (mut engine, server, client) = echo_world(5 * MS);
-    let replies = |fault| Event::Net {
-        from: server,
-        to: client,
-        fault,
-    };
+    let replies = |fault| one_way(server, client, fault);
     engine.schedule(Duration::ZERO, replies(NetFault::Cut));
     engine.schedule(500 * MS, replies(NetFault::Release));
     engine.run_until(2000 * MS).unwrap();
@@ -162,11 +149,7 @@ fn a_one_way_partition_of_the_replies_stalls_the_handshake_as_well() {
 #[test]
 fn a_hold_delivers_the_held_packets_at_the_release_without_loss() {
     let (mut engine, server, client) = echo_world(5 * MS);
-    let replies = |fault| Event::Net {
-        from: server,
-        to: client,
-        fault,
-    };
+    let replies = |fault| one_way(server, client, fault);
     engine.schedule(Duration::ZERO, replies(NetFault::Hold));
     engine.schedule(150 * MS, replies(NetFault::Release));
     engine.run_until(2000 * MS).unwrap();
