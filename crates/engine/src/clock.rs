@@ -6,6 +6,11 @@
 //! the time spent suspended. A SIGSTOP-style pause does not touch the clocks at all: they run
 //! on while no task runs, and the host reads the jump when it resumes.
 //!
+//! A **wall** clock (`CLOCK_REALTIME`) is, as in the world, the monotonic reading plus the
+//! wall reading at the boot's monotonic zero plus a step offset that faults move forward and
+//! back (docs/engine.md#wall-clocks-and-reboots). A **reboot** starts a new boot: monotonic and
+//! boot time from zero again, the wall clock continuing where it was.
+//!
 //! All arithmetic is on integer nanoseconds with `i128` intermediates, so a run replays to the
 //! nanosecond.
 
@@ -33,6 +38,12 @@ pub struct HostClock {
     suspended: bool,
     /// True time spent suspended before `from_true` (boot time minus monotonic time).
     slept: Duration,
+    /// The wall reading at this boot's monotonic zero, in ns since the Unix epoch.
+    wall_epoch_ns: i128,
+    /// The wall clock's step offset, in ns (the sum of the jumps, or the offset last set).
+    wall_offset_ns: i128,
+    /// Which boot this is: 0 at the start, one more at each [`HostClock::reboot`].
+    boot: u64,
 }
 
 /// A drift outside [`MIN_DRIFT_PPM`]`..=`[`MAX_DRIFT_PPM`].
@@ -59,15 +70,79 @@ impl Default for HostClock {
 }
 
 impl HostClock {
-    /// A clock with no drift that reads zero at true time zero.
+    /// A clock with no drift that reads zero at true time zero, and whose wall clock reads
+    /// the Unix epoch there.
     pub const fn new() -> Self {
+        Self::with_wall_epoch(0)
+    }
+
+    /// A clock with no drift that reads zero at true time zero, and whose wall clock reads
+    /// `wall_epoch_ns` (ns since the Unix epoch) there.
+    pub const fn with_wall_epoch(wall_epoch_ns: i128) -> Self {
         HostClock {
             from_true: Duration::ZERO,
             local_from: Duration::ZERO,
             drift_ppm: 0,
             suspended: false,
             slept: Duration::ZERO,
+            wall_epoch_ns,
+            wall_offset_ns: 0,
+            boot: 0,
         }
+    }
+
+    /// The wall reading for a monotonic reading `local` of this boot, in ns since the Unix
+    /// epoch: the boot's wall epoch + `local` + the step offset. The world's wall clock
+    /// (docs/world.md#clocks): it follows the monotonic clock, drift and suspension included.
+    pub fn wall_for(&self, local: Duration) -> i128 {
+        self.wall_epoch_ns + local.as_nanos() as i128 + self.wall_offset_ns
+    }
+
+    /// The wall reading at true time `t` (`t` at or after the last change), in ns since the
+    /// Unix epoch.
+    pub fn wall_at(&self, t: Duration) -> i128 {
+        self.wall_for(self.local_at(t))
+    }
+
+    /// The wall clock's step offset now, in ns.
+    pub fn wall_offset_ns(&self) -> i128 {
+        self.wall_offset_ns
+    }
+
+    /// Steps the wall clock by `delta_ns` (forward when positive, back when negative); the
+    /// monotonic clock and every timer are untouched.
+    pub fn jump_wall(&mut self, delta_ns: i64) {
+        self.wall_offset_ns += i128::from(delta_ns);
+    }
+
+    /// Sets the wall clock's step offset to `offset_ns`, replacing every earlier jump.
+    pub fn set_wall_offset(&mut self, offset_ns: i64) {
+        self.wall_offset_ns = i128::from(offset_ns);
+    }
+
+    /// The wall clock reads `unix_ns` (ns since the Unix epoch, before the offset) where this
+    /// boot's monotonic clock reads zero.
+    pub fn set_wall_epoch(&mut self, unix_ns: i128) {
+        self.wall_epoch_ns = unix_ns;
+    }
+
+    /// Which boot this is: 0 at the start, one more at each [`HostClock::reboot`].
+    pub fn boot(&self) -> u64 {
+        self.boot
+    }
+
+    /// The machine reboots at true time `t`: a new boot whose monotonic and boot-time clocks
+    /// read zero at `t` (as the world's `Segment::boot`, docs/world.md#clocks), the drift kept
+    /// (it is the oscillator's), a suspension ended, and the wall clock continuing: the new
+    /// boot's wall epoch is the wall reading at `t` less the offset, which is kept.
+    pub fn reboot(&mut self, t: Duration) {
+        let t = t.max(self.from_true);
+        self.wall_epoch_ns += self.local_at(t).as_nanos() as i128;
+        self.from_true = t;
+        self.local_from = Duration::ZERO;
+        self.suspended = false;
+        self.slept = Duration::ZERO;
+        self.boot += 1;
     }
 
     /// The monotonic reading at true time `t` (`t` at or after the last change):
@@ -182,6 +257,36 @@ mod tests {
         assert_eq!(clock.local_at(4 * S), 2 * S);
         assert_eq!(clock.boottime_at(4 * S), 4 * S);
         assert_eq!(clock.true_at(2 * S), Some(4 * S));
+    }
+
+    #[test]
+    fn a_wall_jump_back_moves_the_wall_clock_only_and_an_offset_replaces_the_jumps() {
+        let mut clock = HostClock::with_wall_epoch(1_000 * S.as_nanos() as i128);
+        clock.set_drift(Duration::ZERO, -100_000).unwrap();
+        clock.jump_wall(-5_000_000_000);
+        assert_eq!(clock.local_at(10 * S), 9 * S);
+        assert_eq!(clock.wall_at(10 * S), 1_004_000_000_000);
+        clock.set_wall_offset(250);
+        assert_eq!(clock.wall_at(10 * S), 1_009_000_000_250);
+        assert_eq!(clock.wall_offset_ns(), 250);
+    }
+
+    #[test]
+    fn a_reboot_starts_monotonic_and_boot_time_from_zero_and_the_wall_clock_runs_on() {
+        let mut clock = HostClock::with_wall_epoch(0);
+        clock.set_drift(Duration::ZERO, -500_000).unwrap();
+        clock.jump_wall(7);
+        clock.suspend(S);
+        clock.reboot(3 * S);
+        // Half speed: 0.5 s at the suspension, frozen since; the wall read 0.5 s + 7 ns.
+        assert_eq!((clock.boot(), clock.is_suspended()), (1, false));
+        assert_eq!(clock.local_at(3 * S), Duration::ZERO);
+        assert_eq!(clock.boottime_at(3 * S), Duration::ZERO);
+        assert_eq!(clock.wall_at(3 * S), 500_000_007);
+        assert_eq!(clock.local_at(5 * S), S);
+        assert_eq!(clock.boottime_at(5 * S), S);
+        assert_eq!(clock.wall_at(5 * S), 1_500_000_007);
+        assert_eq!(clock.true_at(S), Some(5 * S));
     }
 
     #[test]

@@ -128,6 +128,25 @@ pub fn boottime() -> Duration {
     })
 }
 
+/// The host's wall reading (`CLOCK_REALTIME`), in ns since the Unix epoch: its monotonic
+/// reading plus the boot's wall epoch plus the step offset (docs/engine.md#wall-clocks-and-reboots).
+/// Negative before 1970, as a wall clock stepped far back can read.
+///
+/// # Panics
+/// Outside a task of an engine host.
+pub fn wall() -> i128 {
+    with("wall", |c| c.clock.wall_for(local(c)))
+}
+
+/// Which boot of its machine the host is in: 0 at the start, one more at each
+/// [`crate::Engine::reboot`].
+///
+/// # Panics
+/// Outside a task of an engine host.
+pub fn boot() -> u64 {
+    with("boot", |c| c.clock.boot())
+}
+
 /// Writes `text` to the engine's trace at the true time now, under the host's name.
 ///
 /// # Panics

@@ -24,6 +24,12 @@ pub enum HostFault {
     Wake,
     /// The host's clock runs at this drift from now on, in ppm (−100_000 is 10 % slow).
     Drift(i64),
+    /// The wall clock steps by this many ns, forward when positive and back when negative
+    /// (the world's `wall_jump`); the monotonic clock and every timer are untouched.
+    WallJump(i64),
+    /// The wall clock's step offset becomes this many ns, replacing every earlier jump (the
+    /// world's `wall_offset`).
+    WallOffset(i64),
 }
 
 /// Something due at a true time: a fault step, or any change to the engine (a restart, a
@@ -222,6 +228,80 @@ impl Engine {
         Ok(())
     }
 
+    /// The machine `id` crashes now and boots again (docs/engine.md#wall-clocks-and-reboots).
+    ///
+    /// Now: every task is dropped, a fresh runtime takes the old one's place, and a new boot
+    /// starts: the monotonic and boot-time clocks read zero, the wall clock runs on with its
+    /// offset, a pause or suspension ends. For `down` (the machine booting) the host is
+    /// [`HostState::Down`]: no task runs, and with a network nothing it sends leaves and
+    /// nothing sent to it arrives, so the old process's sockets close silently, as the crash of a
+    /// kernel loses them. Then it runs: its tasks first read a monotonic clock of `down`
+    /// (scaled by its drift), the uptime of a machine that took that long to boot. Spawn the
+    /// new boot's tasks after this call; from a queued fault, do both in an [`Event::Call`].
+    ///
+    /// turmoil-net 0.1 offers no kernel reset, so the old sockets stay in the kernel until TCP
+    /// gives up on them: a `down` of at least `(retx_max + 1) × rto` (1.2 s by default) lets
+    /// every one of them time out and free its port before the new boot, and the peers' next
+    /// segments are answered with a RST, as by a rebooted Linux. A shorter `down` leaves them
+    /// lingering (docs/engine.md#wall-clocks-and-reboots says what a peer sees then).
+    ///
+    /// # Errors
+    /// [`EngineError::NoSuchHost`]; [`EngineError::Runtime`] (the host is unchanged).
+    pub fn reboot(&mut self, id: HostId, down: Duration) -> Result<(), EngineError> {
+        let now = self.now;
+        let host = self
+            .hosts
+            .get_mut(id.0)
+            .ok_or(EngineError::NoSuchHost(id))?;
+        if let Some(net) = &self.net {
+            net.set_current(id.0);
+        }
+        host.reboot(now)
+            .map_err(|e| EngineError::Runtime(e.to_string()))?;
+        let boot = host.clock.boot();
+        let line = format!("reboot -> boot {boot}, down for {down:?}");
+        self.trace.record(now, host.name(), &line);
+        if !down.is_zero() {
+            host.state = HostState::Down;
+            let up = move |engine: &mut Engine| engine.boot_done(id, boot);
+            self.schedule(now.saturating_add(down), Event::Call(Box::new(up)));
+        }
+        if let Some(net) = &mut self.net {
+            net.set_asleep(id.0, !down.is_zero());
+        }
+        Ok(())
+    }
+
+    /// Boot `boot` of host `id` is done: its tasks run and its network is up (unless another
+    /// reboot came meanwhile).
+    fn boot_done(&mut self, id: HostId, boot: u64) {
+        let Some(host) = self.hosts.get_mut(id.0) else {
+            return;
+        };
+        if host.state != HostState::Down || host.clock.boot() != boot {
+            return;
+        }
+        host.state = HostState::Running;
+        self.trace.record(self.now, host.name(), "up");
+        if let Some(net) = &mut self.net {
+            net.set_asleep(id.0, false);
+        }
+    }
+
+    /// Sets host `id`'s wall clock to read `unix_ns` (ns since the Unix epoch) where its
+    /// monotonic clock reads zero; call it before the host's first slice.
+    ///
+    /// # Errors
+    /// [`EngineError::NoSuchHost`].
+    pub fn set_wall_epoch(&mut self, id: HostId, unix_ns: i128) -> Result<(), EngineError> {
+        let host = self
+            .hosts
+            .get_mut(id.0)
+            .ok_or(EngineError::NoSuchHost(id))?;
+        host.set_wall_epoch(unix_ns);
+        Ok(())
+    }
+
     /// Sets the lookahead: the longest slice while hosts can reach each other (the minimum
     /// link latency), or `None` when no host's work depends on another's.
     pub fn set_lookahead(&mut self, lookahead: Option<Duration>) {
@@ -372,7 +452,7 @@ impl Engine {
             HostFault::Resume if host.state == HostState::Paused => {
                 host.state = HostState::Running;
             }
-            HostFault::Suspend if host.state != HostState::Suspended => {
+            HostFault::Suspend if matches!(host.state, HostState::Running | HostState::Paused) => {
                 host.clock.suspend(now);
                 host.state = HostState::Suspended;
             }
@@ -384,13 +464,15 @@ impl Engine {
                 .clock
                 .set_drift(now, ppm)
                 .map_err(|e| EngineError::Drift(id, now, e))?,
+            HostFault::WallJump(delta_ns) => host.clock.jump_wall(delta_ns),
+            HostFault::WallOffset(offset_ns) => host.clock.set_wall_offset(offset_ns),
             // A fault that does not apply to the host's state (a resume of a running host)
             // changes nothing; it is still traced.
             _ => {}
         }
         let line = format!("fault {fault:?} -> {:?}", host.state);
         self.trace.record(now, host.name(), &line);
-        let asleep = host.state == HostState::Suspended;
+        let asleep = matches!(host.state, HostState::Suspended | HostState::Down);
         if let Some(net) = &mut self.net {
             net.set_asleep(id.0, asleep);
         }

@@ -35,6 +35,9 @@ pub enum HostState {
     Paused,
     /// The machine sleeps: no task runs and the monotonic clock stands still (boot time runs).
     Suspended,
+    /// The machine is down between a crash and the end of its next boot ([`crate::Engine::reboot`]):
+    /// no task runs, its network is down, its new boot's clocks run.
+    Down,
 }
 
 /// The idle signal between a runtime's park hook and the slice's [`Idle`] future.
@@ -138,6 +141,27 @@ impl Host {
         *lock(&self.idle) = IdleSlot::default();
         self.origin = (origin, self.local);
         Ok(())
+    }
+
+    /// The machine reboots at true time `t`: the process dies as in [`Host::restart`], the
+    /// clock starts a new boot ([`HostClock::reboot`]) and the fresh runtime's tokio clock
+    /// starts at the new boot's monotonic zero; a pause or suspension ends.
+    ///
+    /// # Errors
+    /// The new runtime could not be built (tokio's error); the host is unchanged.
+    pub(crate) fn reboot(&mut self, t: Duration) -> std::io::Result<()> {
+        self.restart()?;
+        self.clock.reboot(t);
+        self.origin.1 = Duration::ZERO;
+        self.local = Duration::ZERO;
+        self.state = HostState::Running;
+        Ok(())
+    }
+
+    /// The wall clock reads `unix_ns` where the monotonic clock of the current boot reads
+    /// zero; the drift, offset and segment are kept.
+    pub(crate) fn set_wall_epoch(&mut self, unix_ns: i128) {
+        self.clock.set_wall_epoch(unix_ns);
     }
 
     /// The host's name.

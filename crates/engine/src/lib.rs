@@ -45,6 +45,7 @@ mod host;
 pub mod net;
 
 pub use context::{Trace, boottime, host, now_local, now_true, trace};
+pub use context::{boot, wall};
 pub use engine::{Engine, EngineError, Event, HostFault};
 pub use host::{Host, HostId, HostState};
 pub use net::{NetConfig, NetFault};
