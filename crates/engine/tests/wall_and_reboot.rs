@@ -323,3 +323,34 @@ fn a_server_down_shorter_than_tcp_gives_up_keeps_its_old_connection_lingering_in
         ]
     );
 }
+
+#[test]
+fn a_down_host_ignores_suspends_and_a_second_reboot_while_down_moves_its_boot_on() {
+    let mut engine = Engine::new(1);
+    let host = engine.add_host("h").unwrap();
+    engine.set_wall_epoch(host, EPOCH_NS).unwrap();
+    let reboot = move |engine: &mut Engine| {
+        engine.reboot(host, S).unwrap();
+        engine
+            .spawn(host, async { trace_clocks("booted") })
+            .unwrap();
+    };
+    engine.schedule(S, Event::Call(Box::new(reboot)));
+    engine.schedule(1500 * MS, Event::Host(host, HostFault::Suspend));
+    engine.schedule(1800 * MS, Event::Call(Box::new(reboot)));
+    engine.run_until(4 * S).unwrap();
+    // The suspend finds the machine down and changes nothing. The second crash at 1.8 s drops
+    // the first boot's task before it ever ran; the first boot's end (2 s) is void, and the
+    // second boot is up at 2.8 s, its clocks 1 s from its start; the wall clock ran on through
+    // both crashes.
+    assert_eq!(
+        trace_ms(&engine),
+        [
+            "1000 h reboot -> boot 1, down for 1s",
+            "1500 h fault Suspend -> Down",
+            "1800 h reboot -> boot 2, down for 1s",
+            "2800 h up",
+            "2800 h booted: boot 2 mono 1000 boottime 1000 wall 2800",
+        ]
+    );
+}
