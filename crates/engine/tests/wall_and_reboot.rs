@@ -354,3 +354,15 @@ fn a_down_host_ignores_suspends_and_a_second_reboot_while_down_moves_its_boot_on
         ]
     );
 }
+
+#[test]
+fn a_reboot_replays_to_the_same_trace_bytes() {
+    let run = || {
+        let mut engine = reboot_world(100 * MS, 77 * MS);
+        engine.run_until(1000 * MS).unwrap();
+        engine.trace()
+    };
+    let first = run();
+    assert!(!first.is_empty());
+    assert_eq!(first, run());
+}
