@@ -43,6 +43,7 @@ mod context;
 mod engine;
 mod host;
 pub mod net;
+pub mod transport;
 
 pub use context::{Trace, boottime, host, now_local, now_true, trace};
 pub use engine::{Engine, EngineError, Event, HostFault};
