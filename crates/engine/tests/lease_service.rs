@@ -163,10 +163,16 @@ fn takeover_trace(setup: impl FnOnce(&mut Engine, HostId)) -> Vec<String> {
     engine.spawn(first, first_holder(session.clone())).unwrap();
     engine.spawn(second, successor(session)).unwrap();
     engine.run_until(6000 * MS).unwrap();
+    let mut trace = trace_ms(&engine);
+    trace.retain(|line| !line.contains(" net link "));
+    trace
+}
+
+/// The engine's trace, times in milliseconds of true time.
+fn trace_ms(engine: &Engine) -> Vec<String> {
     let trace = String::from_utf8(engine.trace()).unwrap();
     trace
         .lines()
-        .filter(|line| !line.contains(" net link "))
         .map(|line| {
             let (ns, rest) = line.trim_start().split_once(' ').unwrap();
             let ms = ns.parse::<u128>().unwrap() as f64 / 1e6;
@@ -239,6 +245,55 @@ fn an_authority_clock_ten_percent_slow_moves_the_takeover_later() {
             "23 replica-1 acquired token 1 granted at lease 15 ms",
             "534 replica-1 renewed token 1 granted at lease 475 ms",
             "2768 replica-2 acquired token 2 granted at lease 2485 ms after 126 refusals",
+        ]
+    );
+}
+
+/// The transport itself: `incoming` names each connection's peer host as the engine knows it
+/// (what a server's fault that singles out a caller reads, tonic's connect info), and `dialer`
+/// fails a dial to a port nobody listens on as a socket does.
+#[test]
+fn the_transport_names_each_accepted_peer_and_refuses_a_closed_port() {
+    use futures_util::StreamExt;
+
+    let mut engine = Engine::with_network(1, NetConfig::default()).unwrap();
+    let lease = engine.add_host("lease").unwrap();
+    let replicas = [
+        engine.add_host("replica-1").unwrap(),
+        engine.add_host("replica-2").unwrap(),
+    ];
+    engine
+        .spawn(lease, async {
+            let mut incoming = transport::incoming("0.0.0.0:7070").await.unwrap();
+            while let Some(conn) = incoming.next().await {
+                let peer = conn.unwrap().peer().map(str::to_owned);
+                leasesim_engine::trace(&format!("accepted from {peer:?}"));
+            }
+        })
+        .unwrap();
+    for (replica, wait) in replicas.into_iter().zip([0, 10]) {
+        engine
+            .spawn(replica, async move {
+                tokio::time::sleep(wait * MS).await;
+                let dial = transport::dialer();
+                let conn = dial(LEASE_ADDR.to_owned()).await.unwrap();
+                let refused = dial("lease:7071".to_owned()).await.map(|_| ());
+                leasesim_engine::trace(&format!("7071: {:?}", refused.map_err(|e| e.kind())));
+                drop(conn);
+            })
+            .unwrap();
+    }
+    engine.run_until(100 * MS).unwrap();
+    // 1 ms links: replica-1's SYN leaves at the 1 ms tick, the SYN-ACK comes back at 3 and
+    // the handshake's ACK reaches `lease` at 4; the SYN to 7071 (sent at 3) draws an RST at 5
+    // that arrives at 6. replica-2 dials at 10, 9 ms later in every line.
+    assert_eq!(
+        trace_ms(&engine),
+        [
+            "4 lease accepted from Some(\"replica-1\")",
+            "6 replica-1 7071: Err(ConnectionRefused)",
+            "13 lease accepted from Some(\"replica-2\")",
+            "15 replica-2 7071: Err(ConnectionRefused)",
         ]
     );
 }
