@@ -13,7 +13,9 @@
 //! With [`Engine::with_network`] hosts talk TCP and UDP through turmoil-net's `tokio::net`
 //! shim; the engine moves their packets through true time at every fabric tick, with per-link
 //! latency, cuts (partitions, both ways or one), holds and retransmission in true time
-//! (docs/engine.md#network). What is left before the world runs on the engine:
+//! (docs/engine.md#network); [`transport`] gives leasesim's services and clients that network
+//! as the `leasesim_net` transport they already take (docs/engine.md#transport). What is left
+//! before the world runs on the engine:
 //! docs/engine.md#what-is-left.
 //!
 //! One OS thread runs every host's runtime in turn; nothing here reads real time, iterates a
@@ -43,6 +45,7 @@ mod context;
 mod engine;
 mod host;
 pub mod net;
+pub mod transport;
 
 pub use context::{Trace, boottime, host, now_local, now_true, trace};
 pub use context::{boot, wall};

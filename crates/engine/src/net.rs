@@ -18,8 +18,10 @@
 //! makes every pass one tick of true time, so `retx_threshold = ceil(rto / tick)` retransmits
 //! after `rto` of true time (to the tick), for every host alike.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use turmoil_net::{EnterGuard, KernelConfig, Net, Packet, Verdict};
@@ -70,6 +72,33 @@ struct Link {
     held: Option<Vec<Packet>>,
 }
 
+thread_local! {
+    /// The running network's hosts, address and name, in host order: set when the network
+    /// starts on this thread (with turmoil-net's `Net`), cleared when it is dropped.
+    static NAMES: RefCell<Vec<(IpAddr, Arc<str>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The name of the engine host at `addr` (a peer's address, as `accept` gives it), if the
+/// network running on this thread has one there; `None` outside a running network and for
+/// loopback. A linear scan over the hosts: for a connection's set-up, not a packet's path.
+pub fn host_name(addr: IpAddr) -> Option<Arc<str>> {
+    NAMES.with(|table| {
+        let table = table.borrow();
+        let found = table.iter().find(|(a, _)| *a == addr);
+        found.map(|(_, name)| Arc::clone(name))
+    })
+}
+
+impl Drop for Network {
+    /// Clears the name table if this network installed it (a second engine refused at its
+    /// first run never did, and leaves the first one's table alone).
+    fn drop(&mut self) {
+        if self.guard.is_some() {
+            NAMES.with(|table| table.borrow_mut().clear());
+        }
+    }
+}
+
 /// What the fabric decided for one outbound packet.
 pub(crate) enum Route {
     /// Deliver at this true time.
@@ -88,6 +117,8 @@ pub(crate) struct Network {
     pub(crate) addrs: Vec<IpAddr>,
     /// Each engine host's id in the `Net`, by host index.
     pub(crate) ids: Vec<turmoil_net::HostId>,
+    /// Each engine host's name, by host index: the table [`host_name`] answers from.
+    names: Vec<Arc<str>>,
     links: BTreeMap<(IpAddr, IpAddr), Link>,
     pub(crate) next_tick: Duration,
     egress: Vec<Packet>,
@@ -112,6 +143,7 @@ impl Network {
             guard: None,
             addrs: Vec::new(),
             ids: Vec::new(),
+            names: Vec::new(),
             links: BTreeMap::new(),
             egress: Vec::new(),
             asleep: BTreeSet::new(),
@@ -123,6 +155,7 @@ impl Network {
         let net = self.building.as_mut()?;
         self.ids.push(net.add_host(name));
         self.addrs.push(net.lookup(name));
+        self.names.push(Arc::from(name));
         Some(())
     }
 
@@ -134,6 +167,8 @@ impl Network {
         }
         if let Some(net) = self.building.take() {
             self.guard = Some(net.enter());
+            let names = self.addrs.iter().copied().zip(self.names.iter().cloned());
+            NAMES.with(|table| *table.borrow_mut() = names.collect());
         }
         true
     }
