@@ -551,3 +551,14 @@ fn an_unknown_release_takes_the_decision_before_the_authority_does() {
     assert_eq!(ops.ops[1].ret, Some(200_005));
     assert_eq!(verdict(lines), Verdict::Linearizable);
 }
+
+#[test]
+fn a_release_no_call_accounts_for_of_an_owner_that_calls_again_ends_nothing() {
+    // A is not gone: it renews at 0.5 s, after the authority's release of its token. No
+    // authority ends a live owner's hold unasked (a forked child's unlock of its parent's lock
+    // is such a release), so the decision is left out and B's grant overlaps A's lease.
+    let mut lines = holder_gone_then_b_takes_over(true);
+    lines.push(renew(3, a(), 1, (500_000, 500_010), timed_out()));
+    assert_eq!(lease_ops(&lines, (0, 1, 0)).op_ids, [Some(1), Some(2)]);
+    assert_eq!(stuck_index(&verdict(lines)), 1);
+}

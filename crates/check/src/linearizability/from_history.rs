@@ -43,8 +43,9 @@
 //! mark, which the model allows by accepting any larger token). Without decision lines,
 //! `info` calls stay unknown.
 //!
-//! A `release` decision that ended a hold (`ended`) and that neither an `ok` call nor an `info`
-//! call accounts for is still an event of the authority: the hold ended. It becomes an
+//! A `release` decision that ended a hold (`ended`), that neither an `ok` call nor an `info`
+//! call accounts for, and whose owner is gone (it invokes no lease call after the decision) is
+//! still an event of the authority: the hold ended. It becomes an
 //! operation of the authority's own process (the last process number, named as such in
 //! explanations), a release of that owner's token invoked and returning at the decision's time,
 //! its window that instant on the authority's timeline; the model's release rule applies (it
@@ -900,12 +901,31 @@ pub fn lease_operations(history: &History) -> Result<LeaseOps, HistoryError> {
     );
     let mut names = processes.names();
     let authority = names.len() as u64;
-    if add_authority_releases(&mut out, &unaccounted, authority, &mut owners, &timeline) > 0 {
+    let gone = owners_gone(&unaccounted, &ops);
+    if add_authority_releases(&mut out, &gone, authority, &mut owners, &timeline) > 0 {
         names.push(AUTHORITY.to_owned());
     }
     out.model.model = TimedLease::new(owners.list);
     out.model.names = names;
     Ok(out)
+}
+
+/// The unaccounted decisions whose owner is gone: it invokes no lease call after the
+/// decision. An authority ends a hold on its own only for an owner that is gone (flock: the
+/// holder's processes died); a release of a live owner's hold that no call asked for (a
+/// forked child's unlock of its parent's lock, an authority that frees a hold unasked) is left
+/// out, so the model still holds the lease for that owner and judges what follows.
+fn owners_gone<'h>(unaccounted: &[&'h DecisionLine], ops: &[&OpLine]) -> Vec<&'h DecisionLine> {
+    unaccounted
+        .iter()
+        .copied()
+        .filter(|decision| {
+            !ops.iter().any(|op| {
+                op.invoke_us > decision.at_us
+                    && lease_call(op).is_some_and(|(_, owner)| *owner == decision.owner)
+            })
+        })
+        .collect()
 }
 
 /// How an explanation names the process of the authority's own operations.
