@@ -7,8 +7,10 @@
 use std::time::Duration;
 
 use leasesim_engine::{Engine, Event, HostFault, HostId, HostState, NetConfig};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use turmoil_net::shim::tokio::net::{TcpListener, TcpStream};
+use turmoil_net::shim::tokio::net::TcpStream;
+
+mod common;
+use common::{connect_and_ping, echo_server, ping};
 
 const MS: Duration = Duration::from_millis(1);
 const S: Duration = Duration::from_secs(1);
@@ -180,60 +182,6 @@ fn a_reboot_ends_a_suspension_and_boot_time_starts_from_zero() {
             "4000 h fault Wake -> Running",
         ]
     );
-}
-
-/// A server that echoes every read back on port 9000, tracing each connection it accepts and
-/// how each ends.
-async fn echo_server() {
-    let listener = loop {
-        match TcpListener::bind("0.0.0.0:9000").await {
-            Ok(listener) => break listener,
-            Err(e) => leasesim_engine::trace(&format!("bind {:?}", e.kind())),
-        }
-        tokio::time::sleep(100 * MS).await;
-    };
-    leasesim_engine::trace("listening");
-    loop {
-        let (mut stream, _) = listener.accept().await.unwrap();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 64];
-            while let Ok(n) = stream.read(&mut buf).await {
-                if n == 0 || stream.write_all(&buf[..n]).await.is_err() {
-                    return;
-                }
-            }
-        });
-    }
-}
-
-/// Sends `ping` on `stream` and traces the echo or the error; whether the echo came.
-async fn ping(stream: &mut TcpStream) -> bool {
-    let mut buf = [0u8; 4];
-    let sent = stream.write_all(b"ping").await;
-    match sent.and(stream.read_exact(&mut buf).await.map(|_| ())) {
-        Ok(()) => {
-            leasesim_engine::trace(&String::from_utf8_lossy(&buf));
-            true
-        }
-        Err(e) => {
-            leasesim_engine::trace(&format!("error {:?}", e.kind()));
-            false
-        }
-    }
-}
-
-/// Connects (retrying every 100 ms of the host's clock, tracing each refusal) and pings once.
-async fn connect_and_ping() {
-    loop {
-        match TcpStream::connect("server:9000").await {
-            Ok(mut stream) => {
-                ping(&mut stream).await;
-                return;
-            }
-            Err(e) => leasesim_engine::trace(&format!("connect {:?}", e.kind())),
-        }
-        tokio::time::sleep(100 * MS).await;
-    }
 }
 
 /// An echo server and a client that connects, pings at once and again at `second_ping` of

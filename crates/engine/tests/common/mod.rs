@@ -1,0 +1,62 @@
+//! What the engine's network tests share: an echo server and a client that pings it, over
+//! turmoil-net's `tokio::net` shim, each tracing what it sees on its host's clock.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use turmoil_net::shim::tokio::net::{TcpListener, TcpStream};
+
+const MS: Duration = Duration::from_millis(1);
+
+/// An echo server; binding retries every 100 ms of the host's clock while the port is taken.
+pub async fn echo_server() {
+    let listener = loop {
+        match TcpListener::bind("0.0.0.0:9000").await {
+            Ok(listener) => break listener,
+            Err(e) => leasesim_engine::trace(&format!("bind {:?}", e.kind())),
+        }
+        tokio::time::sleep(100 * MS).await;
+    };
+    leasesim_engine::trace("listening");
+    loop {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 64];
+            while let Ok(n) = stream.read(&mut buf).await {
+                if n == 0 || stream.write_all(&buf[..n]).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Sends `ping` on `stream` and traces the echo or the error; whether the echo came.
+pub async fn ping(stream: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 4];
+    let sent = stream.write_all(b"ping").await;
+    match sent.and(stream.read_exact(&mut buf).await.map(|_| ())) {
+        Ok(()) => {
+            leasesim_engine::trace(&String::from_utf8_lossy(&buf));
+            true
+        }
+        Err(e) => {
+            leasesim_engine::trace(&format!("error {:?}", e.kind()));
+            false
+        }
+    }
+}
+
+/// Connects (retrying every 100 ms of the host's clock) and pings once.
+pub async fn connect_and_ping() {
+    loop {
+        match TcpStream::connect("server:9000").await {
+            Ok(mut stream) => {
+                ping(&mut stream).await;
+                return;
+            }
+            Err(e) => leasesim_engine::trace(&format!("connect {:?}", e.kind())),
+        }
+        tokio::time::sleep(100 * MS).await;
+    }
+}
