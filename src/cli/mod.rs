@@ -216,7 +216,7 @@ struct CampaignArgs {
     /// 1 to 1000 (the mutant phase has no budget of its own, so this bounds it).
     #[arg(long, value_name = "N", default_value_t = 20)]
     mutant_seeds: u64,
-    /// Run every scenario on this backend (`grpc`, `kube`, or `target:<name>` in the targets
+    /// Run every scenario on this backend (`grpc`, `kube`, `flock`, or `target:<name>` in the targets
     /// binary) in place of its `[world] backend`, e.g. the kube swarm profiles against a
     /// target. A scenario the backend cannot run as written (a schedule naming a fault it
     /// cannot take, a TTL it cannot grant) is refused (exit 2); a swarm profile draws only
@@ -361,7 +361,7 @@ struct RunArgs {
     /// run left there is replaced.
     #[arg(long, value_name = "DIR", default_value = "runs/latest")]
     out: PathBuf,
-    /// Run the world on this backend (`grpc`, `kube`, or `target:<name>` in the targets
+    /// Run the world on this backend (`grpc`, `kube`, `flock`, or `target:<name>` in the targets
     /// binary), in place of the scenario's `[world] backend` or the default `grpc`: the run
     /// file records it, so `replay` needs no flag. Refused (exit 2) when the scenario's
     /// schedule names a fault it cannot take or its TTL is one it cannot grant.

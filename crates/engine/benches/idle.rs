@@ -6,9 +6,9 @@
 //! due in any of them: what is measured is the slice itself. Settings (environment):
 //! - `LEASESIM_ENGINE_HOSTS`: the sizes, comma-separated (default `3,64,500,1000`);
 //! - `LEASESIM_ENGINE_STEPS`: engine steps (1 ms each) per size (default 1000);
-//! - `LEASESIM_ENGINE_BUSY`: when set, each host's task wakes every 10 ms of its clock instead,
+//! - `LEASESIM_ENGINE_BUSY`: when set (to anything but `0`), each host's task wakes every 10 ms of its clock instead,
 //!   for the cost of a slice that runs a timer;
-//! - `LEASESIM_ENGINE_NET`: when set, the hosts are on a turmoil-net network (1 ms ticks, no
+//! - `LEASESIM_ENGINE_NET`: when set (to anything but `0`), the hosts are on a turmoil-net network (1 ms ticks, no
 //!   sockets open), for the cost of the fabric tick's pass over every idle kernel.
 //!
 //! For instructions, run one size under callgrind:
@@ -20,7 +20,7 @@
 )]
 
 mod support;
-use support::env_list;
+use support::{env_flag, env_list};
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -103,8 +103,8 @@ fn one_size(hosts: u64, steps: u64, busy: bool, net: bool) {
 fn main() {
     let hosts = env_list("LEASESIM_ENGINE_HOSTS", "3,64,500,1000");
     let steps = env_list("LEASESIM_ENGINE_STEPS", "1000")[0];
-    let busy = std::env::var_os("LEASESIM_ENGINE_BUSY").is_some();
-    let net = std::env::var_os("LEASESIM_ENGINE_NET").is_some();
+    let busy = env_flag("LEASESIM_ENGINE_BUSY");
+    let net = env_flag("LEASESIM_ENGINE_NET");
     for n in hosts {
         one_size(n, steps, busy, net);
     }

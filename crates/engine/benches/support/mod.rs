@@ -1,16 +1,26 @@
 //! What the engine's benches share: their settings, read from the environment.
 
-/// The environment variable `name` as comma-separated whole numbers (`default` when unset);
-/// a value that is not one ends the bench with exit code 2 and a message naming it.
+/// The environment variable `name` as comma-separated whole numbers of at least 1 (`default`
+/// when unset): every setting is a count or a duration; a value that is not one ends the bench
+/// with exit code 2 and a message naming it.
 pub fn env_list(name: &str, default: &str) -> Vec<u64> {
     let text = std::env::var(name).unwrap_or_else(|_| default.to_owned());
     text.split(',')
-        .map(|n| match n.trim().parse() {
+        .map(|n| match n.trim().parse::<u64>() {
+            Ok(0) => refuse(name, n, "zero"),
             Ok(n) => n,
-            Err(e) => {
-                eprintln!("{name}: `{n}` is not a whole number ({e})");
-                std::process::exit(2);
-            }
+            Err(e) => refuse(name, n, &e.to_string()),
         })
         .collect()
+}
+
+/// Whether the switch `name` is on: set to anything but empty or `0`.
+#[allow(dead_code, reason = "not every bench has a switch")]
+pub fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+fn refuse(name: &str, value: &str, why: &str) -> ! {
+    eprintln!("{name}: `{value}` is not a whole number of at least 1 ({why})");
+    std::process::exit(2);
 }
