@@ -1,0 +1,299 @@
+//! The network faults the world's nemesis needs (docs/engine.md#latency-and-loss,
+//! docs/engine.md#crash-and-start, docs/engine.md#heal): latencies drawn per packet in a range
+//! with FIFO links, packet loss, a crash and a later start, and one heal of every link.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use std::time::Duration;
+
+use leasesim_engine::{Engine, EngineError, Event, HostId, Latency, NetConfig, NetFault};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use turmoil_net::shim::tokio::net::{TcpListener, TcpStream, UdpSocket};
+
+
+const MS: Duration = Duration::from_millis(1);
+
+/// The trace's lines as `<true ms> <host> <text>`, the network's fault lines left out.
+fn hosts_ms(engine: &Engine) -> Vec<String> {
+    let trace = String::from_utf8(engine.trace()).expect("the trace is UTF-8");
+    trace
+        .lines()
+        .filter(|line| !line.contains(" net link "))
+        .map(|line| {
+            let (ns, rest) = line.trim_start().split_once(' ').expect("<ns> <text>");
+            let ns: u128 = ns.parse().expect("true ns");
+            format!("{} {rest}", ns / 1_000_000)
+        })
+        .collect()
+}
+
+/// An engine seeded `seed` with hosts `tx` and `rx` over links of `latency`.
+fn two_hosts(seed: u64, latency: Latency, reorder: bool) -> (Engine, HostId, HostId) {
+    let config = NetConfig {
+        latency,
+        reorder,
+        ..NetConfig::default()
+    };
+    let mut engine = Engine::with_network(seed, config).expect("a valid config");
+    let tx = engine.add_host("tx").expect("a host");
+    let rx = engine.add_host("rx").expect("a host");
+    (engine, tx, rx)
+}
+
+/// `tx` sends datagram `i` at `i` ms of its clock, for `i` in `1..=count`; `rx` traces
+/// `got i` when it arrives.
+fn udp_stream(engine: &Engine, tx: HostId, rx: HostId, count: u8) {
+    engine
+        .spawn(rx, async {
+            let socket = UdpSocket::bind("0.0.0.0:5000").await.expect("bind");
+            let mut buf = [0u8; 8];
+            loop {
+                let (n, _) = socket.recv_from(&mut buf).await.expect("recv");
+                leasesim_engine::trace(&format!("got {}", buf[..n][0]));
+            }
+        })
+        .expect("rx exists");
+    engine
+        .spawn(tx, async move {
+            let socket = UdpSocket::bind("0.0.0.0:0").await.expect("bind");
+            for i in 1..=count {
+                tokio::time::sleep(MS).await;
+                socket.send_to(&[i], "rx:5000").await.expect("send");
+            }
+        })
+        .expect("tx exists");
+}
+
+/// `(sent ms, arrived ms)` of each datagram `got` in the trace, in arrival order (datagram
+/// `i` is sent, and leaves at the fabric tick, at `i` ms).
+fn arrivals(lines: &[String]) -> Vec<(u64, u64)> {
+    lines
+        .iter()
+        .filter_map(|line| {
+            let (at, rest) = line.split_once(" rx got ")?;
+            Some((rest.parse().ok()?, at.parse().ok()?))
+        })
+        .collect()
+}
+
+fn udp_trace(seed: u64, latency: Latency, reorder: bool) -> Vec<String> {
+    let (mut engine, tx, rx) = two_hosts(seed, latency, reorder);
+    udp_stream(&engine, tx, rx, 8);
+    engine.run_until(100 * MS).expect("no fault refused");
+    hosts_ms(&engine)
+}
+
+/// What the engine draws for `count` packets on a link whose range spans `steps + 1` whole
+/// ticks, for `seed`: ChaCha20 keyed by the engine's seed on the network's stream (3), one
+/// `u64` per packet, taken modulo the number of steps (docs/engine.md#latency-and-loss).
+fn drawn_ticks(seed: u64, count: usize, steps: u64) -> Vec<u64> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    rng.set_stream(3);
+    (0..count).map(|_| rng.next_u64() % (steps + 1)).collect()
+}
+
+#[test]
+fn each_packet_draws_its_latency_in_the_range_and_a_fifo_link_never_lets_one_overtake() {
+    let lines = udp_trace(1, Latency::range(MS, 10 * MS), false);
+    // Seed 1's draws, 1 to 10 ms: 6, 8, 6, 9, 1, 10, 1, 10. Datagram i leaves at i ms;
+    // one drawn shorter than the one before it waits for it (FIFO): 3 with 2 at 10, 5 with
+    // 4 at 13, 7 with 6 at 16.
+    let latencies: Vec<u64> = drawn_ticks(1, 8, 9).iter().map(|k| 1 + k).collect();
+    assert_eq!(latencies, [6, 8, 6, 9, 1, 10, 1, 10]);
+    assert_eq!(
+        lines,
+        [
+            "7 rx got 1",
+            "10 rx got 2",
+            "10 rx got 3",
+            "13 rx got 4",
+            "13 rx got 5",
+            "16 rx got 6",
+            "16 rx got 7",
+            "18 rx got 8",
+        ]
+    );
+    let got = arrivals(&lines);
+    assert!(got.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+    let mut last = 0;
+    for (&(sent, at), latency) in got.iter().zip(&latencies) {
+        last = (sent + latency).max(last);
+        assert_eq!(at, last, "datagram {sent}");
+    }
+}
+
+#[test]
+fn with_reordering_allowed_a_shorter_draw_overtakes_on_the_same_draws() {
+    let lines = udp_trace(1, Latency::range(MS, 10 * MS), true);
+    // The same draws as the FIFO link above (6, 8, 6, 9, 1, 10, 1, 10), delivered as drawn.
+    assert_eq!(
+        lines,
+        [
+            "6 rx got 5",
+            "7 rx got 1",
+            "8 rx got 7",
+            "9 rx got 3",
+            "10 rx got 2",
+            "13 rx got 4",
+            "16 rx got 6",
+            "18 rx got 8",
+        ]
+    );
+}
+
+#[test]
+fn the_same_seed_gives_the_same_bytes_and_another_seed_other_draws() {
+    let latency = Latency::range(MS, 10 * MS);
+    let trace = |seed| {
+        let (mut engine, tx, rx) = two_hosts(seed, latency, false);
+        udp_stream(&engine, tx, rx, 8);
+        engine.run_until(100 * MS).expect("no fault refused");
+        engine.trace()
+    };
+    let first = trace(1);
+    assert_eq!(first, trace(1));
+    assert_ne!(first, trace(2));
+}
+
+#[test]
+fn a_fixed_latency_draws_nothing_and_a_range_narrower_than_a_tick_is_its_least() {
+    let fixed = udp_trace(1, Latency::fixed(4 * MS), false);
+    let narrow = udp_trace(1, Latency::range(4 * MS, 4 * MS + MS / 2), false);
+    let expected: Vec<String> = (1..=8).map(|i| format!("{} rx got {i}", i + 4)).collect();
+    assert_eq!(fixed, expected);
+    assert_eq!(narrow, expected);
+}
+
+#[test]
+fn a_latency_fault_draws_in_its_own_range_from_then_on() {
+    let (mut engine, tx, rx) = two_hosts(1, Latency::fixed(MS), false);
+    udp_stream(&engine, tx, rx, 8);
+    let slow = Latency::range(20 * MS, 22 * MS);
+    let fault = Event::Net {
+        from: tx,
+        to: rx,
+        fault: NetFault::Latency(slow),
+    };
+    engine.schedule(4 * MS, fault);
+    engine.run_until(100 * MS).expect("no fault refused");
+    // 1 to 3 leave before the fault and take the fixed 1 ms, drawing nothing; 4 to 8 draw
+    // the stream's first five in 20 to 22 ms: 21, 22, 20, 22, 20 (6 and 8 wait for 5 and 7).
+    let latencies: Vec<u64> = drawn_ticks(1, 5, 2).iter().map(|k| 20 + k).collect();
+    assert_eq!(latencies, [21, 22, 20, 22, 20]);
+    assert_eq!(
+        hosts_ms(&engine),
+        [
+            "2 rx got 1",
+            "3 rx got 2",
+            "4 rx got 3",
+            "25 rx got 4",
+            "27 rx got 5",
+            "27 rx got 6",
+            "29 rx got 7",
+            "29 rx got 8",
+        ]
+    );
+}
+
+/// `tx` writes 8 bytes, one per ms from 1 ms, on one TCP connection to `rx`, which traces
+/// each read's bytes; over links of 1 to 10 ms.
+fn tcp_trickle(reorder: bool) -> Vec<String> {
+    let (mut engine, tx, rx) = two_hosts(1, Latency::range(MS, 10 * MS), reorder);
+    engine
+        .spawn(rx, async {
+            let listener = TcpListener::bind("0.0.0.0:9000").await.expect("bind");
+            let (mut stream, _) = listener.accept().await.expect("accept");
+            let mut buf = [0u8; 16];
+            loop {
+                let n = stream.read(&mut buf).await.expect("read");
+                if n == 0 {
+                    return;
+                }
+                leasesim_engine::trace(&format!("read {:?}", &buf[..n]));
+            }
+        })
+        .expect("rx exists");
+    engine
+        .spawn(tx, async {
+            let mut stream = TcpStream::connect("rx:9000").await.expect("connect");
+            leasesim_engine::trace("connected");
+            for i in 1..=8u8 {
+                tokio::time::sleep(MS).await;
+                stream.write_all(&[i]).await.expect("write");
+            }
+            tokio::time::sleep(2000 * MS).await;
+        })
+        .expect("tx exists");
+    engine.run_until(2000 * MS).expect("no fault refused");
+    hosts_ms(&engine)
+}
+
+#[test]
+fn tcp_over_fifo_links_reads_every_byte_as_it_arrives() {
+    // The handshake takes the stream's first draws (connected at 15); every byte is read
+    // within 10 ms of its write, in order.
+    assert_eq!(
+        tcp_trickle(false),
+        [
+            "15 tx connected",
+            "25 rx read [1, 2]",
+            "28 rx read [3, 4]",
+            "30 rx read [5, 6, 7, 8]"
+        ]
+    );
+}
+
+#[test]
+fn tcp_over_reordering_links_drops_what_overtakes_and_waits_an_rto_for_it() {
+    // The same draws, but the segment carrying 2 is overtaken: turmoil-net's receiver takes
+    // only the next sequence number and drops the rest, so 3 to 8 are lost and the sender
+    // sends them again after an RTO (200 ms) without ACK progress: 207 ms later than on
+    // FIFO links.
+    assert_eq!(
+        tcp_trickle(true),
+        [
+            "15 tx connected",
+            "25 rx read [1]",
+            "237 rx read [2, 3, 4, 5, 6, 7, 8]"
+        ]
+    );
+}
+
+#[test]
+fn bad_latencies_and_losses_are_refused_with_a_clear_error() {
+    let backwards = Latency::range(5 * MS, MS);
+    let config = NetConfig {
+        latency: backwards,
+        ..NetConfig::default()
+    };
+    let err = Engine::with_network(1, config).expect_err("refused");
+    assert_eq!(err, EngineError::LatencyRange(backwards, Duration::ZERO));
+    assert_eq!(
+        err.to_string(),
+        "a latency from 5ms to 1ms at 0ns: the most must not be shorter than the least"
+    );
+    for (fault, message) in [
+        (
+            NetFault::Latency(backwards),
+            "a latency from 5ms to 1ms at 3ms: the most must not be shorter than the least",
+        ),
+        (
+            NetFault::Loss(1_000_001),
+            "a loss of 1000001 ppm at 3ms: at most 1000000 ppm (every packet)",
+        ),
+    ] {
+        let (mut engine, tx, rx) = two_hosts(1, Latency::fixed(MS), false);
+        engine.schedule(
+            3 * MS,
+            Event::Net {
+                from: tx,
+                to: rx,
+                fault,
+            },
+        );
+        let err = engine.run_until(10 * MS).expect_err("refused");
+        assert_eq!(err.to_string(), message);
+        assert_eq!(engine.now(), 3 * MS);
+    }
+}
