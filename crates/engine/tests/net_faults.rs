@@ -297,3 +297,96 @@ fn bad_latencies_and_losses_are_refused_with_a_clear_error() {
         assert_eq!(engine.now(), 3 * MS);
     }
 }
+
+/// Which of `count` packets a link losing `ppm` loses, for `seed`: one `u32` per packet from
+/// the network's stream, lost when below `ppm` modulo a million (an integer ratio).
+fn drawn_losses(seed: u64, count: usize, ppm: u32) -> Vec<bool> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    rng.set_stream(3);
+    (0..count).map(|_| rng.next_u32() % 1_000_000 < ppm).collect()
+}
+
+#[test]
+fn a_lossy_link_drops_each_packet_with_its_probability_from_the_seed() {
+    let (mut engine, tx, rx) = two_hosts(1, Latency::fixed(MS), false);
+    udp_stream(&engine, tx, rx, 20);
+    let loss = |ppm| Event::Net {
+        from: tx,
+        to: rx,
+        fault: NetFault::Loss(ppm),
+    };
+    engine.schedule(Duration::ZERO, loss(250_000));
+    engine.schedule(13 * MS, loss(0));
+    engine.run_until(100 * MS).expect("no fault refused");
+    let got: Vec<u64> = arrivals(&hosts_ms(&engine)).iter().map(|g| g.0).collect();
+    // Datagrams 1 to 12 leave under a 25 % loss, each drawing once; 13 to 20 after it ends.
+    let lost = drawn_losses(1, 12, 250_000);
+    let kept: Vec<u64> = (1..=20).filter(|&i| i > 12 || !lost[i as usize - 1]).collect();
+    assert_eq!(kept, got);
+    assert_eq!(got, [3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
+}
+
+/// A client that connects to `server`'s echo (`common::echo_server`) and pings once,
+/// over 5 ms links, with `fault` on both directions from time zero.
+fn echo_with_both_ways(fault: NetFault) -> Vec<String> {
+    let (mut engine, client, server) = two_hosts(1, Latency::fixed(5 * MS), false);
+    engine.spawn(server, echo_server_on("0.0.0.0:9000")).expect("a host");
+    engine
+        .spawn(client, async {
+            let mut stream = match TcpStream::connect("rx:9000").await {
+                Ok(stream) => stream,
+                Err(e) => return leasesim_engine::trace(&format!("connect {:?}", e.kind())),
+            };
+            leasesim_engine::trace("connected");
+            let mut buf = [0u8; 4];
+            stream.write_all(b"ping").await.expect("write");
+            match stream.read_exact(&mut buf).await {
+                Ok(_) => leasesim_engine::trace(&String::from_utf8_lossy(&buf)),
+                Err(e) => leasesim_engine::trace(&format!("error {:?}", e.kind())),
+            }
+        })
+        .expect("a host");
+    for (from, to) in [(client, server), (server, client)] {
+        engine.schedule(Duration::ZERO, Event::Net { from, to, fault });
+    }
+    engine.run_until(3000 * MS).expect("no fault refused");
+    hosts_ms(&engine)
+}
+
+/// Echoes every read on every connection accepted at `addr`.
+async fn echo_server_on(addr: &'static str) {
+    let listener = TcpListener::bind(addr).await.expect("bind");
+    loop {
+        let (mut stream, _) = listener.accept().await.expect("accept");
+        tokio::spawn(async move {
+            let mut buf = [0u8; 64];
+            while let Ok(n) = stream.read(&mut buf).await {
+                if n == 0 || stream.write_all(&buf[..n]).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn tcp_retransmits_what_a_lossy_link_drops() {
+    // 30 % of the packets lost both ways, seed 1: the handshake that takes 10 ms on clean
+    // 5 ms links (tests/net.rs) completes with the SYN retransmitted at 400 ms (the first
+    // two, or their SYN-ACKs, lost); the echo, 13 ms after the connect on clean links, comes
+    // after retransmissions, each an RTO (200 ms) after the last ACK progress.
+    assert_eq!(
+        echo_with_both_ways(NetFault::Loss(300_000)),
+        ["410 tx connected", "1013 tx ping"]
+    );
+}
+
+#[test]
+fn a_loss_of_every_packet_is_a_partition() {
+    // As a cut both ways (tests/net.rs): five retransmissions of the SYN, then the sixth RTO
+    // gives up at 1.2 s.
+    assert_eq!(
+        echo_with_both_ways(NetFault::Loss(1_000_000)),
+        ["1200 tx connect TimedOut"]
+    );
+}
