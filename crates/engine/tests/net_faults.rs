@@ -11,7 +11,6 @@ use rand_core::{RngCore, SeedableRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil_net::shim::tokio::net::{TcpListener, TcpStream, UdpSocket};
 
-
 const MS: Duration = Duration::from_millis(1);
 
 /// The trace's lines as `<true ms> <host> <text>`, the network's fault lines left out.
@@ -303,7 +302,9 @@ fn bad_latencies_and_losses_are_refused_with_a_clear_error() {
 fn drawn_losses(seed: u64, count: usize, ppm: u32) -> Vec<bool> {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     rng.set_stream(3);
-    (0..count).map(|_| rng.next_u32() % 1_000_000 < ppm).collect()
+    (0..count)
+        .map(|_| rng.next_u32() % 1_000_000 < ppm)
+        .collect()
 }
 
 #[test]
@@ -321,16 +322,23 @@ fn a_lossy_link_drops_each_packet_with_its_probability_from_the_seed() {
     let got: Vec<u64> = arrivals(&hosts_ms(&engine)).iter().map(|g| g.0).collect();
     // Datagrams 1 to 12 leave under a 25 % loss, each drawing once; 13 to 20 after it ends.
     let lost = drawn_losses(1, 12, 250_000);
-    let kept: Vec<u64> = (1..=20).filter(|&i| i > 12 || !lost[i as usize - 1]).collect();
+    let kept: Vec<u64> = (1..=20)
+        .filter(|&i| i > 12 || !lost[i as usize - 1])
+        .collect();
     assert_eq!(kept, got);
-    assert_eq!(got, [3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
+    assert_eq!(
+        got,
+        [3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]
+    );
 }
 
 /// A client that connects to `server`'s echo (`common::echo_server`) and pings once,
 /// over 5 ms links, with `fault` on both directions from time zero.
 fn echo_with_both_ways(fault: NetFault) -> Vec<String> {
     let (mut engine, client, server) = two_hosts(1, Latency::fixed(5 * MS), false);
-    engine.spawn(server, echo_server_on("0.0.0.0:9000")).expect("a host");
+    engine
+        .spawn(server, echo_server_on("0.0.0.0:9000"))
+        .expect("a host");
     engine
         .spawn(client, async {
             let mut stream = match TcpStream::connect("rx:9000").await {
