@@ -332,9 +332,9 @@ fn a_lossy_link_drops_each_packet_with_its_probability_from_the_seed() {
     );
 }
 
-/// A client that connects to `server`'s echo (`common::echo_server`) and pings once,
-/// over 5 ms links, with `fault` on both directions from time zero.
-fn echo_with_both_ways(fault: NetFault) -> Vec<String> {
+/// A client (`tx`) that connects to the echo on `rx` and pings once, over 5 ms links, after
+/// `faults` scheduled its faults.
+fn echo_trace(faults: impl FnOnce(&mut Engine, HostId, HostId)) -> Vec<String> {
     let (mut engine, client, server) = two_hosts(1, Latency::fixed(5 * MS), false);
     engine
         .spawn(server, echo_server_on("0.0.0.0:9000"))
@@ -354,11 +354,18 @@ fn echo_with_both_ways(fault: NetFault) -> Vec<String> {
             }
         })
         .expect("a host");
-    for (from, to) in [(client, server), (server, client)] {
-        engine.schedule(Duration::ZERO, Event::Net { from, to, fault });
-    }
+    faults(&mut engine, client, server);
     engine.run_until(3000 * MS).expect("no fault refused");
     hosts_ms(&engine)
+}
+
+/// The echo with `fault` on both directions from time zero.
+fn echo_with_both_ways(fault: NetFault) -> Vec<String> {
+    echo_trace(|engine, client, server| {
+        for (from, to) in [(client, server), (server, client)] {
+            engine.schedule(Duration::ZERO, Event::Net { from, to, fault });
+        }
+    })
 }
 
 /// Echoes every read on every connection accepted at `addr`.
@@ -397,4 +404,75 @@ fn a_loss_of_every_packet_is_a_partition() {
         echo_with_both_ways(NetFault::Loss(1_000_000)),
         ["1200 tx connect TimedOut"]
     );
+}
+
+/// Schedules [`Engine::heal`] at `at`.
+fn heal_at(engine: &mut Engine, at: Duration) {
+    let heal = |engine: &mut Engine| engine.heal().expect("a network");
+    engine.schedule(at, Event::Call(Box::new(heal)));
+}
+
+#[test]
+fn a_heal_releases_what_is_held_and_gives_every_link_the_configs_latency_again() {
+    let lines = echo_trace(|engine, client, server| {
+        let slow = NetFault::Latency(Latency::fixed(40 * MS));
+        engine.schedule(
+            Duration::ZERO,
+            Event::Net {
+                from: client,
+                to: server,
+                fault: slow,
+            },
+        );
+        let hold = NetFault::Hold;
+        engine.schedule(
+            Duration::ZERO,
+            Event::Net {
+                from: server,
+                to: client,
+                fault: hold,
+            },
+        );
+        heal_at(engine, 150 * MS);
+    });
+    // The SYN takes 40 ms (1 → 41); its SYN-ACK is held until the heal at 150 and arrives
+    // at 155; from then on both ways take the config's 5 ms: the ping leaves at 156 and
+    // arrives at 161, the echo at 167.
+    assert_eq!(lines, ["150 net heal", "155 tx connected", "167 tx ping"]);
+}
+
+#[test]
+fn a_heal_ends_cuts_and_losses() {
+    let lines = echo_trace(|engine, client, server| {
+        let cut = NetFault::Cut;
+        engine.schedule(
+            Duration::ZERO,
+            Event::Net {
+                from: client,
+                to: server,
+                fault: cut,
+            },
+        );
+        let lose = NetFault::Loss(1_000_000);
+        engine.schedule(
+            Duration::ZERO,
+            Event::Net {
+                from: server,
+                to: client,
+                fault: lose,
+            },
+        );
+        heal_at(engine, 300 * MS);
+    });
+    // The SYN (1 ms) and its retransmission at 200 ms are cut; the one at 400 ms, after the
+    // heal, is answered and its SYN-ACK is not lost: connected at 410, the echo 12 ms later
+    // as on clean links.
+    assert_eq!(lines, ["300 net heal", "410 tx connected", "422 tx ping"]);
+}
+
+#[test]
+fn a_heal_without_a_network_is_refused() {
+    let mut engine = Engine::new(1);
+    let err = engine.heal().expect_err("no network");
+    assert_eq!(err, EngineError::NoNetwork);
 }
