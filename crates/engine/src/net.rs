@@ -26,7 +26,9 @@ use std::time::Duration;
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
-use turmoil_net::{EnterGuard, KernelConfig, Net, Packet, Verdict};
+use turmoil_net::{
+    EnterGuard, KernelConfig, Net, Packet, Proto, TcpFlags, TcpSegment, Transport, Verdict,
+};
 
 /// A link's latency: each packet's is drawn uniformly from `least`, `least + tick`, … up to
 /// `most`, from the network's seeded RNG (docs/engine.md#latency-and-loss). `least == most` is
@@ -118,6 +120,13 @@ pub enum NetFault {
     /// ([`PPM`] loses all; 0 ends the loss); TCP retransmits what is lost. At most [`PPM`]
     /// ([`crate::EngineError::LossOutOfRange`]).
     Loss(u32),
+    /// Now, the receiving host gets an RST, as from the sender, on each TCP connection it has
+    /// with the sender: its tasks read `ConnectionReset`. Delivered at once, ahead of what
+    /// is in flight and whatever the link's state (a middlebox beside the receiver), and lost
+    /// if the receiver is suspended or down. The sender's side learns only when it next sends
+    /// and is answered with an RST: schedule both directions to reset both ends
+    /// (docs/engine.md#resets). Not a state of the link: nothing to heal.
+    Reset,
 }
 
 #[derive(Clone, Debug)]
@@ -319,6 +328,7 @@ impl Network {
             }
             NetFault::Latency(latency) => link.latency = latency,
             NetFault::Loss(ppm) => link.loss = ppm,
+            NetFault::Reset => return self.resets(from, to, now),
             NetFault::Release => {
                 link.cut = false;
                 let fifo = (self.config.tick, self.config.reorder);
@@ -326,6 +336,40 @@ impl Network {
             }
         }
         Vec::new()
+    }
+
+    /// An RST from `from` to `to`, due `now`, for each TCP connection `to`'s kernel has with
+    /// `from`, in its socket table's order (turmoil-net's `netstat`, a public snapshot).
+    /// turmoil-net aborts a connection on any RST of its 4-tuple, whatever its sequence
+    /// number, so the RST carries 0 (a kernel that checks it, as Linux does since RFC 5961,
+    /// would need the connection's `rcv_nxt`, which `netstat` does not give).
+    fn resets(&self, from: IpAddr, to: IpAddr, now: Duration) -> Vec<Route> {
+        if self.guard.is_none() {
+            return Vec::new();
+        }
+        let table = turmoil_net::netstat(to);
+        let peers = table.entries.into_iter().filter_map(|entry| {
+            let peer = entry.peer.filter(|peer| peer.ip() == from)?;
+            (entry.proto == Proto::Tcp).then_some((peer.port(), entry.local.port()))
+        });
+        let rst = |(src_port, dst_port)| Packet {
+            src: from,
+            dst: to,
+            ttl: 64,
+            payload: Transport::Tcp(TcpSegment {
+                src_port,
+                dst_port,
+                seq: 0,
+                ack: 0,
+                flags: TcpFlags {
+                    rst: true,
+                    ..TcpFlags::default()
+                },
+                window: 0,
+                payload: Default::default(),
+            }),
+        };
+        peers.map(|ports| Route::At(now, rst(ports))).collect()
     }
 
     /// Ends every link fault at true time `now`: cuts and losses end, latencies go back to the

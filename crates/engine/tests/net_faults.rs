@@ -476,3 +476,99 @@ fn a_heal_without_a_network_is_refused() {
     let err = engine.heal().expect_err("no network");
     assert_eq!(err, EngineError::NoNetwork);
 }
+
+/// A server on `rx` that echoes and traces how each connection ends, and a client on `tx`
+/// that pings, then waits on a read and, if the connection fails, connects and pings again;
+/// over 5 ms links, `reset` scheduled at 50 ms.
+fn reset_trace(reset: impl FnOnce(&mut Engine, HostId, HostId)) -> Vec<String> {
+    let (mut engine, client, server) = two_hosts(1, Latency::fixed(5 * MS), false);
+    engine
+        .spawn(server, async {
+            let listener = TcpListener::bind("0.0.0.0:9000").await.expect("bind");
+            loop {
+                let (mut stream, _) = listener.accept().await.expect("accept");
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 64];
+                    let end = loop {
+                        match stream.read(&mut buf).await {
+                            Ok(0) => break "eof".to_owned(),
+                            Ok(n) => drop(stream.write_all(&buf[..n]).await),
+                            Err(e) => break format!("{:?}", e.kind()),
+                        }
+                    };
+                    leasesim_engine::trace(&format!("connection ends: {end}"));
+                });
+            }
+        })
+        .expect("a host");
+    engine
+        .spawn(client, async {
+            for _ in 0..2 {
+                let mut stream = TcpStream::connect("rx:9000").await.expect("connect");
+                let mut buf = [0u8; 4];
+                stream.write_all(b"ping").await.expect("write");
+                stream.read_exact(&mut buf).await.expect("the echo");
+                leasesim_engine::trace("ping");
+                let read = stream.read(&mut buf).await;
+                leasesim_engine::trace(&format!("read {:?}", read.map_err(|e| e.kind())));
+            }
+        })
+        .expect("a host");
+    reset(&mut engine, client, server);
+    engine.run_until(1000 * MS).expect("no fault refused");
+    hosts_ms(&engine)
+}
+
+#[test]
+fn a_reset_both_ways_fails_both_ends_at_once_and_a_new_connection_works() {
+    let lines = reset_trace(|engine, client, server| {
+        for (from, to) in [(client, server), (server, client)] {
+            let reset = NetFault::Reset;
+            engine.schedule(
+                50 * MS,
+                Event::Net {
+                    from,
+                    to,
+                    fault: reset,
+                },
+            );
+        }
+    });
+    // The echo at 23 as in tests/net.rs; at 50 both ends read ConnectionReset; the client
+    // connects again at once: its SYN leaves at the 51 ms tick, the echo comes 22 ms later,
+    // as the first one did after the SYN of the 1 ms tick.
+    assert_eq!(
+        lines,
+        [
+            "23 tx ping",
+            "50 tx read Err(ConnectionReset)",
+            "50 rx connection ends: ConnectionReset",
+            "73 tx ping",
+        ]
+    );
+}
+
+#[test]
+fn a_reset_one_way_fails_the_receiver_only() {
+    let lines = reset_trace(|engine, client, server| {
+        let reset = NetFault::Reset;
+        engine.schedule(
+            50 * MS,
+            Event::Net {
+                from: server,
+                to: client,
+                fault: reset,
+            },
+        );
+    });
+    // Only the client hears the RST; the server's end stays established, idle, and sees
+    // nothing: it never sends on it. The client's new connection works as above.
+    assert_eq!(
+        lines,
+        [
+            "23 tx ping",
+            "50 tx read Err(ConnectionReset)",
+            "73 tx ping"
+        ]
+    );
+}
