@@ -8,7 +8,10 @@
 //! engine's link faults first, then the rules installed in the `Net` (`evaluate`) — and queues
 //! a delivery at the tick plus the link's latency plus the rule's delay. A delivery is an
 //! engine event (`EnterGuard::deliver` between two slices), which wakes the receiving socket's
-//! task; the task runs in its host's next slice.
+//! task; the task runs in its host's next slice. Latencies are drawn per packet in the link's
+//! range and losses per packet, from a ChaCha20 stream keyed by the engine's seed; each
+//! direction of a link is FIFO unless the config allows reordering
+//! (docs/engine.md#latency-and-loss).
 //!
 //! A paused host (SIGSTOP) keeps its kernel: it still answers the handshake and ACKs what it
 //! receives, while its tasks read nothing. A suspended host's network is down: nothing it

@@ -141,3 +141,47 @@ fn a_host_is_found_by_name_and_only_a_down_host_can_be_started() {
     assert_eq!(engine.crash(ghost), Err(EngineError::NoSuchHost(ghost)));
     assert_eq!(engine.start(ghost), Err(EngineError::NoSuchHost(ghost)));
 }
+
+#[test]
+fn a_crash_and_a_start_at_once_close_the_connections_as_a_killed_process_does() {
+    let config = NetConfig {
+        latency: (5 * MS).into(),
+        ..NetConfig::default()
+    };
+    let mut engine = Engine::with_network(1, config).expect("a network");
+    let server = engine.add_host("server").expect("a host");
+    let client = engine.add_host("client").expect("a host");
+    engine.spawn(server, traced_echo_server()).expect("a host");
+    engine
+        .spawn(client, async {
+            use tokio::io::AsyncReadExt;
+            let mut stream = TcpStream::connect("server:9000").await.expect("connect");
+            ping(&mut stream).await;
+            let mut buf = [0u8; 4];
+            let read = stream.read(&mut buf).await.map_err(|e| e.kind());
+            leasesim_engine::trace(&format!("read {read:?}"));
+        })
+        .expect("a host");
+    let restart = move |engine: &mut Engine| {
+        engine.crash(server).expect("the host exists");
+        engine.start(server).expect("the host is down");
+        engine.spawn(server, trace_boot()).expect("a host");
+    };
+    engine.schedule(50 * MS, Event::Call(Box::new(restart)));
+    engine.run_until(1000 * MS).expect("no fault refused");
+    // The FIN of the dropped connection leaves once the host is up, at the fabric tick of the
+    // call's own time (events first, then the tick), and is read as EOF 5 ms later, as
+    // after Engine::restart (tests/net.rs); the clock is a new boot.
+    assert_eq!(
+        trace_ms(&engine),
+        [
+            "0 server boot 0 mono 0 ms",
+            "0 server listening",
+            "23 client ping",
+            "50 server crash -> Down",
+            "50 server start -> boot 1",
+            "50 server boot 1 mono 0 ms",
+            "55 client read Ok(0)",
+        ]
+    );
+}
