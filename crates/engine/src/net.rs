@@ -90,7 +90,8 @@ pub struct NetConfig {
     /// `false` (the default): each direction of a link is FIFO, a packet never arrives before
     /// one sent earlier the same way (it waits for it). `true` lets a shorter draw overtake,
     /// as turmoil 0.7's links do; turmoil-net's TCP drops every segment that is not the next
-    /// one expected, so each overtaking costs the sender an RTO (docs/engine.md#latency-and-loss).
+    /// one expected, so each overtaking costs the sender an RTO
+    /// (docs/engine.md#latency-and-loss).
     pub reorder: bool,
 }
 
