@@ -195,8 +195,9 @@ fn a_latency_fault_draws_in_its_own_range_from_then_on() {
     );
 }
 
-/// `tx` writes 8 bytes, one per ms from 1 ms, on one TCP connection to `rx`, which traces
-/// each read's bytes; over links of 1 to 10 ms.
+/// Once connected, `tx` writes 8 bytes on one TCP connection to `rx`, one per ms of its clock;
+/// `rx` traces each read's bytes; over links of 1 to 10 ms, seed 1 (every segment and ACK
+/// draws its latency, in the order they leave).
 fn tcp_trickle(reorder: bool) -> Vec<String> {
     let (mut engine, tx, rx) = two_hosts(1, Latency::range(MS, 10 * MS), reorder);
     engine
