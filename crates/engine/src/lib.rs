@@ -52,4 +52,4 @@ pub use context::{Trace, boottime, host, now_local, now_true, trace};
 pub use context::{boot, wall};
 pub use engine::{Engine, EngineError, Event, HostFault};
 pub use host::{Host, HostId, HostState};
-pub use net::{Latency, NetConfig, NetFault};
+pub use net::{Latency, NetConfig, NetFault, Spread};

@@ -142,6 +142,39 @@ fn with_reordering_allowed_a_shorter_draw_overtakes_on_the_same_draws() {
 }
 
 #[test]
+fn turmoils_spread_draws_a_geometric_number_of_ticks_skewed_to_the_least() {
+    let lines = udp_trace(1, Latency::turmoil(MS, 5 * MS), false);
+    // For 1–5 ms, one more tick with odds e^-1.25 = 286,504 ppm, at most 4 more: one u32 per
+    // tick gone past, from the same stream.
+    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    rng.set_stream(3);
+    let latencies: Vec<u64> = (0..8)
+        .map(|_| {
+            let mut k = 0;
+            while k < 4 && rng.next_u32() % 1_000_000 < 286_504 {
+                k += 1;
+            }
+            1 + k
+        })
+        .collect();
+    assert_eq!(latencies, [3, 1, 1, 1, 3, 1, 1, 1]);
+    // Six of eight at the least; 2 and 3 wait for 1 (FIFO), 6 and 7 for 5.
+    assert_eq!(
+        lines,
+        [
+            "4 rx got 1",
+            "4 rx got 2",
+            "4 rx got 3",
+            "5 rx got 4",
+            "8 rx got 5",
+            "8 rx got 6",
+            "8 rx got 7",
+            "9 rx got 8",
+        ]
+    );
+}
+
+#[test]
 fn the_same_seed_gives_the_same_bytes_and_another_seed_other_draws() {
     let latency = Latency::range(MS, 10 * MS);
     let trace = |seed| {
