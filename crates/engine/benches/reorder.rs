@@ -2,9 +2,9 @@
 //!
 //! `cargo bench -p leasesim-engine --bench reorder`. Figures in simulated time, not
 //! assertions, and deterministic: the same on every machine. Two hosts over links whose
-//! latency is drawn per packet in 1–5 ms (the world's default range), once on FIFO links (the
-//! default) and once with `NetConfig::reorder`, for seeds `0..LEASESIM_REORDER_SEEDS` (default
-//! 20):
+//! latency is drawn per packet in 1–5 ms (the world's default range), uniformly and with
+//! turmoil's odds (`Spread`), on FIFO links (the default) and with `NetConfig::reorder`, for
+//! seeds `0..LEASESIM_REORDER_SEEDS` (default 20):
 //! - **ping-pong**: the client writes 16 bytes every 10 ms of its clock and waits for the echo,
 //!   100 times (one segment in flight at a time); the time the last echo is read, and the round
 //!   trips of 100 ms or more;
@@ -21,16 +21,20 @@ use support::env_list;
 
 use std::time::Duration;
 
-use leasesim_engine::{Engine, HostId, Latency, NetConfig};
+use leasesim_engine::{Engine, HostId, Latency, NetConfig, Spread};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil_net::shim::tokio::net::{TcpListener, TcpStream};
 
 const MS: Duration = Duration::from_millis(1);
 
-/// An engine seeded `seed`, links of 1–5 ms, FIFO unless `reorder`; its server and client.
-fn world(seed: u64, reorder: bool) -> (Engine, HostId, HostId) {
+/// An engine seeded `seed`, links of 1–5 ms spread by `spread`, FIFO unless `reorder`; its
+/// server and client.
+fn world(seed: u64, spread: Spread, reorder: bool) -> (Engine, HostId, HostId) {
     let config = NetConfig {
-        latency: Latency::range(MS, 5 * MS),
+        latency: Latency {
+            spread,
+            ..Latency::range(MS, 5 * MS)
+        },
         reorder,
         ..NetConfig::default()
     };
@@ -62,8 +66,8 @@ async fn echo() {
 }
 
 /// The ping-pong: (ms the last echo is read, round trips of 100 ms or more).
-fn ping_pong(seed: u64, reorder: bool) -> (u128, usize) {
-    let (mut engine, server, client) = world(seed, reorder);
+fn ping_pong(seed: u64, spread: Spread, reorder: bool) -> (u128, usize) {
+    let (mut engine, server, client) = world(seed, spread, reorder);
     engine.spawn(server, echo()).expect("a host");
     engine
         .spawn(client, async {
@@ -91,8 +95,8 @@ fn ping_pong(seed: u64, reorder: bool) -> (u128, usize) {
 }
 
 /// The stream: ms the server has read every byte.
-fn stream(seed: u64, reorder: bool) -> u128 {
-    let (mut engine, server, client) = world(seed, reorder);
+fn stream(seed: u64, spread: Spread, reorder: bool) -> u128 {
+    let (mut engine, server, client) = world(seed, spread, reorder);
     engine
         .spawn(server, async {
             let listener = TcpListener::bind("0.0.0.0:9000").await.expect("bind");
@@ -120,21 +124,28 @@ fn stream(seed: u64, reorder: bool) -> u128 {
 
 fn main() {
     let seeds = env_list("LEASESIM_REORDER_SEEDS", "20")[0];
-    for reorder in [false, true] {
-        let runs: Vec<(u128, usize)> = (0..seeds).map(|s| ping_pong(s, reorder)).collect();
-        let ends: Vec<u128> = runs.iter().map(|r| r.0).collect();
-        let slow: usize = runs.iter().map(|r| r.1).sum();
-        let mean = ends.iter().sum::<u128>() / u128::from(seeds);
-        let worst = ends.iter().max().copied().unwrap_or_default();
-        println!(
-            "ping-pong reorder={reorder}: last echo mean {mean} ms, worst {worst} ms; \
-             round trips >= 100 ms: {slow} of {}",
-            seeds * 100
-        );
-        let ends: Vec<u128> = (0..seeds).map(|s| stream(s, reorder)).collect();
-        let mean = ends.iter().sum::<u128>() / u128::from(seeds);
-        let least = ends.iter().min().copied().unwrap_or_default();
-        let most = ends.iter().max().copied().unwrap_or_default();
-        println!("stream reorder={reorder}: all read at mean {mean} ms, {least}–{most} ms");
+    for spread in [Spread::Uniform, Spread::Turmoil] {
+        for reorder in [false, true] {
+            report(seeds, spread, reorder);
+        }
     }
+}
+
+/// Prints both workloads' figures over `seeds` for one spread and one link order.
+fn report(seeds: u64, spread: Spread, reorder: bool) {
+    let runs: Vec<(u128, usize)> = (0..seeds).map(|s| ping_pong(s, spread, reorder)).collect();
+    let ends: Vec<u128> = runs.iter().map(|r| r.0).collect();
+    let slow: usize = runs.iter().map(|r| r.1).sum();
+    let mean = ends.iter().sum::<u128>() / u128::from(seeds);
+    let worst = ends.iter().max().copied().unwrap_or_default();
+    println!(
+        "{spread:?} reorder={reorder}: ping-pong last echo mean {mean} ms, worst {worst} ms; \
+         round trips >= 100 ms: {slow} of {}",
+        seeds * 100
+    );
+    let ends: Vec<u128> = (0..seeds).map(|s| stream(s, spread, reorder)).collect();
+    let mean = ends.iter().sum::<u128>() / u128::from(seeds);
+    let least = ends.iter().min().copied().unwrap_or_default();
+    let most = ends.iter().max().copied().unwrap_or_default();
+    println!("{spread:?} reorder={reorder}: stream all read at mean {mean} ms, {least}–{most} ms");
 }
