@@ -185,3 +185,35 @@ fn a_crash_and_a_start_at_once_close_the_connections_as_a_killed_process_does() 
         ]
     );
 }
+
+#[test]
+fn a_paused_host_that_crashes_is_down_and_a_resume_does_not_run_it() {
+    use leasesim_engine::HostFault;
+    let mut engine = Engine::new(1);
+    let host = engine.add_host("h").expect("a host");
+    engine
+        .spawn(host, async {
+            loop {
+                tokio::time::sleep(100 * MS).await;
+                leasesim_engine::trace("tick");
+            }
+        })
+        .expect("a host");
+    engine.schedule(150 * MS, Event::Host(host, HostFault::Pause));
+    let crash = move |engine: &mut Engine| engine.crash(host).expect("a host");
+    engine.schedule(250 * MS, Event::Call(Box::new(crash)));
+    engine.schedule(350 * MS, Event::Host(host, HostFault::Resume));
+    engine.run_until(1000 * MS).expect("no fault refused");
+    assert_eq!(state(&engine, host), HostState::Down);
+    // The ticker's tasks went with the crash: the resume finds a down host, and no tick
+    // comes after the pause.
+    assert_eq!(
+        trace_ms(&engine),
+        [
+            "100 h tick",
+            "150 h fault Pause -> Paused",
+            "250 h crash -> Down",
+            "350 h fault Resume -> Down",
+        ]
+    );
+}
