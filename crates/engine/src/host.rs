@@ -5,10 +5,11 @@
 //! clock reads `target` and nothing more is ready". Inside a slice tokio's own auto-advance
 //! (test-util's paused clock) jumps the clock from timer to timer, so a slice costs the work
 //! the host does, not the time it spans. The slice's future is
-//! `sleep_until(target)` followed by [`Idle`], which the runtime's park hook completes: the
-//! hook runs only when the run queue and the deferred queue are both empty (tokio 1.54
-//! `current_thread::Context::park`), that is when every task woken by time up to `target` has
-//! run.
+//! `sleep_until(target)` followed, when a task is ready then, by [`Idle`], which the runtime's
+//! park hook completes: the hook runs only when the run queue and the deferred queue are both
+//! empty (tokio 1.54 `current_thread::Context::park`), that is when every task woken by time
+//! up to `target` has run. A slice that provably runs nothing is not run at all
+//! (docs/engine.md#skipped-slices).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -192,7 +193,9 @@ impl Host {
         self.state
     }
 
-    /// The monotonic reading the host's last slice ended at (its tokio clock now).
+    /// The monotonic reading the host's last slice that ran ended at (its tokio clock now). A
+    /// slice skipped because no task was alive leaves it behind the host's clock
+    /// (docs/engine.md#skipped-slices).
     pub fn local(&self) -> Duration {
         self.local
     }
@@ -207,8 +210,8 @@ impl Host {
 
     /// Runs the host from true time `from` to true time `to`: first, if the host's clock reads
     /// more at `from` than its tokio clock (it was paused meanwhile), the tokio clock jumps
-    /// there and every timer the jump passed fires at once; then tasks run, the clock moving from timer to timer,
-    /// until it reads `to`'s millisecond and nothing is ready.
+    /// there and every timer the jump passed fires at once; then tasks run, the clock moving
+    /// from timer to timer, until it reads `to`'s millisecond and nothing is ready.
     ///
     /// A slice that provably runs nothing ([`Host::provably_empty`]) is skipped when `skip`
     /// is set; the return value says whether the slice ran.
