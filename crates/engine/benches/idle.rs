@@ -9,7 +9,11 @@
 //! - `LEASESIM_ENGINE_BUSY`: when set (to anything but `0`), each host's task wakes every 10 ms of its clock instead,
 //!   for the cost of a slice that runs a timer;
 //! - `LEASESIM_ENGINE_NET`: when set (to anything but `0`), the hosts are on a turmoil-net network (1 ms ticks, no
-//!   sockets open), for the cost of the fabric tick's pass over every idle kernel.
+//!   sockets open), for the cost of the fabric tick's pass over every idle kernel;
+//! - `LEASESIM_ENGINE_DRIFT`: every host's clock drift in ppm (default 0; `-100000` is 10 %
+//!   slow), for the slices a slow clock leaves empty (docs/engine.md#skipped-slices);
+//! - `LEASESIM_ENGINE_RUN_ALL`: when set (to anything but `0`), no slice is skipped, for the
+//!   cost of running the empty ones.
 //!
 //! For instructions, run one size under callgrind:
 //! `LEASESIM_ENGINE_HOSTS=64 valgrind --tool=callgrind target/release/deps/idle-<hash>`.
@@ -20,7 +24,9 @@
 )]
 
 mod support;
-use support::{env_flag, env_list};
+use support::{env_flag, env_int, env_list};
+
+use leasesim_engine::{Event, HostFault};
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -56,7 +62,24 @@ fn heap_bytes() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
 
-fn one_size(hosts: u64, steps: u64, busy: bool, net: bool) {
+/// What one run of the bench does: its steps, its hosts' drift, and the switches.
+#[derive(Clone, Copy)]
+struct Settings {
+    steps: u64,
+    drift_ppm: i64,
+    busy: bool,
+    net: bool,
+    run_all: bool,
+}
+
+fn one_size(hosts: u64, settings: Settings) {
+    let Settings {
+        steps,
+        drift_ppm,
+        busy,
+        net,
+        run_all,
+    } = settings;
     let before = heap_bytes();
     let mut engine = if net {
         Engine::with_network(1, NetConfig::default()).expect("a 1 ms tick")
@@ -64,8 +87,10 @@ fn one_size(hosts: u64, steps: u64, busy: bool, net: bool) {
         Engine::new(1)
     };
     engine.set_lookahead(Some(Duration::from_millis(1)));
+    engine.set_skip_empty_slices(!run_all);
     for i in 0..hosts {
         let id = engine.add_host(&format!("h{i}")).expect("a runtime");
+        engine.schedule(Duration::ZERO, Event::Host(id, HostFault::Drift(drift_ppm)));
         let every = if busy {
             Duration::from_millis(10)
         } else {
@@ -83,29 +108,36 @@ fn one_size(hosts: u64, steps: u64, busy: bool, net: bool) {
         .run_until(Duration::from_millis(1))
         .expect("no faults");
     let per_host = heap_bytes().saturating_sub(before) as u64 / hosts;
-    let slices = engine.slices();
+    let (slices, skipped) = (engine.slices(), engine.skipped_slices());
     let start = Instant::now();
     engine
         .run_until(Duration::from_millis(1 + steps))
         .expect("no faults");
     let wall = start.elapsed();
     let slices = engine.slices() - slices;
+    let skipped = engine.skipped_slices() - skipped;
     assert_eq!(slices, hosts * steps, "one slice per host per step");
     let ns_per_slice = wall.as_nanos() / u128::from(slices);
     let ms_per_sim_s = wall.as_secs_f64() * 1000.0 * 1000.0 / steps as f64;
     println!(
         "{hosts:>5} hosts  {steps} steps  {ns_per_slice:>6} ns per host per step  \
-         {ms_per_sim_s:>9.1} ms per simulated s  {:.1} KiB heap per host",
-        per_host as f64 / 1024.0
+         {ms_per_sim_s:>9.1} ms per simulated s  {:.1} KiB heap per host  {:.1} % skipped",
+        per_host as f64 / 1024.0,
+        100.0 * skipped as f64 / slices as f64
     );
 }
 
 fn main() {
     let hosts = env_list("LEASESIM_ENGINE_HOSTS", "3,64,500,1000");
     let steps = env_list("LEASESIM_ENGINE_STEPS", "1000")[0];
-    let busy = env_flag("LEASESIM_ENGINE_BUSY");
-    let net = env_flag("LEASESIM_ENGINE_NET");
+    let settings = Settings {
+        steps,
+        drift_ppm: env_int("LEASESIM_ENGINE_DRIFT", 0),
+        busy: env_flag("LEASESIM_ENGINE_BUSY"),
+        net: env_flag("LEASESIM_ENGINE_NET"),
+        run_all: env_flag("LEASESIM_ENGINE_RUN_ALL"),
+    };
     for n in hosts {
-        one_size(n, steps, busy, net);
+        one_size(n, settings);
     }
 }

@@ -151,8 +151,13 @@ impl HostClock {
         if self.suspended {
             return self.local_from;
         }
-        let elapsed = t.saturating_sub(self.from_true).as_nanos() as i128;
-        let local = elapsed * (PPM + i128::from(self.drift_ppm)) / PPM;
+        let elapsed = t.saturating_sub(self.from_true);
+        if self.drift_ppm == 0 {
+            // The same reading without the 128-bit division (the engine asks for one or two
+            // per host per slice).
+            return self.local_from + elapsed.min(Duration::from_nanos(u64::MAX));
+        }
+        let local = elapsed.as_nanos() as i128 * (PPM + i128::from(self.drift_ppm)) / PPM;
         self.local_from + from_ns(local)
     }
 

@@ -8,7 +8,7 @@ use turmoil_net::Packet;
 
 use crate::clock::DriftOutOfRange;
 use crate::context::Trace;
-use crate::host::{Host, HostId, HostState};
+use crate::host::{Host, HostId, HostState, Slice};
 use crate::net::{Latency, NetConfig, NetFault, Network, PPM, Route};
 
 /// A fault step the engine applies to one host at a true time.
@@ -147,6 +147,10 @@ pub struct Engine {
     seed: u64,
     trace: Trace,
     slices: u64,
+    /// Slices proven empty and not run (docs/engine.md#skipped-slices).
+    skipped: u64,
+    /// Whether slices proven empty are skipped (the default).
+    skip_empty: bool,
     net: Option<Network>,
 }
 
@@ -172,6 +176,8 @@ impl Engine {
             seed,
             trace: Trace::default(),
             slices: 0,
+            skipped: 0,
+            skip_empty: true,
             net: None,
         }
     }
@@ -430,9 +436,24 @@ impl Engine {
         self.now
     }
 
-    /// How many host slices have run (each is one `block_on` of one host's runtime).
+    /// How many host slices there have been: one per running host per horizon, whether it
+    /// ran (one `block_on` of the host's runtime) or was proven empty and skipped
+    /// ([`Engine::skipped_slices`]).
     pub fn slices(&self) -> u64 {
         self.slices
+    }
+
+    /// How many of [`Engine::slices`] were proven empty and not run
+    /// (docs/engine.md#skipped-slices).
+    pub fn skipped_slices(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Whether slices proven empty are skipped (the default, `true`). Skipping changes no
+    /// trace, timer, delivery or `select!` order, only the cost: `false` runs every slice,
+    /// to show that.
+    pub fn set_skip_empty_slices(&mut self, skip: bool) {
+        self.skip_empty = skip;
     }
 
     /// The trace so far: the engine's own lines and the hosts' ([`crate::trace`]).
@@ -500,8 +521,9 @@ impl Engine {
                 if let Some(net) = &self.net {
                     net.set_current(i);
                 }
-                host.run_slice(from, horizon, &self.trace, HostId(i));
+                let ran = host.run_slice((from, horizon), &self.trace, HostId(i), self.skip_empty);
                 self.slices += 1;
+                self.skipped += u64::from(ran == Slice::Skipped);
             }
         }
         self.now = horizon;

@@ -5,10 +5,11 @@
 //! clock reads `target` and nothing more is ready". Inside a slice tokio's own auto-advance
 //! (test-util's paused clock) jumps the clock from timer to timer, so a slice costs the work
 //! the host does, not the time it spans. The slice's future is
-//! `sleep_until(target)` followed by [`Idle`], which the runtime's park hook completes: the
-//! hook runs only when the run queue and the deferred queue are both empty (tokio 1.54
-//! `current_thread::Context::park`), that is when every task woken by time up to `target` has
-//! run.
+//! `sleep_until(target)` followed, when a task is ready then, by [`Idle`], which the runtime's
+//! park hook completes: the hook runs only when the run queue and the deferred queue are both
+//! empty (tokio 1.54 `current_thread::Context::park`), that is when every task woken by time
+//! up to `target` has run. A slice that provably runs nothing is not run at all
+//! (docs/engine.md#skipped-slices).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -16,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use tokio::runtime::{Builder, Runtime};
+use tokio::runtime::{Builder, Runtime, RuntimeMetrics};
 
 use crate::clock::HostClock;
 use crate::context::{self, Current, Trace};
@@ -38,6 +39,15 @@ pub enum HostState {
     /// The machine is down between a crash and the end of its next boot ([`crate::Engine::reboot`]):
     /// no task runs, its network is down, its new boot's clocks run.
     Down,
+}
+
+/// Whether a host's slice ran or was proven empty and skipped (docs/engine.md#skipped-slices).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Slice {
+    /// One `block_on` of the host's runtime.
+    Ran,
+    /// Nothing could run: the slice was not run.
+    Skipped,
 }
 
 /// The idle signal between a runtime's park hook and the slice's [`Idle`] future.
@@ -73,6 +83,8 @@ fn lock(slot: &Mutex<IdleSlot>) -> std::sync::MutexGuard<'_, IdleSlot> {
 pub struct Host {
     name: Arc<str>,
     runtime: Runtime,
+    /// The runtime's counters, read to prove a slice empty ([`Host::provably_empty`]).
+    metrics: RuntimeMetrics,
     idle: Arc<Mutex<IdleSlot>>,
     /// The tokio instant at which the current runtime started, and the host's monotonic
     /// reading then (zero, or where the clock stood at the last restart).
@@ -115,6 +127,7 @@ impl Host {
         let (runtime, origin) = build_runtime(&idle, seed)?;
         Ok(Host {
             name: name.into(),
+            metrics: runtime.metrics(),
             runtime,
             idle,
             origin: (origin, Duration::ZERO),
@@ -137,6 +150,7 @@ impl Host {
         self.restarts += 1;
         let seed = self.seed ^ self.restarts.wrapping_mul(0xD1B5_4A32_D192_ED03);
         let (runtime, origin) = build_runtime(&self.idle, seed)?;
+        self.metrics = runtime.metrics();
         drop(std::mem::replace(&mut self.runtime, runtime));
         *lock(&self.idle) = IdleSlot::default();
         self.origin = (origin, self.local);
@@ -184,7 +198,9 @@ impl Host {
         self.state
     }
 
-    /// The monotonic reading the host's last slice ended at (its tokio clock now).
+    /// The monotonic reading the host's last slice that ran ended at (its tokio clock now). A
+    /// slice skipped because no task was alive leaves it behind the host's clock
+    /// (docs/engine.md#skipped-slices).
     pub fn local(&self) -> Duration {
         self.local
     }
@@ -199,11 +215,24 @@ impl Host {
 
     /// Runs the host from true time `from` to true time `to`: first, if the host's clock reads
     /// more at `from` than its tokio clock (it was paused meanwhile), the tokio clock jumps
-    /// there and every timer the jump passed fires at once; then tasks run, the clock moving from timer to timer,
-    /// until it reads `to`'s millisecond and nothing is ready.
-    pub(crate) fn run_slice(&mut self, from: Duration, to: Duration, trace: &Trace, id: HostId) {
+    /// there and every timer the jump passed fires at once; then tasks run, the clock moving
+    /// from timer to timer, until it reads `to`'s millisecond and nothing is ready.
+    ///
+    /// A slice that provably runs nothing ([`Host::provably_empty`]) is skipped when `skip`
+    /// is set; the return value says whether the slice ran.
+    pub(crate) fn run_slice(
+        &mut self,
+        (from, to): (Duration, Duration),
+        trace: &Trace,
+        id: HostId,
+        skip: bool,
+    ) -> Slice {
         let start = floor_tick(self.clock.local_at(from)).max(self.local);
         let end = floor_tick(self.clock.local_at(to)).max(start);
+        if skip && self.provably_empty(start, end) {
+            self.skip_slice();
+            return Slice::Skipped;
+        }
         let _current = context::enter(Current {
             id,
             name: Arc::clone(&self.name),
@@ -213,20 +242,88 @@ impl Host {
         });
         let ((origin, origin_local), jump) = (self.origin, start - self.local);
         let idle = Idle(Arc::clone(&self.idle));
+        let m = &self.metrics;
         #[allow(
             clippy::disallowed_methods,
             reason = "the host's own paused tokio clock"
         )]
-        self.runtime.block_on(async move {
+        self.runtime.block_on(async {
+            let idle = idle;
             if !jump.is_zero() {
                 // Every timer the jump passed has expired: the next driver pass fires them
                 // all at the new reading, before auto-advance can move the clock again.
                 tokio::time::advance(jump).await;
             }
             tokio::time::sleep_until(origin + (end - origin_local)).await;
-            idle.await;
+            // The clock reads `end`. With no task ready the slice is over now: the park that
+            // `Idle` waits for would run no task and fire no timer (every timer due by `end`
+            // fired in the driver pass that woke this future, and nothing ran since), so
+            // skipping it changes nothing but the scheduler's tick (docs/engine.md#hosts).
+            if !nothing_ready(m) {
+                idle.await;
+            }
         });
         self.local = end;
+        Slice::Ran
+    }
+
+    /// Whether a slice whose tokio clock would run from `start` to `end` (whole milliseconds
+    /// of the host's clock) provably runs no task and fires no timer
+    /// (docs/engine.md#skipped-slices): no task is ready — none in the runtime's local queue
+    /// (tasks woken inside the runtime) nor in its injection queue (tasks woken or spawned
+    /// from outside it: deliveries, [`crate::Engine::spawn`]) — and either
+    ///
+    /// - the clock would not move (`start == end == local`): tokio's timer wheel counts whole
+    ///   milliseconds and fires a timer only when a driver pass sees its millisecond, every
+    ///   timer due at the current one fired in the last pass (or at its registration, which
+    ///   fires a deadline already passed), and no task ran since; or
+    /// - no task is alive: every timer belongs to a task's future, so there is none to fire.
+    ///   The tokio clock then stays behind the host's clock, and the next slice that runs
+    ///   moves it forward in one jump, as after a pause (nothing can observe the jump: no task
+    ///   was alive to read the clock in between).
+    ///
+    /// Without `--cfg tokio_unstable` the local queue's depth cannot be read and no slice is
+    /// proven empty.
+    fn provably_empty(&self, start: Duration, end: Duration) -> bool {
+        #[cfg(tokio_unstable)]
+        {
+            let still = start == self.local && end == start;
+            (still || self.metrics.num_alive_tasks() == 0) && nothing_ready(&self.metrics)
+        }
+        #[cfg(not(tokio_unstable))]
+        {
+            let _ = (start, end);
+            false
+        }
+    }
+
+    /// Stands for a slice that provably runs nothing: everything it would have changed is
+    /// changed, and nothing else. A slice enters the runtime once, and each entry draws the
+    /// next seed of the runtime's seed generator for the thread RNG of that slice (which
+    /// `select!` draws its branch order from; tokio 1.54 `context::enter_runtime`); so a
+    /// skipped slice enters it once too, through the handle's `block_on` of a ready future,
+    /// which draws the seed and neither polls a task nor drives the timer wheel. The only
+    /// other state an empty slice moves is the scheduler's tick, which orders nothing here:
+    /// every runtime takes the injection queue first at every tick ([`build_runtime`]).
+    fn skip_slice(&self) {
+        self.runtime.handle().block_on(std::future::ready(()));
+    }
+}
+
+/// Whether no task of the runtime is ready to run: none in its local queue (tasks woken inside
+/// it) nor in its injection queue (tasks woken or spawned from outside it). Exact between
+/// slices and right after a driver pass, when tokio has just moved every deferred task
+/// (`yield_now`) into the local queue. Without `--cfg tokio_unstable` the local queue's depth
+/// cannot be read, and the answer is `false`.
+fn nothing_ready(metrics: &RuntimeMetrics) -> bool {
+    #[cfg(tokio_unstable)]
+    {
+        metrics.worker_local_queue_depth(0) == 0 && metrics.global_queue_depth() == 0
+    }
+    #[cfg(not(tokio_unstable))]
+    {
+        let _ = metrics;
+        false
     }
 }
 
@@ -242,6 +339,12 @@ fn build_runtime(
     builder
         .enable_time()
         .start_paused(true)
+        // Tasks woken from outside the runtime (deliveries, spawns: its injection queue) run
+        // before tasks woken inside it, at every scheduler tick. tokio's default (the
+        // injection queue first at every 31st tick only) would make the order of two ready
+        // tasks depend on how many ticks every earlier slice took, so a slice that runs no
+        // task could not be skipped without reordering later ones (docs/engine.md#hosts).
+        .global_queue_interval(1)
         .on_thread_park(move || {
             let mut slot = lock(&hook);
             if let Some(waiter) = slot.waiter.take() {
