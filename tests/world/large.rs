@@ -11,6 +11,7 @@ use leasesim::exit::Exit;
 use leasesim::sim::config::default_sessions;
 use leasesim::sim::runfile::{self, RunFile, WorldSpec};
 use leasesim::sim::world::World;
+use leasesim_testkit::{assert_exit, leasesim};
 
 /// `s1` … `sN`.
 fn sessions(n: u32) -> Vec<String> {
@@ -124,4 +125,10 @@ fn a_world_section_without_sessions_gets_the_rules_for_its_replicas() {
         unknown.to_string().contains("unknown field `replica`"),
         "{unknown}"
     );
+}
+
+#[test]
+fn run_refuses_more_than_a_thousand_replicas_naming_the_range() {
+    let output = leasesim!().run(["run", "--seed", "1", "--replicas", "1001"]);
+    assert_exit(&output, 2, &["--replicas", "1001", "1..=1000"]);
 }
