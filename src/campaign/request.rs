@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use super::scenario::Scenario;
 use crate::mutant::Mutant;
+use crate::sim::config::default_sessions;
 use crate::sim::runfile::{
-    BackendSpec, COMMAND_LINE, DURATION_S_MAX, Expect, RUN_FILE_SCHEMA_VERSION, RunFile,
-    RunFileError, RunWorkload, WorldSpec, duration_token, shell_word,
+    BackendSpec, COMMAND_LINE, DURATION_S_MAX, Expect, REPLICAS_MAX, RUN_FILE_SCHEMA_VERSION,
+    RunFile, RunFileError, RunWorkload, WorldSpec, duration_token, shell_word,
 };
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::script::Script;
@@ -48,8 +49,9 @@ pub struct RunRequest {
     /// and the invariants expected; prints the swarm options the seed drew.
     #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["schedule", "no_faults", "script", "replicas", "duration"])]
     pub scenario: Option<PathBuf>,
-    /// Number of replica hosts.
-    #[arg(long, default_value_t = RunRequest::DEFAULT_REPLICAS, value_parser = clap::value_parser!(u32).range(1..=64))]
+    /// Number of replica hosts, 1..=1000; the world's sessions are `s1` … `sK`,
+    /// K = max(2, replicas / 10) (docs/world.md#worlds-of-any-size).
+    #[arg(long, default_value_t = RunRequest::DEFAULT_REPLICAS, value_parser = clap::value_parser!(u32).range(1..=i64::from(REPLICAS_MAX)))]
     pub replicas: u32,
     /// Simulated duration of the run, whole seconds (e.g. 90s).
     #[arg(long, default_value = "60s", value_parser = crate::time::parse_duration)]
@@ -141,6 +143,7 @@ impl RunRequest {
         }
         let world = WorldSpec {
             replicas: self.replicas,
+            sessions: default_sessions(self.replicas),
             duration_s: self.duration.as_secs(),
             backend: backend.cloned().unwrap_or_default(),
             ..WorldSpec::default()

@@ -16,6 +16,7 @@ mod fuzz;
 mod holder_targets;
 mod hosted;
 mod kube;
+mod large;
 mod plans;
 mod replica_faults;
 mod run_files;

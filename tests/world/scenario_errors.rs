@@ -137,7 +137,7 @@ fn a_value_out_of_range_names_the_field_and_the_range() {
     let text = format!("{HEAD}[world]\nreplicas = 0\n");
     assert_eq!(
         error(&text),
-        "DIR/bad.toml:3:1: `world.replicas`: must be 1..=64, got 0"
+        "DIR/bad.toml:3:1: `world.replicas`: must be 1..=1000, got 0"
     );
 }
 

@@ -34,6 +34,16 @@ pub const WALL_MS_MAX: i64 = 36_525 * DAY_MS as i64;
 /// Largest link failure rate, ppm per tick (certain failure).
 pub const FAIL_PPM_MAX: u32 = 1_000_000;
 
+/// Most replica hosts a world may have (`replicas`, `leasesim run --replicas`,
+/// `WorldBuilder::replicas`; docs/world.md#worlds-of-any-size). Host names, the history and
+/// the reports take any number; the bound keeps a mistyped count from building a world that
+/// cannot finish.
+pub const REPLICAS_MAX: u32 = 1_000;
+
+/// Replicas per session when a world does not name its sessions: `max(2, replicas / 10)`
+/// sessions (docs/world.md#worlds-of-any-size).
+pub const REPLICAS_PER_SESSION: u32 = 10;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@ use super::script::Script;
 use leasesim_core::clock::WallTime;
 use leasesim_core::journal::SkewMargin;
 use leasesim_core::mutant::Mutant;
-use leasesim_history::{ConfigLine, hosts, micros};
+use leasesim_history::{ConfigLine, hosts, limits, micros};
 use leasesim_remote::ClientConfig;
 
 /// Port of the ledger service on its host.
@@ -31,7 +31,8 @@ pub struct WorldConfig {
     pub seed: u64,
     /// Number of replica hosts (default 3).
     pub replicas: u32,
-    /// The contended sessions (default `s1`, `s2`).
+    /// The contended sessions (default [`default_sessions`] of the replicas: `s1`, `s2` up to
+    /// 29 replicas).
     pub sessions: Vec<String>,
     /// Lease TTL (default 10 s): what the authority grants.
     pub ttl: Duration,
@@ -67,7 +68,7 @@ impl Default for WorldConfig {
         WorldConfig {
             seed: 0,
             replicas: 3,
-            sessions: vec!["s1".into(), "s2".into()],
+            sessions: default_sessions(3),
             ttl: Duration::from_secs(10),
             replica_ttl: None,
             skew_margin_percent: 10,
@@ -112,6 +113,17 @@ impl WorldConfig {
             ..ClientConfig::default()
         }
     }
+}
+
+/// The sessions of a world of `replicas` replicas that does not name its own: `s1` … `sK`
+/// with `K = max(2, replicas / 10)` ([`limits::REPLICAS_PER_SESSION`]): `s1`, `s2` for every
+/// world of up to 29 replicas (the sessions every world had before worlds grew past 64), then
+/// one more per ten replicas, so a large world's sessions each see about ten contenders and its
+/// histories stay small enough to judge (docs/world.md#worlds-of-any-size). A run file records
+/// the sessions it ran with, so a replay never depends on this rule.
+pub fn default_sessions(replicas: u32) -> Vec<String> {
+    let count = (replicas / limits::REPLICAS_PER_SESSION).max(2);
+    (1..=count).map(|n| format!("s{n}")).collect()
 }
 
 /// The name of replica `n` (from 1).

@@ -101,7 +101,8 @@ pub struct World {
     workload: Workload,
 }
 
-/// Builds a [`World`]. Defaults: seed 0, 3 replicas, sessions `s1` and `s2`, TTL 10 s, skew
+/// Builds a [`World`]. Defaults: seed 0, 3 replicas, sessions `s1` and `s2` (for other
+/// replica counts, [`super::config::default_sessions`]), TTL 10 s, skew
 /// margin 10 % of the TTL, 60 s of simulated time, 2 s call deadline, 1–5 ms latency, the
 /// gRPC backend ([`super::backend::Grpc`]), no faults, a generated workload with the default
 /// mix, no mutant, no liveness phase.
@@ -112,6 +113,8 @@ pub struct WorldBuilder {
     schedule: FaultSchedule,
     random_faults: bool,
     workload: Workload,
+    /// Whether the sessions were given (else they follow the replicas).
+    sessions_named: bool,
 }
 
 impl World {
@@ -197,6 +200,7 @@ impl WorldBuilder {
     /// Starts from `config` (every setting but the schedule and the workload).
     pub fn config(mut self, config: WorldConfig) -> Self {
         self.config = config;
+        self.sessions_named = true;
         self
     }
 
@@ -206,15 +210,21 @@ impl WorldBuilder {
         self
     }
 
-    /// Replica hosts, 1..=64.
+    /// Replica hosts, 1..=1000 ([`limits::REPLICAS_MAX`]). Unless the sessions were named
+    /// ([`WorldBuilder::sessions`], [`WorldBuilder::config`]), they become
+    /// [`super::config::default_sessions`] of `replicas`.
     pub fn replicas(mut self, replicas: u32) -> Self {
         self.config.replicas = replicas;
+        if !self.sessions_named {
+            self.config.sessions = super::config::default_sessions(replicas);
+        }
         self
     }
 
     /// The contended sessions.
     pub fn sessions<S: Into<String>>(mut self, sessions: impl IntoIterator<Item = S>) -> Self {
         self.config.sessions = sessions.into_iter().map(Into::into).collect();
+        self.sessions_named = true;
         self
     }
 
@@ -331,8 +341,12 @@ impl WorldBuilder {
 
 fn check_config(config: &WorldConfig) -> Result<(), WorldError> {
     let refuse = |message: String| Err(WorldError::Config(message));
-    if !(1..=64).contains(&config.replicas) {
-        return refuse(format!("replicas must be 1..=64, got {}", config.replicas));
+    if !(1..=limits::REPLICAS_MAX).contains(&config.replicas) {
+        return refuse(format!(
+            "replicas must be 1..={}, got {}",
+            limits::REPLICAS_MAX,
+            config.replicas
+        ));
     }
     if config.sessions.is_empty() {
         return refuse("the world needs at least one session".into());
@@ -507,8 +521,18 @@ fn build_sim(config: &WorldConfig) -> turmoil::Sim<'static> {
         .epoch(std::time::UNIX_EPOCH + Duration::from_nanos(WALL_EPOCH.unix_ns as u64))
         .simulation_duration(config.duration + Duration::from_secs(3_600))
         .min_message_latency(Duration::from_millis(config.latency_ms.0))
-        .max_message_latency(Duration::from_millis(config.latency_ms.1));
+        .max_message_latency(Duration::from_millis(config.latency_ms.1))
+        .tcp_capacity(tcp_capacity(config.replicas));
     builder.build()
+}
+
+/// turmoil's socket queue length (`tcp_capacity`, 64 by default): a server's queue must hold
+/// every replica's SYN, all sent at the same instant when the run starts, or turmoil panics
+/// ("server socket buffer full"). Up to 64 replicas turmoil's default, so no world that
+/// existed before worlds grew past 64 changes; above that, four per replica (a lease and a
+/// ledger connection each, and their reconnections). A bound, not an allocation.
+fn tcp_capacity(replicas: u32) -> usize {
+    64.max(4 * replicas as usize)
 }
 
 /// The backend's server on its host, started again at every boot with the same disk.

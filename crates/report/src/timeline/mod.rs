@@ -23,6 +23,11 @@
 //!   linearizability check's stuck operation and longest valid prefix marked, and a dashed
 //!   line at the last of them says what was violated.
 //!
+//! - **Folding**: past [`REPLICA_LANES_MAX`] replicas (a world of hundreds), only the
+//!   replicas the violation names, then those a fault struck, then the first by number get a
+//!   lane, up to that many; one lane, `+N replicas`, stands for the rest (their marks are not
+//!   drawn).
+//!
 //! Text stays sparse so a 300-operation run is still readable: a bar or band is labelled
 //! only where its label fits; every element carries a `<title>` (the browser's tooltip) with
 //! its particulars. Elements carry `class` and `data-*` attributes (`data-host`, `data-op`)
@@ -235,7 +240,7 @@ fn ledger_record_op(session: &str, seq: u64, history: &History) -> Option<u64> {
 /// document (UTF-8 text, no trailing newline).
 pub fn render(history: &History, title: &str, highlight: &Highlight) -> String {
     let scale = Scale::of(history);
-    let lanes = Lanes::of(history);
+    let lanes = Lanes::of(history, highlight);
     let height = TOP + LANE_H * lanes.len() as f64 + 62.0;
     let mut groups: BTreeMap<usize, Group> = BTreeMap::new();
     for (index, host) in lanes.hosts.iter().enumerate() {
@@ -385,13 +390,19 @@ impl Scale {
     }
 }
 
+/// Most replica lanes a picture draws: past it the quiet replicas fold into one lane
+/// (docs/world.md#worlds-of-any-size), so a 1,000-replica run's picture stays a page.
+pub const REPLICA_LANES_MAX: usize = 32;
+
 /// The hosts drawn, in lane order.
 struct Lanes {
     hosts: Vec<String>,
 }
 
 impl Lanes {
-    fn of(history: &History) -> Self {
+    /// Every host `history` names, replicas first; past [`REPLICA_LANES_MAX`] replicas, only
+    /// those [`Lanes::kept`] says, then one folded lane naming how many are left out.
+    fn of(history: &History, highlight: &Highlight) -> Self {
         let mut names: BTreeSet<String> = BTreeSet::new();
         if let Ok(config) = history.config() {
             names.extend((1..=config.replicas).map(hosts::replica));
@@ -404,9 +415,53 @@ impl Lanes {
             names.extend(action.peer.clone());
         }
         names.remove(bands::ALL);
-        let mut hosts: Vec<String> = names.into_iter().collect();
+        let (replicas, others): (Vec<String>, Vec<String>) =
+            names.into_iter().partition(|h| hosts::is_replica(h));
+        let mut hosts = if replicas.len() > REPLICA_LANES_MAX {
+            let kept = Self::kept(history, highlight, &replicas);
+            let folded = replicas.len() - kept.len();
+            let mut hosts: Vec<String> = kept.into_iter().collect();
+            hosts.push(folded_lane(folded));
+            hosts
+        } else {
+            replicas
+        };
+        hosts.extend(others);
         hosts.sort_by_key(|h| lane_rank(h));
         Lanes { hosts }
+    }
+
+    /// The replicas of a folded picture: every replica the highlight names (never folded),
+    /// then those a fault struck, then the lowest-numbered, up to [`REPLICA_LANES_MAX`].
+    fn kept(history: &History, highlight: &Highlight, replicas: &[String]) -> BTreeSet<String> {
+        let named: BTreeSet<u64> = highlight
+            .ops
+            .iter()
+            .chain(&highlight.prefix)
+            .chain(&highlight.stuck)
+            .copied()
+            .collect();
+        let mut kept: BTreeSet<String> = history
+            .ops()
+            .filter(|op| named.contains(&op.id))
+            .map(|op| op.process.replica.clone())
+            .chain(highlight.instants.iter().map(|(host, _)| host.clone()))
+            .filter(|host| hosts::is_replica(host))
+            .collect();
+        let struck = history
+            .nemesis_actions()
+            .flat_map(|a| [Some(a.host.clone()), a.peer.clone()])
+            .flatten()
+            .filter(|host| hosts::is_replica(host));
+        let mut ordered: Vec<String> = replicas.to_vec();
+        ordered.sort_by_key(|h| lane_rank(h));
+        for host in struck.chain(ordered) {
+            if kept.len() >= REPLICA_LANES_MAX {
+                break;
+            }
+            kept.insert(host);
+        }
+        kept
     }
 
     fn len(&self) -> usize {
@@ -418,12 +473,24 @@ impl Lanes {
     }
 }
 
-/// Replicas in natural order, then the services, then anything else by name.
+/// The name of the lane that stands for `count` replicas not drawn: `+968 replicas`.
+fn folded_lane(count: usize) -> String {
+    format!("{FOLDED_PREFIX}{count} replicas")
+}
+
+/// How a folded lane's name starts.
+const FOLDED_PREFIX: &str = "+";
+
+/// Replicas in natural order, the folded lane after them, then the services, then anything
+/// else by name.
 fn lane_rank(host: &str) -> (u8, u64, String) {
     if let Some(n) = host.strip_prefix(hosts::REPLICA_PREFIX)
         && let Ok(n) = n.parse()
     {
         return (0, n, host.to_owned());
+    }
+    if host.starts_with(FOLDED_PREFIX) {
+        return (0, u64::MAX, host.to_owned());
     }
     let rank = match host {
         hosts::LEASE => 1,
@@ -437,9 +504,19 @@ fn lane_rank(host: &str) -> (u8, u64, String) {
 /// A lane's group: its background and its name.
 fn lane_group(host: &str, index: usize) -> Group {
     let top = lane_top(index);
-    Group::new()
-        .set("class", "lane")
-        .set("data-host", host)
+    let folded = host.starts_with(FOLDED_PREFIX);
+    let group = Group::new()
+        .set("class", if folded { "lane folded" } else { "lane" })
+        .set("data-host", host);
+    let group = if folded {
+        group.add(Title::new(format!(
+            "{host} not drawn: past {REPLICA_LANES_MAX} replicas a picture keeps the \
+             replicas the violation names, then those a fault struck, then the first by number"
+        )))
+    } else {
+        group
+    };
+    group
         .add(
             Rectangle::new()
                 .set("x", PLOT_X)

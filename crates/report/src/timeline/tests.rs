@@ -467,3 +467,49 @@ fn each_kind_of_evidence_highlights_what_its_data_names() {
         .into()
     );
 }
+
+/// The fixture in a world of 100 replicas, with a fault on replica-77 besides those on
+/// replica-1 and replica-2.
+fn hundred_replica_history() -> History {
+    let text = HISTORY.replacen(r#""replicas":2"#, r#""replicas":100"#, 1)
+        + r#"{"v":1,"kind":"nemesis","at_us":1000000,"host":"replica-77","action":"crash","peer":null,"detail":null}"#
+        + "\n";
+    History::read_jsonl(text.as_bytes(), "history.jsonl").expect("a history")
+}
+
+#[test]
+fn past_32_replicas_the_named_the_struck_and_the_first_keep_lanes_and_the_rest_fold() {
+    let history = hundred_replica_history();
+    let mut highlight = Highlight::default();
+    highlight.instants.insert(("replica-90".into(), 1_000_000));
+    let svg = render(&history, "a hundred replicas", &highlight);
+    let lanes = attributes(&svg, "lane", "data-host");
+    let expected: Vec<String> = (1..=30)
+        .map(|n| format!("replica-{n}"))
+        .chain(
+            [
+                "replica-77",
+                "replica-90",
+                "+68 replicas",
+                "lease",
+                "ledger",
+            ]
+            .map(String::from),
+        )
+        .collect();
+    assert_eq!(lanes, expected);
+    assert_eq!(
+        attributes(&svg, "lane folded", "data-host"),
+        ["+68 replicas"]
+    );
+}
+
+#[test]
+fn up_to_32_replicas_every_replica_has_a_lane() {
+    let text = HISTORY.replacen(r#""replicas":2"#, r#""replicas":32"#, 1);
+    let history = History::read_jsonl(text.as_bytes(), "history.jsonl").expect("a history");
+    let svg = render(&history, "32 replicas", &Highlight::default());
+    let lanes = attributes(&svg, "lane", "data-host");
+    assert_eq!(lanes.len(), 32 + 2);
+    assert!(attributes(&svg, "lane folded", "data-host").is_empty());
+}

@@ -45,7 +45,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use drawn::Drawn;
-pub use leasesim_history::limits::{DURATION_S_MAX, TTL_MS_MAX};
+pub use leasesim_history::limits::{DURATION_S_MAX, REPLICAS_MAX, TTL_MS_MAX};
 pub use spec::{BackendSpec, WorldSpec};
 
 use crate::config::{Workload, WorkloadMix, WorldConfig};

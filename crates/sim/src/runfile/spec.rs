@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{
     Backend, Flock, Grpc, Kube, TARGET_PREFIX, TARGETS_BINARY, check_whole_seconds, target_backend,
 };
-use crate::config::{WorkloadMix, WorldConfig};
+use crate::config::{WorkloadMix, WorldConfig, default_sessions};
 use leasesim_core::lease::SessionId;
-use leasesim_history::limits::{CALL_TIMEOUT_MS_MAX, DURATION_S_MAX, TTL_MS_MAX};
+use leasesim_history::limits::{CALL_TIMEOUT_MS_MAX, DURATION_S_MAX, REPLICAS_MAX, TTL_MS_MAX};
 
 /// The lease backend a run file or scenario names: the backends built into leasesim, or a
 /// target backend (`target:<name>`) that only a targets binary knows
@@ -98,13 +98,15 @@ impl From<BackendSpec> for String {
 }
 
 /// The `[world]` section: the shape of the simulated world. Every field is optional in a
-/// scenario (the defaults are [`WorldConfig::default`]'s); a run file holds all of them.
+/// scenario (the defaults are [`WorldConfig::default`]'s, the sessions
+/// [`default_sessions`]' for the replicas given); a run file holds all of them.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(from = "WorldSection")]
 pub struct WorldSpec {
-    /// Replica hosts, 1..=64 (default 3).
+    /// Replica hosts, 1..=[`REPLICAS_MAX`] (default 3).
     pub replicas: u32,
-    /// The contended sessions, each named once (default `["s1", "s2"]`).
+    /// The contended sessions, each named once (default [`default_sessions`] of `replicas`:
+    /// `["s1", "s2"]` up to 29 replicas, then one more per ten replicas).
     pub sessions: Vec<String>,
     /// Lease TTL, ms (default 10000). Renewals come every third of it.
     pub ttl_ms: u64,
@@ -115,7 +117,6 @@ pub struct WorldSpec {
     /// Deadline of every client call, ms (default 2000).
     pub call_timeout_ms: u64,
     /// Network latency range, ms, `[least, most]` (default `[1, 5]`).
-    #[serde(deserialize_with = "super::pair::exact")]
     pub latency_ms: (u64, u64),
     /// The backend: `"grpc"` (default), `"kube"` (whose `ttl_ms` must be whole seconds), or
     /// `"target:<name>"`, known only to a targets binary.
@@ -123,7 +124,7 @@ pub struct WorldSpec {
     /// The TTL the replicas' own configuration names, ms, 1..=86400000, when it differs from
     /// the `ttl_ms` the authority grants (default: none, the same). The correct client ignores
     /// it and counts the granted TTL; `client-uses-configured-ttl` misuses it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub replica_ttl_ms: Option<u64>,
 }
 
@@ -140,6 +141,59 @@ impl Default for WorldSpec {
             latency_ms: config.latency_ms,
             backend: BackendSpec::Grpc,
             replica_ttl_ms: None,
+        }
+    }
+}
+
+/// A `[world]` section or run file's `world` as written: [`WorldSpec`] with its sessions
+/// optional, so a world that does not name them gets [`default_sessions`] of its own replicas
+/// (a run file always names them: the rule may change, a replay may not).
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct WorldSection {
+    replicas: u32,
+    sessions: Option<Vec<String>>,
+    ttl_ms: u64,
+    skew_margin_percent: u8,
+    duration_s: u64,
+    call_timeout_ms: u64,
+    #[serde(deserialize_with = "super::pair::exact")]
+    latency_ms: (u64, u64),
+    backend: BackendSpec,
+    replica_ttl_ms: Option<u64>,
+}
+
+impl Default for WorldSection {
+    fn default() -> Self {
+        let spec = WorldSpec::default();
+        WorldSection {
+            replicas: spec.replicas,
+            sessions: None,
+            ttl_ms: spec.ttl_ms,
+            skew_margin_percent: spec.skew_margin_percent,
+            duration_s: spec.duration_s,
+            call_timeout_ms: spec.call_timeout_ms,
+            latency_ms: spec.latency_ms,
+            backend: spec.backend,
+            replica_ttl_ms: spec.replica_ttl_ms,
+        }
+    }
+}
+
+impl From<WorldSection> for WorldSpec {
+    fn from(section: WorldSection) -> Self {
+        WorldSpec {
+            sessions: section
+                .sessions
+                .unwrap_or_else(|| default_sessions(section.replicas)),
+            replicas: section.replicas,
+            ttl_ms: section.ttl_ms,
+            skew_margin_percent: section.skew_margin_percent,
+            duration_s: section.duration_s,
+            call_timeout_ms: section.call_timeout_ms,
+            latency_ms: section.latency_ms,
+            backend: section.backend,
+            replica_ttl_ms: section.replica_ttl_ms,
         }
     }
 }
@@ -166,8 +220,11 @@ impl WorldSpec {
 
     /// Checks the values; `Err((field, message))` names the field and what is allowed.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
-        if !(1..=64).contains(&self.replicas) {
-            return Err(("replicas", format!("must be 1..=64, got {}", self.replicas)));
+        if !(1..=REPLICAS_MAX).contains(&self.replicas) {
+            return Err((
+                "replicas",
+                format!("must be 1..={REPLICAS_MAX}, got {}", self.replicas),
+            ));
         }
         self.check_sessions()?;
         if !(1..=TTL_MS_MAX).contains(&self.ttl_ms) {
