@@ -117,6 +117,17 @@ pub fn now_true() -> Duration {
     })
 }
 
+/// The true simulated time now on the engine host whose task calls it (as [`now_true`]), or
+/// `None` outside every engine host: for code that also runs outside the engine, such as the
+/// world's recorder and trace (docs/engine.md#hosts).
+pub fn try_now_true() -> Option<Duration> {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let current = current.as_ref()?;
+        current.clock.true_at(local(current))
+    })
+}
+
 /// The host's boot-time reading (`CLOCK_BOOTTIME`: monotonic plus time suspended).
 ///
 /// # Panics

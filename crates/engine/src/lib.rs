@@ -47,7 +47,7 @@ mod host;
 pub mod net;
 pub mod transport;
 
-pub use context::{Trace, boottime, host, now_local, now_true, trace};
+pub use context::{Trace, boottime, host, now_local, now_true, trace, try_now_true};
 pub use context::{boot, wall};
 pub use engine::{Engine, EngineError, Event, HostFault};
 pub use host::{Host, HostId, HostState};
