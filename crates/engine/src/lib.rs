@@ -48,7 +48,7 @@ pub mod net;
 pub mod transport;
 
 pub use context::{Trace, boottime, host, now_local, now_true, trace, try_now_true};
-pub use context::{boot, wall};
+pub use context::{boot, local_delay, wall};
 pub use engine::{Engine, EngineError, Event, HostFault};
 pub use host::{Host, HostId, HostState};
 pub use net::{NetConfig, NetFault};

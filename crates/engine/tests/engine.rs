@@ -342,3 +342,26 @@ fn try_now_true_reads_true_time_on_a_host_and_nothing_outside_one() {
         ]
     );
 }
+
+#[test]
+fn a_local_delay_on_a_slow_host_is_the_true_delay_scaled_by_its_clock() {
+    let mut engine = Engine::new(3);
+    let slow = engine.add_host("slow").unwrap();
+    engine.schedule(
+        Duration::ZERO,
+        Event::Host(slow, HostFault::Drift(-100_000)),
+    );
+    engine
+        .spawn(slow, async {
+            let delay = leasesim_engine::local_delay(Duration::from_secs(1));
+            leasesim_engine::trace(&format!("delay {}", delay.as_nanos()));
+            #[allow(clippy::disallowed_methods)] // the host's own clock
+            tokio::time::sleep(delay).await;
+            leasesim_engine::trace("slept");
+        })
+        .unwrap();
+    engine.run_until(Duration::from_secs(3)).unwrap();
+    let lines = lines_of(&engine, "slow");
+    assert_eq!(lines[1], (0, "delay 900000000".to_owned()));
+    assert_eq!(lines[2], (1_000_000_000, "slept".to_owned()));
+}
