@@ -16,6 +16,7 @@ mod fuzz;
 mod holder_targets;
 mod hosted;
 mod kube;
+mod on_engine;
 mod plans;
 mod replica_faults;
 mod run_files;
