@@ -116,3 +116,77 @@ fn the_same_seed_gives_the_same_history_bytes_on_the_engine() {
     assert_eq!(first, second);
     assert_ne!(first, generated(WorldEngine::Engine, 8, 10).to_jsonl());
 }
+
+/// What one run of a scenario gave: `clean`, the checks it violated, or why it did not run.
+fn verdict(name: &str, seed: u64, engine: WorldEngine) -> (String, Duration) {
+    let scenario = Scenario::load(&sims().join(format!("{name}.toml"))).unwrap();
+    let run = match scenario.resolve(seed) {
+        Ok(run) => run,
+        Err(e) => return (format!("unresolved: {e}"), Duration::ZERO),
+    };
+    let mut config = match run.world_config() {
+        Ok(config) => config,
+        Err(e) => return (format!("refused: {e}"), Duration::ZERO),
+    };
+    config.engine = engine;
+    let timeout = Duration::from_secs(300);
+    #[allow(
+        clippy::disallowed_types,
+        reason = "a measurement of wall time, outside the runs"
+    )]
+    let started = std::time::Instant::now();
+    let outcome =
+        runner::run_with_timeout(&config, run.schedule.clone(), run.world_workload(), timeout);
+    let took = started.elapsed();
+    let text = match outcome {
+        Ok((history, _)) => match violated(&history).as_slice() {
+            [] => "clean".to_owned(),
+            checks => checks
+                .iter()
+                .map(|c| format!("{c:?}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        },
+        Err(e) => format!("error: {e}"),
+    };
+    (text, took)
+}
+
+/// The side-by-side table of issue 44: every `sims/*.toml` scenario × seeds 0..20 (or
+/// `LEASESIM_SIDE_SEEDS=a..b`, `LEASESIM_SIDE_ONLY=name,name`), the verdict on turmoil and on
+/// the engine, tab-separated on stdout, each difference marked `*`. A measurement, not a
+/// test: it asserts nothing (docs/world.md#the-world-on-the-engine lists what differs and why).
+#[test]
+#[ignore = "measurement: runs every scenario on both engines, minutes"]
+fn side_by_side_table_of_every_scenario_on_both_engines() {
+    let seeds = std::env::var("LEASESIM_SIDE_SEEDS").unwrap_or_else(|_| "0..20".to_owned());
+    let (from, to) = seeds.split_once("..").expect("LEASESIM_SIDE_SEEDS is a..b");
+    let seeds = from.parse::<u64>().unwrap()..to.parse::<u64>().unwrap();
+    let only = std::env::var("LEASESIM_SIDE_ONLY").ok();
+    let mut names: Vec<String> = std::fs::read_dir(sims())
+        .unwrap()
+        .filter_map(|entry| {
+            let path = entry.unwrap().path();
+            let stem = path.file_stem()?.to_str()?.to_owned();
+            (path.extension()? == "toml").then_some(stem)
+        })
+        .filter(|name| {
+            only.as_ref()
+                .is_none_or(|only| only.split(',').any(|o| o == name))
+        })
+        .collect();
+    names.sort();
+    println!("scenario\tseed\tturmoil\tengine\tturmoil ms\tengine ms");
+    for name in &names {
+        for seed in seeds.clone() {
+            let (turmoil, t) = verdict(name, seed, WorldEngine::Turmoil);
+            let (engine, e) = verdict(name, seed, WorldEngine::Engine);
+            let mark = if turmoil == engine { "" } else { "*" };
+            println!(
+                "{mark}{name}\t{seed}\t{turmoil}\t{engine}\t{}\t{}",
+                t.as_millis(),
+                e.as_millis()
+            );
+        }
+    }
+}
