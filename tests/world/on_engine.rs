@@ -190,3 +190,16 @@ fn side_by_side_table_of_every_scenario_on_both_engines() {
         }
     }
 }
+
+/// F2 with `no-local-deadline`: on turmoil the hung renew keeps A believing it holds until the
+/// call's 60 s deadline; on the engine TCP gives up on the cut link after its retransmissions
+/// (1.2 s), so the renew fails early. STOP must still catch the planted bug.
+#[test]
+fn no_local_deadline_is_caught_on_the_engine_by_stop() {
+    let history = scenario_on_engine("f2-renewals-black-holed", 1, Some(Mutant::NoLocalDeadline));
+    assert!(
+        violated(&history).contains(&Check::Stop),
+        "{:?}",
+        violated(&history)
+    );
+}

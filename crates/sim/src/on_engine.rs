@@ -342,14 +342,14 @@ pub(crate) fn refused_on_engine(fault: &super::schedule::Fault) -> Option<&'stat
             "worker_panic: a panicking task shuts an engine host's runtime down, where the \
              service's supervisor should see it",
         ),
-        Fault::Pause {
-            at_point: Some(_), ..
-        }
-        | Fault::Suspend {
+        // A pause at a point stays the gate's (as on turmoil); a suspend at a point would
+        // stop the world's clock of the host from inside a task, where the engine's clock
+        // can only be changed from the nemesis.
+        Fault::Suspend {
             at_point: Some(_), ..
         } => Some(
-            "a pause or suspend at a pause point: the engine freezes a whole host from the \
-             nemesis, not from a task at a point",
+            "a suspend at a pause point: the engine's clock of a host changes from the \
+             nemesis only, not from a task at a point",
         ),
         Fault::Fork { .. } => Some("fork: the engine's hosts run one process each"),
         _ => None,
