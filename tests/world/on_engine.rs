@@ -203,3 +203,32 @@ fn no_local_deadline_is_caught_on_the_engine_by_stop() {
         violated(&history)
     );
 }
+
+/// Wall time of a fault-free generated run of 60 simulated s, seed 1, on both engines, at 3
+/// replicas (or `LEASESIM_SIDE_REPLICAS=3,10,30`), history built but not judged; printed.
+#[test]
+#[ignore = "measurement: wall time of a 60 s world on both engines"]
+fn wall_time_of_a_fault_free_generated_run_on_both_engines() {
+    let sizes = std::env::var("LEASESIM_SIDE_REPLICAS").unwrap_or_else(|_| "3".to_owned());
+    for replicas in sizes.split(',').map(|n| n.parse::<u32>().unwrap()) {
+        for engine in [WorldEngine::Turmoil, WorldEngine::Engine] {
+            let world = World::builder()
+                .seed(1)
+                .replicas(replicas)
+                .duration(Duration::from_secs(60))
+                .engine(engine)
+                .build()
+                .unwrap();
+            #[allow(clippy::disallowed_types, reason = "a measurement of wall time")]
+            let started = std::time::Instant::now();
+            let history = world.run().unwrap().history;
+            let took = started.elapsed();
+            println!(
+                "{replicas} replicas on {}: {} ms, {} operations",
+                engine.name(),
+                took.as_millis(),
+                history.ops().count()
+            );
+        }
+    }
+}
