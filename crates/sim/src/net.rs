@@ -90,10 +90,12 @@ struct ConnsState {
 /// How long an engine host retries binding a port another socket of its kernel still holds.
 const REBIND_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// How many times it retries: the lingering sockets of a process that was killed close when
-/// TCP gives up on them, at most `(retx_max + 1) × rto` (1.2 s) after the kill
-/// (docs/engine.md#wall-clocks-and-reboots).
-const REBIND_TRIES: u32 = 40;
+/// How many times it retries (a minute): the lingering sockets of a process that was killed
+/// close when TCP gives up on them, `(retx_max + 1) × rto` (1.2 s) after the kill while the
+/// link is cut, but only when the peer closes its side while it answers: a peer that is
+/// frozen, or never reads, keeps the socket in FIN_WAIT_2 (turmoil-net has no orphan timeout,
+/// Linux's is 60 s; docs/engine.md#wall-clocks-and-reboots).
+const REBIND_TRIES: u32 = 1_200;
 
 impl HostConns {
     /// The connections of a host on the engine: dialed and accepted through turmoil-net
