@@ -9,7 +9,7 @@ use turmoil_net::Packet;
 use crate::clock::DriftOutOfRange;
 use crate::context::Trace;
 use crate::host::{Host, HostId, HostState};
-use crate::net::{NetConfig, NetFault, Network, Route};
+use crate::net::{Latency, NetConfig, NetFault, Network, PPM, Route};
 
 /// A fault step the engine applies to one host at a true time.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -82,6 +82,13 @@ pub enum EngineError {
     ZeroTick,
     /// tokio could not build a host's runtime (its message).
     Runtime(String),
+    /// A latency whose `most` is shorter than its `least` (in the config, or in a fault due
+    /// at this time).
+    LatencyRange(Latency, Duration),
+    /// A loss above [`crate::net::PPM`] (a fault due at this time).
+    LossOutOfRange(u32, Duration),
+    /// [`Engine::start`] of a host that is not down (crash it first).
+    NotDown(HostId),
 }
 
 impl std::fmt::Display for EngineError {
@@ -103,6 +110,19 @@ impl std::fmt::Display for EngineError {
             ),
             EngineError::ZeroTick => f.write_str("a network's tick must be longer than zero"),
             EngineError::Runtime(e) => write!(f, "a host's tokio runtime: {e}"),
+            EngineError::LatencyRange(l, at) => write!(
+                f,
+                "a latency from {:?} to {:?} at {at:?}: the most must not be shorter than the \
+                 least",
+                l.least, l.most
+            ),
+            EngineError::LossOutOfRange(ppm, at) => write!(
+                f,
+                "a loss of {ppm} ppm at {at:?}: at most 1000000 ppm (every packet)"
+            ),
+            EngineError::NotDown(id) => {
+                write!(f, "host {} is not down: crash it before starting it", id.0)
+            }
         }
     }
 }
@@ -162,14 +182,20 @@ impl Engine {
     /// One engine with a network per thread at a time: the first [`Engine::run_until`] fails
     /// with [`EngineError::NetInstalled`] while another is alive on the thread.
     ///
+    /// Latencies and losses are drawn from ChaCha20 keyed by `seed` on the network's own
+    /// stream (docs/engine.md#latency-and-loss).
+    ///
     /// # Errors
-    /// [`EngineError::ZeroTick`].
+    /// [`EngineError::ZeroTick`]; [`EngineError::LatencyRange`] (at time zero).
     pub fn with_network(seed: u64, config: NetConfig) -> Result<Self, EngineError> {
         if config.tick.is_zero() {
             return Err(EngineError::ZeroTick);
         }
+        if !config.latency.is_valid() {
+            return Err(EngineError::LatencyRange(config.latency, Duration::ZERO));
+        }
         let mut engine = Engine::new(seed);
-        engine.net = Some(Network::new(config));
+        engine.net = Some(Network::new(config, seed));
         Ok(engine)
     }
 
@@ -263,7 +289,8 @@ impl Engine {
         self.trace.record(now, host.name(), &line);
         if !down.is_zero() {
             host.state = HostState::Down;
-            let up = move |engine: &mut Engine| engine.boot_done(id, boot);
+            let incarnation = host.incarnation();
+            let up = move |engine: &mut Engine| engine.boot_done(id, boot, incarnation);
             self.schedule(now.saturating_add(down), Event::Call(Box::new(up)));
         }
         if let Some(net) = &mut self.net {
@@ -272,13 +299,14 @@ impl Engine {
         Ok(())
     }
 
-    /// Boot `boot` of host `id` is done: its tasks run and its network is up (unless another
-    /// reboot came meanwhile).
-    fn boot_done(&mut self, id: HostId, boot: u64) {
+    /// Boot `boot` of host `id` is done: its tasks run and its network is up (unless a
+    /// crash, a start or another reboot came meanwhile: the incarnation moved on).
+    fn boot_done(&mut self, id: HostId, boot: u64, incarnation: u64) {
         let Some(host) = self.hosts.get_mut(id.0) else {
             return;
         };
-        if host.state != HostState::Down || host.clock.boot() != boot {
+        let current = (host.clock.boot(), host.incarnation());
+        if host.state != HostState::Down || current != (boot, incarnation) {
             return;
         }
         host.state = HostState::Running;
@@ -286,6 +314,88 @@ impl Engine {
         if let Some(net) = &mut self.net {
             net.set_asleep(id.0, false);
         }
+    }
+
+    /// The machine `id` crashes now and stays down until [`Engine::start`]
+    /// (docs/engine.md#crash-and-start): every task is dropped and the host is
+    /// [`HostState::Down`] — no task runs, and with a network nothing it sends leaves and
+    /// nothing sent to it arrives, so its sockets close **silently**, as a crashed machine's
+    /// kernel loses them (peers hear nothing until they send). Its clocks run on until the
+    /// start begins a new boot. A crash of a host already down drops what was spawned on it.
+    /// A killed process whose kernel lives on (a FIN to each peer) is [`Engine::restart`].
+    ///
+    /// # Errors
+    /// [`EngineError::NoSuchHost`]; [`EngineError::Runtime`] (the host is unchanged).
+    pub fn crash(&mut self, id: HostId) -> Result<(), EngineError> {
+        let host = self
+            .hosts
+            .get_mut(id.0)
+            .ok_or(EngineError::NoSuchHost(id))?;
+        if let Some(net) = &self.net {
+            net.set_current(id.0);
+        }
+        host.restart()
+            .map_err(|e| EngineError::Runtime(e.to_string()))?;
+        host.state = HostState::Down;
+        self.trace.record(self.now, host.name(), "crash -> Down");
+        if let Some(net) = &mut self.net {
+            net.set_asleep(id.0, true);
+        }
+        Ok(())
+    }
+
+    /// The crashed machine `id` starts now, empty: a fresh runtime, a new boot whose
+    /// monotonic and boot-time clocks read zero now (the wall clock runs on with its offset;
+    /// the drift is kept), its network up. Spawn its tasks after this call; from a queued
+    /// fault, do both in an [`Event::Call`]. Old sockets still lingering in its kernel are
+    /// those of docs/engine.md#wall-clocks-and-reboots: gone if it was down at least
+    /// `(retx_max + 1) × rto`.
+    ///
+    /// # Errors
+    /// [`EngineError::NoSuchHost`]; [`EngineError::NotDown`] (a host that runs, is paused or
+    /// suspended: crash it first); [`EngineError::Runtime`] (the host stays down).
+    pub fn start(&mut self, id: HostId) -> Result<(), EngineError> {
+        let now = self.now;
+        let host = self
+            .hosts
+            .get_mut(id.0)
+            .ok_or(EngineError::NoSuchHost(id))?;
+        if host.state != HostState::Down {
+            return Err(EngineError::NotDown(id));
+        }
+        if let Some(net) = &self.net {
+            net.set_current(id.0);
+        }
+        host.reboot(now)
+            .map_err(|e| EngineError::Runtime(e.to_string()))?;
+        let line = format!("start -> boot {}", host.clock.boot());
+        self.trace.record(now, host.name(), &line);
+        if let Some(net) = &mut self.net {
+            net.set_asleep(id.0, false);
+        }
+        Ok(())
+    }
+
+    /// The host named `name` (as it was added), if the engine has one; the first if several
+    /// share the name. A linear scan: for a fault's target, not a packet's path.
+    pub fn host_id(&self, name: &str) -> Option<HostId> {
+        self.hosts.iter().position(|h| h.name() == name).map(HostId)
+    }
+
+    /// Ends every link fault now, as the world's `heal` does (docs/engine.md#heal): cuts both
+    /// ways and one way end, held packets leave now (each with its latency draw, link by link
+    /// in address order), losses end and every link's latency is the config's again. Host
+    /// faults (pauses, suspensions, crashes) are the caller's to end.
+    ///
+    /// # Errors
+    /// [`EngineError::NoNetwork`].
+    pub fn heal(&mut self) -> Result<(), EngineError> {
+        let now = self.now;
+        let net = self.net.as_mut().ok_or(EngineError::NoNetwork)?;
+        let routes = net.heal(now);
+        self.trace.record(now, "net", "heal");
+        self.queue_routes(routes);
+        Ok(())
     }
 
     /// Sets host `id`'s wall clock to read `unix_ns` (ns since the Unix epoch) where its
@@ -425,6 +535,13 @@ impl Engine {
     ) -> Result<(), EngineError> {
         let now = self.now;
         let net = self.net.as_mut().ok_or(EngineError::NoNetwork)?;
+        match fault {
+            NetFault::Latency(l) if !l.is_valid() => {
+                return Err(EngineError::LatencyRange(l, now));
+            }
+            NetFault::Loss(ppm) if ppm > PPM => return Err(EngineError::LossOutOfRange(ppm, now)),
+            _ => {}
+        }
         let addr = |id: HostId| {
             net.addrs
                 .get(id.0)

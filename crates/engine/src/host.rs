@@ -143,6 +143,11 @@ impl Host {
         Ok(())
     }
 
+    /// The process incarnation: it moves on at every restart, reboot and crash.
+    pub(crate) fn incarnation(&self) -> u64 {
+        self.restarts
+    }
+
     /// The machine reboots at true time `t`: the process dies as in [`Host::restart`], the
     /// clock starts a new boot ([`HostClock::reboot`]) and the fresh runtime's tokio clock
     /// starts at the new boot's monotonic zero; a pause or suspension ends.

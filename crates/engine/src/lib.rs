@@ -12,11 +12,12 @@
 //!
 //! With [`Engine::with_network`] hosts talk TCP and UDP through turmoil-net's `tokio::net`
 //! shim; the engine moves their packets through true time at every fabric tick, with per-link
-//! latency, cuts (partitions, both ways or one), holds and retransmission in true time
-//! (docs/engine.md#network); [`transport`] gives leasesim's services and clients that network
-//! as the `leasesim_net` transport they already take (docs/engine.md#transport). What is left
-//! before the world runs on the engine:
-//! docs/engine.md#what-is-left.
+//! latency drawn per packet in a range (FIFO per direction), loss, cuts (partitions, both ways
+//! or one), holds, injected resets and retransmission in true time (docs/engine.md#network,
+//! docs/engine.md#latency-and-loss); hosts crash and start again later
+//! (docs/engine.md#crash-and-start); [`transport`] gives leasesim's services and clients that
+//! network as the `leasesim_net` transport they already take (docs/engine.md#transport). What
+//! is left before the world runs on the engine: docs/engine.md#what-is-left.
 //!
 //! One OS thread runs every host's runtime in turn; nothing here reads real time, iterates a
 //! hash map or draws from a thread RNG, so the same seed gives the same trace bytes.
@@ -51,4 +52,4 @@ pub use context::{Trace, boottime, host, now_local, now_true, trace, try_now_tru
 pub use context::{boot, local_delay, wall};
 pub use engine::{Engine, EngineError, Event, HostFault};
 pub use host::{Host, HostId, HostState};
-pub use net::{NetConfig, NetFault};
+pub use net::{Latency, NetConfig, NetFault, Spread};

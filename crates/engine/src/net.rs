@@ -8,7 +8,10 @@
 //! engine's link faults first, then the rules installed in the `Net` (`evaluate`) — and queues
 //! a delivery at the tick plus the link's latency plus the rule's delay. A delivery is an
 //! engine event (`EnterGuard::deliver` between two slices), which wakes the receiving socket's
-//! task; the task runs in its host's next slice.
+//! task; the task runs in its host's next slice. Latencies are drawn per packet in the link's
+//! range and losses per packet, from a ChaCha20 stream keyed by the engine's seed; each
+//! direction of a link is FIFO unless the config allows reordering
+//! (docs/engine.md#latency-and-loss).
 //!
 //! A paused host (SIGSTOP) keeps its kernel: it still answers the handshake and ACKs what it
 //! receives, while its tasks read nothing. A suspended host's network is down: nothing it
@@ -24,30 +27,110 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use turmoil_net::{EnterGuard, KernelConfig, Net, Packet, Verdict};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use turmoil_net::{
+    EnterGuard, KernelConfig, Net, Packet, Proto, TcpFlags, TcpSegment, Transport, Verdict,
+};
+
+/// A link's latency: each packet's is drawn from `least`, `least + tick`, … up to `most`, with
+/// the [`Spread`]'s odds, from the network's seeded RNG (docs/engine.md#latency-and-loss).
+/// `least == most` is a fixed latency and draws nothing.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Latency {
+    /// The shortest crossing.
+    pub least: Duration,
+    /// The longest crossing; not shorter than `least` ([`crate::EngineError::LatencyRange`]).
+    pub most: Duration,
+    /// How the draws spread over the range.
+    pub spread: Spread,
+}
+
+/// How a [`Latency`]'s draws spread over its range, in whole ticks above `least`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Spread {
+    /// Every whole tick of the range equally likely (mean: the middle of the range).
+    #[default]
+    Uniform,
+    /// turmoil 0.7's: `least + (most − least) × Exp(λ = 5)`, truncated to whole ticks and
+    /// clamped at `most`; for a range of `n` ticks, at least `k` ticks above `least` with odds
+    /// e^(−5k/n). Drawn as a geometric number of ticks (one `u32` per tick gone past, at most
+    /// `n`), its ratio computed with integers only. For 1–5 ms: 1 ms 71 %, mean 1.4 ms.
+    Turmoil,
+}
+
+impl Latency {
+    /// Every packet takes `latency`.
+    pub const fn fixed(latency: Duration) -> Self {
+        Latency::range(latency, latency)
+    }
+
+    /// Each packet takes between `least` and `most`, both included, every whole tick equally
+    /// likely.
+    pub const fn range(least: Duration, most: Duration) -> Self {
+        Latency {
+            least,
+            most,
+            spread: Spread::Uniform,
+        }
+    }
+
+    /// Each packet takes between `least` and `most` with turmoil 0.7's odds ([`Spread::Turmoil`]).
+    pub const fn turmoil(least: Duration, most: Duration) -> Self {
+        Latency {
+            least,
+            most,
+            spread: Spread::Turmoil,
+        }
+    }
+
+    /// Whether `least <= most`.
+    pub(crate) fn is_valid(self) -> bool {
+        self.least <= self.most
+    }
+}
+
+impl From<Duration> for Latency {
+    /// A fixed latency.
+    fn from(latency: Duration) -> Self {
+        Latency::fixed(latency)
+    }
+}
+
+/// One packet in a million: the unit of [`NetFault::Loss`].
+pub const PPM: u32 = 1_000_000;
 
 /// The network's settings.
 #[derive(Clone, Debug)]
 pub struct NetConfig {
-    /// True time between two fabric ticks; also the engine's lookahead. Must not be zero.
+    /// True time between two fabric ticks; also the engine's lookahead, and the resolution of
+    /// a latency draw. Must not be zero.
     pub tick: Duration,
-    /// Latency of every link until a [`NetFault::Latency`] changes one.
-    pub latency: Duration,
+    /// Latency of every link until a [`NetFault::Latency`] changes one, and again after
+    /// [`crate::Engine::heal`].
+    pub latency: Latency,
     /// TCP's retransmission timeout (fixed: turmoil-net 0.1 does not back off).
     pub rto: Duration,
     /// Retransmissions of one segment before the connection is reset.
     pub retx_max: u32,
+    /// `false` (the default): each direction of a link is FIFO, a packet never arrives before
+    /// one sent earlier the same way (it waits for it). `true` lets a shorter draw overtake,
+    /// as turmoil 0.7's links do; turmoil-net's TCP drops every segment that is not the next
+    /// one expected, so each overtaking costs the sender an RTO
+    /// (docs/engine.md#latency-and-loss).
+    pub reorder: bool,
 }
 
 impl Default for NetConfig {
-    /// 1 ms ticks, 1 ms links, a 200 ms RTO (Linux's minimum) and 5 retransmissions
-    /// (turmoil-net's default).
+    /// 1 ms ticks, fixed 1 ms links, a 200 ms RTO (Linux's minimum), 5 retransmissions
+    /// (turmoil-net's default) and FIFO links.
     fn default() -> Self {
         NetConfig {
             tick: Duration::from_millis(1),
-            latency: Duration::from_millis(1),
+            latency: Latency::fixed(Duration::from_millis(1)),
             rto: Duration::from_millis(200),
             retx_max: 5,
+            reorder: false,
         }
     }
 }
@@ -61,15 +144,110 @@ pub enum NetFault {
     Hold,
     /// The link carries packets again; held packets leave now, in the order they were held.
     Release,
-    /// The link's latency from now on.
-    Latency(Duration),
+    /// The link's latency from now on (each packet's drawn in the range).
+    Latency(Latency),
+    /// Each packet on the link is lost with this probability, in parts per million
+    /// ([`PPM`] loses all; 0 ends the loss); TCP retransmits what is lost. At most [`PPM`]
+    /// ([`crate::EngineError::LossOutOfRange`]).
+    Loss(u32),
+    /// Now, the receiving host gets an RST, as from the sender, on each TCP connection it has
+    /// with the sender: its tasks read `ConnectionReset`. Delivered at once, ahead of what
+    /// is in flight and whatever the link's state (a middlebox beside the receiver), and lost
+    /// if the receiver is suspended or down. The sender's side learns only when it next sends
+    /// and is answered with an RST: schedule both directions to reset both ends
+    /// (docs/engine.md#resets). Not a state of the link: nothing to heal.
+    Reset,
 }
 
 #[derive(Clone, Debug)]
 struct Link {
-    latency: Duration,
+    latency: Latency,
+    /// Loss probability, ppm.
+    loss: u32,
     cut: bool,
     held: Option<Vec<Packet>>,
+    /// The latest delivery time queued on the link: a FIFO link queues none before it.
+    last: Duration,
+}
+
+impl Link {
+    fn new(latency: Latency) -> Self {
+        Link {
+            latency,
+            loss: 0,
+            cut: false,
+            held: None,
+            last: Duration::ZERO,
+        }
+    }
+
+    /// The delivery time of a packet that leaves at `now` after a rule's `delay`: `now` plus
+    /// a latency drawn from `rng` in whole `tick`s, plus `delay`; on a FIFO link not before
+    /// the link's last delivery.
+    fn delivery(
+        &mut self,
+        rng: &mut ChaCha20Rng,
+        now: Duration,
+        delay: Duration,
+        fifo: (Duration, bool),
+    ) -> Duration {
+        let (tick, reorder) = fifo;
+        let mut at = now + draw_latency(rng, self.latency, tick) + delay;
+        if !reorder {
+            at = at.max(self.last);
+        }
+        self.last = self.last.max(at);
+        at
+    }
+}
+
+/// `latency.least` plus a whole number of `tick`s drawn with the latency's spread, at most
+/// `latency.most`; nothing is drawn for a range shorter than a tick.
+fn draw_latency(rng: &mut ChaCha20Rng, latency: Latency, tick: Duration) -> Duration {
+    let span = latency.most.saturating_sub(latency.least).as_nanos() / tick.as_nanos().max(1);
+    let steps = u64::try_from(span).unwrap_or(u64::MAX);
+    if steps == 0 {
+        return latency.least;
+    }
+    let k = match latency.spread {
+        Spread::Uniform => rng.next_u64() % steps.saturating_add(1),
+        Spread::Turmoil => {
+            let ratio = turmoil_ratio_ppm(steps);
+            let mut k = 0;
+            while k < steps && rng.next_u32() % PPM < ratio {
+                k += 1;
+            }
+            k
+        }
+    };
+    latency.least + tick.saturating_mul(u32::try_from(k).unwrap_or(u32::MAX))
+}
+
+/// e^(−5/n) in ppm, rounded down: the odds, under [`Spread::Turmoil`] over `n` ticks, of one
+/// more tick. Integers only (the series of e^(5/n) in units of 10^−15), so every platform
+/// draws the same.
+pub(crate) fn turmoil_ratio_ppm(n: u64) -> u32 {
+    const ONE: u128 = 1_000_000_000_000_000;
+    let n = u128::from(n.max(1));
+    let (mut term, mut sum) = (ONE, ONE);
+    for i in 1..=64u128 {
+        term = term * 5 / (n * i);
+        if term == 0 {
+            break;
+        }
+        sum += term;
+    }
+    u32::try_from(ONE * u128::from(PPM) / sum).unwrap_or(PPM)
+}
+
+/// Whether a packet on a link losing `ppm` is lost: an integer ratio, drawn only for a
+/// partial loss.
+fn lost(rng: &mut ChaCha20Rng, ppm: u32) -> bool {
+    match ppm {
+        0 => false,
+        PPM.. => true,
+        _ => rng.next_u32() % PPM < ppm,
+    }
 }
 
 thread_local! {
@@ -124,11 +302,20 @@ pub(crate) struct Network {
     egress: Vec<Packet>,
     /// The addresses of suspended hosts: their network is down.
     asleep: BTreeSet<IpAddr>,
+    /// Latency and loss draws, in the order packets leave (docs/engine.md#latency-and-loss).
+    rng: ChaCha20Rng,
 }
 
+/// The ChaCha stream of the network's draws, under the engine's seed. Fixed: changing it
+/// changes every seed's latencies and losses.
+const NET_STREAM: u64 = 3;
+
 impl Network {
-    /// A network with no hosts yet.
-    pub(crate) fn new(config: NetConfig) -> Self {
+    /// A network with no hosts yet, drawing latencies and losses from ChaCha20 keyed by
+    /// `seed` (the engine's) on its own stream.
+    pub(crate) fn new(config: NetConfig, seed: u64) -> Self {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        rng.set_stream(NET_STREAM);
         let ticks = config
             .rto
             .as_nanos()
@@ -147,6 +334,7 @@ impl Network {
             links: BTreeMap::new(),
             egress: Vec::new(),
             asleep: BTreeSet::new(),
+            rng,
         }
     }
 
@@ -180,15 +368,6 @@ impl Network {
         }
     }
 
-    fn link(&mut self, from: IpAddr, to: IpAddr) -> &mut Link {
-        let latency = self.config.latency;
-        self.links.entry((from, to)).or_insert(Link {
-            latency,
-            cut: false,
-            held: None,
-        })
-    }
-
     /// Applies `fault` to the link `from → to` at true time `now`; returns the packets a
     /// release lets go, each with its delivery time.
     pub(crate) fn apply(
@@ -198,21 +377,70 @@ impl Network {
         fault: NetFault,
         now: Duration,
     ) -> Vec<Route> {
-        let link = self.link(from, to);
+        let link = link(&mut self.links, &self.config, from, to);
         match fault {
             NetFault::Cut => link.cut = true,
             NetFault::Hold => {
                 link.held.get_or_insert_with(Vec::new);
             }
             NetFault::Latency(latency) => link.latency = latency,
+            NetFault::Loss(ppm) => link.loss = ppm,
+            NetFault::Reset => return self.resets(from, to, now),
             NetFault::Release => {
                 link.cut = false;
-                let at = now + link.latency;
-                let held = link.held.take().unwrap_or_default();
-                return held.into_iter().map(|p| Route::At(at, p)).collect();
+                let fifo = (self.config.tick, self.config.reorder);
+                return release(link, &mut self.rng, now, fifo);
             }
         }
         Vec::new()
+    }
+
+    /// An RST from `from` to `to`, due `now`, for each TCP connection `to`'s kernel has with
+    /// `from`, in its socket table's order (turmoil-net's `netstat`, a public snapshot).
+    /// turmoil-net aborts a connection on any RST of its 4-tuple, whatever its sequence
+    /// number, so the RST carries 0 (a kernel that checks it, as Linux does since RFC 5961,
+    /// would need the connection's `rcv_nxt`, which `netstat` does not give).
+    fn resets(&self, from: IpAddr, to: IpAddr, now: Duration) -> Vec<Route> {
+        if self.guard.is_none() {
+            return Vec::new();
+        }
+        let table = turmoil_net::netstat(to);
+        let peers = table.entries.into_iter().filter_map(|entry| {
+            let peer = entry.peer.filter(|peer| peer.ip() == from)?;
+            (entry.proto == Proto::Tcp).then_some((peer.port(), entry.local.port()))
+        });
+        let rst = |(src_port, dst_port)| Packet {
+            src: from,
+            dst: to,
+            ttl: 64,
+            payload: Transport::Tcp(TcpSegment {
+                src_port,
+                dst_port,
+                seq: 0,
+                ack: 0,
+                flags: TcpFlags {
+                    rst: true,
+                    ..TcpFlags::default()
+                },
+                window: 0,
+                payload: Default::default(),
+            }),
+        };
+        peers.map(|ports| Route::At(now, rst(ports))).collect()
+    }
+
+    /// Ends every link fault at true time `now`: cuts and losses end, latencies go back to the
+    /// config's, and held packets leave now, link by link in (from, to) address order.
+    pub(crate) fn heal(&mut self, now: Duration) -> Vec<Route> {
+        let fifo = (self.config.tick, self.config.reorder);
+        let mut routes = Vec::new();
+        for link in self.links.values_mut() {
+            link.cut = false;
+            link.loss = 0;
+            link.latency = self.config.latency;
+            routes.extend(release(link, &mut self.rng, now, fifo));
+        }
+        routes
     }
 
     /// One fabric tick at true time `now`: every host's outbound packets, routed.
@@ -248,20 +476,21 @@ impl Network {
         if self.asleep.contains(&packet.src) {
             return Route::Kept;
         }
-        let link = self.link(packet.src, packet.dst);
-        if link.cut {
+        let link = link(&mut self.links, &self.config, packet.src, packet.dst);
+        if link.cut || lost(&mut self.rng, link.loss) {
             return Route::Kept;
         }
         if let Some(held) = &mut link.held {
             held.push(packet);
             return Route::Kept;
         }
-        let latency = link.latency;
-        match guard.evaluate(&packet) {
-            Verdict::Drop => Route::Kept,
-            Verdict::Deliver(delay) => Route::At(now + latency + delay, packet),
-            Verdict::Pass => Route::At(now + latency, packet),
-        }
+        let delay = match guard.evaluate(&packet) {
+            Verdict::Drop => return Route::Kept,
+            Verdict::Deliver(delay) => delay,
+            Verdict::Pass => Duration::ZERO,
+        };
+        let fifo = (self.config.tick, self.config.reorder);
+        Route::At(link.delivery(&mut self.rng, now, delay, fifo), packet)
     }
 
     /// Hands `packet` to its destination's kernel (which wakes the socket's task), unless the
@@ -273,5 +502,66 @@ impl Network {
         if let Some(guard) = &self.guard {
             guard.deliver(packet);
         }
+    }
+}
+
+/// The link `from → to`, created with the config's latency at its first packet or fault.
+fn link<'a>(
+    links: &'a mut BTreeMap<(IpAddr, IpAddr), Link>,
+    config: &NetConfig,
+    from: IpAddr,
+    to: IpAddr,
+) -> &'a mut Link {
+    links
+        .entry((from, to))
+        .or_insert_with(|| Link::new(config.latency))
+}
+
+/// Ends a hold on `link`: its packets leave at `now`, in the order they were held, each with
+/// its own latency draw.
+fn release(
+    link: &mut Link,
+    rng: &mut ChaCha20Rng,
+    now: Duration,
+    fifo: (Duration, bool),
+) -> Vec<Route> {
+    let held = link.held.take().unwrap_or_default();
+    held.into_iter()
+        .map(|p| Route::At(link.delivery(rng, now, Duration::ZERO, fifo), p))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turmoils_ratio_is_e_to_the_minus_five_over_the_ticks_in_ppm() {
+        // e^-5 = 0.006738, e^-1.25 = 0.286505, e^-0.05 = 0.951229.
+        assert_eq!(turmoil_ratio_ppm(1), 6_737);
+        assert_eq!(turmoil_ratio_ppm(4), 286_504);
+        assert_eq!(turmoil_ratio_ppm(100), 951_229);
+    }
+
+    #[test]
+    fn turmoils_spread_over_one_to_five_ms_gives_turmoils_odds() {
+        let mut rng = ChaCha20Rng::seed_from_u64(7);
+        let latency = Latency::turmoil(Duration::from_millis(1), Duration::from_millis(5));
+        let mut counts = [0u32; 6];
+        for _ in 0..100_000 {
+            let ms = draw_latency(&mut rng, latency, Duration::from_millis(1)).as_millis();
+            counts[usize::try_from(ms).expect("a few ms")] += 1;
+        }
+        // turmoil's odds in ‰: 713.5, 204.4, 58.6, 16.8, 6.7; 100,000 draws land within a
+        // few ‰ of each.
+        let per_mille: Vec<u32> = counts[1..].iter().map(|c| (c + 50) / 100).collect();
+        let expected = [714, 204, 59, 17, 7];
+        for (got, want) in per_mille.iter().zip(expected) {
+            assert!(
+                got.abs_diff(want) <= 4,
+                "{per_mille:?} against {expected:?}"
+            );
+        }
+        assert_eq!(counts[0], 0);
     }
 }

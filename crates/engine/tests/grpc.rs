@@ -110,7 +110,7 @@ async fn ask_tip() -> Result<u64, String> {
 /// The trace in whole milliseconds, after `setup` queued its faults.
 fn grpc_trace(setup: impl FnOnce(&mut Engine, HostId, HostId)) -> Vec<String> {
     let config = NetConfig {
-        latency: 5 * MS,
+        latency: (5 * MS).into(),
         ..NetConfig::default()
     };
     let mut engine = Engine::with_network(1, config).unwrap();

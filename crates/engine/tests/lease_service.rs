@@ -145,7 +145,7 @@ async fn successor(session: SessionId) {
 /// The trace, times in milliseconds of true time, without the network's fault lines.
 fn takeover_trace(setup: impl FnOnce(&mut Engine, HostId)) -> Vec<String> {
     let config = NetConfig {
-        latency: 5 * MS,
+        latency: (5 * MS).into(),
         ..NetConfig::default()
     };
     let mut engine = Engine::with_network(1, config).unwrap();

@@ -17,7 +17,7 @@ const MS: Duration = Duration::from_millis(1);
 /// `ping` and traces the reply.
 fn echo_world(latency: Duration) -> (Engine, HostId, HostId) {
     let config = NetConfig {
-        latency,
+        latency: latency.into(),
         ..NetConfig::default()
     };
     let mut engine = Engine::with_network(1, config).unwrap();
@@ -174,7 +174,7 @@ fn a_link_latency_fault_moves_the_crossings_after_it() {
     let latency = Event::Net {
         from: server,
         to: client,
-        fault: NetFault::Latency(50 * MS),
+        fault: NetFault::Latency((50 * MS).into()),
     };
     engine.schedule(Duration::ZERO, latency);
     engine.run_until(1000 * MS).unwrap();
@@ -268,7 +268,7 @@ fn http_world(latency: Duration) -> Engine {
     use hyper_util::rt::TokioIo;
 
     let config = NetConfig {
-        latency,
+        latency: latency.into(),
         ..NetConfig::default()
     };
     let mut engine = Engine::with_network(1, config).unwrap();
@@ -327,7 +327,7 @@ fn an_http_call_through_hyper_crosses_the_links_like_the_echo() {
 #[test]
 fn a_restarted_servers_connections_close_and_its_successor_serves_new_ones() {
     let config = NetConfig {
-        latency: 5 * MS,
+        latency: (5 * MS).into(),
         ..NetConfig::default()
     };
     let mut engine = Engine::with_network(1, config).unwrap();

@@ -189,7 +189,7 @@ fn a_reboot_ends_a_suspension_and_boot_time_starts_from_zero() {
 /// true 50 ms for `down`.
 fn reboot_world(down: Duration, second_ping: Duration) -> Engine {
     let config = NetConfig {
-        latency: 5 * MS,
+        latency: (5 * MS).into(),
         ..NetConfig::default()
     };
     let mut engine = Engine::with_network(1, config).unwrap();
