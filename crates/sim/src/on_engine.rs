@@ -20,7 +20,7 @@ use std::thread::ThreadId;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use leasesim_engine::{Engine, Event, HostFault, HostId, NetConfig, NetFault};
+use leasesim_engine::{Engine, Event, HostFault, HostId, Latency, NetConfig, NetFault};
 
 use super::config::{WALL_EPOCH, WorldConfig};
 use super::gate::FreezeKind;
@@ -51,18 +51,18 @@ pub(crate) struct EngineStage {
 }
 
 impl EngineStage {
-    /// An engine for `config`'s world, with no hosts yet: its network's links take the least
-    /// of the world's latency range (the engine has one latency per link,
+    /// An engine for `config`'s world, with no hosts yet: its network's links draw the world's
+    /// latency range with turmoil 0.7's odds (`Latency::turmoil`,
     /// docs/world.md#the-world-on-the-engine), its tokio runtimes are seeded from the world's
     /// network sub-seed.
     ///
     /// # Errors
     /// The engine's, should it refuse its network.
     pub(crate) fn new(config: &WorldConfig) -> Result<Self, String> {
-        let latency = Duration::from_millis(config.latency_ms.0);
+        let (least, most) = config.latency_ms;
         let net = NetConfig {
             tick: TICK,
-            latency,
+            latency: Latency::turmoil(Duration::from_millis(least), Duration::from_millis(most)),
             ..NetConfig::default()
         };
         let seed = sub_seed(config.seed, Subsystem::Network);
@@ -202,20 +202,27 @@ impl Stage for EngineStage {
         }
     }
 
-    fn set_latency(&mut self, a: &str, b: &str, least: Duration, _most: Duration) {
-        self.link(a, b, NetFault::Latency(least));
-        self.link(b, a, NetFault::Latency(least));
+    fn set_latency(&mut self, a: &str, b: &str, least: Duration, most: Duration) {
+        let latency = Latency::turmoil(least, most);
+        self.link(a, b, NetFault::Latency(latency));
+        self.link(b, a, NetFault::Latency(latency));
     }
 
-    /// Only a rate of 0 reaches here (a heal): a world that flaps links on the engine is
-    /// refused when it is built.
-    fn set_fail_rate(&mut self, _a: &str, _b: &str, _rate: f64) {}
+    /// Each packet is lost with this probability, both ways (`NetFault::Loss`): TCP
+    /// retransmits what is lost, where turmoil's fail rate loses a message for good.
+    fn set_fail_rate(&mut self, a: &str, b: &str, rate: f64) {
+        // A probability of 0..=1 in whole ppm (the schedule's own unit, checked when it loads).
+        let ppm = (rate.clamp(0.0, 1.0) * 1_000_000.0).round() as u32;
+        self.link(a, b, NetFault::Loss(ppm));
+        self.link(b, a, NetFault::Loss(ppm));
+    }
 
     fn heal_link(&mut self, a: &str, b: &str, latency: (Duration, Duration)) {
         for (from, to) in [(a, b), (b, a)] {
             self.cut.remove(&(from.to_owned(), to.to_owned()));
             self.link(from, to, NetFault::Release);
         }
+        self.set_fail_rate(a, b, 0.0);
         self.set_latency(a, b, latency.0, latency.1);
     }
 
@@ -337,7 +344,6 @@ impl Drop for OneThread {
 pub(crate) fn refused_on_engine(fault: &super::schedule::Fault) -> Option<&'static str> {
     use super::schedule::Fault;
     match fault {
-        Fault::LinkFlaps { .. } => Some("link_flaps: the engine's links have no fail rate yet"),
         Fault::WorkerPanic { .. } => Some(
             "worker_panic: a panicking task shuts an engine host's runtime down, where the \
              service's supervisor should see it",
