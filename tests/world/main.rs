@@ -17,6 +17,7 @@ mod holder_targets;
 mod hosted;
 mod kube;
 mod large;
+mod on_engine;
 mod plans;
 mod replica_faults;
 mod run_files;

@@ -117,6 +117,40 @@ pub fn now_true() -> Duration {
     })
 }
 
+/// The true simulated time now on the engine host whose task calls it (as [`now_true`]), or
+/// `None` outside every engine host: for code that also runs outside the engine, such as the
+/// world's recorder and trace (docs/engine.md#hosts).
+pub fn try_now_true() -> Option<Duration> {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let current = current.as_ref()?;
+        current.clock.true_at(local(current))
+    })
+}
+
+/// How far the host's tokio clock must move from now for `true_delay` of true time to pass,
+/// at the drift of its current clock segment, rounded up to the nanosecond: what a harness
+/// timer on true time sleeps on a host whose tokio clock is its own (docs/engine.md#hosts).
+/// A drift change during the sleep is not foreseen: sleep again on what is left. While the
+/// host is suspended (no task runs then) it is `true_delay`.
+///
+/// # Panics
+/// Outside a task of an engine host.
+pub fn local_delay(true_delay: Duration) -> Duration {
+    with("local_delay", |c| {
+        let now_local = local(c);
+        let Some(now) = c.clock.true_at(now_local) else {
+            return true_delay;
+        };
+        let target = now.saturating_add(true_delay);
+        let mut reading = c.clock.local_at(target);
+        if c.clock.true_at(reading).is_some_and(|at| at < target) {
+            reading += Duration::from_nanos(1);
+        }
+        reading.saturating_sub(now_local)
+    })
+}
+
 /// The host's boot-time reading (`CLOCK_BOOTTIME`: monotonic plus time suspended).
 ///
 /// # Panics

@@ -48,8 +48,8 @@ mod host;
 pub mod net;
 pub mod transport;
 
-pub use context::{Trace, boottime, host, now_local, now_true, trace};
-pub use context::{boot, wall};
+pub use context::{Trace, boottime, host, now_local, now_true, trace, try_now_true};
+pub use context::{boot, local_delay, wall};
 pub use engine::{Engine, EngineError, Event, HostFault};
 pub use host::{Host, HostId, HostState};
 pub use net::{Latency, NetConfig, NetFault, Spread};

@@ -315,3 +315,53 @@ fn a_restarted_process_loses_its_tasks_and_its_successor_reads_the_same_clock() 
         .collect();
     assert_eq!(ms, expected);
 }
+
+#[test]
+fn try_now_true_reads_true_time_on_a_host_and_nothing_outside_one() {
+    assert_eq!(leasesim_engine::try_now_true(), None);
+    let mut engine = Engine::new(3);
+    let slow = engine.add_host("slow").unwrap();
+    engine.schedule(
+        Duration::ZERO,
+        Event::Host(slow, HostFault::Drift(-500_000)),
+    );
+    engine
+        .spawn(slow, async {
+            #[allow(clippy::disallowed_methods)] // the host's own clock: 1 s at half speed
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let now = leasesim_engine::try_now_true().expect("on a host");
+            leasesim_engine::trace(&format!("read {}", now.as_millis()));
+        })
+        .unwrap();
+    engine.run_until(Duration::from_secs(3)).unwrap();
+    assert_eq!(
+        lines_of(&engine, "slow"),
+        vec![
+            (0, "fault Drift(-500000) -> Running".to_owned()),
+            (2_000_000_000, "read 2000".to_owned())
+        ]
+    );
+}
+
+#[test]
+fn a_local_delay_on_a_slow_host_is_the_true_delay_scaled_by_its_clock() {
+    let mut engine = Engine::new(3);
+    let slow = engine.add_host("slow").unwrap();
+    engine.schedule(
+        Duration::ZERO,
+        Event::Host(slow, HostFault::Drift(-100_000)),
+    );
+    engine
+        .spawn(slow, async {
+            let delay = leasesim_engine::local_delay(Duration::from_secs(1));
+            leasesim_engine::trace(&format!("delay {}", delay.as_nanos()));
+            #[allow(clippy::disallowed_methods)] // the host's own clock
+            tokio::time::sleep(delay).await;
+            leasesim_engine::trace("slept");
+        })
+        .unwrap();
+    engine.run_until(Duration::from_secs(3)).unwrap();
+    let lines = lines_of(&engine, "slow");
+    assert_eq!(lines[1], (0, "delay 900000000".to_owned()));
+    assert_eq!(lines[2], (1_000_000_000, "slept".to_owned()));
+}

@@ -61,6 +61,40 @@ pub struct WorldConfig {
     /// ([`leasesim_history::ConfigLine::live_bound_us`]), even past `duration`, so LIVE is
     /// always judged (default off: a plain `leasesim run` ends at `duration`).
     pub liveness_phase: bool,
+    /// What runs the world's hosts and time (default [`WorldEngine::Turmoil`];
+    /// docs/world.md#the-world-on-the-engine).
+    pub engine: WorldEngine,
+}
+
+/// What runs a world: turmoil 0.7.2 (today's world, stepping every host every millisecond),
+/// or leasesim's own engine (`crates/engine`: each host on its own paused runtime whose tokio
+/// clock is the host's clock, TCP over turmoil-net; docs/engine.md). Both run beside each
+/// other until the engine passes everything turmoil does (issue 44); the default stays turmoil.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum WorldEngine {
+    /// turmoil 0.7.2: the world as it has always run.
+    #[default]
+    Turmoil,
+    /// leasesim's engine (docs/world.md#the-world-on-the-engine says what runs there, what is
+    /// refused and what differs).
+    Engine,
+}
+
+impl WorldEngine {
+    /// The name `--engine` takes: `turmoil` or `engine`.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorldEngine::Turmoil => "turmoil",
+            WorldEngine::Engine => "engine",
+        }
+    }
+
+    /// The engine named `name` (`turmoil` or `engine`), if there is one.
+    pub fn from_name(name: &str) -> Option<WorldEngine> {
+        [WorldEngine::Turmoil, WorldEngine::Engine]
+            .into_iter()
+            .find(|engine| engine.name() == name)
+    }
 }
 
 impl Default for WorldConfig {
@@ -79,6 +113,7 @@ impl Default for WorldConfig {
             mix: WorkloadMix::default(),
             backend: Backend::default(),
             liveness_phase: false,
+            engine: WorldEngine::Turmoil,
         }
     }
 }

@@ -165,9 +165,9 @@ pub fn clock_now(kind: ClockKind) -> Option<Duration> {
                 ClockKind::Monotonic => Duration::ZERO,
             };
         };
-        // Inside a host turmoil knows true time; `true_now` is the fallback should turmoil's
-        // world be busy (it answers `None` then rather than panic).
-        let now = turmoil::sim_elapsed().unwrap_or_else(|| registry.true_now.get());
+        // Inside a host turmoil (or the engine) knows true time; `true_now` is the fallback
+        // should turmoil's world be busy (it answers `None` then rather than panic).
+        let now = super::true_time::try_true_now().unwrap_or_else(|| registry.true_now.get());
         let nudge = registry.spin_nudge(now);
         match kind {
             ClockKind::Wall => since_epoch(clock.wall_at(now)) + nudge,

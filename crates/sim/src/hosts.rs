@@ -65,7 +65,11 @@ impl Hosts {
             let clock = HostClock::new(WALL_EPOCH);
             freezes.insert(host.clone(), HostFreeze::new(&clock));
             clocks.insert(host.clone(), clock);
-            conns.insert(host.clone(), HostConns::default());
+            let host_conns = match config.engine {
+                super::config::WorldEngine::Turmoil => HostConns::default(),
+                super::config::WorldEngine::Engine => HostConns::on_engine(),
+            };
+            conns.insert(host.clone(), host_conns);
             boots.insert(host, Arc::new(AtomicU64::new(0)));
         }
         let authority_host = config.backend.view().host;

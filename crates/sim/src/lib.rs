@@ -17,6 +17,9 @@
 //!   [`to_history`] — the system under test's values as the history writes them;
 //!   `versioned` — reading and writing their versioned JSON files.
 //! - [`net`], [`seed`] — turmoil TCP as a transport; sub-seeds per subsystem.
+//! - `stage`, `on_engine` — what runs the hosts and time: turmoil, or leasesim's engine
+//!   (docs/world.md#the-world-on-the-engine), behind one interface the world and the nemesis
+//!   use.
 //! - `trace` — the run's trace, stamped with true simulated time (the runner collects it).
 //! - [`hosted`] — the time and randomness code the world hosts unmodified reads (per host).
 //! - [`errors`], [`reply_hold`] — the authority's error windows and one-way reply holds,
@@ -42,6 +45,7 @@ mod kind_spelling;
 pub mod mutants;
 mod nemesis;
 pub mod net;
+mod on_engine;
 pub mod plan;
 pub mod record;
 pub mod reply_hold;
@@ -50,6 +54,7 @@ pub mod runner;
 pub mod schedule;
 pub mod script;
 pub mod seed;
+mod stage;
 pub mod to_history;
 mod trace;
 pub mod true_time;

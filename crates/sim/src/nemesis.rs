@@ -2,7 +2,6 @@
 //! everything once the schedule's effects have ended.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::time::Duration;
 
 use super::config::{WorldConfig, config_line};
@@ -10,12 +9,13 @@ use super::fault_lines;
 use super::gate::FreezeKind;
 use super::hosts::Hosts;
 use super::schedule::{Fault, FaultSchedule, Target};
+use super::stage::{ClockChange, Stage};
 use leasesim_core::lease::SessionId;
 use leasesim_history::hosts as host_names;
 use leasesim_history::{HistEvent, NemesisAction};
 
-/// The world's simulation, which the nemesis steps and acts on.
-type Sim = turmoil::Sim<'static>;
+/// The world's simulation, which the nemesis steps and acts on: turmoil or the engine.
+type Sim = dyn Stage;
 
 /// What the nemesis does at a time: a scheduled fault, or a follow-up it scheduled itself.
 #[derive(Clone, Debug)]
@@ -52,15 +52,19 @@ enum Action {
 /// at the schedule's `heal_at_ms` (default: the end of the run) once no host is frozen, or
 /// the run's end if that never happened.
 ///
+/// On turmoil it steps every millisecond; on the engine it runs to the next action (at most a
+/// millisecond at a time while it watches for replicas that stopped, or after the run's
+/// duration with a liveness phase).
+///
 /// # Errors
-/// turmoil's, when a host fails.
+/// The stage's, when a host fails.
 pub(crate) fn drive(
     sim: &mut Sim,
     config: &WorldConfig,
     schedule: &FaultSchedule,
     hosts: &Hosts,
     restart_stopped: bool,
-) -> turmoil::Result<Duration> {
+) -> Result<Duration, String> {
     let mut actions: BTreeMap<(u64, u64), Action> = BTreeMap::new();
     let mut order = 0;
     let mut push = |actions: &mut BTreeMap<(u64, u64), Action>, at_ms: u64, action: Action| {
@@ -83,7 +87,7 @@ pub(crate) fn drive(
     push(&mut actions, heal_ms, Action::HealAll);
     let mut healed: Option<Duration> = None;
     let mut stopped_since: BTreeMap<String, Duration> = BTreeMap::new();
-    let replicas = replica_addrs(sim, hosts);
+    let replicas = replica_names(hosts);
     loop {
         let now = sim.elapsed();
         let now_ms = now.as_millis() as u64;
@@ -113,7 +117,12 @@ pub(crate) fn drive(
             restart_stopped_replicas(sim, hosts, &replicas, now, &mut stopped_since);
         }
         super::hosted::set_true_now(now);
-        sim.step()?;
+        let next_ms = actions
+            .first_key_value()
+            .map_or(u64::MAX, |((at_ms, _), _)| *at_ms);
+        let next = Duration::from_millis(next_ms).min(config.duration.max(now));
+        let watch = restart_stopped || now >= config.duration;
+        sim.advance(next, watch)?;
     }
 }
 
@@ -162,7 +171,7 @@ fn apply(sim: &mut Sim, hosts: &Hosts, now: Duration, action: Action) -> Vec<(u6
         }
         Action::Deliver { a, b } => {
             record(NemesisAction::Deliver, &a, Some(&b));
-            sim.release(a, b)
+            sim.release(&a, &b)
         }
         Action::ServeRequests { to } => {
             record(NemesisAction::Serve, &hosts.authority_host, to.as_deref());
@@ -183,7 +192,7 @@ fn apply(sim: &mut Sim, hosts: &Hosts, now: Duration, action: Action) -> Vec<(u6
             downtime_ms: Some(downtime_ms),
         } => {
             let host = hosts.authority_host.clone();
-            if sim.is_host_running(host.as_str()) {
+            if sim.is_running(&host) {
                 record(NemesisAction::Crash, &host, None);
                 crash(sim, hosts, now, &host);
                 return vec![(downtime_ms, Action::StartLease)];
@@ -210,15 +219,13 @@ fn apply(sim: &mut Sim, hosts: &Hosts, now: Duration, action: Action) -> Vec<(u6
 /// started again, in a generated workload.
 const STOPPED_REPLICA_RESTART: Duration = Duration::from_secs(1);
 
-/// Every replica's name and turmoil address, in name order, resolved once: the nemesis looks at
-/// each replica at every step, and turmoil resolves a name by allocating a `String` and hashing
-/// it, which at 64 replicas was 1.4 % of a run's instructions (benches/world.rs).
-fn replica_addrs(sim: &Sim, hosts: &Hosts) -> Vec<(String, IpAddr)> {
+/// Every replica's name, in name order (the stage resolves each to its address once).
+fn replica_names(hosts: &Hosts) -> Vec<String> {
     hosts
         .clocks
         .keys()
         .filter(|h| host_names::is_replica(h))
-        .map(|h| (h.clone(), sim.lookup(h.as_str())))
+        .cloned()
         .collect()
 }
 
@@ -227,12 +234,12 @@ fn replica_addrs(sim: &Sim, hosts: &Hosts) -> Vec<(String, IpAddr)> {
 fn restart_stopped_replicas(
     sim: &mut Sim,
     hosts: &Hosts,
-    replicas: &[(String, IpAddr)],
+    replicas: &[String],
     now: Duration,
     stopped_since: &mut BTreeMap<String, Duration>,
 ) {
-    for (host, addr) in replicas {
-        if sim.is_host_running(*addr) || hosts.is_crashed(host) {
+    for host in replicas {
+        if sim.is_running(host) || hosts.is_crashed(host) {
             stopped_since.remove(host);
             continue;
         }
@@ -272,9 +279,9 @@ fn apply_fault(sim: &mut Sim, hosts: &Hosts, now: Duration, fault: Fault) -> Vec
         Fault::Pause { .. }
         | Fault::Suspend { .. }
         | Fault::Stall { .. }
-        | Fault::WorkerPanic { .. } => apply_freeze_fault(hosts, now, fault),
+        | Fault::WorkerPanic { .. } => apply_freeze_fault(sim, hosts, now, fault),
         Fault::ClockDrift { .. } | Fault::WallJump { .. } | Fault::WallOffset { .. } => {
-            apply_clock_fault(hosts, now, fault)
+            apply_clock_fault(sim, hosts, now, fault)
         }
         Fault::Crash { .. } | Fault::Restart { .. } | Fault::DeleteLeaseRecord { .. } => {
             apply_host_fault(sim, hosts, now, fault);
@@ -315,34 +322,31 @@ fn apply_fault(sim: &mut Sim, hosts: &Hosts, now: Duration, fault: Fault) -> Vec
 fn apply_link_fault(sim: &mut Sim, hosts: &Hosts, fault: Fault) -> Vec<(u64, Action)> {
     let ms = Duration::from_millis;
     match fault {
-        Fault::Partition { a, b } => sim.partition(a, b),
-        Fault::PartitionOneWay { from, to } => sim.partition_oneway(from, to),
+        Fault::Partition { a, b } => sim.partition(&a, &b),
+        Fault::PartitionOneWay { from, to } => sim.partition_oneway(&from, &to),
         Fault::Isolate { host } => {
             debug_assert!(
                 hosts.clocks.contains_key(&host),
                 "isolating {host}, which is not a host of the world (the schedule was validated)"
             );
             for other in hosts.clocks.keys().filter(|h| **h != host) {
-                sim.partition(host.as_str(), other.as_str());
+                sim.partition(&host, other);
             }
         }
-        Fault::Hold { a, b } => sim.hold(a, b),
-        Fault::Release { a, b } => sim.release(a, b),
+        Fault::Hold { a, b } => sim.hold(&a, &b),
+        Fault::Release { a, b } => sim.release(&a, &b),
         Fault::Latency {
             a,
             b,
             latency_ms,
             jitter_ms,
-        } => {
-            sim.set_link_latency(a.as_str(), b.as_str(), ms(latency_ms));
-            sim.set_link_max_message_latency(a, b, ms(latency_ms + jitter_ms));
-        }
+        } => sim.set_latency(&a, &b, ms(latency_ms), ms(latency_ms + jitter_ms)),
         Fault::LinkFlaps { a, b, fail_ppm } => {
             debug_assert!(fail_ppm <= 1_000_000, "a fail rate above 1: {fail_ppm} ppm");
-            sim.set_link_fail_rate(a, b, f64::from(fail_ppm) / 1_000_000.0)
+            sim.set_fail_rate(&a, &b, f64::from(fail_ppm) / 1_000_000.0)
         }
         Fault::DelayReplies { from, to, delay_ms } => {
-            sim.hold(from.as_str(), to.as_str());
+            sim.hold(&from, &to);
             return vec![(delay_ms, Action::Deliver { a: from, b: to })];
         }
         Fault::HoldReplies {
@@ -361,7 +365,7 @@ fn apply_link_fault(sim: &mut Sim, hosts: &Hosts, fault: Fault) -> Vec<(u64, Act
 }
 
 /// A fault that freezes a host now or arms a freeze (or a worker panic) at a pause point.
-fn apply_freeze_fault(hosts: &Hosts, now: Duration, fault: Fault) {
+fn apply_freeze_fault(sim: &mut Sim, hosts: &Hosts, now: Duration, fault: Fault) {
     let ms = Duration::from_millis;
     let kind = match fault {
         Fault::Suspend { .. } => FreezeKind::Suspend,
@@ -377,7 +381,7 @@ fn apply_freeze_fault(hosts: &Hosts, now: Duration, fault: Fault) {
             host,
             duration_ms,
             at_point,
-        } => freeze(hosts, &host, now, kind, ms(duration_ms), at_point),
+        } => freeze(sim, hosts, &host, now, (kind, ms(duration_ms)), at_point),
         Fault::Stall {
             host,
             point,
@@ -392,17 +396,22 @@ fn apply_freeze_fault(hosts: &Hosts, now: Duration, fault: Fault) {
 
 /// A fault on a host's clock: its monotonic rate, or its wall clock (ms in the schedule, ns
 /// on the clock).
-fn apply_clock_fault(hosts: &Hosts, now: Duration, fault: Fault) {
+fn apply_clock_fault(sim: &mut Sim, hosts: &Hosts, now: Duration, fault: Fault) {
     match fault {
-        Fault::ClockDrift { host, ppm } => hosts.clocks[&host].set_drift_ppm(now, ppm),
+        Fault::ClockDrift { host, ppm } => {
+            hosts.clocks[&host].set_drift_ppm(now, ppm);
+            sim.clock(&host, ClockChange::Drift(ppm));
+        }
         Fault::WallJump { host, delta_ms } => {
             if delta_ms < 0 {
                 hosts.recorder.event(&host, HistEvent::BackwardWallJump);
             }
-            hosts.clocks[&host].jump_wall(delta_ms * 1_000_000)
+            hosts.clocks[&host].jump_wall(delta_ms * 1_000_000);
+            sim.clock(&host, ClockChange::WallJump(delta_ms * 1_000_000));
         }
         Fault::WallOffset { host, offset_ms } => {
-            hosts.clocks[&host].set_wall_offset(offset_ms * 1_000_000)
+            hosts.clocks[&host].set_wall_offset(offset_ms * 1_000_000);
+            sim.clock(&host, ClockChange::WallOffset(offset_ms * 1_000_000));
         }
         other => unreachable!("apply_fault routed a non-clock fault here: {other:?}"),
     }
@@ -428,20 +437,23 @@ fn delete_lease_record(hosts: &Hosts, now: Duration, session: String) {
     }
 }
 
+/// A host-wide freeze now (the gate holds the host's gated tasks, and on the engine every task
+/// of the host stops too), or one armed at a pause point (the gate's alone).
 fn freeze(
+    sim: &mut Sim,
     hosts: &Hosts,
     host: &str,
     now: Duration,
-    kind: FreezeKind,
-    duration: Duration,
+    (kind, duration): (FreezeKind, Duration),
     at_point: Option<leasesim_core::hooks::PausePoint>,
 ) {
     let control = &hosts.freezes[host];
     match (at_point, kind) {
-        (Some(point), kind) => control.arm(point, kind, duration),
+        (Some(point), kind) => return control.arm(point, kind, duration),
         (None, FreezeKind::Suspend) => control.suspend(now, duration),
         (None, _) => control.pause(now, duration),
     }
+    sim.freeze_host(host, kind, duration);
 }
 
 /// A crash loses the host's volatile state and its disk's unsynced writes. A down authority's
@@ -451,15 +463,17 @@ fn crash(sim: &mut Sim, hosts: &Hosts, now: Duration, host: &str) {
     hosts.conns[host].tear_down(|| sim.crash(host));
     hosts.set_crashed(host, true);
     hosts.freezes[host].clear(now);
+    sim.end_freeze(host);
     if host == hosts.authority_host {
         hosts.clocks[host].suspend(now);
+        sim.clock(host, ClockChange::Suspend);
     }
     hosts.crash_disk(host);
 }
 
 /// Starts a host again (crashing it first if it runs): a new incarnation on a rebooted clock.
 fn restart(sim: &mut Sim, hosts: &Hosts, now: Duration, host: &str) {
-    if sim.is_host_running(host) {
+    if sim.is_running(host) {
         crash(sim, hosts, now, host);
     }
     hosts.clocks[host].restart(now);
@@ -471,22 +485,18 @@ fn restart(sim: &mut Sim, hosts: &Hosts, now: Duration, host: &str) {
 /// every host the nemesis crashed again (not those that finished by themselves).
 fn heal(sim: &mut Sim, hosts: &Hosts, now: Duration) {
     let names: Vec<&String> = hosts.clocks.keys().collect();
+    // A `latency` fault ends here too: a link left slower than the 1 s connect timeout would
+    // keep its replica from the service for the rest of the run.
+    let (least, most) = hosts.link_latency_ms;
+    let latency = (Duration::from_millis(least), Duration::from_millis(most));
     for (i, a) in names.iter().enumerate() {
         for b in &names[i + 1..] {
-            sim.repair(a.as_str(), b.as_str());
-            sim.repair_oneway(a.as_str(), b.as_str());
-            sim.repair_oneway(b.as_str(), a.as_str());
-            sim.release(a.as_str(), b.as_str());
-            sim.set_link_fail_rate(a.as_str(), b.as_str(), 0.0);
-            // A `latency` fault ends here too: a link left slower than the 1 s connect
-            // timeout would keep its replica from the service for the rest of the run.
-            let (least, most) = hosts.link_latency_ms;
-            sim.set_link_latency(a.as_str(), b.as_str(), Duration::from_millis(least));
-            sim.set_link_max_message_latency(a.as_str(), b.as_str(), Duration::from_millis(most));
+            sim.heal_link(a, b, latency);
         }
     }
-    for freeze in hosts.freezes.values() {
+    for (host, freeze) in &hosts.freezes {
         freeze.clear(now);
+        sim.end_freeze(host);
     }
     hosts.error_windows.heal();
     if let Some(holds) = &hosts.reply_holds {

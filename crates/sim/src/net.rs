@@ -76,6 +76,9 @@ pub(crate) struct HostConns(Arc<Mutex<ConnsState>>);
 
 #[derive(Default)]
 struct ConnsState {
+    /// The host runs on the engine: its connections are turmoil-net's, unnumbered
+    /// (docs/world.md#the-world-on-the-engine).
+    engine: bool,
     /// Connections opened so far: the next one's number.
     opened: u64,
     /// Whether the nemesis is crashing or restarting the host now.
@@ -84,9 +87,35 @@ struct ConnsState {
     parked: BTreeMap<u64, TcpStream>,
 }
 
+/// How long an engine host retries binding a port another socket of its kernel still holds.
+const REBIND_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// How many times it retries (a minute): the lingering sockets of a process that was killed
+/// close when TCP gives up on them, `(retx_max + 1) × rto` (1.2 s) after the kill while the
+/// link is cut, but only when the peer closes its side while it answers: a peer that is
+/// frozen, or never reads, keeps the socket in FIN_WAIT_2 (turmoil-net has no orphan timeout,
+/// Linux's is 60 s; docs/engine.md#wall-clocks-and-reboots).
+const REBIND_TRIES: u32 = 1_200;
+
 impl HostConns {
-    /// Dials turmoil TCP (`host:port`), each connection numbered.
+    /// The connections of a host on the engine: dialed and accepted through turmoil-net
+    /// (`leasesim_engine::transport`). Not numbered: turmoil-net draws no latency per
+    /// segment, so the order in which a teardown closes them moves no random draw.
+    pub(crate) fn on_engine() -> HostConns {
+        let conns = HostConns::default();
+        conns.lock().engine = true;
+        conns
+    }
+
+    fn engine(&self) -> bool {
+        self.lock().engine
+    }
+
+    /// Dials turmoil TCP (`host:port`), each connection numbered; on the engine, turmoil-net's.
     pub(crate) fn dialer(&self) -> Dialer {
+        if self.engine() {
+            return leasesim_engine::transport::dialer();
+        }
         let conns = self.clone();
         Arc::new(move |addr: String| {
             let conns = conns.clone();
@@ -103,6 +132,9 @@ impl HostConns {
     /// # Errors
     /// When the simulated host cannot bind it.
     pub(crate) async fn incoming(&self, addr: &str) -> io::Result<Incoming> {
+        if self.engine() {
+            return engine_incoming(addr).await;
+        }
         let conns = self.clone();
         incoming_wrapped(addr, move |stream| conns.wrap(stream)).await
     }
@@ -115,6 +147,9 @@ impl HostConns {
     /// # Panics
     /// Outside a host's local task set (turmoil runs each host's software in one).
     pub(crate) fn close_at_teardown(&self) {
+        if self.engine() {
+            return;
+        }
         let closer = Closer(self.clone());
         tokio::task::spawn_local(async move {
             let _closer = closer;
@@ -163,6 +198,24 @@ impl HostConns {
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Listens on the engine's TCP at `addr`. A process started again on a fixed port finds it
+/// held while the killed process's connections linger in the kernel (turmoil-net has no
+/// `SO_REUSEADDR`, docs/engine.md#what-is-left): it retries every [`REBIND_EVERY`] of its
+/// host's clock until they are gone, as a service restarted under systemd would.
+async fn engine_incoming(addr: &str) -> io::Result<Incoming> {
+    let mut tries = 0;
+    loop {
+        match leasesim_engine::transport::incoming(addr).await {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse && tries < REBIND_TRIES => {
+                tries += 1;
+                #[allow(clippy::disallowed_methods, reason = "the engine host's own clock")]
+                tokio::time::sleep(REBIND_EVERY).await;
+            }
+            bound => return bound,
+        }
     }
 }
 

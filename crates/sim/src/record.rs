@@ -114,9 +114,10 @@ impl Recorder {
             return;
         }
         true_sleep(at - now).await;
-        // Live, tokio's timer runs on the process's own clock (libfaketime may drift it):
-        // wait out what true time still lacks.
-        if self.live.is_some() {
+        // Live, tokio's timer runs on the process's own clock (libfaketime may drift it), and
+        // on an engine host on the host's (its drift may change meanwhile): wait out what
+        // true time still lacks.
+        if self.live.is_some() || super::true_time::on_engine_host() {
             loop {
                 let now = self.now();
                 if at <= now {
@@ -223,7 +224,7 @@ impl Recorder {
     pub fn event(&self, host: &str, event: HistEvent) {
         let at_us = match &self.live {
             Some(live) => micros(live.now()),
-            None => turmoil::sim_elapsed().map_or(self.lock().harness_now_us, micros),
+            None => super::true_time::try_true_now().map_or(self.lock().harness_now_us, micros),
         };
         self.push(Line::Event(EventLine {
             at_us,

@@ -35,13 +35,14 @@ pub(crate) fn set_trace_now(now: Duration) {
     HARNESS_NOW.with(|cell| cell.set(Some(now)));
 }
 
-/// Stamps events with true simulated time, µs: inside a host turmoil's, outside one (the
+/// Stamps events with true simulated time, µs: inside a host turmoil's or the engine's
+/// ([`super::true_time::try_true_now`]), outside one (the
 /// nemesis) the harness's step ([`set_trace_now`]); `-` before the world starts.
 struct SimTime;
 
 impl tracing_subscriber::fmt::time::FormatTime for SimTime {
     fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
-        match turmoil::sim_elapsed().or_else(|| HARNESS_NOW.with(std::cell::Cell::get)) {
+        match super::true_time::try_true_now().or_else(|| HARNESS_NOW.with(std::cell::Cell::get)) {
             Some(elapsed) => write!(w, "{}us", elapsed.as_micros()),
             None => write!(w, "-"),
         }

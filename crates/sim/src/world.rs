@@ -24,12 +24,15 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::backend::{AuthorityHost, Backend, ForkSlot, ReplicaEnv};
 use super::clock::HostClock;
-use super::config::{LEDGER_PORT, WALL_EPOCH, Workload, WorldConfig, config_line, replica_name};
+use super::config::{
+    LEDGER_PORT, WALL_EPOCH, Workload, WorldConfig, WorldEngine, config_line, replica_name,
+};
 use super::freeze::HostFreeze;
 use super::hosts::{Hosts, next_boot};
 use super::plan::{Plan, StartedRuns};
@@ -37,6 +40,7 @@ use super::record::{Recorder, event_sink, recorded_store, validity_sink};
 use super::schedule::{Fault, FaultSchedule, ScheduleError, limits};
 use super::script::{Call, Script};
 use super::seed::{Subsystem, sub_seed};
+use super::stage::{Software, Stage, TurmoilStage};
 use super::to_history::ToHistory;
 use super::workload;
 use leasesim_core::clock::Clock;
@@ -172,23 +176,28 @@ impl World {
         let recorder = Recorder::default();
         let hosts = Arc::new(Hosts::new(config, &recorder, &self.schedule));
         let started = StartedRuns::default();
-        let mut sim = build_sim(config);
-        host_authority(&mut sim, config, &hosts, &recorder);
-        host_ledger_service(&mut sim, config, &hosts);
+        let mut stage: Box<dyn Stage> = match config.engine {
+            WorldEngine::Turmoil => Box::new(TurmoilStage::new(build_sim(config))),
+            WorldEngine::Engine => Box::new(
+                super::on_engine::EngineStage::new(config).map_err(WorldError::Simulation)?,
+            ),
+        };
+        host_authority(&mut *stage, config, &hosts, &recorder);
+        host_ledger_service(&mut *stage, config, &hosts);
         for n in 1..=config.replicas {
             let replica = ReplicaHost {
                 name: replica_name(n),
                 workload: self.workload.clone(),
                 started: started.clone(),
             };
-            host_replica(&mut sim, config, &hosts, &recorder, replica);
+            host_replica(&mut *stage, config, &hosts, &recorder, replica);
         }
         // A replica that stopped by itself (a graceful shutdown) is started again.
         let restart_stopped = !matches!(self.workload, Workload::Scripted(_));
         let healed_at =
-            super::nemesis::drive(&mut sim, config, &self.schedule, &hosts, restart_stopped)
-                .map_err(|e| WorldError::Simulation(e.to_string()))?;
-        let end = sim.elapsed();
+            super::nemesis::drive(&mut *stage, config, &self.schedule, &hosts, restart_stopped)
+                .map_err(WorldError::Simulation)?;
+        let end = stage.elapsed();
         Ok(RunOutput {
             history: collect(config, &hosts, &recorder, healed_at, end),
             started: started.plan(),
@@ -207,6 +216,13 @@ impl WorldBuilder {
     /// The master seed: every random choice of the run derives from it.
     pub fn seed(mut self, seed: u64) -> Self {
         self.config.seed = seed;
+        self
+    }
+
+    /// What runs the world: turmoil (the default) or leasesim's engine
+    /// (docs/world.md#the-world-on-the-engine).
+    pub fn engine(mut self, engine: WorldEngine) -> Self {
+        self.config.engine = engine;
         self
     }
 
@@ -324,6 +340,9 @@ impl WorldBuilder {
         }
         self.schedule.validate_in(&self.config.schedule_bounds())?;
         check_backend_faults(&self.config.backend, &self.schedule)?;
+        if self.config.engine == WorldEngine::Engine {
+            check_engine_faults(&self.schedule)?;
+        }
         match &self.workload {
             Workload::Scripted(script) => check_script(&self.config, script)?,
             Workload::Planned(plan) => plan
@@ -425,6 +444,23 @@ pub fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Resu
             backend.name(),
             fault.at_ms
         )));
+    }
+    Ok(())
+}
+
+/// Refuses the faults a world on the engine does not run yet
+/// (docs/world.md#the-world-on-the-engine).
+///
+/// # Errors
+/// [`WorldError::Unsupported`] naming the fault, its time and "not yet on the engine".
+pub fn check_engine_faults(schedule: &FaultSchedule) -> Result<(), WorldError> {
+    for fault in &schedule.faults {
+        if let Some(refused) = super::on_engine::refused_on_engine(&fault.fault) {
+            return Err(WorldError::Unsupported(format!(
+                "{refused} (fault at {} ms): not yet on the engine",
+                fault.at_ms
+            )));
+        }
     }
     Ok(())
 }
@@ -537,7 +573,7 @@ fn tcp_capacity(replicas: u32) -> usize {
 
 /// The backend's server on its host, started again at every boot with the same disk.
 fn host_authority(
-    sim: &mut turmoil::Sim<'static>,
+    stage: &mut dyn Stage,
     config: &WorldConfig,
     hosts: &Arc<Hosts>,
     recorder: &Recorder,
@@ -549,7 +585,8 @@ fn host_authority(
         .freeze(&name)
         .set_sink(Arc::new(event_sink(recorder.clone(), &name)));
     let (hosts, recorder) = (hosts.clone(), recorder.clone());
-    sim.host(name.clone(), move || {
+    let host_name = name.clone();
+    let software: Software = Rc::new(move || {
         let conns = hosts.conns(&name);
         let host = AuthorityHost {
             name: name.clone(),
@@ -565,22 +602,23 @@ fn host_authority(
         };
         let clock = host.clock.clone();
         let serve = backend.inner().serve(host);
-        async move {
+        Box::pin(async move {
             super::hosted::register_host(&clock);
             conns.close_at_teardown();
             serve.await
-        }
+        })
     });
+    stage.host(&host_name, software);
 }
 
-fn host_ledger_service(sim: &mut turmoil::Sim<'static>, config: &WorldConfig, hosts: &Hosts) {
+fn host_ledger_service(stage: &mut dyn Stage, config: &WorldConfig, hosts: &Hosts) {
     let (disk, freeze) = (hosts.ledger_disk.clone(), hosts.freeze(LEDGER));
     let (conns, clock) = (hosts.conns(LEDGER), hosts.clock(LEDGER));
     let mutant = config.mutant;
-    sim.host(LEDGER, move || {
+    let software: Software = Rc::new(move || {
         let (disk, freeze, conns) = (disk.clone(), freeze.clone(), conns.clone());
         let clock = clock.clone();
-        async move {
+        Box::pin(async move {
             super::hosted::register_host(&clock);
             conns.close_at_teardown();
             let ledger = DurableLedger::open(Arc::new(disk))
@@ -592,8 +630,9 @@ fn host_ledger_service(sim: &mut turmoil::Sim<'static>, config: &WorldConfig, ho
                 .serve(incoming, std::future::pending())
                 .await?;
             Ok(())
-        }
+        })
     });
+    stage.host(LEDGER, software);
 }
 
 /// What one replica host runs: its name, the world's workload, and where it notes the runs
@@ -605,7 +644,7 @@ struct ReplicaHost {
 }
 
 fn host_replica(
-    sim: &mut turmoil::Sim<'static>,
+    stage: &mut dyn Stage,
     config: &WorldConfig,
     hosts: &Hosts,
     recorder: &Recorder,
@@ -616,12 +655,12 @@ fn host_replica(
     let (dialer, conns) = (hosts.replica_dialer(&name), hosts.conns(&name));
     let (flock, forks) = (hosts.flock.clone(), hosts.forks(&name));
     let (config, recorder, host) = (config.clone(), recorder.clone(), Arc::new(host));
-    sim.host(name, move || {
+    let software: Software = Rc::new(move || {
         let (clock, freeze, boots) = (clock.clone(), freeze.clone(), boots.clone());
         let (dialer, conns) = (dialer.clone(), conns.clone());
         let (flock, forks) = (flock.clone(), forks.clone());
         let (config, recorder, host) = (config.clone(), recorder.clone(), host.clone());
-        async move {
+        Box::pin(async move {
             super::hosted::register_host(&clock);
             conns.close_at_teardown();
             let name = host.name.clone();
@@ -650,8 +689,9 @@ fn host_replica(
                 Workload::Planned(plan) => workload::run_planned(replica, plan, started).await,
             }
             Ok(())
-        }
+        })
     });
+    stage.host(&name, software);
 }
 
 /// What a replica's clients reach: the world's transport, the backend host's flock model,
