@@ -27,7 +27,8 @@
 //! - `LEASESIM_WORLD_SIDES`: any of `world`, `bare`, `campaign` (default all three);
 //! - `LEASESIM_WORLD_SEED`: the seed of every world and bare run (default 1);
 //! - `LEASESIM_WORLD_JUDGE`: `0` to leave the checkers out of the world's time (default on);
-//! - `LEASESIM_WORLD_ENGINE`: the world's engine, `turmoil` (default; the only one so far);
+//! - `LEASESIM_WORLD_ENGINE`: the world's engine, `turmoil` (default) or `engine` (leasesim's
+//!   own, docs/world.md#the-world-on-the-engine);
 //! - `LEASESIM_WORLD_RATE`: requests per replica per simulated second for the bare side when
 //!   the world side is not run (default 1.0);
 //! - `LEASESIM_WORLD_CAMPAIGN_SEEDS`: `A..B` (default `0..1`);
@@ -48,6 +49,7 @@ use std::time::{Duration, Instant};
 use leasesim::check::judge::judge;
 use leasesim::check::linearizability::Budget;
 use leasesim::exit::Exit;
+use leasesim::sim::config::WorldEngine;
 use leasesim::sim::world::{World, WorldBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -63,13 +65,6 @@ struct Size {
     seconds: u64,
 }
 
-/// The engine the world runs on.
-#[derive(Clone, Copy)]
-enum Engine {
-    /// turmoil 0.7.2, the world's engine today.
-    Turmoil,
-}
-
 /// What the bench runs.
 struct Settings {
     sizes: Vec<Size>,
@@ -77,7 +72,7 @@ struct Settings {
     sides: Vec<String>,
     seed: u64,
     judge: bool,
-    engine: Engine,
+    engine: WorldEngine,
     rate: f64,
     campaign_seeds: (u64, u64),
     campaign_jobs: u32,
@@ -168,11 +163,8 @@ fn switch(text: &str) -> Result<bool, &'static str> {
     }
 }
 
-fn engine(text: &str) -> Result<Engine, &'static str> {
-    match text {
-        "turmoil" => Ok(Engine::Turmoil),
-        _ => Err("`turmoil` (the only engine the world runs on in this build)"),
-    }
+fn engine(text: &str) -> Result<WorldEngine, &'static str> {
+    WorldEngine::from_name(text).ok_or("`turmoil` or `engine`")
 }
 
 fn rate(text: &str) -> Result<f64, &'static str> {
@@ -205,16 +197,13 @@ struct WorldRun {
     calls: u64,
 }
 
-/// The world of `size` on `engine`: the one place the bench builds it. Selecting the engine is
-/// one line here once the world has more than one (`.engine(WorldEngine::Engine)`, issue 44).
-fn world_builder(size: Size, seed: u64, engine: Engine) -> WorldBuilder {
-    let builder = World::builder()
+/// The world of `size` on `engine`: the one place the bench builds it.
+fn world_builder(size: Size, seed: u64, engine: WorldEngine) -> WorldBuilder {
+    World::builder()
         .seed(seed)
         .replicas(size.replicas)
-        .duration(Duration::from_secs(size.seconds));
-    match engine {
-        Engine::Turmoil => builder,
-    }
+        .duration(Duration::from_secs(size.seconds))
+        .engine(engine)
 }
 
 /// One world run of `size`, judged when `with_checks`; its lease and ledger calls counted.
