@@ -29,6 +29,7 @@ use crate::report::Summary;
 use crate::results::plan::CampaignPlan;
 use crate::results::plan::{RunKey, SeedPlan, Shard, runs};
 use crate::results::record::{CampaignMeta, RECORD_VERSION, RunRecord, RunStatus, ShrunkRun};
+use crate::sim::config::WorldEngine;
 use crate::sim::runfile::{BackendSpec, RunFile};
 
 /// Everything `leasesim campaign` is told.
@@ -68,6 +69,9 @@ pub struct CampaignOptions {
     /// The backend every scenario runs on (`--backend`), in place of its own `[world]
     /// backend`; every scenario is checked on it when loaded ([`Scenario::load_on`]).
     pub backend: Option<BackendSpec>,
+    /// What runs every scenario's world (`--engine`), in place of its own `[world] engine`
+    /// (docs/world.md#the-world-on-the-engine); recorded in each run file.
+    pub engine: Option<WorldEngine>,
     /// The binary running the campaign (`leasesim`, `leasesim-targets`), recorded in
     /// `campaign.json` for the report's reproduction key.
     pub binary: &'static str,
@@ -113,6 +117,15 @@ fn seeds_phrase(seeds: SeedPlan) -> String {
     }
 }
 
+/// What the start banner says of `--engine`: nothing for turmoil (the default), else `, on
+/// the engine` (docs/world.md#the-world-on-the-engine).
+fn engine_phrase(engine: Option<WorldEngine>) -> &'static str {
+    match engine {
+        Some(WorldEngine::Engine) => ", on the engine",
+        Some(WorldEngine::Turmoil) | None => "",
+    }
+}
+
 /// Runs the campaign and writes its report into `options.out`; returns the report's
 /// [`Summary`]: its exit code (0 clean, 1 unexpected safety violation or an expected
 /// violation never seen, 3 a harness error, 4 inconclusive, 5 liveness, 6 incomplete) and
@@ -123,7 +136,7 @@ fn seeds_phrase(seeds: SeedPlan) -> String {
 /// [`CampaignError::Harness`] when the report folder cannot be written.
 pub fn campaign(options: &CampaignOptions) -> Result<Summary, CampaignError> {
     validate(options)?;
-    let scenarios = load_scenarios(&options.sims, options.backend.as_ref())?;
+    let scenarios = load_scenarios(&options.sims, options.backend.as_ref(), options.engine)?;
     owns_some_run(options, scenarios.len())?;
     mutant_planted_somewhere(options, &scenarios)?;
     run_timeout_fits(options, &scenarios)?;
@@ -152,11 +165,12 @@ pub fn campaign(options: &CampaignOptions) -> Result<Summary, CampaignError> {
     let clock = Stopwatch::start();
     write_campaign_file(&options.out, &meta, &scenarios, None)?;
     eprintln!(
-        "campaign: {} scenarios from {}, {}, {} jobs{}{} -> {}",
+        "campaign: {} scenarios from {}, {}, {} jobs{}{}{} -> {}",
         scenarios.len(),
         options.sims.display(),
         seeds_phrase(options.seeds),
         options.jobs,
+        engine_phrase(options.engine),
         options
             .shard
             .map_or(String::new(), |s| format!(", shard {s}")),
@@ -241,6 +255,7 @@ fn owns_some_run(options: &CampaignOptions, scenarios: usize) -> Result<(), Camp
 fn load_scenarios(
     sims: &Path,
     backend: Option<&BackendSpec>,
+    engine: Option<WorldEngine>,
 ) -> Result<Vec<Loaded>, CampaignError> {
     let entries = std::fs::read_dir(sims).map_err(|e| {
         CampaignError::BadInput(format!(
@@ -263,8 +278,11 @@ fn load_scenarios(
     paths
         .into_iter()
         .map(|path| {
-            let scenario = Scenario::load_on(&path, backend)
+            let mut scenario = Scenario::load_on(&path, backend)
                 .map_err(|e| CampaignError::BadInput(e.to_string()))?;
+            if let Some(engine) = engine {
+                scenario.world.engine = engine;
+            }
             Ok(Loaded { path, scenario })
         })
         .collect()
@@ -287,6 +305,10 @@ fn meta(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<CampaignMeta,
     if let Some(backend) = &options.backend {
         config.update(b"\0backend ");
         config.update(backend.name().as_bytes());
+    }
+    // Likewise past the backend's: a campaign on turmoil keeps its hash.
+    if let Some(WorldEngine::Engine) = options.engine {
+        config.update(b"\0engine engine");
     }
     Ok(CampaignMeta {
         v: RECORD_VERSION,

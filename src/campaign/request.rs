@@ -20,8 +20,9 @@ use crate::sim::script::Script;
 
 /// The command that reruns `run`, resolved from the scenario at `path` with its seed: `BINARY
 /// run --scenario PATH --seed SEED`, with `--backend` when the campaign gave one
-/// (`backend_flag`) and `--mutant` when the run carries one; `BINARY` is the one that knows
-/// the run's backend ([`BackendSpec::binary`]).
+/// (`backend_flag`), `--engine` when the run's world is not on turmoil
+/// (docs/world.md#the-world-on-the-engine) and `--mutant` when the run carries one; `BINARY`
+/// is the one that knows the run's backend ([`BackendSpec::binary`]).
 pub fn scenario_command(run: &RunFile, path: &Path, backend_flag: Option<&BackendSpec>) -> String {
     let mut command = format!(
         "{} run --scenario {} --seed {}",
@@ -31,6 +32,9 @@ pub fn scenario_command(run: &RunFile, path: &Path, backend_flag: Option<&Backen
     );
     if let Some(backend) = backend_flag {
         command += &format!(" --backend {}", backend.name());
+    }
+    if run.world.engine != crate::sim::config::WorldEngine::Turmoil {
+        command += &format!(" --engine {}", run.world.engine.name());
     }
     if let Some(mutant) = &run.mutant {
         command += &format!(" --mutant {mutant}");

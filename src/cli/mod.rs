@@ -17,6 +17,7 @@ use crate::lease::DurableLeaseConfig;
 use crate::mutant::Mutant;
 use crate::report::ReportError;
 use crate::results::plan::{SeedPlan, Shard};
+use crate::sim::config::WorldEngine;
 use crate::sim::runfile::{BackendSpec, RunFile};
 use crate::sim::runner::RunnerError;
 use crate::time::parse_duration;
@@ -223,11 +224,22 @@ struct CampaignArgs {
     /// the kinds it can take, and the banner names the rest (docs/targets.md).
     #[arg(long, value_name = "NAME", value_parser = parse_backend)]
     backend: Option<BackendSpec>,
+    /// Run every scenario's world on this engine, in place of its `[world] engine`: `turmoil`
+    /// (the default) or `engine`, leasesim's own (docs/world.md#the-world-on-the-engine). Each
+    /// run file records it, and the banner and replay lines name it.
+    #[arg(long, value_name = "turmoil|engine", value_parser = parse_engine)]
+    engine: Option<WorldEngine>,
 }
 
 /// `--backend`'s value: a backend's name as run files spell it.
 fn parse_backend(name: &str) -> Result<BackendSpec, String> {
     BackendSpec::try_from(name.to_owned())
+}
+
+/// `--engine`'s value: `turmoil` or `engine` ([`WorldEngine::from_name`]).
+fn parse_engine(name: &str) -> Result<WorldEngine, String> {
+    WorldEngine::from_name(name)
+        .ok_or_else(|| format!("unknown engine `{name}`, expected `turmoil` or `engine`"))
 }
 
 /// The mutants of `--mutants`.
@@ -367,6 +379,11 @@ struct RunArgs {
     /// schedule names a fault it cannot take or its TTL is one it cannot grant.
     #[arg(long, value_name = "NAME", value_parser = parse_backend)]
     backend: Option<BackendSpec>,
+    /// Run the world on this engine: `turmoil` (the default, or the scenario's `[world]
+    /// engine`) or `engine`, leasesim's own (docs/world.md#the-world-on-the-engine). The run
+    /// file records it, so `replay` needs no flag.
+    #[arg(long, value_name = "turmoil|engine", value_parser = parse_engine)]
+    engine: Option<WorldEngine>,
     /// Wall-clock limit of the run; past it the run is reported as a hang (exit 3). Default:
     /// a minute plus 4 × what the run's simulated time takes here (10 ms per simulated
     /// second); a limit under 2 × that is refused (exit 2), as the run may merely be long.
@@ -670,6 +687,7 @@ fn campaign(args: CampaignArgs, binary: &'static str) -> ExitCode {
         detect: args.mutants.map(|list| list.0).unwrap_or_default(),
         mutant_seeds: args.mutant_seeds,
         backend: args.backend,
+        engine: args.engine,
         binary,
     };
     match crate::campaign::driver::campaign(&options) {
@@ -687,7 +705,12 @@ fn campaign(args: CampaignArgs, binary: &'static str) -> ExitCode {
 /// with --check-determinism twice in fresh processes.
 fn run(args: RunArgs) -> ExitCode {
     let run = match args.request.resolve_on(args.backend.as_ref()) {
-        Ok(run) => run,
+        Ok(mut run) => {
+            if let Some(engine) = args.engine {
+                run.world.engine = engine;
+            }
+            run
+        }
         Err(error) => return fail(error, BAD_INPUT),
     };
     let timeout = match run_timeout(&run, args.timeout) {

@@ -304,7 +304,7 @@ impl RunFile {
         };
         let mut text = format!(
             "scenario: {}{}\noptions: replicas={} sessions={} ttl_ms={}{} skew_margin_percent={} \
-             duration_s={} call_timeout_ms={} latency_ms={}..{} backend={} workload={workload} \
+             duration_s={} call_timeout_ms={} latency_ms={}..{} backend={}{} workload={workload} \
              faults={} mutant={} liveness_phase={} out={} timeout={}\n",
             self.scenario,
             self.scenario_path
@@ -321,6 +321,11 @@ impl RunFile {
             w.latency_ms.0,
             w.latency_ms.1,
             backend,
+            // Named only off turmoil, so a turmoil run's header is as it always was.
+            match w.engine {
+                crate::config::WorldEngine::Turmoil => String::new(),
+                engine => format!(" engine={}", engine.name()),
+            },
             self.schedule.faults.len(),
             self.mutant.as_deref().unwrap_or("none"),
             self.liveness_phase,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{
     Backend, Flock, Grpc, Kube, TARGET_PREFIX, TARGETS_BINARY, check_whole_seconds, target_backend,
 };
-use crate::config::{WorkloadMix, WorldConfig, default_sessions};
+use crate::config::{WorkloadMix, WorldConfig, WorldEngine, default_sessions};
 use leasesim_core::lease::SessionId;
 use leasesim_history::limits::{CALL_TIMEOUT_MS_MAX, DURATION_S_MAX, REPLICAS_MAX, TTL_MS_MAX};
 
@@ -126,6 +126,31 @@ pub struct WorldSpec {
     /// it and counts the granted TTL; `client-uses-configured-ttl` misuses it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica_ttl_ms: Option<u64>,
+    /// What runs the world: `"turmoil"` (default, and what a file without the field means:
+    /// it is written only when it is not turmoil, so every older file reads and replays
+    /// unchanged) or `"engine"` (docs/world.md#the-world-on-the-engine).
+    #[serde(skip_serializing_if = "is_turmoil", serialize_with = "engine_name")]
+    pub engine: WorldEngine,
+}
+
+/// Whether `engine` is the default one, left out of the files written.
+fn is_turmoil(engine: &WorldEngine) -> bool {
+    *engine == WorldEngine::Turmoil
+}
+
+/// Writes `engine` by its name ([`WorldEngine::name`]).
+fn engine_name<S: serde::Serializer>(engine: &WorldEngine, out: S) -> Result<S::Ok, S::Error> {
+    out.serialize_str(engine.name())
+}
+
+/// Reads an engine by its name; any other value is refused, naming both names.
+fn engine_by_name<'de, D: serde::Deserializer<'de>>(input: D) -> Result<WorldEngine, D::Error> {
+    let name = String::deserialize(input)?;
+    WorldEngine::from_name(&name).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "unknown engine `{name}`, expected `turmoil` or `engine`"
+        ))
+    })
 }
 
 impl Default for WorldSpec {
@@ -141,6 +166,7 @@ impl Default for WorldSpec {
             latency_ms: config.latency_ms,
             backend: BackendSpec::Grpc,
             replica_ttl_ms: None,
+            engine: config.engine,
         }
     }
 }
@@ -161,6 +187,8 @@ struct WorldSection {
     latency_ms: (u64, u64),
     backend: BackendSpec,
     replica_ttl_ms: Option<u64>,
+    #[serde(deserialize_with = "engine_by_name")]
+    engine: WorldEngine,
 }
 
 impl Default for WorldSection {
@@ -176,6 +204,7 @@ impl Default for WorldSection {
             latency_ms: spec.latency_ms,
             backend: spec.backend,
             replica_ttl_ms: spec.replica_ttl_ms,
+            engine: spec.engine,
         }
     }
 }
@@ -194,6 +223,7 @@ impl From<WorldSection> for WorldSpec {
             latency_ms: section.latency_ms,
             backend: section.backend,
             replica_ttl_ms: section.replica_ttl_ms,
+            engine: section.engine,
         }
     }
 }
@@ -214,6 +244,7 @@ impl WorldSpec {
             backend: self.backend.backend(),
             replica_ttl: self.replica_ttl_ms.map(Duration::from_millis),
             mix,
+            engine: self.engine,
             ..WorldConfig::default()
         }
     }
