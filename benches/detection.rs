@@ -15,6 +15,9 @@
 //! `DETECTION_JOBS` threads (default the number of cores). `DETECTION_MUTANTS` (a comma list
 //! of mutant names) measures only those.
 //!
+//! `DETECTION_ENGINE` (`turmoil`, the default, or `engine`) runs every world of either table
+//! on that engine (docs/world.md#the-world-on-the-engine); any other value exits 2, saying so.
+//!
 //! `cargo bench --bench detection` (release build). Figures, not assertions; not run by CI.
 
 use std::path::Path;
@@ -25,6 +28,7 @@ use leasesim::check::judge::judge;
 use leasesim::check::linearizability::Budget;
 use leasesim::mutant::Mutant;
 use leasesim::mutants::{self, Kill};
+use leasesim::sim::config::WorldEngine;
 use leasesim::sim::runfile;
 
 const RANGES: u64 = 20;
@@ -37,6 +41,9 @@ fn breaks(scenario: &Scenario, mutant: Mutant, seed: u64) -> bool {
         return false;
     };
     run.mutant = Some(mutant.name().to_owned());
+    if let Ok(engine) = engine() {
+        run.world.engine = engine;
+    }
     runfile::execute(&run, Duration::from_secs(120))
         .is_ok_and(|(history, _)| !judge(&history, Budget::default()).violated().is_empty())
 }
@@ -60,6 +67,16 @@ fn median_worst(found: &[u64]) -> (String, String) {
     (show(sorted.get(sorted.len() / 2)), show(sorted.last()))
 }
 
+/// The engine `DETECTION_ENGINE` names (default turmoil), or the message refusing its value.
+fn engine() -> Result<WorldEngine, String> {
+    match std::env::var("DETECTION_ENGINE") {
+        Err(_) => Ok(WorldEngine::Turmoil),
+        Ok(name) => WorldEngine::from_name(&name).ok_or_else(|| {
+            format!("DETECTION_ENGINE={name}: unknown engine, expected `turmoil` or `engine`")
+        }),
+    }
+}
+
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -71,6 +88,13 @@ fn env_number(name: &str, default: u64) -> u64 {
 #[allow(clippy::disallowed_types, clippy::disallowed_methods)]
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    match engine() {
+        Ok(engine) => println!("engine: {}", engine.name()),
+        Err(message) => {
+            eprintln!("error: {message}");
+            std::process::exit(2);
+        }
+    }
     if std::env::var("DETECTION_SWARM_ONLY").is_ok() {
         swarm_only(root);
         return;

@@ -5,6 +5,7 @@
 mod backend;
 mod bad_input;
 mod deploy;
+mod engine;
 mod expectations;
 mod folders;
 mod fuzz_folders;
