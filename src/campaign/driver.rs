@@ -69,7 +69,7 @@ pub struct CampaignOptions {
     /// The backend every scenario runs on (`--backend`), in place of its own `[world]
     /// backend`; every scenario is checked on it when loaded ([`Scenario::load_on`]).
     pub backend: Option<BackendSpec>,
-    /// What runs every scenario's world (`--engine`), in place of its own `[world] engine`
+    /// What runs every scenario's world (`--engine`; none: turmoil)
     /// (docs/world.md#the-world-on-the-engine); recorded in each run file.
     pub engine: Option<WorldEngine>,
     /// The binary running the campaign (`leasesim`, `leasesim-targets`), recorded in

@@ -24,7 +24,8 @@ use crate::sim::config::{WorkloadMix, WorldConfig};
 use crate::sim::runfile::pair::Pair;
 use crate::sim::runfile::validate::check_mix;
 use crate::sim::runfile::{
-    BackendSpec, Expect, RUN_FILE_SCHEMA_VERSION, RunFile, RunFileError, RunWorkload, WorldSpec,
+    BackendSpec, Expect, RUN_FILE_SCHEMA_VERSION, RunFile, RunFileError, RunWorkload,
+    ScenarioWorld, WorldSpec,
 };
 use crate::sim::schedule::FaultSchedule;
 use crate::sim::script::Script;
@@ -124,7 +125,7 @@ struct RawScenario {
     v: Spanned<u32>,
     about: String,
     #[serde(default)]
-    world: Option<Spanned<WorldSpec>>,
+    world: Option<Spanned<ScenarioWorld>>,
     #[serde(default)]
     workload: Option<Spanned<RawWorkload>>,
     #[serde(default)]
@@ -326,7 +327,7 @@ impl Scenario {
         }
         let folder = path.parent().unwrap_or(Path::new("."));
         let (world_span, mut world) = match raw.world {
-            Some(world) => (world.span().start, world.into_inner()),
+            Some(world) => (world.span().start, world.into_inner().0),
             None => (0, WorldSpec::default()),
         };
         if let Some(backend) = backend {

@@ -224,8 +224,7 @@ struct CampaignArgs {
     /// the kinds it can take, and the banner names the rest (docs/targets.md).
     #[arg(long, value_name = "NAME", value_parser = parse_backend)]
     backend: Option<BackendSpec>,
-    /// Run every scenario's world on this engine, in place of its `[world] engine`: `turmoil`
-    /// (the default) or `engine`, leasesim's own (docs/world.md#the-world-on-the-engine). Each
+    /// Run every scenario's world on this engine: `turmoil` (the default) or `engine`, leasesim's own (docs/world.md#the-world-on-the-engine). Each
     /// run file records it, and the banner and replay lines name it.
     #[arg(long, value_name = "turmoil|engine", value_parser = parse_engine)]
     engine: Option<WorldEngine>,
@@ -379,8 +378,7 @@ struct RunArgs {
     /// schedule names a fault it cannot take or its TTL is one it cannot grant.
     #[arg(long, value_name = "NAME", value_parser = parse_backend)]
     backend: Option<BackendSpec>,
-    /// Run the world on this engine: `turmoil` (the default, or the scenario's `[world]
-    /// engine`) or `engine`, leasesim's own (docs/world.md#the-world-on-the-engine). The run
+    /// Run the world on this engine: `turmoil` (the default) or `engine`, leasesim's own (docs/world.md#the-world-on-the-engine). The run
     /// file records it, so `replay` needs no flag.
     #[arg(long, value_name = "turmoil|engine", value_parser = parse_engine)]
     engine: Option<WorldEngine>,

@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 
 pub use drawn::Drawn;
 pub use leasesim_history::limits::{DURATION_S_MAX, REPLICAS_MAX, TTL_MS_MAX};
-pub use spec::{BackendSpec, WorldSpec};
+pub use spec::{BackendSpec, ScenarioWorld, WorldSpec};
 
 use crate::config::{Workload, WorkloadMix, WorldConfig};
 use crate::plan::Plan;

@@ -228,6 +228,63 @@ impl From<WorldSection> for WorldSpec {
     }
 }
 
+/// A scenario's `[world]` section: [`WorldSpec`] without `engine`, which a scenario does not
+/// choose (`run --engine` and `campaign --engine` do, and the run file records it:
+/// docs/world.md#the-world-on-the-engine). Its world is on turmoil.
+#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[serde(from = "ScenarioSection")]
+pub struct ScenarioWorld(pub WorldSpec);
+
+/// [`ScenarioWorld`] as written: [`WorldSection`] without `engine`.
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct ScenarioSection {
+    replicas: u32,
+    sessions: Option<Vec<String>>,
+    ttl_ms: u64,
+    skew_margin_percent: u8,
+    duration_s: u64,
+    call_timeout_ms: u64,
+    #[serde(deserialize_with = "super::pair::exact")]
+    latency_ms: (u64, u64),
+    backend: BackendSpec,
+    replica_ttl_ms: Option<u64>,
+}
+
+impl Default for ScenarioSection {
+    fn default() -> Self {
+        let section = WorldSection::default();
+        ScenarioSection {
+            replicas: section.replicas,
+            sessions: section.sessions,
+            ttl_ms: section.ttl_ms,
+            skew_margin_percent: section.skew_margin_percent,
+            duration_s: section.duration_s,
+            call_timeout_ms: section.call_timeout_ms,
+            latency_ms: section.latency_ms,
+            backend: section.backend,
+            replica_ttl_ms: section.replica_ttl_ms,
+        }
+    }
+}
+
+impl From<ScenarioSection> for ScenarioWorld {
+    fn from(section: ScenarioSection) -> Self {
+        ScenarioWorld(WorldSpec::from(WorldSection {
+            replicas: section.replicas,
+            sessions: section.sessions,
+            ttl_ms: section.ttl_ms,
+            skew_margin_percent: section.skew_margin_percent,
+            duration_s: section.duration_s,
+            call_timeout_ms: section.call_timeout_ms,
+            latency_ms: section.latency_ms,
+            backend: section.backend,
+            replica_ttl_ms: section.replica_ttl_ms,
+            engine: WorldEngine::Turmoil,
+        }))
+    }
+}
+
 impl WorldSpec {
     /// The world's configuration for `seed`, with a generated workload's `mix` (the default
     /// mix for a script) and no mutant.
