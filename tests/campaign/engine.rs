@@ -100,7 +100,7 @@ fn an_unknown_engine_name_is_refused_naming_the_two() {
 }
 
 #[test]
-fn an_unknown_engine_in_a_run_file_is_refused_naming_the_field() {
+fn an_unknown_engine_in_a_run_file_is_refused_naming_the_file_and_the_two() {
     let root = tempfile::tempdir().unwrap();
     let root = root.path();
     let run = small_run(root, "engine", &["--engine", "engine"]);
@@ -116,7 +116,7 @@ fn an_unknown_engine_in_a_run_file_is_refused_naming_the_field() {
     assert_exit(
         &output,
         2,
-        &["unknown engine `tokio`, expected `turmoil` or `engine`"],
+        &["engine/run.json: unknown engine `tokio`, expected `turmoil` or `engine`"],
     );
 }
 
@@ -143,4 +143,22 @@ fn a_campaign_on_the_engine_says_so_and_every_rerun_command_names_the_flag() {
         runs[0]["replay"],
         "leasesim run --scenario sims/swarm-partitions.toml --seed 0 --engine engine"
     );
+}
+
+#[test]
+fn resuming_a_campaign_on_the_engine_without_the_flag_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    copy_sims(root.path(), "sims", &["swarm-partitions"]);
+    let campaign = |extra: &[&str]| {
+        let args = [
+            "campaign", "--sims", "sims", "--seeds", "0..1", "--out", "out",
+        ];
+        leasesim!().run_in(root.path(), [&args[..], &["--no-progress"], extra].concat())
+    };
+    let first = campaign(&["--engine", "engine"]);
+    assert_eq!(first.status.code(), Some(0), "{}", both(&first));
+    let resumed = campaign(&["--resume"]);
+    assert_exit(&resumed, 2, &["written by a different campaign"]);
+    let on_engine = campaign(&["--engine", "engine", "--resume"]);
+    assert_eq!(on_engine.status.code(), Some(0), "{}", both(&on_engine));
 }
