@@ -247,13 +247,7 @@ impl Engine {
     /// # Errors
     /// [`EngineError::NoSuchHost`]; [`EngineError::Runtime`] (the old process keeps running).
     pub fn restart(&mut self, id: HostId) -> Result<(), EngineError> {
-        let host = self
-            .hosts
-            .get_mut(id.0)
-            .ok_or(EngineError::NoSuchHost(id))?;
-        if let Some(net) = &self.net {
-            net.set_current(id.0);
-        }
+        let host = entered(&mut self.hosts, self.net.as_ref(), id)?;
         host.restart()
             .map_err(|e| EngineError::Runtime(e.to_string()))?;
         self.trace.record(self.now, host.name(), "restart");
@@ -281,13 +275,7 @@ impl Engine {
     /// [`EngineError::NoSuchHost`]; [`EngineError::Runtime`] (the host is unchanged).
     pub fn reboot(&mut self, id: HostId, down: Duration) -> Result<(), EngineError> {
         let now = self.now;
-        let host = self
-            .hosts
-            .get_mut(id.0)
-            .ok_or(EngineError::NoSuchHost(id))?;
-        if let Some(net) = &self.net {
-            net.set_current(id.0);
-        }
+        let host = entered(&mut self.hosts, self.net.as_ref(), id)?;
         host.reboot(now)
             .map_err(|e| EngineError::Runtime(e.to_string()))?;
         let boot = host.clock.boot();
@@ -333,13 +321,7 @@ impl Engine {
     /// # Errors
     /// [`EngineError::NoSuchHost`]; [`EngineError::Runtime`] (the host is unchanged).
     pub fn crash(&mut self, id: HostId) -> Result<(), EngineError> {
-        let host = self
-            .hosts
-            .get_mut(id.0)
-            .ok_or(EngineError::NoSuchHost(id))?;
-        if let Some(net) = &self.net {
-            net.set_current(id.0);
-        }
+        let host = entered(&mut self.hosts, self.net.as_ref(), id)?;
         host.restart()
             .map_err(|e| EngineError::Runtime(e.to_string()))?;
         host.state = HostState::Down;
@@ -362,15 +344,9 @@ impl Engine {
     /// suspended: crash it first); [`EngineError::Runtime`] (the host stays down).
     pub fn start(&mut self, id: HostId) -> Result<(), EngineError> {
         let now = self.now;
-        let host = self
-            .hosts
-            .get_mut(id.0)
-            .ok_or(EngineError::NoSuchHost(id))?;
+        let host = entered(&mut self.hosts, self.net.as_ref(), id)?;
         if host.state != HostState::Down {
             return Err(EngineError::NotDown(id));
-        }
-        if let Some(net) = &self.net {
-            net.set_current(id.0);
         }
         host.reboot(now)
             .map_err(|e| EngineError::Runtime(e.to_string()))?;
@@ -617,6 +593,24 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// Host `id` of `hosts`, about to have its process killed or started: with a `net`, `id` is
+/// turmoil-net's current host, so the sockets its dropped tasks close are closed as its own.
+/// Over the fields rather than the engine, so the caller keeps the engine's other fields.
+///
+/// # Errors
+/// [`EngineError::NoSuchHost`].
+fn entered<'a>(
+    hosts: &'a mut [Host],
+    net: Option<&Network>,
+    id: HostId,
+) -> Result<&'a mut Host, EngineError> {
+    let host = hosts.get_mut(id.0).ok_or(EngineError::NoSuchHost(id))?;
+    if let Some(net) = net {
+        net.set_current(id.0);
+    }
+    Ok(host)
 }
 
 impl Drop for Engine {
