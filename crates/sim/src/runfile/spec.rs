@@ -171,60 +171,86 @@ impl Default for WorldSpec {
     }
 }
 
-/// A `[world]` section or run file's `world` as written: [`WorldSpec`] with its sessions
-/// optional, so a world that does not name them gets [`default_sessions`] of its own replicas
-/// (a run file always names them: the rule may change, a replay may not).
-#[derive(Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct WorldSection {
-    replicas: u32,
-    sessions: Option<Vec<String>>,
-    ttl_ms: u64,
-    skew_margin_percent: u8,
-    duration_s: u64,
-    call_timeout_ms: u64,
-    #[serde(deserialize_with = "super::pair::exact")]
-    latency_ms: (u64, u64),
-    backend: BackendSpec,
-    replica_ttl_ms: Option<u64>,
-    #[serde(deserialize_with = "engine_by_name")]
-    engine: WorldEngine,
+/// Declares a world as written: [`WorldSpec`]'s fields with its sessions optional, so a world
+/// that does not name them gets [`default_sessions`] of its own replicas (a run file always
+/// names them: the rule may change, a replay may not), then the fields given. The one list of
+/// the world's fields for the two places that read them, which accept different fields: a run
+/// file's `world` names the engine, a scenario's `[world]` does not. Two types, because
+/// `deny_unknown_fields` refuses what its own type does not list (with an error naming what it
+/// does, at the unknown key) and `serde(flatten)` would lose it. Each type gets its `Default`
+/// (the fields of [`WorldSpec::default`], sessions left to the rule) and `into_spec`.
+macro_rules! world_section {
+    ($(#[$doc:meta])* $name:ident { $($(#[$serde:meta])* $field:ident: $ty:ty,)* }) => {
+        $(#[$doc])*
+        #[derive(Deserialize)]
+        #[serde(default, deny_unknown_fields)]
+        struct $name {
+            replicas: u32,
+            sessions: Option<Vec<String>>,
+            ttl_ms: u64,
+            skew_margin_percent: u8,
+            duration_s: u64,
+            call_timeout_ms: u64,
+            #[serde(deserialize_with = "super::pair::exact")]
+            latency_ms: (u64, u64),
+            backend: BackendSpec,
+            replica_ttl_ms: Option<u64>,
+            $($(#[$serde])* $field: $ty,)*
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                let spec = WorldSpec::default();
+                $name {
+                    replicas: spec.replicas,
+                    sessions: None,
+                    ttl_ms: spec.ttl_ms,
+                    skew_margin_percent: spec.skew_margin_percent,
+                    duration_s: spec.duration_s,
+                    call_timeout_ms: spec.call_timeout_ms,
+                    latency_ms: spec.latency_ms,
+                    backend: spec.backend,
+                    replica_ttl_ms: spec.replica_ttl_ms,
+                    $($field: spec.$field,)*
+                }
+            }
+        }
+
+        impl $name {
+            /// The world written, on `engine`.
+            fn into_spec(self, engine: WorldEngine) -> WorldSpec {
+                WorldSpec {
+                    sessions: self
+                        .sessions
+                        .unwrap_or_else(|| default_sessions(self.replicas)),
+                    replicas: self.replicas,
+                    ttl_ms: self.ttl_ms,
+                    skew_margin_percent: self.skew_margin_percent,
+                    duration_s: self.duration_s,
+                    call_timeout_ms: self.call_timeout_ms,
+                    latency_ms: self.latency_ms,
+                    backend: self.backend,
+                    replica_ttl_ms: self.replica_ttl_ms,
+                    engine,
+                }
+            }
+        }
+    };
 }
 
-impl Default for WorldSection {
-    fn default() -> Self {
-        let spec = WorldSpec::default();
-        WorldSection {
-            replicas: spec.replicas,
-            sessions: None,
-            ttl_ms: spec.ttl_ms,
-            skew_margin_percent: spec.skew_margin_percent,
-            duration_s: spec.duration_s,
-            call_timeout_ms: spec.call_timeout_ms,
-            latency_ms: spec.latency_ms,
-            backend: spec.backend,
-            replica_ttl_ms: spec.replica_ttl_ms,
-            engine: spec.engine,
-        }
+world_section! {
+    /// A run file's `world` as written (or a `[world]` read as a run file's): every field of
+    /// [`WorldSpec`], the engine by its name.
+    WorldSection {
+        #[serde(deserialize_with = "engine_by_name")]
+        engine: WorldEngine,
     }
 }
 
 impl From<WorldSection> for WorldSpec {
     fn from(section: WorldSection) -> Self {
-        WorldSpec {
-            sessions: section
-                .sessions
-                .unwrap_or_else(|| default_sessions(section.replicas)),
-            replicas: section.replicas,
-            ttl_ms: section.ttl_ms,
-            skew_margin_percent: section.skew_margin_percent,
-            duration_s: section.duration_s,
-            call_timeout_ms: section.call_timeout_ms,
-            latency_ms: section.latency_ms,
-            backend: section.backend,
-            replica_ttl_ms: section.replica_ttl_ms,
-            engine: section.engine,
-        }
+        let engine = section.engine;
+        section.into_spec(engine)
     }
 }
 
@@ -235,53 +261,15 @@ impl From<WorldSection> for WorldSpec {
 #[serde(from = "ScenarioSection")]
 pub struct ScenarioWorld(pub WorldSpec);
 
-/// [`ScenarioWorld`] as written: [`WorldSection`] without `engine`.
-#[derive(Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct ScenarioSection {
-    replicas: u32,
-    sessions: Option<Vec<String>>,
-    ttl_ms: u64,
-    skew_margin_percent: u8,
-    duration_s: u64,
-    call_timeout_ms: u64,
-    #[serde(deserialize_with = "super::pair::exact")]
-    latency_ms: (u64, u64),
-    backend: BackendSpec,
-    replica_ttl_ms: Option<u64>,
-}
-
-impl Default for ScenarioSection {
-    fn default() -> Self {
-        let section = WorldSection::default();
-        ScenarioSection {
-            replicas: section.replicas,
-            sessions: section.sessions,
-            ttl_ms: section.ttl_ms,
-            skew_margin_percent: section.skew_margin_percent,
-            duration_s: section.duration_s,
-            call_timeout_ms: section.call_timeout_ms,
-            latency_ms: section.latency_ms,
-            backend: section.backend,
-            replica_ttl_ms: section.replica_ttl_ms,
-        }
-    }
+world_section! {
+    /// [`ScenarioWorld`] as written: [`WorldSection`] without `engine`, so an `engine` is
+    /// refused as an unknown field.
+    ScenarioSection {}
 }
 
 impl From<ScenarioSection> for ScenarioWorld {
     fn from(section: ScenarioSection) -> Self {
-        ScenarioWorld(WorldSpec::from(WorldSection {
-            replicas: section.replicas,
-            sessions: section.sessions,
-            ttl_ms: section.ttl_ms,
-            skew_margin_percent: section.skew_margin_percent,
-            duration_s: section.duration_s,
-            call_timeout_ms: section.call_timeout_ms,
-            latency_ms: section.latency_ms,
-            backend: section.backend,
-            replica_ttl_ms: section.replica_ttl_ms,
-            engine: WorldEngine::Turmoil,
-        }))
+        ScenarioWorld(section.into_spec(WorldEngine::Turmoil))
     }
 }
 
