@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use leasesim::mutant::Mutant;
-use leasesim::sim::config::Workload;
+use leasesim::sim::config::{Workload, WorldEngine};
 use leasesim::sim::schedule::FaultSchedule;
 use leasesim::sim::script::Script;
 use leasesim::sim::world::{RunOutput, World};
@@ -25,24 +25,35 @@ pub fn field_case(name: &str) -> (FaultSchedule, Script) {
 }
 
 /// `script` under `schedule` on the field cases' world (two replicas for 30 s) with `seed`,
-/// run to its end.
-pub fn run_scripted(seed: u64, schedule: FaultSchedule, script: Script) -> RunOutput {
+/// run to its end on `engine`.
+pub fn run_scripted(
+    engine: WorldEngine,
+    seed: u64,
+    schedule: FaultSchedule,
+    script: Script,
+) -> RunOutput {
     World::builder()
         .seed(seed)
         .replicas(2)
         .duration(Duration::from_secs(30))
         .schedule(schedule)
         .workload(Workload::Scripted(script))
+        .engine(engine)
         .build()
         .unwrap()
         .run()
         .unwrap()
 }
 
-/// Field case `name` run with `seed` on the field cases' world.
+/// Field case `name` run with `seed` on the field cases' world, on turmoil.
 pub fn run_field_case(name: &str, seed: u64) -> RunOutput {
+    run_field_case_on(WorldEngine::Turmoil, name, seed)
+}
+
+/// Field case `name` run with `seed` on the field cases' world, on `engine`.
+pub fn run_field_case_on(engine: WorldEngine, name: &str, seed: u64) -> RunOutput {
     let (schedule, script) = field_case(name);
-    run_scripted(seed, schedule, script)
+    run_scripted(engine, seed, schedule, script)
 }
 
 /// A generated run with random faults: `seed`, `seconds` of simulated time, the world's other

@@ -2,6 +2,7 @@
 //! show A's stale append rejected and the ledger exactly as each case says.
 
 use leasesim::history::{OpResult, Outcome};
+use leasesim::sim::config::WorldEngine;
 use leasesim::sim::schedule::FaultSchedule;
 use leasesim::sim::script::Script;
 
@@ -59,7 +60,7 @@ fn the_heal_restarts_only_crashed_hosts() {
         r#"{"v":1,"faults":[{"at_ms":1000,"fault":"crash","host":"replica-2"}],"heal_at_ms":5000}"#,
     )
     .unwrap();
-    let history = run_scripted(5, schedule, script).history;
+    let history = run_scripted(WorldEngine::Turmoil, 5, schedule, script).history;
     let acquires: Vec<String> = history
         .ops()
         .map(|op| {

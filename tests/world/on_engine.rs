@@ -10,12 +10,12 @@ use leasesim::check::judge::judge;
 use leasesim::check::linearizability::Budget;
 use leasesim::history::{History, Line};
 use leasesim::mutant::Mutant;
-use leasesim::sim::config::{Workload, WorldEngine};
+use leasesim::sim::config::WorldEngine;
 use leasesim::sim::runner;
 use leasesim::sim::world::World;
 
 use crate::support::{A1_THEN_B1_B2_B3, assert_f3_stopped_by_the_fence, ledger, sims};
-use crate::world_runs::field_case;
+use crate::world_runs::run_field_case_on;
 
 /// Every check `history` violates.
 fn violated(history: &History) -> Vec<Check> {
@@ -28,23 +28,6 @@ fn generated(engine: WorldEngine, seed: u64, seconds: u64) -> History {
         .seed(seed)
         .duration(Duration::from_secs(seconds))
         .engine(engine)
-        .build()
-        .unwrap()
-        .run()
-        .unwrap()
-        .history
-}
-
-/// Field case `name` on the engine, on the field cases' world (two replicas, 30 s).
-fn field_case_on_engine(name: &str, seed: u64) -> History {
-    let (schedule, script) = field_case(name);
-    World::builder()
-        .seed(seed)
-        .replicas(2)
-        .duration(Duration::from_secs(30))
-        .schedule(schedule)
-        .workload(Workload::Scripted(script))
-        .engine(WorldEngine::Engine)
         .build()
         .unwrap()
         .run()
@@ -80,7 +63,8 @@ fn a_fault_free_generated_run_on_the_engine_is_judged_clean() {
 /// poisoned, and the ledger holds a1 then B's three appends.
 #[test]
 fn f3_on_the_engine_a_slow_clock_cut_off_is_stopped_by_the_fence() {
-    let history = field_case_on_engine("f3-slow-clock-cut-off-from-lease", 3);
+    let history =
+        run_field_case_on(WorldEngine::Engine, "f3-slow-clock-cut-off-from-lease", 3).history;
     assert_eq!(ledger(&history, "s1"), A1_THEN_B1_B2_B3);
     assert_f3_stopped_by_the_fence(&history, "seed 3 on the engine");
     assert_eq!(violated(&history), []);
