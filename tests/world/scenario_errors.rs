@@ -37,6 +37,20 @@ fn an_unknown_field_lists_the_accepted_ones() {
     );
 }
 
+/// A scenario does not choose the engine (`run --engine`, `campaign --engine` and the run
+/// file do: docs/world.md#the-world-on-the-engine): its `[world]` refuses `engine` as it
+/// refuses any field it does not know, at the key.
+#[test]
+fn a_scenario_cannot_name_the_engine() {
+    let text = format!("{HEAD}[world]\nengine = \"engine\"\n");
+    assert_eq!(
+        error(&text),
+        "DIR/bad.toml:4:1: `world.engine`: unknown field `engine`, expected one of `replicas`, \
+         `sessions`, `ttl_ms`, `skew_margin_percent`, `duration_s`, `call_timeout_ms`, \
+         `latency_ms`, `backend`, `replica_ttl_ms`"
+    );
+}
+
 #[test]
 fn a_script_and_a_mix_together_are_refused() {
     let text = format!(
