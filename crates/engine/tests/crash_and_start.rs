@@ -10,21 +10,10 @@ use turmoil_net::shim::tokio::net::TcpStream;
 
 mod common;
 use common::{connect_and_ping, echo_server, ping};
+mod support;
+use support::{trace_ms, two_hosts};
 
 const MS: Duration = Duration::from_millis(1);
-
-/// The trace's lines as `<true ms> <host> <text>`.
-fn trace_ms(engine: &Engine) -> Vec<String> {
-    let trace = String::from_utf8(engine.trace()).expect("the trace is UTF-8");
-    trace
-        .lines()
-        .map(|line| {
-            let (ns, rest) = line.trim_start().split_once(' ').expect("<ns> <text>");
-            let ns: u128 = ns.parse().expect("true ns");
-            format!("{} {rest}", ns / 1_000_000)
-        })
-        .collect()
-}
 
 /// Traces the host's boot and monotonic reading.
 async fn trace_boot() {
@@ -41,20 +30,25 @@ async fn traced_echo_server() {
     echo_server().await;
 }
 
+/// An engine with hosts `server` (serving the echo, its boot traced) and `client` over 5 ms
+/// links; the client's tasks are the test's.
+fn echo_world() -> (Engine, HostId, HostId) {
+    let config = NetConfig {
+        latency: (5 * MS).into(),
+        ..NetConfig::default()
+    };
+    let (engine, server, client) = two_hosts(1, config, ["server", "client"]);
+    engine.spawn(server, traced_echo_server()).expect("a host");
+    (engine, server, client)
+}
+
 fn state(engine: &Engine, id: HostId) -> HostState {
     engine.host(id).expect("the host exists").state()
 }
 
 #[test]
 fn a_crashed_server_is_down_and_silent_until_it_starts_on_a_new_boot() {
-    let config = NetConfig {
-        latency: (5 * MS).into(),
-        ..NetConfig::default()
-    };
-    let mut engine = Engine::with_network(1, config).expect("a network");
-    let server = engine.add_host("server").expect("a host");
-    let client = engine.add_host("client").expect("a host");
-    engine.spawn(server, traced_echo_server()).expect("a host");
+    let (mut engine, server, client) = echo_world();
     engine
         .spawn(client, async {
             let mut stream = TcpStream::connect("server:9000").await.expect("connect");
@@ -144,14 +138,7 @@ fn a_host_is_found_by_name_and_only_a_down_host_can_be_started() {
 
 #[test]
 fn a_crash_and_a_start_at_once_close_the_connections_as_a_killed_process_does() {
-    let config = NetConfig {
-        latency: (5 * MS).into(),
-        ..NetConfig::default()
-    };
-    let mut engine = Engine::with_network(1, config).expect("a network");
-    let server = engine.add_host("server").expect("a host");
-    let client = engine.add_host("client").expect("a host");
-    engine.spawn(server, traced_echo_server()).expect("a host");
+    let (mut engine, server, client) = echo_world();
     engine
         .spawn(client, async {
             use tokio::io::AsyncReadExt;

@@ -11,33 +11,19 @@ use rand_core::{RngCore, SeedableRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil_net::shim::tokio::net::{TcpListener, TcpStream, UdpSocket};
 
+mod support;
+use support::{fault_at, hosts_ms, two_hosts};
+
 const MS: Duration = Duration::from_millis(1);
 
-/// The trace's lines as `<true ms> <host> <text>`, the network's fault lines left out.
-fn hosts_ms(engine: &Engine) -> Vec<String> {
-    let trace = String::from_utf8(engine.trace()).expect("the trace is UTF-8");
-    trace
-        .lines()
-        .filter(|line| !line.contains(" net link "))
-        .map(|line| {
-            let (ns, rest) = line.trim_start().split_once(' ').expect("<ns> <text>");
-            let ns: u128 = ns.parse().expect("true ns");
-            format!("{} {rest}", ns / 1_000_000)
-        })
-        .collect()
-}
-
 /// An engine seeded `seed` with hosts `tx` and `rx` over links of `latency`.
-fn two_hosts(seed: u64, latency: Latency, reorder: bool) -> (Engine, HostId, HostId) {
+fn tx_rx(seed: u64, latency: Latency, reorder: bool) -> (Engine, HostId, HostId) {
     let config = NetConfig {
         latency,
         reorder,
         ..NetConfig::default()
     };
-    let mut engine = Engine::with_network(seed, config).expect("a valid config");
-    let tx = engine.add_host("tx").expect("a host");
-    let rx = engine.add_host("rx").expect("a host");
-    (engine, tx, rx)
+    two_hosts(seed, config, ["tx", "rx"])
 }
 
 /// `tx` sends datagram `i` at `i` ms of its clock, for `i` in `1..=count`; `rx` traces
@@ -77,7 +63,7 @@ fn arrivals(lines: &[String]) -> Vec<(u64, u64)> {
 }
 
 fn udp_trace(seed: u64, latency: Latency, reorder: bool) -> Vec<String> {
-    let (mut engine, tx, rx) = two_hosts(seed, latency, reorder);
+    let (mut engine, tx, rx) = tx_rx(seed, latency, reorder);
     udp_stream(&engine, tx, rx, 8);
     engine.run_until(100 * MS).expect("no fault refused");
     hosts_ms(&engine)
@@ -178,7 +164,7 @@ fn turmoils_spread_draws_a_geometric_number_of_ticks_skewed_to_the_least() {
 fn the_same_seed_gives_the_same_bytes_and_another_seed_other_draws() {
     let latency = Latency::range(MS, 10 * MS);
     let trace = |seed| {
-        let (mut engine, tx, rx) = two_hosts(seed, latency, false);
+        let (mut engine, tx, rx) = tx_rx(seed, latency, false);
         udp_stream(&engine, tx, rx, 8);
         engine.run_until(100 * MS).expect("no fault refused");
         engine.trace()
@@ -199,7 +185,7 @@ fn a_fixed_latency_draws_nothing_and_a_range_narrower_than_a_tick_is_its_least()
 
 #[test]
 fn a_latency_fault_draws_in_its_own_range_from_then_on() {
-    let (mut engine, tx, rx) = two_hosts(1, Latency::fixed(MS), false);
+    let (mut engine, tx, rx) = tx_rx(1, Latency::fixed(MS), false);
     udp_stream(&engine, tx, rx, 8);
     let slow = Latency::range(20 * MS, 22 * MS);
     let fault = Event::Net {
@@ -232,7 +218,7 @@ fn a_latency_fault_draws_in_its_own_range_from_then_on() {
 /// `rx` traces each read's bytes; over links of 1 to 10 ms, seed 1 (every segment and ACK
 /// draws its latency, in the order they leave).
 fn tcp_trickle(reorder: bool) -> Vec<String> {
-    let (mut engine, tx, rx) = two_hosts(1, Latency::range(MS, 10 * MS), reorder);
+    let (mut engine, tx, rx) = tx_rx(1, Latency::range(MS, 10 * MS), reorder);
     engine
         .spawn(rx, async {
             let listener = TcpListener::bind("0.0.0.0:9000").await.expect("bind");
@@ -316,7 +302,7 @@ fn bad_latencies_and_losses_are_refused_with_a_clear_error() {
             "a loss of 1000001 ppm at 3ms: at most 1000000 ppm (every packet)",
         ),
     ] {
-        let (mut engine, tx, rx) = two_hosts(1, Latency::fixed(MS), false);
+        let (mut engine, tx, rx) = tx_rx(1, Latency::fixed(MS), false);
         engine.schedule(
             3 * MS,
             Event::Net {
@@ -343,7 +329,7 @@ fn drawn_losses(seed: u64, count: usize, ppm: u32) -> Vec<bool> {
 
 #[test]
 fn a_lossy_link_drops_each_packet_with_its_probability_from_the_seed() {
-    let (mut engine, tx, rx) = two_hosts(1, Latency::fixed(MS), false);
+    let (mut engine, tx, rx) = tx_rx(1, Latency::fixed(MS), false);
     udp_stream(&engine, tx, rx, 20);
     let loss = |ppm| Event::Net {
         from: tx,
@@ -369,7 +355,7 @@ fn a_lossy_link_drops_each_packet_with_its_probability_from_the_seed() {
 /// A client (`tx`) that connects to the echo on `rx` and pings once, over 5 ms links, after
 /// `faults` scheduled its faults.
 fn echo_trace(faults: impl FnOnce(&mut Engine, HostId, HostId)) -> Vec<String> {
-    let (mut engine, client, server) = two_hosts(1, Latency::fixed(5 * MS), false);
+    let (mut engine, client, server) = tx_rx(1, Latency::fixed(5 * MS), false);
     engine
         .spawn(server, echo_server_on("0.0.0.0:9000"))
         .expect("a host");
@@ -396,9 +382,8 @@ fn echo_trace(faults: impl FnOnce(&mut Engine, HostId, HostId)) -> Vec<String> {
 /// The echo with `fault` on both directions from time zero.
 fn echo_with_both_ways(fault: NetFault) -> Vec<String> {
     echo_trace(|engine, client, server| {
-        for (from, to) in [(client, server), (server, client)] {
-            engine.schedule(Duration::ZERO, Event::Net { from, to, fault });
-        }
+        fault_at(engine, Duration::ZERO, client, server, fault);
+        fault_at(engine, Duration::ZERO, server, client, fault);
     })
 }
 
@@ -449,24 +434,14 @@ fn heal_at(engine: &mut Engine, at: Duration) {
 #[test]
 fn a_heal_releases_what_is_held_and_gives_every_link_the_configs_latency_again() {
     let lines = echo_trace(|engine, client, server| {
-        let slow = NetFault::Latency(Latency::fixed(40 * MS));
-        engine.schedule(
+        fault_at(
+            engine,
             Duration::ZERO,
-            Event::Net {
-                from: client,
-                to: server,
-                fault: slow,
-            },
+            client,
+            server,
+            NetFault::Latency(Latency::fixed(40 * MS)),
         );
-        let hold = NetFault::Hold;
-        engine.schedule(
-            Duration::ZERO,
-            Event::Net {
-                from: server,
-                to: client,
-                fault: hold,
-            },
-        );
+        fault_at(engine, Duration::ZERO, server, client, NetFault::Hold);
         heal_at(engine, 150 * MS);
     });
     // The SYN takes 40 ms (1 → 41); its SYN-ACK is held until the heal at 150 and arrives
@@ -478,23 +453,13 @@ fn a_heal_releases_what_is_held_and_gives_every_link_the_configs_latency_again()
 #[test]
 fn a_heal_ends_cuts_and_losses() {
     let lines = echo_trace(|engine, client, server| {
-        let cut = NetFault::Cut;
-        engine.schedule(
+        fault_at(engine, Duration::ZERO, client, server, NetFault::Cut);
+        fault_at(
+            engine,
             Duration::ZERO,
-            Event::Net {
-                from: client,
-                to: server,
-                fault: cut,
-            },
-        );
-        let lose = NetFault::Loss(1_000_000);
-        engine.schedule(
-            Duration::ZERO,
-            Event::Net {
-                from: server,
-                to: client,
-                fault: lose,
-            },
+            server,
+            client,
+            NetFault::Loss(1_000_000),
         );
         heal_at(engine, 300 * MS);
     });
@@ -515,7 +480,7 @@ fn a_heal_without_a_network_is_refused() {
 /// that pings, then waits on a read and, if the connection fails, connects and pings again;
 /// over 5 ms links, `reset` scheduled at 50 ms.
 fn reset_trace(reset: impl FnOnce(&mut Engine, HostId, HostId)) -> Vec<String> {
-    let (mut engine, client, server) = two_hosts(1, Latency::fixed(5 * MS), false);
+    let (mut engine, client, server) = tx_rx(1, Latency::fixed(5 * MS), false);
     engine
         .spawn(server, async {
             let listener = TcpListener::bind("0.0.0.0:9000").await.expect("bind");
@@ -556,17 +521,8 @@ fn reset_trace(reset: impl FnOnce(&mut Engine, HostId, HostId)) -> Vec<String> {
 #[test]
 fn a_reset_both_ways_fails_both_ends_at_once_and_a_new_connection_works() {
     let lines = reset_trace(|engine, client, server| {
-        for (from, to) in [(client, server), (server, client)] {
-            let reset = NetFault::Reset;
-            engine.schedule(
-                50 * MS,
-                Event::Net {
-                    from,
-                    to,
-                    fault: reset,
-                },
-            );
-        }
+        fault_at(engine, 50 * MS, client, server, NetFault::Reset);
+        fault_at(engine, 50 * MS, server, client, NetFault::Reset);
     });
     // The echo at 23 as in tests/net.rs; at 50 both ends read ConnectionReset; the client
     // connects again at once: its SYN leaves at the 51 ms tick, the echo comes 22 ms later,
@@ -585,15 +541,7 @@ fn a_reset_both_ways_fails_both_ends_at_once_and_a_new_connection_works() {
 #[test]
 fn a_reset_one_way_fails_the_receiver_only() {
     let lines = reset_trace(|engine, client, server| {
-        let reset = NetFault::Reset;
-        engine.schedule(
-            50 * MS,
-            Event::Net {
-                from: server,
-                to: client,
-                fault: reset,
-            },
-        );
+        fault_at(engine, 50 * MS, server, client, NetFault::Reset);
     });
     // Only the client hears the RST; the server's end stays established, idle, and sees
     // nothing: it never sends on it. The client's new connection works as above.

@@ -11,24 +11,13 @@ use turmoil_net::shim::tokio::net::TcpStream;
 
 mod common;
 use common::{connect_and_ping, echo_server, ping};
+mod support;
+use support::trace_ms;
 
 const MS: Duration = Duration::from_millis(1);
 const S: Duration = Duration::from_secs(1);
 /// 2026-12-07T00:00:00Z, in ns since the Unix epoch.
 const EPOCH_NS: i128 = 1_796_601_600_000_000_000;
-
-/// The trace's lines as `<true ms> <host> <text>`.
-fn trace_ms(engine: &Engine) -> Vec<String> {
-    let trace = String::from_utf8(engine.trace()).expect("the trace is UTF-8");
-    trace
-        .lines()
-        .map(|line| {
-            let (at, rest) = line.trim_start().split_once(' ').expect("<ns> <text>");
-            let ns: u128 = at.parse().expect("true ns");
-            format!("{} {rest}", ns / 1_000_000)
-        })
-        .collect()
-}
 
 /// Traces the host's clocks: boot, monotonic ms, boot-time ms and wall ms after `EPOCH_NS`.
 fn trace_clocks(what: &str) {
