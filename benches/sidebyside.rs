@@ -39,6 +39,10 @@ use leasesim::sim::config::WorldEngine;
 use leasesim::sim::runner;
 use leasesim::sim::world::World;
 
+#[path = "common/settings.rs"]
+mod settings;
+use settings::{list, one, seed_range};
+
 /// The engines, in the order the tables give them.
 const ENGINES: [WorldEngine; 2] = [WorldEngine::Turmoil, WorldEngine::Engine];
 /// How long one scenario run may take before it is reported as an error.
@@ -69,49 +73,11 @@ impl Settings {
     }
 }
 
-/// The environment variable `name` (else `default`) read by `parse`.
-fn one<T>(name: &str, default: &str, parse: fn(&str) -> Result<T, &'static str>) -> T {
-    let text = std::env::var(name).unwrap_or_else(|_| default.to_owned());
-    parse(text.trim()).unwrap_or_else(|want| refuse(name, &text, want))
-}
-
-/// The environment variable `name` (else `default`), comma-separated, each item read by
-/// `parse`; at least one item.
-fn list<T>(name: &str, default: &str, parse: fn(&str) -> Result<T, &'static str>) -> Vec<T> {
-    let text = std::env::var(name).unwrap_or_else(|_| default.to_owned());
-    let items: Vec<T> = text
-        .split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(|item| parse(item).unwrap_or_else(|want| refuse(name, item, want)))
-        .collect();
-    if items.is_empty() {
-        refuse(name, &text, "at least one item");
-    }
-    items
-}
-
-/// Ends the bench: `value` of `name` is not `want` (exit 2, bad input).
-fn refuse(name: &str, value: &str, want: &str) -> ! {
-    eprintln!("sidebyside bench: {name}: `{value}` is not {want} (see benches/sidebyside.rs)");
-    std::process::exit(2);
-}
-
 fn table(text: &str) -> Result<String, &'static str> {
     match text {
         "scenarios" | "mutants" | "wall" => Ok(text.to_owned()),
         _ => Err("one of `scenarios`, `mutants`, `wall`"),
     }
-}
-
-fn seed_range(text: &str) -> Result<(u64, u64), &'static str> {
-    const WANT: &str = "`A..B` with A < B";
-    let (a, b) = text.split_once("..").ok_or(WANT)?;
-    let (a, b): (u64, u64) = (a.parse().map_err(|_| WANT)?, b.parse().map_err(|_| WANT)?);
-    if a >= b {
-        return Err(WANT);
-    }
-    Ok((a, b))
 }
 
 fn scenario_name(text: &str) -> Result<String, &'static str> {

@@ -53,6 +53,10 @@ use leasesim::sim::config::WorldEngine;
 use leasesim::sim::world::{World, WorldBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+#[path = "common/settings.rs"]
+mod settings;
+use settings::{list, one, seed_range};
+
 /// The port the bare server listens on.
 const PORT: u16 = 7070;
 /// Bytes per bare request and per reply.
@@ -100,34 +104,6 @@ impl Settings {
     }
 }
 
-/// The environment variable `name` (else `default`) read by `parse`.
-fn one<T>(name: &str, default: &str, parse: fn(&str) -> Result<T, &'static str>) -> T {
-    let text = std::env::var(name).unwrap_or_else(|_| default.to_owned());
-    parse(text.trim()).unwrap_or_else(|want| refuse(name, &text, want))
-}
-
-/// The environment variable `name` (else `default`), comma-separated, each item read by
-/// `parse`; at least one item.
-fn list<T>(name: &str, default: &str, parse: fn(&str) -> Result<T, &'static str>) -> Vec<T> {
-    let text = std::env::var(name).unwrap_or_else(|_| default.to_owned());
-    let items: Vec<T> = text
-        .split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(|item| parse(item).unwrap_or_else(|want| refuse(name, item, want)))
-        .collect();
-    if items.is_empty() {
-        refuse(name, &text, "at least one item");
-    }
-    items
-}
-
-/// Ends the bench: `value` of `name` is not `want` (exit 2, bad input).
-fn refuse(name: &str, value: &str, want: &str) -> ! {
-    eprintln!("world bench: {name}: `{value}` is not {want} (see benches/world.rs)");
-    std::process::exit(2);
-}
-
 fn positive(text: &str) -> Result<u32, &'static str> {
     match text.parse() {
         Ok(n) if n >= 1 => Ok(n),
@@ -172,16 +148,6 @@ fn rate(text: &str) -> Result<f64, &'static str> {
         Ok(r) if r > 0.0 && r <= 1_000.0 => Ok(r),
         _ => Err("requests per replica per simulated second, more than 0 and at most 1000"),
     }
-}
-
-fn seed_range(text: &str) -> Result<(u64, u64), &'static str> {
-    const WANT: &str = "`A..B` with A < B";
-    let (a, b) = text.split_once("..").ok_or(WANT)?;
-    let (a, b): (u64, u64) = (a.parse().map_err(|_| WANT)?, b.parse().map_err(|_| WANT)?);
-    if a >= b {
-        return Err(WANT);
-    }
-    Ok((a, b))
 }
 
 /// Reports `message` and exits 1: a run did not do what the bench measures.
