@@ -85,11 +85,71 @@ impl HostFreeze {
         self.clock.resume(now_true);
     }
 
-    /// Forgets every armed freeze and ends the host-wide one at `now_true` (for a host that
-    /// crashes: its freezes die with it).
+    /// Forgets every armed freeze and every suspend left to the nemesis, and ends the
+    /// host-wide one at `now_true` (for a host that crashes: its freezes die with it).
     pub fn clear(&self, now_true: Duration) {
-        self.gate().lock().armed.clear();
+        let mut state = self.gate().lock();
+        state.armed.clear();
+        state.deferred.clear();
+        drop(state);
         self.resume(now_true);
+    }
+
+    /// Leaves every later suspend at a pause point to the nemesis: the task that reaches the
+    /// point blocks there at once, and the host's clock stops when the nemesis next acts
+    /// ([`HostFreeze::take_deferred_suspends`]). The world on the engine does this: the
+    /// engine's clock of a host changes only between slices, and both clocks must agree
+    /// (docs/world.md#the-world-on-the-engine).
+    pub fn defer_suspends(&self) {
+        self.gate().lock().defer_suspends = true;
+    }
+
+    /// Whether a suspend at a pause point is armed on a host that defers them: the nemesis
+    /// then looks at the host at every millisecond.
+    pub fn awaits_deferred_suspend(&self) -> bool {
+        let state = self.gate().lock();
+        state.defer_suspends
+            && state
+                .armed
+                .iter()
+                .any(|armed| armed.kind == FreezeKind::Suspend)
+    }
+
+    /// Whether a suspend at a point fired and waits for the nemesis.
+    pub fn has_deferred_suspends(&self) -> bool {
+        !self.gate().lock().deferred.is_empty()
+    }
+
+    /// The durations of the suspends at a point that fired since the last call, in firing
+    /// order, for the nemesis to start at `now_true` (always empty unless
+    /// [`HostFreeze::defer_suspends`]). Each one's start ([`HostFreeze::fired`], the history's
+    /// `nemesis` line) becomes `now_true`, when the host's clock stops; every task the gate
+    /// holds is woken to wait again on the stopped clock.
+    pub fn take_deferred_suspends(&self, now_true: Duration) -> Vec<Duration> {
+        let mut state = self.gate().lock();
+        let deferred = std::mem::take(&mut state.deferred);
+        for (index, _) in &deferred {
+            if let Some((start, _)) = state.fired.get_mut(*index) {
+                *start = now_true;
+            }
+        }
+        if !deferred.is_empty() {
+            state.wake_held();
+        }
+        deferred.into_iter().map(|(_, duration)| duration).collect()
+    }
+
+    /// A suspend at a point reached at `now_true`: the clock stops now, or, when suspends are
+    /// deferred, when the nemesis next acts (the gate already holds the task).
+    fn suspend_at_point(&self, now_true: Duration, duration: Duration) {
+        let mut state = self.gate().lock();
+        if state.defer_suspends {
+            let fired = state.fired.len().saturating_sub(1);
+            state.deferred.push((fired, duration));
+            return;
+        }
+        drop(state);
+        self.clock.suspend_for(now_true, duration);
     }
 
     /// Whether the host is frozen host-wide (paused or suspended) at `now_true`.
@@ -134,7 +194,7 @@ impl Hooks for HostFreeze {
         if let Some(armed) = gate.trigger(now_true, point, id) {
             match armed.kind {
                 FreezeKind::Stall => true_sleep(armed.duration).await,
-                FreezeKind::Suspend => self.clock.suspend_for(now_true, armed.duration),
+                FreezeKind::Suspend => self.suspend_at_point(now_true, armed.duration),
                 FreezeKind::Pause => {}
                 // Unwinds as a panic does, without the panic hook's message and backtrace
                 // on stderr at every injected panic of a campaign.

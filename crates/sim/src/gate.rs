@@ -70,6 +70,13 @@ pub(super) struct GateState {
     pub(super) sink: Option<ObservationSink>,
     /// The latest true time seen, so that time passed in never goes back.
     pub(super) last_true: Duration,
+    /// Whether a suspend at a pause point is left to the nemesis ([`GateState::deferred`])
+    /// instead of stopping the host's clock where the task reached its point: on the engine,
+    /// whose clock of a host only changes between slices (docs/world.md#the-world-on-the-engine).
+    pub(super) defer_suspends: bool,
+    /// The suspends at a point that fired and wait for the nemesis, in firing order: each
+    /// one's index in `fired` and its duration.
+    pub(super) deferred: Vec<(usize, Duration)>,
 }
 
 /// A host-wide freeze.
@@ -260,6 +267,15 @@ impl GateState {
         }
         self.held.insert(id, waker.clone());
         Step::Queued
+    }
+
+    /// Wakes every task held by the freeze, so that each polls the gate again when its host
+    /// next runs and waits on a timer armed then (one armed before its host's clock stopped
+    /// would count the stopped time too).
+    pub(super) fn wake_held(&self) {
+        for waker in self.held.values() {
+            waker.wake_by_ref();
+        }
     }
 
     pub(super) fn wake_head(&self) {

@@ -63,7 +63,11 @@ impl Hosts {
         let mut conns = BTreeMap::new();
         for host in config.hosts() {
             let clock = HostClock::new(WALL_EPOCH);
-            freezes.insert(host.clone(), HostFreeze::new(&clock));
+            let freeze = HostFreeze::new(&clock);
+            if config.engine == super::config::WorldEngine::Engine {
+                freeze.defer_suspends();
+            }
+            freezes.insert(host.clone(), freeze);
             clocks.insert(host.clone(), clock);
             let host_conns = match config.engine {
                 super::config::WorldEngine::Turmoil => HostConns::default(),

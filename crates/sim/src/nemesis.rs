@@ -91,6 +91,7 @@ pub(crate) fn drive(
     loop {
         let now = sim.elapsed();
         let now_ms = now.as_millis() as u64;
+        start_deferred_suspends(sim, hosts, now);
         while let Some(entry) = actions.first_entry() {
             if entry.key().0 > now_ms {
                 break;
@@ -121,7 +122,7 @@ pub(crate) fn drive(
             .first_key_value()
             .map_or(u64::MAX, |((at_ms, _), _)| *at_ms);
         let next = Duration::from_millis(next_ms).min(config.duration.max(now));
-        let watch = restart_stopped || now >= config.duration;
+        let watch = restart_stopped || now >= config.duration || awaits_deferred_suspend(hosts);
         sim.advance(next, watch)?;
     }
 }
@@ -454,6 +455,27 @@ fn freeze(
         (None, _) => control.pause(now, duration),
     }
     sim.freeze_host(host, kind, duration);
+}
+
+/// Starts now every suspend at a pause point that a task reached since the nemesis last
+/// acted, on a host that leaves them to the nemesis (the world on the engine: the engine's
+/// clock of a host changes between slices only, so the world's clock of it stops here too, at
+/// most one slice after the point; docs/world.md#the-world-on-the-engine).
+fn start_deferred_suspends(sim: &mut Sim, hosts: &Hosts, now: Duration) {
+    for (host, control) in &hosts.freezes {
+        for duration in control.take_deferred_suspends(now) {
+            freeze(sim, hosts, host, now, (FreezeKind::Suspend, duration), None);
+        }
+    }
+}
+
+/// Whether a host waits for a suspend at a pause point that the nemesis must start as soon as
+/// it fires ([`start_deferred_suspends`]).
+fn awaits_deferred_suspend(hosts: &Hosts) -> bool {
+    hosts
+        .freezes
+        .values()
+        .any(|control| control.awaits_deferred_suspend() || control.has_deferred_suspends())
 }
 
 /// A crash loses the host's volatile state and its disk's unsynced writes. A down authority's

@@ -338,26 +338,3 @@ impl Drop for OneThread {
         }
     }
 }
-
-/// What a world on the engine refuses, as `(fault, why)`: the faults not yet ported
-/// (docs/world.md#the-world-on-the-engine), never silently ignored.
-pub(crate) fn refused_on_engine(fault: &super::schedule::Fault) -> Option<&'static str> {
-    use super::schedule::Fault;
-    match fault {
-        Fault::WorkerPanic { .. } => Some(
-            "worker_panic: a panicking task shuts an engine host's runtime down, where the \
-             service's supervisor should see it",
-        ),
-        // A pause at a point stays the gate's (as on turmoil); a suspend at a point would
-        // stop the world's clock of the host from inside a task, where the engine's clock
-        // can only be changed from the nemesis.
-        Fault::Suspend {
-            at_point: Some(_), ..
-        } => Some(
-            "a suspend at a pause point: the engine's clock of a host changes from the \
-             nemesis only, not from a task at a point",
-        ),
-        Fault::Fork { .. } => Some("fork: the engine's hosts run one process each"),
-        _ => None,
-    }
-}

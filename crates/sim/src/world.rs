@@ -340,9 +340,6 @@ impl WorldBuilder {
         }
         self.schedule.validate_in(&self.config.schedule_bounds())?;
         check_backend_faults(&self.config.backend, &self.schedule)?;
-        if self.config.engine == WorldEngine::Engine {
-            check_engine_faults(&self.schedule)?;
-        }
         match &self.workload {
             Workload::Scripted(script) => check_script(&self.config, script)?,
             Workload::Planned(plan) => plan
@@ -444,23 +441,6 @@ pub fn check_backend_faults(backend: &Backend, schedule: &FaultSchedule) -> Resu
             backend.name(),
             fault.at_ms
         )));
-    }
-    Ok(())
-}
-
-/// Refuses the faults a world on the engine does not run yet
-/// (docs/world.md#the-world-on-the-engine).
-///
-/// # Errors
-/// [`WorldError::Unsupported`] naming the fault, its time and "not yet on the engine".
-pub fn check_engine_faults(schedule: &FaultSchedule) -> Result<(), WorldError> {
-    for fault in &schedule.faults {
-        if let Some(refused) = super::on_engine::refused_on_engine(&fault.fault) {
-            return Err(WorldError::Unsupported(format!(
-                "{refused} (fault at {} ms): not yet on the engine",
-                fault.at_ms
-            )));
-        }
     }
     Ok(())
 }
