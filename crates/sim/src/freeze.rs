@@ -647,6 +647,40 @@ mod tests {
         );
     }
 
+    /// The world on the engine: the task blocks at the point at 2 s, but the clock stops
+    /// only when the nemesis takes the deferred suspend (at 2.5 s here), for its duration from
+    /// there; its recorded start is that time, and the held task continues when it ends.
+    #[test]
+    fn a_deferred_suspend_at_a_point_stops_the_clock_when_the_nemesis_takes_it() {
+        let (clock, freeze) = host();
+        freeze.defer_suspends();
+        freeze.arm(PausePoint::AfterGrantReceived, FreezeKind::Suspend, secs(3));
+        assert!(freeze.awaits_deferred_suspend());
+        let locals: Arc<Mutex<Vec<(Duration, Instant)>>> = Arc::default();
+        let mut sim = sim();
+        sim.client("host", {
+            let (clock, freeze, locals) = (clock.clone(), freeze.clone(), locals.clone());
+            async move {
+                clock.sleep(secs(2)).await;
+                freeze.pause_point(PausePoint::AfterGrantReceived).await;
+                locals.lock().unwrap().push((true_now(), clock.now()));
+                Ok(())
+            }
+        });
+        run_until(&mut sim, ms(2_500));
+        assert!(!freeze.awaits_deferred_suspend());
+        assert_eq!(clock.now_at(ms(2_500)), Instant::from_origin(ms(2_500)));
+        assert_eq!(freeze.take_deferred_suspends(ms(2_500)), [secs(3)]);
+        assert_eq!(freeze.take_deferred_suspends(ms(2_500)), Vec::<Duration>::new());
+        freeze.suspend(ms(2_500), secs(3));
+        sim.run().unwrap();
+        assert_eq!(
+            *locals.lock().unwrap(),
+            [(ms(5_500), Instant::from_origin(ms(2_500)))]
+        );
+        assert_eq!(freeze.fired()[0].0, ms(2_500));
+    }
+
     #[test]
     fn the_nemesis_can_end_a_pause_early() {
         let (clock, freeze) = host();
