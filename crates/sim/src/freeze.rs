@@ -671,7 +671,10 @@ mod tests {
         assert!(!freeze.awaits_deferred_suspend());
         assert_eq!(clock.now_at(ms(2_500)), Instant::from_origin(ms(2_500)));
         assert_eq!(freeze.take_deferred_suspends(ms(2_500)), [secs(3)]);
-        assert_eq!(freeze.take_deferred_suspends(ms(2_500)), Vec::<Duration>::new());
+        assert_eq!(
+            freeze.take_deferred_suspends(ms(2_500)),
+            Vec::<Duration>::new()
+        );
         freeze.suspend(ms(2_500), secs(3));
         sim.run().unwrap();
         assert_eq!(
