@@ -770,17 +770,20 @@ fn run_timeout_fits(options: &CampaignOptions, scenarios: &[Loaded]) -> Result<(
     };
     for loaded in scenarios {
         let end_ms = loaded.scenario.longest_run_end_ms();
-        crate::sim::wall::timeout(end_ms, Some(given), "--run-timeout").map_err(|error| {
-            CampaignError::BadInput(format!(
-                "{}: {error} (its longest run{})",
-                loaded.path.display(),
-                if loaded.scenario.is_swarm() {
-                    ": the latest heal with the longest freeze its swarm profile draws"
-                } else {
-                    ""
-                }
-            ))
-        })?;
+        let replicas = loaded.scenario.replicas();
+        crate::sim::wall::timeout(end_ms, replicas, Some(given), "--run-timeout").map_err(
+            |error| {
+                CampaignError::BadInput(format!(
+                    "{}: {error} (its longest run{})",
+                    loaded.path.display(),
+                    if loaded.scenario.is_swarm() {
+                        ": the latest heal with the longest freeze its swarm profile draws"
+                    } else {
+                        ""
+                    }
+                ))
+            },
+        )?;
     }
     Ok(())
 }

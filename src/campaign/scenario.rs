@@ -443,6 +443,11 @@ impl Scenario {
         }
     }
 
+    /// The number of replica hosts of its world.
+    pub fn replicas(&self) -> u32 {
+        self.run_without_faults(0).replicas()
+    }
+
     /// Its run with `seed` before any fault is added.
     fn run_without_faults(&self, seed: u64) -> RunFile {
         let workload = match &self.workload {

@@ -724,7 +724,7 @@ fn run(args: RunArgs) -> ExitCode {
 /// `--timeout` for `run`, or the limit derived from its simulated length
 /// ([`crate::sim::wall::timeout`]); exit 2 (said on stderr) for a limit too short for it.
 fn run_timeout(run: &RunFile, given: Option<Duration>) -> Result<Duration, ExitCode> {
-    crate::sim::wall::timeout(run.simulated_end_ms(), given, "--timeout")
+    crate::sim::wall::timeout(run.simulated_end_ms(), run.replicas(), given, "--timeout")
         .map_err(|error| fail(error, BAD_INPUT))
 }
 

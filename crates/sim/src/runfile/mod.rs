@@ -258,11 +258,18 @@ impl RunFile {
             .run_end_ms(&self.world_config_unchecked().schedule_bounds())
     }
 
+    /// The number of replica hosts of this run's world.
+    pub fn replicas(&self) -> u32 {
+        self.world_config_unchecked().replicas
+    }
+
     /// The wall-clock limit of this run: `given` (a campaign's `--run-timeout`, checked when
     /// the campaign starts), or the default for its simulated length
     /// ([`crate::wall::default_timeout`]).
     pub fn wall_timeout(&self, given: Option<Duration>) -> Duration {
-        given.unwrap_or_else(|| crate::wall::default_timeout(self.simulated_end_ms()))
+        given.unwrap_or_else(|| {
+            crate::wall::default_timeout(self.simulated_end_ms(), self.replicas())
+        })
     }
 
     /// The run file as pretty JSON.
