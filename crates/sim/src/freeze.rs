@@ -625,12 +625,14 @@ mod tests {
         assert_eq!(*locals.lock().unwrap(), [Instant::from_origin(secs(10))]);
     }
 
-    #[test]
-    fn a_suspend_armed_at_a_named_point_stops_the_clock_from_there() {
-        let (clock, freeze) = host();
-        freeze.arm(PausePoint::AfterGrantReceived, FreezeKind::Suspend, secs(3));
+    /// A task on `sim`'s "host" that sleeps 2 s on `clock`, passes the `AfterGrantReceived`
+    /// point and logs the true time and its clock's reading then.
+    fn reach_the_point_at_two_seconds(
+        sim: &mut turmoil::Sim<'_>,
+        clock: &HostClock,
+        freeze: &HostFreeze,
+    ) -> Arc<Mutex<Vec<(Duration, Instant)>>> {
         let locals: Arc<Mutex<Vec<(Duration, Instant)>>> = Arc::default();
-        let mut sim = sim();
         sim.client("host", {
             let (clock, freeze, locals) = (clock.clone(), freeze.clone(), locals.clone());
             async move {
@@ -640,6 +642,15 @@ mod tests {
                 Ok(())
             }
         });
+        locals
+    }
+
+    #[test]
+    fn a_suspend_armed_at_a_named_point_stops_the_clock_from_there() {
+        let (clock, freeze) = host();
+        freeze.arm(PausePoint::AfterGrantReceived, FreezeKind::Suspend, secs(3));
+        let mut sim = sim();
+        let locals = reach_the_point_at_two_seconds(&mut sim, &clock, &freeze);
         sim.run().unwrap();
         assert_eq!(
             *locals.lock().unwrap(),
@@ -656,17 +667,8 @@ mod tests {
         freeze.defer_suspends();
         freeze.arm(PausePoint::AfterGrantReceived, FreezeKind::Suspend, secs(3));
         assert!(freeze.awaits_deferred_suspend());
-        let locals: Arc<Mutex<Vec<(Duration, Instant)>>> = Arc::default();
         let mut sim = sim();
-        sim.client("host", {
-            let (clock, freeze, locals) = (clock.clone(), freeze.clone(), locals.clone());
-            async move {
-                clock.sleep(secs(2)).await;
-                freeze.pause_point(PausePoint::AfterGrantReceived).await;
-                locals.lock().unwrap().push((true_now(), clock.now()));
-                Ok(())
-            }
-        });
+        let locals = reach_the_point_at_two_seconds(&mut sim, &clock, &freeze);
         run_until(&mut sim, ms(2_500));
         assert!(!freeze.awaits_deferred_suspend());
         assert_eq!(clock.now_at(ms(2_500)), Instant::from_origin(ms(2_500)));

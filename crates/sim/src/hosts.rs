@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use super::backend::{AuthorityFaults, FaultsSlot, ForkSlot};
 use super::clock::HostClock;
-use super::config::{WALL_EPOCH, WorldConfig};
+use super::config::{WALL_EPOCH, WorldConfig, WorldEngine};
 use super::errors::ErrorWindows;
 use super::freeze::HostFreeze;
 use super::net::HostConns;
@@ -47,6 +47,10 @@ pub(crate) struct Hosts {
     pub(crate) flock: leasesim_flock::model::Host,
     /// Each replica's fork slot (kept across its boots, as its lingering children are).
     forks: BTreeMap<String, ForkSlot>,
+    /// Whether the hosts leave a suspend at a pause point to the nemesis
+    /// ([`HostFreeze::defer_suspends`]: the world on the engine); on turmoil none ever does,
+    /// so the nemesis need not look at the freezes at every step.
+    pub(crate) defers_suspends: bool,
 }
 
 impl Hosts {
@@ -61,17 +65,18 @@ impl Hosts {
         let mut freezes = BTreeMap::new();
         let mut boots = BTreeMap::new();
         let mut conns = BTreeMap::new();
+        let defers_suspends = config.engine == WorldEngine::Engine;
         for host in config.hosts() {
             let clock = HostClock::new(WALL_EPOCH);
             let freeze = HostFreeze::new(&clock);
-            if config.engine == super::config::WorldEngine::Engine {
+            if defers_suspends {
                 freeze.defer_suspends();
             }
             freezes.insert(host.clone(), freeze);
             clocks.insert(host.clone(), clock);
             let host_conns = match config.engine {
-                super::config::WorldEngine::Turmoil => HostConns::default(),
-                super::config::WorldEngine::Engine => HostConns::on_engine(),
+                WorldEngine::Turmoil => HostConns::default(),
+                WorldEngine::Engine => HostConns::on_engine(),
             };
             conns.insert(host.clone(), host_conns);
             boots.insert(host, Arc::new(AtomicU64::new(0)));
@@ -98,6 +103,7 @@ impl Hosts {
             link_latency_ms: config.latency_ms,
             flock,
             forks,
+            defers_suspends,
         }
     }
 

@@ -462,6 +462,9 @@ fn freeze(
 /// clock of a host changes between slices only, so the world's clock of it stops here too, at
 /// most one slice after the point; docs/world.md#the-world-on-the-engine).
 fn start_deferred_suspends(sim: &mut Sim, hosts: &Hosts, now: Duration) {
+    if !hosts.defers_suspends {
+        return;
+    }
     for (host, control) in &hosts.freezes {
         for duration in control.take_deferred_suspends(now) {
             freeze(sim, hosts, host, now, (FreezeKind::Suspend, duration), None);
@@ -472,10 +475,11 @@ fn start_deferred_suspends(sim: &mut Sim, hosts: &Hosts, now: Duration) {
 /// Whether a host waits for a suspend at a pause point that the nemesis must start as soon as
 /// it fires ([`start_deferred_suspends`]).
 fn awaits_deferred_suspend(hosts: &Hosts) -> bool {
-    hosts
-        .freezes
-        .values()
-        .any(|control| control.awaits_deferred_suspend() || control.has_deferred_suspends())
+    hosts.defers_suspends
+        && hosts
+            .freezes
+            .values()
+            .any(|control| control.awaits_deferred_suspend() || control.has_deferred_suspends())
 }
 
 /// A crash loses the host's volatile state and its disk's unsynced writes. A down authority's

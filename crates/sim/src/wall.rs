@@ -73,10 +73,16 @@ pub fn timeout(
     if given >= least_timeout(end_ms) {
         return Ok(given);
     }
+    // The cost quoted is a 3-replica world's; the default offered grows with the world.
+    let sized = match size_factor(replicas) {
+        1 => String::new(),
+        times => format!(", {times} times that for {replicas} replicas"),
+    };
     Err(format!(
         "{flag} {}: the run reaches {} s of simulated time, which takes about {} of wall-clock \
-         time here ({} ms per simulated second); below {} it may be cut off and reported as a \
-         hang; give {flag} {} (the default for it) or more, or a shorter run",
+         time here ({} ms per simulated second with {REPLICAS_MEASURED} replicas{sized}); below \
+         {} it may be cut off and reported as a hang; give {flag} {} (the default for it) or \
+         more, or a shorter run",
         humantime::format_duration(given),
         end_ms.div_ceil(1_000),
         token(measured(end_ms)),
@@ -128,6 +134,10 @@ mod tests {
             "{error}"
         );
         assert!(error.contains("give --timeout 3516s"), "{error}");
+        assert!(
+            error.contains("(10 ms per simulated second with 3 replicas)"),
+            "{error}"
+        );
         assert_eq!(
             timeout(
                 leasesim_history::limits::DAY_MS,
@@ -163,5 +173,11 @@ mod tests {
         );
         let error = timeout(60_000, 1_000, Some(Duration::from_secs(1)), "--timeout").unwrap_err();
         assert!(error.contains("give --timeout 860s"), "{error}");
+        assert!(
+            error.contains(
+                "(10 ms per simulated second with 3 replicas, 333 times that for 1000 replicas)"
+            ),
+            "{error}"
+        );
     }
 }
