@@ -221,6 +221,38 @@ impl Engine {
         Ok(id)
     }
 
+    /// Reserves `n` fresh kernels for host `id`'s next `n` new boots
+    /// (docs/engine.md#fresh-kernels): each [`Engine::reboot`] or [`Engine::crash`] moves the
+    /// host onto the next one, so the new boot's sockets start from an empty table, as after
+    /// a real reboot, and its ports are free whatever the old boot's connections are doing.
+    /// Once they are used up the host keeps its kernel (the old sockets linger: see
+    /// [`Engine::reboot`]). Call it before the first run; a second call replaces the first.
+    ///
+    /// # Errors
+    /// [`EngineError::NoSuchHost`]; [`EngineError::NoNetwork`];
+    /// [`EngineError::NetworkStarted`].
+    pub fn reserve_kernels(&mut self, id: HostId, n: usize) -> Result<(), EngineError> {
+        if self.hosts.get(id.0).is_none() {
+            return Err(EngineError::NoSuchHost(id));
+        }
+        let net = self.net.as_mut().ok_or(EngineError::NoNetwork)?;
+        net.reserve_kernels(id.0, n)
+            .ok_or(EngineError::NetworkStarted)
+    }
+
+    /// Moves host `id` onto its next reserved kernel, if any, after its tasks were dropped
+    /// (docs/engine.md#fresh-kernels), and traces it.
+    fn fresh_kernel(&mut self, id: HostId) {
+        let Some(net) = &mut self.net else {
+            return;
+        };
+        if let Some(addr) = net.fresh_kernel(id.0) {
+            let name = self.hosts[id.0].name();
+            self.trace
+                .record(self.now, name, &format!("fresh kernel {addr}"));
+        }
+    }
+
     /// The host `id`, if the engine has it.
     pub fn host(&self, id: HostId) -> Option<&Host> {
         self.hosts.get(id.0)
@@ -276,11 +308,16 @@ impl Engine {
     pub fn reboot(&mut self, id: HostId, down: Duration) -> Result<(), EngineError> {
         let now = self.now;
         let host = entered(&mut self.hosts, self.net.as_ref(), id)?;
+        let was_down = host.state == HostState::Down;
         host.reboot(now)
             .map_err(|e| EngineError::Runtime(e.to_string()))?;
         let boot = host.clock.boot();
         let line = format!("reboot -> boot {boot}, down for {down:?}");
         self.trace.record(now, host.name(), &line);
+        if !was_down {
+            self.fresh_kernel(id);
+        }
+        let host = &mut self.hosts[id.0];
         if !down.is_zero() {
             host.state = HostState::Down;
             let incarnation = host.incarnation();
@@ -324,8 +361,12 @@ impl Engine {
         let host = entered(&mut self.hosts, self.net.as_ref(), id)?;
         host.restart()
             .map_err(|e| EngineError::Runtime(e.to_string()))?;
-        host.state = HostState::Down;
+        let was_down = std::mem::replace(&mut host.state, HostState::Down) == HostState::Down;
         self.trace.record(self.now, host.name(), "crash -> Down");
+        // A host already down opened no socket since its kernel was lost.
+        if !was_down {
+            self.fresh_kernel(id);
+        }
         if let Some(net) = &mut self.net {
             net.set_asleep(id.0, true);
         }

@@ -45,6 +45,7 @@ pub mod clock;
 mod context;
 mod engine;
 mod host;
+mod kernels;
 pub mod net;
 pub mod transport;
 

@@ -33,6 +33,8 @@ use turmoil_net::{
     EnterGuard, KernelConfig, Net, Packet, Proto, TcpFlags, TcpSegment, Transport, Verdict,
 };
 
+use crate::kernels::Kernels;
+
 /// A link's latency: each packet's is drawn from `least`, `least + tick`, … up to `most`, with
 /// the [`Spread`]'s odds, from the network's seeded RNG (docs/engine.md#latency-and-loss).
 /// `least == most` is a fixed latency and draws nothing.
@@ -304,6 +306,9 @@ pub(crate) struct Network {
     asleep: BTreeSet<IpAddr>,
     /// Latency and loss draws, in the order packets leave (docs/engine.md#latency-and-loss).
     rng: ChaCha20Rng,
+    /// The spare kernels and the addresses of hosts that moved onto one
+    /// (docs/engine.md#fresh-kernels).
+    kernels: Kernels,
 }
 
 /// The ChaCha stream of the network's draws, under the engine's seed. Fixed: changing it
@@ -335,6 +340,7 @@ impl Network {
             egress: Vec::new(),
             asleep: BTreeSet::new(),
             rng,
+            kernels: Kernels::default(),
         }
     }
 
@@ -347,13 +353,34 @@ impl Network {
         Some(())
     }
 
-    /// Installs the `Net` on this thread (at the first run); `false` when another `Net` is
-    /// installed there already.
+    /// Reserves `n` spare kernels for the engine's host `index`, one for each of its next
+    /// `n` boots; `None` once the network is running.
+    pub(crate) fn reserve_kernels(&mut self, index: usize, n: usize) -> Option<()> {
+        self.building.as_ref()?;
+        self.kernels.reserve(index, n);
+        Some(())
+    }
+
+    /// Moves the engine's host `index` onto its next spare kernel (its sockets so far stay in
+    /// the old one, which is dead from the next fabric tick); the new kernel's address, or
+    /// `None` when it has no spare left and keeps its kernel.
+    pub(crate) fn fresh_kernel(&mut self, index: usize) -> Option<IpAddr> {
+        let own = *self.addrs.get(index)?;
+        let (id, addr) = self.kernels.take(index, own)?;
+        self.ids[index] = id;
+        let name = Arc::clone(&self.names[index]);
+        NAMES.with(|table| table.borrow_mut().push((addr, name)));
+        Some(addr)
+    }
+
+    /// Installs the `Net` on this thread (at the first run), with the spare kernels reserved;
+    /// `false` when another `Net` is installed there already.
     pub(crate) fn start(&mut self) -> bool {
         if self.building.is_some() && turmoil_net::lookup_host("127.0.0.1").is_some() {
             return false;
         }
-        if let Some(net) = self.building.take() {
+        if let Some(mut net) = self.building.take() {
+            self.kernels.add_spares(&mut net, &self.addrs);
             self.guard = Some(net.enter());
             let names = self.addrs.iter().copied().zip(self.names.iter().cloned());
             NAMES.with(|table| *table.borrow_mut() = names.collect());
@@ -404,14 +431,17 @@ impl Network {
         if self.guard.is_none() {
             return Vec::new();
         }
-        let table = turmoil_net::netstat(to);
+        let kernel = self.kernel_addr(to);
+        let table = turmoil_net::netstat(kernel);
         let peers = table.entries.into_iter().filter_map(|entry| {
-            let peer = entry.peer.filter(|peer| peer.ip() == from)?;
-            (entry.proto == Proto::Tcp).then_some((peer.port(), entry.local.port()))
+            let peer = entry
+                .peer
+                .filter(|peer| self.host_addr(peer.ip()) == from)?;
+            (entry.proto == Proto::Tcp).then_some((peer.ip(), peer.port(), entry.local.port()))
         });
-        let rst = |(src_port, dst_port)| Packet {
-            src: from,
-            dst: to,
+        let rst = |(src, src_port, dst_port)| Packet {
+            src,
+            dst: kernel,
             ttl: 64,
             payload: Transport::Tcp(TcpSegment {
                 src_port,
@@ -427,6 +457,19 @@ impl Network {
             }),
         };
         peers.map(|ports| Route::At(now, rst(ports))).collect()
+    }
+
+    /// The own address of the host with kernel address `addr` (docs/engine.md#fresh-kernels).
+    fn host_addr(&self, addr: IpAddr) -> IpAddr {
+        self.kernels.host_addr(addr, &self.addrs)
+    }
+
+    /// The current kernel address of the host whose own address is `own`.
+    fn kernel_addr(&self, own: IpAddr) -> IpAddr {
+        match self.addrs.iter().position(|a| *a == own) {
+            Some(index) => self.kernels.current(index, own),
+            None => own,
+        }
     }
 
     /// Ends every link fault at true time `now`: cuts and losses end, latencies go back to the
@@ -454,6 +497,7 @@ impl Network {
         for packet in egress.drain(..) {
             routes.push(self.route(&guard, packet, now));
         }
+        self.kernels.drained();
         self.egress = egress;
         self.guard = Some(guard);
         self.next_tick = now + self.config.tick;
@@ -472,11 +516,15 @@ impl Network {
         }
     }
 
-    fn route(&mut self, guard: &EnterGuard, packet: Packet, now: Duration) -> Route {
-        if self.asleep.contains(&packet.src) {
+    fn route(&mut self, guard: &EnterGuard, mut packet: Packet, now: Duration) -> Route {
+        if !self.kernels.outbound(&mut packet) {
             return Route::Kept;
         }
-        let link = link(&mut self.links, &self.config, packet.src, packet.dst);
+        let (from, to) = (self.host_addr(packet.src), self.host_addr(packet.dst));
+        if self.asleep.contains(&from) {
+            return Route::Kept;
+        }
+        let link = link(&mut self.links, &self.config, from, to);
         if link.cut || lost(&mut self.rng, link.loss) {
             return Route::Kept;
         }
@@ -495,10 +543,11 @@ impl Network {
 
     /// Hands `packet` to its destination's kernel (which wakes the socket's task), unless the
     /// destination is suspended: a sleeping machine's network is down, and the packet is lost.
-    pub(crate) fn deliver(&mut self, packet: Packet) {
-        if self.asleep.contains(&packet.dst) {
+    pub(crate) fn deliver(&mut self, mut packet: Packet) {
+        if self.asleep.contains(&self.host_addr(packet.dst)) {
             return;
         }
+        self.kernels.inbound(&mut packet);
         if let Some(guard) = &self.guard {
             guard.deliver(packet);
         }

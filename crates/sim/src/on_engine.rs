@@ -24,6 +24,7 @@ use leasesim_engine::{Engine, Event, HostFault, HostId, Latency, NetConfig, NetF
 
 use super::config::{WALL_EPOCH, WorldConfig};
 use super::gate::FreezeKind;
+use super::schedule::FaultSchedule;
 use super::seed::{Subsystem, sub_seed};
 use super::stage::{ClockChange, Software, Stage};
 
@@ -48,7 +49,15 @@ pub(crate) struct EngineStage {
     cut: BTreeSet<(String, String)>,
     /// The first failure of a host's software (an error returned, or a panic).
     failure: Rc<RefCell<Option<String>>>,
+    /// How many fresh kernels each host gets: one for each new boot the schedule can give it,
+    /// and [`SPARE_BOOTS`] more (docs/world.md#the-world-on-the-engine).
+    kernels: BTreeMap<String, usize>,
 }
+
+/// Fresh kernels a host gets beyond its scheduled boots: for the heal's restarts and the
+/// liveness phase's of a replica that stopped by itself. A host past them keeps its kernel
+/// (docs/engine.md#fresh-kernels).
+const SPARE_BOOTS: usize = 2;
 
 impl EngineStage {
     /// An engine for `config`'s world, with no hosts yet: its network's links draw the world's
@@ -58,7 +67,7 @@ impl EngineStage {
     ///
     /// # Errors
     /// The engine's, should it refuse its network.
-    pub(crate) fn new(config: &WorldConfig) -> Result<Self, String> {
+    pub(crate) fn new(config: &WorldConfig, schedule: &FaultSchedule) -> Result<Self, String> {
         let (least, most) = config.latency_ms;
         let net = NetConfig {
             tick: TICK,
@@ -67,11 +76,21 @@ impl EngineStage {
         };
         let seed = sub_seed(config.seed, Subsystem::Network);
         let engine = Engine::with_network(seed, net).map_err(|e| e.to_string())?;
+        let authority = config.backend.view().host;
+        let kernels = config
+            .hosts()
+            .into_iter()
+            .map(|host| {
+                let boots = schedule.boots_at_most(&host, &authority);
+                (host, boots + SPARE_BOOTS)
+            })
+            .collect();
         Ok(EngineStage {
             engine,
             hosts: BTreeMap::new(),
             cut: BTreeSet::new(),
             failure: Rc::new(RefCell::new(None)),
+            kernels,
         })
     }
 
@@ -150,6 +169,10 @@ impl Stage for EngineStage {
         };
         if let Err(e) = self.engine.set_wall_epoch(id, WALL_EPOCH.unix_ns) {
             return self.fail(format!("cannot set {name}'s wall clock: {e}"));
+        }
+        let kernels = self.kernels.get(name).copied().unwrap_or(SPARE_BOOTS);
+        if let Err(e) = self.engine.reserve_kernels(id, kernels) {
+            return self.fail(format!("cannot reserve {name}'s kernels: {e}"));
         }
         let host = EngineHost {
             id,

@@ -472,6 +472,28 @@ pub struct ScheduleError {
 }
 
 impl FaultSchedule {
+    /// The most new boots the schedule can give `host`: one for each crash or restart that
+    /// may strike it (a fault aimed at the holder may strike any replica, so it counts for
+    /// each), and each restart of a lease service series if `host` is the `authority`. A
+    /// replica that stops by itself in the liveness phase is started again, unscheduled.
+    pub fn boots_at_most(&self, host: &str, authority: &str) -> usize {
+        let strikes = |named: &str, target: &Option<Target>| {
+            named == host || (target.is_some() && is_replica(host))
+        };
+        self.faults
+            .iter()
+            .map(|scheduled| match &scheduled.fault {
+                Fault::Crash { host: named } | Fault::Restart { host: named }
+                    if strikes(named, &scheduled.target) =>
+                {
+                    1
+                }
+                Fault::LeaseServiceRestarts { count, .. } if host == authority => *count as usize,
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// An empty schedule.
     pub fn new() -> Self {
         FaultSchedule {

@@ -179,7 +179,8 @@ impl World {
         let mut stage: Box<dyn Stage> = match config.engine {
             WorldEngine::Turmoil => Box::new(TurmoilStage::new(build_sim(config))),
             WorldEngine::Engine => Box::new(
-                super::on_engine::EngineStage::new(config).map_err(WorldError::Simulation)?,
+                super::on_engine::EngineStage::new(config, &self.schedule)
+                    .map_err(WorldError::Simulation)?,
             ),
         };
         host_authority(&mut *stage, config, &hosts, &recorder);
