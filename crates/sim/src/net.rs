@@ -201,10 +201,11 @@ impl HostConns {
     }
 }
 
-/// Listens on the engine's TCP at `addr`. A process started again on a fixed port finds it
-/// held while the killed process's connections linger in the kernel (turmoil-net has no
-/// `SO_REUSEADDR`, docs/engine.md#what-is-left): it retries every [`REBIND_EVERY`] of its
-/// host's clock until they are gone, as a service restarted under systemd would.
+/// Listens on the engine's TCP at `addr`. A new boot has a fresh kernel and binds at once
+/// (docs/engine.md#fresh-kernels); one that has used up its fresh kernels may find its port
+/// held by the old boot's sockets (docs/engine.md#restarts): it retries every
+/// [`REBIND_EVERY`] of its host's clock until they are gone, as a service restarted under
+/// systemd would.
 async fn engine_incoming(addr: &str) -> io::Result<Incoming> {
     let mut tries = 0;
     loop {
