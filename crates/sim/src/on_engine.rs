@@ -49,15 +49,12 @@ pub(crate) struct EngineStage {
     cut: BTreeSet<(String, String)>,
     /// The first failure of a host's software (an error returned, or a panic).
     failure: Rc<RefCell<Option<String>>>,
-    /// How many fresh kernels each host gets: one for each new boot the schedule can give it,
-    /// and [`SPARE_BOOTS`] more (docs/world.md#the-world-on-the-engine).
+    /// How many fresh kernels each host gets: one for each new boot the schedule can give it
+    /// (docs/world.md#the-world-on-the-engine). Each costs its idle egress at every fabric
+    /// tick, so none more: a replica that stops by itself and is started again unscheduled
+    /// keeps its kernel, which holds no port it needs (docs/engine.md#fresh-kernels).
     kernels: BTreeMap<String, usize>,
 }
-
-/// Fresh kernels a host gets beyond its scheduled boots: for the heal's restarts and the
-/// liveness phase's of a replica that stopped by itself. A host past them keeps its kernel
-/// (docs/engine.md#fresh-kernels).
-const SPARE_BOOTS: usize = 2;
 
 impl EngineStage {
     /// An engine for `config`'s world, with no hosts yet: its network's links draw the world's
@@ -82,7 +79,7 @@ impl EngineStage {
             .into_iter()
             .map(|host| {
                 let boots = schedule.boots_at_most(&host, &authority);
-                (host, boots + SPARE_BOOTS)
+                (host, boots)
             })
             .collect();
         Ok(EngineStage {
@@ -170,7 +167,7 @@ impl Stage for EngineStage {
         if let Err(e) = self.engine.set_wall_epoch(id, WALL_EPOCH.unix_ns) {
             return self.fail(format!("cannot set {name}'s wall clock: {e}"));
         }
-        let kernels = self.kernels.get(name).copied().unwrap_or(SPARE_BOOTS);
+        let kernels = self.kernels.get(name).copied().unwrap_or(0);
         if let Err(e) = self.engine.reserve_kernels(id, kernels) {
             return self.fail(format!("cannot reserve {name}'s kernels: {e}"));
         }
