@@ -156,3 +156,104 @@ fn ports(packet: &Packet) -> (u16, u16) {
         Transport::Udp(d) => (d.src_port, d.dst_port),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use turmoil_net::{TcpFlags, TcpSegment};
+
+    fn addr(s: &str) -> IpAddr {
+        s.parse().expect("an address")
+    }
+
+    fn segment(src: &str, src_port: u16, dst: &str, dst_port: u16) -> Packet {
+        Packet {
+            src: addr(src),
+            dst: addr(dst),
+            ttl: 64,
+            payload: Transport::Tcp(TcpSegment {
+                src_port,
+                dst_port,
+                seq: 0,
+                ack: 0,
+                flags: TcpFlags::default(),
+                window: 0,
+                payload: Default::default(),
+            }),
+        }
+    }
+
+    /// Host 0 (own address 192.168.0.1) moved onto a spare at 10.0.0.1; host 1 at
+    /// 192.168.0.2 never moved.
+    fn moved_host() -> Kernels {
+        let mut kernels = Kernels::default();
+        kernels.reserve(0, 1);
+        let mut net = Net::new();
+        let own = [addr("192.168.0.1"), addr("192.168.0.2")];
+        kernels.add_spares(&mut net, &own);
+        let (_, spare) = kernels.take(0, own[0]).expect("a spare");
+        assert_eq!(spare, addr("10.0.0.1"));
+        kernels
+    }
+
+    #[test]
+    fn a_dead_kernels_queued_packets_leave_once_then_nothing_it_sends() {
+        let mut kernels = moved_host();
+        let mut fin = segment("192.168.0.1", 9000, "192.168.0.2", 40000);
+        assert!(kernels.outbound(&mut fin));
+        assert_eq!(fin.src, addr("192.168.0.1"));
+        kernels.drained();
+        assert!(!kernels.outbound(&mut fin));
+    }
+
+    #[test]
+    fn a_peers_segment_to_the_own_address_reaches_the_new_kernel_and_the_reply_leaves_from_it() {
+        let mut kernels = moved_host();
+        let mut syn = segment("192.168.0.2", 40000, "192.168.0.1", 9000);
+        kernels.inbound(&mut syn);
+        assert_eq!(syn.dst, addr("10.0.0.1"));
+        let mut reply = segment("10.0.0.1", 9000, "192.168.0.2", 40000);
+        assert!(kernels.outbound(&mut reply));
+        assert_eq!(reply.src, addr("192.168.0.1"));
+    }
+
+    #[test]
+    fn the_new_boots_own_connections_leave_from_its_kernels_address() {
+        let mut kernels = moved_host();
+        let mut syn = segment("10.0.0.1", 49152, "192.168.0.2", 7070);
+        assert!(kernels.outbound(&mut syn));
+        assert_eq!(syn.src, addr("10.0.0.1"));
+        let mut answer = segment("192.168.0.2", 7070, "10.0.0.1", 49152);
+        kernels.inbound(&mut answer);
+        assert_eq!(answer.dst, addr("10.0.0.1"));
+    }
+
+    #[test]
+    fn every_address_of_a_moved_host_is_that_host_and_others_are_untouched() {
+        let kernels = moved_host();
+        let own = [addr("192.168.0.1"), addr("192.168.0.2")];
+        assert_eq!(kernels.host_addr(addr("10.0.0.1"), &own), own[0]);
+        assert_eq!(kernels.host_addr(own[0], &own), own[0]);
+        assert_eq!(kernels.host_addr(own[1], &own), own[1]);
+        let mut to_other = segment("192.168.0.1", 40000, "192.168.0.2", 9000);
+        let before = to_other.clone();
+        let mut kernels = kernels;
+        kernels.inbound(&mut to_other);
+        assert_eq!(to_other, before);
+    }
+
+    #[test]
+    fn spares_skip_addresses_a_host_has_and_run_out() {
+        let mut kernels = Kernels::default();
+        kernels.reserve(1, 2);
+        let mut net = Net::new();
+        let own = [addr("192.168.0.1"), addr("10.0.0.1")];
+        kernels.add_spares(&mut net, &own);
+        let first = kernels.take(1, own[1]).map(|(_, a)| a);
+        let second = kernels.take(1, own[1]).map(|(_, a)| a);
+        assert_eq!(first, Some(addr("10.0.0.2")));
+        assert_eq!(second, Some(addr("10.0.0.3")));
+        assert_eq!(kernels.take(1, own[1]), None);
+        assert_eq!(kernels.take(0, own[0]), None);
+    }
+}
