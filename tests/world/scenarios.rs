@@ -5,14 +5,15 @@
 use std::time::Duration;
 
 use leasesim::campaign::scenario::{Scenario, ScenarioFaults};
-use leasesim::history::{Decision, HistLossCause, OpResult, Outcome};
+use leasesim::history::{Decision, HistLossCause, History, OpResult, Outcome};
+use leasesim::sim::config::WorldEngine;
 use leasesim::sim::runfile::{self, RunFile};
 use leasesim_testkit::leasesim;
 
 use crate::support::{
     A1_THEN_B1, A1_THEN_B1_B2_B3, B1_AFTER_A_FENCED_NOTHING, appended,
-    assert_f3_stopped_by_the_fence, grants, ledger, ops, outcomes, repo, run, scenario_refused,
-    sims,
+    assert_f3_stopped_by_the_fence, grants, ledger, ops, outcomes, repo, run, run_on,
+    scenario_refused, sims,
 };
 
 const A: &str = "replica-1";
@@ -118,43 +119,59 @@ fn f3_a_slow_clock_cut_off_from_the_lease_service_is_stopped_by_the_fence() {
     }
 }
 
+/// F4 on both engines: a6, sent while A was still valid, reaches the ledger after B read the
+/// tip a5 and before B's fence CAS; the CAS conflicts, B re-reads and fences after a6, and a6,
+/// acknowledged to A, survives. The staged latencies keep every round trip inside TCP's 1.2 s
+/// give-up, so the race forms over the engine's TCP as over turmoil's
+/// (docs/world.md#the-world-on-the-engine).
 #[test]
 fn f4_the_fence_lands_after_the_last_acknowledged_append() {
-    for seed in SEEDS {
-        let history = run("f4-fence-compares-the-tip", seed);
-        assert_eq!(
-            ledger(&history, "s1"),
-            [
-                "fence 1 replica-1",
-                "a1 replica-1",
-                "a2 replica-1",
-                "a3 replica-1",
-                "a4 replica-1",
-                "a5 replica-1",
-                "a6 replica-1",
-                "fence 2 replica-2",
-                "b1 replica-2"
-            ],
-            "seed {seed}"
-        );
-        // a6 was acknowledged to A at seq 7 and survives.
-        assert_eq!(outcomes(&history, A, "journal_append")[5], appended(7));
-        // B's fence CAS expected a5 (seq 6), conflicted with a6, and landed after it.
-        let fences: Vec<(Outcome, OpResult)> = history
-            .ops()
-            .filter(|op| op.process.replica == B && op.session == "s1")
-            .filter(|op| op.op.name() == "ledger_append")
-            .map(|op| (op.outcome, op.result.clone().unwrap()))
-            .collect();
-        assert_eq!(
-            fences[..2],
-            [
-                (Outcome::Fail, OpResult::Conflict { actual: 7 }),
-                appended(8)
-            ],
-            "seed {seed}"
-        );
+    for engine in [WorldEngine::Turmoil, WorldEngine::Engine] {
+        for seed in SEEDS {
+            let history = run_on(engine, "f4-fence-compares-the-tip", seed);
+            assert_f4_fence_retried_after_a6(&history, &format!("{engine:?} seed {seed}"));
+        }
     }
+}
+
+/// F4's right outcome in `history` (`what` names the run in a failure).
+fn assert_f4_fence_retried_after_a6(history: &History, what: &str) {
+    assert_eq!(
+        ledger(history, "s1"),
+        [
+            "fence 1 replica-1",
+            "a1 replica-1",
+            "a2 replica-1",
+            "a3 replica-1",
+            "a4 replica-1",
+            "a5 replica-1",
+            "a6 replica-1",
+            "fence 2 replica-2",
+            "b1 replica-2"
+        ],
+        "{what}"
+    );
+    // a6 was acknowledged to A at seq 7 and survives.
+    assert_eq!(
+        outcomes(history, A, "journal_append")[5],
+        appended(7),
+        "{what}"
+    );
+    // B's fence CAS expected a5 (seq 6), conflicted with a6, and landed after it.
+    let fences: Vec<(Outcome, OpResult)> = history
+        .ops()
+        .filter(|op| op.process.replica == B && op.session == "s1")
+        .filter(|op| op.op.name() == "ledger_append")
+        .map(|op| (op.outcome, op.result.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        fences[..2],
+        [
+            (Outcome::Fail, OpResult::Conflict { actual: 7 }),
+            appended(8)
+        ],
+        "{what}"
+    );
 }
 
 /// F5: after the record is deleted (a) or the authority restarts (b), B gets token 2, never

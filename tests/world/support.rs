@@ -7,6 +7,7 @@ use std::time::Duration;
 use leasesim::campaign::scenario::Scenario;
 use leasesim::exit::Exit;
 use leasesim::history::{Decision, HistRecord, History, OpLine, OpResult, Outcome};
+use leasesim::sim::config::WorldEngine;
 use leasesim::sim::runfile;
 use leasesim_testkit::{assert_exit, leasesim};
 
@@ -43,12 +44,23 @@ pub fn sims() -> PathBuf {
     repo().join("sims")
 }
 
-/// Runs `sims/<name>.toml` with `seed` (writing its history into `$LEASESIM_DUMP/` when set).
+/// Runs `sims/<name>.toml` with `seed` on turmoil (writing its history into `$LEASESIM_DUMP/`
+/// when set).
 pub fn run(name: &str, seed: u64) -> History {
+    run_on(WorldEngine::Turmoil, name, seed)
+}
+
+/// Runs `sims/<name>.toml` with `seed` on `engine` (writing its history as [`run`] does, as
+/// `<name>-engine-<seed>.jsonl` on leasesim's engine).
+pub fn run_on(engine: WorldEngine, name: &str, seed: u64) -> History {
     let scenario = Scenario::load(&sims().join(format!("{name}.toml"))).unwrap();
-    let run = scenario.resolve(seed).unwrap();
+    let mut run = scenario.resolve(seed).unwrap();
+    run.world.engine = engine;
     let (history, _trace) = runfile::execute(&run, Duration::from_secs(120)).unwrap();
-    dump(name, seed, &history);
+    match engine {
+        WorldEngine::Turmoil => dump(name, seed, &history),
+        WorldEngine::Engine => dump(&format!("{name}-engine"), seed, &history),
+    }
     history
 }
 
