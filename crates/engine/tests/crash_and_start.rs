@@ -9,7 +9,7 @@ use leasesim_engine::{Engine, EngineError, Event, HostId, HostState, NetConfig};
 use turmoil_net::shim::tokio::net::TcpStream;
 
 mod common;
-use common::{connect_and_ping, echo_server, ping};
+use common::{echo_server, ping, ping_twice};
 mod support;
 use support::{trace_ms, two_hosts};
 
@@ -49,17 +49,7 @@ fn state(engine: &Engine, id: HostId) -> HostState {
 #[test]
 fn a_crashed_server_is_down_and_silent_until_it_starts_on_a_new_boot() {
     let (mut engine, server, client) = echo_world();
-    engine
-        .spawn(client, async {
-            let mut stream = TcpStream::connect("server:9000").await.expect("connect");
-            ping(&mut stream).await;
-            tokio::time::sleep(77 * MS).await;
-            if !ping(&mut stream).await {
-                drop(stream);
-                connect_and_ping().await;
-            }
-        })
-        .expect("a host");
+    engine.spawn(client, ping_twice(77 * MS)).expect("a host");
     let crash = move |engine: &mut Engine| engine.crash(server).expect("the host exists");
     engine.schedule(50 * MS, Event::Call(Box::new(crash)));
     let start = move |engine: &mut Engine| {

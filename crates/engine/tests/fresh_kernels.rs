@@ -11,7 +11,7 @@ use tokio::io::AsyncReadExt;
 use turmoil_net::shim::tokio::net::{TcpListener, TcpStream};
 
 mod common;
-use common::{connect_and_ping, echo_server, ping};
+use common::{connect_and_ping, echo_server, ping_twice};
 mod support;
 use support::{fault_at, hosts_ms, two_hosts};
 
@@ -105,17 +105,7 @@ fn without_a_fresh_kernel_a_failed_handshake_holds_the_port_for_ever() {
 #[test]
 fn a_rebooted_server_listens_at_once_while_a_frozen_peer_keeps_the_old_connection() {
     let (mut engine, server, client) = echo_world(1);
-    engine
-        .spawn(client, async {
-            let mut stream = TcpStream::connect("server:9000").await.expect("connect");
-            ping(&mut stream).await;
-            tokio::time::sleep(100 * MS).await;
-            if !ping(&mut stream).await {
-                drop(stream);
-                connect_and_ping().await;
-            }
-        })
-        .expect("a host");
+    engine.spawn(client, ping_twice(100 * MS)).expect("a host");
     engine.schedule(40 * MS, Event::Host(client, HostFault::Pause));
     reboot_at(&mut engine, server, 50 * MS);
     engine.schedule(1500 * MS, Event::Host(client, HostFault::Resume));
@@ -144,17 +134,7 @@ fn a_rebooted_server_listens_at_once_while_a_frozen_peer_keeps_the_old_connectio
 #[test]
 fn a_crashed_servers_old_connection_is_reset_from_its_own_address_after_any_downtime() {
     let (mut engine, server, client) = echo_world(1);
-    engine
-        .spawn(client, async {
-            let mut stream = TcpStream::connect("server:9000").await.expect("connect");
-            ping(&mut stream).await;
-            tokio::time::sleep(177 * MS).await;
-            if !ping(&mut stream).await {
-                drop(stream);
-                connect_and_ping().await;
-            }
-        })
-        .expect("a host");
+    engine.spawn(client, ping_twice(177 * MS)).expect("a host");
     let crash = move |engine: &mut Engine| engine.crash(server).expect("the host exists");
     engine.schedule(50 * MS, Event::Call(Box::new(crash)));
     let start = move |engine: &mut Engine| {

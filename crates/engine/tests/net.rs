@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil_net::shim::tokio::net::{TcpListener, TcpStream};
 
 mod common;
-use common::{connect_and_ping, echo_server, ping};
+use common::{echo_server, ping_twice};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -334,17 +334,7 @@ fn a_restarted_servers_connections_close_and_its_successor_serves_new_ones() {
     let server = engine.add_host("server").unwrap();
     let client = engine.add_host("client").unwrap();
     engine.spawn(server, echo_server()).unwrap();
-    engine
-        .spawn(client, async {
-            let mut stream = TcpStream::connect("server:9000").await.unwrap();
-            ping(&mut stream).await;
-            tokio::time::sleep(77 * MS).await;
-            if !ping(&mut stream).await {
-                drop(stream);
-                connect_and_ping().await;
-            }
-        })
-        .unwrap();
+    engine.spawn(client, ping_twice(77 * MS)).unwrap();
     let restart = move |engine: &mut Engine| {
         engine.restart(server).unwrap();
         engine.spawn(server, echo_server()).unwrap();

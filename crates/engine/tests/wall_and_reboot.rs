@@ -7,10 +7,9 @@
 use std::time::Duration;
 
 use leasesim_engine::{Engine, Event, HostFault, HostId, HostState, NetConfig};
-use turmoil_net::shim::tokio::net::TcpStream;
 
 mod common;
-use common::{connect_and_ping, echo_server, ping};
+use common::{echo_server, ping_twice};
 mod support;
 use support::trace_ms;
 
@@ -185,17 +184,7 @@ fn reboot_world(down: Duration, second_ping: Duration) -> Engine {
     let server = engine.add_host("server").unwrap();
     let client = engine.add_host("client").unwrap();
     engine.spawn(server, echo_server()).unwrap();
-    engine
-        .spawn(client, async move {
-            let mut stream = TcpStream::connect("server:9000").await.unwrap();
-            ping(&mut stream).await;
-            tokio::time::sleep_until(tokio::time::Instant::now() + second_ping).await;
-            if !ping(&mut stream).await {
-                drop(stream);
-                connect_and_ping().await;
-            }
-        })
-        .unwrap();
+    engine.spawn(client, ping_twice(second_ping)).unwrap();
     let reboot = move |engine: &mut Engine| {
         engine.reboot(server, down).unwrap();
         engine.spawn(server, echo_server()).unwrap();

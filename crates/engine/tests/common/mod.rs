@@ -60,3 +60,15 @@ pub async fn connect_and_ping() {
         tokio::time::sleep(100 * MS).await;
     }
 }
+
+/// Connects and pings, sleeps `pause` of the host's clock and pings again on the same
+/// connection; when that fails, connects again (as [`connect_and_ping`]) and pings.
+pub async fn ping_twice(pause: Duration) {
+    let mut stream = TcpStream::connect("server:9000").await.expect("connect");
+    ping(&mut stream).await;
+    tokio::time::sleep(pause).await;
+    if !ping(&mut stream).await {
+        drop(stream);
+        connect_and_ping().await;
+    }
+}
