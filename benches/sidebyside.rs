@@ -20,6 +20,8 @@
 //! - `SIDEBYSIDE_SEEDS`: the scenarios table's seeds, `A..B` (default `0..20`);
 //! - `SIDEBYSIDE_ONLY`: the scenarios table's scenarios, `sims/` names without `.toml`,
 //!   comma-separated (default every one);
+//! - `SIDEBYSIDE_MUTANTS`: the mutants table's mutants, names as `leasesim mutants` lists
+//!   them, comma-separated (default every one whose kill is a scenario);
 //! - `SIDEBYSIDE_REPLICAS`: the wall table's world sizes, comma-separated (default `3`).
 #![allow(
     clippy::disallowed_types,
@@ -53,6 +55,7 @@ struct Settings {
     tables: Vec<String>,
     seeds: (u64, u64),
     only: Option<Vec<String>>,
+    mutants: Option<Vec<Mutant>>,
     replicas: Vec<u32>,
 }
 
@@ -64,6 +67,9 @@ impl Settings {
             only: std::env::var("SIDEBYSIDE_ONLY")
                 .ok()
                 .map(|_| list("SIDEBYSIDE_ONLY", "", scenario_name)),
+            mutants: std::env::var("SIDEBYSIDE_MUTANTS")
+                .ok()
+                .map(|_| list("SIDEBYSIDE_MUTANTS", "", mutant_name)),
             replicas: list("SIDEBYSIDE_REPLICAS", "3", replicas),
         }
     }
@@ -86,6 +92,10 @@ fn scenario_name(text: &str) -> Result<String, &'static str> {
     } else {
         Err("the name of a `sims/*.toml` scenario, without `.toml`")
     }
+}
+
+fn mutant_name(text: &str) -> Result<Mutant, &'static str> {
+    Mutant::from_name(text).ok_or("a mutant's name, as `leasesim mutants` lists them")
 }
 
 fn replicas(text: &str) -> Result<u32, &'static str> {
@@ -182,10 +192,14 @@ fn scenarios_table(settings: &Settings) {
     }
 }
 
-/// The mutants table: every mutant whose kill is a scenario, both verdicts on its kill.
-fn mutants_table() {
+/// The mutants table: every mutant whose kill is a scenario (those of `only`, when given), both
+/// verdicts on its kill.
+fn mutants_table(only: Option<&[Mutant]>) {
     println!("mutant\tscenario\tseed\tcheck\tturmoil\tengine");
-    for &mutant in Mutant::ALL {
+    let chosen = Mutant::ALL
+        .iter()
+        .filter(|mutant| only.is_none_or(|only| only.contains(mutant)));
+    for &mutant in chosen {
         let Kill::Scenario {
             scenario,
             check,
@@ -251,7 +265,7 @@ fn main() {
         scenarios_table(&settings);
     }
     if settings.prints("mutants") {
-        mutants_table();
+        mutants_table(settings.mutants.as_deref());
     }
     if settings.prints("wall") {
         wall_table(&settings);
