@@ -160,27 +160,15 @@ fn ports(packet: &Packet) -> (u16, u16) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use turmoil_net::{TcpFlags, TcpSegment};
+    use turmoil_net::TcpFlags;
 
     fn addr(s: &str) -> IpAddr {
         s.parse().expect("an address")
     }
 
     fn segment(src: &str, src_port: u16, dst: &str, dst_port: u16) -> Packet {
-        Packet {
-            src: addr(src),
-            dst: addr(dst),
-            ttl: 64,
-            payload: Transport::Tcp(TcpSegment {
-                src_port,
-                dst_port,
-                seq: 0,
-                ack: 0,
-                flags: TcpFlags::default(),
-                window: 0,
-                payload: Default::default(),
-            }),
-        }
+        let (src, dst) = ((addr(src), src_port), (addr(dst), dst_port));
+        crate::net::segment(src, dst, TcpFlags::default())
     }
 
     /// Host 0 (own address 192.168.0.1) moved onto a spare at 10.0.0.1; host 1 at

@@ -439,23 +439,11 @@ impl Network {
                 .filter(|peer| self.host_addr(peer.ip()) == from)?;
             (entry.proto == Proto::Tcp).then_some((peer.ip(), peer.port(), entry.local.port()))
         });
-        let rst = |(src, src_port, dst_port)| Packet {
-            src,
-            dst: kernel,
-            ttl: 64,
-            payload: Transport::Tcp(TcpSegment {
-                src_port,
-                dst_port,
-                seq: 0,
-                ack: 0,
-                flags: TcpFlags {
-                    rst: true,
-                    ..TcpFlags::default()
-                },
-                window: 0,
-                payload: Default::default(),
-            }),
+        let rst = TcpFlags {
+            rst: true,
+            ..TcpFlags::default()
         };
+        let rst = |(src, src_port, dst_port)| segment((src, src_port), (kernel, dst_port), rst);
         peers.map(|ports| Route::At(now, rst(ports))).collect()
     }
 
@@ -551,6 +539,25 @@ impl Network {
         if let Some(guard) = &self.guard {
             guard.deliver(packet);
         }
+    }
+}
+
+/// A bare TCP segment from `src` to `dst` (address, port) with `flags`: sequence and ack 0,
+/// no window, no payload (what the engine injects; turmoil-net checks neither number on an RST).
+pub(crate) fn segment(src: (IpAddr, u16), dst: (IpAddr, u16), flags: TcpFlags) -> Packet {
+    Packet {
+        src: src.0,
+        dst: dst.0,
+        ttl: 64,
+        payload: Transport::Tcp(TcpSegment {
+            src_port: src.1,
+            dst_port: dst.1,
+            seq: 0,
+            ack: 0,
+            flags,
+            window: 0,
+            payload: Default::default(),
+        }),
     }
 }
 
