@@ -15,11 +15,15 @@
 //!
 //! **Wake order.** Tasks blocked by a host-wide freeze wait at the host's gate. When the freeze
 //! ends, they continue one at a time: the task frozen at the named point first (as a thread
-//! resuming from a GC pause does), then the others in the order they reached the gate. Each
-//! task wakes the next only once it has been polled and returned from the gate, so on turmoil's
-//! single-threaded runtimes it runs up to its next await before the next one starts, whatever
-//! order tokio's timers fire in. A task that reaches the gate while others are still being
-//! released queues behind them.
+//! resuming from a GC pause does), then the others in the order they reached the gate. The
+//! next one's turn comes only once the host has run everything ready after the one before it
+//! passed — that task up to its next await, and every task it woke, transitively — so a request
+//! the named task hands to a connection task (tonic's buffer, then h2's connection) leaves before
+//! any other held wait of the host continues, its own deadline wait included, as from a thread
+//! resuming mid-call. (Until 2026-12-07 the next turn came as the task passed: a renewer frozen
+//! before its send past its deadline lost the request to its own deadline wait, on both
+//! engines, unless another held task happened to stand between them.) A task that reaches the
+//! gate while others are still being released queues behind them.
 
 use std::time::Duration;
 
@@ -506,6 +510,66 @@ mod tests {
 
         let released = [("named", ms(5_000)), ("o1", ms(5_000)), ("o2", ms(5_000))];
         assert_eq!(entries(&log), released);
+    }
+
+    /// The renewer's shape: a task that waits on its deadline and, in the same `select!`, on
+    /// a call that reaches a pause point and then hands its request to a relay (tonic's buffer
+    /// worker), which hands it to the connection task (h2's), which sends it only if its
+    /// caller still waits. The task is frozen at the point past its deadline.
+    #[test]
+    fn on_resume_what_the_named_task_set_going_runs_before_the_next_held_task_continues() {
+        let (clock, freeze) = host();
+        freeze.arm(PausePoint::BeforeRenewSend, FreezeKind::Pause, secs(3));
+        let log: Log = Arc::default();
+        let mut sim = sim();
+        sim.client("host", {
+            let (clock, freeze, log) = (clock.clone(), freeze.clone(), log.clone());
+            async move {
+                let (to_relay, mut relay_rx) = tokio::sync::mpsc::unbounded_channel();
+                let (to_connection, mut connection_rx) = tokio::sync::mpsc::unbounded_channel();
+                let relay = tokio::spawn(async move {
+                    while let Some(request) = relay_rx.recv().await {
+                        let _ = to_connection.send(request);
+                    }
+                });
+                let connection = tokio::spawn({
+                    let log = log.clone();
+                    async move {
+                        while let Some(reply) = connection_rx.recv().await {
+                            let reply: tokio::sync::oneshot::Sender<()> = reply;
+                            let sent = if reply.is_closed() {
+                                "cancelled"
+                            } else {
+                                "sent"
+                            };
+                            self::log(&log, sent);
+                        }
+                    }
+                });
+                let deadline = clock.now() + ms(2_500);
+                tokio::select! {
+                    biased;
+                    () = clock.sleep_until(deadline) => self::log(&log, "deadline"),
+                    () = async {
+                        clock.sleep(secs(2)).await;
+                        freeze.pause_point(PausePoint::BeforeRenewSend).await;
+                        let (reply, _answer) = tokio::sync::oneshot::channel();
+                        let _ = to_relay.send(reply);
+                        std::future::pending::<()>().await;
+                    } => unreachable!("the call never completes"),
+                }
+                drop(to_relay);
+                join(vec![relay, connection]).await
+            }
+        });
+        sim.run().unwrap();
+
+        // The request leaves, as from a thread resuming mid-call; only then does the task's
+        // deadline wait, held from 2.5 s, continue.
+        assert_eq!(
+            entries(&log),
+            [("sent", ms(5_000)), ("deadline", ms(5_000))]
+        );
     }
 
     #[test]

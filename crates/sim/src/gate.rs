@@ -77,6 +77,10 @@ pub(super) struct GateState {
     /// The suspends at a point that fired and wait for the nemesis, in firing order: each
     /// one's index in `fired` and its duration.
     pub(super) deferred: Vec<(usize, Duration)>,
+    /// Whether the head of `release` waits for the task ahead of it to settle: set when a
+    /// task passes with others behind it, cleared once its host has run everything that task
+    /// set going (the `hand_on` task).
+    pub(super) turn_held: bool,
 }
 
 /// A host-wide freeze.
@@ -91,6 +95,9 @@ pub(super) struct Window {
 /// What a task at the gate does next.
 enum Step {
     Pass,
+    /// Passes with others behind it, whose turn comes once the host has run what this one
+    /// sets going.
+    PassAndHandOn,
     /// Frozen until the true time `until` (it is `now_true`).
     Frozen {
         until: Duration,
@@ -201,6 +208,27 @@ impl Gate {
         }
     }
 
+    /// Gives the next released task its turn once the host has run every task ready now
+    /// (the one that just passed, and what it woke: a request it handed to a connection task
+    /// leaves first, as from a thread resuming mid-call).
+    fn hand_on_when_settled(&self) {
+        let gate = self.clone();
+        let hand_on = move || {
+            let mut state = gate.lock();
+            state.turn_held = false;
+            state.wake_head();
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    tokio::task::yield_now().await;
+                    hand_on();
+                });
+            }
+            Err(_) => hand_on(),
+        }
+    }
+
     pub(super) fn lock(&self) -> MutexGuard<'_, GateState> {
         // Every critical section leaves the state consistent before anything can panic.
         self.inner
@@ -236,6 +264,7 @@ impl GateState {
                 // Tasks still queued from an earlier freeze are held again; the new freeze's
                 // end orders them afresh.
                 self.release.clear();
+                self.turn_held = false;
                 self.window = Some(Window { until, leader });
             }
         }
@@ -256,11 +285,14 @@ impl GateState {
 
     /// After a freeze: task `id` passes if it is next, otherwise waits for its turn.
     fn take_turn(&mut self, id: u64, waker: &Waker) -> Step {
-        if self.release.front() == Some(&id) {
+        if self.release.front() == Some(&id) && !self.turn_held {
             self.release.pop_front();
             self.held.remove(&id);
-            self.wake_head();
-            return Step::Pass;
+            if self.release.is_empty() {
+                return Step::Pass;
+            }
+            self.turn_held = true;
+            return Step::PassAndHandOn;
         }
         if !self.release.contains(&id) {
             self.release.push_back(id);
@@ -339,6 +371,11 @@ impl Future for GatePass {
         match this.gate.step(this.id, cx.waker()) {
             Step::Pass => {
                 this.registered = false;
+                Poll::Ready(())
+            }
+            Step::PassAndHandOn => {
+                this.registered = false;
+                this.gate.hand_on_when_settled();
                 Poll::Ready(())
             }
             Step::Frozen { until, now_true } => {
