@@ -91,10 +91,11 @@ struct ConnsState {
 const REBIND_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// How many times it retries (a minute): the lingering sockets of a process that was killed
-/// close when TCP gives up on them, `(retx_max + 1) × rto` (1.2 s) after the kill while the
-/// link is cut, but only when the peer closes its side while it answers: a peer that is
-/// frozen, or never reads, keeps the socket in FIN_WAIT_2 (turmoil-net has no orphan timeout,
-/// Linux's is 60 s; docs/engine.md#wall-clocks-and-reboots).
+/// close when TCP gives up on them, `(retx_max + 1) × rto` after the kill while the link is
+/// cut (1.2 s at turmoil-net's default; the world's is Linux's 924.6 s, which is why each new
+/// boot there gets a fresh kernel), but only when the peer closes its side while it answers:
+/// a peer that is frozen, or never reads, keeps the socket in FIN_WAIT_2 (turmoil-net has no
+/// orphan timeout, Linux's is 60 s; docs/engine.md#wall-clocks-and-reboots).
 const REBIND_TRIES: u32 = 1_200;
 
 impl HostConns {

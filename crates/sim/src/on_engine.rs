@@ -31,6 +31,17 @@ use super::stage::{ClockChange, Software, Stage};
 /// The engine's fabric tick, and so the resolution of every crossing (docs/engine.md#network).
 const TICK: Duration = Duration::from_millis(1);
 
+/// TCP's RTO in the world: Linux's minimum (`TCP_RTO_MIN`).
+const RTO: Duration = Duration::from_millis(200);
+
+/// Retransmissions before TCP gives up on a connection, so that it gives up when Linux does:
+/// `tcp_retries2 = 15` backs off from 200 ms to `TCP_RTO_MAX` (120 s), about 924.6 s without
+/// ACK progress (RFC 6298; Linux's `tcp_retransmit_timer`); turmoil-net's RTO is fixed, so
+/// the same time is `(RETX_MAX + 1) × RTO`. A partition or hold as long as a run's then leaves
+/// its connections alive, to deliver late after the heal, as on a real network; the
+/// application's own deadlines and keepalives end them (docs/engine.md#network).
+const RETX_MAX: u32 = 4_622;
+
 /// One world host on the engine.
 struct EngineHost {
     id: HostId,
@@ -59,8 +70,8 @@ pub(crate) struct EngineStage {
 impl EngineStage {
     /// An engine for `config`'s world, with no hosts yet: its network's links draw the world's
     /// latency range with turmoil 0.7's odds (`Latency::turmoil`,
-    /// docs/world.md#the-world-on-the-engine), its tokio runtimes are seeded from the world's
-    /// network sub-seed.
+    /// docs/world.md#the-world-on-the-engine), its TCP gives up when Linux's does ([`RETX_MAX`]),
+    /// its tokio runtimes are seeded from the world's network sub-seed.
     ///
     /// # Errors
     /// The engine's, should it refuse its network.
@@ -69,6 +80,8 @@ impl EngineStage {
         let net = NetConfig {
             tick: TICK,
             latency: Latency::turmoil(Duration::from_millis(least), Duration::from_millis(most)),
+            rto: RTO,
+            retx_max: RETX_MAX,
             ..NetConfig::default()
         };
         let seed = sub_seed(config.seed, Subsystem::Network);
