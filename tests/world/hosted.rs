@@ -13,11 +13,12 @@ use leasesim::sim::backend::{
     AuthorityHost, Backend, BackendView, Grpc, HostResult, ReplicaEnv, WorldBackend,
     register_targets, target_backend,
 };
-use leasesim::sim::config::{WALL_EPOCH, WorldConfig};
+use leasesim::sim::config::{WALL_EPOCH, WorldConfig, WorldEngine};
 use leasesim::sim::generate::random_schedule;
 use leasesim::sim::hosted::{ClockKind, WorldThread, clock_now, fill_random};
 use leasesim::sim::runfile::{BackendSpec, WorldSpec};
 use leasesim::sim::schedule::{Fault, FaultSchedule};
+use leasesim::sim::true_time::true_now;
 use leasesim::sim::world::{World, WorldError};
 
 use crate::support::scenario_refused;
@@ -102,7 +103,7 @@ impl WorldBackend for Probe {
                 let sample = Sample {
                     host: host.clone(),
                     thread: std::thread::current().id(),
-                    true_at: turmoil::sim_elapsed().expect("inside a host"),
+                    true_at: true_now(),
                     wall: clock_now(ClockKind::Wall),
                     monotonic: clock_now(ClockKind::Monotonic),
                     host_wall_ns: clock.wall().unix_ns,
@@ -117,8 +118,12 @@ impl WorldBackend for Probe {
     }
 }
 
-fn run(probe: Probe, seed: u64, schedule: FaultSchedule) {
+/// Both engines: what hosted code reads must not depend on which one runs the world.
+const ENGINES: [WorldEngine; 2] = [WorldEngine::Turmoil, WorldEngine::Engine];
+
+fn run(engine: WorldEngine, probe: Probe, seed: u64, schedule: FaultSchedule) {
     World::builder()
+        .engine(engine)
         .seed(seed)
         .replicas(2)
         .duration(Duration::from_secs(40))
@@ -157,6 +162,15 @@ fn wall_offset_ns(sample: &Sample) -> i128 {
 
 #[test]
 fn inside_a_host_the_answer_is_that_hosts_clocks_and_a_wall_offset_shows_on_it_alone() {
+    for engine in ENGINES {
+        a_wall_offset_shows_on_its_host_alone(engine);
+    }
+}
+
+/// The probe reads once a second from 0 s, so one reading falls on the offset's own instant,
+/// 10 s: the nemesis acts before any host's work at an instant, and that reading shows it
+/// (docs/engine.md#one-instant).
+fn a_wall_offset_shows_on_its_host_alone(engine: WorldEngine) {
     let (probe, samples) = Probe::new(false);
     let schedule = FaultSchedule::new().at(
         10_000,
@@ -165,7 +179,7 @@ fn inside_a_host_the_answer_is_that_hosts_clocks_and_a_wall_offset_shows_on_it_a
             offset_ms: 5_000,
         },
     );
-    run(probe, 7, schedule);
+    run(engine, probe, 7, schedule);
     let samples = samples.lock().unwrap();
     assert!(samples.len() >= 70, "{} samples", samples.len());
     for sample in samples.iter() {
@@ -186,19 +200,29 @@ fn inside_a_host_the_answer_is_that_hosts_clocks_and_a_wall_offset_shows_on_it_a
         } else {
             0
         };
-        assert_eq!(wall_offset_ns(sample), expected, "{sample:?}");
+        assert_eq!(wall_offset_ns(sample), expected, "{engine:?} {sample:?}");
     }
+    assert!(
+        of_host(&samples, "replica-1").any(|sample| sample.true_at == Duration::from_secs(10)),
+        "{engine:?}: a reading at the offset's instant"
+    );
     assert!(of_host(&samples, "replica-2").all(|sample| wall_offset_ns(sample) == 0));
 }
 
 #[test]
 fn after_a_restart_the_host_is_registered_again_and_its_monotonic_clock_starts_from_zero() {
+    for engine in ENGINES {
+        a_restarted_hosts_monotonic_clock_starts_from_zero(engine);
+    }
+}
+
+fn a_restarted_hosts_monotonic_clock_starts_from_zero(engine: WorldEngine) {
     let (probe, samples) = Probe::new(false);
     let replica_2 = || "replica-2".to_owned();
     let schedule = FaultSchedule::new()
         .at(20_000, Fault::Crash { host: replica_2() })
         .at(25_000, Fault::Restart { host: replica_2() });
-    run(probe, 7, schedule);
+    run(engine, probe, 7, schedule);
     let samples = samples.lock().unwrap();
     let after: Vec<&Sample> = of_host(&samples, "replica-2")
         .filter(|sample| sample.true_at >= Duration::from_secs(25))
@@ -294,7 +318,7 @@ fn a_hosts_clock_read_over_and_over_in_one_instant_moves_on_by_a_nanosecond_a_re
 fn two_runs_of_a_seed_draw_the_same_random_bytes_and_two_seeds_different_ones() {
     let draws = |seed: u64| {
         let (probe, samples) = Probe::new(false);
-        run(probe, seed, FaultSchedule::new());
+        run(WorldEngine::Turmoil, probe, seed, FaultSchedule::new());
         let samples = samples.lock().unwrap();
         samples
             .iter()
@@ -312,7 +336,7 @@ fn a_world_whose_backend_asks_for_it_runs_on_a_thread_of_its_own() {
     let caller = std::thread::current().id();
     let threads = |unmodified: bool| {
         let (probe, samples) = Probe::new(unmodified);
-        run(probe, 7, FaultSchedule::new());
+        run(WorldEngine::Turmoil, probe, 7, FaultSchedule::new());
         let mut threads: Vec<ThreadId> = samples.lock().unwrap().iter().map(|s| s.thread).collect();
         threads.dedup();
         threads

@@ -8,7 +8,7 @@ use turmoil_net::Packet;
 
 use crate::clock::DriftOutOfRange;
 use crate::context::Trace;
-use crate::host::{Host, HostId, HostState, Slice};
+use crate::host::{Host, HostId, HostState, Slice, SliceEnd};
 use crate::net::{Latency, NetConfig, NetFault, Network, PPM, Route};
 
 /// A fault step the engine applies to one host at a true time.
@@ -152,6 +152,9 @@ pub struct Engine {
     /// Whether slices proven empty are skipped (the default).
     skip_empty: bool,
     net: Option<Network>,
+    /// The hosts still owe their work at `now` ([`Engine::run_to_instant`]): it runs, then
+    /// the fabric tick, when time next moves on.
+    owed: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -179,6 +182,7 @@ impl Engine {
             skipped: 0,
             skip_empty: true,
             net: None,
+            owed: false,
         }
     }
 
@@ -485,6 +489,23 @@ impl Engine {
     /// [`EngineError::NetInstalled`] at the first run of a second engine with a network on
     /// one thread.
     pub fn run_until(&mut self, end: Duration) -> Result<(), EngineError> {
+        self.run(end, SliceEnd::Through)
+    }
+
+    /// Runs until true time `end` and stops at the start of that instant: the events due at
+    /// `end` are applied, but no host has done its work at `end` (its timers due then) and the
+    /// fabric tick of `end` has not run. Faults the caller applies now (with
+    /// [`Engine::schedule`] at [`Engine::now`] and `run_until(now)`) come before that work,
+    /// as turmoil's nemesis acts before the hosts' step; the next run that moves time on
+    /// runs the hosts' work at `end` first, then the tick (docs/engine.md#one-instant).
+    ///
+    /// # Errors
+    /// As [`Engine::run_until`].
+    pub fn run_to_instant(&mut self, end: Duration) -> Result<(), EngineError> {
+        self.run(end, SliceEnd::Before)
+    }
+
+    fn run(&mut self, end: Duration, edge: SliceEnd) -> Result<(), EngineError> {
         if let Some(net) = &mut self.net
             && !net.start()
         {
@@ -492,6 +513,14 @@ impl Engine {
         }
         loop {
             self.apply_due()?;
+            if self.owed {
+                if self.now >= end {
+                    return Ok(());
+                }
+                self.owed = false;
+                self.run_hosts_to(self.now, SliceEnd::Through);
+                continue;
+            }
             if self.fabric_tick_due() {
                 continue;
             }
@@ -506,7 +535,12 @@ impl Engine {
             if let Some(net) = &self.net {
                 horizon = horizon.min(net.next_tick);
             }
-            self.run_hosts_to(horizon);
+            if horizon == end && edge == SliceEnd::Before {
+                self.run_hosts_to(horizon, SliceEnd::Before);
+                self.owed = true;
+            } else {
+                self.run_hosts_to(horizon, SliceEnd::Through);
+            }
         }
     }
 
@@ -531,14 +565,19 @@ impl Engine {
         }
     }
 
-    fn run_hosts_to(&mut self, horizon: Duration) {
+    fn run_hosts_to(&mut self, horizon: Duration, edge: SliceEnd) {
         let from = self.now;
         for (i, host) in self.hosts.iter_mut().enumerate() {
             if host.state == HostState::Running {
                 if let Some(net) = &self.net {
                     net.set_current(i);
                 }
-                let ran = host.run_slice((from, horizon), &self.trace, HostId(i), self.skip_empty);
+                let ran = host.run_slice(
+                    (from, horizon, edge),
+                    &self.trace,
+                    HostId(i),
+                    self.skip_empty,
+                );
                 self.slices += 1;
                 self.skipped += u64::from(ran == Slice::Skipped);
             }
@@ -546,13 +585,30 @@ impl Engine {
         self.now = horizon;
     }
 
-    /// Applies every event due by now, in (time, order scheduled) order.
+    /// Applies every event due by now, in (time, order scheduled) order. While the hosts owe
+    /// their work at now, the packets due now wait for it, as they do at an instant the
+    /// caller does not stop at (docs/engine.md#one-instant).
     fn apply_due(&mut self) -> Result<(), EngineError> {
+        let mut waiting = Vec::new();
+        let applied = self.apply_due_but(&mut waiting);
+        self.queue.extend(waiting);
+        applied
+    }
+
+    fn apply_due_but(
+        &mut self,
+        waiting: &mut Vec<((Duration, u64), Event)>,
+    ) -> Result<(), EngineError> {
         while let Some(entry) = self.queue.first_entry() {
             if entry.key().0 > self.now {
                 return Ok(());
             }
-            match entry.remove() {
+            let (key, event) = entry.remove_entry();
+            if self.owed && matches!(event, Event::Deliver(_)) {
+                waiting.push((key, event));
+                continue;
+            }
+            match event {
                 Event::Host(id, fault) => self.apply_fault(id, fault)?,
                 Event::Net { from, to, fault } => self.apply_net_fault(from, to, fault)?,
                 Event::Deliver(packet) => {

@@ -41,6 +41,17 @@ pub enum HostState {
     Down,
 }
 
+/// Where a slice stops at its end `to` (docs/engine.md#one-instant).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum SliceEnd {
+    /// Through `to`: timers due at `to`'s millisecond fire, and what they wake runs.
+    Through,
+    /// Just before `to`: the tokio clock stops a millisecond short of `to`'s, so the host's
+    /// work at that instant (its timers due then) waits for the next slice, after the
+    /// caller's faults at `to`.
+    Before,
+}
+
 /// Whether a host's slice ran or was proven empty and skipped (docs/engine.md#skipped-slices).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Slice {
@@ -218,17 +229,26 @@ impl Host {
     /// there and every timer the jump passed fires at once; then tasks run, the clock moving
     /// from timer to timer, until it reads `to`'s millisecond and nothing is ready.
     ///
+    /// With [`SliceEnd::Before`] the clock stops short of `to`'s millisecond instead.
+    ///
     /// A slice that provably runs nothing ([`Host::provably_empty`]) is skipped when `skip`
     /// is set; the return value says whether the slice ran.
     pub(crate) fn run_slice(
         &mut self,
-        (from, to): (Duration, Duration),
+        (from, to, edge): (Duration, Duration, SliceEnd),
         trace: &Trace,
         id: HostId,
         skip: bool,
     ) -> Slice {
         let start = floor_tick(self.clock.local_at(from)).max(self.local);
-        let end = floor_tick(self.clock.local_at(to)).max(start);
+        let last = match edge {
+            SliceEnd::Through => self.clock.local_at(to),
+            SliceEnd::Before => self
+                .clock
+                .local_at(to)
+                .saturating_sub(Duration::from_nanos(1)),
+        };
+        let end = floor_tick(last).max(start);
         if skip && self.provably_empty(start, end) {
             self.skip_slice();
             return Slice::Skipped;

@@ -134,6 +134,42 @@ fn a_paused_hosts_tasks_make_no_progress_and_read_the_jump_on_resume() {
     );
 }
 
+/// The ticks of a host ticking every second, paused by the caller at 2 s after the engine
+/// has run to that instant with `stop`, and resumed at 3.5 s.
+fn ticks_paused_by_the_caller_at_two_seconds(
+    stop: fn(&mut Engine, Duration) -> Result<(), leasesim_engine::EngineError>,
+) -> Vec<u128> {
+    let mut engine = Engine::new(1);
+    let host = engine.add_host("h").unwrap();
+    ticker(&engine, host, S);
+    stop(&mut engine, 2 * S).unwrap();
+    for fault in [HostFault::Drift(0), HostFault::Pause] {
+        // Two faults at the one instant: applying the first runs none of the hosts' work.
+        engine.schedule(engine.now(), Event::Host(host, fault));
+        engine.run_until(engine.now()).unwrap();
+    }
+    engine.schedule(3500 * MS, Event::Host(host, HostFault::Resume));
+    engine.run_until(5 * S).unwrap();
+    tick_times(&engine, "h")
+        .iter()
+        .map(|ns| ns / 1_000_000)
+        .collect()
+}
+
+#[test]
+fn faults_at_the_instant_a_run_to_instant_stops_at_come_before_the_hosts_work_then() {
+    // run_to_instant: the pause at 2 s comes before the tick due at 2 s, which fires at the
+    // resume; run_until: the host's work at 2 s is done when the caller acts.
+    assert_eq!(
+        ticks_paused_by_the_caller_at_two_seconds(Engine::run_to_instant),
+        [1000, 3500, 4500]
+    );
+    assert_eq!(
+        ticks_paused_by_the_caller_at_two_seconds(Engine::run_until),
+        [1000, 2000, 3500, 4500]
+    );
+}
+
 #[test]
 fn a_suspended_host_stops_and_its_monotonic_clock_stands_still_while_boot_time_runs() {
     let mut engine = Engine::new(1);

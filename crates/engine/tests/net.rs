@@ -86,6 +86,42 @@ fn a_tcp_echo_takes_the_links_latency_per_crossing() {
     );
 }
 
+/// The trace of a client pinging an echo server at 5 ms twice, 77 ms apart (the second ping
+/// sent by a timer at 100 ms), the engine stopped at the start of each instant of `stops`
+/// (`run_to_instant`) on its way to 300 ms.
+fn pings_stopping_at(stops: impl IntoIterator<Item = Duration>) -> Vec<String> {
+    let config = NetConfig {
+        latency: (5 * MS).into(),
+        ..NetConfig::default()
+    };
+    let mut engine = Engine::with_network(1, config).unwrap();
+    let server = engine.add_host("server").unwrap();
+    let client = engine.add_host("client").unwrap();
+    engine.spawn(server, echo_server()).unwrap();
+    engine.spawn(client, ping_twice(77 * MS)).unwrap();
+    for stop in stops {
+        engine.run_to_instant(stop).unwrap();
+    }
+    engine.run_until(300 * MS).unwrap();
+    trace_ms(&engine)
+}
+
+#[test]
+fn stopping_at_the_start_of_an_instant_with_no_fault_there_moves_nothing() {
+    // The hosts' work at a stop runs when time moves on, before that instant's fabric tick:
+    // a packet the timer at 100 ms sends still leaves in the 100 ms tick.
+    let straight = pings_stopping_at([]);
+    assert_eq!(
+        straight
+            .iter()
+            .filter(|line| line.ends_with("client ping"))
+            .count(),
+        2,
+        "{straight:?}"
+    );
+    assert_eq!(pings_stopping_at((90..=125).map(|ms| ms * MS)), straight);
+}
+
 fn both_ways(engine: &mut Engine, a: HostId, b: HostId, at: Duration, fault: NetFault) {
     engine.schedule(at, one_way(a, b, fault));
     engine.schedule(at, one_way(b, a, fault));

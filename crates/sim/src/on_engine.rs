@@ -204,7 +204,14 @@ impl Stage for EngineStage {
         if target <= now {
             target = now + TICK;
         }
-        self.engine.run_until(target).map_err(|e| e.to_string())?;
+        // The nemesis acts at `next` before any host's work at that instant, as on turmoil
+        // (docs/engine.md#one-instant).
+        let run = if target == next {
+            self.engine.run_to_instant(target)
+        } else {
+            self.engine.run_until(target)
+        };
+        run.map_err(|e| e.to_string())?;
         match self.failure.borrow_mut().take() {
             Some(failure) => Err(failure),
             None => Ok(()),

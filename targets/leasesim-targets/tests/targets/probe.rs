@@ -9,8 +9,10 @@ use leasesim::lease::SessionLease;
 use leasesim::sim::backend::{
     AuthorityHost, Backend, BackendView, Grpc, HostResult, ReplicaEnv, WorldBackend,
 };
+use leasesim::sim::config::WorldEngine;
 use leasesim::sim::hosted::{self, ClockKind};
 use leasesim::sim::schedule::{Fault, FaultSchedule};
+use leasesim::sim::true_time::true_now;
 use leasesim::sim::world::World;
 
 /// One reading on a replica: true time, what `SystemTime::now()` said, the host's wall clock.
@@ -43,7 +45,7 @@ impl WorldBackend for Probe {
                 // What unmodified code reads: the point of this test.
                 #[allow(clippy::disallowed_types)]
                 let system = std::time::SystemTime::now().duration_since(UNIX_EPOCH);
-                let true_at = turmoil::sim_elapsed().expect("inside a host");
+                let true_at = true_now();
                 readings.lock().unwrap().push((
                     host.clone(),
                     true_at,
@@ -76,6 +78,23 @@ fn install() {
 #[test]
 fn a_hosts_system_time_now_is_that_hosts_wall_clock() {
     install();
+    for engine in [WorldEngine::Turmoil, WorldEngine::Engine] {
+        system_time_now_is_the_hosts_wall_clock_on(engine);
+    }
+    // Off the world's thread, the real clock answers again (not the world's 2026 epoch).
+    #[allow(clippy::disallowed_types)]
+    let real = std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap();
+    assert_ne!(
+        real.as_nanos() as i128,
+        leasesim::sim::config::WALL_EPOCH.unix_ns
+    );
+}
+
+/// The readings fall on whole seconds, one on the offset's instant (10 s): the nemesis acts
+/// before any host's work there, so that reading shows the offset.
+fn system_time_now_is_the_hosts_wall_clock_on(engine: WorldEngine) {
     let probe = Probe::default();
     let schedule = FaultSchedule::new().at(
         10_000,
@@ -85,6 +104,7 @@ fn a_hosts_system_time_now_is_that_hosts_wall_clock() {
         },
     );
     World::builder()
+        .engine(engine)
         .seed(7)
         .replicas(2)
         .duration(Duration::from_secs(30))
@@ -95,7 +115,11 @@ fn a_hosts_system_time_now_is_that_hosts_wall_clock() {
         .run()
         .unwrap();
     let readings = probe.0.lock().unwrap();
-    assert!(readings.len() >= 50, "{} readings", readings.len());
+    assert!(
+        readings.len() >= 50,
+        "{engine:?}: {} readings",
+        readings.len()
+    );
     let epoch_ns = leasesim::sim::config::WALL_EPOCH.unix_ns;
     for (host, true_at, system, host_wall_ns) in readings.iter() {
         assert_eq!(
@@ -109,12 +133,12 @@ fn a_hosts_system_time_now_is_that_hosts_wall_clock() {
         } else {
             0
         };
-        assert_eq!(offset_ns, expected, "{host} at {true_at:?}");
+        assert_eq!(offset_ns, expected, "{engine:?}: {host} at {true_at:?}");
     }
-    // Off the world's thread, the real clock answers again (not the world's 2026 epoch).
-    #[allow(clippy::disallowed_types)]
-    let real = std::time::SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap();
-    assert_ne!(real.as_nanos() as i128, epoch_ns);
+    let at_the_offset =
+        |(host, true_at, ..): &&Reading| host == "replica-1" && *true_at == Duration::from_secs(10);
+    assert!(
+        readings.iter().any(|r| at_the_offset(&r)),
+        "{engine:?}: a reading at the offset's instant"
+    );
 }
