@@ -22,6 +22,7 @@ use super::request::scenario_command;
 use super::scenario::Scenario;
 use super::shrink;
 use super::stopwatch::Stopwatch;
+use crate::check::Check;
 use crate::clock::ManualClock;
 use crate::conformance::{RULES, Subject};
 use crate::lease::{FlockLease, FlockLeaseConfig, MemLease};
@@ -29,7 +30,7 @@ use crate::mutant::Mutant;
 use crate::mutants::{self, Kill};
 use crate::results::plan::Shard;
 use crate::results::record::Detection;
-use crate::sim::runfile::BackendSpec;
+use crate::sim::runfile::{BackendSpec, RunFile};
 
 /// The mutants of `selected` that `shard` detects, in catalogue order: the selection sorted
 /// by [`Mutant::position`] with repeats dropped, then every N-th from the K-th (see the
@@ -160,7 +161,29 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
             runs += 1;
             let replay = scenario_command(&run, path, options.backend);
             let executed = execute(&run, run.wall_timeout(options.run_timeout), replay.clone());
-            let Some(check) = executed.record.unexpected.first().cloned() else {
+            if executed.record.unexpected.is_empty() {
+                continue;
+            }
+            let correct = RunFile {
+                mutant: None,
+                ..run.clone()
+            };
+            let baseline = execute(
+                &correct,
+                correct.wall_timeout(options.run_timeout),
+                scenario_command(&correct, path, options.backend),
+            );
+            let alarms = &baseline.record.unexpected;
+            if !alarms.is_empty() {
+                eprintln!(
+                    "false alarm: {} seed {seed} breaks {} without a mutant (found while detecting {}; run `{}`)",
+                    scenario.name(),
+                    check_list(alarms),
+                    mutant.name(),
+                    baseline.record.replay
+                );
+            }
+            let Some(check) = own_check(&executed.record.unexpected, alarms) else {
                 continue;
             };
             detection.killed = true;
@@ -210,6 +233,20 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
         options.seeds,
         options.scenarios.len()
     );
+}
+
+/// The first check a mutant's run breaks that the same run of the correct implementation
+/// keeps: a check both break is the world's false alarm, not the mutant's kill.
+fn own_check(found: &[Check], alarms: &[Check]) -> Option<Check> {
+    found.iter().find(|check| !alarms.contains(check)).copied()
+}
+
+fn check_list(checks: &[Check]) -> String {
+    checks
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Whether conformance rule `rule` fails on the backend `mutant` is planted in: a
@@ -297,6 +334,17 @@ mod tests {
         assert_eq!(shard(1), [whole[0], whole[2]]);
         assert_eq!(shard(2), [whole[1]]);
         assert!(owned_mutants(&selected, Some(Shard { index: 4, of: 4 })).is_empty());
+    }
+
+    /// A mutant is killed by a check its run breaks and the correct implementation's same run
+    /// keeps; a check both break is a false alarm, and a run breaking only those kills nothing.
+    #[test]
+    fn a_check_the_correct_implementation_breaks_too_is_no_kill() {
+        use Check::{Excl, Live, Token};
+        assert_eq!(own_check(&[Token, Excl], &[]), Some(Token));
+        assert_eq!(own_check(&[Live, Token], &[Live]), Some(Token));
+        assert_eq!(own_check(&[Live], &[Live, Excl]), None);
+        assert_eq!(check_list(&[Live, Excl]), "LIVE, EXCL");
     }
 
     /// A flock mutant's conformance rule runs over `FlockLease` (on `MemLease` the planted
