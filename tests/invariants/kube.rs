@@ -320,6 +320,35 @@ fn excl_catches_overlapping_windows_within_the_drift_bound() {
     );
 }
 
+/// A grant that arrives after its own deadline (the call was held up longer than the TTL
+/// less the margin) gives its holder no validity at all: an empty window, which overlaps
+/// nobody's. replica-2's acquire, sent at 0, is answered at 9.5 s, past its deadline at 9 s,
+/// inside replica-1's window (found on the engine, `kube-swarm-long-holds` seed 1001: a renew
+/// held 17.8 s).
+#[test]
+fn excl_passes_a_grant_that_arrives_after_its_own_deadline_inside_another_window() {
+    let h = history()
+        .kube_config()
+        .op(
+            1,
+            "replica-2",
+            span(0, 9 * S + 500_000),
+            acquire(),
+            granted(1, 10 * S),
+        )
+        .op(
+            2,
+            "replica-1",
+            span(5 * S, 5 * S + 10_000),
+            acquire(),
+            granted(2, 10 * S),
+        )
+        .build();
+    let report = excl::check(&h);
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.checks, 1);
+}
+
 #[test]
 fn excl_passes_a_takeover_after_the_holders_window() {
     let report = excl::check(&windows(-50_000, 50_000, 10 * S));

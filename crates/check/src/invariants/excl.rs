@@ -367,7 +367,10 @@ fn check_holders(history: &History) -> InvariantReport {
             let mut judged = true;
             for held in earlier {
                 follows = true;
-                if held.until_us <= candidate.from_us {
+                // Overlap needs a positive length: `held` starts first, so from the
+                // candidate's start to the earlier end. A grant that arrives past its own
+                // deadline gives an empty window, which overlaps nothing.
+                if held.until_us.min(candidate.until_us) <= candidate.from_us {
                     continue;
                 }
                 match within_drift_bound(&clocks, held, candidate, margin) {
