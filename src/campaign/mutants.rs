@@ -161,29 +161,9 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
             runs += 1;
             let replay = scenario_command(&run, path, options.backend);
             let executed = execute(&run, run.wall_timeout(options.run_timeout), replay.clone());
-            if executed.record.unexpected.is_empty() {
-                continue;
-            }
-            let correct = RunFile {
-                mutant: None,
-                ..run.clone()
-            };
-            let baseline = execute(
-                &correct,
-                correct.wall_timeout(options.run_timeout),
-                scenario_command(&correct, path, options.backend),
-            );
-            let alarms = &baseline.record.unexpected;
-            if !alarms.is_empty() {
-                eprintln!(
-                    "false alarm: {} seed {seed} breaks {} without a mutant (found while detecting {}; run `{}`)",
-                    scenario.name(),
-                    check_list(alarms),
-                    mutant.name(),
-                    baseline.record.replay
-                );
-            }
-            let Some(check) = own_check(&executed.record.unexpected, alarms) else {
+            let Some(check) =
+                killed_by(options, (path, scenario), &run, &executed.record.unexpected)
+            else {
                 continue;
             };
             detection.killed = true;
@@ -233,6 +213,41 @@ fn campaign_kill(options: &DetectOptions<'_>, mutant: Mutant, detection: &mut De
         options.seeds,
         options.scenarios.len()
     );
+}
+
+/// The check that kills the mutant of `run`, which broke `found`: the first of them the same
+/// run of the correct implementation keeps ([`own_check`]). What the correct run breaks too
+/// is a false alarm of the world, printed with its rerun command.
+fn killed_by(
+    options: &DetectOptions<'_>,
+    (path, scenario): (&Path, &Scenario),
+    run: &RunFile,
+    found: &[Check],
+) -> Option<Check> {
+    if found.is_empty() {
+        return None;
+    }
+    let correct = RunFile {
+        mutant: None,
+        ..run.clone()
+    };
+    let baseline = execute(
+        &correct,
+        correct.wall_timeout(options.run_timeout),
+        scenario_command(&correct, path, options.backend),
+    );
+    let alarms = &baseline.record.unexpected;
+    if !alarms.is_empty() {
+        eprintln!(
+            "false alarm: {} seed {} breaks {} without a mutant (found while detecting {}; run `{}`)",
+            scenario.name(),
+            run.seed,
+            check_list(alarms),
+            run.mutant.as_deref().unwrap_or("-"),
+            baseline.record.replay
+        );
+    }
+    own_check(found, alarms)
 }
 
 /// The first check a mutant's run breaks that the same run of the correct implementation
