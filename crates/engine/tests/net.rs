@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil_net::shim::tokio::net::{TcpListener, TcpStream};
 
 mod common;
-use common::{echo_server, ping_twice};
+use common::{echo_server, pinging_world};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -90,15 +90,7 @@ fn a_tcp_echo_takes_the_links_latency_per_crossing() {
 /// sent by a timer at 100 ms), the engine stopped at the start of each instant of `stops`
 /// (`run_to_instant`) on its way to 300 ms.
 fn pings_stopping_at(stops: impl IntoIterator<Item = Duration>) -> Vec<String> {
-    let config = NetConfig {
-        latency: (5 * MS).into(),
-        ..NetConfig::default()
-    };
-    let mut engine = Engine::with_network(1, config).unwrap();
-    let server = engine.add_host("server").unwrap();
-    let client = engine.add_host("client").unwrap();
-    engine.spawn(server, echo_server()).unwrap();
-    engine.spawn(client, ping_twice(77 * MS)).unwrap();
+    let (mut engine, _, _) = pinging_world(77 * MS);
     for stop in stops {
         engine.run_to_instant(stop).unwrap();
     }
@@ -362,15 +354,7 @@ fn an_http_call_through_hyper_crosses_the_links_like_the_echo() {
 
 #[test]
 fn a_restarted_servers_connections_close_and_its_successor_serves_new_ones() {
-    let config = NetConfig {
-        latency: (5 * MS).into(),
-        ..NetConfig::default()
-    };
-    let mut engine = Engine::with_network(1, config).unwrap();
-    let server = engine.add_host("server").unwrap();
-    let client = engine.add_host("client").unwrap();
-    engine.spawn(server, echo_server()).unwrap();
-    engine.spawn(client, ping_twice(77 * MS)).unwrap();
+    let (mut engine, server, _) = pinging_world(77 * MS);
     let restart = move |engine: &mut Engine| {
         engine.restart(server).unwrap();
         engine.spawn(server, echo_server()).unwrap();

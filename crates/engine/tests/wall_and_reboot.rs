@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use leasesim_engine::{Engine, Event, HostFault, HostId, HostState, NetConfig};
+use leasesim_engine::{Engine, Event, HostFault, HostId, HostState};
 
 mod common;
-use common::{echo_server, ping_twice};
+use common::{echo_server, pinging_world};
 mod support;
 use support::trace_ms;
 
@@ -176,15 +176,7 @@ fn a_reboot_ends_a_suspension_and_boot_time_starts_from_zero() {
 /// its clock (then connects anew and pings once more if that failed); the server reboots at
 /// true 50 ms for `down`.
 fn reboot_world(down: Duration, second_ping: Duration) -> Engine {
-    let config = NetConfig {
-        latency: (5 * MS).into(),
-        ..NetConfig::default()
-    };
-    let mut engine = Engine::with_network(1, config).unwrap();
-    let server = engine.add_host("server").unwrap();
-    let client = engine.add_host("client").unwrap();
-    engine.spawn(server, echo_server()).unwrap();
-    engine.spawn(client, ping_twice(second_ping)).unwrap();
+    let (mut engine, server, _) = pinging_world(second_ping);
     let reboot = move |engine: &mut Engine| {
         engine.reboot(server, down).unwrap();
         engine.spawn(server, echo_server()).unwrap();

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use leasesim_engine::{Engine, HostId, NetConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil_net::shim::tokio::net::{TcpListener, TcpStream};
 
@@ -71,4 +72,23 @@ pub async fn ping_twice(pause: Duration) {
         drop(stream);
         connect_and_ping().await;
     }
+}
+
+/// An engine (seed 1) whose hosts `server` (the echo) and `client` ([`ping_twice`] with
+/// `second_ping` between its pings) talk over 5 ms links.
+#[allow(
+    dead_code,
+    reason = "not every test binary that includes this file builds this world"
+)]
+pub fn pinging_world(second_ping: Duration) -> (Engine, HostId, HostId) {
+    let config = NetConfig {
+        latency: (5 * MS).into(),
+        ..NetConfig::default()
+    };
+    let mut engine = Engine::with_network(1, config).unwrap();
+    let server = engine.add_host("server").unwrap();
+    let client = engine.add_host("client").unwrap();
+    engine.spawn(server, echo_server()).unwrap();
+    engine.spawn(client, ping_twice(second_ping)).unwrap();
+    (engine, server, client)
 }
